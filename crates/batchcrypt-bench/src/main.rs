@@ -1,0 +1,38 @@
+//! `batchcrypt-bench`: runs our paths and the peers' in one process, on the same batches, and
+//! prints ratios. Results also go to a JSON file for the record.
+
+mod report;
+mod sha256;
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
+struct Args {
+    /// Which benchmark groups to run.
+    #[arg(default_values_t = vec!["sha256".to_string()])]
+    groups: Vec<String>,
+    /// Smaller batches and fewer repetitions (a smoke run, not for the record).
+    #[arg(long)]
+    quick: bool,
+    /// Write every measurement here as JSON.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut rep = report::Report::new();
+    print!("{}", batchcrypt::describe_hardware());
+    for g in &args.groups {
+        match g.as_str() {
+            "sha256" => sha256::run(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256)"),
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rep.rows)?)?;
+        println!("\nwrote {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Timing and the result table.
+
+use serde::Serialize;
+use std::time::Instant;
+
+#[derive(Serialize, Clone)]
+pub struct Row {
+    pub group: String,
+    pub case: String,
+    pub implementation: String,
+    pub items: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub items_per_s: f64,
+    pub bytes_per_s: f64,
+    /// Throughput relative to the case's baseline implementation.
+    pub ratio: Option<f64>,
+    pub baseline: Option<String>,
+}
+
+pub struct Report {
+    pub rows: Vec<Row>,
+}
+
+/// Median wall time of `reps` runs after one warm-up.
+pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut v: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+impl Report {
+    pub fn new() -> Self {
+        Report { rows: Vec::new() }
+    }
+
+    pub fn header(&self, title: &str) {
+        println!("\n== {title}");
+        println!("{:<34} {:<26} {:>12} {:>10} {:>9}", "case", "implementation", "M items/s", "GB/s", "ratio");
+    }
+
+    /// Records one measurement; `baseline` names the implementation of the same case to compare to.
+    pub fn add(&mut self, group: &str, case: &str, implementation: &str, items: u64, bytes: u64, seconds: f64, baseline: Option<&str>) {
+        let items_per_s = items as f64 / seconds;
+        let ratio = baseline.and_then(|b| {
+            self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == b).map(|r| items_per_s / r.items_per_s)
+        });
+        println!(
+            "{:<34} {:<26} {:>12.3} {:>10.2} {:>9}",
+            case,
+            implementation,
+            items_per_s / 1e6,
+            bytes as f64 / seconds / 1e9,
+            ratio.map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into())
+        );
+        self.rows.push(Row {
+            group: group.into(),
+            case: case.into(),
+            implementation: implementation.into(),
+            items,
+            bytes,
+            seconds,
+            items_per_s,
+            bytes_per_s: bytes as f64 / seconds,
+            ratio,
+            baseline: baseline.map(Into::into),
+        });
+    }
+}

@@ -1,0 +1,137 @@
+use anyhow::{bail, Result};
+use batchcrypt::sha256::{Digest, Mode};
+use batchcrypt::{Backend, BackendChoice, Engine};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// log2 of the number of 64-byte messages in the main batch (the others scale with it).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(4..=26))]
+    log_size: u32,
+}
+
+/// The genesis block header and its hash, a real-world check every backend must reproduce.
+const GENESIS_HEADER: &str = "0100000000000000000000000000000000000000000000000000000000000000000000003ba3edfd7a7b12b27ac72c3e67768f617fc81bc3888a51323a9fb8aa4b1e5e4a29ab5f49ffff001d1dac2b7c";
+const GENESIS_HASH: &str = "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f";
+
+fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+struct Workload {
+    name: &'static str,
+    data: Vec<u8>,
+    offsets: Option<Vec<u64>>,
+    len: usize,
+    mode: Mode,
+}
+
+impl Workload {
+    fn items(&self) -> usize {
+        self.offsets.as_ref().map(|o| o.len() - 1).unwrap_or(self.data.len() / self.len)
+    }
+    fn run(&self, engine: &Engine) -> batchcrypt::Result<batchcrypt::Output<Vec<Digest>>> {
+        match &self.offsets {
+            Some(o) => engine.sha256().hash_var(&self.data, o, self.mode),
+            None => engine.sha256().hash_fixed(&self.data, self.len, self.mode),
+        }
+    }
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    print!("{}", batchcrypt::describe_hardware());
+    let backends: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.is_available()).collect();
+    println!("backends: {}\n", backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "));
+
+    // Known answers first.
+    let header = hex::decode(GENESIS_HEADER)?;
+    for &b in &backends {
+        let e = Engine::with_backend(BackendChoice::Exact(b));
+        let got = e.sha256().sha256d_80(&header)?.value[0];
+        if batchcrypt::bitcoin::display_hash(&got) != GENESIS_HASH {
+            bail!("{b}: genesis block hash is wrong");
+        }
+        let abc = e.sha256().hash_var(b"abc", &[0, 3], Mode::Single)?.value[0];
+        if hex::encode(abc) != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+            bail!("{b}: SHA-256(\"abc\") is wrong");
+        }
+    }
+    println!("known answers (genesis block hash, SHA-256(\"abc\")): correct on every backend\n");
+
+    let n = 1usize << args.log_size;
+    let mut var_offsets = vec![0u64];
+    let mut x = 12345u64;
+    for _ in 0..n / 16 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        var_offsets.push(var_offsets.last().unwrap() + (x >> 33) % 2000);
+    }
+    let var_bytes = *var_offsets.last().unwrap() as usize;
+    let workloads = [
+        Workload { name: "sha256d 64 B (merkle nodes)", data: pseudo_random(64 * n, 1), offsets: None, len: 64, mode: Mode::Double },
+        Workload { name: "sha256d 80 B (block headers)", data: pseudo_random(80 * n / 4, 2), offsets: None, len: 80, mode: Mode::Double },
+        Workload { name: "sha256 32 B (keys, hashes)", data: pseudo_random(32 * n, 3), offsets: None, len: 32, mode: Mode::Single },
+        Workload { name: "sha256 0..2000 B (mixed)", data: pseudo_random(var_bytes, 4), offsets: Some(var_offsets), len: 0, mode: Mode::Single },
+    ];
+
+    println!("{:<30} {:<9} {:>9} {:>10} {:>12} {:>10}  {}", "operation", "backend", "items", "ms", "M items/s", "GB/s", "agrees");
+    let mut all_agree = true;
+    for w in &workloads {
+        let mut reference: Option<Vec<Digest>> = None;
+        for &b in &backends {
+            let e = Engine::with_backend(BackendChoice::Exact(b));
+            w.run(&e)?; // warm-up: module load, calibration, page faults
+            let t = Instant::now();
+            let out = w.run(&e)?;
+            let s = t.elapsed().as_secs_f64();
+            let agrees = match &reference {
+                None => {
+                    reference = Some(out.value);
+                    "reference"
+                }
+                Some(r) if *r == out.value => "yes",
+                Some(_) => {
+                    all_agree = false;
+                    "NO"
+                }
+            };
+            println!(
+                "{:<30} {:<9} {:>9} {:>10.2} {:>12.2} {:>10.2}  {agrees}",
+                w.name,
+                b.name(),
+                w.items(),
+                s * 1e3,
+                w.items() as f64 / s / 1e6,
+                w.data.len() as f64 / s / 1e9
+            );
+        }
+        let auto = Engine::with_backend(BackendChoice::Auto);
+        let out = w.run(&auto)?;
+        println!("{:<30} auto picked {} ({} threads)\n", "", out.backend, out.threads);
+    }
+
+    let txids: Vec<Digest> = pseudo_random(32 * n, 5).chunks_exact(32).map(|c| c.try_into().unwrap()).collect();
+    let mut roots = Vec::new();
+    for &b in &backends {
+        let e = Engine::with_backend(BackendChoice::Exact(b));
+        let t = Instant::now();
+        let root = e.sha256().merkle_root(&txids)?.value;
+        println!("merkle root of {n} txids on {:<9} {} ({:.2} ms)", b.name(), hex::encode(root), t.elapsed().as_secs_f64() * 1e3);
+        roots.push(root);
+    }
+    if roots.windows(2).any(|w| w[0] != w[1]) {
+        all_agree = false;
+    }
+    if !all_agree {
+        bail!("backends disagree: this is a bug, please report it with the output of `batchcrypt info`");
+    }
+    println!("\nall backends agree");
+    Ok(())
+}

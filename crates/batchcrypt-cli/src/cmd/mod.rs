@@ -1,0 +1,5 @@
+pub mod calibrate;
+pub mod demo;
+pub mod info;
+pub mod merkle;
+pub mod sha256;

@@ -1,0 +1,57 @@
+//! `batchcrypt`: the command-line face of the library. Each subcommand is a thin layer in `cmd/`.
+
+mod cmd;
+
+use anyhow::Result;
+use batchcrypt::{BackendChoice, Engine};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "batchcrypt",
+    version,
+    about = "Batch cryptography on NVIDIA GPUs and CPU extensions",
+    long_about = "Runs batches of the same cryptographic operation on the fastest hardware present: \
+an NVIDIA GPU through CUDA, or CPU extensions (SHA-NI, AVX2, AVX-512). By default a cost model \
+measured on this machine picks the backend per batch; --backend forces one.\n\n\
+Start with `batchcrypt info` (what hardware was found) and `batchcrypt demo` (every primitive on \
+built-in data, on every backend, checked against each other, with a throughput table).",
+    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
+)]
+struct Cli {
+    /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda.
+    #[arg(long, short = 'b', global = true, env = batchcrypt::backend::BACKEND_ENV, default_value = "auto")]
+    backend: BackendChoice,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every primitive on built-in data on every backend present, check they agree, print throughput.
+    Demo(cmd::demo::Args),
+    /// Show the CPU features and GPU found, and which backends can run.
+    Info,
+    /// SHA-256 (or SHA256d) of files, or of each line of a file as one batch.
+    Sha256(cmd::sha256::Args),
+    /// Merkle root and txids of a raw Bitcoin block, checked against its header.
+    Merkle(cmd::merkle::Args),
+    /// Measure the cost model on this machine and show where the CPU/GPU crossover lies.
+    Calibrate,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let engine = Engine::with_backend(cli.backend);
+    let result: Result<()> = match cli.command {
+        Command::Demo(a) => cmd::demo::run(&a),
+        Command::Info => cmd::info::run(),
+        Command::Sha256(a) => cmd::sha256::run(&engine, &a),
+        Command::Merkle(a) => cmd::merkle::run(&engine, &a),
+        Command::Calibrate => cmd::calibrate::run(&engine),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

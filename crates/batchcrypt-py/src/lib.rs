@@ -1,0 +1,134 @@
+//! Python bindings: batch APIs over bytes and numpy arrays. Heavy calls release the GIL.
+
+use batchcrypt::sha256::{Digest, Mode};
+use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error};
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::EmptyBatch | Error::InvalidInput(_) | Error::BackendUnavailable { .. } => PyValueError::new_err(e.to_string()),
+        Error::Cuda { .. } => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+fn mode(double: bool) -> Mode {
+    if double {
+        Mode::Double
+    } else {
+        Mode::Single
+    }
+}
+
+fn digests<'py>(py: Python<'py>, v: Vec<Digest>) -> Bound<'py, PyArray2<u8>> {
+    let n = v.len();
+    let flat: Vec<u8> = v.into_iter().flatten().collect();
+    numpy::PyArray1::from_vec(py, flat).reshape([n, 32]).expect("n x 32")
+}
+
+/// Input bytes from `bytes`, `bytearray`, `memoryview` or a uint8 numpy array.
+fn input(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = obj.downcast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, u8>>() {
+        return Ok(a.as_slice()?.to_vec());
+    }
+    if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
+        return Ok(a.as_slice()?.to_vec());
+    }
+    obj.extract::<Vec<u8>>().map_err(|_| PyValueError::new_err("expected bytes, bytearray or a uint8 numpy array"))
+}
+
+/// A batch engine. `backend` is "auto" (the cost model decides per batch), "cpu", "gpu", or one
+/// of "portable", "sha-ni", "avx2", "avx512", "cuda". `last_backend` names what ran last.
+#[pyclass(name = "Engine", module = "batchcrypt")]
+struct Engine {
+    inner: CoreEngine,
+    #[pyo3(get)]
+    last_backend: Option<String>,
+}
+
+impl Engine {
+    fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&CoreEngine) -> batchcrypt::Result<batchcrypt::Output<T>> + Send) -> PyResult<T> {
+        let inner = &self.inner;
+        let out = py.allow_threads(|| f(inner)).map_err(to_py)?;
+        self.last_backend = Some(out.backend.name().to_string());
+        Ok(out.value)
+    }
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    #[pyo3(signature = (backend = "auto"))]
+    fn new(backend: &str) -> PyResult<Self> {
+        let choice: BackendChoice = backend.parse().map_err(to_py)?;
+        Ok(Engine { inner: CoreEngine::with_backend(choice), last_backend: None })
+    }
+
+    /// SHA-256 of `len(data) // msg_len` messages of `msg_len` bytes; returns an (n, 32) uint8 array.
+    #[pyo3(signature = (data, msg_len, double = false))]
+    fn sha256_batch<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, msg_len: usize, double: bool) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let data = input(data)?;
+        let v = self.run(py, |e| e.sha256().hash_fixed(&data, msg_len, mode(double)))?;
+        Ok(digests(py, v))
+    }
+
+    /// SHA-256 of messages of any length: message i is data[offsets[i]:offsets[i+1]].
+    #[pyo3(signature = (data, offsets, double = false))]
+    fn sha256_batch_var<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, offsets: PyReadonlyArray1<'py, u64>, double: bool) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let data = input(data)?;
+        let offsets = offsets.as_slice()?.to_vec();
+        let v = self.run(py, |e| e.sha256().hash_var(&data, &offsets, mode(double)))?;
+        Ok(digests(py, v))
+    }
+
+    /// Bitcoin's SHA256d of 64-byte messages (merkle nodes).
+    fn sha256d_64<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        self.sha256_batch(py, data, 64, true)
+    }
+
+    /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).
+    fn merkle_root<'py>(&mut self, py: Python<'py>, txids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = input(txids)?;
+        if data.len() % 32 != 0 {
+            return Err(PyValueError::new_err(format!("txids must be a multiple of 32 bytes, got {}", data.len())));
+        }
+        let ids: Vec<Digest> = data.chunks_exact(32).map(|c| c.try_into().unwrap()).collect();
+        let root = self.run(py, |e| e.sha256().merkle_root(&ids))?;
+        Ok(PyBytes::new(py, &root))
+    }
+}
+
+/// SHA-256 of one message.
+#[pyfunction]
+#[pyo3(signature = (data, double = false))]
+fn sha256<'py>(py: Python<'py>, data: &[u8], double: bool) -> Bound<'py, PyBytes> {
+    let d = if double { batchcrypt::sha256::digest_double(data) } else { batchcrypt::sha256::digest(data) };
+    PyBytes::new(py, &d)
+}
+
+/// Backends of this machine: name -> None if available, else the reason it is not.
+#[pyfunction]
+fn backends() -> Vec<(String, Option<String>)> {
+    Backend::ALL.iter().map(|b| (b.name().to_string(), b.availability().err())).collect()
+}
+
+/// A description of the CPU features and GPU found.
+#[pyfunction]
+fn hardware() -> String {
+    batchcrypt::describe_hardware()
+}
+
+#[pymodule]
+fn _batchcrypt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(sha256, m)?)?;
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(hardware, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! The CUDA device layer: finds the driver without panicking, owns the context, loads the embedded
+//! kernel images (fatbins built by nvcc at compile time) and hands out streams.
+
+use crate::error::{Error, Result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Set to a non-empty value other than `0` to hide the GPU from this process.
+pub const DISABLE_ENV: &str = "BATCHCRYPT_DISABLE_CUDA";
+
+/// A kernel image embedded in the library.
+#[derive(Debug)]
+pub struct KernelImage {
+    pub name: &'static str,
+    /// Fatbin bytes, or `None` when the build had no nvcc.
+    pub fatbin: Option<&'static [u8]>,
+}
+
+/// What the device reports about itself.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: u32,
+    pub total_memory: usize,
+    pub clock_khz: u32,
+}
+
+/// The GPU this process uses (device 0).
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    streams: Mutex<Vec<Arc<CudaStream>>>,
+}
+
+pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
+    move |e| Error::Cuda { context, message: format!("{e:?}") }
+}
+
+impl Gpu {
+    /// The process-wide GPU, or why there is none. Never panics: the driver library is probed
+    /// before any driver call (cudarc panics on a missing libcuda).
+    pub fn get() -> std::result::Result<&'static Gpu, String> {
+        static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+        GPU.get_or_init(|| {
+            if std::env::var(DISABLE_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false) {
+                return Err(format!("disabled by {DISABLE_ENV}"));
+            }
+            if !crate::kernels::BUILT {
+                return Err("this build has no CUDA kernels (nvcc was not found at build time; run scripts/setup.sh and rebuild)".into());
+            }
+            // SAFETY: only probes whether the shared library can be opened.
+            if !unsafe { cudarc::driver::sys::is_culib_present() } {
+                return Err("no CUDA driver (libcuda) on this machine".into());
+            }
+            std::panic::catch_unwind(Gpu::open)
+                .unwrap_or_else(|_| Err("the CUDA driver library is present but unusable".into()))
+        })
+        .as_ref()
+        .map_err(|e| e.clone())
+    }
+
+    fn open() -> std::result::Result<Gpu, String> {
+        let count = CudaContext::device_count().map_err(|e| format!("CUDA driver initialisation failed: {e:?}"))?;
+        if count < 1 {
+            return Err("the CUDA driver reports no device".into());
+        }
+        let ctx = CudaContext::new(0).map_err(|e| format!("cannot create a CUDA context on device 0: {e:?}"))?;
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let attr = |a| ctx.attribute(a).unwrap_or(0);
+        let info = DeviceInfo {
+            name: ctx.name().unwrap_or_else(|_| "unknown".into()),
+            compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
+            multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) as u32,
+            total_memory: ctx.total_mem().unwrap_or(0),
+            clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
+        };
+        Ok(Gpu { ctx, info, modules: Mutex::new(HashMap::new()), streams: Mutex::new(Vec::new()) })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Free and total device memory, as the driver reports them now.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        self.ctx.mem_get_info().map_err(driver_err("cuMemGetInfo"))
+    }
+
+    /// A kernel from an embedded image; each image is loaded once per process.
+    pub fn function(&self, image: &KernelImage, name: &str) -> Result<CudaFunction> {
+        let module = {
+            let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            match modules.get(image.name) {
+                Some(m) => m.clone(),
+                None => {
+                    let bytes = image.fatbin.ok_or_else(|| Error::BackendUnavailable {
+                        backend: "cuda".into(),
+                        why: format!("kernel image {} was not built", image.name),
+                    })?;
+                    let m = self
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_binary(bytes.to_vec()))
+                        .map_err(driver_err("cuModuleLoadData"))?;
+                    modules.insert(image.name, m.clone());
+                    m
+                }
+            }
+        };
+        module.load_function(name).map_err(driver_err("cuModuleGetFunction"))
+    }
+
+    /// A stream for one operation; returned to a small pool when the guard drops.
+    pub fn stream(&self) -> Result<StreamGuard<'_>> {
+        let pooled = self.streams.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let stream = match pooled {
+            Some(s) => s,
+            None => self.ctx.new_stream().map_err(driver_err("cuStreamCreate"))?,
+        };
+        Ok(StreamGuard { gpu: self, stream: Some(stream) })
+    }
+}
+
+/// A pooled stream; derefs to the cudarc stream.
+pub struct StreamGuard<'a> {
+    gpu: &'a Gpu,
+    stream: Option<Arc<CudaStream>>,
+}
+
+impl std::ops::Deref for StreamGuard<'_> {
+    type Target = Arc<CudaStream>;
+    fn deref(&self) -> &Arc<CudaStream> {
+        self.stream.as_ref().expect("stream present until drop")
+    }
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.stream.take() {
+            // A stream whose work failed is not reused.
+            if s.synchronize().is_ok() {
+                self.gpu.streams.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+            }
+        }
+    }
+}

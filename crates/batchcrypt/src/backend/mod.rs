@@ -1,0 +1,135 @@
+//! The backend layer: what implementations exist, what this machine has, and how a caller names one.
+//!
+//! `cpu` detects instruction-set extensions at run time; `cuda` finds the driver and a device.
+//! Neither panics when the hardware is missing: absence is an ordinary answer.
+
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+/// One implementation of a primitive. Each primitive supports a subset (see its module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// Plain Rust, one item at a time: the reference every other backend is checked against.
+    Portable,
+    /// x86 SHA extensions; one message, or two interleaved to hide instruction latency.
+    ShaNi,
+    /// AVX2 multi-buffer: 8 independent messages in the lanes of 256-bit registers.
+    Avx2,
+    /// AVX-512 multi-buffer: 16 independent messages in the lanes of 512-bit registers.
+    Avx512,
+    /// NVIDIA GPU through the CUDA driver.
+    Cuda,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 5] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Portable => "portable",
+            Backend::ShaNi => "sha-ni",
+            Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    pub fn is_gpu(self) -> bool {
+        matches!(self, Backend::Cuda)
+    }
+
+    /// Whether this machine and build can run the backend right now, and if not, why.
+    pub fn availability(self) -> std::result::Result<(), String> {
+        let cpu = cpu::features();
+        let need = |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("this CPU lacks {what}")) };
+        match self {
+            Backend::Portable => Ok(()),
+            Backend::ShaNi => need(cpu.sha_ni, "the SHA extensions (SHA-NI)"),
+            Backend::Avx2 => need(cpu.avx2, "AVX2"),
+            Backend::Avx512 => need(cpu.avx512, "AVX-512 (F and BW)"),
+            Backend::Cuda => gpu_availability(),
+        }
+    }
+
+    pub fn is_available(self) -> bool {
+        self.availability().is_ok()
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_availability() -> std::result::Result<(), String> {
+    cuda::Gpu::get().map(|_| ())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_availability() -> std::result::Result<(), String> {
+    Err("this build has the CUDA backend turned off (feature `cuda`)".into())
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the caller asks for. `Auto` lets the dispatcher's cost model decide per batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    #[default]
+    Auto,
+    /// The fastest CPU backend for the batch; never the GPU.
+    Cpu,
+    /// The GPU; an error if there is none.
+    Gpu,
+    /// Exactly this backend; an error if it is unavailable or does not implement the operation.
+    Exact(Backend),
+}
+
+/// Environment variable that sets the default choice (same syntax as the CLI's `--backend`).
+pub const BACKEND_ENV: &str = "BATCHCRYPT_BACKEND";
+
+impl BackendChoice {
+    /// The choice named by `BATCHCRYPT_BACKEND`, or `Auto` when it is unset.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var(BACKEND_ENV) {
+            Ok(v) if !v.trim().is_empty() => v.parse().map_err(|e: Error| {
+                Error::invalid(format!("{BACKEND_ENV}={v:?}: {e}"))
+            }),
+            _ => Ok(BackendChoice::Auto),
+        }
+    }
+}
+
+pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda";
+
+impl FromStr for BackendChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        Ok(match s.as_str() {
+            "auto" => BackendChoice::Auto,
+            "cpu" => BackendChoice::Cpu,
+            "gpu" => BackendChoice::Gpu,
+            other => match Backend::ALL.iter().find(|b| b.name() == other || (other == "shani" && **b == Backend::ShaNi)) {
+                Some(b) => BackendChoice::Exact(*b),
+                None => return Err(Error::invalid(format!("unknown backend {other:?}; expected one of: {CHOICE_HELP}"))),
+            },
+        })
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendChoice::Auto => f.write_str("auto"),
+            BackendChoice::Cpu => f.write_str("cpu"),
+            BackendChoice::Gpu => f.write_str("gpu"),
+            BackendChoice::Exact(b) => f.write_str(b.name()),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The dispatcher: picks the backend for each batch from measured costs.
+//!
+//! Each operation reports its workload (items, work units, bytes in and out, where the data lives)
+//! and the backends that implement it. A forced choice (API, CLI flag or `BATCHCRYPT_BACKEND`) is
+//! honoured or refused with a reason. Under `Auto`, when both a CPU and the GPU could run the batch,
+//! the dispatcher measures each once per process — a small and a large run fitted to
+//! `fixed + units × per_unit`, and the host↔device copy bandwidth — and takes the cheaper estimate:
+//! small batches stay on the CPU, large ones go to the GPU.
+
+use crate::backend::{Backend, BackendChoice};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// Where a batch's input is and its output must go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Host memory: the GPU pays for copies both ways.
+    Host,
+    /// Already in GPU memory: no copies.
+    Device,
+}
+
+/// A batch as the cost model sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Workload {
+    /// The operation's cost key (costs are measured per operation and backend).
+    pub op: &'static str,
+    pub items: u64,
+    /// Work in the operation's unit (for hashing: compression-function calls).
+    pub units: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub location: Location,
+}
+
+/// Measured cost of one backend on one operation, on one thread for CPU backends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Seconds per call regardless of size (launch, synchronisation, allocation).
+    pub fixed_s: f64,
+    /// Seconds per work unit.
+    pub per_unit_s: f64,
+}
+
+/// Measured host↔device copy bandwidth, bytes per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Link {
+    pub h2d: f64,
+    pub d2h: f64,
+}
+
+/// What the dispatcher decided for one batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    pub backend: Backend,
+    /// CPU worker threads (1 for the GPU).
+    pub threads: usize,
+    /// Estimated seconds, when the cost model was consulted.
+    pub estimate_s: Option<f64>,
+}
+
+/// How an operation measures one backend's cost (compute only, data already where it runs).
+pub type Calibrate<'a> = &'a dyn Fn(Backend) -> Result<Cost>;
+
+/// Batches smaller than this take the operation's preferred CPU backend without measuring.
+const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
+/// Below this much estimated single-thread work a batch runs on one thread (spawning costs more).
+const PARALLEL_MIN_S: f64 = 100e-6;
+/// Each worker thread should get at least this much work.
+const PER_THREAD_MIN_S: f64 = 25e-6;
+
+pub struct Dispatcher {
+    choice: BackendChoice,
+    costs: Mutex<HashMap<(&'static str, Backend), Cost>>,
+    link: OnceLock<std::result::Result<Link, String>>,
+}
+
+impl Dispatcher {
+    pub fn new(choice: BackendChoice) -> Self {
+        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new() }
+    }
+
+    pub fn choice(&self) -> BackendChoice {
+        self.choice
+    }
+
+    /// Chooses the backend for `w`. `cpu_order` lists the CPU backends the operation implements,
+    /// fastest first for this batch; `gpu` says whether it has a GPU implementation.
+    pub fn plan(&self, w: &Workload, cpu_order: &[Backend], gpu: bool, calibrate: Calibrate<'_>) -> Result<Plan> {
+        let best_cpu = || self.best_cpu(w, cpu_order, calibrate);
+        let unavailable = |b: Backend, why: String| Error::BackendUnavailable { backend: b.name().into(), why };
+        let gpu_plan = Plan { backend: Backend::Cuda, threads: 1, estimate_s: None };
+        match self.choice {
+            BackendChoice::Exact(Backend::Cuda) | BackendChoice::Gpu => {
+                if !gpu {
+                    return Err(unavailable(Backend::Cuda, format!("operation {} has no GPU implementation", w.op)));
+                }
+                Backend::Cuda.availability().map_err(|why| unavailable(Backend::Cuda, why))?;
+                Ok(gpu_plan)
+            }
+            BackendChoice::Exact(b) => {
+                if !cpu_order.contains(&b) {
+                    return Err(unavailable(b, format!("operation {} is not implemented by this backend", w.op)));
+                }
+                b.availability().map_err(|why| unavailable(b, why))?;
+                Ok(self.cpu_plan(w, b, None))
+            }
+            BackendChoice::Cpu => Ok(self.cpu_plan(w, best_cpu(), None)),
+            BackendChoice::Auto => {
+                let cpu = best_cpu();
+                if !gpu || !Backend::Cuda.is_available() {
+                    return Ok(self.cpu_plan(w, cpu, None));
+                }
+                let est = self.estimates(w, cpu, calibrate);
+                // A backend that cannot even be measured is not chosen.
+                Ok(est.into_iter().filter(|p| p.estimate_s.is_some()).min_by(|a, b| a.estimate_s.unwrap().total_cmp(&b.estimate_s.unwrap())).unwrap_or_else(|| self.cpu_plan(w, cpu, None)))
+            }
+        }
+    }
+
+    /// The CPU plan and the GPU plan for `w`, each with its estimate (`None` where unmeasurable).
+    pub fn estimates(&self, w: &Workload, cpu: Backend, calibrate: Calibrate<'_>) -> [Plan; 2] {
+        let cpu_plan = self.cpu_plan(w, cpu, self.cost(w.op, cpu, calibrate).ok());
+        let gpu_est = self.cost(w.op, Backend::Cuda, calibrate).ok().and_then(|c| self.gpu_estimate(w, c));
+        [cpu_plan, Plan { backend: Backend::Cuda, threads: 1, estimate_s: gpu_est }]
+    }
+
+    /// The CPU backend for `w`: for a small batch the first available in the operation's order
+    /// (measuring would cost more than it saves), otherwise the one with the lowest measured cost.
+    pub fn best_cpu(&self, w: &Workload, order: &[Backend], calibrate: Calibrate<'_>) -> Backend {
+        let mut available = order.iter().copied().filter(|b| b.is_available());
+        let first = available.next().unwrap_or(Backend::Portable);
+        if w.bytes_in < MEASURE_CPU_MIN_BYTES {
+            return first;
+        }
+        let cost = |b: Backend| self.cost(w.op, b, calibrate).map(|c| c.fixed_s + c.per_unit_s * w.units as f64).unwrap_or(f64::MAX);
+        std::iter::once(first).chain(available).min_by(|a, b| cost(*a).total_cmp(&cost(*b))).unwrap_or(first)
+    }
+
+    /// Thread count for a CPU backend from its cost (measured when known, else by bytes).
+    fn cpu_plan(&self, w: &Workload, backend: Backend, cost: Option<Cost>) -> Plan {
+        let pool = crate::backend::cpu::threads().max(1);
+        let serial_s = match cost {
+            Some(c) => c.per_unit_s * w.units as f64,
+            // Unmeasured: about 1 ns per byte is the right order for the CPU paths here.
+            None => (w.bytes_in as f64) * 1e-9,
+        };
+        let threads = if serial_s < PARALLEL_MIN_S {
+            1
+        } else {
+            ((serial_s / PER_THREAD_MIN_S) as usize).clamp(1, pool).min(w.items.max(1) as usize)
+        };
+        let estimate_s = cost.map(|c| c.fixed_s + serial_s / threads as f64);
+        Plan { backend, threads, estimate_s }
+    }
+
+    fn gpu_estimate(&self, w: &Workload, c: Cost) -> Option<f64> {
+        let mut t = c.fixed_s + c.per_unit_s * w.units as f64;
+        if w.location == Location::Host {
+            let link = self.link().ok()?;
+            t += w.bytes_in as f64 / link.h2d + w.bytes_out as f64 / link.d2h;
+        }
+        Some(t)
+    }
+
+    /// The measured cost of `backend` on `op`, measuring it on first use.
+    pub fn cost(&self, op: &'static str, backend: Backend, calibrate: Calibrate<'_>) -> Result<Cost> {
+        if let Some(c) = self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)) {
+            return Ok(*c);
+        }
+        let c = calibrate(backend)?;
+        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert((op, backend), c);
+        Ok(c)
+    }
+
+    /// Host↔device bandwidth, measured once.
+    pub fn link(&self) -> std::result::Result<Link, String> {
+        self.link.get_or_init(measure_link).clone()
+    }
+
+    /// Everything measured so far, for `batchcrypt calibrate` and the benchmarks.
+    pub fn measured(&self) -> Vec<(&'static str, Backend, Cost)> {
+        let mut v: Vec<_> = self.costs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(&(o, b), &c)| (o, b, c)).collect();
+        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        v
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn measure_link() -> std::result::Result<Link, String> {
+    let gpu = crate::backend::cuda::Gpu::get()?;
+    crate::pipeline::measure_link(gpu).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn measure_link() -> std::result::Result<Link, String> {
+    Err("no CUDA backend in this build".into())
+}
+
+/// Fits `fixed + units × per_unit` through two timed runs (the median of a few each).
+pub fn fit(small_units: u64, mut small: impl FnMut() -> Result<()>, large_units: u64, mut large: impl FnMut() -> Result<()>) -> Result<Cost> {
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        f()?; // warm-up: module load, page faults, allocator
+        let mut v = Vec::with_capacity(5);
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            f()?;
+            v.push(t.elapsed().as_secs_f64());
+        }
+        v.sort_by(f64::total_cmp);
+        Ok(v[2])
+    };
+    let ts = time(&mut small)?;
+    let tl = time(&mut large)?;
+    let per_unit_s = ((tl - ts) / (large_units - small_units) as f64).max(1e-15);
+    let fixed_s = (ts - per_unit_s * small_units as f64).max(0.0);
+    Ok(Cost { fixed_s, per_unit_s })
+}

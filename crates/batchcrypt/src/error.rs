@@ -1,0 +1,28 @@
+//! One error type for the whole library: every failure says what went wrong and what to do.
+
+use std::fmt;
+
+/// Everything a batchcrypt call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The batch has no items; a batch API needs at least one.
+    #[error("empty batch: pass at least one item")]
+    EmptyBatch,
+    /// A caller-supplied argument is malformed (bad offsets, lengths, sizes).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The caller forced a backend that this machine or build does not have.
+    #[error("backend {backend} is not available here: {why}")]
+    BackendUnavailable { backend: String, why: String },
+    /// A CUDA driver call failed.
+    #[error("CUDA error in {context}: {message}")]
+    Cuda { context: &'static str, message: String },
+}
+
+impl Error {
+    pub(crate) fn invalid(msg: impl fmt::Display) -> Self {
+        Error::InvalidInput(msg.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

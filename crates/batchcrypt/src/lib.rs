@@ -1,0 +1,110 @@
+//! batchcrypt: batches of the same cryptographic operation on the fastest hardware present —
+//! NVIDIA GPUs through CUDA, and CPU extensions (SHA-NI, AVX2, AVX-512) — behind one API.
+//!
+//! ```
+//! use batchcrypt::{Engine, sha256::Mode};
+//! let engine = Engine::new()?;
+//! let nodes = vec![7u8; 64 * 1000]; // 1000 merkle nodes
+//! let out = engine.sha256().hash_fixed(&nodes, 64, Mode::Double)?;
+//! assert_eq!(out.value.len(), 1000);
+//! println!("ran on {}", out.backend);
+//! # Ok::<(), batchcrypt::Error>(())
+//! ```
+//!
+//! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
+//! `pipeline` (host↔GPU streaming), and one module per primitive.
+
+pub mod backend;
+pub mod bitcoin;
+pub mod dispatch;
+mod error;
+#[cfg(feature = "cuda")]
+pub mod pipeline;
+pub mod sha256;
+
+pub use backend::{Backend, BackendChoice};
+pub use error::{Error, Result};
+
+/// Kernel images built from `kernels/` by build.rs (empty when nvcc was absent).
+#[cfg(feature = "cuda")]
+pub mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+#[cfg(not(feature = "cuda"))]
+pub mod kernels {
+    pub const BUILT: bool = false;
+}
+
+use std::sync::OnceLock;
+
+/// A result together with the backend that produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output<T> {
+    pub value: T,
+    pub backend: Backend,
+    /// CPU threads used (1 for the GPU).
+    pub threads: usize,
+}
+
+/// The entry point: holds the backend choice and the dispatcher's measurements.
+pub struct Engine {
+    dispatcher: dispatch::Dispatcher,
+}
+
+impl Engine {
+    /// An engine with the choice from `BATCHCRYPT_BACKEND` (default `auto`).
+    pub fn new() -> Result<Self> {
+        Ok(Self::with_backend(BackendChoice::from_env()?))
+    }
+
+    pub fn with_backend(choice: BackendChoice) -> Self {
+        Engine { dispatcher: dispatch::Dispatcher::new(choice) }
+    }
+
+    /// A process-wide engine with the environment's choice (`auto` if the variable is malformed).
+    pub fn global() -> &'static Engine {
+        static E: OnceLock<Engine> = OnceLock::new();
+        E.get_or_init(|| Engine::new().unwrap_or_else(|_| Engine::with_backend(BackendChoice::Auto)))
+    }
+
+    pub fn dispatcher(&self) -> &dispatch::Dispatcher {
+        &self.dispatcher
+    }
+
+    pub fn sha256(&self) -> sha256::Sha256<'_> {
+        sha256::Sha256 { engine: self }
+    }
+}
+
+/// A one-paragraph description of the hardware found, for `batchcrypt info` and the benchmarks.
+pub fn describe_hardware() -> String {
+    let f = backend::cpu::features();
+    let mut s = format!(
+        "CPU: {} threads; sha-ni={} avx2={} avx512={} aes-ni={} vaes={}\n",
+        backend::cpu::threads(),
+        f.sha_ni,
+        f.avx2,
+        f.avx512,
+        f.aes_ni,
+        f.vaes
+    );
+    match Backend::Cuda.availability() {
+        Ok(()) => {
+            #[cfg(feature = "cuda")]
+            if let Ok(g) = backend::cuda::Gpu::get() {
+                let i = g.info();
+                s += &format!(
+                    "GPU: {} (sm_{}{}), {} SMs, {:.1} GiB, {} MHz\n",
+                    i.name,
+                    i.compute_capability.0,
+                    i.compute_capability.1,
+                    i.multiprocessors,
+                    i.total_memory as f64 / (1u64 << 30) as f64,
+                    i.clock_khz / 1000
+                );
+            }
+        }
+        Err(why) => s += &format!("GPU: none ({why})\n"),
+    }
+    s
+}

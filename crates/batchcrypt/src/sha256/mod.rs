@@ -1,0 +1,303 @@
+//! SHA-256 and Bitcoin's double SHA-256 (SHA256d), one message or batches of them.
+//!
+//! Backends: `portable` (reference), `x86::shani` (SHA extensions, 1 or 2 messages), `x86::avx2`
+//! (8 lanes), `x86::avx512` (16 lanes), and `gpu` (one message per CUDA thread). Every CPU backend is
+//! a [`Compressor`]; `multibuffer` turns any of them into a batch hasher.
+
+pub mod merkle;
+mod multibuffer;
+pub mod portable;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+
+use crate::backend::Backend;
+use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::error::{Error, Result};
+use crate::{Engine, Output};
+use rayon::prelude::*;
+
+/// A SHA-256 digest, as bytes (big-endian words, as the standard prints them).
+pub type Digest = [u8; 32];
+
+/// Round constants (FIPS 180-4 §4.2.2).
+pub const K: [u32; 64] = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+];
+
+/// Initial hash value (FIPS 180-4 §5.3.3).
+pub const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+/// A compression function that processes one 64-byte block in each of `L` independent lanes.
+/// `state[word][lane]` is the transposed layout SIMD code wants; one-lane backends ignore it.
+/// Implementors are tokens that exist only once their CPU feature was detected, so the method is safe.
+pub trait Compressor<const L: usize>: Sync {
+    fn compress(&self, state: &mut [[u32; L]; 8], blocks: &[&[u8; 64]; L]);
+}
+
+/// Plain SHA-256, or SHA-256 applied twice (Bitcoin's SHA256d: txids, block hashes, merkle nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Single,
+    Double,
+}
+
+/// A validated batch of messages in one buffer.
+#[derive(Clone, Copy, Debug)]
+pub enum Messages<'a> {
+    /// `count` messages of `len` bytes each, back to back.
+    Fixed { data: &'a [u8], len: usize, count: usize },
+    /// Message `i` is `data[offsets[i]..offsets[i + 1]]`.
+    Var { data: &'a [u8], offsets: &'a [u64] },
+}
+
+impl<'a> Messages<'a> {
+    /// Equal-length messages back to back; `data.len()` must be a non-zero multiple of `len`.
+    pub fn fixed(data: &'a [u8], len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid(
+                "message length 0 in a fixed-length batch leaves the message count undefined; use the offsets form for empty messages",
+            ));
+        }
+        if data.is_empty() {
+            return Err(Error::EmptyBatch);
+        }
+        if data.len() % len != 0 {
+            return Err(Error::invalid(format!("buffer of {} bytes is not a whole number of {len}-byte messages", data.len())));
+        }
+        Ok(Messages::Fixed { data, len, count: data.len() / len })
+    }
+
+    /// Messages of any length (zero included) delimited by `offsets` (n + 1 non-decreasing entries).
+    pub fn var(data: &'a [u8], offsets: &'a [u64]) -> Result<Self> {
+        if offsets.len() < 2 {
+            return Err(if offsets.len() == 1 {
+                Error::EmptyBatch
+            } else {
+                Error::invalid("offsets must hold n + 1 entries for n messages (at least 2)")
+            });
+        }
+        for (i, w) in offsets.windows(2).enumerate() {
+            if w[1] < w[0] {
+                return Err(Error::invalid(format!("offsets decrease at message {i}: {} > {}", w[0], w[1])));
+            }
+        }
+        let last = *offsets.last().unwrap();
+        if last > data.len() as u64 {
+            return Err(Error::invalid(format!("offset {last} is past the end of the {}-byte buffer", data.len())));
+        }
+        Ok(Messages::Var { data, offsets })
+    }
+
+    pub fn count(&self) -> usize {
+        match self {
+            Messages::Fixed { count, .. } => *count,
+            Messages::Var { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        match *self {
+            Messages::Fixed { data, len, .. } => &data[i * len..(i + 1) * len],
+            Messages::Var { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
+        }
+    }
+
+    pub(crate) fn fixed_len(&self) -> bool {
+        matches!(self, Messages::Fixed { .. })
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            Messages::Fixed { data, .. } => data.len() as u64,
+            Messages::Var { offsets, .. } => offsets[offsets.len() - 1] - offsets[0],
+        }
+    }
+
+    /// Compression-function calls the batch needs: the cost model's work unit.
+    fn blocks(&self, mode: Mode) -> u64 {
+        let per = |len: u64| len / 64 + if len % 64 + 9 <= 64 { 1 } else { 2 } + (mode == Mode::Double) as u64;
+        match self {
+            Messages::Fixed { len, count, .. } => per(*len as u64) * *count as u64,
+            Messages::Var { offsets, .. } => offsets.windows(2).map(|w| per(w[1] - w[0])).sum(),
+        }
+    }
+}
+
+/// SHA-256 of one message, on the fastest CPU path.
+pub fn digest(msg: &[u8]) -> Digest {
+    hash_single(msg, false)
+}
+
+/// SHA256d of one message.
+pub fn digest_double(msg: &[u8]) -> Digest {
+    hash_single(msg, true)
+}
+
+fn hash_single(msg: &[u8], double: bool) -> Digest {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(c) = x86::shani::ShaNi::new() {
+        return multibuffer::hash_one(&c, msg, double);
+    }
+    multibuffer::hash_one(&portable::Portable, msg, double)
+}
+
+/// Every CPU backend, in the order to try for a batch of `n`: multi-buffer first only when its
+/// lanes can be filled.
+fn cpu_order(n: usize) -> &'static [Backend] {
+    if n >= 16 {
+        &[Backend::Avx512, Backend::Avx2, Backend::ShaNi, Backend::Portable]
+    } else if n >= 8 {
+        &[Backend::Avx2, Backend::ShaNi, Backend::Avx512, Backend::Portable]
+    } else {
+        &[Backend::ShaNi, Backend::Portable, Backend::Avx2, Backend::Avx512]
+    }
+}
+
+/// Runs a CPU backend over a batch on `threads` threads. Panics if the backend is unavailable
+/// (callers go through the dispatcher, which checks).
+pub(crate) fn hash_cpu(backend: Backend, msgs: &Messages<'_>, mode: Mode, threads: usize, out: &mut [Digest]) {
+    fn run<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, mode: Mode, threads: usize, out: &mut [Digest]) {
+        let double = mode == Mode::Double;
+        if threads <= 1 {
+            return multibuffer::hash_range(c, msgs, 0, out, double);
+        }
+        // Several chunks per thread balance uneven message lengths.
+        let chunk = out.len().div_ceil(threads * 4).next_multiple_of(L).max(L);
+        out.par_chunks_mut(chunk).enumerate().for_each(|(i, o)| multibuffer::hash_range(c, msgs, i * chunk, o, double));
+    }
+    match backend {
+        Backend::Portable => run(&portable::Portable, msgs, mode, threads, out),
+        #[cfg(target_arch = "x86_64")]
+        Backend::ShaNi => {
+            let c = x86::shani::ShaNi::new().expect("SHA-NI detected");
+            if msgs.count() >= 2 {
+                run::<2, _>(&c, msgs, mode, threads, out)
+            } else {
+                run::<1, _>(&c, msgs, mode, threads, out)
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => run(&x86::avx2::Avx2::new().expect("AVX2 detected"), msgs, mode, threads, out),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => run(&x86::avx512::Avx512::new().expect("AVX-512 detected"), msgs, mode, threads, out),
+        other => panic!("{other} is not a CPU SHA-256 backend on this target"),
+    }
+}
+
+/// Cost-model key of a batch: GPU kernels specialise 64- and 80-byte SHA256d.
+fn op_key(msgs: &Messages<'_>, mode: Mode) -> &'static str {
+    match (msgs, mode) {
+        (Messages::Fixed { len: 64, .. }, Mode::Double) => "sha256d-64",
+        (Messages::Fixed { len: 80, .. }, Mode::Double) => "sha256d-80",
+        (Messages::Fixed { .. }, _) => "sha256-fixed",
+        (Messages::Var { .. }, _) => "sha256-var",
+    }
+}
+
+/// Measures one backend on batches shaped like the workload's operation (compute only).
+fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
+    let (len, mode) = match op {
+        "sha256d-64" => (64, Mode::Double),
+        "sha256d-80" => (80, Mode::Double),
+        _ => (64, Mode::Single),
+    };
+    let data: Vec<u8> = (0..2048 * len).map(|i| (i * 131 + 7) as u8).collect();
+    let units = Messages::fixed(&data[..len], len)?.blocks(mode);
+    if backend.is_gpu() {
+        #[cfg(feature = "cuda")]
+        return gpu::calibrate(len, mode, units);
+        #[cfg(not(feature = "cuda"))]
+        return Err(Error::invalid("no CUDA backend in this build"));
+    }
+    let run = |n: usize| -> Result<()> {
+        let mut out = vec![[0u8; 32]; n];
+        hash_cpu(backend, &Messages::fixed(&data[..n * len], len)?, mode, 1, &mut out);
+        std::hint::black_box(&out);
+        Ok(())
+    };
+    crate::dispatch::fit(64 * units, || run(64), 2048 * units, || run(2048))
+}
+
+/// The SHA-256 family on an [`Engine`].
+pub struct Sha256<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Sha256<'_> {
+    /// SHA-256 of one message (CPU; a single message never pays for a GPU round trip).
+    pub fn digest(&self, msg: &[u8]) -> Digest {
+        digest(msg)
+    }
+
+    /// Hashes `data.len() / msg_len` messages of `msg_len` bytes each.
+    pub fn hash_fixed(&self, data: &[u8], msg_len: usize, mode: Mode) -> Result<Output<Vec<Digest>>> {
+        self.hash(&Messages::fixed(data, msg_len)?, mode)
+    }
+
+    /// Hashes messages of any lengths: message `i` is `data[offsets[i]..offsets[i + 1]]`.
+    pub fn hash_var(&self, data: &[u8], offsets: &[u64], mode: Mode) -> Result<Output<Vec<Digest>>> {
+        self.hash(&Messages::var(data, offsets)?, mode)
+    }
+
+    /// SHA256d of 64-byte messages (merkle nodes: two concatenated 32-byte hashes).
+    pub fn sha256d_64(&self, data: &[u8]) -> Result<Output<Vec<Digest>>> {
+        self.hash_fixed(data, 64, Mode::Double)
+    }
+
+    /// SHA256d of 80-byte messages (block headers).
+    pub fn sha256d_80(&self, data: &[u8]) -> Result<Output<Vec<Digest>>> {
+        self.hash_fixed(data, 80, Mode::Double)
+    }
+
+    /// Hashes a validated batch on the backend the dispatcher picks.
+    pub fn hash(&self, msgs: &Messages<'_>, mode: Mode) -> Result<Output<Vec<Digest>>> {
+        let n = msgs.count();
+        let w = workload(msgs, mode);
+        let plan = self.engine.dispatcher().plan(&w, cpu_order(n), cfg!(feature = "cuda"), &|b| calibrate(w.op, b))?;
+        let value = match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::hash(msgs, mode)?,
+            b => {
+                let mut out = vec![[0u8; 32]; n];
+                hash_cpu(b, msgs, mode, plan.threads, &mut out);
+                out
+            }
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// What the dispatcher would do with `n` messages of `len` bytes in host memory: the best
+    /// CPU plan and the GPU plan with their estimated times (measuring on first use).
+    pub fn estimates(&self, n: usize, len: usize, mode: Mode) -> Result<[Plan; 2]> {
+        let probe = vec![0u8; len.max(1)];
+        let one = Messages::fixed(&probe, len.max(1))?;
+        let mut w = workload(&one, mode);
+        w.items = n as u64;
+        w.units *= n as u64;
+        w.bytes_in *= n as u64;
+        w.bytes_out *= n as u64;
+        let cal = |b| calibrate(w.op, b);
+        let d = self.engine.dispatcher();
+        let cpu = d.best_cpu(&w, cpu_order(n), &cal);
+        Ok(d.estimates(&w, cpu, &cal))
+    }
+}
+
+fn workload(msgs: &Messages<'_>, mode: Mode) -> Workload {
+    let n = msgs.count() as u64;
+    Workload {
+        op: op_key(msgs, mode),
+        items: n,
+        units: msgs.blocks(mode),
+        bytes_in: msgs.bytes() + if msgs.fixed_len() { 0 } else { 8 * (n + 1) },
+        bytes_out: 32 * n,
+        location: Location::Host,
+    }
+}

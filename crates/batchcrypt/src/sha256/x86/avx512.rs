@@ -1,0 +1,256 @@
+//! 16-lane multi-buffer SHA-256 on AVX-512 (F + BW): one message per 32-bit lane, one `__m512i`
+//! per state word and per message-schedule word. Rotations are native (`vprord`) and every
+//! three-input Boolean function (Ch, Maj, the XORs of the sigmas) is one `vpternlogd`. With 32
+//! registers the 8 state words and the 16-word rolling schedule all stay in registers.
+
+use crate::sha256::{Compressor, K};
+use core::arch::x86_64::*;
+
+/// Proof that the CPU has AVX-512 F and BW.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+impl Avx512 {
+    pub fn new() -> Option<Self> {
+        crate::backend::cpu::features().avx512.then_some(Avx512(()))
+    }
+}
+
+impl Compressor<16> for Avx512 {
+    fn compress(&self, state: &mut [[u32; 16]; 8], blocks: &[&[u8; 64]; 16]) {
+        // SAFETY: `Avx512` exists only when AVX-512 F and BW were detected.
+        unsafe { compress16(state, blocks) }
+    }
+}
+
+// `vpternlogd` truth tables: bit (a << 2 | b << 1 | c) of the immediate is f(a, b, c).
+/// a ^ b ^ c
+const XOR3: i32 = 0x96;
+/// Ch: a ? b : c
+const CH: i32 = 0xCA;
+/// Maj: at least two of a, b, c
+const MAJ: i32 = 0xE8;
+
+/// Σ0(x) = ror2 ^ ror13 ^ ror22.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn big_sigma0(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<2>(x), _mm512_ror_epi32::<13>(x), _mm512_ror_epi32::<22>(x))
+}
+
+/// Σ1(x) = ror6 ^ ror11 ^ ror25.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn big_sigma1(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<6>(x), _mm512_ror_epi32::<11>(x), _mm512_ror_epi32::<25>(x))
+}
+
+/// σ0(x) = ror7 ^ ror18 ^ shr3.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn small_sigma0(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<7>(x), _mm512_ror_epi32::<18>(x), _mm512_srli_epi32::<3>(x))
+}
+
+/// σ1(x) = ror17 ^ ror19 ^ shr10.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn small_sigma1(x: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<17>(x), _mm512_ror_epi32::<19>(x), _mm512_srli_epi32::<10>(x))
+}
+
+/// Message words 4g..4g+3 of all sixteen lanes, as four vectors `W[4g + i]` (lane j in element j).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn load_group(blocks: &[&[u8; 64]; 16], g: usize) -> [__m512i; 4] {
+    debug_assert!(g < 4);
+    // Reverses the bytes of each 32-bit word (message words are big-endian).
+    let bswap = _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
+    // r[i] holds, in its 128-bit quarters 0..4, the four words of lanes i, i + 4, i + 8, i + 12;
+    // a 4x4 transpose inside each quarter then finishes the 16x4 transpose.
+    let mut r = [_mm512_setzero_si512(); 4];
+    for (i, r) in r.iter_mut().enumerate() {
+        // SAFETY: bytes 16g..16g + 16 of 64-byte arrays, g < 4; unaligned loads.
+        let q = unsafe {
+            [
+                _mm_loadu_si128(blocks[i].as_ptr().add(16 * g) as *const __m128i),
+                _mm_loadu_si128(blocks[i + 4].as_ptr().add(16 * g) as *const __m128i),
+                _mm_loadu_si128(blocks[i + 8].as_ptr().add(16 * g) as *const __m128i),
+                _mm_loadu_si128(blocks[i + 12].as_ptr().add(16 * g) as *const __m128i),
+            ]
+        };
+        let v = _mm512_castsi128_si512(q[0]);
+        let v = _mm512_inserti32x4::<1>(v, q[1]);
+        let v = _mm512_inserti32x4::<2>(v, q[2]);
+        let v = _mm512_inserti32x4::<3>(v, q[3]);
+        *r = _mm512_shuffle_epi8(v, bswap);
+    }
+    let t0 = _mm512_unpacklo_epi32(r[0], r[1]); // a0 b0 a1 b1 (in each quarter)
+    let t1 = _mm512_unpackhi_epi32(r[0], r[1]); // a2 b2 a3 b3
+    let t2 = _mm512_unpacklo_epi32(r[2], r[3]); // c0 d0 c1 d1
+    let t3 = _mm512_unpackhi_epi32(r[2], r[3]); // c2 d2 c3 d3
+    [
+        _mm512_unpacklo_epi64(t0, t2), // a0 b0 c0 d0
+        _mm512_unpackhi_epi64(t0, t2), // a1 b1 c1 d1
+        _mm512_unpacklo_epi64(t1, t3), // a2 b2 c2 d2
+        _mm512_unpackhi_epi64(t1, t3), // a3 b3 c3 d3
+    ]
+}
+
+/// One round. The variables are not moved: round `R` (mod 8) reads `a` from `s[(8 - R) % 8]`, and
+/// writes the new `e` over `d` and the new `a` over `h`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn round<const R: usize>(s: &mut [__m512i; 8], kw: __m512i) {
+    let (a, b, c, d) = (s[(8 - R) % 8], s[(9 - R) % 8], s[(10 - R) % 8], s[(11 - R) % 8]);
+    let (e, f, g, h) = (s[(12 - R) % 8], s[(13 - R) % 8], s[(14 - R) % 8], s[(15 - R) % 8]);
+    let ch = _mm512_ternarylogic_epi32::<CH>(e, f, g);
+    let t1 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(h, kw), ch), big_sigma1(e));
+    let t2 = _mm512_add_epi32(big_sigma0(a), _mm512_ternarylogic_epi32::<MAJ>(a, b, c));
+    s[(11 - R) % 8] = _mm512_add_epi32(d, t1);
+    s[(15 - R) % 8] = _mm512_add_epi32(t1, t2);
+}
+
+/// Round `16i + J` of a 16-round chunk: extends the rolling schedule (`w[J]` becomes `W[16i + J]`)
+/// when `SCHED`, then runs the round with role offset `R = J % 8`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn step<const J: usize, const R: usize, const SCHED: bool>(s: &mut [__m512i; 8], w: &mut [__m512i; 16], k: &[u32; 16]) {
+    const { assert!(J < 16 && R == J % 8) };
+    if SCHED {
+        // W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16]
+        let x = _mm512_add_epi32(w[J], w[(J + 9) % 16]);
+        let y = _mm512_add_epi32(small_sigma0(w[(J + 1) % 16]), small_sigma1(w[(J + 14) % 16]));
+        w[J] = _mm512_add_epi32(x, y);
+    }
+    let kw = _mm512_add_epi32(w[J], _mm512_set1_epi32(k[J] as i32));
+    round::<R>(s, kw);
+}
+
+/// Sixteen rounds with round constants `k`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn rounds16<const SCHED: bool>(s: &mut [__m512i; 8], w: &mut [__m512i; 16], k: &[u32; 16]) {
+    step::<0, 0, SCHED>(s, w, k);
+    step::<1, 1, SCHED>(s, w, k);
+    step::<2, 2, SCHED>(s, w, k);
+    step::<3, 3, SCHED>(s, w, k);
+    step::<4, 4, SCHED>(s, w, k);
+    step::<5, 5, SCHED>(s, w, k);
+    step::<6, 6, SCHED>(s, w, k);
+    step::<7, 7, SCHED>(s, w, k);
+    step::<8, 0, SCHED>(s, w, k);
+    step::<9, 1, SCHED>(s, w, k);
+    step::<10, 2, SCHED>(s, w, k);
+    step::<11, 3, SCHED>(s, w, k);
+    step::<12, 4, SCHED>(s, w, k);
+    step::<13, 5, SCHED>(s, w, k);
+    step::<14, 6, SCHED>(s, w, k);
+    step::<15, 7, SCHED>(s, w, k);
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+fn compress16(state: &mut [[u32; 16]; 8], blocks: &[&[u8; 64]; 16]) {
+    let mut init = [_mm512_setzero_si512(); 8];
+    for (v, word) in init.iter_mut().zip(state.iter()) {
+        // SAFETY: `word` is 64 bytes; unaligned load.
+        *v = unsafe { _mm512_loadu_si512(word.as_ptr().cast()) };
+    }
+    let mut w = [_mm512_setzero_si512(); 16];
+    for g in 0..4 {
+        w[4 * g..4 * g + 4].copy_from_slice(&load_group(blocks, g));
+    }
+    let mut s = init;
+    let (k, _) = K.as_chunks::<16>();
+    rounds16::<false>(&mut s, &mut w, &k[0]);
+    for k in &k[1..] {
+        rounds16::<true>(&mut s, &mut w, k);
+    }
+    for ((word, v), x) in state.iter_mut().zip(init).zip(s) {
+        // SAFETY: as for the load.
+        unsafe { _mm512_storeu_si512(word.as_mut_ptr().cast(), _mm512_add_epi32(v, x)) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sha256::{multibuffer, portable, Messages, IV};
+
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    #[test]
+    fn matches_portable() {
+        let Some(c) = Avx512::new() else {
+            println!("skipped: this CPU has no AVX-512 F + BW");
+            return;
+        };
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1000 {
+            let mut state = [[0u32; 16]; 8];
+            for word in state.iter_mut() {
+                for v in word.iter_mut() {
+                    *v = xorshift(&mut rng) as u32;
+                }
+            }
+            let blocks: [[u8; 64]; 16] = core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
+            let refs: [&[u8; 64]; 16] = core::array::from_fn(|l| &blocks[l]);
+            let mut expect = state;
+            for lane in 0..16 {
+                let mut one: [u32; 8] = core::array::from_fn(|w| state[w][lane]);
+                portable::compress(&mut one, &blocks[lane]);
+                for w in 0..8 {
+                    expect[w][lane] = one[w];
+                }
+            }
+            c.compress(&mut state, &refs);
+            assert_eq!(state, expect);
+        }
+    }
+
+    #[test]
+    fn abc_in_every_lane() {
+        let Some(c) = Avx512::new() else {
+            println!("skipped: this CPU has no AVX-512 F + BW");
+            return;
+        };
+        let mut block = [0u8; 64];
+        block[..3].copy_from_slice(b"abc");
+        block[3] = 0x80;
+        block[63] = 24;
+        let mut state = IV.map(|w| [w; 16]);
+        c.compress(&mut state, &[&block; 16]);
+        let expect = [0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61, 0xf20015ad];
+        for (w, e) in state.iter().zip(expect) {
+            assert_eq!(*w, [e; 16]);
+        }
+    }
+
+    #[test]
+    fn batch_matches_portable() {
+        let Some(c) = Avx512::new() else {
+            println!("skipped: this CPU has no AVX-512 F + BW");
+            return;
+        };
+        let data: Vec<u8> = (0..8000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let mut offsets = vec![0u64];
+        let mut rng = 12345u64;
+        while *offsets.last().unwrap() < 7800 {
+            let next = offsets.last().unwrap() + xorshift(&mut rng) % 200;
+            offsets.push(next);
+        }
+        let msgs = Messages::var(&data, &offsets).unwrap();
+        for double in [false, true] {
+            let mut got = vec![[0u8; 32]; msgs.count()];
+            let mut want = got.clone();
+            multibuffer::hash_range(&c, &msgs, 0, &mut got, double);
+            multibuffer::hash_range(&portable::Portable, &msgs, 0, &mut want, double);
+            assert_eq!(got, want);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use batchcrypt::{Backend, BackendChoice, Engine};
+use std::path::PathBuf;
+
+/// Every backend this machine can run. With `BATCHCRYPT_REQUIRE_GPU=1` (the GPU test script sets
+/// it) a missing GPU fails the test instead of being skipped.
+pub fn backends() -> Vec<Backend> {
+    if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1") {
+        if let Err(why) = Backend::Cuda.availability() {
+            panic!("BATCHCRYPT_REQUIRE_GPU=1 but the CUDA backend is unavailable: {why}");
+        }
+    }
+    let v: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.is_available()).collect();
+    for b in Backend::ALL {
+        if let Err(why) = b.availability() {
+            eprintln!("note: skipping backend {b}: {why}");
+        }
+    }
+    v
+}
+
+pub fn engine(b: Backend) -> Engine {
+    Engine::with_backend(BackendChoice::Exact(b))
+}
+
+/// A file from the shared test data (`../shared/data` beside the checkout, or
+/// `BATCHCRYPT_SHARED_DATA`), if present.
+pub fn shared_data(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("BATCHCRYPT_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
+    let p = dir.join(name);
+    p.is_file().then_some(p)
+}
+
+/// Deterministic xorshift bytes.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}

@@ -1,0 +1,97 @@
+//! Every backend against the independent `sha2` crate, on random and boundary lengths, and every
+//! backend against every other bit for bit (the GPU included where there is one).
+
+mod common;
+use batchcrypt::sha256::{Digest, Mode};
+use common::{backends, engine, Rng};
+use sha2::{Digest as _, Sha256};
+
+fn reference(msg: &[u8], mode: Mode) -> Digest {
+    let d: Digest = Sha256::digest(msg).into();
+    match mode {
+        Mode::Single => d,
+        Mode::Double => Sha256::digest(d).into(),
+    }
+}
+
+/// Random lengths 0..10 000 bytes, one variable-length batch per backend and mode.
+#[test]
+fn random_lengths_match_sha2_on_every_backend() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let n = 1500;
+    let mut offsets = vec![0u64];
+    for i in 0..n {
+        // Favour the padding boundaries (55, 56, 63, 64, ...) as well as uniform lengths.
+        let len = if i % 3 == 0 { (rng.below(40) * 64 + [0, 1, 55, 56, 63, 64, 119, 120][rng.below(8) as usize]).min(9999) } else { rng.below(10_000) };
+        offsets.push(offsets.last().unwrap() + len);
+    }
+    let data = rng.bytes(*offsets.last().unwrap() as usize);
+    for mode in [Mode::Single, Mode::Double] {
+        let expected: Vec<Digest> = offsets.windows(2).map(|w| reference(&data[w[0] as usize..w[1] as usize], mode)).collect();
+        for b in backends() {
+            let out = engine(b).sha256().hash_var(&data, &offsets, mode).unwrap();
+            assert_eq!(out.backend, b);
+            for (i, (got, want)) in out.value.iter().zip(&expected).enumerate() {
+                assert_eq!(got, want, "backend {b}, mode {mode:?}, message {i} of length {}", offsets[i + 1] - offsets[i]);
+            }
+        }
+    }
+}
+
+/// Fixed-length batches, including the specialised 64- and 80-byte SHA256d kernels, with batch
+/// sizes that leave SIMD lanes and GPU blocks partly filled.
+#[test]
+fn fixed_lengths_match_sha2_on_every_backend() {
+    let mut rng = Rng(42);
+    for len in [1usize, 31, 32, 55, 56, 63, 64, 65, 80, 119, 120, 128, 1000, 4096] {
+        for n in [1usize, 7, 17, 257] {
+            let data = rng.bytes(len * n);
+            for mode in [Mode::Single, Mode::Double] {
+                let expected: Vec<Digest> = data.chunks_exact(len).map(|m| reference(m, mode)).collect();
+                for b in backends() {
+                    let out = engine(b).sha256().hash_fixed(&data, len, mode).unwrap();
+                    assert_eq!(out.value, expected, "backend {b}, len {len}, n {n}, mode {mode:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Many 64-byte merkle nodes: every backend, single- and multi-threaded, gives the same output.
+#[test]
+fn large_sha256d_64_batch_identical_across_backends() {
+    let n = 100_003; // odd, and larger than the parallel threshold
+    let data = Rng(7).bytes(64 * n);
+    let mut first: Option<Vec<Digest>> = None;
+    for b in backends() {
+        let out = engine(b).sha256().sha256d_64(&data).unwrap().value;
+        match &first {
+            None => {
+                for i in (0..n).step_by(997) {
+                    assert_eq!(out[i], reference(&data[64 * i..64 * i + 64], Mode::Double), "backend {b} item {i}");
+                }
+                first = Some(out);
+            }
+            Some(f) => assert!(f == &out, "backend {b} differs from the first backend"),
+        }
+    }
+}
+
+/// The single-message entry point against sha2 for every length up to 300 bytes.
+#[test]
+fn single_message_digest() {
+    let data = Rng(3).bytes(300);
+    for len in 0..=300 {
+        assert_eq!(batchcrypt::sha256::digest(&data[..len]), reference(&data[..len], Mode::Single), "len {len}");
+        assert_eq!(batchcrypt::sha256::digest_double(&data[..len]), reference(&data[..len], Mode::Double), "len {len}");
+    }
+}
+
+/// Auto mode returns the same digests as the reference and says which backend ran.
+#[test]
+fn auto_reports_its_backend() {
+    let data = Rng(11).bytes(64 * 5000);
+    let out = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto).sha256().sha256d_64(&data).unwrap();
+    assert!(out.backend.is_available());
+    assert_eq!(out.value[4999], reference(&data[64 * 4999..], Mode::Double));
+}

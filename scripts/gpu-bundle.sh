@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds, on this machine, everything scripts/gpu-run.sh needs on a machine with an NVIDIA GPU and
+# no Rust toolchain: release binaries, test binaries, the Python wheel and the shared test data,
+# into the git-ignored folder .gpu-bundle/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export BATCHCRYPT_REQUIRE_CUDA=1
+B=.gpu-bundle
+rm -rf "$B" && mkdir -p "$B/bin" "$B/tests" "$B/wheels" "$B/data"
+cargo build --release -p batchcrypt-cli -p batchcrypt-bench
+cp target/release/batchcrypt target/release/batchcrypt-bench "$B/bin/"
+cargo test --release --workspace --exclude batchcrypt-py --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])' | while read -r exe; do cp "$exe" "$B/tests/"; done
+strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
+(. .venv/bin/activate && maturin build --release -q -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
+[ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
+# The tests find their data through the build-time path of this checkout; record it.
+cp "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)" "$B/"
+pwd > "$B/build-root"
+du -sh "$B"

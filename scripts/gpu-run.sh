@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every GPU test and benchmark in one call on a machine with an NVIDIA GPU, from the bundle
+# that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
+# table is printed last. Usage: scripts/gpu-run.sh [--quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=.gpu-bundle
+OUT=${OUT:-$PWD/results}
+mkdir -p "$OUT"
+quick=${1:-}
+[ -d "$B/bin" ] || { echo "no $B: run scripts/gpu-bundle.sh first" >&2; exit 1; }
+export BATCHCRYPT_REQUIRE_GPU=1 BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1
+# Test binaries locate tests/data by the path of the checkout they were built in.
+root=$(cat "$B/build-root")
+if [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
+
+declare -a summary
+step() { # name, command...
+  local name=$1; shift
+  local t0=$SECONDS
+  if "$@" >"$OUT/$name.log" 2>&1; then status=ok; else status=FAIL; fi
+  summary+=("$(printf '%-28s %-5s %4ss' "$name" "$status" $((SECONDS - t0)))")
+  [ $status = ok ] || tail -30 "$OUT/$name.log"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+"$B/bin/batchcrypt" info | tee -a "$OUT/gpu.txt"
+
+run_tests() { local rc=0; for t in "$B"/tests/*; do echo "### $t"; "$t" --test-threads=4 || rc=1; done; return $rc; }
+step rust-tests run_tests
+py_tests() {
+  python3 -m pip install -q --no-index --no-deps --target /tmp/bc-site "$B"/wheels/*.whl &&
+  PYTHONPATH=/tmp/bc-site python3 -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
+}
+step python-tests py_tests
+step demo "$B/bin/batchcrypt" demo
+step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
+step calibrate "$B/bin/batchcrypt" calibrate
+step bench-sha256 "$B/bin/batchcrypt-bench" sha256 $quick --json "$OUT/bench-sha256.json"
+# Instruction mix of the SHA256d kernel (for the integer-throughput bound).
+if command -v cuobjdump >/dev/null; then
+  fb=$(ls target/release/build/batchcrypt-*/out/sha256.fatbin 2>/dev/null | head -1)
+  [ -n "$fb" ] || fb=$(ls "$B"/sha256.fatbin 2>/dev/null | head -1)
+  [ -n "$fb" ] && cuobjdump -sass -arch sm_90 "$fb" > "$OUT/sha256.sass" 2>&1
+fi
+
+echo; echo "== logs in $OUT"
+grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
+echo; grep -E 'gpu|cpu ' "$OUT/bench-sha256.log" | tail -20
+echo; printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | grep -q FAIL && exit 1 || exit 0

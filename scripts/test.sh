@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets up (if needed) and runs every test: compiles every CUDA kernel (a kernel that does not
+# compile fails here), the Rust unit and integration tests, and the Python package's tests.
+# GPU tests run wherever a GPU is present; elsewhere they are skipped with a note.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export BATCHCRYPT_REQUIRE_CUDA=1   # nvcc must be found and every kernel must compile
+
+echo "== Rust: build everything, run all tests"
+cargo build --workspace --all-targets --exclude batchcrypt-py
+cargo test --workspace --exclude batchcrypt-py
+echo "== Rust: library without the CUDA backend"
+cargo test -p batchcrypt --no-default-features --lib
+
+echo "== Python package"
+(. .venv/bin/activate && maturin develop --release -q -m crates/batchcrypt-py/Cargo.toml >/dev/null)
+.venv/bin/python -m pytest -q crates/batchcrypt-py/tests
