@@ -9,7 +9,7 @@ export BATCHCRYPT_REQUIRE_CUDA=1   # nvcc must be found and every kernel must co
 
 echo "== Rust: build everything, run all tests"
 cargo build --workspace --all-targets --exclude batchcrypt-py
-cargo test --workspace --exclude batchcrypt-py
+cargo test --workspace --exclude batchcrypt-py --features batchcrypt/emulation
 echo "== Rust: library without the CUDA backend"
 cargo test -p batchcrypt --no-default-features --lib
 

@@ -68,6 +68,19 @@ fn main() {
         gen = "pub const BUILT: bool = false;\n".into();
     }
     fs::write(out.join("kernels.rs"), gen).unwrap();
+    #[cfg(feature = "emulation")]
+    emulate(&kernel_dir, &sources);
+}
+
+/// Compiles every kernel source as C++ for the host (see kernels/include/bc/host.cuh).
+#[cfg(feature = "emulation")]
+fn emulate(kernel_dir: &Path, sources: &[(String, PathBuf)]) {
+    let mut b = cc::Build::new();
+    b.cpp(true).std("c++17").opt_level(2).include(kernel_dir.join("include")).flag("-x").flag("c++").flag_if_supported("-Wno-unknown-pragmas");
+    for (_, src) in sources {
+        b.file(src);
+    }
+    b.compile("batchcrypt_kernels_host");
 }
 
 /// `kernels/<dir>/<name>.cu` → (name, path). Headers (`.cuh`) are included, not compiled.

@@ -1,6 +1,7 @@
 // Shared device helpers for every batchcrypt kernel.
 #pragma once
 #include <stdint.h>
+#include "bc/host.cuh"
 
 #define BC_DEVICE __device__ __forceinline__
 
@@ -12,9 +13,13 @@ namespace bc {
 
 // One SHF instruction (inline PTX: the intrinsic needs a libdevice symbol some toolkits lack).
 BC_DEVICE uint32_t rotr(uint32_t x, uint32_t n) {
+#ifdef __CUDA_ARCH__
     uint32_t r;
     asm("shf.r.wrap.b32 %0, %1, %1, %2;" : "=r"(r) : "r"(x), "r"(n));
     return r;
+#else
+    return (x >> (n & 31)) | (x << ((32 - n) & 31));
+#endif
 }
 
 // Big-endian load/store of a 32-bit word (one PRMT instruction).
