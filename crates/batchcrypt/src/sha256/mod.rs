@@ -38,10 +38,76 @@ pub const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e
 
 /// A compression function that processes one 64-byte block in each of `L` independent lanes.
 /// `state[word][lane]` is the transposed layout SIMD code wants; one-lane backends ignore it.
-/// Implementors are tokens that exist only once their CPU feature was detected, so the method is safe.
+/// Implementors are tokens that exist only once their CPU feature was detected, so the methods are
+/// safe. Only `compress` is required; the others have portable defaults that backends override
+/// where they gain.
 pub trait Compressor<const L: usize>: Sync {
+    /// One block per lane.
     fn compress(&self, state: &mut [[u32; L]; 8], blocks: &[&[u8; 64]; L]);
+
+    /// `blocks` consecutive blocks per lane, lane `l` reading `data[l][..64 * blocks]` (each lane
+    /// at least that long). Overridden by backends that keep the state in registers across blocks.
+    fn compress_run(&self, state: &mut [[u32; L]; 8], data: &[&[u8]; L], blocks: usize) {
+        for b in 0..blocks {
+            let blk: [&[u8; 64]; L] = std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
+            self.compress(state, &blk);
+        }
+    }
+
+    /// The same block in every lane, given as its message schedule plus round constants
+    /// (`W[t] + K[t]`, see [`schedule_plus_k`]), so the schedule is computed once per batch.
+    fn compress_shared(&self, state: &mut [[u32; L]; 8], kw: &[u32; 64]) {
+        let mut block = [0u8; 64];
+        for (t, w) in block.chunks_exact_mut(4).enumerate() {
+            w.copy_from_slice(&kw[t].wrapping_sub(K[t]).to_be_bytes());
+        }
+        self.compress(state, &[&block; L]);
+    }
+
+    /// Whole messages of `len` bytes, one per lane (`data[l].len() == len`): body, padding, and for
+    /// SHA256d the second hash. `pad_kw` is the shared padding block's schedule when `len` is a
+    /// multiple of 64. Backends with a fused path (state in registers throughout) override this.
+    fn hash_lanes(&self, data: &[&[u8]; L], len: usize, pad_kw: Option<&[u32; 64]>, double: bool) -> [Digest; L] {
+        multibuffer::hash_lanes_generic(self, data, len, pad_kw, double)
+    }
 }
+
+/// `W[t] + K[t]` for every round of one block.
+pub const fn schedule_plus_k(block: &[u8; 64]) -> [u32; 64] {
+    let mut w = [0u32; 64];
+    let mut t = 0;
+    while t < 16 {
+        w[t] = u32::from_be_bytes([block[4 * t], block[4 * t + 1], block[4 * t + 2], block[4 * t + 3]]);
+        t += 1;
+    }
+    while t < 64 {
+        w[t] = portable::small_sigma1(w[t - 2]).wrapping_add(w[t - 7]).wrapping_add(portable::small_sigma0(w[t - 15])).wrapping_add(w[t - 16]);
+        t += 1;
+    }
+    let mut kw = [0u32; 64];
+    t = 0;
+    while t < 64 {
+        kw[t] = w[t].wrapping_add(K[t]);
+        t += 1;
+    }
+    kw
+}
+
+/// The padding block of a message of `len` bytes, `len` a multiple of 64.
+pub const fn pad_block(len: u64) -> [u8; 64] {
+    let mut b = [0u8; 64];
+    b[0] = 0x80;
+    let bits = (len * 8).to_be_bytes();
+    let mut i = 0;
+    while i < 8 {
+        b[56 + i] = bits[i];
+        i += 1;
+    }
+    b
+}
+
+/// Schedule of the padding block after a 64-byte message (merkle nodes), computed at compile time.
+pub const PAD64_KW: [u32; 64] = schedule_plus_k(&pad_block(64));
 
 /// Plain SHA-256, or SHA-256 applied twice (Bitcoin's SHA256d: txids, block hashes, merkle nodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! the lanes, captures each lane's state when its message ends, and applies the second hash of
 //! SHA256d. The per-backend code is only the compression function.
 
-use super::{Compressor, Digest, Messages, IV};
+use super::{pad_block, schedule_plus_k, Compressor, Digest, Messages, IV, PAD64_KW};
 
 /// A message seen as its whole 64-byte blocks followed by one or two padding blocks.
 pub(crate) struct Padded<'a> {
@@ -24,6 +24,13 @@ impl<'a> Padded<'a> {
         let bits = (msg.len() as u64).wrapping_mul(8);
         tail[tail_blocks * 64 - 8..tail_blocks * 64].copy_from_slice(&bits.to_be_bytes());
         Padded { body: msg, tail, body_blocks, blocks: body_blocks + tail_blocks }
+    }
+
+    /// Only the padded tail of a message of `total_len` bytes whose last `rest.len()` bytes are `rest`.
+    fn tail_only(rest: &'a [u8], total_len: usize) -> Self {
+        let mut p = Padded::new(rest);
+        p.tail[p.blocks * 64 - 8..p.blocks * 64].copy_from_slice(&((total_len as u64) * 8).to_be_bytes());
+        p
     }
 
     pub(crate) fn blocks(&self) -> usize {
@@ -57,22 +64,69 @@ const ZERO_BLOCK: [u8; 64] = [0; 64];
 
 /// Hashes messages `first..first + out.len()` of `msgs` into `out`.
 pub(crate) fn hash_range<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, first: usize, out: &mut [Digest], double: bool) {
-    let n = out.len();
-    // Lanes run in lock-step, so variable lengths are grouped by size to waste few lane-blocks.
-    let mut order: Vec<usize> = (0..n).collect();
-    if !msgs.fixed_len() && L > 1 {
+    match *msgs {
+        Messages::Fixed { len, .. } => hash_fixed(c, msgs, len, first, out, double),
+        Messages::Var { .. } => hash_var(c, msgs, first, out, double),
+    }
+}
+
+/// Second hash of SHA256d for every lane, then the digests out.
+fn finish<const L: usize, C: Compressor<L> + ?Sized>(c: &C, digests: &mut [Digest; L], double: bool) {
+    if double {
+        let second: [[u8; 64]; L] = std::array::from_fn(|l| digest_block(&digests[l]));
+        let mut state = IV.map(|w| [w; L]);
+        c.compress(&mut state, &std::array::from_fn(|l| &second[l]));
+        *digests = std::array::from_fn(|l| store(&state, l));
+    }
+}
+
+/// Equal lengths: whole groups of `L` messages through `hash_lanes`; the shared padding schedule
+/// is computed once per call.
+fn hash_fixed<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, len: usize, first: usize, out: &mut [Digest], double: bool) {
+    let pad_kw = (len % 64 == 0).then(|| if len == 64 { PAD64_KW } else { schedule_plus_k(&pad_block(len as u64)) });
+    let filler = vec![0u8; len]; // stands in for missing messages in the last group
+    for (g, chunk) in out.chunks_mut(L).enumerate() {
+        let data: [&[u8]; L] = std::array::from_fn(|l| if l < chunk.len() { msgs.get(first + g * L + l) } else { &filler });
+        let digests = c.hash_lanes(&data, len, pad_kw.as_ref(), double);
+        chunk.copy_from_slice(&digests[..chunk.len()]);
+    }
+}
+
+/// `Compressor::hash_lanes` from the block-level methods.
+pub(crate) fn hash_lanes_generic<const L: usize, C: Compressor<L> + ?Sized>(c: &C, data: &[&[u8]; L], len: usize, pad_kw: Option<&[u32; 64]>, double: bool) -> [Digest; L] {
+    let body = len / 64;
+    let mut state = IV.map(|w| [w; L]);
+    if body > 0 {
+        c.compress_run(&mut state, data, body);
+    }
+    match pad_kw {
+        Some(kw) => c.compress_shared(&mut state, kw),
+        None => {
+            let tails: [Padded<'_>; L] = std::array::from_fn(|l| Padded::tail_only(&data[l][64 * body..], len));
+            for b in 0..tails[0].blocks() {
+                c.compress(&mut state, &std::array::from_fn(|l| tails[l].block(b)));
+            }
+        }
+    }
+    let mut digests: [Digest; L] = std::array::from_fn(|l| store(&state, l));
+    finish(c, &mut digests, double);
+    digests
+}
+
+/// Any lengths: lanes run in lock-step, so messages are grouped by size to waste few lane-blocks,
+/// and each lane's state is captured when its message ends.
+fn hash_var<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, first: usize, out: &mut [Digest], double: bool) {
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    if L > 1 {
         order.sort_by_key(|&i| msgs.get(first + i).len());
     }
     for group in order.chunks(L) {
-        let padded: Vec<Padded<'_>> = group.iter().map(|&i| Padded::new(msgs.get(first + i))).collect();
-        let max_blocks = padded.iter().map(Padded::blocks).max().unwrap_or(0);
+        let padded: [Padded<'_>; L] = std::array::from_fn(|l| Padded::new(group.get(l).map(|&i| msgs.get(first + i)).unwrap_or(&[])));
+        let max_blocks = padded.iter().take(group.len()).map(Padded::blocks).max().unwrap_or(0);
         let mut state = IV.map(|w| [w; L]);
         let mut digests = [[0u8; 32]; L];
         for b in 0..max_blocks {
-            let blocks: [&[u8; 64]; L] = std::array::from_fn(|l| match padded.get(l) {
-                Some(p) if b < p.blocks() => p.block(b),
-                _ => &ZERO_BLOCK,
-            });
+            let blocks: [&[u8; 64]; L] = std::array::from_fn(|l| if b < padded[l].blocks() { padded[l].block(b) } else { &ZERO_BLOCK });
             c.compress(&mut state, &blocks);
             for (l, p) in padded.iter().enumerate() {
                 if p.blocks() == b + 1 {
@@ -80,34 +134,19 @@ pub(crate) fn hash_range<const L: usize, C: Compressor<L>>(c: &C, msgs: &Message
                 }
             }
         }
-        if double {
-            let second: Vec<[u8; 64]> = digests.iter().map(digest_block).collect();
-            let mut state = IV.map(|w| [w; L]);
-            let blocks: [&[u8; 64]; L] = std::array::from_fn(|l| &second[l]);
-            c.compress(&mut state, &blocks);
-            for l in 0..group.len() {
-                digests[l] = store(&state, l);
-            }
-        }
+        finish(c, &mut digests, double);
         for (l, &i) in group.iter().enumerate() {
             out[i] = digests[l];
         }
     }
 }
 
-/// One message through a one-lane compressor, without allocating (the single-message API).
+/// One message through a one-lane compressor (the single-message API).
 pub(crate) fn hash_one<C: Compressor<1>>(c: &C, msg: &[u8], double: bool) -> Digest {
-    let p = Padded::new(msg);
-    let mut state = IV.map(|w| [w]);
-    for b in 0..p.blocks() {
-        c.compress(&mut state, &[p.block(b)]);
-    }
-    let mut d = store(&state, 0);
-    if double {
-        let block = digest_block(&d);
-        let mut state = IV.map(|w| [w]);
-        c.compress(&mut state, &[&block]);
-        d = store(&state, 0);
-    }
-    d
+    let pad_kw = match msg.len() {
+        64 => Some(PAD64_KW),
+        n if n % 64 == 0 => Some(schedule_plus_k(&pad_block(n as u64))),
+        _ => None,
+    };
+    c.hash_lanes(&[msg], msg.len(), pad_kw.as_ref(), double)[0]
 }

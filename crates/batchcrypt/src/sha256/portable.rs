@@ -11,11 +11,11 @@ fn big_sigma1(x: u32) -> u32 {
     x.rotate_right(6) ^ x.rotate_right(11) ^ x.rotate_right(25)
 }
 #[inline(always)]
-pub(crate) fn small_sigma0(x: u32) -> u32 {
+pub(crate) const fn small_sigma0(x: u32) -> u32 {
     x.rotate_right(7) ^ x.rotate_right(18) ^ (x >> 3)
 }
 #[inline(always)]
-pub(crate) fn small_sigma1(x: u32) -> u32 {
+pub(crate) const fn small_sigma1(x: u32) -> u32 {
     x.rotate_right(17) ^ x.rotate_right(19) ^ (x >> 10)
 }
 
