@@ -18,6 +18,8 @@ pub mod backend;
 pub mod bitcoin;
 pub mod dispatch;
 mod error;
+#[cfg(feature = "emulation")]
+pub mod emulation;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod sha256;

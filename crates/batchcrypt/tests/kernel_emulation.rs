@@ -4,7 +4,8 @@
 #![cfg(feature = "emulation")]
 
 mod common;
-use batchcrypt::sha256::{emulated, Messages, Mode};
+use batchcrypt::emulation::sha256 as emulated;
+use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine};
 use common::Rng;
 

@@ -4,6 +4,7 @@
 #include "bc/host.cuh"
 
 #define BC_DEVICE __device__ __forceinline__
+#define BC_NOINLINE __device__ __noinline__
 
 namespace bc {
 

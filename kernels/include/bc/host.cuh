@@ -10,6 +10,7 @@
 #define __global__
 #define __constant__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 
 struct bc_dim3 { unsigned x, y, z; };

@@ -11,8 +11,7 @@ pub mod portable;
 pub(crate) mod x86;
 #[cfg(feature = "cuda")]
 pub mod gpu;
-#[cfg(feature = "emulation")]
-pub mod emulated;
+
 
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};

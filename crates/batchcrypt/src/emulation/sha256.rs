@@ -1,7 +1,6 @@
-//! The CUDA SHA-256 kernels compiled for the host and run on the CPU (feature `emulation`), so that
-//! tests check the exact kernel code on machines without a GPU.
+//! The SHA-256 kernels run on the host.
 
-use super::{Digest, Messages, Mode};
+use crate::sha256::{Digest, Messages, Mode};
 
 extern "C" {
     fn sha256d_64(input: *const u32, out: *mut u8, n: u64);

@@ -1,0 +1,156 @@
+//! The generic field and curve templates (kernels/include/bc) as instantiated for secp256k1, run
+//! through the host build of the kernels (feature `emulation`), against independent references:
+//! num-bigint for field arithmetic, the k256 crate for the group and ECDSA.
+#![cfg(feature = "emulation")]
+
+use batchcrypt::emulation::secp256k1 as kern;
+use k256::elliptic_curve::ops::Reduce;
+use k256::elliptic_curve::sec1::ToEncodedPoint;
+use k256::elliptic_curve::{Field, PrimeField};
+use k256::{ProjectivePoint, Scalar, U256};
+use num_bigint::BigUint;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+fn p() -> BigUint {
+    BigUint::parse_bytes(b"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f", 16).unwrap()
+}
+fn n() -> BigUint {
+    BigUint::parse_bytes(b"fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16).unwrap()
+}
+
+fn to_limbs(x: &BigUint) -> [u32; 8] {
+    let mut l = [0u32; 8];
+    for (i, d) in x.to_u32_digits().into_iter().enumerate() {
+        l[i] = d;
+    }
+    l
+}
+fn from_limbs(l: &[u32]) -> BigUint {
+    BigUint::from_slice(l)
+}
+fn be_to_limbs(b: &[u8]) -> [u32; 8] {
+    std::array::from_fn(|i| u32::from_be_bytes(b[28 - 4 * i..32 - 4 * i].try_into().unwrap()))
+}
+
+/// Random values plus the edges 0, 1, 2, m-2, m-1 and values near 2^255.
+fn samples(m: &BigUint, rng: &mut StdRng, count: usize) -> Vec<BigUint> {
+    let mut v: Vec<BigUint> = [0u32, 1, 2].iter().map(|&x| BigUint::from(x)).collect();
+    v.push(m - 2u32);
+    v.push(m - 1u32);
+    v.push(BigUint::from(1u8) << 255);
+    v.push((BigUint::from(1u8) << 255) - 1u32);
+    while v.len() < count {
+        let bytes: [u8; 32] = rng.gen();
+        v.push(BigUint::from_bytes_le(&bytes) % m);
+    }
+    v
+}
+
+#[test]
+fn field_arithmetic_matches_bigint() {
+    let mut rng = StdRng::seed_from_u64(1);
+    for (m, which_n) in [(p(), false), (n(), true)] {
+        let xs = samples(&m, &mut rng, 400);
+        let mut ys = xs.clone();
+        ys.rotate_left(3);
+        ys[0] = xs[0].clone(); // a == b once
+        let a: Vec<[u32; 8]> = xs.iter().map(to_limbs).collect();
+        let b: Vec<[u32; 8]> = ys.iter().map(to_limbs).collect();
+        let out = kern::field_ops(&a, &b, which_n);
+        for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
+            let inv = if *x == BigUint::from(0u8) { BigUint::from(0u8) } else { x.modpow(&(&m - 2u32), &m) };
+            let want = [(x + y) % &m, (x + &m - y) % &m, (x * y) % &m, (x * x) % &m, inv, (&m - x) % &m];
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(from_limbs(&out[i][k]), *w, "modulus {} op {k} a={x:x} b={y:x}", if which_n { "n" } else { "p" });
+            }
+        }
+    }
+}
+
+fn affine_limbs(pt: &ProjectivePoint) -> [u32; 16] {
+    let e = pt.to_affine().to_encoded_point(false);
+    let mut l = [0u32; 16];
+    if let (Some(x), Some(y)) = (e.x(), e.y()) {
+        l[..8].copy_from_slice(&be_to_limbs(x));
+        l[8..].copy_from_slice(&be_to_limbs(y));
+    }
+    l
+}
+
+#[test]
+fn group_law_matches_k256() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let g = ProjectivePoint::GENERATOR;
+    let mut ps = Vec::new();
+    let mut qs = Vec::new();
+    for i in 0..120 {
+        let a = g * Scalar::random(&mut rng);
+        // Also Q = P (doubling through add) and Q = -P (sum at infinity).
+        let b = match i % 10 {
+            0 => a,
+            1 => -a,
+            _ => g * Scalar::random(&mut rng),
+        };
+        ps.push(a);
+        qs.push(b);
+    }
+    let pl: Vec<[u32; 16]> = ps.iter().map(affine_limbs).collect();
+    let ql: Vec<[u32; 16]> = qs.iter().map(affine_limbs).collect();
+    let out = kern::point_ops(&pl, &ql);
+    for i in 0..ps.len() {
+        let (a, b) = (ps[i], qs[i]);
+        let want = [a + b, a + b, a.double(), a - a, a + a];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(out[i][16 * k..16 * k + 16], affine_limbs(w), "item {i} op {k}");
+        }
+        assert_eq!(out[i][80], 1, "P on curve");
+        assert_eq!(out[i][81], 1, "Q on curve");
+    }
+    // A point off the curve is recognised.
+    let mut bad = pl[5];
+    bad[8] ^= 1;
+    assert_eq!(kern::point_ops(&[bad], &[pl[6]])[0][80], 0);
+}
+
+fn scalar_limbs(s: &Scalar) -> [u32; 8] {
+    be_to_limbs(&s.to_repr())
+}
+
+/// u1 = e/s, u2 = r/s as the host prepares them, then the kernel's u1 G + u2 Q and x check.
+#[test]
+fn ecdsa_verification_kernel_matches_k256() {
+    use k256::ecdsa::{hazmat::SignPrimitive, SigningKey};
+    let mut rng = StdRng::seed_from_u64(3);
+    let table = kern::g_table();
+    let mut items = Vec::new();
+    let mut expect = Vec::new();
+    for i in 0..60 {
+        let sk = SigningKey::random(&mut rng);
+        let z: [u8; 32] = rng.gen();
+        let k = Scalar::random(&mut rng);
+        let sig = sk.as_nonzero_scalar().try_sign_prehashed(k, &z.into()).unwrap().0;
+        let (r, s) = (*sig.r(), *sig.s());
+        let e = <Scalar as Reduce<U256>>::reduce_bytes(&z.into());
+        let q = sk.verifying_key().as_affine().to_encoded_point(false);
+        let mut qx = be_to_limbs(q.x().unwrap());
+        let qy = be_to_limbs(q.y().unwrap());
+        // Every third item is corrupted: wrong hash, wrong r, or wrong key.
+        let (mut e_used, mut r_used) = (e, r);
+        match i % 6 {
+            1 => e_used += Scalar::ONE,
+            3 => r_used += Scalar::ONE,
+            5 => qx = be_to_limbs(ProjectivePoint::GENERATOR.to_affine().to_encoded_point(false).x().unwrap()),
+            _ => {}
+        }
+        let w = s.invert().unwrap();
+        let mut item = [0u32; 40];
+        item[..8].copy_from_slice(&scalar_limbs(&(e_used * w)));
+        item[8..16].copy_from_slice(&scalar_limbs(&(r * w)));
+        item[16..24].copy_from_slice(&qx);
+        item[24..32].copy_from_slice(&qy);
+        item[32..].copy_from_slice(&scalar_limbs(&r_used));
+        items.push(item);
+        expect.push(i % 2 == 0);
+    }
+    assert_eq!(kern::ecdsa_verify(&items, &table), expect);
+}

@@ -1,0 +1,101 @@
+// Short Weierstrass curves y^2 = x^3 + a x + b over any field F, generic over a curve parameter
+// struct C:
+//   using F = Fp<...>;                        // the base field
+//   static constexpr bool A_IS_ZERO;          // secp256k1, BN254: a = 0 (cheaper doubling)
+//   static BC_DEVICE F a();                   // used only when A_IS_ZERO is false (SM2)
+// Points are Jacobian (X, Y, Z) with x = X/Z^2, y = Y/Z^3; Z = 0 is the point at infinity.
+// Affine points use (0, 0) for infinity, which is on none of these curves (b != 0).
+#pragma once
+#include "bc/field.cuh"
+
+namespace bc {
+
+template <class C>
+struct Affine {
+    using F = typename C::F;
+    F x, y;
+    static BC_DEVICE Affine infinity() { return Affine{F::zero(), F::zero()}; }
+    BC_DEVICE bool is_infinity() const { return x.is_zero() && y.is_zero(); }
+    BC_DEVICE Affine neg() const { return is_infinity() ? *this : Affine{x, y.neg()}; }
+};
+
+template <class C>
+struct Jacobian {
+    using F = typename C::F;
+    F x, y, z;
+
+    static BC_DEVICE Jacobian infinity() { return Jacobian{F::one(), F::one(), F::zero()}; }
+    static BC_DEVICE Jacobian from(const Affine<C>& p) {
+        return p.is_infinity() ? infinity() : Jacobian{p.x, p.y, F::one()};
+    }
+    BC_DEVICE bool is_infinity() const { return z.is_zero(); }
+    BC_DEVICE Jacobian neg() const { return Jacobian{x, y.neg(), z}; }
+
+    // 2P ("dbl-2009-l" when a = 0, "dbl-2007-bl" otherwise). Infinity doubles to infinity (Z stays 0).
+    BC_DEVICE Jacobian dbl() const {
+        F xx = x.sqr(), yy = y.sqr(), yyyy = yy.sqr();
+        F s = ((x + yy).sqr() - xx - yyyy).dbl();
+        F m = xx.dbl() + xx;
+        if constexpr (!C::A_IS_ZERO) m = m + C::a() * z.sqr().sqr();
+        F x3 = m.sqr() - s.dbl();
+        F y8 = yyyy.dbl().dbl().dbl();
+        Jacobian r;
+        r.x = x3;
+        r.y = m * (s - x3) - y8;
+        r.z = (y * z).dbl();
+        return r;
+    }
+
+    // P + Q for Jacobian Q ("add-2007-bl"), with the exceptional cases handled.
+    BC_DEVICE Jacobian add(const Jacobian& q) const {
+        if (is_infinity()) return q;
+        if (q.is_infinity()) return *this;
+        F z1z1 = z.sqr(), z2z2 = q.z.sqr();
+        F u1 = x * z2z2, u2 = q.x * z1z1;
+        F s1 = y * q.z * z2z2, s2 = q.y * z * z1z1;
+        F h = u2 - u1, rr = (s2 - s1).dbl();
+        if (h.is_zero()) return rr.is_zero() ? dbl() : infinity();
+        F i = h.dbl().sqr(), j = h * i, v = u1 * i;
+        Jacobian r;
+        r.x = rr.sqr() - j - v.dbl();
+        r.y = rr * (v - r.x) - (s1 * j).dbl();
+        r.z = ((z + q.z).sqr() - z1z1 - z2z2) * h;
+        return r;
+    }
+
+    // P + Q for affine Q ("madd-2007-bl"): cheaper when Q comes from a precomputed table.
+    BC_DEVICE Jacobian add(const Affine<C>& q) const {
+        if (q.is_infinity()) return *this;
+        if (is_infinity()) return from(q);
+        F z1z1 = z.sqr();
+        F u2 = q.x * z1z1, s2 = q.y * z * z1z1;
+        F h = u2 - x, rr = (s2 - y).dbl();
+        if (h.is_zero()) return rr.is_zero() ? dbl() : infinity();
+        F hh = h.sqr(), i = hh.dbl().dbl(), j = h * i, v = x * i;
+        Jacobian r;
+        r.x = rr.sqr() - j - v.dbl();
+        r.y = rr * (v - r.x) - (y * j).dbl();
+        r.z = (z + h).sqr() - z1z1 - hh;
+        return r;
+    }
+
+    // Affine coordinates (one inversion); infinity maps to (0, 0).
+    BC_DEVICE Affine<C> to_affine() const {
+        if (is_infinity()) return Affine<C>::infinity();
+        F zi = z.inv(), zi2 = zi.sqr();
+        return Affine<C>{x * zi2, y * zi2 * zi};
+    }
+
+    // Whether the affine x-coordinate equals the field element x0, without an inversion.
+    BC_DEVICE bool x_equals(const F& x0) const { return !is_infinity() && x == x0 * z.sqr(); }
+};
+
+// Whether an affine point satisfies the curve equation (b given in Montgomery form).
+template <class C>
+BC_DEVICE bool on_curve(const Affine<C>& p, const typename C::F& b) {
+    auto rhs = p.x.sqr() * p.x + b;
+    if constexpr (!C::A_IS_ZERO) rhs = rhs + C::a() * p.x;
+    return p.y.sqr() == rhs;
+}
+
+}  // namespace bc
