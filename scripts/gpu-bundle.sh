@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export BATCHCRYPT_REQUIRE_CUDA=1
 B=.gpu-bundle
-rm -rf "$B" && mkdir -p "$B/bin" "$B/tests" "$B/wheels" "$B/data"
+rm -rf "$B" && mkdir -p "$B/bin" "$B/tests" "$B/wheels" "$B/data" "$B/kernels"
 cargo build --release -p batchcrypt-cli -p batchcrypt-bench
 cp target/release/batchcrypt target/release/batchcrypt-bench "$B/bin/"
 cargo test --release --workspace --exclude batchcrypt-py --no-run --message-format=json 2>/dev/null \
@@ -20,6 +20,8 @@ strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
 (. .venv/bin/activate && maturin build --release -q -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
 # The tests find their data through the build-time path of this checkout; record it.
-cp "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)" "$B/"
+# The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.
+out=$(dirname "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)")
+cp "$out"/*.fatbin "$out"/ptxas-report.txt "$B/kernels/"
 pwd > "$B/build-root"
 du -sh "$B"

@@ -5,11 +5,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=.gpu-bundle
-OUT=${OUT:-$PWD/results}
-mkdir -p "$OUT"
+DEST=${OUT:-$PWD/results}   # at the end: results.tgz (every log), the JSON files, summary.txt
+OUT=$(mktemp -d)            # logs are written here first
 quick=${1:-}
 [ -d "$B/bin" ] || { echo "no $B: run scripts/gpu-bundle.sh first" >&2; exit 1; }
-export BATCHCRYPT_REQUIRE_GPU=1 BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1
+# GPU_RUN_DRY=1 runs the same steps on a machine without a GPU (to check this script itself).
+[ "${GPU_RUN_DRY:-0}" = 1 ] || export BATCHCRYPT_REQUIRE_GPU=1
+export BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1
 # Test binaries locate tests/data by the path of the checkout they were built in.
 root=$(cat "$B/build-root")
 if [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
@@ -23,7 +25,7 @@ step() { # name, command...
   [ $status = ok ] || tail -30 "$OUT/$name.log"
 }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/gpu.txt"
 "$B/bin/batchcrypt" info | tee -a "$OUT/gpu.txt"
 
 run_tests() { local rc=0; for t in "$B"/tests/*; do echo "### $t"; "$t" --test-threads=4 || rc=1; done; return $rc; }
@@ -37,15 +39,19 @@ step demo "$B/bin/batchcrypt" demo
 step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 step calibrate "$B/bin/batchcrypt" calibrate
 step bench-sha256 "$B/bin/batchcrypt-bench" sha256 $quick --json "$OUT/bench-sha256.json"
-# Instruction mix of the SHA256d kernel (for the integer-throughput bound).
+step bench-secp256k1 "$B/bin/batchcrypt-bench" secp256k1 $quick --json "$OUT/bench-secp256k1.json"
+# Machine code of every kernel (instruction mix for the throughput bounds) and ptxas's report.
 if command -v cuobjdump >/dev/null; then
-  fb=$(ls target/release/build/batchcrypt-*/out/sha256.fatbin 2>/dev/null | head -1)
-  [ -n "$fb" ] || fb=$(ls "$B"/sha256.fatbin 2>/dev/null | head -1)
-  [ -n "$fb" ] && cuobjdump -sass -arch sm_90 "$fb" > "$OUT/sha256.sass" 2>&1
+  for fb in "$B"/kernels/*.fatbin; do cuobjdump -sass "$fb" > "$OUT/$(basename "$fb" .fatbin).sass" 2>&1; done
 fi
+cp "$B"/kernels/ptxas-report.txt "$OUT/" 2>/dev/null
 
-echo; echo "== logs in $OUT"
+echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
 echo; grep -E 'gpu|cpu ' "$OUT/bench-sha256.log" | tail -20
-echo; printf '%s\n' "${summary[@]}"
-printf '%s\n' "${summary[@]}" | grep -q FAIL && exit 1 || exit 0
+echo; grep -E 'ecdsa' "$OUT/bench-secp256k1.log" | tail -16
+echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+mkdir -p "$DEST"
+tar -czf "$DEST/results.tgz" -C "$OUT" .
+cp "$OUT"/*.json "$OUT/summary.txt" "$DEST/" 2>/dev/null
+grep -q FAIL "$OUT/summary.txt" && exit 1 || exit 0
