@@ -64,24 +64,45 @@ extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
     }
 }
 
-// ECDSA verification of prepared items: each item is u1, u2 (scalars mod n), Q = (x, y) (a valid
-// public key), r; 40 limbs. ok[i] = 1 iff R = u1 G + u2 Q is finite and x(R) mod n == r.
+// A verification item: u1, u2 (scalars mod n), Q = (x, y) (a valid public key), r; 40 limbs.
+// Returns R = u1 G + u2 Q and r.
+BC_DEVICE Point item_point(const uint32_t* it, const PointAffine* gtable, uint32_t r[8]) {
+    uint32_t u1[8], u2[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        u1[j] = it[j];
+        u2[j] = it[8 + j];
+        r[j] = it[32 + j];
+    }
+    PointAffine q{load<Fp>(it + 16), load<Fp>(it + 24)};
+    return double_mul(gtable, u1, u2, q);
+}
+
+// ECDSA: u1 = e/s, u2 = r/s. ok[i] = 1 iff R is finite and x(R) mod n == r.
 extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
-        const uint32_t* it = items + 40 * i;
-        uint32_t u1[8], u2[8], r[8], rn[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            u1[j] = it[j];
-            u2[j] = it[8 + j];
-            r[j] = it[32 + j];
-        }
-        PointAffine q{load<Fp>(it + 16), load<Fp>(it + 24)};
-        Point R = double_mul(gtable, u1, u2, q);
+        uint32_t r[8], rn[8];
+        Point R = item_point(items + 40 * i, gtable, r);
         // x(R) is in [0, p); x mod n == r means x == r or x == r + n (possible only if r + n < p).
         bool good = R.x_equals(Fp::from_plain(r));
         uint32_t carry = add_n(rn, r, N_MOD);
         if (!good && !carry && !geq_n(rn, P_MOD)) good = R.x_equals(Fp::from_plain(rn));
+        ok[i] = good;
+    }
+}
+
+// BIP340: u1 = s, u2 = n - e, Q = the key lifted to even y, r = x(R) expected (below p).
+// ok[i] = 1 iff R is finite, has even y, and x(R) == r.
+extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        uint32_t r[8], y[8];
+        Point R = item_point(items + 40 * i, gtable, r);
+        bool good = false;
+        if (!R.is_infinity()) {
+            PointAffine a = R.to_affine();
+            a.y.to_plain(y);
+            good = (y[0] & 1) == 0 && a.x == Fp::from_plain(r);
+        }
         ok[i] = good;
     }
 }

@@ -43,7 +43,7 @@ impl Report {
 
     pub fn header(&self, title: &str) {
         println!("\n== {title}");
-        println!("{:<34} {:<26} {:>12} {:>10} {:>9}", "case", "implementation", "M items/s", "GB/s", "ratio");
+        println!("{:<34} {:<36} {:>12} {:>10} {:>9}", "case", "implementation", "M items/s", "GB/s", "ratio");
     }
 
     /// Records one measurement; `baseline` names the implementation of the same case to compare to.
@@ -53,7 +53,7 @@ impl Report {
             self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == b).map(|r| items_per_s / r.items_per_s)
         });
         println!(
-            "{:<34} {:<26} {:>12.3} {:>10.2} {:>9}",
+            "{:<34} {:<36} {:>12.3} {:>10.2} {:>9}",
             case,
             implementation,
             items_per_s / 1e6,

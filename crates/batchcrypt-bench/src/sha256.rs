@@ -3,7 +3,7 @@
 
 use crate::report::{time, Report};
 use batchcrypt::sha256::{Digest, Mode};
-use batchcrypt::{Backend, BackendChoice, Engine};
+use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
 use rayon::prelude::*;
 use sha2::Digest as _;
 
@@ -34,7 +34,7 @@ fn sha2_one(m: &[u8]) -> Digest {
 }
 
 fn cpu_backends() -> Vec<Backend> {
-    Backend::ALL.into_iter().filter(|b| !b.is_gpu() && b.is_available()).collect()
+    Backend::ALL.into_iter().filter(|b| !b.is_gpu() && b.implements(Primitive::Sha256) && b.is_available()).collect()
 }
 
 /// Our backends and the peers over `n` messages of `len` bytes, on `threads` threads.

@@ -1,7 +1,7 @@
 //! Python bindings: batch APIs over bytes and numpy arrays. Heavy calls release the GIL.
 
 use batchcrypt::sha256::{Digest, Mode};
-use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error};
+use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -111,10 +111,17 @@ fn sha256<'py>(py: Python<'py>, data: &[u8], double: bool) -> Bound<'py, PyBytes
     PyBytes::new(py, &d)
 }
 
-/// Backends of this machine: name -> None if available, else the reason it is not.
+/// Backends of this build, as (name, None if available here else the reason it is not); with
+/// `primitive` ("sha256", "secp256k1") only those that implement it.
 #[pyfunction]
-fn backends() -> Vec<(String, Option<String>)> {
-    Backend::ALL.iter().map(|b| (b.name().to_string(), b.availability().err())).collect()
+#[pyo3(signature = (primitive = None))]
+fn backends(primitive: Option<&str>) -> PyResult<Vec<(String, Option<String>)>> {
+    let only = primitive.map(|p| p.parse::<Primitive>()).transpose().map_err(to_py)?;
+    Ok(Backend::ALL
+        .iter()
+        .filter(|b| only.is_none_or(|p| b.implements(p)))
+        .map(|b| (b.name().to_string(), b.availability().err()))
+        .collect())
 }
 
 /// A description of the CPU features and GPU found.

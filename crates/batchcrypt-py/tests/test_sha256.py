@@ -8,7 +8,7 @@ import pytest
 
 import batchcrypt
 
-BACKENDS = [name for name, why in batchcrypt.backends() if why is None]
+BACKENDS = [name for name, why in batchcrypt.backends("sha256") if why is None]
 
 
 def require_gpu_if_asked():
@@ -23,8 +23,10 @@ def sha256d(m):
 def test_backends_listed():
     require_gpu_if_asked()
     names = [n for n, _ in batchcrypt.backends()]
-    assert "portable" in names and "cuda" in names
-    assert "portable" in BACKENDS
+    assert "portable" in names and "cuda" in names and "libsecp256k1" in names
+    assert "portable" in BACKENDS and "libsecp256k1" not in BACKENDS
+    with pytest.raises(ValueError, match="unknown primitive"):
+        batchcrypt.backends("md5")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

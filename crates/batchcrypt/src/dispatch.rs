@@ -138,8 +138,10 @@ impl Dispatcher {
         std::iter::once(first).chain(available).min_by(|a, b| cost(*a).total_cmp(&cost(*b))).unwrap_or(first)
     }
 
-    /// Thread count for a CPU backend from its cost (measured when known, else by bytes).
+    /// Thread count for a CPU backend from its cost: the one given, else one measured earlier in
+    /// this process, else an estimate by bytes.
     fn cpu_plan(&self, w: &Workload, backend: Backend, cost: Option<Cost>) -> Plan {
+        let cost = cost.or_else(|| self.measured_cost(w.op, backend));
         let pool = crate::backend::cpu::threads().max(1);
         let serial_s = match cost {
             Some(c) => c.per_unit_s * w.units as f64,
@@ -166,12 +168,17 @@ impl Dispatcher {
 
     /// The measured cost of `backend` on `op`, measuring it on first use.
     pub fn cost(&self, op: &'static str, backend: Backend, calibrate: Calibrate<'_>) -> Result<Cost> {
-        if let Some(c) = self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)) {
-            return Ok(*c);
+        if let Some(c) = self.measured_cost(op, backend) {
+            return Ok(c);
         }
         let c = calibrate(backend)?;
         self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert((op, backend), c);
         Ok(c)
+    }
+
+    /// The cost of `backend` on `op` if it was measured already (never measures).
+    fn measured_cost(&self, op: &'static str, backend: Backend) -> Option<Cost> {
+        self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)).copied()
     }
 
     /// Host↔device bandwidth, measured once.

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), and one module per primitive.
+//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`).
 
 pub mod backend;
 pub mod bitcoin;
@@ -22,9 +22,10 @@ mod error;
 pub mod emulation;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
+pub mod secp256k1;
 pub mod sha256;
 
-pub use backend::{Backend, BackendChoice};
+pub use backend::{Backend, BackendChoice, Primitive};
 pub use error::{Error, Result};
 
 /// Kernel images built from `kernels/` by build.rs (empty when nvcc was absent).
@@ -75,6 +76,10 @@ impl Engine {
 
     pub fn sha256(&self) -> sha256::Sha256<'_> {
         sha256::Sha256 { engine: self }
+    }
+
+    pub fn secp256k1(&self) -> secp256k1::Secp256k1<'_> {
+        secp256k1::Secp256k1 { engine: self }
     }
 }
 

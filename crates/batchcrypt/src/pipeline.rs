@@ -33,18 +33,21 @@ struct Slot {
     pending: Option<(usize, usize)>,
 }
 
-/// Streams `input` (items of `in_size` bytes) through `launch` into `output` (items of `out_size`).
+/// Streams `n` items of `in_size` bytes through `launch` into `output` (items of `out_size`).
+/// `fill(first, dst)` writes items `first..` into the pinned staging buffer `dst` (a copy, or the
+/// host-side preparation itself, which then overlaps the GPU work of the other chunks);
 /// `launch(stream, dev_in, dev_out, items)` enqueues the kernel for one chunk.
+#[allow(clippy::too_many_arguments)]
 pub fn run_chunked(
     gpu: &Gpu,
-    input: &[u8],
+    n: usize,
     in_size: usize,
     output: &mut [u8],
     out_size: usize,
     cfg: PipelineConfig,
+    mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
     mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize) -> Result<()>,
 ) -> Result<()> {
-    let n = input.len() / in_size;
     debug_assert_eq!(output.len(), n * out_size);
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
     let depth = cfg.depth.clamp(1, n.div_ceil(chunk).max(1));
@@ -76,8 +79,7 @@ pub fn run_chunked(
         let items = chunk.min(n - first);
         let slot = &mut slots[c % depth];
         drain(slot, output)?;
-        slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size]
-            .copy_from_slice(&input[first * in_size..(first + items) * in_size]);
+        fill(first, &mut slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size])?;
         {
             let src = &slot.host_in;
             let mut dst = slot.dev_in.slice_mut(..items * in_size);

@@ -152,5 +152,102 @@ fn ecdsa_verification_kernel_matches_k256() {
         items.push(item);
         expect.push(i % 2 == 0);
     }
-    assert_eq!(kern::ecdsa_verify(&items, &table), expect);
+    assert_eq!(kern::verify_items(false, &items, &table), expect);
+}
+
+/// The GPU path end to end (our parsing, host preparation with batch inversion, the kernel code)
+/// against libsecp256k1, on random signatures and corrupted copies of them.
+#[test]
+fn gpu_flow_matches_libsecp256k1() {
+    use batchcrypt::secp256k1::parse::prepare_ecdsa;
+    use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
+    use batchcrypt::{Backend, BackendChoice, Engine};
+    use k256::ecdsa::{signature::hazmat::PrehashSigner, Signature, SigningKey};
+    let mut rng = StdRng::seed_from_u64(4);
+    let (mut hashes, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..1500 {
+        let sk = SigningKey::random(&mut rng);
+        let mut z: [u8; 32] = rng.gen();
+        let sig: Signature = sk.sign_prehash(&z).unwrap();
+        let mut sig = sig.to_bytes().to_vec();
+        let compressed = i % 2 == 0;
+        let mut key = sk.verifying_key().to_encoded_point(compressed).as_bytes().to_vec();
+        // One in three corrupted: a bit of the hash, of r, of s, or of the key's x.
+        match i % 12 {
+            1 => z[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            5 => sig[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            9 => sig[32 + rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            11 => key[1 + rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            _ => {}
+        }
+        hashes.push(z);
+        sigs.push(sig);
+        keys.push(key);
+    }
+    let opts = EcdsaOptions { format: SigFormat::Compact, require_low_s: false };
+    let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
+    let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts).unwrap().value;
+    // Items that fail parsing never reach a GPU; the rest go through the emulated kernel.
+    let mut prepared = Vec::new();
+    let mut index = Vec::new();
+    for i in 0..hashes.len() {
+        if let Ok(p) = prepare_ecdsa(&hashes[i], &sigs[i], &keys[i], &opts) {
+            prepared.push(p);
+            index.push(i);
+        } else {
+            assert!(cpu.results[i].is_err(), "item {i}: parse rejects what libsecp256k1 accepts");
+        }
+    }
+    let gpu = kern::verify_prepared(&prepared);
+    let mut valid = 0;
+    for (k, &i) in index.iter().enumerate() {
+        assert_eq!(gpu[k], cpu.results[i].is_ok(), "item {i}");
+        valid += gpu[k] as usize;
+    }
+    assert!(valid >= 1000 && prepared.len() > valid, "valid {valid} of {}", prepared.len());
+}
+
+/// BIP340 through the GPU path (parsing, challenge, host preparation, the kernel code) against
+/// libsecp256k1, on random signatures and corrupted copies of them.
+#[test]
+fn gpu_schnorr_flow_matches_libsecp256k1() {
+    use batchcrypt::secp256k1::parse::prepare_schnorr;
+    use batchcrypt::{Backend, BackendChoice, Engine};
+    use secp256k1::{schnorr, Keypair};
+    let mut rng = StdRng::seed_from_u64(5);
+    let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..600 {
+        let Ok(kp) = Keypair::from_secret_bytes(rng.gen()) else { continue };
+        let mut msg: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
+        let mut sig = schnorr::sign_no_aux_rand(&msg, &kp).to_byte_array();
+        let mut key = kp.x_only_public_key().0.to_byte_array();
+        match i % 8 {
+            1 if !msg.is_empty() => msg[0] ^= 1,
+            3 => sig[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            5 => sig[32 + rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            7 => key[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            _ => {}
+        }
+        msgs.push(msg);
+        sigs.push(sig);
+        keys.push(key);
+    }
+    let msg_refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_schnorr(&msg_refs, &sigs, &keys).unwrap().value;
+    let mut prepared = Vec::new();
+    let mut index = Vec::new();
+    for i in 0..msgs.len() {
+        if let Ok(p) = prepare_schnorr(&sigs[i], &keys[i]) {
+            prepared.push((p, msg_refs[i]));
+            index.push(i);
+        }
+    }
+    let gpu = kern::verify_schnorr_prepared(&prepared);
+    let mut valid = 0;
+    for (k, &i) in index.iter().enumerate() {
+        assert_eq!(gpu[k], cpu.results[i].is_ok(), "item {i}");
+        valid += gpu[k] as usize;
+    }
+    assert!(valid >= 300 && prepared.len() > valid, "valid {valid} of {}", prepared.len());
 }

@@ -1,6 +1,6 @@
 use anyhow::{bail, Result};
 use batchcrypt::sha256::{Digest, Mode};
-use batchcrypt::{Backend, BackendChoice, Engine};
+use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -48,7 +48,7 @@ impl Workload {
 
 pub fn run(args: &Args) -> Result<()> {
     print!("{}", batchcrypt::describe_hardware());
-    let backends: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.is_available()).collect();
+    let backends: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Sha256) && b.is_available()).collect();
     println!("backends: {}\n", backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "));
 
     // Known answers first.

@@ -24,10 +24,44 @@ pub enum Backend {
     Avx512,
     /// NVIDIA GPU through the CUDA driver.
     Cuda,
+    /// Bitcoin Core's libsecp256k1 (through the `secp256k1` crate): the CPU reference for secp256k1
+    /// signature verification.
+    Libsecp256k1,
+}
+
+/// A family of operations. Each backend implements some of them; [`Backend::implements`] says which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Primitive {
+    /// SHA-256, SHA256d, merkle roots (module `sha256`).
+    Sha256,
+    /// secp256k1 ECDSA and BIP340 Schnorr verification (module `secp256k1`).
+    Secp256k1,
+}
+
+impl Primitive {
+    pub const ALL: [Primitive; 2] = [Primitive::Sha256, Primitive::Secp256k1];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Primitive::Sha256 => "sha256",
+            Primitive::Secp256k1 => "secp256k1",
+        }
+    }
+}
+
+impl FromStr for Primitive {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        Primitive::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Primitive::ALL.iter().map(|p| p.name()).collect();
+            Error::invalid(format!("unknown primitive {s:?}; expected one of: {}", names.join(", ")))
+        })
+    }
 }
 
 impl Backend {
-    pub const ALL: [Backend; 5] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda];
+    pub const ALL: [Backend; 6] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +70,17 @@ impl Backend {
             Backend::Avx2 => "avx2",
             Backend::Avx512 => "avx512",
             Backend::Cuda => "cuda",
+            Backend::Libsecp256k1 => "libsecp256k1",
+        }
+    }
+
+    /// Whether this build has `p` on this backend (whether the machine can run it is
+    /// [`availability`](Self::availability)). Each primitive's module lists the same backends in its
+    /// dispatch order; this table lets callers (tests, `info`, benchmarks) ask without running one.
+    pub fn implements(self, p: Primitive) -> bool {
+        match p {
+            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1),
+            Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
         }
     }
 
@@ -53,6 +98,8 @@ impl Backend {
             Backend::Avx2 => need(cpu.avx2, "AVX2"),
             Backend::Avx512 => need(cpu.avx512, "AVX-512 (F and BW)"),
             Backend::Cuda => gpu_availability(),
+            // Compiled in from source by the `secp256k1-sys` crate: present in every build.
+            Backend::Libsecp256k1 => Ok(()),
         }
     }
 
@@ -105,7 +152,7 @@ impl BackendChoice {
     }
 }
 
-pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda";
+pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1";
 
 impl FromStr for BackendChoice {
     type Err = Error;

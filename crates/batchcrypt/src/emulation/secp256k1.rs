@@ -8,6 +8,7 @@ pub struct AffineRaw([u32; 16]);
 extern "C" {
     fn secp256k1_g_table(table: *mut AffineRaw);
     fn secp256k1_ecdsa_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
+    fn secp256k1_schnorr_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
     fn secp256k1_field_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64, which: i32);
     fn secp256k1_point_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
 }
@@ -39,11 +40,26 @@ pub fn g_table() -> Vec<AffineRaw> {
     t
 }
 
-/// ECDSA verification of prepared items `[u1, u2, qx, qy, r]` (40 limbs each).
-pub fn ecdsa_verify(items: &[[u32; 40]], gtable: &[AffineRaw]) -> Vec<bool> {
+/// Verification of kernel items `[u1, u2, qx, qy, r]` (40 limbs each) by ECDSA's or BIP340's kernel.
+pub fn verify_items(schnorr: bool, items: &[[u32; 40]], gtable: &[AffineRaw]) -> Vec<bool> {
     assert_eq!(gtable.len(), 16);
     let mut ok = vec![0u8; items.len()];
+    let f = if schnorr { secp256k1_schnorr_verify } else { secp256k1_ecdsa_verify };
     // SAFETY: 40 limbs in and one byte out per item; the table has 16 entries.
-    unsafe { secp256k1_ecdsa_verify(items.as_ptr().cast(), gtable.as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
+    unsafe { f(items.as_ptr().cast(), gtable.as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
     ok.into_iter().map(|b| b != 0).collect()
+}
+
+/// ECDSA through the GPU backend's whole flow on the host: preparation (as `secp256k1::gpu`
+/// does it) and the kernel.
+pub fn verify_prepared(items: &[crate::secp256k1::parse::Prepared]) -> Vec<bool> {
+    verify_items(false, &crate::secp256k1::gpu::kernel_items(items), &g_table())
+}
+
+/// BIP340 through the GPU backend's whole flow on the host.
+pub fn verify_schnorr_prepared(items: &[(crate::secp256k1::parse::SchnorrPrepared, &[u8])]) -> Vec<bool> {
+    use crate::secp256k1::{gpu, parse};
+    let with_e: Vec<gpu::SchnorrItem> =
+        items.iter().map(|(p, msg)| gpu::SchnorrItem { prepared: *p, challenge: parse::schnorr_challenge(&p.r, p.pubkey[..32].try_into().unwrap(), msg) }).collect();
+    verify_items(true, &gpu::schnorr_kernel_items(&with_e), &g_table())
 }

@@ -60,7 +60,11 @@ pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode) -> Result<Vec<Digest>> {
             let (f, general) = fixed_kernel(gpu, len, mode)?;
             let mut out = vec![0u8; 32 * n];
             let cfg = PipelineConfig { chunk_items: (CHUNK_BYTES / len).max(1), ..PipelineConfig::default() };
-            run_chunked(gpu, data, len, &mut out, 32, cfg, |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode))?;
+            let fill = |first: usize, dst: &mut [u8]| {
+                dst.copy_from_slice(&data[first * len..first * len + dst.len()]);
+                Ok(())
+            };
+            run_chunked(gpu, n, len, &mut out, 32, cfg, fill, |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode))?;
             Ok(to_digests(out))
         }
         Messages::Var { .. } => {

@@ -1,24 +1,25 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use batchcrypt::{Backend, BackendChoice, Engine};
+use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
 use std::path::PathBuf;
 
-/// Every backend this machine can run. With `BATCHCRYPT_REQUIRE_GPU=1` (the GPU test script sets
-/// it) a missing GPU fails the test instead of being skipped.
-pub fn backends() -> Vec<Backend> {
-    if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1") {
+/// Every backend this machine can run that implements `p`. With `BATCHCRYPT_REQUIRE_GPU=1` (the
+/// GPU test script sets it) a missing GPU fails the test instead of being skipped, for a primitive
+/// that has a GPU implementation.
+pub fn backends(p: Primitive) -> Vec<Backend> {
+    let ours: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.implements(p)).collect();
+    if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1") && ours.contains(&Backend::Cuda) {
         if let Err(why) = Backend::Cuda.availability() {
             panic!("BATCHCRYPT_REQUIRE_GPU=1 but the CUDA backend is unavailable: {why}");
         }
     }
-    let v: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.is_available()).collect();
-    for b in Backend::ALL {
+    for b in &ours {
         if let Err(why) = b.availability() {
             eprintln!("note: skipping backend {b}: {why}");
         }
     }
-    v
+    ours.into_iter().filter(|b| b.is_available()).collect()
 }
 
 pub fn engine(b: Backend) -> Engine {

@@ -1,0 +1,248 @@
+//! Batch verification of secp256k1 signatures: ECDSA (DER or compact, SEC1 keys) and BIP340
+//! Schnorr (x-only keys, messages of any length).
+//!
+//! Every item is parsed once by [`parse`], whose rules decide what is accepted, whatever backend
+//! runs the arithmetic afterwards; so all backends give the same verdict on every input. A batch
+//! fails as a whole only when it is malformed as a batch (slices of different lengths, no items);
+//! a bad item gets the [`Reason`] in its slot and the rest are still checked.
+//!
+//! Backends: `libsecp256k1` on the CPU ([`cpu`]); the GPU backend plugs in behind the same
+//! [`Prepared`] items.
+
+pub mod cpu;
+pub(crate) mod gpu;
+pub mod parse;
+
+pub use parse::{Prepared, Reason, SchnorrPrepared};
+
+use crate::backend::{Backend, BackendChoice};
+use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::error::{Error, Result};
+use crate::{Engine, Output};
+
+/// Cost-model keys of the two operations.
+pub const OP_ECDSA: &str = "secp256k1-ecdsa";
+pub const OP_SCHNORR: &str = "secp256k1-schnorr";
+
+/// CPU backends, fastest first.
+const CPU_ORDER: &[Backend] = &[Backend::Libsecp256k1];
+
+/// From this many items the CPU cost is measured (once per process, about 400 verifications)
+/// before planning: a signature costs as much as tens of kilobytes of hashing, so the dispatcher's
+/// by-the-byte guess would keep batches of hundreds of signatures on one thread.
+const MEASURE_MIN_ITEMS: usize = 64;
+
+/// How ECDSA signatures are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SigFormat {
+    /// Strict DER (BIP66), as in Bitcoin transactions (without the sighash byte).
+    #[default]
+    Der,
+    /// 64 bytes, `r || s` big-endian.
+    Compact,
+}
+
+/// ECDSA acceptance rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct EcdsaOptions {
+    pub format: SigFormat,
+    /// Reject `s > n/2` (BIP62/BIP146 standardness) instead of accepting it as `n - s`.
+    pub require_low_s: bool,
+}
+
+/// One verdict per item, in input order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdicts {
+    pub results: Vec<std::result::Result<(), Reason>>,
+}
+
+impl Verdicts {
+    pub fn all_valid(&self) -> bool {
+        self.results.iter().all(|r| r.is_ok())
+    }
+
+    pub fn valid_count(&self) -> usize {
+        self.results.iter().filter(|r| r.is_ok()).count()
+    }
+
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+}
+
+/// secp256k1 signature verification on an [`Engine`].
+pub struct Secp256k1<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Secp256k1<'_> {
+    /// Verifies ECDSA signature `i` over the 32-byte message hash `hashes[i]` with public key
+    /// `pubkeys[i]` (SEC1, 33 or 65 bytes).
+    pub fn verify_ecdsa(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions) -> Result<Output<Verdicts>> {
+        let n = batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
+        let plan = self.plan(OP_ECDSA, n, bytes_in)?;
+        let results = match plan.backend {
+            Backend::Libsecp256k1 => cpu::par_map(n, plan.threads, |i| {
+                parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts).and_then(|p| cpu::verify_ecdsa(&p))
+            }),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => {
+                let parsed = cpu::par_map(n, crate::backend::cpu::threads(), |i| parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts));
+                on_gpu(parsed, gpu::Scheme::Ecdsa, gpu::kernel_items)?
+            }
+            other => return Err(not_implemented(other, OP_ECDSA)),
+        };
+        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// Verifies BIP340 signature `i` over `msgs[i]` (any length) with x-only key `pubkeys[i]`.
+    pub fn verify_schnorr(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]]) -> Result<Output<Verdicts>> {
+        let n = batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let bytes_in = 96 * n as u64 + total_len(msgs);
+        let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
+        let results = match plan.backend {
+            Backend::Libsecp256k1 => cpu::par_map(n, plan.threads, |i| {
+                parse::prepare_schnorr(&sigs[i], &pubkeys[i]).and_then(|p| cpu::verify_schnorr(&p, msgs[i]))
+            }),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => {
+                let parsed = cpu::par_map(n, crate::backend::cpu::threads(), |i| {
+                    parse::prepare_schnorr(&sigs[i], &pubkeys[i])
+                        .map(|p| gpu::SchnorrItem { prepared: p, challenge: parse::schnorr_challenge(&p.r, &pubkeys[i], msgs[i]) })
+                });
+                on_gpu(parsed, gpu::Scheme::Schnorr, gpu::schnorr_kernel_items)?
+            }
+            other => return Err(not_implemented(other, OP_SCHNORR)),
+        };
+        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+    }
+
+    fn plan(&self, op: &'static str, n: usize, bytes_in: u64) -> Result<Plan> {
+        let w = Workload { op, items: n as u64, units: n as u64, bytes_in, bytes_out: n as u64, location: Location::Host };
+        let d = self.engine.dispatcher();
+        let cal = |b| calibrate(op, b);
+        let may_run_on_cpu = matches!(d.choice(), BackendChoice::Auto | BackendChoice::Cpu | BackendChoice::Exact(Backend::Libsecp256k1));
+        if n >= MEASURE_MIN_ITEMS && may_run_on_cpu {
+            // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
+            let _ = d.cost(op, Backend::Libsecp256k1, &cal);
+        }
+        d.plan(&w, CPU_ORDER, cfg!(feature = "cuda"), &cal)
+    }
+}
+
+/// Sends the items that parsed to the GPU and merges its verdicts with the parse failures, in order.
+#[cfg(feature = "cuda")]
+fn on_gpu<T: Clone + Send + Sync>(
+    parsed: Vec<std::result::Result<T, Reason>>,
+    scheme: gpu::Scheme,
+    items: impl Fn(&[T]) -> Vec<[u32; gpu::ITEM_LIMBS]> + Sync,
+) -> Result<Vec<std::result::Result<(), Reason>>> {
+    let (index, good): (Vec<usize>, Vec<T>) = parsed.iter().enumerate().filter_map(|(i, r)| r.as_ref().ok().map(|t| (i, t.clone()))).unzip();
+    let verdicts = if good.is_empty() { Vec::new() } else { gpu::verify(scheme, good.len(), |first, count| items(&good[first..first + count]))? };
+    let mut results: Vec<_> = parsed.into_iter().map(|r| r.map(|_| ())).collect();
+    for (k, &i) in index.iter().enumerate() {
+        if !verdicts[k] {
+            results[i] = Err(Reason::SignatureMismatch);
+        }
+    }
+    Ok(results)
+}
+
+/// The common length of the batch's slices.
+fn batch_len(slices: &[(&str, usize)]) -> Result<usize> {
+    let n = slices[0].1;
+    if slices.iter().any(|&(_, len)| len != n) {
+        let counts: Vec<String> = slices.iter().map(|(what, len)| format!("{len} {what}")).collect();
+        return Err(Error::invalid(format!("{}: every item needs one of each", counts.join(", "))));
+    }
+    if n == 0 {
+        return Err(Error::EmptyBatch);
+    }
+    Ok(n)
+}
+
+fn total_len(items: &[&[u8]]) -> u64 {
+    items.iter().map(|b| b.len() as u64).sum()
+}
+
+fn not_implemented(b: Backend, op: &str) -> Error {
+    Error::BackendUnavailable { backend: b.name().into(), why: format!("operation {op} is not implemented by this backend") }
+}
+
+/// Measures one backend on valid signatures (compute only): a small and a larger batch on one
+/// thread, fitted by [`crate::dispatch::fit`].
+fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
+    let sample = Sample::new(64);
+    let schnorr = op == OP_SCHNORR;
+    let valid = |ok: bool| ok.then_some(()).ok_or_else(|| Error::invalid("calibration sample failed to verify"));
+    match backend {
+        Backend::Libsecp256k1 => {
+            let (small, large) = (4, sample.hashes.len());
+            let run = |n: usize| -> Result<()> {
+                valid(match schnorr {
+                    true => (0..n).all(|i| parse::prepare_schnorr(&sample.schnorr[i], &sample.xonly[i]).and_then(|p| cpu::verify_schnorr(&p, &sample.hashes[i])).is_ok()),
+                    false => (0..n).all(|i| parse::prepare_ecdsa(&sample.hashes[i], &sample.der[i], &sample.sec1[i], &EcdsaOptions::default()).and_then(|p| cpu::verify_ecdsa(&p)).is_ok()),
+                })
+            };
+            crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
+        }
+        // End to end on the device (transfers of these small batches are negligible next to the math).
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => {
+            const LARGE: usize = 1 << 14;
+            let engine = crate::Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+            let m = sample.hashes.len();
+            let pick = |n: usize| (0..n).map(|i| i % m);
+            let run = |n: usize| -> Result<()> {
+                let out = if schnorr {
+                    let msgs: Vec<&[u8]> = pick(n).map(|i| sample.hashes[i].as_slice()).collect();
+                    let sigs: Vec<[u8; 64]> = pick(n).map(|i| sample.schnorr[i]).collect();
+                    let keys: Vec<[u8; 32]> = pick(n).map(|i| sample.xonly[i]).collect();
+                    engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?
+                } else {
+                    let hashes: Vec<[u8; 32]> = pick(n).map(|i| sample.hashes[i]).collect();
+                    let sigs: Vec<&[u8]> = pick(n).map(|i| sample.der[i].as_slice()).collect();
+                    let keys: Vec<&[u8]> = pick(n).map(|i| sample.sec1[i].as_slice()).collect();
+                    engine.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &EcdsaOptions::default())?
+                };
+                valid(out.value.all_valid())
+            };
+            crate::dispatch::fit(1, || run(1), LARGE as u64, || run(LARGE))
+        }
+        other => Err(not_implemented(other, op)),
+    }
+}
+
+/// Valid signatures from fixed keys, for measuring.
+struct Sample {
+    hashes: Vec<[u8; 32]>,
+    der: Vec<Vec<u8>>,
+    sec1: Vec<[u8; 33]>,
+    schnorr: Vec<[u8; 64]>,
+    xonly: Vec<[u8; 32]>,
+}
+
+impl Sample {
+    fn new(n: usize) -> Self {
+        use secp256k1::{ecdsa, schnorr, Keypair, Message};
+        let mut s = Sample { hashes: vec![], der: vec![], sec1: vec![], schnorr: vec![], xonly: vec![] };
+        for i in 0..n as u32 {
+            let hash = crate::sha256::digest(&i.to_le_bytes());
+            let mut secret = crate::sha256::digest(&hash);
+            secret[0] = 0; // below n, and (with overwhelming odds) not zero
+            let Ok(keys) = Keypair::from_secret_bytes(secret) else { continue };
+            let sk = keys.secret_key();
+            s.der.push(ecdsa::sign(Message::from_digest(hash), &sk).serialize_der().to_vec());
+            s.sec1.push(keys.public_key().serialize());
+            s.schnorr.push(schnorr::sign_no_aux_rand(&hash, &keys).to_byte_array());
+            s.xonly.push(keys.x_only_public_key().0.to_byte_array());
+            s.hashes.push(hash);
+        }
+        s
+    }
+}
