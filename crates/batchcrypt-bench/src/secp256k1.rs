@@ -5,7 +5,7 @@ use crate::report::{time, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::{Backend, BackendChoice, Engine};
 use rayon::prelude::*;
-use secp256k1::{ecdsa::Signature, Message, PublicKey, SecretKey, SECP256K1};
+use secp256k1::{ecdsa::Signature, Message, PublicKey, SecretKey};
 
 const GROUP: &str = "secp256k1";
 
@@ -27,7 +27,7 @@ fn batch(n: usize) -> Batch {
             let sk = SecretKey::from_secret_bytes(seed).expect("nonzero key below n");
             let hash = batchcrypt::sha256::digest(&seed);
             let msg = Message::from_digest(hash);
-            let sig = SECP256K1.sign_ecdsa(msg, &sk);
+            let sig = secp256k1::ecdsa::sign(msg, &sk);
             let pk = PublicKey::from_secret_key(&sk);
             (hash, sig.serialize_der().to_vec(), pk.serialize().to_vec(), (msg, sig, pk))
         })
@@ -54,11 +54,11 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let single_n = n.min(1 << 14); // one core: a slice keeps the run short; rate per item is what counts
         let t = time(reps, || {
             for (m, s, k) in &b.parsed[..single_n] {
-                assert!(SECP256K1.verify_ecdsa(*m, s, k).is_ok());
+                assert!(secp256k1::ecdsa::verify(s, *m, k).is_ok());
             }
         });
         rep.add(GROUP, &case, "libsecp256k1 1 core", single_n as u64, 0, t, None);
-        let t = time(reps, || assert!(b.parsed.par_iter().all(|(m, s, k)| SECP256K1.verify_ecdsa(*m, s, k).is_ok())));
+        let t = time(reps, || assert!(b.parsed.par_iter().all(|(m, s, k)| secp256k1::ecdsa::verify(s, *m, k).is_ok())));
         rep.add(GROUP, &case, "libsecp256k1 all cores", n as u64, 0, t, Some("libsecp256k1 1 core"));
         let sigs: Vec<&[u8]> = b.sigs.iter().map(|s| s.as_slice()).collect();
         let keys: Vec<&[u8]> = b.keys.iter().map(|k| k.as_slice()).collect();
