@@ -4,15 +4,11 @@
 mod common;
 use batchcrypt::bitcoin::{display_hash, parse_block};
 use batchcrypt::Primitive;
-use common::{backends, engine, shared_data};
+use common::{backends, engine, read_shared};
 
 #[test]
 fn block_413567_merkle_root_matches_header() {
-    let Some(path) = shared_data("block413567.raw") else {
-        eprintln!("note: shared block413567.raw not present; skipped");
-        return;
-    };
-    let raw = std::fs::read(path).unwrap();
+    let Some(raw) = read_shared("block413567.raw") else { return };
     let block = parse_block(&raw).unwrap();
     assert_eq!(block.txs.len(), 1557);
     assert_eq!(display_hash(&block.hash()), "0000000000000000025aff8be8a55df8f89c77296db6198f272d6577325d4069");
@@ -30,11 +26,7 @@ fn block_413567_merkle_root_matches_header() {
 
 #[test]
 fn truncated_and_padded_blocks_are_errors() {
-    let Some(path) = shared_data("block413567.raw") else {
-        eprintln!("note: shared block413567.raw not present; skipped");
-        return;
-    };
-    let raw = std::fs::read(path).unwrap();
+    let Some(raw) = read_shared("block413567.raw") else { return };
     for cut in [0, 79, 80, 81, 1000, raw.len() / 2, raw.len() - 1] {
         let err = parse_block(&raw[..cut]).unwrap_err().to_string();
         assert!(err.contains("truncated") || err.contains("exceeds"), "cut at {cut}: {err}");

@@ -13,7 +13,7 @@ use batchcrypt::bitcoin::parse_block;
 use batchcrypt::secp256k1::{EcdsaOptions, Reason, SigFormat};
 use batchcrypt::sha256::{digest, digest_double};
 use batchcrypt::{Backend, Primitive};
-use common::{backends, engine, shared_data};
+use common::{backends, engine, read_shared};
 use ripemd::{Digest as _, Ripemd160};
 
 const SIGHASH_ALL: u8 = 1;
@@ -221,11 +221,7 @@ fn verify(b: Backend, checks: &[Check], opts: &EcdsaOptions) -> Vec<Result<(), R
 
 #[test]
 fn block_413567_signatures_verify() {
-    let Some(path) = shared_data("block413567.raw") else {
-        eprintln!("note: shared block413567.raw not present; skipped");
-        return;
-    };
-    let raw = std::fs::read(path).unwrap();
+    let Some(raw) = read_shared("block413567.raw") else { return };
     let BlockChecks { checks, p2pkh, multisig: groups, signatures } = block_checks(&raw);
     assert_eq!((p2pkh.len(), groups.len(), signatures), (3957, 929, 5815), "P2PKH inputs, multisig inputs, signatures");
     for b in backends(Primitive::Secp256k1) {

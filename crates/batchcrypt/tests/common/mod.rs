@@ -36,6 +36,17 @@ pub fn shared_data(name: &str) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// The bytes of a shared test-data file, or `None` (with a note) when it is absent.
+pub fn read_shared(name: &str) -> Option<Vec<u8>> {
+    match shared_data(name) {
+        Some(p) => Some(std::fs::read(p).expect("readable shared test data")),
+        None => {
+            eprintln!("note: shared {name} not present; skipped");
+            None
+        }
+    }
+}
+
 /// Deterministic xorshift bytes.
 pub struct Rng(pub u64);
 
