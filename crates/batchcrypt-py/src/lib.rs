@@ -1,11 +1,34 @@
 //! Python bindings: batch APIs over bytes and numpy arrays. Heavy calls release the GIL.
 
+use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
-use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+
+/// One byte string per item, from a sequence of bytes-like objects or a 2-D uint8 array.
+fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+    if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
+        let a = a.as_array();
+        return Ok(a.rows().into_iter().map(|r| r.to_vec()).collect());
+    }
+    obj.try_iter()?.map(|item| input(&item?)).collect()
+}
+
+/// Items of exactly N bytes: a flat buffer of n * N bytes, an (n, N) array, or a sequence.
+fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<[u8; N]>> {
+    let items = match obj.downcast::<PyBytes>() {
+        Ok(b) if b.as_bytes().len() % N == 0 => b.as_bytes().chunks_exact(N).map(|c| c.to_vec()).collect(),
+        _ => rows(obj)?,
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| <[u8; N]>::try_from(r.as_slice()).map_err(|_| PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))))
+        .collect()
+}
 
 fn to_py(e: Error) -> PyErr {
     match e {
@@ -49,9 +72,17 @@ struct Engine {
     inner: CoreEngine,
     #[pyo3(get)]
     last_backend: Option<String>,
+    /// For the last verification batch: None for a valid item, else why it failed.
+    #[pyo3(get)]
+    last_reasons: Vec<Option<String>>,
 }
 
 impl Engine {
+    fn verdicts<'py>(&mut self, py: Python<'py>, v: Verdicts) -> Bound<'py, PyArray1<bool>> {
+        self.last_reasons = v.results.iter().map(|r| r.as_ref().err().map(|e| e.to_string())).collect();
+        PyArray1::from_vec(py, v.results.iter().map(|r| r.is_ok()).collect())
+    }
+
     fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&CoreEngine) -> batchcrypt::Result<batchcrypt::Output<T>> + Send) -> PyResult<T> {
         let inner = &self.inner;
         let out = py.allow_threads(|| f(inner)).map_err(to_py)?;
@@ -66,7 +97,7 @@ impl Engine {
     #[pyo3(signature = (backend = "auto"))]
     fn new(backend: &str) -> PyResult<Self> {
         let choice: BackendChoice = backend.parse().map_err(to_py)?;
-        Ok(Engine { inner: CoreEngine::with_backend(choice), last_backend: None })
+        Ok(Engine { inner: CoreEngine::with_backend(choice), last_backend: None, last_reasons: Vec::new() })
     }
 
     /// SHA-256 of `len(data) // msg_len` messages of `msg_len` bytes; returns an (n, 32) uint8 array.
@@ -89,6 +120,48 @@ impl Engine {
     /// Bitcoin's SHA256d of 64-byte messages (merkle nodes).
     fn sha256d_64<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u8>>> {
         self.sha256_batch(py, data, 64, true)
+    }
+
+    /// Batch ECDSA verification over secp256k1. `hashes`: n x 32 bytes (bytes or (n, 32) array);
+    /// `sigs`, `pubkeys`: sequences of bytes (or 2-D uint8 arrays, one row each). `format`: "der"
+    /// or "compact". Returns a bool array; `last_reasons` holds why each failed item failed.
+    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false))]
+    fn verify_ecdsa_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        hashes: &Bound<'py, PyAny>,
+        sigs: &Bound<'py, PyAny>,
+        pubkeys: &Bound<'py, PyAny>,
+        format: &str,
+        require_low_s: bool,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let format = match format {
+            "der" => SigFormat::Der,
+            "compact" => SigFormat::Compact,
+            other => return Err(PyValueError::new_err(format!("format must be \"der\" or \"compact\", not {other:?}"))),
+        };
+        let hashes: Vec<[u8; 32]> = fixed_rows(hashes, "hashes")?;
+        let (sigs, keys) = (rows(sigs)?, rows(pubkeys)?);
+        let opts = EcdsaOptions { format, require_low_s };
+        let verdicts = self.run(py, |e| {
+            let s: Vec<&[u8]> = sigs.iter().map(|x| x.as_slice()).collect();
+            let k: Vec<&[u8]> = keys.iter().map(|x| x.as_slice()).collect();
+            e.secp256k1().verify_ecdsa(&hashes, &s, &k, &opts)
+        })?;
+        Ok(self.verdicts(py, verdicts))
+    }
+
+    /// Batch BIP340 verification: `msgs` a sequence of bytes (any lengths), `sigs` n x 64 bytes,
+    /// `pubkeys` n x 32 bytes (x-only). Returns a bool array; see `last_reasons`.
+    fn verify_schnorr_batch<'py>(&mut self, py: Python<'py>, msgs: &Bound<'py, PyAny>, sigs: &Bound<'py, PyAny>, pubkeys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let msgs = rows(msgs)?;
+        let sigs: Vec<[u8; 64]> = fixed_rows(sigs, "sigs")?;
+        let keys: Vec<[u8; 32]> = fixed_rows(pubkeys, "pubkeys")?;
+        let verdicts = self.run(py, |e| {
+            let m: Vec<&[u8]> = msgs.iter().map(|x| x.as_slice()).collect();
+            e.secp256k1().verify_schnorr(&m, &sigs, &keys)
+        })?;
+        Ok(self.verdicts(py, verdicts))
     }
 
     /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).

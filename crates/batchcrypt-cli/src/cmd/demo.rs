@@ -1,4 +1,5 @@
 use anyhow::{bail, Result};
+use batchcrypt::secp256k1::{EcdsaOptions, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
 use std::time::Instant;
@@ -36,7 +37,7 @@ struct Workload {
 
 impl Workload {
     fn items(&self) -> usize {
-        self.offsets.as_ref().map(|o| o.len() - 1).unwrap_or(self.data.len() / self.len)
+        self.offsets.as_ref().map_or_else(|| self.data.len() / self.len, |o| o.len() - 1)
     }
     fn run(&self, engine: &Engine) -> batchcrypt::Result<batchcrypt::Output<Vec<Digest>>> {
         match &self.offsets {
@@ -129,9 +130,58 @@ pub fn run(args: &Args) -> Result<()> {
     if roots.windows(2).any(|w| w[0] != w[1]) {
         all_agree = false;
     }
+    all_agree &= signatures(1 << args.log_size.saturating_sub(6).max(10))?;
     if !all_agree {
         bail!("backends disagree: this is a bug, please report it with the output of `batchcrypt info`");
     }
     println!("\nall backends agree");
     Ok(())
+}
+
+/// secp256k1: `n` ECDSA and `n` BIP340 signatures from deterministic keys, every 16th corrupted;
+/// each backend must accept exactly the intact ones. Returns whether all backends agree.
+fn signatures(n: usize) -> Result<bool> {
+    use secp256k1::{ecdsa, schnorr, Keypair, Message};
+    let corrupt = |i: usize| i % 16 == 5;
+    let (mut hashes, mut der, mut keys, mut bip_sigs, mut xonly) = (vec![], vec![], vec![], vec![], vec![]);
+    for i in 0..n {
+        let hash = batchcrypt::sha256::digest(&(i as u64).to_le_bytes());
+        let mut secret = batchcrypt::sha256::digest(&hash);
+        secret[0] = 1; // far below n, never zero
+        let kp = Keypair::from_secret_bytes(secret)?;
+        der.push(ecdsa::sign(Message::from_digest(hash), &kp.secret_key()).serialize_der().to_vec());
+        keys.push(kp.public_key().serialize());
+        bip_sigs.push(schnorr::sign_no_aux_rand(&hash, &kp).to_byte_array());
+        xonly.push(kp.x_only_public_key().0.to_byte_array());
+        let mut signed = hash;
+        if corrupt(i) {
+            signed[7] ^= 0x10;
+        }
+        hashes.push(signed);
+    }
+    let sigs: Vec<&[u8]> = der.iter().map(|s| s.as_slice()).collect();
+    let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    let msgs: Vec<&[u8]> = hashes.iter().map(|h| h.as_slice()).collect();
+    let expected: Vec<bool> = (0..n).map(|i| !corrupt(i)).collect();
+    let mut agree = true;
+    println!();
+    for (name, scheme) in [("secp256k1 ECDSA verify", 0), ("secp256k1 BIP340 verify", 1)] {
+        for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Secp256k1) && b.is_available()) {
+            let e = Engine::with_backend(BackendChoice::Exact(b));
+            let run = || -> batchcrypt::Result<Verdicts> {
+                Ok(match scheme {
+                    0 => e.secp256k1().verify_ecdsa(&hashes, &sigs, &key_refs, &EcdsaOptions::default())?.value,
+                    _ => e.secp256k1().verify_schnorr(&msgs, &bip_sigs, &xonly)?.value,
+                })
+            };
+            run()?; // warm-up: module load, tables
+            let t = Instant::now();
+            let v = run()?;
+            let s = t.elapsed().as_secs_f64();
+            let ok = v.results.iter().map(|r| r.is_ok()).collect::<Vec<_>>() == expected;
+            agree &= ok;
+            println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}", name, b.name(), n, s * 1e3, n as f64 / s / 1e6, if ok { "yes" } else { "NO" });
+        }
+    }
+    Ok(agree)
 }

@@ -36,9 +36,19 @@ def sha256d_64(data):
     return _engine().sha256d_64(data)
 
 
+def verify_ecdsa_batch(hashes, sigs, pubkeys, format="der", require_low_s=False):
+    """secp256k1 ECDSA over 32-byte hashes; a bool array (see Engine.last_reasons)."""
+    return _engine().verify_ecdsa_batch(hashes, sigs, pubkeys, format, require_low_s)
+
+
+def verify_schnorr_batch(msgs, sigs, pubkeys):
+    """BIP340 Schnorr over messages of any length with x-only keys; a bool array."""
+    return _engine().verify_schnorr_batch(msgs, sigs, pubkeys)
+
+
 def merkle_root(txids):
     """Bitcoin merkle root of concatenated 32-byte txids."""
     return _engine().merkle_root(txids)
 
 
-__all__ = ["Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "__version__"]
+__all__ = ["Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "__version__"]
