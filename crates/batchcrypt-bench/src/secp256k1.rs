@@ -71,6 +71,12 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let t = time(reps, || all = e.secp256k1().verify_ecdsa(&b.hashes, &sigs, &keys, &opts).unwrap().value.all_valid());
             anyhow::ensure!(all, "{backend}: valid signatures rejected");
             rep.add(GROUP, &case, &format!("batchcrypt {backend} (end to end)"), n as u64, 0, t, Some("libsecp256k1 1 core"));
+            #[cfg(feature = "cuda")]
+            if backend == Backend::Cuda {
+                let (t, all) = e.secp256k1().ecdsa_kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps)?;
+                anyhow::ensure!(all, "GPU kernel rejected valid signatures");
+                rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("libsecp256k1 1 core"));
+            }
         }
     }
     Ok(())

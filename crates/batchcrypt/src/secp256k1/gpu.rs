@@ -128,6 +128,41 @@ mod device {
             .map_err(|e| Error::Cuda { context: "secp256k1 table", message: e.clone() })
     }
 
+    /// Kernel-only time of `scheme` over `items` already in GPU memory: the median of `iters`
+    /// launches timed with device events, in seconds, and the verdicts of the last launch.
+    pub(crate) fn time_kernel(scheme: Scheme, items: &[[u32; ITEM_LIMBS]], iters: usize) -> Result<(f64, Vec<bool>)> {
+        let gpu = Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })?;
+        let table = g_table(gpu)?;
+        let f = gpu.function(&crate::kernels::SECP256K1, scheme.kernel())?;
+        let stream = gpu.stream()?;
+        let flat: Vec<u32> = items.iter().flatten().copied().collect();
+        let input = stream.clone_htod(&flat).map_err(driver_err("upload"))?;
+        let mut out = stream.alloc_zeros::<u8>(items.len()).map_err(driver_err("cuMemAlloc"))?;
+        let n64 = items.len() as u64;
+        let cfg = LaunchConfig { grid_dim: ((items.len() as u32).div_ceil(THREADS).max(1), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let launch = |out: &mut CudaSlice<u8>| -> Result<()> {
+            let mut b = stream.launch_builder(&f);
+            b.arg(&input).arg(table).arg(out).arg(&n64);
+            // SAFETY: matches the verification kernels' signature; `input` holds the items.
+            unsafe { b.launch(cfg) }.map(|_| ()).map_err(driver_err("launch"))
+        };
+        launch(&mut out)?; // warm-up
+        let ctx = gpu.context();
+        let mut times = Vec::new();
+        for _ in 0..iters.max(1) {
+            let (start, end) = (ctx.new_event(None).map_err(driver_err("event"))?, ctx.new_event(None).map_err(driver_err("event"))?);
+            start.record(&stream).map_err(driver_err("event"))?;
+            launch(&mut out)?;
+            end.record(&stream).map_err(driver_err("event"))?;
+            end.synchronize().map_err(driver_err("event"))?;
+            times.push(start.elapsed_ms(&end).map_err(driver_err("event"))? as f64 / 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        let ok = stream.clone_dtoh(&out).map_err(driver_err("download"))?;
+        stream.synchronize().map_err(driver_err("sync"))?;
+        Ok((times[times.len() / 2], ok.into_iter().map(|b| b != 0).collect()))
+    }
+
     /// Runs `n` kernel items, produced chunk by chunk by `items(first, count)`, through `scheme`'s
     /// kernel: `true` where the equation holds.
     pub(crate) fn verify(scheme: Scheme, n: usize, items: impl Fn(usize, usize) -> Vec<[u32; ITEM_LIMBS]>) -> Result<Vec<bool>> {
@@ -157,4 +192,4 @@ mod device {
 }
 
 #[cfg(feature = "cuda")]
-pub(crate) use device::verify;
+pub(crate) use device::{time_kernel, verify};

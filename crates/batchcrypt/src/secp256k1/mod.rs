@@ -122,6 +122,20 @@ impl Secp256k1<'_> {
         Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
     }
 
+    /// Kernel-only GPU time for ECDSA items (parsed and prepared first, then resident on the
+    /// device): the median of `iters` launches in seconds, and whether every item verified.
+    /// For benchmarks; `verify_ecdsa` is the API.
+    #[cfg(feature = "cuda")]
+    pub fn ecdsa_kernel_seconds(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions, iters: usize) -> Result<(f64, bool)> {
+        let n = batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let prepared: Vec<parse::Prepared> = (0..n)
+            .map(|i| parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|r| Error::invalid(format!("benchmark items must parse: {r}")))?;
+        let (t, ok) = gpu::time_kernel(gpu::Scheme::Ecdsa, &gpu::kernel_items(&prepared), iters)?;
+        Ok((t, ok.iter().all(|&b| b)))
+    }
+
     fn plan(&self, op: &'static str, n: usize, bytes_in: u64) -> Result<Plan> {
         let w = Workload { op, items: n as u64, units: n as u64, bytes_in, bytes_out: n as u64, location: Location::Host };
         let d = self.engine.dispatcher();
