@@ -10,6 +10,7 @@
 //! [`Prepared`] items.
 
 pub mod cpu;
+#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod gpu;
 pub mod parse;
 
