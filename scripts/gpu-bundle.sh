@@ -17,6 +17,8 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         print(m["executable"])' | while read -r exe; do cp "$exe" "$B/tests/"; done
 strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
+# Test binaries embed vector sets (Wycheproof's JSON): compressed they fit the transfer easily.
+tar -czf "$B/tests.tgz" -C "$B" tests && rm -rf "$B/tests"
 (. .venv/bin/activate && maturin build --release -q -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
 # The tests find their data through the build-time path of this checkout; record it.

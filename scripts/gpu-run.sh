@@ -28,11 +28,13 @@ step() { # name, command...
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$OUT/gpu.txt"
 "$B/bin/batchcrypt" info | tee -a "$OUT/gpu.txt"
 
-run_tests() { local rc=0; for t in "$B"/tests/*; do echo "### $t"; "$t" --test-threads=4 || rc=1; done; return $rc; }
+tests=$(mktemp -d) && tar -xzf "$B/tests.tgz" -C "$tests"
+run_tests() { local rc=0; for t in "$tests"/tests/*; do echo "### $t"; "$t" --test-threads=4 || rc=1; done; return $rc; }
 step rust-tests run_tests
+PYTHON=${PYTHON:-python3}   # needs numpy and pytest
 py_tests() {
-  python3 -m pip install -q --no-index --no-deps --target /tmp/bc-site "$B"/wheels/*.whl &&
-  PYTHONPATH=/tmp/bc-site python3 -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
+  "$PYTHON" -m pip install -q --no-index --no-deps --upgrade --target /tmp/bc-site "$B"/wheels/*.whl &&
+  PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
 }
 step python-tests py_tests
 step demo "$B/bin/batchcrypt" demo
