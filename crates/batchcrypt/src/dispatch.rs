@@ -72,7 +72,7 @@ const PER_THREAD_MIN_S: f64 = 25e-6;
 
 pub struct Dispatcher {
     choice: BackendChoice,
-    costs: Mutex<HashMap<(&'static str, Backend), Cost>>,
+    costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
     link: OnceLock<std::result::Result<Link, String>>,
 }
 
@@ -157,28 +157,34 @@ impl Dispatcher {
         Plan { backend, threads, estimate_s }
     }
 
+    /// The pipeline overlaps copies with kernels, so a host batch costs the slower of the two
+    /// (copies both ways counted together: conservative where up and down overlap too).
     fn gpu_estimate(&self, w: &Workload, c: Cost) -> Option<f64> {
-        let mut t = c.fixed_s + c.per_unit_s * w.units as f64;
-        if w.location == Location::Host {
-            let link = self.link().ok()?;
-            t += w.bytes_in as f64 / link.h2d + w.bytes_out as f64 / link.d2h;
-        }
-        Some(t)
+        let compute = c.per_unit_s * w.units as f64;
+        let copies = match w.location {
+            Location::Host => {
+                let link = self.link().ok()?;
+                w.bytes_in as f64 / link.h2d + w.bytes_out as f64 / link.d2h
+            }
+            Location::Device => 0.0,
+        };
+        Some(c.fixed_s + compute.max(copies))
     }
 
-    /// The measured cost of `backend` on `op`, measuring it on first use.
+    /// The measured cost of `backend` on `op`, measuring it on first use. A failed measurement
+    /// is remembered too, so later batches do not pay for it again.
     pub fn cost(&self, op: &'static str, backend: Backend, calibrate: Calibrate<'_>) -> Result<Cost> {
-        if let Some(c) = self.measured_cost(op, backend) {
-            return Ok(c);
+        if let Some(c) = self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)) {
+            return c.clone().map_err(|why| Error::BackendUnavailable { backend: backend.name().into(), why });
         }
-        let c = calibrate(backend)?;
-        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert((op, backend), c);
-        Ok(c)
+        let c = calibrate(backend);
+        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert((op, backend), c.as_ref().map(|c| *c).map_err(|e| e.to_string()));
+        c
     }
 
     /// The cost of `backend` on `op` if it was measured already (never measures).
     fn measured_cost(&self, op: &'static str, backend: Backend) -> Option<Cost> {
-        self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)).copied()
+        self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)).and_then(|c| c.as_ref().ok().copied())
     }
 
     /// Host↔device bandwidth, measured once.
@@ -186,9 +192,10 @@ impl Dispatcher {
         self.link.get_or_init(measure_link).clone()
     }
 
-    /// Everything measured so far, for `batchcrypt calibrate` and the benchmarks.
+    /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
     pub fn measured(&self) -> Vec<(&'static str, Backend, Cost)> {
-        let mut v: Vec<_> = self.costs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(&(o, b), &c)| (o, b, c)).collect();
+        let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = costs.iter().filter_map(|(&(o, b), c)| c.as_ref().ok().map(|&c| (o, b, c))).collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         v
     }
