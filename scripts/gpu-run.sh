@@ -51,7 +51,7 @@ cp "$B"/kernels/ptxas-report.txt "$OUT/" 2>/dev/null
 echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
 echo; grep -E 'gpu|cpu ' "$OUT/bench-sha256.log" | tail -20
-echo; grep -E 'ecdsa' "$OUT/bench-secp256k1.log" | tail -16
+echo; grep -E 'verify 2' "$OUT/bench-secp256k1.log" | tail -40
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"
 tar -czf "$DEST/results.tgz" -C "$OUT" .

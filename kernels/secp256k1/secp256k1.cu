@@ -29,44 +29,161 @@ BC_DEVICE void store_affine(uint32_t* dst, const Point& p) {
     store(dst + 8, a.y);
 }
 
-// 4-bit window i (0 = least significant) of a 256-bit little-endian integer.
-BC_DEVICE uint32_t nibble(const uint32_t k[8], int i) { return (k[i >> 3] >> ((i & 7) * 4)) & 15; }
+// Bits [pos, pos + w) of a little-endian integer of 8 limbs (zero past the top), w <= 16.
+BC_DEVICE uint32_t bits_at(const uint32_t k[8], int pos, int w) {
+    int word = pos >> 5, off = pos & 31;
+    if (word >= 8) return 0;
+    uint32_t v = k[word] >> off;
+    if (off + w > 32 && word + 1 < 8) v |= k[word + 1] << (32 - off);
+    return v & ((1u << w) - 1);
+}
 
-// u1 G + u2 Q by a joint 4-bit window (Straus): 256 doublings, at most 128 additions.
-BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) {
-    Point qt[16];
-    qt[0] = Point::infinity();
-    qt[1] = Point::from(q);
-#pragma unroll 1
-    for (int i = 2; i < 16; ++i) qt[i] = qt[i - 1].add(q);
-    Point r = Point::infinity();
-#pragma unroll 1
-    for (int i = 63; i >= 0; --i) {
-        r = r.dbl().dbl().dbl().dbl();
-        uint32_t d1 = nibble(u1, i), d2 = nibble(u2, i);
-        if (d1) r = r.add(gtable[d1]);
-        if (d2) r = r.add(qt[d2]);
+// Signed fixed-window digits, least significant first: k = sum d[i] 2^(w i) with d[i] in
+// [-(2^(w-1) - 1), 2^(w-1)]. Every thread adds at the same windows, so warps do not diverge the
+// way they would on wNAF's data-dependent positions.
+template <int W, int D>
+BC_DEVICE void signed_digits(const uint32_t k[8], int d[D]) {
+    uint32_t carry = 0;
+#pragma unroll
+    for (int i = 0; i < D; ++i) {
+        uint32_t v = bits_at(k, i * W, W) + carry;
+        carry = v > (1u << (W - 1));
+        d[i] = int(v) - int(carry << W);
     }
-    return r;
+}
+
+// floor(k * g / 2^384 + 1/2) for 256-bit k and g: libsecp256k1's split rounding.
+BC_DEVICE void mul_shift_384(uint32_t out[8], const uint32_t k[8], const uint32_t* g) {
+    uint32_t t[16], gl[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) gl[i] = g[i];
+    bc::mul_wide(t, k, gl);
+    uint32_t round = t[11] >> 31;
+    uint64_t c = round;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        c += i < 4 ? t[12 + i] : 0;
+        out[i] = uint32_t(c);
+        c >>= 32;
+    }
+}
+
+// k = k1 + lambda k2 (mod n) with k1 = (-1)^neg1 m1, k2 = (-1)^neg2 m2, m1, m2 < 2^128.
+BC_DEVICE void split_lambda(const uint32_t k[8], uint32_t m1[8], bool& neg1, uint32_t m2[8], bool& neg2) {
+    uint32_t c1[8], c2[8];
+    mul_shift_384(c1, k, G1);
+    mul_shift_384(c2, k, G2);
+    Fn r2 = Fn::from_plain(c1) * Fn::from_plain(MINUS_B1) + Fn::from_plain(c2) * Fn::from_plain(MINUS_B2);
+    Fn r1 = r2 * Fn::from_plain(MINUS_LAMBDA) + Fn::from_plain(k);
+    // A residue above n/2 stands for a negative number.
+    uint32_t half[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) half[i] = (N_MOD[i] >> 1) | (i + 1 < 8 ? N_MOD[i + 1] << 31 : 0);
+    auto magnitude = [&](const Fn& r, uint32_t m[8], bool& neg) {
+        r.to_plain(m);
+        neg = !geq_n(half, m);
+        if (neg) r.neg().to_plain(m);
+    };
+    magnitude(r1, m1, neg1);
+    magnitude(r2, m2, neg2);
+}
+
+// Q side: GLV halves in signed 5-bit windows over multiples 1..16 of Q (Jacobian, per thread).
+constexpr int QW = 5, QD = 26;  // 26 windows cover 128 bits and the recoding carry
+// G side: signed 8-bit windows of u1 over the precomputed table d 2^(8 j) G.
+constexpr int GW = 8, GD = 33, GENTRIES = 1 << (GW - 1);
+constexpr int G_TABLE_LEN = GD * GENTRIES;
+
+BC_DEVICE void add_q_digit(Point& acc, const Point* qt, int d, bool neg, bool endo) {
+    if (d == 0) return;
+    Point t = qt[(d < 0 ? -d : d) - 1];
+    if (endo) t.x = t.x * Fp::from_plain(BETA);
+    if ((d < 0) != neg) t.y = t.y.neg();
+    acc = acc.add(t);
+}
+
+// u1 G + u2 Q: u2 split by the endomorphism (128 doublings shared by both halves), u1 through the
+// fixed-base table (no doublings).
+BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) {
+    uint32_t m1[8], m2[8];
+    bool neg1, neg2;
+    split_lambda(u2, m1, neg1, m2, neg2);
+    int d1[QD], d2[QD];
+    signed_digits<QW, QD>(m1, d1);
+    signed_digits<QW, QD>(m2, d2);
+    Point qt[16];
+    qt[0] = Point::from(q);
+    qt[1] = qt[0].dbl();
+#pragma unroll 1
+    for (int i = 2; i < 16; ++i) qt[i] = qt[i - 1].add(qt[0]);
+    Point acc = Point::infinity();
+#pragma unroll 1
+    for (int i = QD - 1; i >= 0; --i) {
+#pragma unroll 1
+        for (int j = 0; j < QW; ++j) acc = acc.dbl();
+        add_q_digit(acc, qt, d1[i], neg1, false);
+        add_q_digit(acc, qt, d2[i], neg2, true);
+    }
+    int g[GD];
+    signed_digits<GW, GD>(u1, g);
+#pragma unroll 1
+    for (int j = 0; j < GD; ++j) {
+        if (g[j] == 0) continue;
+        PointAffine e = gtable[j * GENTRIES + (g[j] < 0 ? -g[j] : g[j]) - 1];
+        if (g[j] < 0) e.y = e.y.neg();
+        acc = acc.add(e);
+    }
+    return acc;
 }
 
 }  // namespace
 
-// [0..15] G as affine points in Montgomery form: the fixed-base table (one thread).
+// The fixed-base table: entry j * 128 + d - 1 is d 2^(8 j) G (affine), for d in 1..128 and j in
+// 0..32. Computed once, in parallel, from scratch per entry.
 extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    PointAffine g = Curve::generator();
-    Point acc = Point::infinity();
-    table[0] = PointAffine::infinity();
-    for (int i = 1; i < 16; ++i) {
-        acc = acc.add(g);
+    BC_FOR_EACH_ITEM(i, (uint64_t)G_TABLE_LEN) {
+        int j = int(i) / GENTRIES, d = int(i) % GENTRIES + 1;
+        Point b = Point::from(Curve::generator());
+#pragma unroll 1
+        for (int k = 0; k < GW * j; ++k) b = b.dbl();
+        Point acc = Point::infinity();
+#pragma unroll 1
+        for (int bit = GW; bit >= 0; --bit) {
+            acc = acc.dbl();
+            if ((d >> bit) & 1) acc = acc.add(b);
+        }
         table[i] = acc.to_affine();
     }
 }
 
-// A verification item: u1, u2 (scalars mod n), Q = (x, y) (a valid public key), r; 40 limbs.
-// Returns R = u1 G + u2 Q and r.
-BC_DEVICE Point item_point(const uint32_t* it, const PointAffine* gtable, uint32_t r[8]) {
+// Item flags (limb 40).
+enum : uint32_t { KEY_ODD = 1, KEY_COMPRESSED = 2, ITEM_SKIP = 4 };
+// Verdict codes.
+enum : uint8_t { OUT_MISMATCH = 0, OUT_VALID = 1, OUT_KEY_OFF_CURVE = 2 };
+
+// The item's public key: a compressed key is decompressed here (one square root), an
+// uncompressed one is checked against the curve equation. False when there is no such point.
+BC_DEVICE bool item_key(const uint32_t* it, PointAffine& q) {
+    uint32_t flags = it[40];
+    q.x = load<Fp>(it + 16);
+    Fp rhs = q.x.sqr() * q.x + Curve::b();
+    if (flags & KEY_COMPRESSED) {
+        Fp y = rhs.sqrt_candidate();
+        if (y.sqr() != rhs) return false;
+        uint32_t plain[8];
+        y.to_plain(plain);
+        q.y = (plain[0] & 1) == (flags & KEY_ODD) ? y : y.neg();
+        return true;
+    }
+    q.y = load<Fp>(it + 24);
+    return q.y.sqr() == rhs;
+}
+
+// A verification item (41 limbs): u1, u2 (scalars mod n), the key's x and y (y unused when
+// compressed), r, flags. Computes R = u1 G + u2 Q; returns false if the key is not on the curve.
+BC_DEVICE bool item_point(const uint32_t* it, const PointAffine* gtable, Point& R, uint32_t r[8]) {
+    PointAffine q;
+    if (!item_key(it, q)) return false;
     uint32_t u1[8], u2[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -74,36 +191,72 @@ BC_DEVICE Point item_point(const uint32_t* it, const PointAffine* gtable, uint32
         u2[j] = it[8 + j];
         r[j] = it[32 + j];
     }
-    PointAffine q{load<Fp>(it + 16), load<Fp>(it + 24)};
-    return double_mul(gtable, u1, u2, q);
+    R = double_mul(gtable, u1, u2, q);
+    return true;
 }
 
-// ECDSA: u1 = e/s, u2 = r/s. ok[i] = 1 iff R is finite and x(R) mod n == r.
+// ECDSA: u1 = e/s, u2 = r/s. Valid iff R is finite and x(R) mod n == r.
 extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
+        const uint32_t* it = items + 41 * i;
+        if (it[40] & ITEM_SKIP) {
+            ok[i] = OUT_MISMATCH;
+            continue;
+        }
         uint32_t r[8], rn[8];
-        Point R = item_point(items + 40 * i, gtable, r);
+        Point R;
+        if (!item_point(it, gtable, R, r)) {
+            ok[i] = OUT_KEY_OFF_CURVE;
+            continue;
+        }
         // x(R) is in [0, p); x mod n == r means x == r or x == r + n (possible only if r + n < p).
         bool good = R.x_equals(Fp::from_plain(r));
         uint32_t carry = add_n(rn, r, N_MOD);
         if (!good && !carry && !geq_n(rn, P_MOD)) good = R.x_equals(Fp::from_plain(rn));
-        ok[i] = good;
+        ok[i] = good ? OUT_VALID : OUT_MISMATCH;
     }
 }
 
-// BIP340: u1 = s, u2 = n - e, Q = the key lifted to even y, r = x(R) expected (below p).
-// ok[i] = 1 iff R is finite, has even y, and x(R) == r.
+// BIP340: u1 = s, u2 = n - e, the key lifted to even y, r = x(R) expected (below p).
+// Valid iff R is finite, has even y, and x(R) == r.
 extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
+        const uint32_t* it = items + 41 * i;
+        if (it[40] & ITEM_SKIP) {
+            ok[i] = OUT_MISMATCH;
+            continue;
+        }
         uint32_t r[8], y[8];
-        Point R = item_point(items + 40 * i, gtable, r);
+        Point R;
+        if (!item_point(it, gtable, R, r)) {
+            ok[i] = OUT_KEY_OFF_CURVE;
+            continue;
+        }
         bool good = false;
         if (!R.is_infinity()) {
             PointAffine a = R.to_affine();
             a.y.to_plain(y);
             good = (y[0] & 1) == 0 && a.x == Fp::from_plain(r);
         }
-        ok[i] = good;
+        ok[i] = good ? OUT_VALID : OUT_MISMATCH;
+    }
+}
+
+// GLV split checks: per 8-limb scalar k < n, writes m1, m2 (8 limbs each) and the two signs.
+extern "C" __global__ void secp256k1_split_lambda(const uint32_t* k, uint32_t* out, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        uint32_t kk[8], m1[8], m2[8];
+        bool n1, n2;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) kk[j] = k[8 * i + j];
+        split_lambda(kk, m1, n1, m2, n2);
+        uint32_t* o = out + 18 * i;
+        for (int j = 0; j < 8; ++j) {
+            o[j] = m1[j];
+            o[8 + j] = m2[j];
+        }
+        o[16] = n1;
+        o[17] = n2;
     }
 }
 

@@ -5,23 +5,33 @@
 namespace bc::secp256k1 {
 
 static __device__ __constant__ uint32_t P_MOD[8] = {0xfffffc2f, 0xfffffffe, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff};
-static __device__ __constant__ uint32_t P_R2[8] = {0x000e90a1, 0x000007a2, 0x00000001, 0, 0, 0, 0, 0};
 static __device__ __constant__ uint32_t N_MOD[8] = {0xd0364141, 0xbfd25e8c, 0xaf48a03b, 0xbaaedce6, 0xfffffffe, 0xffffffff, 0xffffffff, 0xffffffff};
 static __device__ __constant__ uint32_t N_R2[8] = {0x67d7d140, 0x896cf214, 0x0e7cf878, 0x741496c2, 0x5bcd07c6, 0xe697f5e4, 0x81c69bc5, 0x9d671cd5};
 static __device__ __constant__ uint32_t G_X[8] = {0x16f81798, 0x59f2815b, 0x2dce28d9, 0x029bfcdb, 0xce870b07, 0x55a06295, 0xf9dcbbac, 0x79be667e};
 static __device__ __constant__ uint32_t G_Y[8] = {0xfb10d4b8, 0x9c47d08f, 0xa6855419, 0xfd17b448, 0x0e1108a8, 0x5da4fbfc, 0x26a3c465, 0x483ada77};
 
-// The base field, p = 2^256 - 2^32 - 977.
+// The base field, p = 2^256 - 2^32 - 977: reduced by folding, not Montgomery.
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
-    static BC_DEVICE const uint32_t* r2() { return P_R2; }
-    static constexpr uint32_t INV = 0xd2253531;
+    static constexpr uint32_t PSEUDO_C0 = 977;
 };
+// GLV: lambda is a cube root of unity mod n with lambda (x, y) = (beta x, y), beta a cube root of
+// unity mod p. A scalar k splits as k1 + lambda k2 with |k1|, |k2| < 2^128 (the constants of
+// libsecp256k1's secp256k1_scalar_split_lambda: k1 = k - lambda k2, k2 = c1 (-b1) + c2 (-b2) with
+// c1, c2 = k g1, k g2 / 2^384 rounded).
+static __device__ __constant__ uint32_t BETA[8] = {0x719501ee, 0xc1396c28, 0x12f58995, 0x9cf04975, 0xac3434e9, 0x6e64479e, 0x657c0710, 0x7ae96a2b};
+static __device__ __constant__ uint32_t MINUS_LAMBDA[8] = {0xb51283cf, 0xe0cfc810, 0x8ec739c2, 0xa880b9fc, 0x77ed9ba4, 0x5ad9e3fd, 0x3fa3cf1f, 0xac9c52b3};
+static __device__ __constant__ uint32_t MINUS_B1[8] = {0x0abfe4c3, 0x6f547fa9, 0x010e8828, 0xe4437ed6, 0, 0, 0, 0};
+static __device__ __constant__ uint32_t MINUS_B2[8] = {0x3db1562c, 0xd765cda8, 0x0774346d, 0x8a280ac5, 0xfffffffe, 0xffffffff, 0xffffffff, 0xffffffff};
+static __device__ __constant__ uint32_t G1[8] = {0x45dbb031, 0xe893209a, 0x71e8ca7f, 0x3daa8a14, 0x9284eb15, 0xe86c90e4, 0xa7d46bcd, 0x3086d221};
+static __device__ __constant__ uint32_t G2[8] = {0x8ac47f71, 0x1571b4ae, 0x9df506c6, 0x221208ac, 0x0abfe4c4, 0x6f547fa9, 0x010e8828, 0xe4437ed6};
+
 // The scalar field, n = the group order.
 struct FnParams {
     static BC_DEVICE const uint32_t* mod() { return N_MOD; }
     static BC_DEVICE const uint32_t* r2() { return N_R2; }
     static constexpr uint32_t INV = 0x5588b13f;
+    static constexpr uint32_t PSEUDO_C0 = 0;
 };
 
 using Fp = bc::Fp<FpParams>;

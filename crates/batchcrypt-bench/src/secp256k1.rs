@@ -1,11 +1,11 @@
-//! secp256k1 ECDSA batch verification: our backends against libsecp256k1 called directly, on one
-//! core and on all cores, on the same random signatures.
+//! secp256k1 ECDSA and BIP340 batch verification: our backends against libsecp256k1 called
+//! directly, on one core and on all cores, on the same random signatures.
 
 use crate::report::{time, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::{Backend, BackendChoice, Engine};
 use rayon::prelude::*;
-use secp256k1::{ecdsa::Signature, Message, PublicKey, SecretKey};
+use secp256k1::{ecdsa::Signature, schnorr, Keypair, Message, PublicKey, SecretKey, XOnlyPublicKey};
 
 const GROUP: &str = "secp256k1";
 
@@ -14,11 +14,17 @@ struct Batch {
     sigs: Vec<Vec<u8>>,
     keys: Vec<Vec<u8>>,
     parsed: Vec<(Message, Signature, PublicKey)>,
+    // BIP340 over the same hashes as 32-byte messages, with the same secret keys.
+    schnorr: Vec<[u8; 64]>,
+    xonly: Vec<[u8; 32]>,
+    schnorr_parsed: Vec<(schnorr::Signature, XOnlyPublicKey)>,
 }
 
-/// `n` valid signatures over random hashes with random keys (DER, compressed keys).
+/// `n` valid signatures over random hashes with random keys (DER, compressed keys), and BIP340
+/// signatures of the same hashes.
 fn batch(n: usize) -> Batch {
-    let items: Vec<([u8; 32], Vec<u8>, Vec<u8>, (Message, Signature, PublicKey))> = (0..n)
+    type Item = ([u8; 32], Vec<u8>, Vec<u8>, (Message, Signature, PublicKey), [u8; 64], [u8; 32], (schnorr::Signature, XOnlyPublicKey));
+    let items: Vec<Item> = (0..n)
         .into_par_iter()
         .map(|i| {
             let mut seed = [0u8; 32];
@@ -29,53 +35,84 @@ fn batch(n: usize) -> Batch {
             let msg = Message::from_digest(hash);
             let sig = secp256k1::ecdsa::sign(msg, &sk);
             let pk = PublicKey::from_secret_key(&sk);
-            (hash, sig.serialize_der().to_vec(), pk.serialize().to_vec(), (msg, sig, pk))
+            let kp = Keypair::from_secret_key(&sk);
+            let ssig = schnorr::sign_no_aux_rand(&hash, &kp);
+            let xonly = kp.x_only_public_key().0;
+            (hash, sig.serialize_der().to_vec(), pk.serialize().to_vec(), (msg, sig, pk), ssig.to_byte_array(), xonly.to_byte_array(), (ssig, xonly))
         })
         .collect();
-    let mut b = Batch { hashes: Vec::new(), sigs: Vec::new(), keys: Vec::new(), parsed: Vec::new() };
-    for (h, s, k, p) in items {
+    let mut b = Batch { hashes: vec![], sigs: vec![], keys: vec![], parsed: vec![], schnorr: vec![], xonly: vec![], schnorr_parsed: vec![] };
+    for (h, s, k, p, ss, x, sp) in items {
         b.hashes.push(h);
         b.sigs.push(s);
         b.keys.push(k);
         b.parsed.push(p);
+        b.schnorr.push(ss);
+        b.xonly.push(x);
+        b.schnorr_parsed.push(sp);
     }
     b
 }
 
+/// CPU rows run on at most this many items (the rate per item is what counts; 2^22 verifications
+/// on the CPU would take most of a minute per repetition).
+const CPU_MAX: usize = 1 << 20;
+/// libsecp256k1 on one core: a slice.
+const SINGLE_MAX: usize = 1 << 13;
+
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    let max_log = if quick { 14 } else { 20 };
+    let max_log = if quick { 14 } else { 22 };
     let opts = EcdsaOptions { format: SigFormat::Der, require_low_s: false };
-    rep.header("secp256k1 ECDSA verification: ours vs libsecp256k1 (same signatures)");
+    rep.header("secp256k1 verification: ours vs libsecp256k1 (same signatures; DER, compressed keys)");
     for log in (10..=max_log).step_by(2) {
         let n = 1usize << log;
         let b = batch(n);
-        let case = format!("ecdsa verify 2^{log}");
-        let reps = if log >= 18 { 3 } else { 5 };
-        let single_n = n.min(1 << 14); // one core: a slice keeps the run short; rate per item is what counts
-        let t = time(reps, || {
-            for (m, s, k) in &b.parsed[..single_n] {
-                assert!(secp256k1::ecdsa::verify(s, *m, k).is_ok());
-            }
-        });
-        rep.add(GROUP, &case, "libsecp256k1 1 core", single_n as u64, 0, t, None);
-        let t = time(reps, || assert!(b.parsed.par_iter().all(|(m, s, k)| secp256k1::ecdsa::verify(s, *m, k).is_ok())));
-        rep.add(GROUP, &case, "libsecp256k1 all cores", n as u64, 0, t, Some("libsecp256k1 1 core"));
+        let reps = if log >= 20 { 2 } else if log >= 16 { 3 } else { 5 };
+        let (cpu_n, single_n) = (n.min(CPU_MAX), n.min(SINGLE_MAX));
         let sigs: Vec<&[u8]> = b.sigs.iter().map(|s| s.as_slice()).collect();
         let keys: Vec<&[u8]> = b.keys.iter().map(|k| k.as_slice()).collect();
-        for backend in [Backend::Libsecp256k1, Backend::Cuda] {
-            if !backend.is_available() || !backend.implements(batchcrypt::backend::Primitive::Secp256k1) {
-                continue;
-            }
-            let e = Engine::with_backend(BackendChoice::Exact(backend));
-            let mut all = false;
-            let t = time(reps, || all = e.secp256k1().verify_ecdsa(&b.hashes, &sigs, &keys, &opts).unwrap().value.all_valid());
-            anyhow::ensure!(all, "{backend}: valid signatures rejected");
-            rep.add(GROUP, &case, &format!("batchcrypt {backend} (end to end)"), n as u64, 0, t, Some("libsecp256k1 1 core"));
-            #[cfg(feature = "cuda")]
-            if backend == Backend::Cuda {
-                let (t, all) = e.secp256k1().ecdsa_kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps)?;
-                anyhow::ensure!(all, "GPU kernel rejected valid signatures");
-                rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("libsecp256k1 1 core"));
+        let msgs: Vec<&[u8]> = b.hashes.iter().map(|h| h.as_slice()).collect();
+        for schnorr_scheme in [false, true] {
+            let case = format!("{} verify 2^{log}", if schnorr_scheme { "schnorr" } else { "ecdsa" });
+            let peer = |k: usize| match schnorr_scheme {
+                false => {
+                    let (m, s, p) = &b.parsed[k];
+                    secp256k1::ecdsa::verify(s, *m, p).is_ok()
+                }
+                true => {
+                    let (s, x) = &b.schnorr_parsed[k];
+                    schnorr::verify(s, &b.hashes[k], x).is_ok()
+                }
+            };
+            let t = time(reps, || assert!((0..single_n).all(peer)));
+            rep.add(GROUP, &case, "libsecp256k1 1 core", single_n as u64, 0, t, None);
+            let t = time(reps, || assert!((0..cpu_n).into_par_iter().all(peer)));
+            rep.add(GROUP, &case, "libsecp256k1 all cores", cpu_n as u64, 0, t, Some("libsecp256k1 1 core"));
+            for backend in [Backend::Libsecp256k1, Backend::Cuda] {
+                if !backend.is_available() || !backend.implements(batchcrypt::backend::Primitive::Secp256k1) {
+                    continue;
+                }
+                let e = Engine::with_backend(BackendChoice::Exact(backend));
+                let m = if backend == Backend::Cuda { n } else { cpu_n };
+                let mut all = false;
+                let t = time(reps, || {
+                    let v = match schnorr_scheme {
+                        false => e.secp256k1().verify_ecdsa(&b.hashes[..m], &sigs[..m], &keys[..m], &opts),
+                        true => e.secp256k1().verify_schnorr(&msgs[..m], &b.schnorr[..m], &b.xonly[..m]),
+                    };
+                    all = v.unwrap().value.all_valid();
+                });
+                anyhow::ensure!(all, "{backend}: valid signatures rejected");
+                rep.add(GROUP, &case, &format!("batchcrypt {backend} (end to end)"), m as u64, 0, t, Some("libsecp256k1 1 core"));
+                #[cfg(feature = "cuda")]
+                if backend == Backend::Cuda {
+                    let (t, v) = match schnorr_scheme {
+                        false => e.secp256k1().ecdsa_kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps.max(3))?,
+                        true => e.secp256k1().schnorr_kernel_seconds(&msgs, &b.schnorr, &b.xonly, reps.max(3))?,
+                    };
+                    anyhow::ensure!(v.all_valid(), "GPU kernel rejected valid signatures");
+                    rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("libsecp256k1 1 core"));
+                }
             }
         }
     }

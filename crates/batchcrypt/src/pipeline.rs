@@ -6,7 +6,7 @@ use crate::backend::cuda::{driver_err, Gpu};
 use crate::dispatch::Link;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How a fixed-size-item batch is cut into chunks.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +23,7 @@ impl Default for PipelineConfig {
     }
 }
 
+/// One chunk in flight: a stream with its pinned staging buffers and device buffers.
 struct Slot {
     stream: Arc<CudaStream>,
     host_in: PinnedHostSlice<u8>,
@@ -31,6 +32,65 @@ struct Slot {
     dev_out: CudaSlice<u8>,
     /// The chunk whose output waits in `host_out` (first item, item count).
     pending: Option<(usize, usize)>,
+}
+
+impl Slot {
+    fn new(gpu: &Gpu, in_bytes: usize, out_bytes: usize) -> Result<Slot> {
+        let ctx = gpu.context();
+        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        // SAFETY: staging buffers are written before they are read. The input side is
+        // write-combined: the host only writes it, and the upload reads it faster.
+        let (host_in, host_out) = unsafe {
+            (
+                ctx.alloc_pinned_with_flags::<u8>(in_bytes.max(1), cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED)
+                    .map_err(driver_err("cuMemHostAlloc"))?,
+                ctx.alloc_pinned_with_flags::<u8>(out_bytes.max(1), 0).map_err(driver_err("cuMemHostAlloc"))?,
+            )
+        };
+        let dev_in = unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+        let dev_out = unsafe { stream.alloc::<u8>(out_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+        Ok(Slot { stream, host_in, host_out, dev_in, dev_out, pending: None })
+    }
+
+    fn fits(&self, in_bytes: usize, out_bytes: usize) -> bool {
+        self.host_in.len() >= in_bytes && self.host_out.len() >= out_bytes
+    }
+}
+
+/// Slots kept between calls: page-locking memory costs far more than the copies it speeds up
+/// (hundreds of milliseconds per gigabyte), so a process pays it once per size, not per batch.
+static POOL: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+/// Slots the pool keeps at most (the largest); a chunk is tens of megabytes.
+const POOL_SLOTS: usize = 6;
+
+fn take_slots(gpu: &Gpu, depth: usize, in_bytes: usize, out_bytes: usize) -> Result<Vec<Slot>> {
+    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slots = Vec::with_capacity(depth);
+    while slots.len() < depth {
+        match pool.iter().position(|s| s.fits(in_bytes, out_bytes)) {
+            Some(i) => slots.push(pool.swap_remove(i)),
+            None => break,
+        }
+    }
+    drop(pool);
+    while slots.len() < depth {
+        slots.push(Slot::new(gpu, in_bytes, out_bytes)?);
+    }
+    Ok(slots)
+}
+
+fn return_slots(mut slots: Vec<Slot>) {
+    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    pool.append(&mut slots);
+    pool.sort_by_key(|s| std::cmp::Reverse(s.host_in.len() + s.host_out.len()));
+    pool.truncate(POOL_SLOTS);
+}
+
+/// Copies `src` into `dst` (equal lengths) on all cores: one core cannot keep up with the link.
+pub fn par_copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// Streams `n` items of `in_size` bytes through `launch` into `output` (items of `out_size`).
@@ -51,50 +111,43 @@ pub fn run_chunked(
     debug_assert_eq!(output.len(), n * out_size);
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
     let depth = cfg.depth.clamp(1, n.div_ceil(chunk).max(1));
-    let ctx = gpu.context();
-    let mut slots = Vec::with_capacity(depth);
-    for _ in 0..depth {
-        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
-        // SAFETY: staging buffers are written before they are read.
-        let (host_in, host_out) = unsafe {
-            (
-                ctx.alloc_pinned_with_flags::<u8>(chunk * in_size, cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED)
-                    .map_err(driver_err("cuMemHostAlloc"))?,
-                ctx.alloc_pinned_with_flags::<u8>(chunk * out_size, 0).map_err(driver_err("cuMemHostAlloc"))?,
-            )
-        };
-        let dev_in = unsafe { stream.alloc::<u8>(chunk * in_size) }.map_err(driver_err("cuMemAlloc"))?;
-        let dev_out = unsafe { stream.alloc::<u8>(chunk * out_size) }.map_err(driver_err("cuMemAlloc"))?;
-        slots.push(Slot { stream, host_in, host_out, dev_in, dev_out, pending: None });
-    }
+    let mut slots = take_slots(gpu, depth, chunk * in_size, chunk * out_size)?;
     let drain = |slot: &mut Slot, output: &mut [u8]| -> Result<()> {
         if let Some((first, items)) = slot.pending.take() {
             slot.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
             let src = slot.host_out.as_slice().map_err(driver_err("pinned read"))?;
-            output[first * out_size..(first + items) * out_size].copy_from_slice(&src[..items * out_size]);
+            par_copy(&mut output[first * out_size..(first + items) * out_size], &src[..items * out_size]);
         }
         Ok(())
     };
-    for (c, first) in (0..n).step_by(chunk).enumerate() {
-        let items = chunk.min(n - first);
-        let slot = &mut slots[c % depth];
-        drain(slot, output)?;
-        fill(first, &mut slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size])?;
-        {
-            let src = &slot.host_in;
-            let mut dst = slot.dev_in.slice_mut(..items * in_size);
-            slot.stream.memcpy_htod(&src.as_slice().map_err(driver_err("pinned"))?[..items * in_size], &mut dst).map_err(driver_err("cuMemcpyHtoDAsync"))?;
+    let mut run = || -> Result<()> {
+        for (c, first) in (0..n).step_by(chunk).enumerate() {
+            let items = chunk.min(n - first);
+            let slot = &mut slots[c % depth];
+            drain(slot, output)?;
+            fill(first, &mut slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size])?;
+            {
+                let src = &slot.host_in;
+                let mut dst = slot.dev_in.slice_mut(..items * in_size);
+                slot.stream.memcpy_htod(&src.as_slice().map_err(driver_err("pinned"))?[..items * in_size], &mut dst).map_err(driver_err("cuMemcpyHtoDAsync"))?;
+            }
+            launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, items)?;
+            slot.stream
+                .memcpy_dtoh(&slot.dev_out.slice(..items * out_size), &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?[..items * out_size])
+                .map_err(driver_err("cuMemcpyDtoHAsync"))?;
+            slot.pending = Some((first, items));
         }
-        launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, items)?;
-        slot.stream
-            .memcpy_dtoh(&slot.dev_out.slice(..items * out_size), &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?[..items * out_size])
-            .map_err(driver_err("cuMemcpyDtoHAsync"))?;
-        slot.pending = Some((first, items));
+        for slot in slots.iter_mut() {
+            drain(slot, output)?;
+        }
+        Ok(())
+    };
+    let result = run();
+    if result.is_ok() {
+        // A slot whose stream failed is dropped, not reused.
+        return_slots(slots);
     }
-    for slot in &mut slots {
-        drain(slot, output)?;
-    }
-    Ok(())
+    result
 }
 
 /// Measures pageable host↔device copy bandwidth with a 32 MiB buffer (what a host batch pays

@@ -116,15 +116,33 @@ fn scalar_limbs(s: &Scalar) -> [u32; 8] {
     be_to_limbs(&s.to_repr())
 }
 
-/// u1 = e/s, u2 = r/s as the host prepares them, then the kernel's u1 G + u2 Q and x check.
+/// The GLV split: k = ±m1 + lambda (±m2) mod n with both magnitudes below 2^128, on random
+/// scalars and the edges (0, 1, n - 1, lambda, n/2).
+#[test]
+fn glv_split_recombines() {
+    let lambda = BigUint::parse_bytes(b"5363ad4cc05c30e0a5261c028812645a122e22ea20816678df02967c1b23bd72", 16).unwrap();
+    let n = n();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut ks: Vec<BigUint> = vec![BigUint::from(0u32), BigUint::from(1u32), &n - 1u32, lambda.clone(), &n >> 1, (&n >> 1) + 1u32];
+    ks.extend((0..2000).map(|_| BigUint::from_bytes_be(&rng.gen::<[u8; 32]>()) % &n));
+    let limbs: Vec<[u32; 8]> = ks.iter().map(to_limbs).collect();
+    for (k, (m1, neg1, m2, neg2)) in ks.iter().zip(kern::split_lambda(&limbs)) {
+        let (m1, m2) = (from_limbs(&m1), from_limbs(&m2));
+        assert!(m1.bits() <= 128 && m2.bits() <= 128, "k = {k:x}: halves too large");
+        let signed = |m: &BigUint, neg: bool| if neg { (&n - m) % &n } else { m.clone() };
+        assert_eq!((signed(&m1, neg1) + &lambda * signed(&m2, neg2)) % &n, *k, "k = {k:x}");
+    }
+}
+
+/// u1 = e/s, u2 = r/s as the host prepares them, then the kernel's u1 G + u2 Q and x check, with
+/// keys given uncompressed and compressed (decompressed by the kernel).
 #[test]
 fn ecdsa_verification_kernel_matches_k256() {
     use k256::ecdsa::{hazmat::SignPrimitive, SigningKey};
     let mut rng = StdRng::seed_from_u64(3);
-    let table = kern::g_table();
     let mut items = Vec::new();
     let mut expect = Vec::new();
-    for i in 0..60 {
+    for i in 0..96 {
         let sk = SigningKey::random(&mut rng);
         let z: [u8; 32] = rng.gen();
         let k = Scalar::random(&mut rng);
@@ -134,50 +152,63 @@ fn ecdsa_verification_kernel_matches_k256() {
         let q = sk.verifying_key().as_affine().to_encoded_point(false);
         let mut qx = be_to_limbs(q.x().unwrap());
         let qy = be_to_limbs(q.y().unwrap());
-        // Every third item is corrupted: wrong hash, wrong r, or wrong key.
+        let compressed = (i / 6) % 2 == 1;
+        // Every other item is corrupted: wrong hash, wrong r, or a key off the curve.
         let (mut e_used, mut r_used) = (e, r);
+        let mut code = 1;
         match i % 6 {
-            1 => e_used += Scalar::ONE,
-            3 => r_used += Scalar::ONE,
-            5 => qx = be_to_limbs(ProjectivePoint::GENERATOR.to_affine().to_encoded_point(false).x().unwrap()),
+            1 => (e_used += Scalar::ONE, code = 0).1,
+            3 => (r_used += Scalar::ONE, code = 0).1,
+            5 => {
+                // G's x with this key's y is no point; as a compressed key, G's x is one (of G or -G).
+                qx = be_to_limbs(ProjectivePoint::GENERATOR.to_affine().to_encoded_point(false).x().unwrap());
+                code = if compressed { 0 } else { 2 };
+            }
             _ => {}
         }
         let w = s.invert().unwrap();
-        let mut item = [0u32; 40];
+        let mut item = [0u32; kern::ITEM_LIMBS];
         item[..8].copy_from_slice(&scalar_limbs(&(e_used * w)));
         item[8..16].copy_from_slice(&scalar_limbs(&(r * w)));
         item[16..24].copy_from_slice(&qx);
-        item[24..32].copy_from_slice(&qy);
-        item[32..].copy_from_slice(&scalar_limbs(&r_used));
+        item[32..40].copy_from_slice(&scalar_limbs(&r_used));
+        if compressed {
+            item[40] = 2 | (qy[0] & 1);
+        } else {
+            item[24..32].copy_from_slice(&qy);
+        }
         items.push(item);
-        expect.push(i % 2 == 0);
+        expect.push(code);
     }
-    assert_eq!(kern::verify_items(false, &items, &table), expect);
+    assert_eq!(kern::verify_items(false, &items), expect);
 }
 
-/// The GPU path end to end (our parsing, host preparation with batch inversion, the kernel code)
-/// against libsecp256k1, on random signatures and corrupted copies of them.
+/// The GPU path end to end (our parsing, host preparation with batch inversion, the kernel code
+/// with its key decompression) against libsecp256k1, verdict and reason for every item, on random
+/// signatures and corrupted copies of them.
 #[test]
 fn gpu_flow_matches_libsecp256k1() {
-    use batchcrypt::secp256k1::parse::prepare_ecdsa;
     use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
     use batchcrypt::{Backend, BackendChoice, Engine};
     use k256::ecdsa::{signature::hazmat::PrehashSigner, Signature, SigningKey};
     let mut rng = StdRng::seed_from_u64(4);
     let (mut hashes, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..1500 {
+    for i in 0..3000 {
         let sk = SigningKey::random(&mut rng);
         let mut z: [u8; 32] = rng.gen();
         let sig: Signature = sk.sign_prehash(&z).unwrap();
         let mut sig = sig.to_bytes().to_vec();
         let compressed = i % 2 == 0;
         let mut key = sk.verifying_key().to_encoded_point(compressed).as_bytes().to_vec();
-        // One in three corrupted: a bit of the hash, of r, of s, or of the key's x.
+        // One in three corrupted: a bit of the hash, of r, of s, or of the key's x or y.
         match i % 12 {
             1 => z[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
             5 => sig[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
             9 => sig[32 + rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
-            11 => key[1 + rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+            11 => {
+                let at = rng.gen_range(1..key.len());
+                key[at] ^= 1 << rng.gen_range(0..8)
+            }
             _ => {}
         }
         hashes.push(z);
@@ -188,36 +219,24 @@ fn gpu_flow_matches_libsecp256k1() {
     let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
     let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts).unwrap().value;
-    // Items that fail parsing never reach a GPU; the rest go through the emulated kernel.
-    let mut prepared = Vec::new();
-    let mut index = Vec::new();
+    let gpu = kern::verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts);
     for i in 0..hashes.len() {
-        if let Ok(p) = prepare_ecdsa(&hashes[i], &sigs[i], &keys[i], &opts) {
-            prepared.push(p);
-            index.push(i);
-        } else {
-            assert!(cpu.results[i].is_err(), "item {i}: parse rejects what libsecp256k1 accepts");
-        }
+        assert_eq!(gpu[i], cpu.results[i], "item {i}");
     }
-    let gpu = kern::verify_prepared(&prepared);
-    let mut valid = 0;
-    for (k, &i) in index.iter().enumerate() {
-        assert_eq!(gpu[k], cpu.results[i].is_ok(), "item {i}");
-        valid += gpu[k] as usize;
-    }
-    assert!(valid >= 1000 && prepared.len() > valid, "valid {valid} of {}", prepared.len());
+    let valid = gpu.iter().filter(|r| r.is_ok()).count();
+    let off_curve = gpu.iter().filter(|r| **r == Err(batchcrypt::secp256k1::Reason::PublicKeyNotOnCurve)).count();
+    assert!(valid >= 2000 && off_curve >= 50, "valid {valid}, off the curve {off_curve}");
 }
 
-/// BIP340 through the GPU path (parsing, challenge, host preparation, the kernel code) against
-/// libsecp256k1, on random signatures and corrupted copies of them.
+/// BIP340 through the GPU path (parsing, challenge, host preparation, the kernel code with its
+/// lift of x-only keys) against libsecp256k1, on random signatures and corrupted copies of them.
 #[test]
 fn gpu_schnorr_flow_matches_libsecp256k1() {
-    use batchcrypt::secp256k1::parse::prepare_schnorr;
     use batchcrypt::{Backend, BackendChoice, Engine};
     use secp256k1::{schnorr, Keypair};
     let mut rng = StdRng::seed_from_u64(5);
     let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..600 {
+    for i in 0..1200 {
         let Ok(kp) = Keypair::from_secret_bytes(rng.gen()) else { continue };
         let mut msg: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
         let mut sig = schnorr::sign_no_aux_rand(&msg, &kp).to_byte_array();
@@ -235,19 +254,10 @@ fn gpu_schnorr_flow_matches_libsecp256k1() {
     }
     let msg_refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
     let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_schnorr(&msg_refs, &sigs, &keys).unwrap().value;
-    let mut prepared = Vec::new();
-    let mut index = Vec::new();
+    let gpu = kern::verify_schnorr(&msg_refs, &sigs, &keys);
     for i in 0..msgs.len() {
-        if let Ok(p) = prepare_schnorr(&sigs[i], &keys[i]) {
-            prepared.push((p, msg_refs[i]));
-            index.push(i);
-        }
+        assert_eq!(gpu[i], cpu.results[i], "item {i}");
     }
-    let gpu = kern::verify_schnorr_prepared(&prepared);
-    let mut valid = 0;
-    for (k, &i) in index.iter().enumerate() {
-        assert_eq!(gpu[k], cpu.results[i].is_ok(), "item {i}");
-        valid += gpu[k] as usize;
-    }
-    assert!(valid >= 300 && prepared.len() > valid, "valid {valid} of {}", prepared.len());
+    let valid = gpu.iter().filter(|r| r.is_ok()).count();
+    assert!(valid >= 600 && valid < msgs.len(), "valid {valid} of {}", msgs.len());
 }

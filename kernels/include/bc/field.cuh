@@ -1,13 +1,14 @@
-// A prime field of at most 256 bits, generic over its modulus: Montgomery form over eight 32-bit
-// limbs (little-endian), R = 2^256. Every curve (secp256k1, SM2, BN254) instantiates this one
-// template with a parameter struct; only the constants differ.
+// A prime field of at most 256 bits, generic over its modulus, over eight 32-bit limbs
+// (little-endian). Every curve (secp256k1, SM2, BN254) instantiates this one template with a
+// parameter struct; only the constants and the reduction differ.
 //
 // A parameter struct P provides:
 //   static BC_DEVICE const uint32_t* mod();   // the modulus, 8 limbs
-//   static BC_DEVICE const uint32_t* r2();    // R^2 mod p (to enter Montgomery form)
-//   static constexpr uint32_t INV;            // -p^-1 mod 2^32
-// Limb arithmetic is written with 64-bit products, which nvcc turns into IMAD.WIDE chains; a
-// PTX carry-chain variant can specialise it later without changing callers.
+//   static constexpr uint32_t PSEUDO_C0;      // non-zero: p = 2^256 - 2^32 - PSEUDO_C0, and elements
+//                                             // are plain integers reduced by folding (secp256k1)
+//   static BC_DEVICE const uint32_t* r2();    // otherwise: Montgomery form, R = 2^256, with
+//   static constexpr uint32_t INV;            // R^2 mod p and -p^-1 mod 2^32
+// The full 512-bit product uses PTX carry chains on the GPU (plain C++ in host emulation).
 #pragma once
 #include "bc/common.cuh"
 
@@ -48,8 +49,120 @@ BC_DEVICE bool geq_n(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
     return true;
 }
 
+// t = a * b (512 bits): row by row, each row one carry chain for the low halves of the partial
+// products and one for the high halves.
+BC_DEVICE void mul_wide(uint32_t t[2 * LIMBS], const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+#ifdef __CUDA_ARCH__
+    // One asm block per row: the carry flag lives only inside a block (the compiler may place
+    // other instructions between separate statements).
+    uint32_t w[2 * LIMBS + 1];
+#pragma unroll
+    for (int i = 0; i < 2 * LIMBS + 1; ++i) w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < LIMBS; ++i) {
+        // Before row i, w[i + 8] holds at most a carry and w[i + 9] is zero, so no carry is lost.
+        asm("mad.lo.cc.u32  %0, %10, %18, %0;\n\t"
+            "madc.lo.cc.u32 %1, %11, %18, %1;\n\t"
+            "madc.lo.cc.u32 %2, %12, %18, %2;\n\t"
+            "madc.lo.cc.u32 %3, %13, %18, %3;\n\t"
+            "madc.lo.cc.u32 %4, %14, %18, %4;\n\t"
+            "madc.lo.cc.u32 %5, %15, %18, %5;\n\t"
+            "madc.lo.cc.u32 %6, %16, %18, %6;\n\t"
+            "madc.lo.cc.u32 %7, %17, %18, %7;\n\t"
+            "addc.u32       %8, %8, 0;\n\t"
+            "mad.hi.cc.u32  %1, %10, %18, %1;\n\t"
+            "madc.hi.cc.u32 %2, %11, %18, %2;\n\t"
+            "madc.hi.cc.u32 %3, %12, %18, %3;\n\t"
+            "madc.hi.cc.u32 %4, %13, %18, %4;\n\t"
+            "madc.hi.cc.u32 %5, %14, %18, %5;\n\t"
+            "madc.hi.cc.u32 %6, %15, %18, %6;\n\t"
+            "madc.hi.cc.u32 %7, %16, %18, %7;\n\t"
+            "madc.hi.cc.u32 %8, %17, %18, %8;\n\t"
+            "addc.u32       %9, %9, 0;"
+            : "+r"(w[i]), "+r"(w[i + 1]), "+r"(w[i + 2]), "+r"(w[i + 3]), "+r"(w[i + 4]), "+r"(w[i + 5]), "+r"(w[i + 6]), "+r"(w[i + 7]), "+r"(w[i + 8]), "+r"(w[i + 9])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < 2 * LIMBS; ++i) t[i] = w[i];
+#else
+    for (int i = 0; i < 2 * LIMBS; ++i) t[i] = 0;
+    for (int i = 0; i < LIMBS; ++i) {
+        uint64_t c = 0;
+        for (int j = 0; j < LIMBS; ++j) {
+            c += uint64_t(t[i + j]) + uint64_t(a[j]) * b[i];
+            t[i + j] = uint32_t(c);
+            c >>= 32;
+        }
+        t[i + LIMBS] = uint32_t(c);
+    }
+#endif
+}
+
+// t mod p for p = 2^256 - c, c = 2^32 + c0 (c0 < 2^10), t < 2^512: fold the high half twice
+// (2^256 = c mod p), then one conditional subtraction.
+BC_DEVICE void reduce_pseudo_mersenne(uint32_t r[LIMBS], const uint32_t t[2 * LIMBS], uint32_t c0) {
+    const uint32_t* h = t + LIMBS;
+    // u = low + high * c: ten limbs, the top ones small.
+    uint32_t u[LIMBS];
+    uint64_t acc = 0;
+#pragma unroll
+    for (int j = 0; j < LIMBS; ++j) {
+        acc += uint64_t(t[j]) + uint64_t(h[j]) * c0 + (j ? h[j - 1] : 0);
+        u[j] = uint32_t(acc);
+        acc >>= 32;
+    }
+    acc += h[LIMBS - 1];  // u8 + 2^32 u9, below 2^34
+    // Second fold: acc * c = acc * c0 + acc * 2^32, below 2^67.
+    uint64_t lo = acc * c0;  // below 2^44
+    uint64_t v = uint64_t(u[0]) + uint32_t(lo);
+    r[0] = uint32_t(v);
+    v = (v >> 32) + u[1] + (lo >> 32) + uint32_t(acc);
+    r[1] = uint32_t(v);
+    v = (v >> 32) + u[2] + (acc >> 32);
+    r[2] = uint32_t(v);
+    v >>= 32;
+#pragma unroll
+    for (int j = 3; j < LIMBS; ++j) {
+        v += u[j];
+        r[j] = uint32_t(v);
+        v >>= 32;
+    }
+    // A carry out means 2^256 + r with r below 2^67: add c once more (no further carry).
+    if (v) {
+        v = uint64_t(r[0]) + c0;
+        r[0] = uint32_t(v);
+        v = (v >> 32) + r[1] + 1;
+        r[1] = uint32_t(v);
+        v >>= 32;
+#pragma unroll
+        for (int j = 2; j < LIMBS; ++j) {
+            v += r[j];
+            r[j] = uint32_t(v);
+            v >>= 32;
+        }
+    }
+    // r < 2^256; r >= p exactly when r + c carries out, and then r + c - 2^256 = r - p.
+    uint32_t s[LIMBS];
+    v = uint64_t(r[0]) + c0;
+    s[0] = uint32_t(v);
+    v = (v >> 32) + r[1] + 1;
+    s[1] = uint32_t(v);
+    v >>= 32;
+#pragma unroll
+    for (int j = 2; j < LIMBS; ++j) {
+        v += r[j];
+        s[j] = uint32_t(v);
+        v >>= 32;
+    }
+    if (v) {
+#pragma unroll
+        for (int j = 0; j < LIMBS; ++j) r[j] = s[j];
+    }
+}
+
 template <class P>
 struct Fp {
+    static constexpr bool PSEUDO = P::PSEUDO_C0 != 0;
     uint32_t v[LIMBS];
 
     static BC_DEVICE Fp zero() {
@@ -62,7 +175,7 @@ struct Fp {
     // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^256: the running
     // value stays below 2p, with its 257th bit kept in t8. Not inlined: every point operation
     // calls it a dozen times, and inlining them all multiplies code size and compile time.
-    static BC_NOINLINE Fp mont_mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+    static BC_DEVICE Fp mont_mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
         const uint32_t* p = P::mod();
         uint32_t t[LIMBS];
 #pragma unroll
@@ -100,8 +213,30 @@ struct Fp {
         return r;
     }
 
+    // a * b in the field's representation.
+    static BC_NOINLINE Fp mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+        if constexpr (PSEUDO) {
+            uint32_t t[2 * LIMBS];
+            mul_wide(t, a, b);
+            Fp r;
+            reduce_pseudo_mersenne(r.v, t, P::PSEUDO_C0);
+            return r;
+        } else {
+            return mont_mul(a, b);
+        }
+    }
+
     // From an ordinary integer x < p.
-    static BC_DEVICE Fp from_plain(const uint32_t x[LIMBS]) { return mont_mul(x, P::r2()); }
+    static BC_DEVICE Fp from_plain(const uint32_t x[LIMBS]) {
+        if constexpr (PSEUDO) {
+            Fp r;
+#pragma unroll
+            for (int i = 0; i < LIMBS; ++i) r.v[i] = x[i];
+            return r;
+        } else {
+            return mont_mul(x, P::r2());
+        }
+    }
 
     static BC_DEVICE Fp from_u32(uint32_t x) {
         uint32_t t[LIMBS] = {x, 0, 0, 0, 0, 0, 0, 0};
@@ -112,8 +247,11 @@ struct Fp {
 
     // Back to an ordinary integer in [0, p).
     BC_DEVICE void to_plain(uint32_t out[LIMBS]) const {
-        uint32_t unit[LIMBS] = {1, 0, 0, 0, 0, 0, 0, 0};
-        Fp r = mont_mul(v, unit);
+        Fp r = *this;
+        if constexpr (!PSEUDO) {
+            uint32_t unit[LIMBS] = {1, 0, 0, 0, 0, 0, 0, 0};
+            r = mont_mul(v, unit);
+        }
 #pragma unroll
         for (int i = 0; i < LIMBS; ++i) out[i] = r.v[i];
     }
@@ -146,20 +284,24 @@ struct Fp {
         return r;
     }
 
-    friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mont_mul(a.v, b.v); }
+    friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mul(a.v, b.v); }
 
     BC_DEVICE Fp neg() const { return zero() - *this; }
-    BC_DEVICE Fp sqr() const { return mont_mul(v, v); }
+    BC_DEVICE Fp sqr() const { return mul(v, v); }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
-    // x^e for an exponent given as 8 limbs (left to right, square and multiply).
+    // x^e for an exponent given as 8 limbs: fixed 4-bit windows (252 squarings, 64 products).
     BC_DEVICE Fp pow(const uint32_t e[LIMBS]) const {
-        Fp r = one();
-        for (int i = LIMBS - 1; i >= 0; --i) {
-            for (int b = 31; b >= 0; --b) {
-                r = r.sqr();
-                if ((e[i] >> b) & 1) r = r * *this;
-            }
+        Fp table[16];
+        table[0] = one();
+        table[1] = *this;
+#pragma unroll 1
+        for (int i = 2; i < 16; ++i) table[i] = table[i - 1] * *this;
+        Fp r = table[e[LIMBS - 1] >> 28];
+#pragma unroll 1
+        for (int w = 62; w >= 0; --w) {
+            r = r.sqr().sqr().sqr().sqr();
+            r = r * table[(e[w >> 3] >> ((w & 7) * 4)) & 15];
         }
         return r;
     }
@@ -169,6 +311,16 @@ struct Fp {
         uint32_t e[LIMBS];
         uint32_t two[LIMBS] = {2, 0, 0, 0, 0, 0, 0, 0};
         sub_n(e, P::mod(), two);
+        return pow(e);
+    }
+
+    // A square root for p = 3 mod 4 (x^((p+1)/4)); it is one only if its square is x.
+    BC_DEVICE Fp sqrt_candidate() const {
+        uint32_t e[LIMBS];
+        uint32_t one_[LIMBS] = {1, 0, 0, 0, 0, 0, 0, 0};
+        add_n(e, P::mod(), one_);  // p < 2^256 - 1 for every curve here: no carry out
+#pragma unroll
+        for (int i = 0; i < LIMBS; ++i) e[i] = (e[i] >> 2) | (i + 1 < LIMBS ? e[i + 1] << 30 : 0);
         return pow(e);
     }
 };

@@ -39,6 +39,27 @@ pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error
     move |e| Error::Cuda { context, message: format!("{e:?}") }
 }
 
+/// Device time of `work` (which enqueues on `stream`): the median of `iters` runs bracketed by
+/// timing events, in seconds, after one untimed warm-up run.
+pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
+    // cudarc creates events without timing unless asked; elapsed time needs the default flags.
+    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let ctx = stream.context();
+    work()?;
+    let mut times = Vec::with_capacity(iters.max(1));
+    for _ in 0..iters.max(1) {
+        let start = ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?;
+        let end = ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?;
+        start.record(stream).map_err(driver_err("cuEventRecord"))?;
+        work()?;
+        end.record(stream).map_err(driver_err("cuEventRecord"))?;
+        end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
+        times.push(f64::from(start.elapsed_ms(&end).map_err(driver_err("cuEventElapsedTime"))?) / 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 impl Gpu {
     /// The process-wide GPU, or why there is none. Never panics: the driver library is probed
     /// before any driver call (cudarc panics on a missing libcuda).

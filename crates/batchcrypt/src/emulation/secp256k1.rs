@@ -1,6 +1,12 @@
 //! The secp256k1 kernels run on the host. Integers are eight little-endian 32-bit limbs.
 
-/// An affine point in the kernels' Montgomery form (opaque to the host).
+use crate::secp256k1::gpu::{self, G_TABLE_LEN};
+use crate::secp256k1::{EcdsaOptions, Reason};
+
+/// Limbs of a raw kernel item.
+pub const ITEM_LIMBS: usize = gpu::ITEM_LIMBS;
+
+/// An affine point in the kernels' field representation (opaque to the host).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct AffineRaw([u32; 16]);
@@ -11,6 +17,16 @@ extern "C" {
     fn secp256k1_schnorr_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
     fn secp256k1_field_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64, which: i32);
     fn secp256k1_point_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
+    fn secp256k1_split_lambda(k: *const u32, out: *mut u32, n: u64);
+}
+
+/// The GLV split of each scalar k < n: `(m1, neg1, m2, neg2)` with
+/// k = ±m1 + lambda (±m2) mod n.
+pub fn split_lambda(k: &[[u32; 8]]) -> Vec<([u32; 8], bool, [u32; 8], bool)> {
+    let mut out = vec![[0u32; 18]; k.len()];
+    // SAFETY: 8 limbs in and 18 out per item.
+    unsafe { secp256k1_split_lambda(k.as_ptr().cast(), out.as_mut_ptr().cast(), k.len() as u64) };
+    out.iter().map(|o| (o[..8].try_into().unwrap(), o[16] != 0, o[8..16].try_into().unwrap(), o[17] != 0)).collect()
 }
 
 /// `[a+b, a-b, a*b, a^2, a^-1, -a]` modulo p (`modulus_n = false`) or n.
@@ -33,33 +49,41 @@ pub fn point_ops(p: &[[u32; 16]], q: &[[u32; 16]]) -> Vec<[u32; 82]> {
 }
 
 /// The fixed-base table the verification kernel reads.
-pub fn g_table() -> Vec<AffineRaw> {
-    let mut t = vec![AffineRaw([0; 16]); 16];
-    // SAFETY: the kernel writes 16 entries.
-    unsafe { secp256k1_g_table(t.as_mut_ptr()) };
-    t
+pub fn g_table() -> &'static [AffineRaw] {
+    static TABLE: std::sync::OnceLock<Vec<AffineRaw>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = vec![AffineRaw([0; 16]); G_TABLE_LEN];
+        // SAFETY: the kernel writes G_TABLE_LEN entries.
+        unsafe { secp256k1_g_table(t.as_mut_ptr()) };
+        t
+    })
 }
 
-/// Verification of kernel items `[u1, u2, qx, qy, r]` (40 limbs each) by ECDSA's or BIP340's kernel.
-pub fn verify_items(schnorr: bool, items: &[[u32; 40]], gtable: &[AffineRaw]) -> Vec<bool> {
-    assert_eq!(gtable.len(), 16);
+/// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items
+/// `[u1, u2, qx, qy, r, flags]` (41 limbs each), by ECDSA's or BIP340's kernel.
+pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
     let mut ok = vec![0u8; items.len()];
     let f = if schnorr { secp256k1_schnorr_verify } else { secp256k1_ecdsa_verify };
-    // SAFETY: 40 limbs in and one byte out per item; the table has 16 entries.
-    unsafe { f(items.as_ptr().cast(), gtable.as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
-    ok.into_iter().map(|b| b != 0).collect()
+    // SAFETY: 41 limbs in and one byte out per item; the table is complete.
+    unsafe { f(items.as_ptr().cast(), g_table().as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
+    ok
 }
 
-/// ECDSA through the GPU backend's whole flow on the host: preparation (as `secp256k1::gpu`
-/// does it) and the kernel.
-pub fn verify_prepared(items: &[crate::secp256k1::parse::Prepared]) -> Vec<bool> {
-    verify_items(false, &crate::secp256k1::gpu::kernel_items(items), &g_table())
+fn run(scheme: gpu::Scheme, n: usize, make: impl Fn(usize) -> Result<gpu::HostItem, Reason> + Sync) -> Vec<Result<(), Reason>> {
+    let (bytes, reasons) = gpu::encode_all(n, &make);
+    let items: Vec<[u32; ITEM_LIMBS]> =
+        bytes.chunks_exact(gpu::ITEM_BYTES).map(|c| std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap()))).collect();
+    let codes = verify_items(matches!(scheme, gpu::Scheme::Schnorr), &items);
+    reasons.into_iter().zip(codes).map(|(r, c)| gpu::verdict(r, c)).collect()
+}
+
+/// ECDSA through the GPU backend's whole flow on the host: parsing and preparation as
+/// `verify_ecdsa` does them for the GPU, then the kernel code.
+pub fn verify_ecdsa(hashes: &[[u8; 32]], sigs: &[&[u8]], keys: &[&[u8]], opts: &EcdsaOptions) -> Vec<Result<(), Reason>> {
+    run(gpu::Scheme::Ecdsa, hashes.len(), |i| gpu::ecdsa_item(&hashes[i], sigs[i], keys[i], opts))
 }
 
 /// BIP340 through the GPU backend's whole flow on the host.
-pub fn verify_schnorr_prepared(items: &[(crate::secp256k1::parse::SchnorrPrepared, &[u8])]) -> Vec<bool> {
-    use crate::secp256k1::{gpu, parse};
-    let with_e: Vec<gpu::SchnorrItem> =
-        items.iter().map(|(p, msg)| gpu::SchnorrItem { prepared: *p, challenge: parse::schnorr_challenge(&p.r, p.pubkey[..32].try_into().unwrap(), msg) }).collect();
-    verify_items(true, &gpu::schnorr_kernel_items(&with_e), &g_table())
+pub fn verify_schnorr(msgs: &[&[u8]], sigs: &[[u8; 64]], keys: &[[u8; 32]]) -> Vec<Result<(), Reason>> {
+    run(gpu::Scheme::Schnorr, msgs.len(), |i| gpu::schnorr_item(&sigs[i], &keys[i], msgs[i]))
 }

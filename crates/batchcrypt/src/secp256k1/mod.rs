@@ -92,10 +92,7 @@ impl Secp256k1<'_> {
                 parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts).and_then(|p| cpu::verify_ecdsa(&p))
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => {
-                let parsed = cpu::par_map(n, crate::backend::cpu::threads(), |i| parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts));
-                on_gpu(parsed, gpu::Scheme::Ecdsa, gpu::kernel_items)?
-            }
+            Backend::Cuda => gpu::verify(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts))?,
             other => return Err(not_implemented(other, OP_ECDSA)),
         };
         Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
@@ -111,30 +108,28 @@ impl Secp256k1<'_> {
                 parse::prepare_schnorr(&sigs[i], &pubkeys[i]).and_then(|p| cpu::verify_schnorr(&p, msgs[i]))
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => {
-                let parsed = cpu::par_map(n, crate::backend::cpu::threads(), |i| {
-                    parse::prepare_schnorr(&sigs[i], &pubkeys[i])
-                        .map(|p| gpu::SchnorrItem { prepared: p, challenge: parse::schnorr_challenge(&p.r, &pubkeys[i], msgs[i]) })
-                });
-                on_gpu(parsed, gpu::Scheme::Schnorr, gpu::schnorr_kernel_items)?
-            }
+            Backend::Cuda => gpu::verify(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]))?,
             other => return Err(not_implemented(other, OP_SCHNORR)),
         };
         Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
     }
 
-    /// Kernel-only GPU time for ECDSA items (parsed and prepared first, then resident on the
-    /// device): the median of `iters` launches in seconds, and whether every item verified.
-    /// For benchmarks; `verify_ecdsa` is the API.
+    /// Kernel-only GPU time for ECDSA items (prepared on the host, then resident on the device):
+    /// the median of `iters` launches in seconds, and the verdicts. For benchmarks; `verify_ecdsa`
+    /// is the API.
     #[cfg(feature = "cuda")]
-    pub fn ecdsa_kernel_seconds(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions, iters: usize) -> Result<(f64, bool)> {
+    pub fn ecdsa_kernel_seconds(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions, iters: usize) -> Result<(f64, Verdicts)> {
         let n = batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
-        let prepared: Vec<parse::Prepared> = (0..n)
-            .map(|i| parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|r| Error::invalid(format!("benchmark items must parse: {r}")))?;
-        let (t, ok) = gpu::time_kernel(gpu::Scheme::Ecdsa, &gpu::kernel_items(&prepared), iters)?;
-        Ok((t, ok.iter().all(|&b| b)))
+        let (t, results) = gpu::time_kernel(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts), iters)?;
+        Ok((t, Verdicts { results }))
+    }
+
+    /// Kernel-only GPU time for BIP340 items, as [`Self::ecdsa_kernel_seconds`].
+    #[cfg(feature = "cuda")]
+    pub fn schnorr_kernel_seconds(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]], iters: usize) -> Result<(f64, Verdicts)> {
+        let n = batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let (t, results) = gpu::time_kernel(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]), iters)?;
+        Ok((t, Verdicts { results }))
     }
 
     fn plan(&self, op: &'static str, n: usize, bytes_in: u64) -> Result<Plan> {
@@ -148,24 +143,6 @@ impl Secp256k1<'_> {
         }
         d.plan(&w, CPU_ORDER, cfg!(feature = "cuda"), &cal)
     }
-}
-
-/// Sends the items that parsed to the GPU and merges its verdicts with the parse failures, in order.
-#[cfg(feature = "cuda")]
-fn on_gpu<T: Clone + Send + Sync>(
-    parsed: Vec<std::result::Result<T, Reason>>,
-    scheme: gpu::Scheme,
-    items: impl Fn(&[T]) -> Vec<[u32; gpu::ITEM_LIMBS]> + Sync,
-) -> Result<Vec<std::result::Result<(), Reason>>> {
-    let (index, good): (Vec<usize>, Vec<T>) = parsed.iter().enumerate().filter_map(|(i, r)| r.as_ref().ok().map(|t| (i, t.clone()))).unzip();
-    let verdicts = if good.is_empty() { Vec::new() } else { gpu::verify(scheme, good.len(), |first, count| items(&good[first..first + count]))? };
-    let mut results: Vec<_> = parsed.into_iter().map(|r| r.map(|_| ())).collect();
-    for (k, &i) in index.iter().enumerate() {
-        if !verdicts[k] {
-            results[i] = Err(Reason::SignatureMismatch);
-        }
-    }
-    Ok(results)
 }
 
 /// The common length of the batch's slices.

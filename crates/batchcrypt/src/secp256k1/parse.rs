@@ -91,15 +91,37 @@ pub struct SchnorrPrepared {
     pub pubkey: [u8; 64],
 }
 
+/// A SEC1 public key after the encoding and range rules, before any curve arithmetic (which
+/// decides whether a point has these coordinates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sec1Key {
+    /// `x` and the parity of `y` (02/03, or a BIP340 x-only key with even y).
+    Compressed { x: [u8; 32], odd: bool },
+    /// Both coordinates (04).
+    Uncompressed { x: [u8; 32], y: [u8; 32] },
+}
+
 /// Checks an ECDSA item and brings it into the form every backend takes.
 pub fn prepare_ecdsa(hash: &[u8; 32], sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<Prepared, Reason> {
+    let (r, s, key) = ecdsa_parts(sig, pubkey, opts)?;
+    Ok(Prepared { r, s, pubkey: affine(&on_curve(&key)?), hash: *hash })
+}
+
+/// The signature's `(r, s)` and the key's coordinates, with every rule but the curve equation
+/// applied (the GPU backend checks that one itself).
+pub fn ecdsa_parts(sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
     let (r, s) = ecdsa_signature(sig, opts)?;
-    let key = ecdsa_public_key(pubkey)?;
-    Ok(Prepared { r, s, pubkey: affine(&key), hash: *hash })
+    Ok((r, s, sec1_key(pubkey)?))
 }
 
 /// Checks a BIP340 item (the message may have any length; it takes no part in the checks).
 pub fn prepare_schnorr(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<SchnorrPrepared, Reason> {
+    let (r, s, key) = schnorr_parts(sig, pubkey)?;
+    Ok(SchnorrPrepared { r, s, pubkey: affine(&on_curve(&key)?) })
+}
+
+/// A BIP340 signature's `(r, s)` and the key's coordinates, every rule but the curve equation.
+pub fn schnorr_parts(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
     let (r, s) = split(sig);
     if !below(&r, &P) {
         return Err(Reason::ROutOfRange);
@@ -107,7 +129,8 @@ pub fn prepare_schnorr(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<SchnorrPrepa
     if !below(&s, &N) {
         return Err(Reason::SOutOfRange);
     }
-    Ok(SchnorrPrepared { r, s, pubkey: affine(&lift_x(pubkey)?) })
+    field_element(pubkey)?;
+    Ok((r, s, Sec1Key::Compressed { x: *pubkey, odd: false }))
 }
 
 /// The BIP340 challenge `e = int(hash_BIP0340/challenge(r || x(P) || msg)) mod n`, big-endian.
@@ -148,31 +171,37 @@ pub fn ecdsa_signature(sig: &[u8], opts: &EcdsaOptions) -> Result<([u8; 32], [u8
     Ok((r, s))
 }
 
-/// A SEC1 public key (compressed or uncompressed, nothing else), checked to be on the curve.
-pub(crate) fn ecdsa_public_key(pk: &[u8]) -> Result<PublicKey, Reason> {
-    let not_on_curve = |_| Reason::PublicKeyNotOnCurve;
+/// A SEC1 public key's coordinates: compressed or uncompressed, nothing else, below p.
+pub fn sec1_key(pk: &[u8]) -> Result<Sec1Key, Reason> {
+    let coord = |b: &[u8]| -> Result<[u8; 32], Reason> {
+        field_element(b)?;
+        Ok(b.try_into().expect("32 bytes"))
+    };
     match (pk.len(), pk.first()) {
-        (33, Some(0x02 | 0x03)) => {
-            field_element(&pk[1..33])?;
-            PublicKey::from_byte_array_compressed(pk.try_into().map_err(|_| Reason::BadPublicKeyEncoding)?).map_err(not_on_curve)
-        }
-        (65, Some(0x04)) => {
-            field_element(&pk[1..33])?;
-            field_element(&pk[33..65])?;
-            PublicKey::from_byte_array_uncompressed(pk.try_into().map_err(|_| Reason::BadPublicKeyEncoding)?).map_err(not_on_curve)
-        }
+        (33, Some(&prefix @ (0x02 | 0x03))) => Ok(Sec1Key::Compressed { x: coord(&pk[1..33])?, odd: prefix == 0x03 }),
+        (65, Some(0x04)) => Ok(Sec1Key::Uncompressed { x: coord(&pk[1..33])?, y: coord(&pk[33..65])? }),
         _ => Err(Reason::BadPublicKeyEncoding),
     }
 }
 
-/// A BIP340 x-only key as the point with that x and even y (x below p, and some point has it).
-/// Parsed as the compressed key `02 || x`: one square root, where the library's x-only type would
-/// take a second one to give the full point back.
-pub(crate) fn lift_x(x: &[u8; 32]) -> Result<PublicKey, Reason> {
-    field_element(x)?;
-    let mut sec1 = [0x02; 33];
-    sec1[1..].copy_from_slice(x);
-    PublicKey::from_byte_array_compressed(sec1).map_err(|_| Reason::PublicKeyNotOnCurve)
+/// The point with these coordinates (libsecp256k1 does the arithmetic: a square root for a
+/// compressed key, the curve equation for an uncompressed one).
+pub(crate) fn on_curve(key: &Sec1Key) -> Result<PublicKey, Reason> {
+    let point = match *key {
+        Sec1Key::Compressed { x, odd } => {
+            let mut sec1 = [0u8; 33];
+            sec1[0] = if odd { 0x03 } else { 0x02 };
+            sec1[1..].copy_from_slice(&x);
+            PublicKey::from_byte_array_compressed(sec1)
+        }
+        Sec1Key::Uncompressed { x, y } => {
+            let mut sec1 = [0x04; 65];
+            sec1[1..33].copy_from_slice(&x);
+            sec1[33..].copy_from_slice(&y);
+            PublicKey::from_byte_array_uncompressed(sec1)
+        }
+    };
+    point.map_err(|_| Reason::PublicKeyNotOnCurve)
 }
 
 /// Rebuilds the library's key from a prepared affine point (no square root: a cheap curve check).

@@ -2,10 +2,10 @@
 //! [`DeviceBatch`] keeps messages and digests in GPU memory for data that already lives there.
 
 use super::{Digest, Messages, Mode};
-use crate::backend::cuda::{driver_err, Gpu};
+use crate::backend::cuda::{driver_err, time_on_stream, Gpu};
 use crate::dispatch::Cost;
 use crate::error::{Error, Result};
-use crate::pipeline::{run_chunked, PipelineConfig};
+use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -51,26 +51,25 @@ fn to_digests(bytes: Vec<u8>) -> Vec<Digest> {
     bytes.chunks_exact(32).map(|c| c.try_into().unwrap()).collect()
 }
 
-/// Hashes a host batch on the GPU, transfers included.
-pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode) -> Result<Vec<Digest>> {
+/// Hashes a host batch on the GPU into `out`, transfers included.
+pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Result<()> {
     let gpu = gpu()?;
     let n = msgs.count();
     match *msgs {
         Messages::Fixed { data, len, .. } => {
             let (f, general) = fixed_kernel(gpu, len, mode)?;
-            let mut out = vec![0u8; 32 * n];
             let cfg = PipelineConfig { chunk_items: (CHUNK_BYTES / len).max(1), ..PipelineConfig::default() };
             let fill = |first: usize, dst: &mut [u8]| {
-                dst.copy_from_slice(&data[first * len..first * len + dst.len()]);
+                par_copy(dst, &data[first * len..first * len + dst.len()]);
                 Ok(())
             };
-            run_chunked(gpu, n, len, &mut out, 32, cfg, fill, |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode))?;
-            Ok(to_digests(out))
+            run_chunked(gpu, n, len, out.as_flattened_mut(), 32, cfg, fill, |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode))
         }
         Messages::Var { .. } => {
             let mut batch = DeviceBatch::upload(msgs)?;
             batch.run(mode)?;
-            batch.download()
+            out.copy_from_slice(&batch.download()?);
+            Ok(())
         }
     }
 }
@@ -146,20 +145,8 @@ impl DeviceBatch {
 
     /// Kernel-only time: the median of `iters` runs timed with device events, in seconds.
     pub fn time_kernel(&mut self, mode: Mode, iters: usize) -> Result<f64> {
-        let ctx = self.stream.context().clone();
-        self.launch(mode)?; // warm-up
-        let mut times = Vec::with_capacity(iters);
-        for _ in 0..iters.max(1) {
-            let start = ctx.new_event(None).map_err(driver_err("cuEventCreate"))?;
-            let end = ctx.new_event(None).map_err(driver_err("cuEventCreate"))?;
-            start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-            self.launch(mode)?;
-            end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-            end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
-            times.push(start.elapsed_ms(&end).map_err(driver_err("cuEventElapsedTime"))? as f64 / 1e3);
-        }
-        times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        let stream = self.stream.clone();
+        time_on_stream(&stream, iters, || self.launch(mode))
     }
 
     /// Copies the digests back to the host.

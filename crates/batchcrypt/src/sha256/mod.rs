@@ -325,19 +325,31 @@ impl Sha256<'_> {
 
     /// Hashes a validated batch on the backend the dispatcher picks.
     pub fn hash(&self, msgs: &Messages<'_>, mode: Mode) -> Result<Output<Vec<Digest>>> {
+        let mut out = vec![[0u8; 32]; msgs.count()];
+        let done = self.hash_into(msgs, mode, &mut out)?;
+        Ok(Output { value: out, backend: done.backend, threads: done.threads })
+    }
+
+    /// [`Self::hash_fixed`] into a caller's buffer of `data.len() / msg_len` digests (no
+    /// allocation: for callers that hash batch after batch into the same memory).
+    pub fn hash_fixed_into(&self, data: &[u8], msg_len: usize, mode: Mode, out: &mut [Digest]) -> Result<Output<()>> {
+        self.hash_into(&Messages::fixed(data, msg_len)?, mode, out)
+    }
+
+    /// Hashes a validated batch into `out` (one digest per message).
+    pub fn hash_into(&self, msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Result<Output<()>> {
         let n = msgs.count();
+        if out.len() != n {
+            return Err(Error::invalid(format!("output holds {} digests for {n} messages", out.len())));
+        }
         let w = workload(msgs, mode);
         let plan = self.engine.dispatcher().plan(&w, cpu_order(n), cfg!(feature = "cuda"), &|b| calibrate(w.op, b))?;
-        let value = match plan.backend {
+        match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::hash(msgs, mode)?,
-            b => {
-                let mut out = vec![[0u8; 32]; n];
-                hash_cpu(b, msgs, mode, plan.threads, &mut out);
-                out
-            }
-        };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+            Backend::Cuda => gpu::hash(msgs, mode, out)?,
+            b => hash_cpu(b, msgs, mode, plan.threads, out),
+        }
+        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
     }
 
     /// What the dispatcher would do with `n` messages of `len` bytes in host memory: the best
