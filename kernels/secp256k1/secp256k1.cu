@@ -260,6 +260,23 @@ extern "C" __global__ void secp256k1_split_lambda(const uint32_t* k, uint32_t* o
     }
 }
 
+// Batch inversion checks: each group of 16 elements (mod p, or n when which = 1) is inverted
+// together by Montgomery's trick; zeros stay zero.
+template <class F>
+BC_DEVICE void invert_group(const uint32_t* x, uint32_t* out) {
+    F v[16], scratch[16];
+    for (int k = 0; k < 16; ++k) v[k] = load<F>(x + 8 * k);
+    bc::batch_inverse(v, scratch, 16);
+    for (int k = 0; k < 16; ++k) store(out + 8 * k, v[k]);
+}
+
+extern "C" __global__ void secp256k1_batch_inverse(const uint32_t* x, uint32_t* out, uint64_t groups, int which) {
+    BC_FOR_EACH_ITEM(g, groups) {
+        if (which == 0) invert_group<Fp>(x + 128 * g, out + 128 * g);
+        else invert_group<Fn>(x + 128 * g, out + 128 * g);
+    }
+}
+
 // Field checks: for a, b < modulus (which = 0: p, 1: n), writes a+b, a-b, a*b, a^2, a^-1, -a.
 extern "C" __global__ void secp256k1_field_ops(const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n, int which) {
     BC_FOR_EACH_ITEM(i, n) {

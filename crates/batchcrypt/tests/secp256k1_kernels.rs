@@ -116,6 +116,25 @@ fn scalar_limbs(s: &Scalar) -> [u32; 8] {
     be_to_limbs(&s.to_repr())
 }
 
+/// Montgomery's trick on the device: groups of 16 with zeros and edge values mixed in, against
+/// modular inverses computed with num-bigint.
+#[test]
+fn batch_inversion_matches_bigint() {
+    let mut rng = StdRng::seed_from_u64(8);
+    for (modulus, which) in [(p(), false), (n(), true)] {
+        let mut xs: Vec<BigUint> = vec![BigUint::from(0u32), BigUint::from(1u32), &modulus - 1u32, BigUint::from(2u32)];
+        while xs.len() % 16 != 0 || xs.len() < 320 {
+            xs.push(if rng.gen_ratio(1, 10) { BigUint::from(0u32) } else { BigUint::from_bytes_be(&rng.gen::<[u8; 32]>()) % &modulus });
+        }
+        let limbs: Vec<[u32; 8]> = xs.iter().map(to_limbs).collect();
+        let inv = kern::batch_inverse(&limbs, which);
+        for (x, got) in xs.iter().zip(inv) {
+            let want = if *x == BigUint::from(0u32) { BigUint::from(0u32) } else { x.modpow(&(&modulus - 2u32), &modulus) };
+            assert_eq!(from_limbs(&got), want, "x = {x:x}");
+        }
+    }
+}
+
 /// The GLV split: k = ±m1 + lambda (±m2) mod n with both magnitudes below 2^128, on random
 /// scalars and the edges (0, 1, n - 1, lambda, n/2).
 #[test]

@@ -18,6 +18,17 @@ extern "C" {
     fn secp256k1_field_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64, which: i32);
     fn secp256k1_point_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
     fn secp256k1_split_lambda(k: *const u32, out: *mut u32, n: u64);
+    fn secp256k1_batch_inverse(x: *const u32, out: *mut u32, groups: u64, which: i32);
+}
+
+/// Inverses of `x` modulo p (`modulus_n = false`) or n, by the kernels' batch inversion in groups
+/// of 16 (`x.len()` a multiple of 16); the inverse of 0 is 0.
+pub fn batch_inverse(x: &[[u32; 8]], modulus_n: bool) -> Vec<[u32; 8]> {
+    assert_eq!(x.len() % 16, 0);
+    let mut out = vec![[0u32; 8]; x.len()];
+    // SAFETY: 16 elements of 8 limbs per group, in and out.
+    unsafe { secp256k1_batch_inverse(x.as_ptr().cast(), out.as_mut_ptr().cast(), (x.len() / 16) as u64, modulus_n as i32) };
+    out
 }
 
 /// The GLV split of each scalar k < n: `(m1, neg1, m2, neg2)` with
