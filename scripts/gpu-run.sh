@@ -40,8 +40,10 @@ step python-tests py_tests
 step demo "$B/bin/batchcrypt" demo
 step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 step calibrate "$B/bin/batchcrypt" calibrate
-step bench-sha256 "$B/bin/batchcrypt-bench" sha256 $quick --json "$OUT/bench-sha256.json"
-step bench-secp256k1 "$B/bin/batchcrypt-bench" secp256k1 $quick --json "$OUT/bench-secp256k1.json"
+# BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
+for g in ${BENCH:-sha256 secp256k1 sm2}; do
+  step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
+done
 # Machine code of every kernel (instruction mix for the throughput bounds) and ptxas's report.
 if command -v cuobjdump >/dev/null; then
   for fb in "$B"/kernels/*.fatbin; do cuobjdump -sass "$fb" > "$OUT/$(basename "$fb" .fatbin).sass" 2>&1; done
@@ -50,8 +52,9 @@ cp "$B"/kernels/ptxas-report.txt "$OUT/" 2>/dev/null
 
 echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
-echo; grep -E 'gpu|cpu ' "$OUT/bench-sha256.log" | tail -20
-echo; grep -E 'verify 2' "$OUT/bench-secp256k1.log" | tail -40
+echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
+echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
+echo; grep -hE '^mul' "$OUT/bench-sm2.log" 2>/dev/null | tail -24
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"
 tar -czf "$DEST/results.tgz" -C "$OUT" .

@@ -29,29 +29,6 @@ BC_DEVICE void store_affine(uint32_t* dst, const Point& p) {
     store(dst + 8, a.y);
 }
 
-// Bits [pos, pos + w) of a little-endian integer of 8 limbs (zero past the top), w <= 16.
-BC_DEVICE uint32_t bits_at(const uint32_t k[8], int pos, int w) {
-    int word = pos >> 5, off = pos & 31;
-    if (word >= 8) return 0;
-    uint32_t v = k[word] >> off;
-    if (off + w > 32 && word + 1 < 8) v |= k[word + 1] << (32 - off);
-    return v & ((1u << w) - 1);
-}
-
-// Signed fixed-window digits, least significant first: k = sum d[i] 2^(w i) with d[i] in
-// [-(2^(w-1) - 1), 2^(w-1)]. Every thread adds at the same windows, so warps do not diverge the
-// way they would on wNAF's data-dependent positions.
-template <int W, int D>
-BC_DEVICE void signed_digits(const uint32_t k[8], int d[D]) {
-    uint32_t carry = 0;
-#pragma unroll
-    for (int i = 0; i < D; ++i) {
-        uint32_t v = bits_at(k, i * W, W) + carry;
-        carry = v > (1u << (W - 1));
-        d[i] = int(v) - int(carry << W);
-    }
-}
-
 // floor(k * g / 2^384 + 1/2) for 256-bit k and g: libsecp256k1's split rounding.
 BC_DEVICE void mul_shift_384(uint32_t out[8], const uint32_t k[8], const uint32_t* g) {
     uint32_t t[16], gl[8];
@@ -88,72 +65,46 @@ BC_DEVICE void split_lambda(const uint32_t k[8], uint32_t m1[8], bool& neg1, uin
     magnitude(r2, m2, neg2);
 }
 
-// Q side: GLV halves in signed 5-bit windows over multiples 1..16 of Q (Jacobian, per thread).
+// Q side: GLV halves (128 bits) in signed 5-bit windows over multiples 1..16 of Q.
 constexpr int QW = 5, QD = 26;  // 26 windows cover 128 bits and the recoding carry
-// G side: signed 8-bit windows of u1 over the precomputed table d 2^(8 j) G.
-constexpr int GW = 8, GD = 33, GENTRIES = 1 << (GW - 1);
-constexpr int G_TABLE_LEN = GD * GENTRIES;
+// G side: signed 8-bit windows of u1 over the precomputed table.
+using GTable = bc::FixedBase<Curve, 8>;
 
-BC_DEVICE void add_q_digit(Point& acc, const Point* qt, int d, bool neg, bool endo) {
-    if (d == 0) return;
-    Point t = qt[(d < 0 ? -d : d) - 1];
-    if (endo) t.x = t.x * Fp::from_plain(BETA);
-    if ((d < 0) != neg) t.y = t.y.neg();
-    acc = acc.add(t);
-}
-
-// u1 G + u2 Q: u2 split by the endomorphism (128 doublings shared by both halves), u1 through the
-// fixed-base table (no doublings).
+// u1 G + u2 Q: u2 split by the endomorphism (125 doublings shared by both halves, lambda Q's
+// multiples from Q's by beta x), u1 through the fixed-base table (no doublings).
 BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) {
     uint32_t m1[8], m2[8];
     bool neg1, neg2;
     split_lambda(u2, m1, neg1, m2, neg2);
     int d1[QD], d2[QD];
-    signed_digits<QW, QD>(m1, d1);
-    signed_digits<QW, QD>(m2, d2);
-    Point qt[16];
-    qt[0] = Point::from(q);
-    qt[1] = qt[0].dbl();
-#pragma unroll 1
-    for (int i = 2; i < 16; ++i) qt[i] = qt[i - 1].add(qt[0]);
+    bc::signed_digits<QW, QD>(m1, d1);
+    bc::signed_digits<QW, QD>(m2, d2);
+    Point qt[1 << (QW - 1)];
+    bc::window_table<Curve, QW>(qt, Point::from(q));
+    Fp beta = Fp::from_plain(BETA);
     Point acc = Point::infinity();
 #pragma unroll 1
     for (int i = QD - 1; i >= 0; --i) {
+        if (i != QD - 1) {
 #pragma unroll 1
-        for (int j = 0; j < QW; ++j) acc = acc.dbl();
-        add_q_digit(acc, qt, d1[i], neg1, false);
-        add_q_digit(acc, qt, d2[i], neg2, true);
+            for (int j = 0; j < QW; ++j) acc = acc.dbl();
+        }
+        bc::add_digit(acc, qt, d1[i], neg1);
+        if (d2[i] != 0) {
+            Point e = qt[(d2[i] < 0 ? -d2[i] : d2[i]) - 1];
+            e.x = e.x * beta;
+            if ((d2[i] < 0) != neg2) e.y = e.y.neg();
+            acc = acc.add(e);
+        }
     }
-    int g[GD];
-    signed_digits<GW, GD>(u1, g);
-#pragma unroll 1
-    for (int j = 0; j < GD; ++j) {
-        if (g[j] == 0) continue;
-        PointAffine e = gtable[j * GENTRIES + (g[j] < 0 ? -g[j] : g[j]) - 1];
-        if (g[j] < 0) e.y = e.y.neg();
-        acc = acc.add(e);
-    }
-    return acc;
+    return GTable::mul(gtable, u1, acc);
 }
 
 }  // namespace
 
-// The fixed-base table: entry j * 128 + d - 1 is d 2^(8 j) G (affine), for d in 1..128 and j in
-// 0..32. Computed once, in parallel, from scratch per entry.
+// The fixed-base table (GTable::LEN affine points), computed once, in parallel.
 extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
-    BC_FOR_EACH_ITEM(i, (uint64_t)G_TABLE_LEN) {
-        int j = int(i) / GENTRIES, d = int(i) % GENTRIES + 1;
-        Point b = Point::from(Curve::generator());
-#pragma unroll 1
-        for (int k = 0; k < GW * j; ++k) b = b.dbl();
-        Point acc = Point::infinity();
-#pragma unroll 1
-        for (int bit = GW; bit >= 0; --bit) {
-            acc = acc.dbl();
-            if ((d >> bit) & 1) acc = acc.add(b);
-        }
-        table[i] = acc.to_affine();
-    }
+    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
 }
 
 // Item flags (limb 40).

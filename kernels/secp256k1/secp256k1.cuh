@@ -1,6 +1,6 @@
 // secp256k1 parameters for the generic field and curve templates (SEC 2, §2.4.1).
 #pragma once
-#include "bc/curve.cuh"
+#include "bc/ecmult.cuh"
 
 namespace bc::secp256k1 {
 

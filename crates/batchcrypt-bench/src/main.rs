@@ -4,6 +4,7 @@
 mod report;
 mod secp256k1;
 mod sha256;
+mod sm2;
 
 use clap::Parser;
 
@@ -11,7 +12,7 @@ use clap::Parser;
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run.
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -29,7 +30,8 @@ fn main() -> anyhow::Result<()> {
         match g.as_str() {
             "sha256" => sha256::run(&mut rep, args.quick)?,
             "secp256k1" => secp256k1::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1)"),
+            "sm2" => sm2::run(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2)"),
         }
     }
     if let Some(path) = &args.json {

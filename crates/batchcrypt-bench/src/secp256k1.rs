@@ -88,6 +88,20 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             rep.add(GROUP, &case, "libsecp256k1 1 core", single_n as u64, 0, t, None);
             let t = time(reps, || assert!((0..cpu_n).into_par_iter().all(peer)));
             rep.add(GROUP, &case, "libsecp256k1 all cores", cpu_n as u64, 0, t, Some("libsecp256k1 1 core"));
+            // The same from the encodings (libsecp256k1's own DER, key and x-only parsers), which
+            // is the work our end-to-end rows do.
+            let peer_encoded = |k: usize| match schnorr_scheme {
+                false => match (Signature::from_der(&b.sigs[k]), PublicKey::from_slice(&b.keys[k])) {
+                    (Ok(s), Ok(p)) => secp256k1::ecdsa::verify(&s, Message::from_digest(b.hashes[k]), &p).is_ok(),
+                    _ => false,
+                },
+                true => match XOnlyPublicKey::from_byte_array(b.xonly[k]) {
+                    Ok(x) => schnorr::verify(&schnorr::Signature::from_byte_array(b.schnorr[k]), &b.hashes[k], &x).is_ok(),
+                    Err(_) => false,
+                },
+            };
+            let t = time(reps, || assert!((0..cpu_n).into_par_iter().all(peer_encoded)));
+            rep.add(GROUP, &case, "libsecp256k1 all cores, parsing", cpu_n as u64, 0, t, Some("libsecp256k1 1 core"));
             for backend in [Backend::Libsecp256k1, Backend::Cuda] {
                 if !backend.is_available() || !backend.implements(batchcrypt::backend::Primitive::Secp256k1) {
                     continue;

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`).
+//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`).
 
 pub mod backend;
 pub mod bitcoin;
@@ -24,6 +24,7 @@ pub mod emulation;
 pub mod pipeline;
 pub mod secp256k1;
 pub mod sha256;
+pub mod sm2;
 
 pub use backend::{Backend, BackendChoice, Primitive};
 pub use error::{Error, Result};

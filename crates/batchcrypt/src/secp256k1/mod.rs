@@ -89,7 +89,7 @@ impl Secp256k1<'_> {
         let plan = self.plan(OP_ECDSA, n, bytes_in)?;
         let results = match plan.backend {
             Backend::Libsecp256k1 => cpu::par_map(n, plan.threads, |i| {
-                parse::prepare_ecdsa(&hashes[i], sigs[i], pubkeys[i], opts).and_then(|p| cpu::verify_ecdsa(&p))
+                cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
             }),
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::verify(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts))?,
@@ -105,7 +105,7 @@ impl Secp256k1<'_> {
         let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
         let results = match plan.backend {
             Backend::Libsecp256k1 => cpu::par_map(n, plan.threads, |i| {
-                parse::prepare_schnorr(&sigs[i], &pubkeys[i]).and_then(|p| cpu::verify_schnorr(&p, msgs[i]))
+                cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
             }),
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::verify(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]))?,
@@ -177,8 +177,8 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             let (small, large) = (4, sample.hashes.len());
             let run = |n: usize| -> Result<()> {
                 valid(match schnorr {
-                    true => (0..n).all(|i| parse::prepare_schnorr(&sample.schnorr[i], &sample.xonly[i]).and_then(|p| cpu::verify_schnorr(&p, &sample.hashes[i])).is_ok()),
-                    false => (0..n).all(|i| parse::prepare_ecdsa(&sample.hashes[i], &sample.der[i], &sample.sec1[i], &EcdsaOptions::default()).and_then(|p| cpu::verify_ecdsa(&p)).is_ok()),
+                    true => (0..n).all(|i| cpu::verify_schnorr_encoded(&sample.schnorr[i], &sample.xonly[i], &sample.hashes[i]).is_ok()),
+                    false => (0..n).all(|i| cpu::verify_ecdsa_encoded(&sample.hashes[i], &sample.der[i], &sample.sec1[i], &EcdsaOptions::default()).is_ok()),
                 })
             };
             crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))

@@ -1,0 +1,85 @@
+//! The SM2 instantiation of the generic field, curve and scalar-multiplication templates, run
+//! through the host build of the kernels (feature `emulation`), against the `sm2` crate
+//! (RustCrypto) as the independent reference.
+#![cfg(feature = "emulation")]
+
+use batchcrypt::emulation::sm2 as kern;
+use rand::{rngs::StdRng, SeedableRng};
+use sm2::elliptic_curve::sec1::ToEncodedPoint;
+use sm2::elliptic_curve::{Field, PrimeField};
+use sm2::{ProjectivePoint, Scalar};
+
+fn be_to_limbs(b: &[u8]) -> [u32; 8] {
+    std::array::from_fn(|i| u32::from_be_bytes(b[28 - 4 * i..32 - 4 * i].try_into().unwrap()))
+}
+
+fn scalar_limbs(s: &Scalar) -> [u32; 8] {
+    be_to_limbs(&s.to_repr())
+}
+
+/// Affine limbs of a point (all zero for infinity), as the kernels write them.
+fn point_limbs(p: &ProjectivePoint) -> [u32; 16] {
+    let e = p.to_affine().to_encoded_point(false);
+    let mut l = [0u32; 16];
+    if let (Some(x), Some(y)) = (e.x(), e.y()) {
+        l[..8].copy_from_slice(&be_to_limbs(x));
+        l[8..].copy_from_slice(&be_to_limbs(y));
+    }
+    l
+}
+
+/// Scalars that exercise the edges: 0, 1, 2, n - 1, n - 2, and powers of two around windows.
+fn edge_scalars() -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO, Scalar::ONE, Scalar::from(2u64), -Scalar::ONE, -Scalar::from(2u64)];
+    for shift in [7u32, 8, 127, 128, 255] {
+        let mut s = Scalar::ONE;
+        for _ in 0..shift {
+            s = s.double();
+        }
+        v.push(s);
+        v.push(-s);
+    }
+    v
+}
+
+#[test]
+fn mul_base_matches_sm2_crate() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut ks = edge_scalars();
+    ks.extend((0..300).map(|_| Scalar::random(&mut rng)));
+    let limbs: Vec<[u32; 8]> = ks.iter().map(scalar_limbs).collect();
+    for (k, got) in ks.iter().zip(kern::mul_base(&limbs)) {
+        assert_eq!(got, point_limbs(&(ProjectivePoint::GENERATOR * k)), "k = {k:?}");
+    }
+}
+
+#[test]
+fn mul_matches_sm2_crate_per_point_and_shared_scalar() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let points: Vec<ProjectivePoint> = (0..200).map(|_| ProjectivePoint::GENERATOR * Scalar::random(&mut rng)).collect();
+    let plimbs: Vec<[u32; 16]> = points.iter().map(point_limbs).collect();
+    // One scalar per point, edges included.
+    let mut ks = edge_scalars();
+    ks.extend((ks.len()..points.len()).map(|_| Scalar::random(&mut rng)));
+    let klimbs: Vec<[u32; 8]> = ks.iter().map(scalar_limbs).collect();
+    for (i, got) in kern::mul(&klimbs, &plimbs).into_iter().enumerate() {
+        assert_eq!(got, Some(point_limbs(&(points[i] * ks[i]))), "item {i}");
+    }
+    // One secret scalar over every point (the PSI blinding step).
+    let key = Scalar::random(&mut rng);
+    for (i, got) in kern::mul(&[scalar_limbs(&key)], &plimbs).into_iter().enumerate() {
+        assert_eq!(got, Some(point_limbs(&(points[i] * key))), "item {i}");
+    }
+}
+
+#[test]
+fn mul_rejects_points_off_the_curve() {
+    let g = point_limbs(&ProjectivePoint::GENERATOR);
+    let mut bad = g;
+    bad[8] ^= 1;
+    let zero = [0u32; 16];
+    let got = kern::mul(&[scalar_limbs(&Scalar::from(5u64))], &[g, bad, zero]);
+    assert_eq!(got[0], Some(point_limbs(&(ProjectivePoint::GENERATOR * Scalar::from(5u64)))));
+    assert_eq!(got[1], None);
+    assert_eq!(got[2], None, "the all-zero encoding of infinity is not an input point");
+}

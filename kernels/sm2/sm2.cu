@@ -1,0 +1,63 @@
+// SM2 scalar multiplication kernels: k G from the fixed-base table, and k P for given points (one
+// scalar per point, or one scalar for all: the ECDH-PSI blinding step). Integers cross the host
+// boundary as eight little-endian 32-bit limbs; points as affine x, y (16 limbs), infinity as zeros.
+#include "sm2.cuh"
+
+using namespace bc::sm2;
+
+namespace {
+
+using GTable = bc::FixedBase<Curve, 8>;
+constexpr int VAR_W = 5;  // variable-base window: 16 Jacobian multiples per thread
+
+template <class F>
+BC_DEVICE F load(const uint32_t* src) {
+    uint32_t t[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) t[i] = src[i];
+    return F::from_plain(t);
+}
+
+BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
+    PointAffine a = p.to_affine();
+    a.x.to_plain(dst);
+    a.y.to_plain(dst + 8);
+}
+
+BC_DEVICE void load_scalar(uint32_t k[8], const uint32_t* src) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) k[i] = src[i];
+}
+
+}  // namespace
+
+// The fixed-base table (GTable::LEN affine points, Montgomery form), computed once, in parallel.
+extern "C" __global__ void sm2_g_table(PointAffine* table) {
+    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
+}
+
+// out[i] = k[i] G.
+extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* __restrict__ k, const PointAffine* __restrict__ table, uint32_t* __restrict__ out, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        uint32_t kk[8];
+        load_scalar(kk, k + 8 * i);
+        store_point(out + 16 * i, GTable::mul(table, kk));
+    }
+}
+
+// out[i] = k_i P_i, with k_i at k + i * k_stride (k_stride 8, or 0: one scalar for every point).
+// ok[i] = 0 when P_i is not on the curve (out[i] is then zeros).
+extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __restrict__ k, uint64_t k_stride, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint8_t* __restrict__ ok, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        PointAffine p{load<Fp>(pts + 16 * i), load<Fp>(pts + 16 * i + 8)};
+        bool good = bc::on_curve(p, Curve::b());
+        ok[i] = good;
+        if (!good) {
+            for (int j = 0; j < 16; ++j) out[16 * i + j] = 0;
+            continue;
+        }
+        uint32_t kk[8];
+        load_scalar(kk, k + i * k_stride);
+        store_point(out + 16 * i, bc::mul_window<Curve, VAR_W>(p, kk));
+    }
+}
