@@ -1,5 +1,5 @@
-// SM2 scalar multiplication kernels: k G from the fixed-base table, and k P for given points (one
-// scalar per point, or one scalar for all: the ECDH-PSI blinding step). Integers cross the host
+// SM2 scalar multiplication kernels: k G from the fixed-base table, and k P for many points under
+// one scalar (the ECDH-PSI blinding step). Integers cross the host
 // boundary as eight little-endian 32-bit limbs; points as affine x, y (16 limbs), infinity as zeros.
 #include "sm2.cuh"
 
@@ -45,19 +45,19 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* _
     }
 }
 
-// out[i] = k_i P_i, with k_i at k + i * k_stride (k_stride 8, or 0: one scalar for every point).
-// ok[i] = 0 when P_i is not on the curve (out[i] is then zeros).
-extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __restrict__ k, uint64_t k_stride, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint8_t* __restrict__ ok, uint64_t n) {
+// out[i] = k P_i (17 limbs: the point, then 1 if P_i is on the curve, else 0 and a zero point).
+extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
         PointAffine p{load<Fp>(pts + 16 * i), load<Fp>(pts + 16 * i + 8)};
+        uint32_t* o = out + 17 * i;
         bool good = bc::on_curve(p, Curve::b());
-        ok[i] = good;
+        o[16] = good;
         if (!good) {
-            for (int j = 0; j < 16; ++j) out[16 * i + j] = 0;
+            for (int j = 0; j < 16; ++j) o[j] = 0;
             continue;
         }
         uint32_t kk[8];
-        load_scalar(kk, k + i * k_stride);
-        store_point(out + 16 * i, bc::mul_window<Curve, VAR_W>(p, kk));
+        load_scalar(kk, k);
+        store_point(o, bc::mul_window<Curve, VAR_W>(p, kk));
     }
 }

@@ -12,7 +12,7 @@ const G_TABLE_LEN: usize = 33 * 128;
 extern "C" {
     fn sm2_g_table(table: *mut AffineRaw);
     fn sm2_mul_base(k: *const u32, table: *const AffineRaw, out: *mut u32, n: u64);
-    fn sm2_mul(k: *const u32, k_stride: u64, pts: *const u32, out: *mut u32, ok: *mut u8, n: u64);
+    fn sm2_mul(k: *const u32, pts: *const u32, out: *mut u32, n: u64);
 }
 
 fn g_table() -> &'static [AffineRaw] {
@@ -33,14 +33,10 @@ pub fn mul_base(k: &[[u32; 8]]) -> Vec<[u32; 16]> {
     out
 }
 
-/// `k_i P_i` (one scalar per point, or `k.len() == 1` for one scalar over all points); `None` for a
-/// point off the curve.
-pub fn mul(k: &[[u32; 8]], points: &[[u32; 16]]) -> Vec<Option<[u32; 16]>> {
-    assert!(k.len() == points.len() || k.len() == 1);
-    let stride = if k.len() == 1 { 0 } else { 8 };
-    let mut out = vec![[0u32; 16]; points.len()];
-    let mut ok = vec![0u8; points.len()];
-    // SAFETY: 8 limbs per scalar (or one), 16 limbs in and out and one byte per point.
-    unsafe { sm2_mul(k.as_ptr().cast(), stride, points.as_ptr().cast(), out.as_mut_ptr().cast(), ok.as_mut_ptr(), points.len() as u64) };
-    out.into_iter().zip(ok).map(|(p, ok)| (ok != 0).then_some(p)).collect()
+/// `k P_i` for one scalar over every point; `None` for a point off the curve.
+pub fn mul(k: &[u32; 8], points: &[[u32; 16]]) -> Vec<Option<[u32; 16]>> {
+    let mut out = vec![[0u32; 17]; points.len()];
+    // SAFETY: one scalar; 16 limbs in and 17 out per point.
+    unsafe { sm2_mul(k.as_ptr(), points.as_ptr().cast(), out.as_mut_ptr().cast(), points.len() as u64) };
+    out.into_iter().map(|o| (o[16] != 0).then(|| o[..16].try_into().unwrap())).collect()
 }

@@ -1,9 +1,11 @@
-//! The GPU backend: scalars and points go up as 32-bit limbs, the SM2 kernels run, affine points
-//! come back. The fixed-base table is built on the device once per process.
+//! The GPU backend: scalars and points stream through the chunked pipeline as 32-bit limbs, the SM2
+//! kernels run, affine points come back. The fixed-base table is built on the device once per
+//! process.
 
 use super::{check_scalars, Point};
 use crate::backend::cuda::{driver_err, time_on_stream, Gpu};
 use crate::error::{Error, Result};
+use crate::pipeline::{run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
@@ -41,128 +43,107 @@ fn grid(n: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: ((n as u32).div_ceil(THREADS).max(1), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// Big-endian 32-byte integers as little-endian limbs.
-fn limbs(be: &[u8]) -> impl Iterator<Item = u32> + '_ {
-    (0..8).map(move |i| u32::from_be_bytes(be[28 - 4 * i..32 - 4 * i].try_into().unwrap()))
+/// Big-endian 256-bit integers to the kernels' little-endian limbs, or back: both are a byte
+/// reversal of each 32-byte field.
+fn flip_each_32(buf: &mut [u8]) {
+    buf.par_chunks_exact_mut(32).with_min_len(4096).for_each(|c| c.reverse());
 }
 
-fn to_limbs<const B: usize>(items: &[[u8; B]]) -> Vec<u32> {
-    items.par_iter().flat_map_iter(|it| it.chunks_exact(32).flat_map(limbs).collect::<Vec<_>>()).collect()
+fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
+    let mut v = items.as_flattened().to_vec();
+    flip_each_32(&mut v);
+    v
 }
 
-fn to_points(l: &[u32]) -> Vec<Point> {
-    l.par_chunks_exact(16)
-        .map(|p| {
-            let mut out = [0u8; 64];
-            for (half, coord) in p.chunks_exact(8).enumerate() {
-                for (i, w) in coord.iter().enumerate() {
-                    let at = 32 * half + 28 - 4 * i;
-                    out[at..at + 4].copy_from_slice(&w.to_be_bytes());
-                }
-            }
-            out
-        })
-        .collect()
-}
+/// Items per pipeline chunk: a few waves of the GPU, so host conversion and copies overlap it.
+const CHUNK: usize = 1 << 18;
 
-/// Inputs resident on the device, ready to launch (also what the kernel-only timing uses).
-struct Job {
-    f: CudaFunction,
-    stream: crate::backend::cuda::StreamGuard<'static>,
-    scalars: CudaSlice<u32>,
-    points: Option<CudaSlice<u32>>,
-    out: CudaSlice<u32>,
-    ok: CudaSlice<u8>,
-    n: usize,
-}
-
-impl Job {
-    fn mul_base(scalars: &[[u8; 32]]) -> Result<Job> {
-        check_scalars(scalars)?;
-        let gpu = gpu()?;
-        let stream = gpu.stream()?;
-        let n = scalars.len();
-        Ok(Job {
-            f: gpu.function(&crate::kernels::SM2, "sm2_mul_base")?,
-            scalars: stream.clone_htod(&to_limbs(scalars)).map_err(driver_err("upload"))?,
-            points: None,
-            out: stream.alloc_zeros::<u32>(16 * n).map_err(driver_err("cuMemAlloc"))?,
-            ok: stream.alloc_zeros::<u8>(1).map_err(driver_err("cuMemAlloc"))?,
-            stream,
-            n,
-        })
+fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], out: &mut CudaSlice<u8>, n: usize) -> Result<()> {
+    let n64 = n as u64;
+    let mut b = stream.launch_builder(f);
+    for a in args {
+        b.arg(*a);
     }
-
-    fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Job> {
-        check_scalars(std::slice::from_ref(k))?;
-        if points.is_empty() {
-            return Err(Error::EmptyBatch);
-        }
-        let gpu = gpu()?;
-        let stream = gpu.stream()?;
-        let n = points.len();
-        Ok(Job {
-            f: gpu.function(&crate::kernels::SM2, "sm2_mul")?,
-            scalars: stream.clone_htod(&to_limbs(std::slice::from_ref(k))).map_err(driver_err("upload"))?,
-            points: Some(stream.clone_htod(&to_limbs(points)).map_err(driver_err("upload"))?),
-            out: stream.alloc_zeros::<u32>(16 * n).map_err(driver_err("cuMemAlloc"))?,
-            ok: stream.alloc_zeros::<u8>(n).map_err(driver_err("cuMemAlloc"))?,
-            stream,
-            n,
-        })
-    }
-
-    fn launch(&mut self) -> Result<()> {
-        let stream: &Arc<CudaStream> = &self.stream;
-        let n64 = self.n as u64;
-        let stride = 0u64; // sm2_mul: one scalar for every point
-        let mut b = stream.launch_builder(&self.f);
-        match &self.points {
-            None => {
-                let table = g_table(gpu()?)?;
-                b.arg(&self.scalars).arg(table).arg(&mut self.out).arg(&n64);
-            }
-            Some(points) => {
-                b.arg(&self.scalars).arg(&stride).arg(points).arg(&mut self.out).arg(&mut self.ok).arg(&n64);
-            }
-        }
-        // SAFETY: arguments match `sm2_mul_base` / `sm2_mul`; buffers hold n items.
-        unsafe { b.launch(grid(self.n)) }.map(|_| ()).map_err(driver_err("launch"))
-    }
-
-    fn results(&self) -> Result<(Vec<Point>, Vec<u8>)> {
-        let out = self.stream.clone_dtoh(&self.out).map_err(driver_err("download"))?;
-        let ok = self.stream.clone_dtoh(&self.ok).map_err(driver_err("download"))?;
-        self.stream.synchronize().map_err(driver_err("sync"))?;
-        Ok((to_points(&out), ok))
-    }
+    b.arg(out).arg(&n64);
+    // SAFETY: callers pass the arguments of `sm2_mul_base` (scalars, table) or `sm2_mul` (scalar,
+    // points) in order; every buffer holds n items.
+    unsafe { b.launch(grid(n)) }.map(|_| ()).map_err(driver_err("launch"))
 }
 
-/// `k·G` for each scalar, on the GPU (transfers included).
+/// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
 pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
-    let mut job = Job::mul_base(scalars)?;
-    job.launch()?;
-    Ok(job.results()?.0)
+    check_scalars(scalars)?;
+    let gpu = gpu()?;
+    let table = g_table(gpu)?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
+    let n = scalars.len();
+    let mut out = vec![[0u8; 64]; n];
+    let fill = |first: usize, dst: &mut [u8]| {
+        dst.copy_from_slice(scalars[first..first + dst.len() / 32].as_flattened());
+        flip_each_32(dst);
+        Ok(())
+    };
+    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
+    run_chunked(gpu, n, 32, out.as_flattened_mut(), 64, cfg, fill, |s, input, o, count| launch(s, &f, &[input, table], o, count))?;
+    flip_each_32(out.as_flattened_mut());
+    Ok(out)
 }
 
-/// `k·P` for one scalar over every point, on the GPU; `None` for a point not on the curve.
+/// `k·P` for one scalar over every point, on the GPU (transfers included, pipelined in chunks);
+/// `None` for a point not on the curve.
 pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> {
-    let mut job = Job::mul_shared(k, points)?;
-    job.launch()?;
-    let (out, ok) = job.results()?;
-    Ok(out.into_iter().zip(ok).map(|(p, ok)| (ok != 0).then_some(p)).collect())
+    check_scalars(std::slice::from_ref(k))?;
+    if points.is_empty() {
+        return Err(Error::EmptyBatch);
+    }
+    let gpu = gpu()?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
+    let key = {
+        let stream = gpu.stream()?;
+        let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+        stream.synchronize().map_err(driver_err("sync"))?;
+        key
+    };
+    let n = points.len();
+    let mut out = vec![0u8; 68 * n];
+    let fill = |first: usize, dst: &mut [u8]| {
+        dst.copy_from_slice(points[first..first + dst.len() / 64].as_flattened());
+        flip_each_32(dst);
+        Ok(())
+    };
+    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
+    run_chunked(gpu, n, 64, &mut out, 68, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count))?;
+    Ok(out
+        .par_chunks_exact_mut(68)
+        .map(|o| {
+            // Limb 16 (little-endian) says whether the point was on the curve.
+            let on_curve = o[64] != 0;
+            o[..64].chunks_exact_mut(32).for_each(|c| c.reverse());
+            on_curve.then(|| o[..64].try_into().unwrap())
+        })
+        .collect())
 }
 
 /// Kernel-only seconds of [`mul_base`] (median of `iters`), inputs resident. For benchmarks.
 pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64> {
-    let mut job = Job::mul_base(scalars)?;
-    let stream = job.stream.clone();
-    time_on_stream(&stream, iters, || job.launch())
+    check_scalars(scalars)?;
+    let gpu = gpu()?;
+    let table = g_table(gpu)?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
+    let stream = gpu.stream()?;
+    let input = stream.clone_htod(&flipped(scalars)).map_err(driver_err("upload"))?;
+    let mut out = stream.alloc_zeros::<u8>(64 * scalars.len()).map_err(driver_err("cuMemAlloc"))?;
+    time_on_stream(&stream, iters, || launch(&stream, &f, &[&input, table], &mut out, scalars.len()))
 }
 
 /// Kernel-only seconds of [`mul_shared`] (median of `iters`), inputs resident. For benchmarks.
 pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -> Result<f64> {
-    let mut job = Job::mul_shared(k, points)?;
-    let stream = job.stream.clone();
-    time_on_stream(&stream, iters, || job.launch())
+    check_scalars(std::slice::from_ref(k))?;
+    let gpu = gpu()?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
+    let stream = gpu.stream()?;
+    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+    let input = stream.clone_htod(&flipped(points)).map_err(driver_err("upload"))?;
+    let mut out = stream.alloc_zeros::<u8>(68 * points.len()).map_err(driver_err("cuMemAlloc"))?;
+    time_on_stream(&stream, iters, || launch(&stream, &f, &[&key, &input], &mut out, points.len()))
 }
