@@ -63,12 +63,13 @@ fn schnorr_equation(r: &[u8; 32], s: &[u8; 32], key: &PublicKey, msg: &[u8]) -> 
     schnorr::verify(&schnorr::Signature::from_byte_array(sig), msg, &xonly).map_err(|_| Reason::SignatureMismatch)
 }
 
-/// `f(i)` for `i` in `0..n`, in order, on `threads` threads: a few chunks per thread, so one slow
-/// chunk does not hold the others back.
+/// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces
+/// are small (a verification is tens of microseconds, so 64 items amortize the scheduling): with
+/// a few large pieces per thread, one thread slowed by the system left the others idle at the end
+/// of a batch, which cost about a fifth of the throughput on a 16-core host.
 pub(crate) fn par_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     if threads <= 1 {
         return (0..n).map(f).collect();
     }
-    let chunk = n.div_ceil(threads * 4).max(1);
-    (0..n).into_par_iter().with_min_len(chunk).map(f).collect()
+    (0..n).into_par_iter().with_min_len(64).map(f).collect()
 }
