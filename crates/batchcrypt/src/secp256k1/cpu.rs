@@ -64,9 +64,8 @@ fn schnorr_equation(r: &[u8; 32], s: &[u8; 32], key: &PublicKey, msg: &[u8]) -> 
 }
 
 /// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces
-/// are small (a verification is tens of microseconds, so 64 items amortize the scheduling): with
-/// a few large pieces per thread, one thread slowed by the system left the others idle at the end
-/// of a batch, which cost about a fifth of the throughput on a 16-core host.
+/// are small (a verification is tens of microseconds, so 64 items amortize the scheduling), so a
+/// thread slowed by the system does not leave the others idle at the end of a batch.
 pub(crate) fn par_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     if threads <= 1 {
         return (0..n).map(f).collect();
