@@ -11,14 +11,6 @@ using bc::on_curve;
 namespace {
 
 template <class F>
-BC_DEVICE F load(const uint32_t* src) {
-    uint32_t t[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) t[i] = src[i];
-    return F::from_plain(t);
-}
-
-template <class F>
 BC_DEVICE void store(uint32_t* dst, const F& x) {
     x.to_plain(dst);
 }
@@ -116,7 +108,7 @@ enum : uint8_t { OUT_MISMATCH = 0, OUT_VALID = 1, OUT_KEY_OFF_CURVE = 2 };
 // uncompressed one is checked against the curve equation. False when there is no such point.
 BC_DEVICE bool item_key(const uint32_t* it, PointAffine& q) {
     uint32_t flags = it[40];
-    q.x = load<Fp>(it + 16);
+    q.x = bc::load_plain<Fp>(it + 16);
     Fp rhs = q.x.sqr() * q.x + Curve::b();
     if (flags & KEY_COMPRESSED) {
         Fp y = rhs.sqrt_candidate();
@@ -126,7 +118,7 @@ BC_DEVICE bool item_key(const uint32_t* it, PointAffine& q) {
         q.y = (plain[0] & 1) == (flags & KEY_ODD) ? y : y.neg();
         return true;
     }
-    q.y = load<Fp>(it + 24);
+    q.y = bc::load_plain<Fp>(it + 24);
     return q.y.sqr() == rhs;
 }
 
@@ -216,7 +208,7 @@ extern "C" __global__ void secp256k1_split_lambda(const uint32_t* k, uint32_t* o
 template <class F>
 BC_DEVICE void invert_group(const uint32_t* x, uint32_t* out) {
     F v[16], scratch[16];
-    for (int k = 0; k < 16; ++k) v[k] = load<F>(x + 8 * k);
+    for (int k = 0; k < 16; ++k) v[k] = bc::load_plain<F>(x + 8 * k);
     bc::batch_inverse(v, scratch, 16);
     for (int k = 0; k < 16; ++k) store(out + 8 * k, v[k]);
 }
@@ -233,10 +225,10 @@ extern "C" __global__ void secp256k1_field_ops(const uint32_t* a, const uint32_t
     BC_FOR_EACH_ITEM(i, n) {
         uint32_t* o = out + 48 * i;
         if (which == 0) {
-            Fp x = load<Fp>(a + 8 * i), y = load<Fp>(b + 8 * i);
+            Fp x = bc::load_plain<Fp>(a + 8 * i), y = bc::load_plain<Fp>(b + 8 * i);
             store(o, x + y); store(o + 8, x - y); store(o + 16, x * y); store(o + 24, x.sqr()); store(o + 32, x.inv()); store(o + 40, x.neg());
         } else {
-            Fn x = load<Fn>(a + 8 * i), y = load<Fn>(b + 8 * i);
+            Fn x = bc::load_plain<Fn>(a + 8 * i), y = bc::load_plain<Fn>(b + 8 * i);
             store(o, x + y); store(o + 8, x - y); store(o + 16, x * y); store(o + 24, x.sqr()); store(o + 32, x.inv()); store(o + 40, x.neg());
         }
     }
@@ -246,8 +238,8 @@ extern "C" __global__ void secp256k1_field_ops(const uint32_t* a, const uint32_t
 // P+P through add, as affine points (infinity = 0, 0), then on_curve(P) and on_curve(Q): 82 limbs.
 extern "C" __global__ void secp256k1_point_ops(const uint32_t* p, const uint32_t* q, uint32_t* out, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
-        PointAffine a{load<Fp>(p + 16 * i), load<Fp>(p + 16 * i + 8)};
-        PointAffine b{load<Fp>(q + 16 * i), load<Fp>(q + 16 * i + 8)};
+        PointAffine a{bc::load_plain<Fp>(p + 16 * i), bc::load_plain<Fp>(p + 16 * i + 8)};
+        PointAffine b{bc::load_plain<Fp>(q + 16 * i), bc::load_plain<Fp>(q + 16 * i + 8)};
         Point ja = Point::from(a), jb = Point::from(b);
         uint32_t* o = out + 82 * i;
         store_affine(o, ja.add(jb));

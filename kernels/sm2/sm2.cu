@@ -10,14 +10,6 @@ namespace {
 using GTable = bc::FixedBase<Curve, 8>;
 constexpr int VAR_W = 5;  // variable-base window: 16 Jacobian multiples per thread
 
-template <class F>
-BC_DEVICE F load(const uint32_t* src) {
-    uint32_t t[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) t[i] = src[i];
-    return F::from_plain(t);
-}
-
 BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
     PointAffine a = p.to_affine();
     a.x.to_plain(dst);
@@ -48,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* _
 // out[i] = k P_i (17 limbs: the point, then 1 if P_i is on the curve, else 0 and a zero point).
 extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
-        PointAffine p{load<Fp>(pts + 16 * i), load<Fp>(pts + 16 * i + 8)};
+        PointAffine p{bc::load_plain<Fp>(pts + 16 * i), bc::load_plain<Fp>(pts + 16 * i + 8)};
         uint32_t* o = out + 17 * i;
         bool good = bc::on_curve(p, Curve::b());
         o[16] = good;

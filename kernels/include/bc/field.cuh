@@ -325,6 +325,15 @@ struct Fp {
     }
 };
 
+// An element from eight little-endian limbs holding an ordinary integer below the modulus.
+template <class F>
+BC_DEVICE F load_plain(const uint32_t* src) {
+    uint32_t t[LIMBS];
+#pragma unroll
+    for (int i = 0; i < LIMBS; ++i) t[i] = src[i];
+    return F::from_plain(t);
+}
+
 // Montgomery's trick: inverts n elements with one inversion and 3(n-1) multiplications.
 // `scratch` holds n elements. Zeros stay zero and do not spoil the others.
 template <class F>

@@ -39,6 +39,37 @@ pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error
     move |e| Error::Cuda { context, message: format!("{e:?}") }
 }
 
+/// A table computed once per process on the device: `kernel(table)` of `image` writes `len`
+/// entries of `entry_bytes` with a grid-stride loop. The result (or why it failed) is kept in
+/// `cell`.
+pub(crate) fn device_table(
+    cell: &'static std::sync::OnceLock<std::result::Result<cudarc::driver::CudaSlice<u8>, String>>,
+    gpu: &Gpu,
+    image: &KernelImage,
+    kernel: &'static str,
+    len: usize,
+    entry_bytes: usize,
+) -> Result<&'static cudarc::driver::CudaSlice<u8>> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    cell.get_or_init(|| {
+        let build = || -> Result<cudarc::driver::CudaSlice<u8>> {
+            let f = gpu.function(image, kernel)?;
+            let stream = gpu.stream()?;
+            let mut t = stream.alloc_zeros::<u8>(len * entry_bytes).map_err(driver_err("cuMemAlloc"))?;
+            let mut b = stream.launch_builder(&f);
+            b.arg(&mut t);
+            let cfg = LaunchConfig { grid_dim: ((len as u32).div_ceil(128), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: the kernel takes the table alone and writes its `len` entries.
+            unsafe { b.launch(cfg) }.map_err(driver_err("launch"))?;
+            stream.synchronize().map_err(driver_err("sync"))?;
+            Ok(t)
+        };
+        build().map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| Error::Cuda { context: kernel, message: e.clone() })
+}
+
 /// Device time of `work` (which enqueues on `stream`): the median of `iters` runs bracketed by
 /// timing events, in seconds, after one untimed warm-up run.
 pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {

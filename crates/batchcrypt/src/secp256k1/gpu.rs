@@ -148,7 +148,7 @@ impl Scheme {
 #[cfg(feature = "cuda")]
 mod device {
     use super::{encode_all, encode_items, verdict, HostItem, Reason, Scheme, G_TABLE_LEN, ITEM_BYTES};
-    use crate::backend::cuda::{driver_err, time_on_stream, Gpu};
+    use crate::backend::cuda::{device_table, driver_err, time_on_stream, Gpu};
     use crate::error::{Error, Result};
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -159,24 +159,7 @@ mod device {
     /// The fixed-base table, computed once on the device by `secp256k1_g_table`.
     fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
         static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
-        TABLE
-            .get_or_init(|| {
-                let build = || -> Result<CudaSlice<u8>> {
-                    let f = gpu.function(&crate::kernels::SECP256K1, "secp256k1_g_table")?;
-                    let stream = gpu.stream()?;
-                    let mut t = stream.alloc_zeros::<u8>(G_TABLE_LEN * 64).map_err(driver_err("cuMemAlloc"))?;
-                    let mut b = stream.launch_builder(&f);
-                    b.arg(&mut t);
-                    // SAFETY: the grid-stride loop writes all G_TABLE_LEN entries.
-                    let cfg = LaunchConfig { grid_dim: ((G_TABLE_LEN as u32).div_ceil(128), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-                    unsafe { b.launch(cfg) }.map_err(driver_err("launch"))?;
-                    stream.synchronize().map_err(driver_err("sync"))?;
-                    Ok(t)
-                };
-                build().map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| Error::Cuda { context: "secp256k1 table", message: e.clone() })
+        device_table(&TABLE, gpu, &crate::kernels::SECP256K1, "secp256k1_g_table", G_TABLE_LEN, 64)
     }
 
     fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, input: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, count: usize) -> Result<()> {

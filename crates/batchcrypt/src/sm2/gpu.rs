@@ -3,7 +3,7 @@
 //! process.
 
 use super::{check_scalars, Point};
-use crate::backend::cuda::{driver_err, time_on_stream, Gpu};
+use crate::backend::cuda::{device_table, driver_err, time_on_stream, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -20,23 +20,7 @@ fn gpu() -> Result<&'static Gpu> {
 
 fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
     static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
-    TABLE
-        .get_or_init(|| {
-            let build = || -> Result<CudaSlice<u8>> {
-                let f = gpu.function(&crate::kernels::SM2, "sm2_g_table")?;
-                let stream = gpu.stream()?;
-                let mut t = stream.alloc_zeros::<u8>(G_TABLE_LEN * 64).map_err(driver_err("cuMemAlloc"))?;
-                let mut b = stream.launch_builder(&f);
-                b.arg(&mut t);
-                // SAFETY: the grid-stride loop writes all G_TABLE_LEN entries.
-                unsafe { b.launch(grid(G_TABLE_LEN)) }.map_err(driver_err("launch"))?;
-                stream.synchronize().map_err(driver_err("sync"))?;
-                Ok(t)
-            };
-            build().map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Error::Cuda { context: "sm2 table", message: e.clone() })
+    device_table(&TABLE, gpu, &crate::kernels::SM2, "sm2_g_table", G_TABLE_LEN, 64)
 }
 
 fn grid(n: usize) -> LaunchConfig {
