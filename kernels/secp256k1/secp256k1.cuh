@@ -40,6 +40,7 @@ using Fn = bc::Fp<FnParams>;
 struct Curve {
     using F = Fp;
     static constexpr bool A_IS_ZERO = true;
+    static constexpr bool A_IS_MINUS_3 = false;
     static BC_DEVICE F a() { return F::zero(); }
     static BC_DEVICE F b() { return F::from_u32(7); }
     static BC_DEVICE Affine<Curve> generator() { return Affine<Curve>{F::from_plain(G_X), F::from_plain(G_Y)}; }

@@ -1,58 +1,16 @@
 // SHA-256 batch kernels: one message per thread. Digests are written as 32 bytes, big-endian
 // words, exactly as the CPU backends produce them.
 #include "sha256.cuh"
+#include "bc/md.cuh"
 
 using namespace bc;
 using namespace bc::sha256;
 
 namespace {
 
-BC_DEVICE void store_digest(uint8_t* out, uint64_t i, const uint32_t s[8]) {
-    uint4* o = reinterpret_cast<uint4*>(out + 32 * i);
-    o[0] = make_uint4(bswap32(s[0]), bswap32(s[1]), bswap32(s[2]), bswap32(s[3]));
-    o[1] = make_uint4(bswap32(s[4]), bswap32(s[5]), bswap32(s[6]), bswap32(s[7]));
-}
-
-// Big-endian word j of a message that may start at any byte address.
-BC_DEVICE uint32_t load_be(const uint8_t* p, bool aligned) {
-    if (aligned) return bswap32(*reinterpret_cast<const uint32_t*>(p));
-    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
-}
-
-// Hashes one message of any length: whole blocks straight from memory, then the padded tail.
+// Hashes one message of any length, then once more for SHA256d.
 BC_DEVICE void hash_message(const uint8_t* msg, uint64_t len, bool dbl, uint32_t s[8]) {
-    const bool aligned = (reinterpret_cast<uintptr_t>(msg) & 3) == 0;
-    init(s);
-    uint32_t w[16];
-    uint64_t full = len / 64;
-    for (uint64_t blk = 0; blk < full; ++blk) {
-#pragma unroll
-        for (int j = 0; j < 16; ++j) w[j] = load_be(msg + 64 * blk + 4 * j, aligned);
-        compress(s, w);
-    }
-    // Tail: the remaining bytes, 0x80, zeros, and the 64-bit bit length; one or two blocks.
-    const uint8_t* tail = msg + 64 * full;
-    uint32_t rest = uint32_t(len - 64 * full);
-    uint32_t blocks = rest + 9 <= 64 ? 1 : 2;
-    uint64_t bits = len * 8;
-    for (uint32_t blk = 0; blk < blocks; ++blk) {
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            uint32_t word = 0;
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                uint32_t pos = 64 * blk + 4 * j + k;
-                uint32_t byte = pos < rest ? tail[pos] : (pos == rest ? 0x80u : 0u);
-                word = (word << 8) | byte;
-            }
-            w[j] = word;
-        }
-        if (blk == blocks - 1) {
-            w[14] |= uint32_t(bits >> 32);
-            w[15] |= uint32_t(bits);
-        }
-        compress(s, w);
-    }
+    md_hash<Hash>(msg, len, s);
     if (dbl) hash_digest(s);
 }
 

@@ -103,6 +103,12 @@ BC_DEVICE void init(uint32_t s[8]) {
     for (int i = 0; i < 8; ++i) s[i] = IV[i];
 }
 
+// The hash policy of bc/md.cuh.
+struct Hash {
+    static BC_DEVICE void init(uint32_t s[8]) { sha256::init(s); }
+    static BC_DEVICE void compress(uint32_t s[8], uint32_t w[16]) { sha256::compress(s, w); }
+};
+
 // The second hash of SHA256d: one block holding the 32-byte digest and its padding.
 BC_DEVICE void hash_digest(uint32_t s[8]) {
     uint32_t w[16];

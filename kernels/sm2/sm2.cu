@@ -1,6 +1,8 @@
-// SM2 scalar multiplication kernels: k G from the fixed-base table, and k P for many points under
-// one scalar (the ECDH-PSI blinding step). Integers cross the host
-// boundary as eight little-endian 32-bit limbs; points as affine x, y (16 limbs), infinity as zeros.
+// SM2 scalar multiplication kernels: k G from the fixed-base table, k P for many points under one
+// scalar (the ECDH-PSI blinding step), the same on SEC1-compressed points (decompressed here), and
+// hash-to-curve fused with the multiplication. Integers cross the host boundary as eight
+// little-endian 32-bit limbs; points as affine x, y (16 limbs, infinity as zeros), or compressed
+// as x and a flag limb (9 limbs).
 #include "sm2.cuh"
 
 using namespace bc::sm2;
@@ -14,6 +16,36 @@ BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
     PointAffine a = p.to_affine();
     a.x.to_plain(dst);
     a.y.to_plain(dst + 8);
+}
+
+// Compressed points: x, then a flag limb. In: bit 0 = y is odd, bit 1 = not a valid encoding (the
+// host's verdict on the prefix byte). Out: bit 0 = y is odd, bit 1 = a valid point.
+// Out bit 2: the point at infinity (x = 0 then).
+enum : uint32_t { C_ODD = 1, C_BAD = 2, C_VALID = 2, C_INFINITY = 4 };
+
+BC_DEVICE void store_compressed(uint32_t* dst, const Point& p) {
+    if (p.is_infinity()) {
+        for (int j = 0; j < 8; ++j) dst[j] = 0;
+        dst[8] = C_VALID | C_INFINITY;
+        return;
+    }
+    PointAffine a = p.to_affine();
+    a.x.to_plain(dst);
+    dst[8] = uint32_t(bc::is_odd(a.y)) | C_VALID;
+}
+
+// The point with this x and y parity; false when x >= p or x^3 + a x + b is not a square.
+BC_DEVICE bool decompress(const uint32_t* src, PointAffine& p) {
+    uint32_t x[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = src[i];
+    if ((src[8] & C_BAD) || bc::geq_n(x, P_MOD)) return false;
+    p.x = Fp::from_plain(x);
+    Fp rhs = (p.x.sqr() + Curve::a()) * p.x + Curve::b();
+    p.y = rhs.sqrt_candidate();
+    if (p.y.sqr() != rhs) return false;
+    if (bc::is_odd(p.y) != bool(src[8] & C_ODD)) p.y = p.y.neg();
+    return true;
 }
 
 BC_DEVICE void load_scalar(uint32_t k[8], const uint32_t* src) {
@@ -51,5 +83,34 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __rest
         uint32_t kk[8];
         load_scalar(kk, k);
         store_point(o, bc::mul_window<Curve, VAR_W>(p, kk));
+    }
+}
+
+// out[i] = k P_i for compressed points (9 limbs in, 9 out; a zero limb 8 out for an invalid P_i).
+extern "C" __global__ void __launch_bounds__(128) sm2_mul_compressed(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        PointAffine p;
+        uint32_t* o = out + 9 * i;
+        if (!decompress(pts + 9 * i, p)) {
+            for (int j = 0; j < 9; ++j) o[j] = 0;
+            continue;
+        }
+        uint32_t kk[8];
+        load_scalar(kk, k);
+        store_compressed(o, bc::mul_window<Curve, VAR_W>(p, kk));
+    }
+}
+
+// out[i] = k H(m_i), compressed (9 limbs), with H the RFC 9380 hash_to_curve for SM2 with SM3
+// (expand_message_xmd, simplified SWU) under the domain separation tag dst. Message i sits in
+// the slot msgs[i * slot .. (i + 1) * slot): its length (4 bytes, little-endian), then its bytes.
+extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* __restrict__ k, const uint8_t* __restrict__ msgs, uint64_t slot, const uint8_t* __restrict__ dst, uint32_t dst_len, uint32_t* __restrict__ out, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) {
+        const uint8_t* m = msgs + i * slot;
+        uint32_t len = *reinterpret_cast<const uint32_t*>(m);
+        Point h = bc::hash_to_curve<Curve, bc::sm3::Hash>(m + 4, len, dst, dst_len);
+        uint32_t kk[8];
+        load_scalar(kk, k);
+        store_compressed(out + 9 * i, bc::mul_window<Curve, VAR_W>(h, kk));
     }
 }

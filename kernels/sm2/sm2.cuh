@@ -1,6 +1,8 @@
 // SM2 parameters (GB/T 32918.5, GM/T 0003.5) for the generic field and curve templates.
 #pragma once
 #include "bc/ecmult.cuh"
+#include "bc/h2c.cuh"
+#include "bc/sm3.cuh"
 
 namespace bc::sm2 {
 
@@ -33,8 +35,13 @@ using Fn = bc::Fp<FnParams>;
 struct Curve {
     using F = Fp;
     static constexpr bool A_IS_ZERO = false;
+    static constexpr bool A_IS_MINUS_3 = true;
     static BC_DEVICE F a() { return F::from_u32(3).neg(); }  // a = p - 3
     static BC_DEVICE F b() { return F::from_plain(B); }
+    // Simplified SWU: Z = -9 (RFC 9380 Appendix H.2's search for SM2's a and b), and
+    // sqrt(-Z^3) = sqrt(729) = 27.
+    static BC_DEVICE F sswu_z() { return F::from_u32(9).neg(); }
+    static BC_DEVICE F sswu_c2() { return F::from_u32(27); }
     static BC_DEVICE Affine<Curve> generator() { return Affine<Curve>{F::from_plain(G_X), F::from_plain(G_Y)}; }
 };
 

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`).
+//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`), and
+//! `psi`, the ECDH-PSI protocol over SM2.
 
 pub mod backend;
 pub mod bitcoin;
@@ -25,6 +26,7 @@ pub mod pipeline;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sm2;
+pub mod sm3;
 
 pub use backend::{Backend, BackendChoice, Primitive};
 pub use error::{Error, Result};
@@ -81,6 +83,14 @@ impl Engine {
 
     pub fn secp256k1(&self) -> secp256k1::Secp256k1<'_> {
         secp256k1::Secp256k1 { engine: self }
+    }
+
+    pub fn sm2(&self) -> sm2::Sm2<'_> {
+        sm2::Sm2 { engine: self }
+    }
+
+    pub fn sm3(&self) -> sm3::Sm3<'_> {
+        sm3::Sm3 { engine: self }
     }
 }
 

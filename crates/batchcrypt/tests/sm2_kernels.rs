@@ -78,3 +78,55 @@ fn mul_rejects_points_off_the_curve() {
     assert_eq!(got[1], None);
     assert_eq!(got[2], None, "the all-zero encoding of infinity is not an input point");
 }
+
+#[test]
+fn mul_compressed_matches_cpu_path() {
+    use batchcrypt::sm2::cpu;
+    let mut rng = StdRng::seed_from_u64(13);
+    let mut enc: Vec<[u8; 33]> = (0..150).map(|_| cpu::compress(&(ProjectivePoint::GENERATOR * Scalar::random(&mut rng)))).collect();
+    // Not points: a bad prefix, x = p, and x values whose cubic is not a square (some of 0..40).
+    let mut bad = enc[0];
+    bad[0] = 4;
+    enc.push(bad);
+    let mut at_p = [0xffu8; 33];
+    at_p[0] = 2;
+    at_p[1..].copy_from_slice(&hex::decode("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF").unwrap());
+    enc.push(at_p);
+    for i in 0..40u8 {
+        let mut c = [0u8; 33];
+        c[0] = 2 + (i & 1);
+        c[32] = i;
+        enc.push(c);
+    }
+    let limbs: Vec<[u32; 9]> = enc
+        .iter()
+        .map(|c| {
+            let mut l = [0u32; 9];
+            l[..8].copy_from_slice(&be_to_limbs(&c[1..]));
+            l[8] = match c[0] {
+                2 => 0,
+                3 => 1,
+                _ => 2,
+            };
+            l
+        })
+        .collect();
+    for k in [Scalar::ZERO, Scalar::ONE, Scalar::random(&mut rng)] {
+        let kb: [u8; 32] = k.to_repr().into();
+        let want = cpu::mul_compressed(&kb, &enc, 1);
+        assert!(want.iter().filter(|w| w.is_none()).count() > 2, "some of the x values are off the curve");
+        for ((w, got), c) in want.iter().zip(kern::mul_compressed(&scalar_limbs(&k), &limbs)).zip(&enc) {
+            let got_c = (got[8] & 2 != 0).then(|| {
+                let mut o = [0u8; 33];
+                if got[8] & 4 == 0 {
+                    o[0] = 2 | (got[8] & 1) as u8;
+                    for (i, l) in got[..8].iter().enumerate() {
+                        o[29 - 4 * i..33 - 4 * i].copy_from_slice(&l.to_be_bytes());
+                    }
+                }
+                o
+            });
+            assert_eq!(&got_c, w, "input {}", hex::encode(c));
+        }
+    }
+}

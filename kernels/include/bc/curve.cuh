@@ -2,7 +2,8 @@
 // struct C:
 //   using F = Fp<...>;                        // the base field
 //   static constexpr bool A_IS_ZERO;          // secp256k1, BN254: a = 0 (cheaper doubling)
-//   static BC_DEVICE F a();                   // used only when A_IS_ZERO is false (SM2)
+//   static constexpr bool A_IS_MINUS_3;       // SM2, P-256: a = -3 (cheaper doubling too)
+//   static BC_DEVICE F a();                   // used in doubling only when neither holds
 // Points are Jacobian (X, Y, Z) with x = X/Z^2, y = Y/Z^3; Z = 0 is the point at infinity.
 // Affine points use (0, 0) for infinity, which is on none of these curves (b != 0).
 #pragma once
@@ -31,8 +32,20 @@ struct Jacobian {
     BC_DEVICE bool is_infinity() const { return z.is_zero(); }
     BC_DEVICE Jacobian neg() const { return Jacobian{x, y.neg(), z}; }
 
-    // 2P ("dbl-2009-l" when a = 0, "dbl-2007-bl" otherwise). Infinity doubles to infinity (Z stays 0).
+    // 2P ("dbl-2009-l" when a = 0, "dbl-2001-b" when a = -3, "dbl-2007-bl" otherwise). Infinity
+    // doubles to infinity (Z stays 0).
     BC_DEVICE Jacobian dbl() const {
+        if constexpr (C::A_IS_MINUS_3) {
+            F delta = z.sqr(), gamma = y.sqr(), beta = x * gamma;
+            F alpha = (x - delta) * (x + delta);
+            alpha = alpha.dbl() + alpha;
+            F beta4 = beta.dbl().dbl();
+            Jacobian r;
+            r.x = alpha.sqr() - beta4.dbl();
+            r.z = (y + z).sqr() - gamma - delta;
+            r.y = alpha * (beta4 - r.x) - gamma.sqr().dbl().dbl().dbl();
+            return r;
+        }
         F xx = x.sqr(), yy = y.sqr(), yyyy = yy.sqr();
         F s = ((x + yy).sqr() - xx - yyyy).dbl();
         F m = xx.dbl() + xx;

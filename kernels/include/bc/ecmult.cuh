@@ -88,12 +88,12 @@ BC_DEVICE void add_digit(Jacobian<C>& acc, const Jacobian<C>* t, int d, bool neg
 
 // k P for a variable point: signed W-bit windows over a per-thread table.
 template <class C, int W>
-BC_DEVICE Jacobian<C> mul_window(const Affine<C>& p, const uint32_t k[8]) {
+BC_DEVICE Jacobian<C> mul_window(const Jacobian<C>& p, const uint32_t k[8]) {
     constexpr int D = (256 + W) / W;
     int d[D];
     signed_digits<W, D>(k, d);
     Jacobian<C> t[1 << (W - 1)];
-    window_table<C, W>(t, Jacobian<C>::from(p));
+    window_table<C, W>(t, p);
     Jacobian<C> acc = Jacobian<C>::infinity();
 #pragma unroll 1
     for (int i = D - 1; i >= 0; --i) {
@@ -104,6 +104,11 @@ BC_DEVICE Jacobian<C> mul_window(const Affine<C>& p, const uint32_t k[8]) {
         add_digit(acc, t, d[i], false);
     }
     return acc;
+}
+
+template <class C, int W>
+BC_DEVICE Jacobian<C> mul_window(const Affine<C>& p, const uint32_t k[8]) {
+    return mul_window<C, W>(Jacobian<C>::from(p), k);
 }
 
 }  // namespace bc

@@ -165,6 +165,8 @@ struct Fp {
     static constexpr bool PSEUDO = P::PSEUDO_C0 != 0;
     uint32_t v[LIMBS];
 
+    static BC_DEVICE const uint32_t* modulus() { return P::mod(); }
+
     static BC_DEVICE Fp zero() {
         Fp r;
 #pragma unroll

@@ -40,3 +40,15 @@ fn detect() -> CpuFeatures {
 pub fn threads() -> usize {
     rayon::current_num_threads()
 }
+
+/// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces of
+/// `min_piece` items amortize the scheduling; keep them small (for the signature and curve paths
+/// an item is tens of microseconds, and 64 is enough), so a thread slowed by the system does not
+/// leave the others idle at the end of a batch.
+pub(crate) fn par_map<T: Send>(min_piece: usize, n: usize, threads: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    use rayon::prelude::*;
+    if threads <= 1 {
+        return (0..n).map(f).collect();
+    }
+    (0..n).into_par_iter().with_min_len(min_piece).map(f).collect()
+}

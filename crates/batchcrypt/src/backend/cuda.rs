@@ -39,6 +39,13 @@ pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error
     move |e| Error::Cuda { context, message: format!("{e:?}") }
 }
 
+/// A one-dimensional grid of `threads`-wide blocks covering `n` items (at least one block). Kernels
+/// loop grid-stride, so a caller may pass fewer items than the batch to cap the grid.
+pub(crate) fn grid_1d(n: u64, threads: u32) -> cudarc::driver::LaunchConfig {
+    let blocks = n.div_ceil(threads as u64).clamp(1, i32::MAX as u64) as u32;
+    cudarc::driver::LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+}
+
 /// A table computed once per process on the device: `kernel(table)` of `image` writes `len`
 /// entries of `entry_bytes` with a grid-stride loop. The result (or why it failed) is kept in
 /// `cell`.
@@ -50,7 +57,7 @@ pub(crate) fn device_table(
     len: usize,
     entry_bytes: usize,
 ) -> Result<&'static cudarc::driver::CudaSlice<u8>> {
-    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use cudarc::driver::PushKernelArg;
     cell.get_or_init(|| {
         let build = || -> Result<cudarc::driver::CudaSlice<u8>> {
             let f = gpu.function(image, kernel)?;
@@ -58,9 +65,8 @@ pub(crate) fn device_table(
             let mut t = stream.alloc_zeros::<u8>(len * entry_bytes).map_err(driver_err("cuMemAlloc"))?;
             let mut b = stream.launch_builder(&f);
             b.arg(&mut t);
-            let cfg = LaunchConfig { grid_dim: ((len as u32).div_ceil(128), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
             // SAFETY: the kernel takes the table alone and writes its `len` entries.
-            unsafe { b.launch(cfg) }.map_err(driver_err("launch"))?;
+            unsafe { b.launch(grid_1d(len as u64, 128)) }.map_err(driver_err("launch"))?;
             stream.synchronize().map_err(driver_err("sync"))?;
             Ok(t)
         };

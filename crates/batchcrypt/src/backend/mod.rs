@@ -36,15 +36,21 @@ pub enum Primitive {
     Sha256,
     /// secp256k1 ECDSA and BIP340 Schnorr verification (module `secp256k1`).
     Secp256k1,
+    /// SM2 scalar multiplication and hash-to-curve (module `sm2`).
+    Sm2,
+    /// SM3 hashing (module `sm3`).
+    Sm3,
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 2] = [Primitive::Sha256, Primitive::Secp256k1];
+    pub const ALL: [Primitive; 4] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3];
 
     pub fn name(self) -> &'static str {
         match self {
             Primitive::Sha256 => "sha256",
             Primitive::Secp256k1 => "secp256k1",
+            Primitive::Sm2 => "sm2",
+            Primitive::Sm3 => "sm3",
         }
     }
 }
@@ -81,6 +87,7 @@ impl Backend {
         match p {
             Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1),
             Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
+            Primitive::Sm2 | Primitive::Sm3 => matches!(self, Backend::Portable | Backend::Cuda),
         }
     }
 

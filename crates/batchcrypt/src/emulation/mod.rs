@@ -5,3 +5,4 @@
 pub mod secp256k1;
 pub mod sm2;
 pub mod sha256;
+pub mod sm3;

@@ -40,3 +40,31 @@ pub fn mul(k: &[u32; 8], points: &[[u32; 16]]) -> Vec<Option<[u32; 16]>> {
     unsafe { sm2_mul(k.as_ptr(), points.as_ptr().cast(), out.as_mut_ptr().cast(), points.len() as u64) };
     out.into_iter().map(|o| (o[16] != 0).then(|| o[..16].try_into().unwrap())).collect()
 }
+
+extern "C" {
+    fn sm2_mul_compressed(k: *const u32, pts: *const u32, out: *mut u32, n: u64);
+    fn sm2_hash_mul(k: *const u32, msgs: *const u8, slot: u64, dst: *const u8, dst_len: u32, out: *mut u32, n: u64);
+}
+
+/// `k P_i` on compressed points: 9 limbs in (x, flag: bit 0 y odd, bit 1 bad encoding), 9 out
+/// (x, flag: bit 0 y odd, bit 1 valid, bit 2 infinity).
+pub fn mul_compressed(k: &[u32; 8], points: &[[u32; 9]]) -> Vec<[u32; 9]> {
+    let mut out = vec![[0u32; 9]; points.len()];
+    // SAFETY: one scalar; 9 limbs in and out per point.
+    unsafe { sm2_mul_compressed(k.as_ptr(), points.as_ptr().cast(), out.as_mut_ptr().cast(), points.len() as u64) };
+    out
+}
+
+/// `k H(m_i)` (RFC 9380 hash_to_curve, SM3, simplified SWU) under `dst`, 9 limbs out per message.
+pub fn hash_mul(k: &[u32; 8], msgs: &[&[u8]], dst: &[u8]) -> Vec<[u32; 9]> {
+    let slot = 4 + msgs.iter().map(|m| m.len()).max().unwrap_or(0).div_ceil(4) * 4;
+    let mut packed = vec![0u8; slot * msgs.len()];
+    for (d, m) in packed.chunks_exact_mut(slot).zip(msgs) {
+        d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
+        d[4..4 + m.len()].copy_from_slice(m);
+    }
+    let mut out = vec![[0u32; 9]; msgs.len()];
+    // SAFETY: `packed` holds msgs.len() slots of `slot` bytes; 9 limbs out per message.
+    unsafe { sm2_hash_mul(k.as_ptr(), packed.as_ptr(), slot as u64, dst.as_ptr(), dst.len() as u32, out.as_mut_ptr().cast(), msgs.len() as u64) };
+    out
+}

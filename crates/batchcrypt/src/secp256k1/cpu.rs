@@ -6,7 +6,6 @@
 //! keeps one verification context per thread.
 
 use super::parse::{self, Prepared, Reason, SchnorrPrepared};
-use rayon::prelude::*;
 use super::EcdsaOptions;
 use secp256k1::{ecdsa, schnorr, Message, PublicKey};
 
@@ -61,14 +60,4 @@ fn schnorr_equation(r: &[u8; 32], s: &[u8; 32], key: &PublicKey, msg: &[u8]) -> 
     sig[32..].copy_from_slice(s);
     let (xonly, _) = key.x_only_public_key();
     schnorr::verify(&schnorr::Signature::from_byte_array(sig), msg, &xonly).map_err(|_| Reason::SignatureMismatch)
-}
-
-/// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces
-/// are small (a verification is tens of microseconds, so 64 items amortize the scheduling), so a
-/// thread slowed by the system does not leave the others idle at the end of a batch.
-pub(crate) fn par_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
-    if threads <= 1 {
-        return (0..n).map(f).collect();
-    }
-    (0..n).into_par_iter().with_min_len(64).map(f).collect()
 }

@@ -148,10 +148,10 @@ impl Scheme {
 #[cfg(feature = "cuda")]
 mod device {
     use super::{encode_all, encode_items, verdict, HostItem, Reason, Scheme, G_TABLE_LEN, ITEM_BYTES};
-    use crate::backend::cuda::{device_table, driver_err, time_on_stream, Gpu};
+    use crate::backend::cuda::{device_table, driver_err, grid_1d, time_on_stream, Gpu};
     use crate::error::{Error, Result};
     use crate::pipeline::{run_chunked, PipelineConfig};
-    use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+    use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
     use std::sync::{Arc, OnceLock};
 
     const THREADS: u32 = 128;
@@ -164,11 +164,10 @@ mod device {
 
     fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, input: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, count: usize) -> Result<()> {
         let n64 = count as u64;
-        let blocks = (count as u32).div_ceil(THREADS).max(1);
         let mut b = stream.launch_builder(f);
         b.arg(input).arg(table).arg(out).arg(&n64);
         // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
-        unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }) }.map(|_| ()).map_err(driver_err("launch"))
+        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
     }
 
     /// Kernel-only time of `scheme` over `n` items (`make(i)`) already in GPU memory: the median

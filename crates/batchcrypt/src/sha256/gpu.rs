@@ -2,7 +2,7 @@
 //! [`DeviceBatch`] keeps messages and digests in GPU memory for data that already lives there.
 
 use super::{Digest, Messages, Mode};
-use crate::backend::cuda::{driver_err, time_on_stream, Gpu};
+use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu};
 use crate::dispatch::Cost;
 use crate::error::{Error, Result};
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
@@ -17,9 +17,9 @@ fn gpu() -> Result<&'static Gpu> {
     Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
 }
 
+/// At most 64 blocks per SM; the kernels loop over the rest.
 fn grid(gpu: &Gpu, n: u64) -> LaunchConfig {
-    let blocks = n.div_ceil(THREADS as u64).clamp(1, gpu.info().multiprocessors.max(1) as u64 * 64);
-    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+    grid_1d(n.min(gpu.info().multiprocessors.max(1) as u64 * 64 * THREADS as u64), THREADS)
 }
 
 /// The kernel for fixed-length messages, and whether it takes the length and mode arguments.

@@ -1,12 +1,12 @@
-//! The GPU backend: scalars and points stream through the chunked pipeline as 32-bit limbs, the SM2
-//! kernels run, affine points come back. The fixed-base table is built on the device once per
-//! process.
+//! The GPU backend: scalars, points and messages stream through the chunked pipeline as 32-bit
+//! limbs and bytes, the SM2 kernels run, points come back. The fixed-base table is built on the
+//! device once per process.
 
-use super::{check_scalars, Point};
-use crate::backend::cuda::{device_table, driver_err, time_on_stream, Gpu};
+use super::{check_scalars, Compressed, Point};
+use crate::backend::cuda::{device_table, driver_err, grid_1d, time_on_stream, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
@@ -21,10 +21,6 @@ fn gpu() -> Result<&'static Gpu> {
 fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
     static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
     device_table(&TABLE, gpu, &crate::kernels::SM2, "sm2_g_table", G_TABLE_LEN, 64)
-}
-
-fn grid(n: usize) -> LaunchConfig {
-    LaunchConfig { grid_dim: ((n as u32).div_ceil(THREADS).max(1), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// Big-endian 256-bit integers to the kernels' little-endian limbs, or back: both are a byte
@@ -49,9 +45,9 @@ fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], o
         b.arg(*a);
     }
     b.arg(out).arg(&n64);
-    // SAFETY: callers pass the arguments of `sm2_mul_base` (scalars, table) or `sm2_mul` (scalar,
-    // points) in order; every buffer holds n items.
-    unsafe { b.launch(grid(n)) }.map(|_| ()).map_err(driver_err("launch"))
+    // SAFETY: callers pass the arguments of `sm2_mul_base` (scalars, table), `sm2_mul` or
+    // `sm2_mul_compressed` (scalar, points) in order; every buffer holds n items.
+    unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
 }
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
@@ -82,12 +78,7 @@ pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> 
     }
     let gpu = gpu()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
-    let key = {
-        let stream = gpu.stream()?;
-        let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
-        key
-    };
+    let key = upload_key(gpu, k)?;
     let n = points.len();
     let mut out = vec![0u8; 68 * n];
     let fill = |first: usize, dst: &mut [u8]| {
@@ -106,6 +97,113 @@ pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> 
             on_curve.then(|| o[..64].try_into().unwrap())
         })
         .collect())
+}
+
+/// Compressed points to the kernels' 9 limbs: x little-endian, then the flag limb (bit 0: y odd,
+/// bit 1: not a valid encoding).
+fn compressed_to_limbs(c: &Compressed, dst: &mut [u8]) {
+    dst[..32].copy_from_slice(&c[1..]);
+    dst[..32].reverse();
+    let flag: u32 = match c[0] {
+        2 => 0,
+        3 => 1,
+        _ => 2,
+    };
+    dst[32..36].copy_from_slice(&flag.to_le_bytes());
+}
+
+/// The kernels' 9-limb output back to SEC1: `None` for an invalid input point.
+fn limbs_to_compressed(o: &[u8]) -> Option<Compressed> {
+    let flag = u32::from_le_bytes(o[32..36].try_into().unwrap());
+    if flag & 2 == 0 {
+        return None;
+    }
+    let mut c = [0u8; 33];
+    if flag & 4 == 0 {
+        c[0] = 2 | (flag & 1) as u8;
+        c[1..].copy_from_slice(&o[..32]);
+        c[1..].reverse();
+    }
+    Some(c)
+}
+
+fn upload_key(gpu: &Gpu, k: &[u8; 32]) -> Result<CudaSlice<u8>> {
+    let stream = gpu.stream()?;
+    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+    stream.synchronize().map_err(driver_err("sync"))?;
+    Ok(key)
+}
+
+/// `k·P` for one scalar over compressed points, on the GPU (decompression there too).
+pub fn mul_compressed(k: &[u8; 32], points: &[Compressed]) -> Result<Vec<Option<Compressed>>> {
+    check_scalars(std::slice::from_ref(k))?;
+    if points.is_empty() {
+        return Err(Error::EmptyBatch);
+    }
+    let gpu = gpu()?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_mul_compressed")?;
+    let key = upload_key(gpu, k)?;
+    let n = points.len();
+    let mut out = vec![0u8; 36 * n];
+    let fill = |first: usize, dst: &mut [u8]| {
+        dst.par_chunks_exact_mut(36).zip(&points[first..]).with_min_len(4096).for_each(|(d, c)| compressed_to_limbs(c, d));
+        Ok(())
+    };
+    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
+    run_chunked(gpu, n, 36, &mut out, 36, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count))?;
+    Ok(out.par_chunks_exact(36).map(limbs_to_compressed).collect())
+}
+
+/// Bytes of one message slot for `sm2_hash_mul`: a 4-byte length, then the longest message,
+/// rounded up to whole limbs.
+fn slot_bytes(msgs: &[&[u8]]) -> Result<usize> {
+    let longest = msgs.iter().map(|m| m.len()).max().unwrap_or(0);
+    if longest > MAX_MESSAGE {
+        return Err(Error::invalid(format!("a message of {longest} bytes is over the GPU hash-to-curve limit of {MAX_MESSAGE}; hash long items first or use the CPU backend")));
+    }
+    Ok(4 + longest.div_ceil(4) * 4)
+}
+
+/// The longest message `hash_to_curve_mul` takes on the GPU: every item gets a slot this size
+/// or smaller, so a few long items would cost a lot of transfer.
+pub const MAX_MESSAGE: usize = 1 << 16;
+
+/// `k·H(m)` for each message on the GPU (hash, map and multiplication in one kernel).
+pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Vec<Compressed>> {
+    check_scalars(std::slice::from_ref(k))?;
+    if msgs.is_empty() {
+        return Err(Error::EmptyBatch);
+    }
+    let gpu = gpu()?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
+    let key = upload_key(gpu, k)?;
+    let dst_dev = {
+        let stream = gpu.stream()?;
+        let d = stream.clone_htod(dst).map_err(driver_err("upload"))?;
+        stream.synchronize().map_err(driver_err("sync"))?;
+        d
+    };
+    let slot = slot_bytes(msgs)?;
+    let n = msgs.len();
+    let mut out = vec![0u8; 36 * n];
+    let fill = |first: usize, dst: &mut [u8]| {
+        dst.par_chunks_exact_mut(slot).zip(&msgs[first..]).with_min_len(1024).for_each(|(d, m)| {
+            d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
+            d[4..4 + m.len()].copy_from_slice(m);
+        });
+        Ok(())
+    };
+    let cfg = PipelineConfig { chunk_items: CHUNK.min((64 << 20) / slot).max(1), depth: 3 };
+    let (slot64, dst_len) = (slot as u64, dst.len() as u32);
+    run_chunked(gpu, n, slot, &mut out, 36, cfg, fill, |s, input, o, count| {
+        let n64 = count as u64;
+        let mut b = s.launch_builder(&f);
+        b.arg(&key).arg(input).arg(&slot64).arg(&dst_dev).arg(&dst_len).arg(o).arg(&n64);
+        // SAFETY: matches `sm2_hash_mul(k, msgs, slot, dst, dst_len, out, n)`; `input` holds
+        // `count` slots, `o` room for `count` 9-limb points.
+        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    })?;
+    Ok(out.par_chunks_exact(36).map(|o| limbs_to_compressed(o).expect("hash outputs are valid points")).collect())
 }
 
 /// Kernel-only seconds of [`mul_base`] (median of `iters`), inputs resident. For benchmarks.
@@ -130,4 +228,28 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
     let input = stream.clone_htod(&flipped(points)).map_err(driver_err("upload"))?;
     let mut out = stream.alloc_zeros::<u8>(68 * points.len()).map_err(driver_err("cuMemAlloc"))?;
     time_on_stream(&stream, iters, || launch(&stream, &f, &[&key, &input], &mut out, points.len()))
+}
+
+/// Kernel-only seconds of [`hash_to_curve_mul`] (median of `iters`), inputs resident.
+pub fn hash_to_curve_mul_kernel_seconds(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8], iters: usize) -> Result<f64> {
+    let gpu = gpu()?;
+    let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
+    let stream = gpu.stream()?;
+    let slot = slot_bytes(msgs)?;
+    let mut packed = vec![0u8; slot * msgs.len()];
+    for (d, m) in packed.chunks_exact_mut(slot).zip(msgs) {
+        d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
+        d[4..4 + m.len()].copy_from_slice(m);
+    }
+    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+    let input = stream.clone_htod(&packed).map_err(driver_err("upload"))?;
+    let dst_dev = stream.clone_htod(dst).map_err(driver_err("upload"))?;
+    let mut out = stream.alloc_zeros::<u8>(36 * msgs.len()).map_err(driver_err("cuMemAlloc"))?;
+    let (slot64, dst_len, n64) = (slot as u64, dst.len() as u32, msgs.len() as u64);
+    time_on_stream(&stream, iters, || {
+        let mut b = stream.launch_builder(&f);
+        b.arg(&key).arg(&input).arg(&slot64).arg(&dst_dev).arg(&dst_len).arg(&mut out).arg(&n64);
+        // SAFETY: as in `hash_to_curve_mul`.
+        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    })
 }

@@ -1,19 +1,28 @@
-//! SM2 (GB/T 32918, GM/T 0003) scalar multiplication in batches: `k·G` for many scalars, and
-//! `k·P` for many points under one secret scalar (the blinding step of ECDH-PSI).
+//! SM2 (GB/T 32918, GM/T 0003) elliptic-curve operations in batches, for ECDH-PSI and friends:
+//!
+//! - `mul_base`: `k·G` for many scalars;
+//! - `mul_shared` / `mul_compressed`: `k·P` for one secret scalar over many points (the blinding
+//!   step of ECDH-PSI), on affine or SEC1-compressed points;
+//! - `hash_to_curve_mul`: `k·H(m)` for many messages, where `H` is RFC 9380's `hash_to_curve`
+//!   (random-oracle encoding, `expand_message_xmd` with SM3, simplified SWU with Z = -9); see
+//!   [`SUITE`].
 //!
 //! Backends: the CPU path is RustCrypto's `sm2` over all cores ([`cpu`]); the GPU path runs the
-//! SM2 instantiation of the generic field, curve and scalar-multiplication templates
-//! (`kernels/sm2`, a fixed-base table for G, signed windows for P). Both take and give the same
-//! encodings and agree bit for bit (tests/sm2_kernels.rs checks the kernel code against `sm2`).
+//! SM2 instantiation of the generic field, curve, scalar-multiplication and hash-to-curve
+//! templates (`kernels/sm2`). Both take and give the same encodings and agree bit for bit
+//! (tests/sm2_kernels.rs, tests/sm2_backends.rs). The dispatcher picks one per batch.
 //!
-//! Status: these calls choose their backend explicitly; the dispatcher, hash-to-curve, SM3, SM2
-//! verification and the PSI application are not built yet.
+//! Not built yet: SM2 signature verification.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
+use crate::backend::{Backend, BackendChoice};
+use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
+use crate::{Engine, Output};
+use std::borrow::Cow;
 
 /// The group order n, big-endian.
 pub const N: [u8; 32] = [
@@ -24,6 +33,22 @@ pub const N: [u8; 32] = [
 /// An affine point as `x || y`, big-endian; the point at infinity is all zeros.
 pub type Point = [u8; 64];
 
+/// A SEC1-compressed point: `02 || x` (y even) or `03 || x` (y odd), big-endian. The point at
+/// infinity (SEC1's single `00` byte) is 33 zero bytes here, so every item has one size.
+pub type Compressed = [u8; 33];
+
+/// The hash-to-curve suite, named as RFC 9380 §8.10 asks: SM2, `expand_message_xmd` with SM3,
+/// simplified SWU, random-oracle encoding. (RFC 9380 defines no SM2 suite; this is its
+/// construction instantiated for SM2 with Z = -9 from its Appendix H.2 procedure.)
+pub const SUITE: &str = "SM2_XMD:SM3_SSWU_RO_";
+
+/// The domain separation tag batchcrypt's PSI uses (RFC 9380 §3.1: application, version, suite).
+pub const DEFAULT_DST: &[u8] = b"BATCHCRYPT-PSI-V01-CS01-with-SM2_XMD:SM3_SSWU_RO_";
+
+const OP_MUL_BASE: &str = "sm2_mul_base";
+const OP_MUL: &str = "sm2_mul";
+const OP_HASH_MUL: &str = "sm2_hash_mul";
+
 /// Scalars must lie in `[0, n)`: an out-of-range scalar is the caller's error, not reduced.
 pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
     if scalars.is_empty() {
@@ -33,4 +58,131 @@ pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
         Some(i) => Err(Error::invalid(format!("scalar {i} is not below the group order n"))),
         None => Ok(()),
     }
+}
+
+/// The tag the hash sees: RFC 9380 §5.3.3 replaces a tag over 255 bytes by
+/// `H("H2C-OVERSIZE-DST-" || dst)`.
+pub fn effective_dst(dst: &[u8]) -> Cow<'_, [u8]> {
+    if dst.len() <= 255 {
+        return Cow::Borrowed(dst);
+    }
+    let mut m = b"H2C-OVERSIZE-DST-".to_vec();
+    m.extend_from_slice(dst);
+    Cow::Owned(crate::sm3::digest(&m).to_vec())
+}
+
+/// SM2 batches through an [`Engine`] (`engine.sm2()`).
+pub struct Sm2<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Sm2<'_> {
+    /// `k·G` for each scalar (each below n).
+    pub fn mul_base(&self, scalars: &[[u8; 32]]) -> Result<Output<Vec<Point>>> {
+        check_scalars(scalars)?;
+        let plan = self.plan(OP_MUL_BASE, scalars.len(), 32, 64)?;
+        let value = match plan.backend {
+            Backend::Portable => cpu::mul_base(scalars, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::mul_base(scalars)?,
+            other => return Err(not_implemented(other)),
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// `k·P` for one scalar over every affine point; `None` for a point not on the curve.
+    pub fn mul_shared(&self, k: &[u8; 32], points: &[Point]) -> Result<Output<Vec<Option<Point>>>> {
+        check_key(k, points.len())?;
+        let plan = self.plan(OP_MUL, points.len(), 64, 64)?;
+        let value = match plan.backend {
+            Backend::Portable => cpu::mul_shared(k, points, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::mul_shared(k, points)?,
+            other => return Err(not_implemented(other)),
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// `k·P` for one scalar over every compressed point (decompressed by the backend); `None` for
+    /// an encoding that is not a point on the curve (bad prefix, x ≥ p, no square root).
+    pub fn mul_compressed(&self, k: &[u8; 32], points: &[Compressed]) -> Result<Output<Vec<Option<Compressed>>>> {
+        check_key(k, points.len())?;
+        let plan = self.plan(OP_MUL, points.len(), 33, 33)?;
+        let value = match plan.backend {
+            Backend::Portable => cpu::mul_compressed(k, points, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::mul_compressed(k, points)?,
+            other => return Err(not_implemented(other)),
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// `k·H(m)` for each message, compressed, with `H` the [`SUITE`] hash-to-curve under `dst`.
+    pub fn hash_to_curve_mul(&self, k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Output<Vec<Compressed>>> {
+        check_key(k, msgs.len())?;
+        if dst.is_empty() {
+            return Err(Error::invalid("the domain separation tag must not be empty (RFC 9380 §3.1)"));
+        }
+        let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+        let plan = self.plan(OP_HASH_MUL, msgs.len(), (bytes / msgs.len() as u64).max(1), 33)?;
+        let dst = effective_dst(dst);
+        let value = match plan.backend {
+            Backend::Portable => cpu::hash_to_curve_mul(k, msgs, &dst, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::hash_to_curve_mul(k, msgs, &dst)?,
+            other => return Err(not_implemented(other)),
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+
+    /// `H(m)` for each message, compressed (the multiplication by one).
+    pub fn hash_to_curve(&self, msgs: &[&[u8]], dst: &[u8]) -> Result<Output<Vec<Compressed>>> {
+        let mut one = [0u8; 32];
+        one[31] = 1;
+        self.hash_to_curve_mul(&one, msgs, dst)
+    }
+
+    fn plan(&self, op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Result<Plan> {
+        let w = Workload { op, items: n as u64, units: n as u64, bytes_in: in_bytes * n as u64, bytes_out: out_bytes * n as u64, location: Location::Host };
+        self.engine.dispatcher().plan(&w, &[Backend::Portable], cfg!(feature = "cuda"), &|b| calibrate(op, b))
+    }
+}
+
+fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
+    check_scalars(std::slice::from_ref(k))?;
+    if n == 0 {
+        return Err(Error::EmptyBatch);
+    }
+    Ok(())
+}
+
+fn not_implemented(b: Backend) -> Error {
+    Error::BackendUnavailable { backend: b.name().into(), why: "SM2 runs on portable and cuda".into() }
+}
+
+/// Measures one backend (compute only, on one thread for the CPU): a small and a larger batch.
+fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
+    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let sm2 = engine.sm2();
+    let (small, large) = match backend {
+        Backend::Cuda => (1, 1 << 14),
+        _ => (2, 64),
+    };
+    let keys: Vec<[u8; 32]> = (0..large as u32).map(|i| crate::sm3::digest(&i.to_le_bytes())).map(|mut k| { k[0] = 1; k }).collect();
+    let msgs: Vec<&[u8]> = keys.iter().map(|k| &k[..16]).collect();
+    let points = cpu::mul_base(&keys[..64], 1);
+    let points: Vec<Point> = (0..large).map(|i| points[i % 64]).collect();
+    // One thread for the CPU, so the fit is per core; the dispatcher scales by threads.
+    let run = |n: usize| -> Result<()> {
+        match (op, backend) {
+            (OP_MUL_BASE, Backend::Portable) => drop(cpu::mul_base(&keys[..n], 1)),
+            (OP_MUL, Backend::Portable) => drop(cpu::mul_shared(&keys[0], &points[..n], 1)),
+            (OP_HASH_MUL, Backend::Portable) => drop(cpu::hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST, 1)),
+            (OP_MUL_BASE, _) => drop(sm2.mul_base(&keys[..n])?),
+            (OP_MUL, _) => drop(sm2.mul_shared(&keys[0], &points[..n])?),
+            _ => drop(sm2.hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST)?),
+        }
+        Ok(())
+    };
+    crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
 }

@@ -1,0 +1,79 @@
+//! SM3 (GB/T 32905-2016, GM/T 0004-2012), the Chinese national hash: 256-bit digests over 64-byte
+//! blocks with SHA-256's padding. One message on the CPU ([`digest`]), and batches of equal-length
+//! messages on the CPU (RustCrypto's `sm3` over all cores) or the GPU (`kernels/sm3`), chosen by
+//! the dispatcher. SM2 uses it for message digests and hashing to the curve.
+
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+
+use crate::backend::{Backend, BackendChoice};
+use crate::dispatch::{Cost, Location, Workload};
+use crate::error::{Error, Result};
+use crate::{Engine, Output};
+
+pub type Digest = [u8; 32];
+
+const OP_FIXED: &str = "sm3_fixed";
+
+/// The SM3 digest of one message.
+pub fn digest(msg: &[u8]) -> Digest {
+    cpu::digest(msg)
+}
+
+/// Compression-function calls for a message of `len` bytes (padding adds 9 bytes at least).
+fn blocks(len: usize) -> u64 {
+    (len as u64 + 9).div_ceil(64)
+}
+
+/// Batch SM3 through an [`Engine`] (`engine.sm3()`).
+pub struct Sm3<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Sm3<'_> {
+    /// The digests of `data.len() / len` messages of `len` bytes each, back to back.
+    pub fn hash_fixed(&self, data: &[u8], len: usize) -> Result<Output<Vec<Digest>>> {
+        if len == 0 && data.is_empty() {
+            return Err(Error::invalid("zero-length messages need a count: use hash_fixed_count"));
+        }
+        self.hash_fixed_count(data, len, if len == 0 { 0 } else { data.len() / len })
+    }
+
+    /// `count` messages of `len` bytes (possibly zero) from `data`.
+    pub fn hash_fixed_count(&self, data: &[u8], len: usize, count: usize) -> Result<Output<Vec<Digest>>> {
+        if count == 0 {
+            return Err(Error::EmptyBatch);
+        }
+        if len.checked_mul(count) != Some(data.len()) {
+            return Err(Error::invalid(format!("{} bytes do not hold {count} messages of {len} bytes", data.len())));
+        }
+        let w = Workload {
+            op: OP_FIXED,
+            items: count as u64,
+            units: count as u64 * blocks(len),
+            bytes_in: data.len() as u64,
+            bytes_out: 32 * count as u64,
+            location: Location::Host,
+        };
+        let plan = self.engine.dispatcher().plan(&w, &[Backend::Portable], cfg!(feature = "cuda"), &calibrate)?;
+        let value = match plan.backend {
+            Backend::Portable => cpu::hash_fixed(data, len, count, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::hash_fixed(data, len, count)?,
+            other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "SM3 runs on portable and cuda".into() }),
+        };
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+    }
+}
+
+/// Measures one backend on 64-byte messages: a small and a large batch, fitted per block.
+fn calibrate(backend: Backend) -> Result<Cost> {
+    let data = vec![0x5au8; 64 << 14];
+    let run = |n: usize| -> Result<()> {
+        let engine = Engine::with_backend(BackendChoice::Exact(backend));
+        engine.sm3().hash_fixed(&data[..64 * n], 64).map(|_| ())
+    };
+    let (small, large) = (16, 1 << 14);
+    crate::dispatch::fit(2 * small as u64, || run(small), 2 * large as u64, || run(large))
+}
