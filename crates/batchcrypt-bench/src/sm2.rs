@@ -1,9 +1,12 @@
-//! SM2 scalar multiplication: fixed-base k·G and one scalar over many points (the ECDH-PSI
-//! blinding step). OpenSSL (one core), RustCrypto `sm2` (one core; all cores is our CPU path)
-//! and our GPU path, on the same scalars and points, results checked equal.
+//! SM2 scalar multiplication: fixed-base k·G, one scalar over many points (the ECDH-PSI blinding
+//! step, affine and compressed), and hash-to-curve fused with the multiplication. OpenSSL (one
+//! core and all cores), RustCrypto `sm2` (one core; all cores is our CPU path) and our GPU path,
+//! on the same scalars and points, results checked equal. OpenSSL has no hash-to-curve: that row
+//! is compared with OpenSSL's k·P, the multiplication it contains.
 
 use crate::report::{time, Report};
-use batchcrypt::sm2::{cpu, Point};
+use batchcrypt::sm2::cpu;
+use batchcrypt::sm2::{Compressed, Point, DEFAULT_DST};
 use openssl::bn::{BigNum, BigNumContext};
 use openssl::ec::{EcGroup, EcPoint};
 use openssl::nid::Nid;
@@ -58,7 +61,26 @@ fn points_for(ks: &[[u8; 32]]) -> anyhow::Result<Vec<Point>> {
     if has_gpu() {
         return Ok(batchcrypt::sm2::gpu::mul_base(ks)?);
     }
-    Ok(cpu::mul_base(ks)?)
+    Ok(cpu::mul_base(ks, batchcrypt::backend::cpu::threads()))
+}
+
+/// SEC1 compression of an affine `x || y` (not infinity).
+fn compress_affine(p: &Point) -> Compressed {
+    let mut c = [0u8; 33];
+    c[0] = 2 | (p[63] & 1);
+    c[1..].copy_from_slice(&p[..32]);
+    c
+}
+
+/// OpenSSL on all cores (one context per thread), k·G or k·P for the first `n` items.
+fn openssl_all(group: &EcGroup, ks: &[[u8; 32]], key: &[u8; 32], points: Option<&[Point]>, n: usize) -> Vec<Point> {
+    (0..n)
+        .into_par_iter()
+        .map_init(|| BigNumContext::new().unwrap(), |ctx, i| match points {
+            None => openssl_mul(group, &ks[i], None, ctx).unwrap(),
+            Some(p) => openssl_mul(group, key, Some(&p[i]), ctx).unwrap(),
+        })
+        .collect()
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
@@ -72,18 +94,18 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let (single, cpu_n) = (n.min(SINGLE_MAX), n.min(CPU_MAX));
         // Fixed base.
         let case = format!("mul_base {n}");
-        let want = cpu::mul_base(&ks[..cpu_n])?;
+        let all = batchcrypt::backend::cpu::threads();
+        let want = cpu::mul_base(&ks[..cpu_n], all);
         let mut ossl = Vec::new();
         let t = time(1, || ossl = ks[..single].iter().map(|k| openssl_mul(&group, k, None, &mut ctx).unwrap()).collect());
         anyhow::ensure!(ossl[..] == want[..single], "OpenSSL and sm2 disagree on k G");
         rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
-        let t = time(reps, || {
-            ks[..single].iter().for_each(|k| {
-                std::hint::black_box(cpu::mul_base(std::slice::from_ref(k)).unwrap());
-            })
-        });
+        let t = time(1, || ossl = openssl_all(&group, &ks, &ks[0], None, cpu_n));
+        anyhow::ensure!(ossl[..] == want[..], "OpenSSL and sm2 disagree on k G");
+        rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
+        let t = time(reps, || drop(std::hint::black_box(cpu::mul_base(&ks[..single], 1))));
         rep.add(GROUP, &case, "sm2 crate 1 core", single as u64, 0, t, Some("openssl 1 core"));
-        let t = time(reps, || drop(cpu::mul_base(&ks[..cpu_n]).unwrap()));
+        let t = time(reps, || drop(cpu::mul_base(&ks[..cpu_n], all)));
         rep.add(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, 0, t, Some("openssl 1 core"));
         #[cfg(feature = "cuda")]
         if has_gpu() {
@@ -100,18 +122,17 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let key = scalars(1, 2)[0];
         let points = points_for(&ks)?;
         anyhow::ensure!(points[..cpu_n] == want[..], "input points differ from the CPU's k G");
-        let want = cpu::mul_shared(&key, &points[..cpu_n])?;
+        let want = cpu::mul_shared(&key, &points[..cpu_n], all);
         let mut ossl = Vec::new();
         let t = time(1, || ossl = points[..single].iter().map(|p| openssl_mul(&group, &key, Some(p), &mut ctx).unwrap()).collect());
         anyhow::ensure!(ossl.iter().zip(&want[..single]).all(|(a, b)| Some(*a) == *b), "OpenSSL and sm2 disagree on k P");
         rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
-        let t = time(reps, || {
-            points[..single].iter().for_each(|p| {
-                std::hint::black_box(cpu::mul_shared(&key, std::slice::from_ref(p)).unwrap());
-            })
-        });
+        let t = time(1, || ossl = openssl_all(&group, &ks, &key, Some(&points), cpu_n));
+        anyhow::ensure!(ossl.iter().zip(&want).all(|(a, b)| Some(*a) == *b), "OpenSSL and sm2 disagree on k P");
+        rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
+        let t = time(reps, || drop(std::hint::black_box(cpu::mul_shared(&key, &points[..single], 1))));
         rep.add(GROUP, &case, "sm2 crate 1 core", single as u64, 0, t, Some("openssl 1 core"));
-        let t = time(reps, || drop(cpu::mul_shared(&key, &points[..cpu_n]).unwrap()));
+        let t = time(reps, || drop(cpu::mul_shared(&key, &points[..cpu_n], all)));
         rep.add(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, 0, t, Some("openssl 1 core"));
         #[cfg(feature = "cuda")]
         if has_gpu() {
@@ -123,6 +144,46 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let t = gpu::mul_shared_kernel_seconds(&key, &points, reps.max(3))?;
             rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("openssl 1 core"));
         }
+        let openssl_kp = t_openssl_kp(rep, &case);
+        // The same on compressed points (what ECDH-PSI sends), decompressed by the backend.
+        let case = format!("mul one k, {n} compressed points");
+        let packed: Vec<Compressed> = points.par_iter().map(compress_affine).collect();
+        let want_c = cpu::mul_compressed(&key, &packed[..cpu_n], all);
+        anyhow::ensure!(want_c.iter().zip(&want).all(|(c, p)| c.map(|c| c[1..] == p.unwrap()[..32]).unwrap_or(false)), "compressed and affine k P differ");
+        let t = time(reps, || drop(cpu::mul_compressed(&key, &packed[..cpu_n], all)));
+        rep.add_vs(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, t, openssl_kp, "openssl 1 core k P");
+        #[cfg(feature = "cuda")]
+        if has_gpu() {
+            use batchcrypt::sm2::gpu;
+            let mut got = Vec::new();
+            let t = time(reps, || got = gpu::mul_compressed(&key, &packed).unwrap());
+            anyhow::ensure!(got[..cpu_n] == want_c[..], "GPU compressed k P differs from the CPU");
+            rep.add_vs(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, t, openssl_kp, "openssl 1 core k P");
+        }
+        // Hash-to-curve (RFC 9380, SM3, SSWU) and the multiplication, fused.
+        let case = format!("hash-to-curve + mul, {n} items");
+        let items: Vec<Vec<u8>> = (0..n).into_par_iter().map(|i| format!("user{i:09}@example.org").into_bytes()).collect();
+        let msgs: Vec<&[u8]> = items.iter().map(|m| m.as_slice()).collect();
+        let want_h = cpu::hash_to_curve_mul(&key, &msgs[..cpu_n], DEFAULT_DST, all);
+        let t = time(reps, || drop(std::hint::black_box(cpu::hash_to_curve_mul(&key, &msgs[..single], DEFAULT_DST, 1))));
+        rep.add_vs(GROUP, &case, "batchcrypt cpu 1 core", single as u64, t, openssl_kp, "openssl 1 core k P");
+        let t = time(reps, || drop(cpu::hash_to_curve_mul(&key, &msgs[..cpu_n], DEFAULT_DST, all)));
+        rep.add_vs(GROUP, &case, "batchcrypt cpu (all cores)", cpu_n as u64, t, openssl_kp, "openssl 1 core k P");
+        #[cfg(feature = "cuda")]
+        if has_gpu() {
+            use batchcrypt::sm2::gpu;
+            let mut got = Vec::new();
+            let t = time(reps, || got = gpu::hash_to_curve_mul(&key, &msgs, DEFAULT_DST).unwrap());
+            anyhow::ensure!(got[..cpu_n] == want_h[..], "GPU hash-to-curve + mul differs from the CPU");
+            rep.add_vs(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, t, openssl_kp, "openssl 1 core k P");
+            let t = gpu::hash_to_curve_mul_kernel_seconds(&key, &msgs, DEFAULT_DST, reps.max(3))?;
+            rep.add_vs(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, t, openssl_kp, "openssl 1 core k P");
+        }
     }
     Ok(())
+}
+
+/// Seconds per item of the OpenSSL one-core row of `case`.
+fn t_openssl_kp(rep: &Report, case: &str) -> f64 {
+    rep.per_item(GROUP, case, "openssl 1 core").unwrap_or(f64::NAN)
 }

@@ -16,7 +16,7 @@ an NVIDIA GPU through CUDA, or CPU extensions (SHA-NI, AVX2, AVX-512). By defaul
 measured on this machine picks the backend per batch; --backend forces one.\n\n\
 Start with `batchcrypt info` (what hardware was found) and `batchcrypt demo` (every primitive on \
 built-in data, on every backend, checked against each other, with a throughput table).",
-    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
+    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
 )]
 struct Cli {
     /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda.
@@ -38,6 +38,8 @@ enum Command {
     Merkle(cmd::merkle::Args),
     /// Measure the cost model on this machine and show where the CPU/GPU crossover lies.
     Calibrate,
+    /// Private set intersection with a peer over TCP (ECDH-PSI over SM2).
+    Psi(cmd::psi::Args),
 }
 
 fn main() {
@@ -49,6 +51,7 @@ fn main() {
         Command::Sha256(a) => cmd::sha256::run(&engine, &a),
         Command::Merkle(a) => cmd::merkle::run(&engine, &a),
         Command::Calibrate => cmd::calibrate::run(&engine),
+        Command::Psi(a) => cmd::psi::run(&engine, &a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -23,6 +23,7 @@ mod error;
 pub mod emulation;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
+pub mod psi;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sm2;

@@ -2,4 +2,5 @@ pub mod calibrate;
 pub mod demo;
 pub mod info;
 pub mod merkle;
+pub mod psi;
 pub mod sha256;

@@ -1,0 +1,115 @@
+//! `batchcrypt psi`: one party of an ECDH-PSI run over TCP (see docs/psi.md).
+
+use anyhow::{Context, Result};
+use batchcrypt::psi::{self, ItemFile, Progress, Stage};
+use batchcrypt::Engine;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(
+    long_about = "Private set intersection (ECDH-PSI over SM2, semi-honest): two parties learn which \
+identifiers they have in common and nothing else about each other's items. Run one process per \
+party: one with --listen, the other with --connect. Each reads its set from a text file (one \
+identifier per line, no duplicates, no empty lines) and writes the common items to --output \
+(written in full at the end, or not at all).\n\n\
+Items are hashed to the curve (RFC 9380, SM3, simplified SWU) and blinded with a fresh secret key \
+on the backend chosen by --backend (each side chooses its own). The protocol is in docs/psi.md.",
+    after_help = "Example (two terminals, or two machines):\n  batchcrypt psi --listen 0.0.0.0:7766 --input alice.txt --output common.txt\n  batchcrypt psi --connect alice-host:7766 --input bob.txt --output common.txt --backend cpu"
+)]
+pub struct Args {
+    /// Wait for the peer on this address (host:port).
+    #[arg(long, conflicts_with = "connect", required_unless_present = "connect")]
+    listen: Option<String>,
+    /// Connect to the peer at this address (host:port); retried until --timeout.
+    #[arg(long)]
+    connect: Option<String>,
+    /// This party's set: one identifier per line.
+    #[arg(long, short)]
+    input: PathBuf,
+    /// Where to write the intersection (this party's lines, in input order).
+    #[arg(long, short)]
+    output: PathBuf,
+    /// Items per message and per batch.
+    #[arg(long, default_value_t = 1 << 18)]
+    chunk: usize,
+    /// Seconds to wait for the peer (to connect, and between messages).
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+struct Bars {
+    bars: [ProgressBar; 3],
+}
+
+impl Bars {
+    fn new(own: u64, quiet: bool) -> Self {
+        let multi = MultiProgress::new();
+        if quiet {
+            multi.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let style = ProgressStyle::with_template("{prefix:>22} [{bar:40}] {pos}/{len} ({per_sec}, {eta})").unwrap().progress_chars("=> ");
+        let mk = |name: &str, len: u64| multi.add(ProgressBar::new(len).with_style(style.clone()).with_prefix(name.to_string()));
+        Bars { bars: [mk("own items blinded", own), mk("peer items blinded", 0), mk("own results received", own)] }
+    }
+}
+
+impl Progress for Bars {
+    fn update(&self, stage: Stage, done: u64, total: u64) {
+        let b = &self.bars[stage as usize];
+        b.set_length(total);
+        b.set_position(done);
+    }
+}
+
+fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect(addr) {
+            Ok(s) => return Ok(s),
+            Err(e) if start.elapsed() < timeout => {
+                if start.elapsed() < Duration::from_millis(50) {
+                    eprintln!("waiting for the peer at {addr} ({e})");
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot connect to {addr} within {}s", timeout.as_secs())),
+        }
+    }
+}
+
+pub fn run(engine: &Engine, a: &Args) -> Result<()> {
+    let items = ItemFile::open(&a.input)?;
+    let timeout = Duration::from_secs(a.timeout.max(1));
+    let stream = match (&a.listen, &a.connect) {
+        (Some(addr), _) => {
+            let l = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+            eprintln!("{} items; waiting for the peer on {}", items.count(), l.local_addr()?);
+            l.accept().context("accepting the peer")?.0
+        }
+        (None, Some(addr)) => connect(addr, timeout)?,
+        (None, None) => anyhow::bail!("give --listen ADDR or --connect ADDR"),
+    };
+    let cfg = psi::Config { chunk: a.chunk, timeout, ..psi::Config::default() };
+    let bars = Bars::new(items.count(), a.quiet);
+    let t = Instant::now();
+    let out = psi::run(stream, &items, engine, &cfg, &bars)?;
+    for b in &bars.bars {
+        b.finish();
+    }
+    items.write_subset(&out.matched, &a.output)?;
+    eprintln!(
+        "{} of our {} items are in the peer's set of {} ({:.2} s); written to {}",
+        out.matched.len(),
+        out.own_count,
+        out.peer_count,
+        t.elapsed().as_secs_f64(),
+        a.output.display()
+    );
+    Ok(())
+}
