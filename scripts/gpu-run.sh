@@ -44,6 +44,8 @@ step calibrate "$B/bin/batchcrypt" calibrate
 for g in ${BENCH:-sha256 secp256k1 sm2}; do
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
 done
+# ECDH-PSI between two processes on this machine, both on the GPU (PSI_N items per side).
+step psi-gpu scripts/psi-loopback.sh "${PSI_N:-10000000}" "$B/bin/batchcrypt" --backend gpu
 # Machine code of every kernel (instruction mix for the throughput bounds) and ptxas's report.
 if command -v cuobjdump >/dev/null; then
   for fb in "$B"/kernels/*.fatbin; do cuobjdump -sass "$fb" > "$OUT/$(basename "$fb" .fatbin).sass" 2>&1; done
@@ -54,7 +56,8 @@ echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
 echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
 echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
-echo; grep -hE '^mul' "$OUT/bench-sm2.log" 2>/dev/null | tail -24
+echo; grep -hE '^(mul|hash)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
+echo; cat "$OUT/psi-gpu.log"
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"
 tar -czf "$DEST/results.tgz" -C "$OUT" .
