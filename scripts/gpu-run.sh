@@ -11,7 +11,7 @@ quick=${1:-}
 [ -d "$B/bin" ] || { echo "no $B: run scripts/gpu-bundle.sh first" >&2; exit 1; }
 # GPU_RUN_DRY=1 runs the same steps on a machine without a GPU (to check this script itself).
 [ "${GPU_RUN_DRY:-0}" = 1 ] || export BATCHCRYPT_REQUIRE_GPU=1
-export BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1
+export BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1 BATCHCRYPT_BIN=$PWD/$B/bin/batchcrypt
 # Test binaries locate tests/data by the path of the checkout they were built in.
 root=$(cat "$B/build-root")
 if [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi

@@ -19,8 +19,11 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// The binary under test: the one cargo built, or `BATCHCRYPT_BIN` where the tests run away from
+/// the build tree.
 fn psi(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_batchcrypt"));
+    let bin = std::env::var_os("BATCHCRYPT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into());
+    let mut c = Command::new(bin);
     c.arg("psi").args(args).arg("--quiet").arg("--timeout").arg("30").stdout(Stdio::null()).stderr(Stdio::piped());
     c
 }

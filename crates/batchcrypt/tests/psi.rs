@@ -92,9 +92,10 @@ fn hello(version: u16, count: u64) -> Vec<u8> {
     frame(1, &p)
 }
 
-/// Runs our party against a scripted peer that sends `script` and then drains or closes.
-fn against(script: Vec<u8>, close: bool) -> String {
-    let set = write_set("small.txt", (0..10).map(|i| format!("item-{i}")));
+/// Runs our party against a scripted peer that sends `script` and then drains or closes. Each
+/// test names its own set file (tests run in parallel).
+fn against(name: &str, script: Vec<u8>, close: bool) -> String {
+    let set = write_set(name, (0..10).map(|i| format!("item-{i}")));
     let items = ItemFile::open(&set).unwrap();
     let (ours, mut theirs) = pair();
     let peer = std::thread::spawn(move || {
@@ -114,7 +115,7 @@ fn against(script: Vec<u8>, close: bool) -> String {
 
 #[test]
 fn a_peer_with_another_version_is_refused() {
-    let e = against(hello(99, 10), false);
+    let e = against("version.txt", hello(99, 10), false);
     assert!(e.contains("version 99"), "{e}");
 }
 
@@ -124,18 +125,18 @@ fn points_off_the_curve_are_refused() {
     bad[0] = 4; // not a compressed prefix
     let mut script = hello(psi::PROTOCOL_VERSION, 10);
     script.extend(frame(2, &bad));
-    let e = against(script, false);
+    let e = against("off-curve.txt", script, false);
     assert!(e.contains("not on the curve"), "{e}");
 }
 
 #[test]
 fn a_peer_that_disconnects_is_an_error() {
-    let e = against(hello(psi::PROTOCOL_VERSION, 10), true);
+    let e = against("disconnect.txt", hello(psi::PROTOCOL_VERSION, 10), true);
     assert!(e.contains("closed the connection") || e.contains("network"), "{e}");
 }
 
 #[test]
 fn garbage_instead_of_a_handshake_is_refused() {
-    let e = against(frame(1, b"HTTP/1.1 200 OK"), false);
+    let e = against("garbage.txt", frame(1, b"HTTP/1.1 200 OK"), false);
     assert!(e.contains("handshake"), "{e}");
 }
