@@ -57,12 +57,8 @@ pub fn mul_compressed(k: &[u32; 8], points: &[[u32; 9]]) -> Vec<[u32; 9]> {
 
 /// `k H(m_i)` (RFC 9380 hash_to_curve, SM3, simplified SWU) under `dst`, 9 limbs out per message.
 pub fn hash_mul(k: &[u32; 8], msgs: &[&[u8]], dst: &[u8]) -> Vec<[u32; 9]> {
-    let slot = 4 + msgs.iter().map(|m| m.len()).max().unwrap_or(0).div_ceil(4) * 4;
-    let mut packed = vec![0u8; slot * msgs.len()];
-    for (d, m) in packed.chunks_exact_mut(slot).zip(msgs) {
-        d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
-        d[4..4 + m.len()].copy_from_slice(m);
-    }
+    let slot = crate::sm2::slot_bytes(msgs);
+    let packed = crate::sm2::pack_slots(msgs, slot);
     let mut out = vec![[0u32; 9]; msgs.len()];
     // SAFETY: `packed` holds msgs.len() slots of `slot` bytes; 9 limbs out per message.
     unsafe { sm2_hash_mul(k.as_ptr(), packed.as_ptr(), slot as u64, dst.as_ptr(), dst.len() as u32, out.as_mut_ptr().cast(), msgs.len() as u64) };

@@ -127,11 +127,16 @@ fn limbs_to_compressed(o: &[u8]) -> Option<Compressed> {
     Some(c)
 }
 
-fn upload_key(gpu: &Gpu, k: &[u8; 32]) -> Result<CudaSlice<u8>> {
+/// A small buffer (a key, a tag) copied to the device once per call.
+fn upload(gpu: &Gpu, bytes: &[u8]) -> Result<CudaSlice<u8>> {
     let stream = gpu.stream()?;
-    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+    let d = stream.clone_htod(bytes).map_err(driver_err("upload"))?;
     stream.synchronize().map_err(driver_err("sync"))?;
-    Ok(key)
+    Ok(d)
+}
+
+fn upload_key(gpu: &Gpu, k: &[u8; 32]) -> Result<CudaSlice<u8>> {
+    upload(gpu, &flipped(std::slice::from_ref(k)))
 }
 
 /// `k·P` for one scalar over compressed points, on the GPU (decompression there too).
@@ -154,14 +159,24 @@ pub fn mul_compressed(k: &[u8; 32], points: &[Compressed]) -> Result<Vec<Option<
     Ok(out.par_chunks_exact(36).map(limbs_to_compressed).collect())
 }
 
-/// Bytes of one message slot for `sm2_hash_mul`: a 4-byte length, then the longest message,
-/// rounded up to whole limbs.
-fn slot_bytes(msgs: &[&[u8]]) -> Result<usize> {
+/// The slot size for `sm2_hash_mul` ([`super::slot_bytes`]), refusing messages over the limit.
+fn checked_slot_bytes(msgs: &[&[u8]]) -> Result<usize> {
     let longest = msgs.iter().map(|m| m.len()).max().unwrap_or(0);
     if longest > MAX_MESSAGE {
         return Err(Error::invalid(format!("a message of {longest} bytes is over the GPU hash-to-curve limit of {MAX_MESSAGE}; hash long items first or use the CPU backend")));
     }
-    Ok(4 + longest.div_ceil(4) * 4)
+    Ok(super::slot_bytes(msgs))
+}
+
+/// Launches `sm2_hash_mul` over `n` slots of `slot` bytes in `input`.
+#[allow(clippy::too_many_arguments)]
+fn launch_hash(s: &Arc<CudaStream>, f: &CudaFunction, key: &CudaSlice<u8>, input: &CudaSlice<u8>, slot: usize, dst: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n: usize) -> Result<()> {
+    let (slot64, dst_len, n64) = (slot as u64, dst.len() as u32, n as u64);
+    let mut b = s.launch_builder(f);
+    b.arg(key).arg(input).arg(&slot64).arg(dst).arg(&dst_len).arg(out).arg(&n64);
+    // SAFETY: matches `sm2_hash_mul(k, msgs, slot, dst, dst_len, out, n)`; `input` holds `n`
+    // slots, `out` room for `n` 9-limb points.
+    unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
 }
 
 /// The longest message `hash_to_curve_mul` takes on the GPU: every item gets a slot this size
@@ -177,32 +192,16 @@ pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Vec
     let gpu = gpu()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
     let key = upload_key(gpu, k)?;
-    let dst_dev = {
-        let stream = gpu.stream()?;
-        let d = stream.clone_htod(dst).map_err(driver_err("upload"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
-        d
-    };
-    let slot = slot_bytes(msgs)?;
+    let dst_dev = upload(gpu, dst)?;
+    let slot = checked_slot_bytes(msgs)?;
     let n = msgs.len();
     let mut out = vec![0u8; 36 * n];
     let fill = |first: usize, dst: &mut [u8]| {
-        dst.par_chunks_exact_mut(slot).zip(&msgs[first..]).with_min_len(1024).for_each(|(d, m)| {
-            d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
-            d[4..4 + m.len()].copy_from_slice(m);
-        });
+        dst.par_chunks_exact_mut(slot).zip(&msgs[first..]).with_min_len(1024).for_each(|(d, m)| super::pack_slot(d, m));
         Ok(())
     };
     let cfg = PipelineConfig { chunk_items: CHUNK.min((64 << 20) / slot).max(1), depth: 3 };
-    let (slot64, dst_len) = (slot as u64, dst.len() as u32);
-    run_chunked(gpu, n, slot, &mut out, 36, cfg, fill, |s, input, o, count| {
-        let n64 = count as u64;
-        let mut b = s.launch_builder(&f);
-        b.arg(&key).arg(input).arg(&slot64).arg(&dst_dev).arg(&dst_len).arg(o).arg(&n64);
-        // SAFETY: matches `sm2_hash_mul(k, msgs, slot, dst, dst_len, out, n)`; `input` holds
-        // `count` slots, `o` room for `count` 9-limb points.
-        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
-    })?;
+    run_chunked(gpu, n, slot, &mut out, 36, cfg, fill, |s, input, o, count| launch_hash(s, &f, &key, input, slot, &dst_dev, o, count))?;
     Ok(out.par_chunks_exact(36).map(|o| limbs_to_compressed(o).expect("hash outputs are valid points")).collect())
 }
 
@@ -235,21 +234,11 @@ pub fn hash_to_curve_mul_kernel_seconds(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]
     let gpu = gpu()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
     let stream = gpu.stream()?;
-    let slot = slot_bytes(msgs)?;
-    let mut packed = vec![0u8; slot * msgs.len()];
-    for (d, m) in packed.chunks_exact_mut(slot).zip(msgs) {
-        d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
-        d[4..4 + m.len()].copy_from_slice(m);
-    }
+    let slot = checked_slot_bytes(msgs)?;
+    let packed = super::pack_slots(msgs, slot);
     let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
     let input = stream.clone_htod(&packed).map_err(driver_err("upload"))?;
     let dst_dev = stream.clone_htod(dst).map_err(driver_err("upload"))?;
     let mut out = stream.alloc_zeros::<u8>(36 * msgs.len()).map_err(driver_err("cuMemAlloc"))?;
-    let (slot64, dst_len, n64) = (slot as u64, dst.len() as u32, msgs.len() as u64);
-    time_on_stream(&stream, iters, || {
-        let mut b = stream.launch_builder(&f);
-        b.arg(&key).arg(&input).arg(&slot64).arg(&dst_dev).arg(&dst_len).arg(&mut out).arg(&n64);
-        // SAFETY: as in `hash_to_curve_mul`.
-        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
-    })
+    time_on_stream(&stream, iters, || launch_hash(&stream, &f, &key, &input, slot, &dst_dev, &mut out, msgs.len()))
 }

@@ -71,6 +71,28 @@ pub fn effective_dst(dst: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(crate::sm3::digest(&m).to_vec())
 }
 
+/// Bytes of one message slot of the hash-to-curve kernel: a 4-byte little-endian length, then the
+/// longest message of the batch, rounded up to whole limbs.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn slot_bytes(msgs: &[&[u8]]) -> usize {
+    4 + msgs.iter().map(|m| m.len()).max().unwrap_or(0).div_ceil(4) * 4
+}
+
+/// Writes message `m` into its slot `d` (length, then bytes; the rest is never read).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn pack_slot(d: &mut [u8], m: &[u8]) {
+    d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
+    d[4..4 + m.len()].copy_from_slice(m);
+}
+
+/// Every message in its slot, back to back.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn pack_slots(msgs: &[&[u8]], slot: usize) -> Vec<u8> {
+    let mut packed = vec![0u8; slot * msgs.len()];
+    packed.chunks_exact_mut(slot).zip(msgs).for_each(|(d, m)| pack_slot(d, m));
+    packed
+}
+
 /// SM2 batches through an [`Engine`] (`engine.sm2()`).
 pub struct Sm2<'e> {
     pub(crate) engine: &'e Engine,
