@@ -192,8 +192,14 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     };
     let keys: Vec<[u8; 32]> = (0..large as u32).map(|i| crate::sm3::digest(&i.to_le_bytes())).map(|mut k| { k[0] = 1; k }).collect();
     let msgs: Vec<&[u8]> = keys.iter().map(|k| &k[..16]).collect();
-    let points = cpu::mul_base(&keys[..64], 1);
-    let points: Vec<Point> = (0..large).map(|i| points[i % 64]).collect();
+    // Input points only for the operation that takes them.
+    let points: Vec<Point> = match op {
+        OP_MUL => {
+            let base = cpu::mul_base(&keys[..64], 1);
+            (0..large).map(|i| base[i % 64]).collect()
+        }
+        _ => Vec::new(),
+    };
     // One thread for the CPU, so the fit is per core; the dispatcher scales by threads.
     let run = |n: usize| -> Result<()> {
         match (op, backend) {
