@@ -52,6 +52,25 @@ impl Report {
         let ratio = baseline.and_then(|b| {
             self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == b).map(|r| items_per_s / r.items_per_s)
         });
+        self.record(group, case, implementation, items, bytes, seconds, ratio, baseline);
+    }
+
+    /// Seconds per item of a recorded row.
+    pub fn per_item(&self, group: &str, case: &str, implementation: &str) -> Option<f64> {
+        self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == implementation).map(|r| 1.0 / r.items_per_s)
+    }
+
+    /// Records one measurement compared with a baseline from another case (`base_s`: its seconds
+    /// per item, named `base_name`).
+    pub fn add_vs(&mut self, group: &str, case: &str, implementation: &str, items: u64, seconds: f64, base_s: f64, base_name: &str) {
+        let ratio = base_s.is_finite().then(|| items as f64 / seconds * base_s);
+        self.record(group, case, implementation, items, 0, seconds, ratio, Some(base_name));
+    }
+
+    /// Prints the table line and keeps the row.
+    #[allow(clippy::too_many_arguments)]
+    fn record(&mut self, group: &str, case: &str, implementation: &str, items: u64, bytes: u64, seconds: f64, ratio: Option<f64>, baseline: Option<&str>) {
+        let items_per_s = items as f64 / seconds;
         println!(
             "{:<34} {:<36} {:>12.3} {:>10.2} {:>9}",
             case,
@@ -71,38 +90,6 @@ impl Report {
             bytes_per_s: bytes as f64 / seconds,
             ratio,
             baseline: baseline.map(Into::into),
-        });
-    }
-
-    /// Seconds per item of a recorded row.
-    pub fn per_item(&self, group: &str, case: &str, implementation: &str) -> Option<f64> {
-        self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == implementation).map(|r| 1.0 / r.items_per_s)
-    }
-
-    /// Records one measurement compared with a baseline from another case (`base_s`: its seconds
-    /// per item, named `base_name`).
-    pub fn add_vs(&mut self, group: &str, case: &str, implementation: &str, items: u64, seconds: f64, base_s: f64, base_name: &str) {
-        let items_per_s = items as f64 / seconds;
-        let ratio = base_s.is_finite().then(|| items_per_s * base_s);
-        println!(
-            "{:<34} {:<36} {:>12.3} {:>10} {:>9}",
-            case,
-            implementation,
-            items_per_s / 1e6,
-            "-",
-            ratio.map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into())
-        );
-        self.rows.push(Row {
-            group: group.into(),
-            case: case.into(),
-            implementation: implementation.into(),
-            items,
-            bytes: 0,
-            seconds,
-            items_per_s,
-            bytes_per_s: 0.0,
-            ratio,
-            baseline: Some(base_name.into()),
         });
     }
 }
