@@ -68,8 +68,8 @@ fn for_each_line(path: &Path, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Re
 }
 
 impl ItemFile {
-    /// Reads the file once: counts items and rejects empty lines and duplicates (found by a
-    /// 128-bit keyed fingerprint per line, 16 bytes of memory per item).
+    /// Reads the file: counts items and rejects empty lines and duplicates (found by a 128-bit
+    /// keyed fingerprint per line, 16 bytes of memory per item while opening).
     pub fn open(path: &Path) -> Result<Self> {
         let (h1, h2) = (RandomState::new(), RandomState::new());
         let fp = |l: &[u8]| (u128::from(h1.hash_one(l)) << 64) | u128::from(h2.hash_one(l));
@@ -85,10 +85,18 @@ impl ItemFile {
             return Err(Error::invalid(format!("{} holds no items: the set must not be empty", path.display())));
         }
         let count = prints.len() as u64;
-        let mut sorted = prints.clone();
-        sorted.sort_unstable();
-        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-            let lines: Vec<u64> = prints.iter().enumerate().filter(|(_, p)| **p == w[0]).map(|(i, _)| i as u64 + 1).take(2).collect();
+        // Sorted in place (no second copy); a duplicate's lines are found by reading again.
+        prints.sort_unstable();
+        if let Some(w) = prints.windows(2).find(|w| w[0] == w[1]) {
+            let dup = w[0];
+            drop(prints);
+            let mut lines = Vec::new();
+            for_each_line(path, |no, l| {
+                if fp(l) == dup {
+                    lines.push(no);
+                }
+                Ok(())
+            })?;
             return Err(Error::invalid(format!(
                 "{}: lines {} and {} hold the same item; remove duplicates first (e.g. `sort -u`)",
                 path.display(),
