@@ -2,9 +2,9 @@
 // run against an independent CPU implementation. Integers cross the host boundary as eight
 // little-endian 32-bit limbs, in ordinary (not Montgomery) form.
 #include "secp256k1.cuh"
+#include "bc/verify.cuh"
 
 using namespace bc::secp256k1;
-using bc::add_n;
 using bc::geq_n;
 using bc::on_curve;
 
@@ -99,87 +99,37 @@ extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
     BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
 }
 
-// Item flags (limb 40).
-enum : uint32_t { KEY_ODD = 1, KEY_COMPRESSED = 2, ITEM_SKIP = 4 };
-// Verdict codes.
-enum : uint8_t { OUT_MISMATCH = 0, OUT_VALID = 1, OUT_KEY_OFF_CURVE = 2 };
-
-// The item's public key: a compressed key is decompressed here (one square root), an
-// uncompressed one is checked against the curve equation. False when there is no such point.
-BC_DEVICE bool item_key(const uint32_t* it, PointAffine& q) {
-    uint32_t flags = it[40];
-    q.x = bc::load_plain<Fp>(it + 16);
-    Fp rhs = q.x.sqr() * q.x + Curve::b();
-    if (flags & KEY_COMPRESSED) {
-        Fp y = rhs.sqrt_candidate();
-        if (y.sqr() != rhs) return false;
-        uint32_t plain[8];
-        y.to_plain(plain);
-        q.y = (plain[0] & 1) == (flags & KEY_ODD) ? y : y.neg();
-        return true;
-    }
-    q.y = bc::load_plain<Fp>(it + 24);
-    return q.y.sqr() == rhs;
-}
-
-// A verification item (41 limbs): u1, u2 (scalars mod n), the key's x and y (y unused when
-// compressed), r, flags. Computes R = u1 G + u2 Q; returns false if the key is not on the curve.
-BC_DEVICE bool item_point(const uint32_t* it, const PointAffine* gtable, Point& R, uint32_t r[8]) {
-    PointAffine q;
-    if (!item_key(it, q)) return false;
-    uint32_t u1[8], u2[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        u1[j] = it[j];
-        u2[j] = it[8 + j];
-        r[j] = it[32 + j];
-    }
-    R = double_mul(gtable, u1, u2, q);
-    return true;
-}
+using namespace bc::verify;
 
 // ECDSA: u1 = e/s, u2 = r/s. Valid iff R is finite and x(R) mod n == r.
 extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
-        const uint32_t* it = items + 41 * i;
-        if (it[40] & ITEM_SKIP) {
-            ok[i] = OUT_MISMATCH;
-            continue;
-        }
-        uint32_t r[8], rn[8];
-        Point R;
-        if (!item_point(it, gtable, R, r)) {
-            ok[i] = OUT_KEY_OFF_CURVE;
-            continue;
-        }
-        // x(R) is in [0, p); x mod n == r means x == r or x == r + n (possible only if r + n < p).
-        bool good = R.x_equals(Fp::from_plain(r));
-        uint32_t carry = add_n(rn, r, N_MOD);
-        if (!good && !carry && !geq_n(rn, P_MOD)) good = R.x_equals(Fp::from_plain(rn));
-        ok[i] = good ? OUT_VALID : OUT_MISMATCH;
-    }
+    auto dm = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) { return double_mul(gtable, u1, u2, q); };
+    BC_FOR_EACH_ITEM(i, n) ok[i] = verdict_x_mod_n<Curve>(items + ITEM_LIMBS * i, N_MOD, dm);
 }
 
 // BIP340: u1 = s, u2 = n - e, the key lifted to even y, r = x(R) expected (below p).
 // Valid iff R is finite, has even y, and x(R) == r.
 extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
-        const uint32_t* it = items + 41 * i;
+        const uint32_t* it = items + ITEM_LIMBS * i;
+        PointAffine q;
         if (it[40] & ITEM_SKIP) {
             ok[i] = OUT_MISMATCH;
             continue;
         }
-        uint32_t r[8], y[8];
-        Point R;
-        if (!item_point(it, gtable, R, r)) {
+        if (!item_key<Curve>(it, q)) {
             ok[i] = OUT_KEY_OFF_CURVE;
             continue;
         }
+        uint32_t u1[8], u2[8], r[8];
+        load8(u1, it);
+        load8(u2, it + 8);
+        load8(r, it + 32);
+        Point R = double_mul(gtable, u1, u2, q);
         bool good = false;
         if (!R.is_infinity()) {
             PointAffine a = R.to_affine();
-            a.y.to_plain(y);
-            good = (y[0] & 1) == 0 && a.x == Fp::from_plain(r);
+            good = !bc::is_odd(a.y) && a.x == Fp::from_plain(r);
         }
         ok[i] = good ? OUT_VALID : OUT_MISMATCH;
     }
@@ -247,7 +197,7 @@ extern "C" __global__ void secp256k1_point_ops(const uint32_t* p, const uint32_t
         store_affine(o + 32, ja.dbl());
         store_affine(o + 48, ja.add(ja.neg()));
         store_affine(o + 64, ja.add(ja));
-        o[80] = on_curve(a, Curve::b());
-        o[81] = on_curve(b, Curve::b());
+        o[80] = on_curve(a);
+        o[81] = on_curve(b);
     }
 }

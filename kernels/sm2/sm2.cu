@@ -4,6 +4,7 @@
 // little-endian 32-bit limbs; points as affine x, y (16 limbs, infinity as zeros), or compressed
 // as x and a flag limb (9 limbs).
 #include "sm2.cuh"
+#include "bc/verify.cuh"
 
 using namespace bc::sm2;
 
@@ -34,18 +35,9 @@ BC_DEVICE void store_compressed(uint32_t* dst, const Point& p) {
     dst[8] = uint32_t(bc::is_odd(a.y)) | C_VALID;
 }
 
-// The point with this x and y parity; false when x >= p or x^3 + a x + b is not a square.
+// A compressed input point; false for a bad encoding or an x with no point.
 BC_DEVICE bool decompress(const uint32_t* src, PointAffine& p) {
-    uint32_t x[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = src[i];
-    if ((src[8] & C_BAD) || bc::geq_n(x, P_MOD)) return false;
-    p.x = Fp::from_plain(x);
-    Fp rhs = (p.x.sqr() + Curve::a()) * p.x + Curve::b();
-    p.y = rhs.sqrt_candidate();
-    if (p.y.sqr() != rhs) return false;
-    if (bc::is_odd(p.y) != bool(src[8] & C_ODD)) p.y = p.y.neg();
-    return true;
+    return !(src[8] & C_BAD) && bc::decompress<Curve>(src, src[8] & C_ODD, p);
 }
 
 BC_DEVICE void load_scalar(uint32_t k[8], const uint32_t* src) {
@@ -74,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __rest
     BC_FOR_EACH_ITEM(i, n) {
         PointAffine p{bc::load_plain<Fp>(pts + 16 * i), bc::load_plain<Fp>(pts + 16 * i + 8)};
         uint32_t* o = out + 17 * i;
-        bool good = bc::on_curve(p, Curve::b());
+        bool good = bc::on_curve(p);
         o[16] = good;
         if (!good) {
             for (int j = 0; j < 16; ++j) o[j] = 0;
@@ -113,4 +105,14 @@ extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* _
         load_scalar(kk, k);
         store_compressed(out + 9 * i, bc::mul_window<Curve, VAR_W>(h, kk));
     }
+}
+
+// SM2 signature verification (GM/T 0003.2 §7.1) on the generic items of bc/verify.cuh, prepared by
+// the host as u1 = s, u2 = t = r + s mod n, and r' = r - e mod n: valid iff R = s G + t P_A is
+// finite and x(R) mod n == r' (the standard's R = e + x1 mod n == r).
+extern "C" __global__ void __launch_bounds__(128) sm2_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+    auto double_mul = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) {
+        return GTable::mul(gtable, u1, bc::mul_window<Curve, VAR_W>(q, u2));
+    };
+    BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, double_mul);
 }

@@ -2,7 +2,9 @@
 //! step, affine and compressed), and hash-to-curve fused with the multiplication. OpenSSL (one
 //! core and all cores), RustCrypto `sm2` (one core; all cores is our CPU path) and our GPU path,
 //! on the same scalars and points, results checked equal. OpenSSL has no hash-to-curve: that row
-//! is compared with OpenSSL's k·P, the multiplication it contains.
+//! is compared with OpenSSL's k·P, the multiplication it contains. SM2 signature verification:
+//! OpenSSL's EVP verifier (SM3 digest with Z_A, one core and all cores) against ours on the same
+//! OpenSSL-made signatures.
 
 use crate::report::{time, Report};
 use batchcrypt::sm2::cpu;
@@ -179,6 +181,97 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let t = gpu::hash_to_curve_mul_kernel_seconds(&key, &msgs, DEFAULT_DST, reps.max(3))?;
             rep.add_vs(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, t, openssl_kp, "openssl 1 core k P");
         }
+        verify_rows(rep, n, reps, single, cpu_n)?;
+    }
+    Ok(())
+}
+
+/// OpenSSL-made SM2 signatures: `m` distinct messages by 64 keys, signed on all cores.
+struct Signed {
+    keys: Vec<openssl::pkey::PKey<openssl::pkey::Private>>,
+    sec1: Vec<Vec<u8>>,
+    msgs: Vec<Vec<u8>>,
+    sigs: Vec<Vec<u8>>,
+}
+
+impl Signed {
+    fn new(m: usize) -> anyhow::Result<Self> {
+        use openssl::ec::{EcKey, PointConversionForm};
+        use openssl::hash::MessageDigest;
+        let group = EcGroup::from_curve_name(Nid::SM2)?;
+        let mut ctx = BigNumContext::new()?;
+        let mut keys = Vec::new();
+        let mut sec1 = Vec::new();
+        for _ in 0..64 {
+            let ec = EcKey::generate(&group)?;
+            sec1.push(ec.public_key().to_bytes(&group, PointConversionForm::UNCOMPRESSED, &mut ctx)?);
+            keys.push(openssl::pkey::PKey::from_ec_key(ec)?);
+        }
+        let msgs: Vec<Vec<u8>> = (0..m).map(|i| format!("transfer {i} from account {} to account {}", i * 31, i * 17 + 5).into_bytes()).collect();
+        let sigs = (0..m)
+            .into_par_iter()
+            .map(|i| {
+                let mut s = openssl::sign::Signer::new(MessageDigest::sm3(), &keys[i % 64])?;
+                s.update(&msgs[i])?;
+                Ok(s.sign_to_vec()?)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Signed { keys, sec1, msgs, sigs })
+    }
+
+    /// OpenSSL's verdict on item `i mod m`.
+    fn openssl_verify(&self, i: usize) -> bool {
+        let i = i % self.msgs.len();
+        let mut v = openssl::sign::Verifier::new(openssl::hash::MessageDigest::sm3(), &self.keys[i % 64]).unwrap();
+        v.update(&self.msgs[i]).unwrap();
+        v.verify(&self.sigs[i]).unwrap_or(false)
+    }
+}
+
+/// The distinguishing ID of OpenSSL's EVP SM2 signatures when none is set: the empty one.
+const OPENSSL_ID: &[u8] = b"";
+
+fn verify_rows(rep: &mut Report, n: usize, reps: usize, single: usize, cpu_n: usize) -> anyhow::Result<()> {
+    use batchcrypt::sig::SigFormat;
+    use batchcrypt::sm2::verify;
+    let case = format!("verify {n} (SM3 digest with Z_A included)");
+    let signed = Signed::new(n.min(1 << 14))?;
+    let m = signed.msgs.len();
+    let msgs: Vec<&[u8]> = (0..n).map(|i| signed.msgs[i % m].as_slice()).collect();
+    let sigs: Vec<&[u8]> = (0..n).map(|i| signed.sigs[i % m].as_slice()).collect();
+    let keys: Vec<&[u8]> = (0..n).map(|i| signed.sec1[i % m % 64].as_slice()).collect();
+    let mut ok = false;
+    let t = time(1, || ok = (0..single).all(|i| signed.openssl_verify(i)));
+    anyhow::ensure!(ok, "OpenSSL rejects its own signatures");
+    rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
+    let t = time(1, || ok = (0..cpu_n).into_par_iter().all(|i| signed.openssl_verify(i)));
+    anyhow::ensure!(ok, "OpenSSL rejects its own signatures");
+    rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
+    for (backend, label, count) in [(batchcrypt::Backend::Portable, "batchcrypt cpu (sm2 crate, all cores)", cpu_n), (batchcrypt::Backend::Cuda, "batchcrypt cuda (end to end)", n)] {
+        if backend == batchcrypt::Backend::Cuda && !has_gpu() {
+            continue;
+        }
+        let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Exact(backend));
+        let t = time(reps, || ok = engine.sm2().verify(&msgs[..count], &sigs[..count], &keys[..count], OPENSSL_ID, SigFormat::Der).unwrap().value.all_valid());
+        anyhow::ensure!(ok, "{label} rejects OpenSSL's signatures");
+        rep.add(GROUP, &case, label, count as u64, 0, t, Some("openssl 1 core"));
+    }
+    #[cfg(feature = "cuda")]
+    if has_gpu() {
+        // Digests given (computed once per distinct message here), and the kernel alone.
+        let digests: Vec<[u8; 32]> = (0..m).into_par_iter().map(|i| {
+            let xy: [u8; 64] = signed.sec1[i % 64][1..].try_into().unwrap();
+            verify::message_digest(OPENSSL_ID, &xy, &signed.msgs[i]).unwrap()
+        }).collect();
+        let all_digests: Vec<[u8; 32]> = (0..n).map(|i| digests[i % m]).collect();
+        let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Exact(batchcrypt::Backend::Cuda));
+        let t = time(reps, || ok = engine.sm2().verify_digests(&all_digests, &sigs, &keys, SigFormat::Der).unwrap().value.all_valid());
+        anyhow::ensure!(ok, "GPU rejects OpenSSL's signatures given digests");
+        let case_d = format!("verify {n}, digests given");
+        rep.add_vs(GROUP, &case_d, "batchcrypt cuda (end to end)", n as u64, t, rep.per_item(GROUP, &case, "openssl 1 core").unwrap_or(f64::NAN), "openssl 1 core verify");
+        let (t, verdicts) = batchcrypt::sm2::gpu::verify_kernel_seconds(n, |i| verify::item(&all_digests[i], sigs[i], keys[i], SigFormat::Der), reps.max(3))?;
+        anyhow::ensure!(verdicts.iter().all(|v| v.is_ok()), "GPU kernel rejects OpenSSL's signatures");
+        rep.add_vs(GROUP, &case_d, "batchcrypt cuda (kernel only)", n as u64, t, rep.per_item(GROUP, &case, "openssl 1 core").unwrap_or(f64::NAN), "openssl 1 core verify");
     }
     Ok(())
 }

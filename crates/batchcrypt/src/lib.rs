@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod psi;
 pub mod secp256k1;
 pub mod sha256;
+pub mod sig;
 pub mod sm2;
 pub mod sm3;
 

@@ -103,12 +103,31 @@ struct Jacobian {
     BC_DEVICE bool x_equals(const F& x0) const { return !is_infinity() && x == x0 * z.sqr(); }
 };
 
-// Whether an affine point satisfies the curve equation (b given in Montgomery form).
+// x^3 + a x + b: the y^2 a point with this x must have.
 template <class C>
-BC_DEVICE bool on_curve(const Affine<C>& p, const typename C::F& b) {
-    auto rhs = p.x.sqr() * p.x + b;
-    if constexpr (!C::A_IS_ZERO) rhs = rhs + C::a() * p.x;
-    return p.y.sqr() == rhs;
+BC_DEVICE typename C::F curve_rhs(const typename C::F& x) {
+    if constexpr (C::A_IS_ZERO) return x.sqr() * x + C::b();
+    else return (x.sqr() + C::a()) * x + C::b();
+}
+
+// Whether an affine point satisfies the curve equation.
+template <class C>
+BC_DEVICE bool on_curve(const Affine<C>& p) {
+    return p.y.sqr() == curve_rhs<C>(p.x);
+}
+
+// SEC1 decompression: the point with x (eight little-endian limbs of an ordinary integer) and a
+// y of the given parity. False when x >= p or x^3 + a x + b is not a square (needs p = 3 mod 4).
+template <class C>
+BC_DEVICE bool decompress(const uint32_t x[LIMBS], bool odd, Affine<C>& p) {
+    using F = typename C::F;
+    if (geq_n(x, F::modulus())) return false;
+    p.x = F::from_plain(x);
+    F rhs = curve_rhs<C>(p.x);
+    p.y = rhs.sqrt_candidate();
+    if (p.y.sqr() != rhs) return false;
+    if (is_odd(p.y) != odd) p.y = p.y.neg();
+    return true;
 }
 
 }  // namespace bc

@@ -336,6 +336,14 @@ BC_DEVICE F load_plain(const uint32_t* src) {
     return F::from_plain(t);
 }
 
+// The parity of an element's ordinary value (SEC1's and RFC 9380's sign of y).
+template <class F>
+BC_DEVICE bool is_odd(const F& x) {
+    uint32_t plain[LIMBS];
+    x.to_plain(plain);
+    return plain[0] & 1;
+}
+
 // Montgomery's trick: inverts n elements with one inversion and 3(n-1) multiplications.
 // `scratch` holds n elements. Zeros stay zero and do not spoil the others.
 template <class F>

@@ -69,13 +69,6 @@ BC_DEVICE F field_from_48(const uint32_t be[12]) {
     return from_any_256<F>(lo) + from_any_256<F>(hi) * from_any_256<F>(r256);
 }
 
-template <class F>
-BC_DEVICE bool is_odd(const F& x) {
-    uint32_t plain[LIMBS];
-    x.to_plain(plain);
-    return plain[0] & 1;
-}
-
 // The simplified SWU map (RFC 9380 §6.6.2), for p = 3 mod 4: one inversion and one square root.
 // When g(x1) is not a square, sqrt(g(x2)) = sqrt(-g(x1)) u^3 sqrt(-Z^3), since g(x2) = Z^3 u^6 g(x1).
 template <class C>

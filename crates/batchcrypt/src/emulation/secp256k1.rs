@@ -4,7 +4,7 @@ use crate::secp256k1::gpu::{self, G_TABLE_LEN};
 use crate::secp256k1::{EcdsaOptions, Reason};
 
 /// Limbs of a raw kernel item.
-pub const ITEM_LIMBS: usize = gpu::ITEM_LIMBS;
+pub const ITEM_LIMBS: usize = crate::sig::items::ITEM_LIMBS;
 
 /// An affine point in the kernels' field representation (opaque to the host).
 #[repr(C)]
@@ -81,11 +81,8 @@ pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
 }
 
 fn run(scheme: gpu::Scheme, n: usize, make: impl Fn(usize) -> Result<gpu::HostItem, Reason> + Sync) -> Vec<Result<(), Reason>> {
-    let (bytes, reasons) = gpu::encode_all(n, &make);
-    let items: Vec<[u32; ITEM_LIMBS]> =
-        bytes.chunks_exact(gpu::ITEM_BYTES).map(|c| std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap()))).collect();
-    let codes = verify_items(matches!(scheme, gpu::Scheme::Schnorr), &items);
-    reasons.into_iter().zip(codes).map(|(r, c)| gpu::verdict(r, c)).collect()
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| gpu::encode_block(dst, reasons, first, &make);
+    super::run_items(n, &fill, |items| verify_items(matches!(scheme, gpu::Scheme::Schnorr), items))
 }
 
 /// ECDSA through the GPU backend's whole flow on the host: parsing and preparation as

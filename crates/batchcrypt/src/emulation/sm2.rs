@@ -64,3 +64,20 @@ pub fn hash_mul(k: &[u32; 8], msgs: &[&[u8]], dst: &[u8]) -> Vec<[u32; 9]> {
     unsafe { sm2_hash_mul(k.as_ptr(), packed.as_ptr(), slot as u64, dst.as_ptr(), dst.len() as u32, out.as_mut_ptr().cast(), msgs.len() as u64) };
     out
 }
+
+extern "C" {
+    fn sm2_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
+}
+
+/// SM2 verification through the GPU backend's whole flow on the host: the items as
+/// `verify_digests` prepares them for the GPU, then the kernel code.
+pub fn verify_digests(digests: &[[u8; 32]], sigs: &[&[u8]], keys: &[&[u8]], format: crate::sig::SigFormat) -> Vec<Result<(), crate::sig::Reason>> {
+    let make = |i: usize| crate::sm2::verify::item(&digests[i], sigs[i], keys[i], format);
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| crate::sm2::verify::encode_block(dst, reasons, first, &make);
+    super::run_items(digests.len(), &fill, |items| {
+        let mut ok = vec![0u8; items.len()];
+        // SAFETY: 41 limbs in and one byte out per item; the table is complete.
+        unsafe { sm2_verify(items.as_ptr().cast(), g_table().as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
+        ok
+    })
+}

@@ -14,6 +14,7 @@ pub mod cpu;
 pub(crate) mod gpu;
 pub mod parse;
 
+pub use crate::sig::{SigFormat, Verdicts};
 pub use parse::{Prepared, Reason, SchnorrPrepared};
 
 use crate::backend::{Backend, BackendChoice};
@@ -33,46 +34,12 @@ const CPU_ORDER: &[Backend] = &[Backend::Libsecp256k1];
 /// by-the-byte guess would keep batches of hundreds of signatures on one thread.
 const MEASURE_MIN_ITEMS: usize = 64;
 
-/// How ECDSA signatures are encoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SigFormat {
-    /// Strict DER (BIP66), as in Bitcoin transactions (without the sighash byte).
-    #[default]
-    Der,
-    /// 64 bytes, `r || s` big-endian.
-    Compact,
-}
-
 /// ECDSA acceptance rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct EcdsaOptions {
     pub format: SigFormat,
     /// Reject `s > n/2` (BIP62/BIP146 standardness) instead of accepting it as `n - s`.
     pub require_low_s: bool,
-}
-
-/// One verdict per item, in input order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdicts {
-    pub results: Vec<std::result::Result<(), Reason>>,
-}
-
-impl Verdicts {
-    pub fn all_valid(&self) -> bool {
-        self.results.iter().all(|r| r.is_ok())
-    }
-
-    pub fn valid_count(&self) -> usize {
-        self.results.iter().filter(|r| r.is_ok()).count()
-    }
-
-    pub fn len(&self) -> usize {
-        self.results.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.results.is_empty()
-    }
 }
 
 /// secp256k1 signature verification on an [`Engine`].
@@ -84,7 +51,7 @@ impl Secp256k1<'_> {
     /// Verifies ECDSA signature `i` over the 32-byte message hash `hashes[i]` with public key
     /// `pubkeys[i]` (SEC1, 33 or 65 bytes).
     pub fn verify_ecdsa(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions) -> Result<Output<Verdicts>> {
-        let n = batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let n = crate::sig::batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
         let plan = self.plan(OP_ECDSA, n, bytes_in)?;
         let results = match plan.backend {
@@ -100,7 +67,7 @@ impl Secp256k1<'_> {
 
     /// Verifies BIP340 signature `i` over `msgs[i]` (any length) with x-only key `pubkeys[i]`.
     pub fn verify_schnorr(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]]) -> Result<Output<Verdicts>> {
-        let n = batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
         let bytes_in = 96 * n as u64 + total_len(msgs);
         let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
         let results = match plan.backend {
@@ -119,7 +86,7 @@ impl Secp256k1<'_> {
     /// is the API.
     #[cfg(feature = "cuda")]
     pub fn ecdsa_kernel_seconds(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions, iters: usize) -> Result<(f64, Verdicts)> {
-        let n = batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let n = crate::sig::batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
         let (t, results) = gpu::time_kernel(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts), iters)?;
         Ok((t, Verdicts { results }))
     }
@@ -127,7 +94,7 @@ impl Secp256k1<'_> {
     /// Kernel-only GPU time for BIP340 items, as [`Self::ecdsa_kernel_seconds`].
     #[cfg(feature = "cuda")]
     pub fn schnorr_kernel_seconds(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]], iters: usize) -> Result<(f64, Verdicts)> {
-        let n = batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
         let (t, results) = gpu::time_kernel(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]), iters)?;
         Ok((t, Verdicts { results }))
     }
@@ -143,19 +110,6 @@ impl Secp256k1<'_> {
         }
         d.plan(&w, CPU_ORDER, cfg!(feature = "cuda"), &cal)
     }
-}
-
-/// The common length of the batch's slices.
-fn batch_len(slices: &[(&str, usize)]) -> Result<usize> {
-    let n = slices[0].1;
-    if slices.iter().any(|&(_, len)| len != n) {
-        let counts: Vec<String> = slices.iter().map(|(what, len)| format!("{len} {what}")).collect();
-        return Err(Error::invalid(format!("{}: every item needs one of each", counts.join(", "))));
-    }
-    if n == 0 {
-        return Err(Error::EmptyBatch);
-    }
-    Ok(n)
 }
 
 fn total_len(items: &[&[u8]]) -> u64 {

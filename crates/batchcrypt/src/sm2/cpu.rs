@@ -2,10 +2,14 @@
 //! (RFC 9380) with `elliptic-curve`'s `expand_message_xmd` over SM3 and the simplified SWU map in
 //! `crypto-bigint` Montgomery arithmetic, the square root left to SEC1 decompression.
 
+use super::verify::Item;
 use super::{Compressed, Point};
 use crate::backend::cpu::par_map;
+use crate::sig::{Reason, Sec1Key};
+use sm2::elliptic_curve::ops::{LinearCombination, Reduce};
+use sm2::elliptic_curve::point::AffineCoordinates;
 use sm2::elliptic_curve::bigint::{impl_modulus, Encoding, NonZero, U256, U384};
-use sm2::elliptic_curve::group::GroupEncoding;
+use sm2::elliptic_curve::group::{Group, GroupEncoding};
 use sm2::elliptic_curve::hash2curve::{ExpandMsg, ExpandMsgXmd, Expander};
 use sm2::elliptic_curve::point::DecompressPoint;
 use sm2::elliptic_curve::sec1::{FromEncodedPoint, ToEncodedPoint};
@@ -54,6 +58,45 @@ pub fn decompress(c: &Compressed) -> Option<ProjectivePoint> {
     }
     let p = AffinePoint::decompress(c[1..].into(), Choice::from(c[0] & 1));
     Option::<AffinePoint>::from(p).map(ProjectivePoint::from)
+}
+
+/// The point of a SEC1 key's coordinates, if it is on the curve.
+pub fn key_point(key: &Sec1Key) -> Option<ProjectivePoint> {
+    match *key {
+        Sec1Key::Compressed { x, odd } => {
+            let mut c = [0u8; 33];
+            c[0] = 2 | odd as u8;
+            c[1..].copy_from_slice(&x);
+            decompress(&c)
+        }
+        Sec1Key::Uncompressed { x, y } => {
+            let mut p = [0u8; 64];
+            p[..32].copy_from_slice(&x);
+            p[32..].copy_from_slice(&y);
+            decode(&p)
+        }
+    }
+}
+
+/// The affine `x || y` of a key on the curve (a square root for a compressed one).
+pub fn key_xy(key: &Sec1Key) -> Option<Point> {
+    key_point(key).map(|p| encode(&p))
+}
+
+/// One SM2 verification item: `R = u1·G + u2·key` (Shamir's trick in the crate's
+/// `lincomb`), finite, with `x(R) mod n == r`.
+pub fn verify_item(it: &Item) -> Result<(), Reason> {
+    let q = key_point(&it.key).ok_or(Reason::PublicKeyNotOnCurve)?;
+    let r = ProjectivePoint::lincomb(&ProjectivePoint::GENERATOR, &scalar(&it.u1), &q, &scalar(&it.u2));
+    if bool::from(r.is_identity()) {
+        return Err(Reason::SignatureMismatch);
+    }
+    let x = <Scalar as Reduce<U256>>::reduce_bytes(&r.to_affine().x());
+    if x == scalar(&it.r) {
+        Ok(())
+    } else {
+        Err(Reason::SignatureMismatch)
+    }
 }
 
 /// `k·G` for each scalar.

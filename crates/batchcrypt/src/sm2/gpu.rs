@@ -242,3 +242,24 @@ pub fn hash_to_curve_mul_kernel_seconds(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]
     let mut out = stream.alloc_zeros::<u8>(36 * msgs.len()).map_err(driver_err("cuMemAlloc"))?;
     time_on_stream(&stream, iters, || launch_hash(&stream, &f, &key, &input, slot, &dst_dev, &mut out, msgs.len()))
 }
+
+/// The SM2 verification kernel and its fixed-base table (shared with `sm2_mul_base`).
+fn verify_kernel() -> crate::sig::items::device::Kernel {
+    crate::sig::items::device::Kernel { image: &crate::kernels::SM2, name: "sm2_verify", table: g_table }
+}
+
+type Verdict = std::result::Result<(), crate::sig::Reason>;
+
+/// Verifies `n` items (`make(i)`) on the GPU, chunk by chunk (the host prepares chunk k + 1 —
+/// digests included — while the GPU works on chunk k).
+pub fn verify(n: usize, make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync) -> Result<Vec<Verdict>> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| super::verify::encode_block(dst, reasons, first, &make);
+    crate::sig::items::device::verify(&verify_kernel(), n, &fill)
+}
+
+/// Kernel-only seconds of [`verify`] (median of `iters`) over items resident on the device, and
+/// the verdicts. For benchmarks.
+pub fn verify_kernel_seconds(n: usize, make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync, iters: usize) -> Result<(f64, Vec<Verdict>)> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| super::verify::encode_block(dst, reasons, first, &make);
+    crate::sig::items::device::time_kernel(&verify_kernel(), n, &fill, iters)
+}

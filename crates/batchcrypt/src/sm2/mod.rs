@@ -12,15 +12,17 @@
 //! templates (`kernels/sm2`). Both take and give the same encodings and agree bit for bit
 //! (tests/sm2_kernels.rs, tests/sm2_backends.rs). The dispatcher picks one per batch.
 //!
-//! Not built yet: SM2 signature verification.
+//! - `verify` / `verify_digests`: SM2 signature verification (GM/T 0003.2), see [`verify`].
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod verify;
 
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
+use crate::sig::{Reason, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::borrow::Cow;
 
@@ -48,6 +50,7 @@ pub const DEFAULT_DST: &[u8] = b"BATCHCRYPT-PSI-V01-CS01-with-SM2_XMD:SM3_SSWU_R
 const OP_MUL_BASE: &str = "sm2_mul_base";
 const OP_MUL: &str = "sm2_mul";
 const OP_HASH_MUL: &str = "sm2_hash_mul";
+const OP_VERIFY: &str = "sm2_verify";
 
 /// Scalars must lie in `[0, n)`: an out-of-range scalar is the caller's error, not reduced.
 pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
@@ -164,6 +167,41 @@ impl Sm2<'_> {
         self.hash_to_curve_mul(&one, msgs, dst)
     }
 
+    /// Verifies signature `i` (`format`: DER or compact `r || s`) over the digest
+    /// `digests[i] = SM3(Z_A || M)` with the signer's SEC1 public key `pubkeys[i]`. One verdict
+    /// per item; a malformed item is a [`Reason`] in its slot, not an error of the batch.
+    pub fn verify_digests(&self, digests: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], format: SigFormat) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[("digests", digests.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        self.verify_items(n, 32, |i| verify::item(&digests[i], sigs[i], pubkeys[i], format))
+    }
+
+    /// Verifies signature `i` over message `msgs[i]` signed by the holder of `pubkeys[i]` with
+    /// distinguishing identifier `id` ([`verify::DEFAULT_ID`] unless the parties agreed on
+    /// another): the digest `SM3(Z_A || M)` is computed here, on the CPU, while the backend
+    /// verifies earlier items. A compressed key costs a square root on the CPU for `Z_A`.
+    pub fn verify(&self, msgs: &[&[u8]], sigs: &[&[u8]], pubkeys: &[&[u8]], id: &[u8], format: SigFormat) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+        verify::za(id, &[0; 64])?; // the ID's length, checked once for the batch
+        let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+        self.verify_items(n, 32 + bytes / n as u64, |i| {
+            let key = crate::sig::sec1_key(pubkeys[i], &verify::P)?;
+            let xy = cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?;
+            let e = verify::message_digest(id, &xy, msgs[i]).expect("ID length checked");
+            verify::item(&e, sigs[i], pubkeys[i], format)
+        })
+    }
+
+    fn verify_items(&self, n: usize, digest_bytes: u64, make: impl Fn(usize) -> std::result::Result<verify::Item, Reason> + Sync) -> Result<Output<Verdicts>> {
+        let plan = self.plan(OP_VERIFY, n, digest_bytes + 72 + 33, 1)?;
+        let results = match plan.backend {
+            Backend::Portable => crate::backend::cpu::par_map(64, n, plan.threads, |i| make(i).and_then(|it| cpu::verify_item(&it))),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::verify(n, make)?,
+            other => return Err(not_implemented(other)),
+        };
+        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+    }
+
     fn plan(&self, op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Result<Plan> {
         let w = Workload { op, items: n as u64, units: n as u64, bytes_in: in_bytes * n as u64, bytes_out: out_bytes * n as u64, location: Location::Host };
         self.engine.dispatcher().plan(&w, &[Backend::Portable], cfg!(feature = "cuda"), &|b| calibrate(op, b))
@@ -192,7 +230,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     };
     let keys: Vec<[u8; 32]> = (0..large as u32).map(|i| crate::sm3::digest(&i.to_le_bytes())).map(|mut k| { k[0] = 1; k }).collect();
     let msgs: Vec<&[u8]> = keys.iter().map(|k| &k[..16]).collect();
-    // Input points only for the operation that takes them.
+    // Input points or signatures only for the operation that takes them.
     let points: Vec<Point> = match op {
         OP_MUL => {
             let base = cpu::mul_base(&keys[..64], 1);
@@ -200,12 +238,28 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         }
         _ => Vec::new(),
     };
+    let sample = match op {
+        OP_VERIFY => verify::Sample::new(64),
+        _ => verify::Sample::default(),
+    };
     // One thread for the CPU, so the fit is per core; the dispatcher scales by threads.
     let run = |n: usize| -> Result<()> {
         match (op, backend) {
             (OP_MUL_BASE, Backend::Portable) => drop(cpu::mul_base(&keys[..n], 1)),
             (OP_MUL, Backend::Portable) => drop(cpu::mul_shared(&keys[0], &points[..n], 1)),
             (OP_HASH_MUL, Backend::Portable) => drop(cpu::hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST, 1)),
+            (OP_VERIFY, Backend::Portable) => {
+                let ok = (0..n).all(|i| sample.item(i).and_then(|it| cpu::verify_item(&it)).is_ok());
+                if !ok {
+                    return Err(Error::invalid("calibration sample failed to verify"));
+                }
+            }
+            (OP_VERIFY, _) => {
+                let (digests, sigs, keys) = sample.batch(n);
+                if !sm2.verify_digests(&digests, &sigs, &keys, SigFormat::Compact)?.value.all_valid() {
+                    return Err(Error::invalid("calibration sample failed to verify"));
+                }
+            }
             (OP_MUL_BASE, _) => drop(sm2.mul_base(&keys[..n])?),
             (OP_MUL, _) => drop(sm2.mul_shared(&keys[0], &points[..n])?),
             _ => drop(sm2.hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST)?),

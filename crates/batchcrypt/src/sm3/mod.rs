@@ -21,6 +21,11 @@ pub fn digest(msg: &[u8]) -> Digest {
     cpu::digest(msg)
 }
 
+/// The SM3 digest of the concatenation of `parts` (no copy).
+pub fn digest_parts(parts: &[&[u8]]) -> Digest {
+    cpu::digest_parts(parts)
+}
+
 /// Compression-function calls for a message of `len` bytes (padding adds 9 bytes at least).
 fn blocks(len: usize) -> u64 {
     (len as u64 + 9).div_ceil(64)

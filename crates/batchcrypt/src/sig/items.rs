@@ -1,0 +1,143 @@
+//! Verification items for the GPU kernels (`kernels/include/bc/verify.cuh`): every scheme hands
+//! the device u1, u2, the key and r, and the device computes R = u1·G + u2·Q and tests it. The
+//! scheme's host code does its own scalar algebra and fills blocks of items; this module owns the
+//! layout, the verdict codes and the chunked trip through the GPU.
+
+use super::{Reason, Sec1Key};
+use rayon::prelude::*;
+
+/// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
+pub(crate) const ITEM_LIMBS: usize = 41;
+pub(crate) const ITEM_BYTES: usize = 4 * ITEM_LIMBS;
+
+// Item flags and verdict codes, as bc/verify.cuh defines them.
+const KEY_ODD: u32 = 1;
+const KEY_COMPRESSED: u32 = 2;
+const ITEM_SKIP: u32 = 4;
+const OUT_VALID: u8 = 1;
+const OUT_KEY_OFF_CURVE: u8 = 2;
+
+/// Writes a big-endian 256-bit integer as the eight little-endian limbs from `limb` on.
+fn put(dst: &mut [u8], limb: usize, be: &[u8; 32]) {
+    for i in 0..8 {
+        let w = u32::from_be_bytes(be[28 - 4 * i..32 - 4 * i].try_into().unwrap());
+        dst[4 * (limb + i)..4 * (limb + i + 1)].copy_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// One item (`dst` is `ITEM_BYTES` long); integers big-endian.
+pub(crate) fn encode(dst: &mut [u8], u1: &[u8; 32], u2: &[u8; 32], key: &Sec1Key, r: &[u8; 32]) {
+    put(dst, 0, u1);
+    put(dst, 8, u2);
+    let (x, y, flags) = match *key {
+        Sec1Key::Compressed { x, odd } => (x, [0; 32], KEY_COMPRESSED | if odd { KEY_ODD } else { 0 }),
+        Sec1Key::Uncompressed { x, y } => (x, y, 0),
+    };
+    put(dst, 16, &x);
+    put(dst, 24, &y);
+    put(dst, 32, r);
+    dst[160..164].copy_from_slice(&flags.to_le_bytes());
+}
+
+/// An item the kernel passes over (its verdict comes from the host's reason).
+pub(crate) fn skip(dst: &mut [u8]) {
+    dst.fill(0);
+    dst[160..164].copy_from_slice(&ITEM_SKIP.to_le_bytes());
+}
+
+/// An item's verdict from its host-side failure or the kernel's code.
+pub(crate) fn verdict(reason: Option<Reason>, code: u8) -> Result<(), Reason> {
+    match (reason, code) {
+        (Some(why), _) => Err(why),
+        (None, OUT_VALID) => Ok(()),
+        (None, OUT_KEY_OFF_CURVE) => Err(Reason::PublicKeyNotOnCurve),
+        (None, _) => Err(Reason::SignatureMismatch),
+    }
+}
+
+/// A scheme's encoder: items `first..first + reasons.len()` into `dst`, each host-side failure
+/// into `reasons` (its item then skipped). Called on blocks in parallel.
+pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
+impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
+
+/// Items per block handed to the scheme's encoder (ECDSA shares one inversion per block).
+const BLOCK: usize = 1024;
+
+/// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks.
+pub(crate) fn fill_parallel(dst: &mut [u8], reasons: &mut [Option<Reason>], first: usize, fill: &impl FillItems) {
+    dst.par_chunks_mut(BLOCK * ITEM_BYTES).zip(reasons.par_chunks_mut(BLOCK)).enumerate().for_each(|(b, (dst, reasons))| fill(first + b * BLOCK, dst, reasons));
+}
+
+/// All `n` items encoded at once (kernel-only timing, host emulation).
+pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Option<Reason>>) {
+    let mut bytes = vec![0u8; n * ITEM_BYTES];
+    let mut reasons = vec![None; n];
+    fill_parallel(&mut bytes, &mut reasons, 0, fill);
+    (bytes, reasons)
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) mod device {
+    use super::{encode_all, fill_parallel, verdict, FillItems, Reason, ITEM_BYTES};
+    use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu, KernelImage};
+    use crate::error::{Error, Result};
+    use crate::pipeline::{run_chunked, PipelineConfig};
+    use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+    use std::sync::Arc;
+
+    const THREADS: u32 = 128;
+
+    /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table.
+    pub(crate) struct Kernel {
+        pub image: &'static KernelImage,
+        pub name: &'static str,
+        pub table: fn(&Gpu) -> Result<&'static CudaSlice<u8>>,
+    }
+
+    pub(crate) fn gpu() -> Result<&'static Gpu> {
+        Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
+    }
+
+    fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, input: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, count: usize) -> Result<()> {
+        let n64 = count as u64;
+        let mut b = stream.launch_builder(f);
+        b.arg(input).arg(table).arg(out).arg(&n64);
+        // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
+        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    }
+
+    /// Kernel-only time over `n` items already in GPU memory: the median of `iters` launches
+    /// timed with device events, in seconds, and the verdicts.
+    pub(crate) fn time_kernel(k: &Kernel, n: usize, fill: &impl FillItems, iters: usize) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
+        let gpu = gpu()?;
+        let table = (k.table)(gpu)?;
+        let f = gpu.function(k.image, k.name)?;
+        let stream = gpu.stream()?;
+        let (bytes, reasons) = encode_all(n, fill);
+        let input = stream.clone_htod(&bytes).map_err(driver_err("upload"))?;
+        let mut out = stream.alloc_zeros::<u8>(n).map_err(driver_err("cuMemAlloc"))?;
+        let seconds = time_on_stream(&stream, iters, || launch(&stream, &f, &input, table, &mut out, n))?;
+        let codes = stream.clone_dtoh(&out).map_err(driver_err("download"))?;
+        stream.synchronize().map_err(driver_err("sync"))?;
+        Ok((seconds, reasons.into_iter().zip(codes).map(|(r, c)| verdict(r, c)).collect()))
+    }
+
+    /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 while the GPU works on
+    /// chunk k.
+    pub(crate) fn verify(k: &Kernel, n: usize, fill: &impl FillItems) -> Result<Vec<std::result::Result<(), Reason>>> {
+        let gpu = gpu()?;
+        let table = (k.table)(gpu)?;
+        let f = gpu.function(k.image, k.name)?;
+        let mut codes = vec![0u8; n];
+        let mut reasons = vec![None; n];
+        // A chunk a little over one wave of the GPU: small enough that preparation overlaps.
+        let cfg = PipelineConfig { chunk_items: 1 << 17, depth: 3 };
+        let encode = |first: usize, dst: &mut [u8]| {
+            let count = dst.len() / ITEM_BYTES;
+            fill_parallel(dst, &mut reasons[first..first + count], first, fill);
+            Ok(())
+        };
+        run_chunked(gpu, n, ITEM_BYTES, &mut codes, 1, cfg, encode, |stream, input, out, count| launch(stream, &f, input, table, out, count))?;
+        Ok(reasons.into_iter().zip(codes).map(|(r, c)| verdict(r, c)).collect())
+    }
+}

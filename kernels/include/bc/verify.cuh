@@ -1,0 +1,65 @@
+// Signature verification items, generic over the curve. ECDSA, BIP340 and SM2 verification all
+// reduce to one shape: compute R = u1 G + u2 Q for a public key Q, then test R against r. The host
+// does the scalar algebra of each scheme (ECDSA: u1 = e/s, u2 = r/s; SM2: u1 = s, u2 = r + s and
+// r' = r - e), so the device sees one item layout for every scheme:
+//
+//   limbs 0..8 u1, 8..16 u2, 16..24 key x, 24..32 key y (unused when compressed), 32..40 r,
+//   limb 40 flags
+//
+// each integer as eight little-endian 32-bit limbs of its ordinary value.
+#pragma once
+#include "bc/curve.cuh"
+
+namespace bc::verify {
+
+constexpr int ITEM_LIMBS = 41;
+
+// Item flags (limb 40).
+enum : uint32_t { KEY_ODD = 1, KEY_COMPRESSED = 2, ITEM_SKIP = 4 };
+// Verdict codes.
+enum : uint8_t { OUT_MISMATCH = 0, OUT_VALID = 1, OUT_KEY_OFF_CURVE = 2 };
+
+BC_DEVICE void load8(uint32_t dst[LIMBS], const uint32_t* src) {
+#pragma unroll
+    for (int i = 0; i < LIMBS; ++i) dst[i] = src[i];
+}
+
+// The item's public key: decompressed here (one square root), or an uncompressed one checked
+// against the curve equation. False when no point has these coordinates.
+template <class C>
+BC_DEVICE bool item_key(const uint32_t* it, Affine<C>& q) {
+    uint32_t flags = it[40];
+    uint32_t x[LIMBS];
+    load8(x, it + 16);
+    if (flags & KEY_COMPRESSED) return decompress<C>(x, flags & KEY_ODD, q);
+    q.x = load_plain<typename C::F>(x);
+    q.y = load_plain<typename C::F>(it + 24);
+    return on_curve(q);
+}
+
+// Whether x(R) mod n == r for r < n: x(R) lies in [0, p), so it is r or, when r + n < p, r + n.
+// No inversion: Jacobian x is compared as X == r Z^2. False for the point at infinity.
+template <class C>
+BC_DEVICE bool x_mod_n_equals(const Jacobian<C>& R, const uint32_t r[LIMBS], const uint32_t* n_mod) {
+    using F = typename C::F;
+    if (R.x_equals(F::from_plain(r))) return true;
+    uint32_t rn[LIMBS];
+    uint32_t carry = add_n(rn, r, n_mod);
+    return !carry && !geq_n(rn, F::modulus()) && R.x_equals(F::from_plain(rn));
+}
+
+// The verdict of an item whose test is x(R) mod n == r (ECDSA, SM2). `double_mul(u1, u2, q)`
+// computes u1 G + u2 Q the curve's best way.
+template <class C, class DoubleMul>
+BC_DEVICE uint8_t verdict_x_mod_n(const uint32_t* it, const uint32_t* n_mod, DoubleMul double_mul) {
+    if (it[40] & ITEM_SKIP) return OUT_MISMATCH;
+    Affine<C> q;
+    if (!item_key<C>(it, q)) return OUT_KEY_OFF_CURVE;
+    uint32_t u1[LIMBS], u2[LIMBS], r[LIMBS];
+    load8(u1, it);
+    load8(u2, it + 8);
+    load8(r, it + 32);
+    return x_mod_n_equals(double_mul(u1, u2, q), r, n_mod) ? OUT_VALID : OUT_MISMATCH;
+}
+
+}  // namespace bc::verify
