@@ -10,7 +10,11 @@ using namespace bc::sm2;
 
 namespace {
 
-using GTable = bc::FixedBase<Curve, 8>;
+// 12-bit signed windows: 22 mixed additions per k G from a 2.9 MB table (L2-resident on the
+// GPUs this targets), against 33 from 270 KB with 8 bits.
+using GTable = bc::FixedBase<Curve, 12>;
+// k G items per thread of sm2_mul_base, sharing one inversion for the affine output.
+constexpr int BASE_ITEMS = 2;
 constexpr int VAR_W = 5;  // variable-base window: 16 Jacobian multiples per thread
 
 BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
@@ -52,12 +56,27 @@ extern "C" __global__ void sm2_g_table(PointAffine* table) {
     BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
 }
 
-// out[i] = k[i] G.
+// out[i] = k[i] G, BASE_ITEMS items per thread (thread t: items t * BASE_ITEMS ...): launch
+// ceil(n / BASE_ITEMS) threads.
 extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* __restrict__ k, const PointAffine* __restrict__ table, uint32_t* __restrict__ out, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
-        uint32_t kk[8];
-        load_scalar(kk, k + 8 * i);
-        store_point(out + 16 * i, GTable::mul(table, kk));
+    BC_FOR_EACH_ITEM(t, (n + BASE_ITEMS - 1) / BASE_ITEMS) {
+        Point acc[BASE_ITEMS];
+#pragma unroll
+        for (int j = 0; j < BASE_ITEMS; ++j) {
+            uint64_t i = t * BASE_ITEMS + j;
+            uint32_t kk[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            if (i < n) load_scalar(kk, k + 8 * i);
+            acc[j] = GTable::mul(table, kk);
+        }
+        PointAffine a[BASE_ITEMS];
+        bc::to_affine_all<Curve, BASE_ITEMS>(acc, a);
+#pragma unroll
+        for (int j = 0; j < BASE_ITEMS; ++j) {
+            uint64_t i = t * BASE_ITEMS + j;
+            if (i >= n) break;
+            a[j].x.to_plain(out + 16 * i);
+            a[j].y.to_plain(out + 16 * i + 8);
+        }
     }
 }
 

@@ -103,6 +103,26 @@ struct Jacobian {
     BC_DEVICE bool x_equals(const F& x0) const { return !is_infinity() && x == x0 * z.sqr(); }
 };
 
+// K points to affine with one inversion (Montgomery's trick) instead of K: the inversion costs
+// as much as a few hundred multiplications, the sharing 3 per point.
+template <class C, int K>
+BC_DEVICE void to_affine_all(const Jacobian<C> (&p)[K], Affine<C> (&out)[K]) {
+    using F = typename C::F;
+    F z[K], scratch[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) z[k] = p[k].z;
+    batch_inverse(z, scratch, K);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if (p[k].is_infinity()) {
+            out[k] = Affine<C>::infinity();
+            continue;
+        }
+        F zi2 = z[k].sqr();
+        out[k] = Affine<C>{p[k].x * zi2, p[k].y * zi2 * z[k]};
+    }
+}
+
 // x^3 + a x + b: the y^2 a point with this x must have.
 template <class C>
 BC_DEVICE typename C::F curve_rhs(const typename C::F& x) {

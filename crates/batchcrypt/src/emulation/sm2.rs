@@ -6,8 +6,7 @@
 #[derive(Clone, Copy)]
 pub struct AffineRaw([u32; 16]);
 
-/// Entries of the fixed-base table (33 signed 8-bit windows of 128 points).
-const G_TABLE_LEN: usize = 33 * 128;
+use crate::sm2::G_TABLE_LEN;
 
 extern "C" {
     fn sm2_g_table(table: *mut AffineRaw);

@@ -11,8 +11,7 @@ use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 const THREADS: u32 = 128;
-/// Entries of the fixed-base table (33 signed 8-bit windows of 128 affine points, 64 bytes each).
-const G_TABLE_LEN: usize = 33 * 128;
+use super::{BASE_ITEMS, G_TABLE_LEN};
 
 fn gpu() -> Result<&'static Gpu> {
     Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
@@ -29,6 +28,16 @@ fn flip_each_32(buf: &mut [u8]) {
     buf.par_chunks_exact_mut(32).with_min_len(4096).for_each(|c| c.reverse());
 }
 
+/// `src` into `dst` with each 32-byte field reversed, writing `dst` only: the staging buffers are
+/// write-combined, where a read (as in an in-place reversal) is uncached and very slow.
+fn flip_into(dst: &mut [u8], src: &[u8]) {
+    dst.par_chunks_exact_mut(32).zip(src.par_chunks_exact(32)).with_min_len(4096).for_each(|(d, s)| {
+        let mut v: [u8; 32] = s.try_into().unwrap();
+        v.reverse();
+        d.copy_from_slice(&v);
+    });
+}
+
 fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
     let mut v = items.as_flattened().to_vec();
     flip_each_32(&mut v);
@@ -38,7 +47,8 @@ fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
 /// Items per pipeline chunk: a few waves of the GPU, so host conversion and copies overlap it.
 const CHUNK: usize = 1 << 18;
 
-fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], out: &mut CudaSlice<u8>, n: usize) -> Result<()> {
+/// Launches a kernel over `n` items, `per_thread` items per thread.
+fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], out: &mut CudaSlice<u8>, n: usize, per_thread: usize) -> Result<()> {
     let n64 = n as u64;
     let mut b = stream.launch_builder(f);
     for a in args {
@@ -47,7 +57,7 @@ fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], o
     b.arg(out).arg(&n64);
     // SAFETY: callers pass the arguments of `sm2_mul_base` (scalars, table), `sm2_mul` or
     // `sm2_mul_compressed` (scalar, points) in order; every buffer holds n items.
-    unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    unsafe { b.launch(grid_1d(n.div_ceil(per_thread) as u64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
 }
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
@@ -59,12 +69,11 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
     let n = scalars.len();
     let mut out = vec![[0u8; 64]; n];
     let fill = |first: usize, dst: &mut [u8]| {
-        dst.copy_from_slice(scalars[first..first + dst.len() / 32].as_flattened());
-        flip_each_32(dst);
+        flip_into(dst, scalars[first..first + dst.len() / 32].as_flattened());
         Ok(())
     };
     let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 32, out.as_flattened_mut(), 64, cfg, fill, |s, input, o, count| launch(s, &f, &[input, table], o, count))?;
+    run_chunked(gpu, n, 32, out.as_flattened_mut(), 64, cfg, fill, |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS))?;
     flip_each_32(out.as_flattened_mut());
     Ok(out)
 }
@@ -82,12 +91,11 @@ pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> 
     let n = points.len();
     let mut out = vec![0u8; 68 * n];
     let fill = |first: usize, dst: &mut [u8]| {
-        dst.copy_from_slice(points[first..first + dst.len() / 64].as_flattened());
-        flip_each_32(dst);
+        flip_into(dst, points[first..first + dst.len() / 64].as_flattened());
         Ok(())
     };
     let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 64, &mut out, 68, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count))?;
+    run_chunked(gpu, n, 64, &mut out, 68, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count, 1))?;
     Ok(out
         .par_chunks_exact_mut(68)
         .map(|o| {
@@ -100,10 +108,11 @@ pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> 
 }
 
 /// Compressed points to the kernels' 9 limbs: x little-endian, then the flag limb (bit 0: y odd,
-/// bit 1: not a valid encoding).
+/// bit 1: not a valid encoding). Writes `dst` only (write-combined staging, see [`flip_into`]).
 fn compressed_to_limbs(c: &Compressed, dst: &mut [u8]) {
-    dst[..32].copy_from_slice(&c[1..]);
-    dst[..32].reverse();
+    let mut x: [u8; 32] = c[1..].try_into().unwrap();
+    x.reverse();
+    dst[..32].copy_from_slice(&x);
     let flag: u32 = match c[0] {
         2 => 0,
         3 => 1,
@@ -155,7 +164,7 @@ pub fn mul_compressed(k: &[u8; 32], points: &[Compressed]) -> Result<Vec<Option<
         Ok(())
     };
     let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 36, &mut out, 36, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count))?;
+    run_chunked(gpu, n, 36, &mut out, 36, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count, 1))?;
     Ok(out.par_chunks_exact(36).map(limbs_to_compressed).collect())
 }
 
@@ -214,7 +223,7 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
     let stream = gpu.stream()?;
     let input = stream.clone_htod(&flipped(scalars)).map_err(driver_err("upload"))?;
     let mut out = stream.alloc_zeros::<u8>(64 * scalars.len()).map_err(driver_err("cuMemAlloc"))?;
-    time_on_stream(&stream, iters, || launch(&stream, &f, &[&input, table], &mut out, scalars.len()))
+    time_on_stream(&stream, iters, || launch(&stream, &f, &[&input, table], &mut out, scalars.len(), BASE_ITEMS))
 }
 
 /// Kernel-only seconds of [`mul_shared`] (median of `iters`), inputs resident. For benchmarks.
@@ -226,7 +235,7 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
     let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
     let input = stream.clone_htod(&flipped(points)).map_err(driver_err("upload"))?;
     let mut out = stream.alloc_zeros::<u8>(68 * points.len()).map_err(driver_err("cuMemAlloc"))?;
-    time_on_stream(&stream, iters, || launch(&stream, &f, &[&key, &input], &mut out, points.len()))
+    time_on_stream(&stream, iters, || launch(&stream, &f, &[&key, &input], &mut out, points.len(), 1))
 }
 
 /// Kernel-only seconds of [`hash_to_curve_mul`] (median of `iters`), inputs resident.

@@ -47,6 +47,14 @@ pub const SUITE: &str = "SM2_XMD:SM3_SSWU_RO_";
 /// The domain separation tag batchcrypt's PSI uses (RFC 9380 §3.1: application, version, suite).
 pub const DEFAULT_DST: &[u8] = b"BATCHCRYPT-PSI-V01-CS01-with-SM2_XMD:SM3_SSWU_RO_";
 
+/// Entries of the GPU fixed-base table of G: 22 signed 12-bit windows of 2048 affine points
+/// (64 bytes each), as `kernels/sm2` defines `GTable`.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
+/// k·G items per GPU thread (`BASE_ITEMS` in `kernels/sm2`).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) const BASE_ITEMS: usize = 2;
+
 const OP_MUL_BASE: &str = "sm2_mul_base";
 const OP_MUL: &str = "sm2_mul";
 const OP_HASH_MUL: &str = "sm2_hash_mul";
