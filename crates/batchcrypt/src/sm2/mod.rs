@@ -211,9 +211,30 @@ impl Sm2<'_> {
     }
 
     fn plan(&self, op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Result<Plan> {
-        let w = Workload { op, items: n as u64, units: n as u64, bytes_in: in_bytes * n as u64, bytes_out: out_bytes * n as u64, location: Location::Host };
-        self.engine.dispatcher().plan(&w, &[Backend::Portable], cfg!(feature = "cuda"), &|b| calibrate(op, b))
+        self.engine.dispatcher().plan(&workload(op, n, in_bytes, out_bytes), &[Backend::Portable], cfg!(feature = "cuda"), &|b| calibrate(op, b))
     }
+
+    /// The estimated time of a batch of `n` items of `op` (one of [`OPERATIONS`], with typical
+    /// item sizes) on all CPU cores and on the GPU, measuring each backend on first use: where
+    /// the dispatcher's crossover lies (`batchcrypt calibrate`).
+    pub fn estimates(&self, op: &str, n: usize) -> Result<[Plan; 2]> {
+        let (op, in_bytes, out_bytes) = match OPERATIONS.iter().find(|o| **o == op) {
+            Some(&OP_MUL_BASE) => (OP_MUL_BASE, 32, 64),
+            Some(&OP_MUL) => (OP_MUL, 33, 33),
+            Some(&OP_HASH_MUL) => (OP_HASH_MUL, 24, 33),
+            Some(&OP_VERIFY) => (OP_VERIFY, 32 + 72 + 33, 1),
+            _ => return Err(Error::invalid(format!("unknown SM2 operation {op:?}; one of {OPERATIONS:?}"))),
+        };
+        let w = workload(op, n, in_bytes, out_bytes);
+        Ok(self.engine.dispatcher().estimates(&w, Backend::Portable, &|b| calibrate(op, b)))
+    }
+}
+
+/// The SM2 operations as the cost model names them: k·G, k·P, hash-to-curve + k·H(m), verify.
+pub const OPERATIONS: [&str; 4] = [OP_MUL_BASE, OP_MUL, OP_HASH_MUL, OP_VERIFY];
+
+fn workload(op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Workload {
+    Workload { op, items: n as u64, units: n as u64, bytes_in: in_bytes * n as u64, bytes_out: out_bytes * n as u64, location: Location::Host }
 }
 
 fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
