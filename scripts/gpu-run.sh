@@ -56,7 +56,7 @@ echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" | tail -20
 echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
 echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
-echo; grep -hE '^(mul|hash)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
+echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log"
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"

@@ -234,7 +234,7 @@ const OPENSSL_ID: &[u8] = b"";
 fn verify_rows(rep: &mut Report, n: usize, reps: usize, single: usize, cpu_n: usize) -> anyhow::Result<()> {
     use batchcrypt::sig::SigFormat;
     use batchcrypt::sm2::verify;
-    let case = format!("verify {n} (SM3 digest with Z_A included)");
+    let case = format!("verify {n}");
     let signed = Signed::new(n.min(1 << 14))?;
     let m = signed.msgs.len();
     let msgs: Vec<&[u8]> = (0..n).map(|i| signed.msgs[i % m].as_slice()).collect();
