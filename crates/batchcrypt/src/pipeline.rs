@@ -86,6 +86,20 @@ fn return_slots(mut slots: Vec<Slot>) {
     pool.truncate(POOL_SLOTS);
 }
 
+/// Where a pipelined call spent its host time (printed when `BATCHCRYPT_TRACE` is set).
+#[derive(Default)]
+struct Trace {
+    fill_s: f64,
+    wait_s: f64,
+    copy_out_s: f64,
+}
+
+/// Whether `BATCHCRYPT_TRACE` asks for per-call timings on stderr.
+pub fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("BATCHCRYPT_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
 /// Copies `src` into `dst` (equal lengths) on all cores: one core cannot keep up with the link.
 pub fn par_copy(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
@@ -111,12 +125,18 @@ pub fn run_chunked(
     debug_assert_eq!(output.len(), n * out_size);
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
     let depth = cfg.depth.clamp(1, n.div_ceil(chunk).max(1));
+    let t_start = std::time::Instant::now();
     let mut slots = take_slots(gpu, depth, chunk * in_size, chunk * out_size)?;
-    let drain = |slot: &mut Slot, output: &mut [u8]| -> Result<()> {
+    let mut trace = Trace::default();
+    let drain = |slot: &mut Slot, output: &mut [u8], trace: &mut Trace| -> Result<()> {
         if let Some((first, items)) = slot.pending.take() {
+            let t = std::time::Instant::now();
             slot.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+            trace.wait_s += t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
             let src = slot.host_out.as_slice().map_err(driver_err("pinned read"))?;
             par_copy(&mut output[first * out_size..(first + items) * out_size], &src[..items * out_size]);
+            trace.copy_out_s += t.elapsed().as_secs_f64();
         }
         Ok(())
     };
@@ -124,8 +144,10 @@ pub fn run_chunked(
         for (c, first) in (0..n).step_by(chunk).enumerate() {
             let items = chunk.min(n - first);
             let slot = &mut slots[c % depth];
-            drain(slot, output)?;
+            drain(slot, output, &mut trace)?;
+            let t = std::time::Instant::now();
             fill(first, &mut slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size])?;
+            trace.fill_s += t.elapsed().as_secs_f64();
             {
                 let src = &slot.host_in;
                 let mut dst = slot.dev_in.slice_mut(..items * in_size);
@@ -138,11 +160,22 @@ pub fn run_chunked(
             slot.pending = Some((first, items));
         }
         for slot in slots.iter_mut() {
-            drain(slot, output)?;
+            drain(slot, output, &mut trace)?;
         }
         Ok(())
     };
     let result = run();
+    if tracing() {
+        let ms = |s: f64| s * 1e3;
+        eprintln!(
+            "pipeline: {n} items in {} chunks of {chunk} (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
+            n.div_ceil(chunk),
+            ms(t_start.elapsed().as_secs_f64()),
+            ms(trace.fill_s),
+            ms(trace.wait_s),
+            ms(trace.copy_out_s)
+        );
+    }
     if result.is_ok() {
         // A slot whose stream failed is dropped, not reused.
         return_slots(slots);

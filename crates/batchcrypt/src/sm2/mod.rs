@@ -65,7 +65,8 @@ pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
     if scalars.is_empty() {
         return Err(Error::EmptyBatch);
     }
-    match scalars.iter().position(|k| *k >= N) {
+    use rayon::prelude::*;
+    match scalars.par_iter().with_min_len(1 << 14).position_first(|k| *k >= N) {
         Some(i) => Err(Error::invalid(format!("scalar {i} is not below the group order n"))),
         None => Ok(()),
     }
@@ -192,8 +193,12 @@ impl Sm2<'_> {
         verify::za(id, &[0; 64])?; // the ID's length, checked once for the batch
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         self.verify_items(n, 32 + bytes / n as u64, |i| {
-            let key = crate::sig::sec1_key(pubkeys[i], &verify::P)?;
-            let xy = cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?;
+            // An uncompressed key's coordinates go into Z_A as given (the backend checks the
+            // curve equation); a compressed one needs its y, a square root here.
+            let xy = match crate::sig::sec1_key(pubkeys[i], &verify::P)? {
+                crate::sig::Sec1Key::Uncompressed { .. } => pubkeys[i][1..].try_into().unwrap(),
+                key => cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?,
+            };
             let e = verify::message_digest(id, &xy, msgs[i]).expect("ID length checked");
             verify::item(&e, sigs[i], pubkeys[i], format)
         })
