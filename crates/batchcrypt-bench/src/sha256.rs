@@ -45,7 +45,7 @@ fn cpu_case(rep: &mut Report, len: usize, total: usize, reps: usize, threads: us
     let case = format!("sha256 {} x {} B, {} thr", n, len, threads);
     let bytes = (n * len) as u64;
     pool.install(|| -> anyhow::Result<()> {
-        let mut out = vec![[0u8; 32]; n];
+        let mut out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
         let peer = |f: fn(&[u8]) -> Digest, out: &mut Vec<Digest>| {
             if threads == 1 {
                 for (o, m) in out.iter_mut().zip(buf.chunks_exact(len)) {
@@ -126,13 +126,13 @@ fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let reps = if log >= 22 { 5 } else { 11 };
         // Both write into a caller's buffer that is already mapped, as a node hashing block after
         // block would; a fresh output allocation would time page faults, not hashing.
-        let mut cpu_out = vec![[0u8; 32]; n];
+        let mut cpu_out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
         let mut done = None;
         let t = time(reps.min(5), || done = Some(cpu.sha256().hash_fixed_into(&buf, 64, Mode::Double, &mut cpu_out).unwrap()));
         let done = done.unwrap();
         let base = format!("cpu {} ({} thr)", done.backend, done.threads);
         rep.add(GROUP, &case, &base, n as u64, bytes, t, None);
-        let mut gpu_out = vec![[0u8; 32]; n];
+        let mut gpu_out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
         let t = time(reps, || cuda.sha256().hash_fixed_into(&buf, 64, Mode::Double, &mut gpu_out).map(|_| ()).unwrap());
         anyhow::ensure!(gpu_out == cpu_out, "GPU and CPU disagree at 2^{log}");
         rep.add(GROUP, &case, "gpu end to end (host mem)", n as u64, bytes, t, Some(&base));

@@ -52,3 +52,38 @@ pub(crate) fn par_map<T: Send>(min_piece: usize, n: usize, threads: usize, f: im
     }
     (0..n).into_par_iter().with_min_len(min_piece).map(f).collect()
 }
+
+/// `n` zeroed `[u8; B]` items as zeroed memory from the allocator (for large sizes, fresh pages
+/// that the OS zeroes on first touch). `vec![[0u8; B]; n]` writes every item on one thread
+/// instead for B > 16 — tens of milliseconds per 64 MB of output.
+pub fn zeroed_arrays<const B: usize>(n: usize) -> Vec<[u8; B]> {
+    let layout = std::alloc::Layout::array::<[u8; B]>(n).expect("allocation size overflows");
+    if layout.size() == 0 {
+        return vec![[0u8; B]; n];
+    }
+    // SAFETY: the layout has a non-zero size; all-zero bytes are a valid [u8; B]; the pointer
+    // comes from the global allocator with exactly the layout Vec<[u8; B]> of capacity n uses.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(p.cast::<[u8; B]>(), n, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn zeroed_arrays_are_zero_and_sized() {
+        assert!(super::zeroed_arrays::<64>(0).is_empty());
+        for n in [1, 3, 1 << 16] {
+            let v = super::zeroed_arrays::<64>(n);
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|a| *a == [0u8; 64]));
+        }
+        let mut v = super::zeroed_arrays::<32>(5);
+        v.push([1; 32]);
+        assert_eq!(v.len(), 6);
+    }
+}

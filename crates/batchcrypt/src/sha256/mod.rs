@@ -284,7 +284,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         return Err(Error::invalid("no CUDA backend in this build"));
     }
     let run = |n: usize| -> Result<()> {
-        let mut out = vec![[0u8; 32]; n];
+        let mut out = crate::backend::cpu::zeroed_arrays::<32>(n);
         hash_cpu(backend, &Messages::fixed(&data[..n * len], len)?, mode, 1, &mut out);
         std::hint::black_box(&out);
         Ok(())
@@ -325,7 +325,7 @@ impl Sha256<'_> {
 
     /// Hashes a validated batch on the backend the dispatcher picks.
     pub fn hash(&self, msgs: &Messages<'_>, mode: Mode) -> Result<Output<Vec<Digest>>> {
-        let mut out = vec![[0u8; 32]; msgs.count()];
+        let mut out = crate::backend::cpu::zeroed_arrays::<32>(msgs.count());
         let done = self.hash_into(msgs, mode, &mut out)?;
         Ok(Output { value: out, backend: done.backend, threads: done.threads })
     }

@@ -68,7 +68,7 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let n = scalars.len();
-    let mut out = vec![[0u8; 64]; n];
+    let mut out = crate::backend::cpu::zeroed_arrays::<64>(n);
     let t_prep = t0.elapsed().as_secs_f64();
     let fill = |first: usize, dst: &mut [u8]| {
         flip_into(dst, scalars[first..first + dst.len() / 32].as_flattened());

@@ -13,7 +13,7 @@ const CHUNK_BYTES: usize = 32 << 20;
 pub fn hash_fixed(data: &[u8], len: usize, count: usize) -> Result<Vec<Digest>> {
     let gpu = Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })?;
     let f = gpu.function(&crate::kernels::SM3, "sm3_fixed")?;
-    let mut out = vec![[0u8; 32]; count];
+    let mut out = crate::backend::cpu::zeroed_arrays::<32>(count);
     // Zero-length messages still need one input byte per item for the pipeline's buffers.
     let slot = len.max(1);
     let cfg = PipelineConfig { chunk_items: (CHUNK_BYTES / slot).max(1), ..PipelineConfig::default() };
