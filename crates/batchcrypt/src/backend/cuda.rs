@@ -98,6 +98,11 @@ pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: i
 }
 
 impl Gpu {
+    /// [`Gpu::get`] as the library's error: the CUDA backend is unavailable, and why.
+    pub fn available() -> crate::error::Result<&'static Gpu> {
+        Gpu::get().map_err(|why| crate::error::Error::BackendUnavailable { backend: "cuda".into(), why })
+    }
+
     /// The process-wide GPU, or why there is none. Never panics: the driver library is probed
     /// before any driver call (cudarc panics on a missing libcuda).
     pub fn get() -> std::result::Result<&'static Gpu, String> {

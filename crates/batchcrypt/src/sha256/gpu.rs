@@ -4,7 +4,7 @@
 use super::{Digest, Messages, Mode};
 use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu};
 use crate::dispatch::Cost;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
@@ -12,10 +12,6 @@ use std::sync::Arc;
 const THREADS: u32 = 256;
 /// Bytes of input per pipeline chunk: big enough to fill the GPU, small enough to overlap.
 const CHUNK_BYTES: usize = 32 << 20;
-
-fn gpu() -> Result<&'static Gpu> {
-    Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
-}
 
 /// At most 64 blocks per SM; the kernels loop over the rest.
 fn grid(gpu: &Gpu, n: u64) -> LaunchConfig {
@@ -53,7 +49,7 @@ fn to_digests(bytes: Vec<u8>) -> Vec<Digest> {
 
 /// Hashes a host batch on the GPU into `out`, transfers included.
 pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Result<()> {
-    let gpu = gpu()?;
+    let gpu = Gpu::available()?;
     let n = msgs.count();
     match *msgs {
         Messages::Fixed { data, len, .. } => {
@@ -87,7 +83,7 @@ pub struct DeviceBatch {
 impl DeviceBatch {
     /// Copies a host batch to the GPU.
     pub fn upload(msgs: &Messages<'_>) -> Result<Self> {
-        let gpu = gpu()?;
+        let gpu = Gpu::available()?;
         let stream = gpu.context().new_stream().map_err(driver_err("cuStreamCreate"))?;
         let n = msgs.count();
         let (data, offsets, len) = match *msgs {
@@ -116,7 +112,7 @@ impl DeviceBatch {
 
     /// Enqueues the kernel on the batch's stream (asynchronous).
     pub fn launch(&mut self, mode: Mode) -> Result<()> {
-        let gpu = gpu()?;
+        let gpu = Gpu::available()?;
         match &self.offsets {
             None => {
                 let (f, general) = fixed_kernel(gpu, self.len, mode)?;

@@ -80,7 +80,7 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
 pub(crate) mod device {
     use super::{encode_all, fill_parallel, verdict, FillItems, Reason, ITEM_BYTES};
     use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu, KernelImage};
-    use crate::error::{Error, Result};
+    use crate::error::Result;
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
     use std::sync::Arc;
@@ -94,10 +94,6 @@ pub(crate) mod device {
         pub table: fn(&Gpu) -> Result<&'static CudaSlice<u8>>,
     }
 
-    pub(crate) fn gpu() -> Result<&'static Gpu> {
-        Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
-    }
-
     fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, input: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, count: usize) -> Result<()> {
         let n64 = count as u64;
         let mut b = stream.launch_builder(f);
@@ -109,7 +105,7 @@ pub(crate) mod device {
     /// Kernel-only time over `n` items already in GPU memory: the median of `iters` launches
     /// timed with device events, in seconds, and the verdicts.
     pub(crate) fn time_kernel(k: &Kernel, n: usize, fill: &impl FillItems, iters: usize) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
-        let gpu = gpu()?;
+        let gpu = Gpu::available()?;
         let table = (k.table)(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let stream = gpu.stream()?;
@@ -125,7 +121,7 @@ pub(crate) mod device {
     /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 while the GPU works on
     /// chunk k.
     pub(crate) fn verify(k: &Kernel, n: usize, fill: &impl FillItems) -> Result<Vec<std::result::Result<(), Reason>>> {
-        let gpu = gpu()?;
+        let gpu = Gpu::available()?;
         let table = (k.table)(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let mut codes = vec![0u8; n];

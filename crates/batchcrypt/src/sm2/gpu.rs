@@ -13,10 +13,6 @@ use std::sync::{Arc, OnceLock};
 const THREADS: u32 = 128;
 use super::{BASE_ITEMS, G_TABLE_LEN};
 
-fn gpu() -> Result<&'static Gpu> {
-    Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })
-}
-
 fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
     static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
     device_table(&TABLE, gpu, &crate::kernels::SM2, "sm2_g_table", G_TABLE_LEN, 64)
@@ -62,36 +58,27 @@ fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], o
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
 pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
-    let t0 = std::time::Instant::now();
     check_scalars(scalars)?;
-    let gpu = gpu()?;
+    let gpu = Gpu::available()?;
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let n = scalars.len();
     let mut out = crate::backend::cpu::zeroed_arrays::<64>(n);
-    let t_prep = t0.elapsed().as_secs_f64();
     let fill = |first: usize, dst: &mut [u8]| {
         flip_into(dst, scalars[first..first + dst.len() / 32].as_flattened());
         Ok(())
     };
     let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
     run_chunked(gpu, n, 32, out.as_flattened_mut(), 64, cfg, fill, |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS))?;
-    let t = std::time::Instant::now();
     flip_each_32(out.as_flattened_mut());
-    if crate::pipeline::tracing() {
-        eprintln!("sm2 mul_base: {n} items in {:.2} ms; checks and setup {:.2} ms, output byte order {:.2} ms", t0.elapsed().as_secs_f64() * 1e3, t_prep * 1e3, t.elapsed().as_secs_f64() * 1e3);
-    }
     Ok(out)
 }
 
 /// `k·P` for one scalar over every point, on the GPU (transfers included, pipelined in chunks);
 /// `None` for a point not on the curve.
 pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> {
-    check_scalars(std::slice::from_ref(k))?;
-    if points.is_empty() {
-        return Err(Error::EmptyBatch);
-    }
-    let gpu = gpu()?;
+    super::check_key(k, points.len())?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
     let key = upload_key(gpu, k)?;
     let n = points.len();
@@ -156,11 +143,8 @@ fn upload_key(gpu: &Gpu, k: &[u8; 32]) -> Result<CudaSlice<u8>> {
 
 /// `k·P` for one scalar over compressed points, on the GPU (decompression there too).
 pub fn mul_compressed(k: &[u8; 32], points: &[Compressed]) -> Result<Vec<Option<Compressed>>> {
-    check_scalars(std::slice::from_ref(k))?;
-    if points.is_empty() {
-        return Err(Error::EmptyBatch);
-    }
-    let gpu = gpu()?;
+    super::check_key(k, points.len())?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_compressed")?;
     let key = upload_key(gpu, k)?;
     let n = points.len();
@@ -200,11 +184,8 @@ pub const MAX_MESSAGE: usize = 1 << 16;
 
 /// `k·H(m)` for each message on the GPU (hash, map and multiplication in one kernel).
 pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Vec<Compressed>> {
-    check_scalars(std::slice::from_ref(k))?;
-    if msgs.is_empty() {
-        return Err(Error::EmptyBatch);
-    }
-    let gpu = gpu()?;
+    super::check_key(k, msgs.len())?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
     let key = upload_key(gpu, k)?;
     let dst_dev = upload(gpu, dst)?;
@@ -223,7 +204,7 @@ pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Vec
 /// Kernel-only seconds of [`mul_base`] (median of `iters`), inputs resident. For benchmarks.
 pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64> {
     check_scalars(scalars)?;
-    let gpu = gpu()?;
+    let gpu = Gpu::available()?;
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let stream = gpu.stream()?;
@@ -235,7 +216,7 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
 /// Kernel-only seconds of [`mul_shared`] (median of `iters`), inputs resident. For benchmarks.
 pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -> Result<f64> {
     check_scalars(std::slice::from_ref(k))?;
-    let gpu = gpu()?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
     let stream = gpu.stream()?;
     let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
@@ -246,7 +227,7 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
 
 /// Kernel-only seconds of [`hash_to_curve_mul`] (median of `iters`), inputs resident.
 pub fn hash_to_curve_mul_kernel_seconds(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8], iters: usize) -> Result<f64> {
-    let gpu = gpu()?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
     let stream = gpu.stream()?;
     let slot = checked_slot_bytes(msgs)?;

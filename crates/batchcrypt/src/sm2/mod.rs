@@ -190,17 +190,18 @@ impl Sm2<'_> {
     /// verifies earlier items. A compressed key costs a square root on the CPU for `Z_A`.
     pub fn verify(&self, msgs: &[&[u8]], sigs: &[&[u8]], pubkeys: &[&[u8]], id: &[u8], format: SigFormat) -> Result<Output<Verdicts>> {
         let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
-        verify::za(id, &[0; 64])?; // the ID's length, checked once for the batch
+        verify::entl(id)?; // checked once for the batch
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         self.verify_items(n, 32 + bytes / n as u64, |i| {
+            let (r, s, key) = verify::parts(sigs[i], pubkeys[i], format)?;
             // An uncompressed key's coordinates go into Z_A as given (the backend checks the
             // curve equation); a compressed one needs its y, a square root here.
-            let xy = match crate::sig::sec1_key(pubkeys[i], &verify::P)? {
+            let xy = match key {
                 crate::sig::Sec1Key::Uncompressed { .. } => pubkeys[i][1..].try_into().unwrap(),
                 key => cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?,
             };
             let e = verify::message_digest(id, &xy, msgs[i]).expect("ID length checked");
-            verify::item(&e, sigs[i], pubkeys[i], format)
+            verify::item_from_parts(&e, &r, &s, key)
         })
     }
 

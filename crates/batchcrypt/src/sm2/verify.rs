@@ -33,8 +33,12 @@ pub const DEFAULT_ID: &[u8] = b"1234567812345678";
 /// `Z_A` for a signer's identifier and public key (`x || y`, big-endian). ENTL is the ID's length
 /// in bits in two bytes, so IDs are at most 8191 bytes.
 pub fn za(id: &[u8], key_xy: &[u8; 64]) -> Result<[u8; 32]> {
-    let bits = u16::try_from(id.len() * 8).map_err(|_| Error::invalid(format!("an SM2 distinguishing ID of {} bytes is over the 8191-byte limit", id.len())))?;
-    Ok(crate::sm3::digest_parts(&[&bits.to_be_bytes(), id, &A, &B, &GX, &GY, key_xy]))
+    Ok(crate::sm3::digest_parts(&[&entl(id)?.to_be_bytes(), id, &A, &B, &GX, &GY, key_xy]))
+}
+
+/// ENTL: the ID's length in bits, or an error for an ID over 8191 bytes.
+pub fn entl(id: &[u8]) -> Result<u16> {
+    u16::try_from(id.len() * 8).map_err(|_| Error::invalid(format!("an SM2 distinguishing ID of {} bytes is over the 8191-byte limit", id.len())))
 }
 
 /// The digest `e = SM3(Z_A || M)` the signature covers.
@@ -66,7 +70,12 @@ fn scalar(b: &[u8; 32]) -> Scalar {
 /// The item for digest `e` (reduced mod n, as GM/T 0003 takes the hash as an integer).
 pub fn item(e: &[u8; 32], signature: &[u8], pubkey: &[u8], format: SigFormat) -> std::result::Result<Item, Reason> {
     let (r, s, key) = parts(signature, pubkey, format)?;
-    let (r, s) = (scalar(&r), scalar(&s));
+    item_from_parts(e, &r, &s, key)
+}
+
+/// The item for digest `e` from what [`parts`] returned.
+pub fn item_from_parts(e: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: Sec1Key) -> std::result::Result<Item, Reason> {
+    let (r, s) = (scalar(r), scalar(s));
     let t = r + s;
     if bool::from(t.is_zero()) {
         return Err(Reason::SignatureMismatch);

@@ -2,7 +2,7 @@
 
 use super::Digest;
 use crate::backend::cuda::{driver_err, grid_1d, Gpu};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
 use cudarc::driver::PushKernelArg;
 
@@ -11,7 +11,7 @@ const THREADS: u32 = 256;
 const CHUNK_BYTES: usize = 32 << 20;
 
 pub fn hash_fixed(data: &[u8], len: usize, count: usize) -> Result<Vec<Digest>> {
-    let gpu = Gpu::get().map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why })?;
+    let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM3, "sm3_fixed")?;
     let mut out = crate::backend::cpu::zeroed_arrays::<32>(count);
     // Zero-length messages still need one input byte per item for the pipeline's buffers.
