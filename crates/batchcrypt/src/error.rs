@@ -14,6 +14,13 @@ pub enum Error {
     /// The caller forced a backend that this machine or build does not have.
     #[error("backend {backend} is not available here: {why}")]
     BackendUnavailable { backend: String, why: String },
+    /// Authenticated decryption found the key, IV, associated data, ciphertext or tag wrong; no
+    /// plaintext was released.
+    #[error("authentication failed: wrong key, IV or associated data, or the data or tag was modified (no plaintext was released)")]
+    AuthenticationFailed,
+    /// A call into a library backend (OpenSSL) failed.
+    #[error("{library} failed: {message}")]
+    Library { library: &'static str, message: String },
     /// A CUDA driver call failed.
     #[error("CUDA error in {context}: {message}")]
     Cuda { context: &'static str, message: String },

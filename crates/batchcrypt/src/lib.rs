@@ -12,9 +12,11 @@
 //! ```
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`), and
+//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
+//! `aes`), and
 //! `psi`, the ECDH-PSI protocol over SM2.
 
+pub mod aes;
 pub mod backend;
 pub mod bitcoin;
 pub mod dispatch;
@@ -93,6 +95,10 @@ impl Engine {
 
     pub fn sm3(&self) -> sm3::Sm3<'_> {
         sm3::Sm3 { engine: self }
+    }
+
+    pub fn aes(&self) -> aes::Aes<'_> {
+        aes::Aes { engine: self }
     }
 }
 

@@ -12,6 +12,9 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
+// One host "thread" is the whole block: shared memory is a static array, barriers are no-ops.
+#define __shared__ static
+inline void __syncthreads() {}
 
 struct bc_dim3 { unsigned x, y, z; };
 static const bc_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};

@@ -27,6 +27,8 @@ pub enum Backend {
     /// Bitcoin Core's libsecp256k1 (through the `secp256k1` crate): the CPU reference for secp256k1
     /// signature verification.
     Libsecp256k1,
+    /// OpenSSL's libcrypto (AES-NI/VAES assembly): the fastest CPU code for AES.
+    OpenSsl,
 }
 
 /// A family of operations. Each backend implements some of them; [`Backend::implements`] says which.
@@ -40,10 +42,12 @@ pub enum Primitive {
     Sm2,
     /// SM3 hashing (module `sm3`).
     Sm3,
+    /// Bulk AES-CTR and AES-GCM (module `aes`).
+    Aes,
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 4] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3];
+    pub const ALL: [Primitive; 5] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3, Primitive::Aes];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -51,6 +55,7 @@ impl Primitive {
             Primitive::Secp256k1 => "secp256k1",
             Primitive::Sm2 => "sm2",
             Primitive::Sm3 => "sm3",
+            Primitive::Aes => "aes",
         }
     }
 }
@@ -67,7 +72,7 @@ impl FromStr for Primitive {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 6] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1];
+    pub const ALL: [Backend; 7] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1, Backend::OpenSsl];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -77,6 +82,7 @@ impl Backend {
             Backend::Avx512 => "avx512",
             Backend::Cuda => "cuda",
             Backend::Libsecp256k1 => "libsecp256k1",
+            Backend::OpenSsl => "openssl",
         }
     }
 
@@ -85,9 +91,10 @@ impl Backend {
     /// dispatch order; this table lets callers (tests, `info`, benchmarks) ask without running one.
     pub fn implements(self, p: Primitive) -> bool {
         match p {
-            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1),
+            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1 | Backend::OpenSsl),
             Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
             Primitive::Sm2 | Primitive::Sm3 => matches!(self, Backend::Portable | Backend::Cuda),
+            Primitive::Aes => matches!(self, Backend::Portable | Backend::OpenSsl | Backend::Cuda),
         }
     }
 
@@ -107,6 +114,8 @@ impl Backend {
             Backend::Cuda => gpu_availability(),
             // Compiled in from source by the `secp256k1-sys` crate: present in every build.
             Backend::Libsecp256k1 => Ok(()),
+            // Linked against the system's libcrypto: present in every build.
+            Backend::OpenSsl => Ok(()),
         }
     }
 
@@ -159,7 +168,7 @@ impl BackendChoice {
     }
 }
 
-pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1";
+pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl";
 
 impl FromStr for BackendChoice {
     type Err = Error;

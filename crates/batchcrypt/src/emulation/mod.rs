@@ -2,6 +2,7 @@
 //! "thread" walks each kernel's whole grid-stride loop, so tests check the exact kernel code on
 //! machines without a GPU. Inline PTX has a portable twin there; the GPU run covers the PTX.
 
+pub mod aes;
 pub mod secp256k1;
 pub mod sm2;
 pub mod sha256;

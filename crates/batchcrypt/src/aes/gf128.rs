@@ -1,0 +1,162 @@
+//! GF(2^128) as GCM defines it (SP 800-38D §6.3): a block's first bit is the coefficient of x^0,
+//! reduction by x^128 + x^7 + x^2 + x + 1. An element is held as the `u128` whose big-endian bytes
+//! are the block, so the most significant bit is x^0 and multiplying by x is a right shift.
+//!
+//! Products go through the `ghash` crate (carry-less multiply instructions where the CPU has
+//! them): GHASH of the single block `a` under key `b` is exactly `a·b`. The bit-serial `mul_x`
+//! builds the tables the GPU kernel multiplies with.
+
+use ghash::universal_hash::{KeyInit, UniversalHash};
+use ghash::GHash;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gf128(pub u128);
+
+/// x^128 reduced: x^7 + x^2 + x + 1, in the reflected order (0xE1 in the top byte).
+const R: u128 = 0xE1 << 120;
+
+impl Gf128 {
+    pub const ONE: Gf128 = Gf128(1 << 127);
+
+    pub fn from_block(b: &[u8; 16]) -> Gf128 {
+        Gf128(u128::from_be_bytes(*b))
+    }
+
+    pub fn to_block(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+
+    /// `self · x`.
+    pub fn mul_x(self) -> Gf128 {
+        Gf128((self.0 >> 1) ^ if self.0 & 1 == 1 { R } else { 0 })
+    }
+
+    pub fn mul(self, b: Gf128) -> Gf128 {
+        if self.0 == 0 || b.0 == 0 {
+            return Gf128(0);
+        }
+        let mut g = GHash::new(&b.to_block().into());
+        g.update(&[self.to_block().into()]);
+        Gf128::from_block(&g.finalize().into())
+    }
+
+    /// `self^e` by square-and-multiply.
+    pub fn pow(self, mut e: u128) -> Gf128 {
+        let (mut acc, mut base) = (Gf128::ONE, self);
+        while e != 0 {
+            if e & 1 == 1 {
+                acc = acc.mul(base);
+            }
+            base = base.mul(base);
+            e >>= 1;
+        }
+        acc
+    }
+
+    /// The multiplicative inverse (`self^(2^128 - 2)`); zero maps to zero.
+    pub fn inv(self) -> Gf128 {
+        self.pow(u128::MAX - 1)
+    }
+}
+
+impl std::ops::BitXor for Gf128 {
+    type Output = Gf128;
+    fn bitxor(self, o: Gf128) -> Gf128 {
+        Gf128(self.0 ^ o.0)
+    }
+}
+
+impl std::ops::BitXorAssign for Gf128 {
+    fn bitxor_assign(&mut self, o: Gf128) {
+        self.0 ^= o.0;
+    }
+}
+
+/// GHASH of `data` (zero-padded to whole blocks) under `h`: Σ X_i · h^(n-i+1).
+pub fn ghash(h: Gf128, data: &[u8]) -> Gf128 {
+    let mut g = GHash::new(&h.to_block().into());
+    g.update_padded(data);
+    Gf128::from_block(&g.finalize().into())
+}
+
+/// Shoup's 8-bit tables for multiplying by a fixed `k`: `m[b] = b·k` for each byte value `b` in a
+/// block's first byte, and `r[v]`, what the byte `v` shifted out past x^127 contributes when an
+/// element is multiplied by x^8 (it lands in the first two bytes).
+pub fn shoup_tables(k: Gf128) -> ([Gf128; 256], [u16; 256]) {
+    let mut m = [Gf128(0); 256];
+    let mut bit = k;
+    // The first byte's most significant bit is x^0: 0x80 ↦ k, 0x40 ↦ k·x, … 0x01 ↦ k·x^7.
+    for j in 0..8 {
+        let b = 0x80usize >> j;
+        m[b] = bit;
+        bit = bit.mul_x();
+    }
+    for b in 1..256usize {
+        let low = b & b.wrapping_neg();
+        if low != b {
+            m[b] = m[low] ^ m[b ^ low];
+        }
+    }
+    let mut r = [0u16; 256];
+    for (v, e) in r.iter_mut().enumerate() {
+        let mut z = Gf128(v as u128);
+        for _ in 0..8 {
+            z = z.mul_x();
+        }
+        debug_assert_eq!(z.0 << 16, 0);
+        *e = (z.0 >> 112) as u16;
+    }
+    (m, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bit-serial product straight from SP 800-38D Algorithm 1.
+    fn mul_ref(x: Gf128, y: Gf128) -> Gf128 {
+        let (mut z, mut v) = (Gf128(0), y);
+        for i in 0..128 {
+            if (x.0 >> (127 - i)) & 1 == 1 {
+                z ^= v;
+            }
+            v = v.mul_x();
+        }
+        z
+    }
+
+    fn mul_shoup(x: Gf128, m: &[Gf128; 256], r: &[u16; 256]) -> Gf128 {
+        let b = x.to_block();
+        let mut z = m[b[15] as usize];
+        for i in (0..15).rev() {
+            let out = (z.0 & 0xff) as usize;
+            z = Gf128((z.0 >> 8) ^ ((r[out] as u128) << 112)) ^ m[b[i] as usize];
+        }
+        z
+    }
+
+    #[test]
+    fn products_agree() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let edges = [0u128, 1, 1 << 127, u128::MAX, R];
+        let mut vals: Vec<u128> = (0..40).map(|_| rng.gen()).collect();
+        vals.extend(edges);
+        for &a in &vals {
+            let (m, r) = shoup_tables(Gf128(a));
+            for &b in &vals {
+                let want = mul_ref(Gf128(a), Gf128(b));
+                assert_eq!(Gf128(a).mul(Gf128(b)), want);
+                assert_eq!(mul_shoup(Gf128(b), &m, &r), want);
+            }
+        }
+    }
+
+    #[test]
+    fn inverse_and_powers() {
+        let h = Gf128(0x66e94bd4ef8a2c3b884cfa59ca342b2e);
+        assert_eq!(h.mul(h.inv()), Gf128::ONE);
+        assert_eq!(h.pow(5), h.mul(h).mul(h).mul(h).mul(h));
+        assert_eq!(Gf128(0).inv(), Gf128(0));
+    }
+}

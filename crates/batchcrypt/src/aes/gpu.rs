@@ -1,0 +1,234 @@
+//! The GPU backend: `kernels/aes` over host buffers (streamed through the chunked pipeline, so
+//! upload, kernel and download of different chunks overlap) or over buffers already in GPU memory.
+
+use super::gcm::{add128, add32, combine, Gcm};
+use super::gf128::Gf128;
+use super::Key;
+use crate::backend::cuda::{driver_err, Gpu};
+use crate::error::{Error, Result};
+use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
+use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// Threads per block of both kernels (a power of two: the GCM kernel reduces by halving).
+pub const THREADS: u32 = 256;
+/// Thread blocks per multiprocessor worth launching: 32 KiB (CTR) or 41 KiB (GCM) of shared
+/// memory each leaves room for five to seven.
+const BLOCKS_PER_SM: u64 = 6;
+/// Bytes per pipeline chunk from host memory: a multiple of every GCM segment size.
+const CHUNK_BYTES: usize = 64 << 20;
+/// Most blocks one thread takes per GCM segment: the segment's one generic GF(2^128) product per
+/// thread costs about three blocks' work, so segments should give each thread many blocks.
+const MAX_BLOCKS_PER_THREAD: u64 = 64;
+
+/// `aes::Ctr` of kernels/aes/aes.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CtrParams {
+    rk: [u32; 60],
+    rounds: u32,
+    ctr: [u32; 4],
+    inc32: u32,
+    pad: u32,
+    bytes: u64,
+}
+// SAFETY: plain old data with the kernel's layout (checked by the emulation tests).
+unsafe impl DeviceRepr for CtrParams {}
+
+/// `Gcm` of kernels/aes/aes.cu.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcmParams {
+    c: CtrParams,
+    seg_blocks: u64,
+    decrypt: u32,
+    pad: u32,
+}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GcmParams {}
+
+fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64) -> CtrParams {
+    let (rk, rounds) = key.round_keys();
+    let ctr = std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
+    CtrParams { rk, rounds, ctr, inc32: inc32 as u32, pad: 0, bytes }
+}
+
+fn grid(gpu: &Gpu, bytes: u64, per_block_bytes: u64) -> LaunchConfig {
+    let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
+    let blocks = bytes.div_ceil(per_block_bytes).clamp(1, cap) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+fn launch_ctr(gpu: &Gpu, f: &CudaFunction, stream: &Arc<CudaStream>, p: CtrParams, input: u64, output: u64) -> Result<()> {
+    if p.bytes == 0 {
+        return Ok(());
+    }
+    let mut b = stream.launch_builder(f);
+    b.arg(&p).arg(&input).arg(&output);
+    // SAFETY: matches `aes_ctr(Ctr, const uint8_t*, uint8_t*)`; both pointers cover p.bytes bytes.
+    unsafe { b.launch(grid(gpu, p.bytes, 16 * THREADS as u64)) }.map(|_| ()).map_err(driver_err("launch aes_ctr"))
+}
+
+/// CTR over a host buffer.
+pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
+    let mut next = 0usize;
+    let cfg = PipelineConfig { chunk_items: CHUNK_BYTES, depth: 3 };
+    let fill = |first: usize, dst: &mut [u8]| {
+        par_copy(dst, &input[first..first + dst.len()]);
+        Ok(())
+    };
+    if input.is_empty() {
+        return Ok(());
+    }
+    run_chunked(gpu, input.len(), 1, output, 1, cfg, fill, |stream, i, o, items| {
+        // Chunks launch in order, so the running total is this chunk's offset.
+        let first = next;
+        next += items;
+        let p = ctr_params(key, &add128(iv, first as u64 / 16), false, items as u64);
+        let (ip, _gi) = i.device_ptr(stream);
+        let (op, _go) = o.device_ptr_mut(stream);
+        launch_ctr(gpu, &f, stream, p, ip, op)
+    })
+}
+
+/// A device buffer's address, checked for the 16-byte alignment the kernels' vector loads need.
+fn aligned(ptr: u64) -> Result<u64> {
+    if ptr % 16 != 0 {
+        return Err(Error::invalid("the device buffer must start on a 16-byte boundary (any allocation does; offset views must keep it)"));
+    }
+    Ok(ptr)
+}
+
+/// CTR in place over `data`, already in GPU memory: no copies.
+pub fn ctr_device(key: &Key, iv: &[u8; 16], data: &mut impl DevicePtrMut<u8>) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
+    let stream = gpu.stream()?;
+    let bytes = data.len() as u64;
+    let (ptr, guard) = data.device_ptr_mut(&stream);
+    let ptr = aligned(ptr)?;
+    launch_ctr(gpu, &f, &stream, ctr_params(key, iv, false, bytes), ptr, ptr)?;
+    drop(guard);
+    stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
+}
+
+/// The GCM kernel's segment layout and tables for one message.
+struct GcmPlan {
+    seg_blocks: u64,
+    blocks: u64,
+    tables: Vec<u32>,
+}
+
+impl GcmPlan {
+    fn new(gpu: &Gpu, h: Gf128, bytes: u64) -> GcmPlan {
+        let blocks = bytes.div_ceil(16);
+        // Enough segments to fill every multiprocessor a few times over, each thread taking up to
+        // MAX_BLOCKS_PER_THREAD blocks; a power of two, so segments tile CHUNK_BYTES.
+        let target = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM * 2;
+        let per_thread = (blocks / (target * THREADS as u64)).clamp(1, MAX_BLOCKS_PER_THREAD);
+        let seg_blocks = THREADS as u64 * (1u64 << per_thread.ilog2());
+        GcmPlan { seg_blocks, blocks, tables: super::gpu_tables(h, THREADS as usize) }
+    }
+
+    fn segments(&self) -> usize {
+        self.blocks.div_ceil(self.seg_blocks) as usize
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_gcm(gpu: &Gpu, f: &CudaFunction, stream: &Arc<CudaStream>, p: GcmParams, input: u64, output: u64, tables: u64, seg_out: u64) -> Result<()> {
+    if p.c.bytes == 0 {
+        return Ok(());
+    }
+    let mut b = stream.launch_builder(f);
+    b.arg(&p).arg(&input).arg(&output).arg(&tables).arg(&seg_out);
+    // SAFETY: matches `aes_gcm(Gcm, in, out, tables, seg_out)`: the buffers cover p.c.bytes bytes,
+    // the tables hold 1280 + 4·THREADS words, seg_out four words per segment of this launch.
+    unsafe { b.launch(grid(gpu, p.c.bytes, 16 * p.seg_blocks)) }.map(|_| ()).map_err(driver_err("launch aes_gcm"))
+}
+
+/// GCM's counter mode over a host buffer; returns the GHASH of the ciphertext alone.
+pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf128> {
+    if input.is_empty() {
+        return Ok(Gf128(0));
+    }
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
+    let plan = GcmPlan::new(gpu, g.h, input.len() as u64);
+    let stream = gpu.stream()?;
+    let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments()).map_err(driver_err("cuMemAlloc"))?;
+    stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+    let first_counter = g.first_counter();
+    let mut next = 0usize;
+    let fill = |first: usize, dst: &mut [u8]| {
+        par_copy(dst, &input[first..first + dst.len()]);
+        Ok(())
+    };
+    let cfg = PipelineConfig { chunk_items: CHUNK_BYTES, depth: 3 };
+    run_chunked(gpu, input.len(), 1, output, 1, cfg, fill, |s, i, o, items| {
+        let first = next;
+        next += items;
+        let block0 = first as u64 / 16;
+        let p = GcmParams { c: ctr_params(&g.key, &add32(&first_counter, block0), true, items as u64), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
+        let (ip, _gi) = i.device_ptr(s);
+        let (op, _go) = o.device_ptr_mut(s);
+        let (tp, _gt) = tables.device_ptr(s);
+        let (sp, _gs) = seg_out.device_ptr_mut(s);
+        launch_gcm(gpu, &f, s, p, ip, op, tp, sp + 16 * (block0 / plan.seg_blocks))
+    })?;
+    let words = stream.clone_dtoh(&seg_out).map_err(driver_err("cuMemcpyDtoH"))?;
+    Ok(combine(g.h, &super::segment_sums(&words), plan.seg_blocks, plan.blocks))
+}
+
+/// GCM's counter mode in place over `data` in GPU memory; returns the GHASH of the ciphertext.
+pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> Result<Gf128> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
+    let bytes = data.len() as u64;
+    let plan = GcmPlan::new(gpu, g.h, bytes);
+    let stream = gpu.stream()?;
+    let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments().max(1)).map_err(driver_err("cuMemAlloc"))?;
+    {
+        let p = GcmParams { c: ctr_params(&g.key, &g.first_counter(), true, bytes), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
+        let (ptr, _g) = data.device_ptr_mut(&stream);
+        let ptr = aligned(ptr)?;
+        let (tp, _gt) = tables.device_ptr(&stream);
+        let (sp, _gs) = seg_out.device_ptr_mut(&stream);
+        launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)?;
+    }
+    let words = stream.clone_dtoh(&seg_out).map_err(driver_err("cuMemcpyDtoH"))?;
+    Ok(combine(g.h, &super::segment_sums(&words[..4 * plan.segments()]), plan.seg_blocks, plan.blocks))
+}
+
+/// Kernel-only time of CTR (or GCM) over `bytes` bytes resident in GPU memory, in seconds (the
+/// median of a few runs, timed by events): for the benchmarks.
+pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Result<f64> {
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let mut data = stream.alloc_zeros::<u8>(bytes.max(16)).map_err(driver_err("cuMemAlloc"))?;
+    if gcm {
+        let g = Gcm::new(key, &[0; 12])?;
+        let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
+        let plan = GcmPlan::new(gpu, g.h, bytes as u64);
+        let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
+        let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments().max(1)).map_err(driver_err("cuMemAlloc"))?;
+        let p = GcmParams { c: ctr_params(key, &g.first_counter(), true, bytes as u64), seg_blocks: plan.seg_blocks, decrypt: 0, pad: 0 };
+        crate::backend::cuda::time_on_stream(&stream, iters, || {
+            let (ptr, _g) = data.device_ptr_mut(&stream);
+            let (tp, _gt) = tables.device_ptr(&stream);
+            let (sp, _gs) = seg_out.device_ptr_mut(&stream);
+            launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)
+        })
+    } else {
+        let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
+        let p = ctr_params(key, &[0; 16], false, bytes as u64);
+        crate::backend::cuda::time_on_stream(&stream, iters, || {
+            let (ptr, _g) = data.device_ptr_mut(&stream);
+            launch_ctr(gpu, &f, &stream, p, ptr, ptr)
+        })
+    }
+}

@@ -1,0 +1,297 @@
+//! Bulk AES-128/256 in CTR (SP 800-38A) and GCM (SP 800-38D) over one large buffer.
+//!
+//! Backends: OpenSSL's libcrypto and RustCrypto's crates on all CPU cores ([`cpu`]), and the GPU
+//! (`kernels/aes`: a bank-conflict-free T-table cipher and GHASH with Shoup tables), for data in
+//! host memory (streamed through pinned buffers, upload, kernel and download overlapped) or
+//! already in GPU memory ([`Aes::ctr_device`], [`Aes::gcm_encrypt_device`]). All agree byte for byte.
+//! The dispatcher weighs the CPU's measured speed against the GPU's plus the copies, so data in
+//! host memory mostly stays on the CPU and data in GPU memory stays there.
+//!
+//! GCM parallelizes by cutting the ciphertext into segments whose GHASH sums are weighted by
+//! powers of H ([`gcm`]). Decryption checks the tag before returning: on a mismatch the output
+//! is zeroed and [`Error::AuthenticationFailed`] returned, so no unauthenticated plaintext leaks.
+
+pub mod cpu;
+pub mod gcm;
+pub mod gf128;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+
+use crate::backend::{Backend, BackendChoice};
+use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::error::{Error, Result};
+use crate::{Engine, Output};
+use aes::cipher::{BlockEncrypt, KeyInit};
+
+/// An AES key; the length picks AES-128 or AES-256.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Key {
+    Aes128([u8; 16]),
+    Aes256([u8; 32]),
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Key::Aes{}(..)", self.bits())
+    }
+}
+
+impl Key {
+    /// A key of 16 or 32 bytes.
+    pub fn new(bytes: &[u8]) -> Result<Key> {
+        match bytes.len() {
+            16 => Ok(Key::Aes128(bytes.try_into().unwrap())),
+            32 => Ok(Key::Aes256(bytes.try_into().unwrap())),
+            n => Err(Error::invalid(format!("an AES key has 16 bytes (AES-128) or 32 bytes (AES-256), not {n}"))),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Key::Aes128(k) => k,
+            Key::Aes256(k) => k,
+        }
+    }
+
+    pub fn bits(&self) -> usize {
+        self.bytes().len() * 8
+    }
+
+    /// E_K(block), one block on the CPU.
+    pub fn encrypt_block(&self, block: [u8; 16]) -> [u8; 16] {
+        let mut b = block.into();
+        match self {
+            Key::Aes128(k) => aes::Aes128::new(k.into()).encrypt_block(&mut b),
+            Key::Aes256(k) => aes::Aes256::new(k.into()).encrypt_block(&mut b),
+        }
+        b.into()
+    }
+
+    /// The FIPS 197 key expansion as big-endian words, and the round count (the GPU kernels take
+    /// round keys from the host; the CPU libraries expand their own).
+    pub fn round_keys(&self) -> ([u32; 60], u32) {
+        let nk = self.bytes().len() / 4;
+        let rounds = nk as u32 + 6;
+        let mut w = [0u32; 60];
+        for (i, c) in self.bytes().chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes(c.try_into().unwrap());
+        }
+        let sub = |x: u32| u32::from_be_bytes(x.to_be_bytes().map(|b| SBOX[b as usize]));
+        let mut rcon = 1u8;
+        for i in nk..4 * (rounds as usize + 1) {
+            let mut t = w[i - 1];
+            if i % nk == 0 {
+                t = sub(t.rotate_left(8)) ^ ((rcon as u32) << 24);
+                rcon = xtime(rcon);
+            } else if nk > 6 && i % nk == 4 {
+                t = sub(t);
+            }
+            w[i] = w[i - nk] ^ t;
+        }
+        (w, rounds)
+    }
+}
+
+const fn xtime(a: u8) -> u8 {
+    (a << 1) ^ if a & 0x80 != 0 { 0x1b } else { 0 }
+}
+
+/// The AES S-box (FIPS 197 §5.1.1), computed: the inverse in GF(2^8) (a^254) then the affine map.
+const SBOX: [u8; 256] = {
+    const fn mul(mut a: u8, mut b: u8) -> u8 {
+        let mut r = 0;
+        while b != 0 {
+            if b & 1 != 0 {
+                r ^= a;
+            }
+            a = xtime(a);
+            b >>= 1;
+        }
+        r
+    }
+    let mut s = [0u8; 256];
+    let mut x = 0;
+    while x < 256 {
+        // a^254 = a^-1 (0 stays 0): square-and-multiply over 254 = 0b11111110.
+        let a = x as u8;
+        let mut inv = 1u8;
+        let mut i = 0;
+        while i < 7 {
+            inv = mul(mul(inv, inv), a);
+            i += 1;
+        }
+        inv = mul(inv, inv);
+        s[x] = inv ^ inv.rotate_left(1) ^ inv.rotate_left(2) ^ inv.rotate_left(3) ^ inv.rotate_left(4) ^ 0x63;
+        x += 1;
+    }
+    s
+};
+
+/// A GCM result: the ciphertext went to the caller's buffer; this is the 16-byte tag.
+pub type Tag = [u8; 16];
+
+const OP_CTR: &str = "aes_ctr";
+const OP_GCM: &str = "aes_gcm";
+/// CPU backends, fastest first (OpenSSL's assembly beats RustCrypto's intrinsics).
+const CPU_ORDER: [Backend; 2] = [Backend::OpenSsl, Backend::Portable];
+
+/// Bulk AES through an [`Engine`] (`engine.aes()`).
+pub struct Aes<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
+    if input.len() != output.len() {
+        return Err(Error::invalid(format!("input has {} bytes but output has {}: they must be equal", input.len(), output.len())));
+    }
+    Ok(())
+}
+
+impl Aes<'_> {
+    fn plan(&self, op: &'static str, bytes: usize, location: Location) -> Result<Plan> {
+        let w = Workload { op, items: 1, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location };
+        let calibrate = |b: Backend| calibrate(op, b);
+        self.engine.dispatcher().plan(&w, &CPU_ORDER, cfg!(feature = "cuda"), &calibrate)
+    }
+
+    /// CTR mode (SP 800-38A): `output = input ⊕ keystream` from counter block `iv`, incremented as
+    /// a 128-bit big-endian integer. Encryption and decryption are the same call. The same as
+    /// `openssl enc -aes-128-ctr -K … -iv …`.
+    pub fn ctr(&self, key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<Output<()>> {
+        check_lengths(input, output)?;
+        let plan = self.plan(OP_CTR, input.len(), Location::Host)?;
+        match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::ctr(key, iv, input, output)?,
+            b => cpu::ctr(b, key, iv, input, output, plan.threads)?,
+        }
+        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
+    }
+
+    /// GCM encryption (SP 800-38D) of `input` into `output` with `aad` authenticated; returns the
+    /// 16-byte tag. Any IV length from 1 byte works; 12 bytes is the standard.
+    pub fn gcm_encrypt(&self, key: &Key, iv: &[u8], aad: &[u8], input: &[u8], output: &mut [u8]) -> Result<Output<Tag>> {
+        check_lengths(input, output)?;
+        gcm::check_len(input.len())?;
+        let g = gcm::Gcm::new(key, iv)?;
+        let plan = self.plan(OP_GCM, input.len(), Location::Host)?;
+        let z = self.gcm_pass(&plan, &g, input, output, false)?;
+        Ok(Output { value: g.tag(aad, z, input.len() as u64), backend: plan.backend, threads: plan.threads })
+    }
+
+    /// GCM decryption: checks `tag` (4, 8 or 12..=16 bytes) and writes the plaintext to `output`.
+    /// On a wrong key, IV, AAD, ciphertext or tag, [`Error::AuthenticationFailed`]; on any error
+    /// the output is zeroed, so no unauthenticated plaintext is released.
+    pub fn gcm_decrypt(&self, key: &Key, iv: &[u8], aad: &[u8], input: &[u8], output: &mut [u8], tag: &[u8]) -> Result<Output<()>> {
+        check_lengths(input, output)?;
+        let run = |output: &mut [u8]| -> Result<Plan> {
+            gcm::check_len(input.len())?;
+            let g = gcm::Gcm::new(key, iv)?;
+            let plan = self.plan(OP_GCM, input.len(), Location::Host)?;
+            let z = self.gcm_pass(&plan, &g, input, output, true)?;
+            gcm::check_tag(&g.tag(aad, z, input.len() as u64), tag)?;
+            Ok(plan)
+        };
+        // Whatever failed, the output holds no plaintext.
+        let plan = run(output).inspect_err(|_| output.fill(0))?;
+        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
+    }
+
+    /// CTR in place over a buffer already in GPU memory (a `CudaSlice<u8>` or a 16-byte-aligned
+    /// view of one). The data is encrypted where it lives: moving it to the CPU and back would
+    /// cost more than the GPU takes to encrypt it.
+    #[cfg(feature = "cuda")]
+    pub fn ctr_device(&self, key: &Key, iv: &[u8; 16], data: &mut impl cudarc::driver::DevicePtrMut<u8>) -> Result<()> {
+        gpu::ctr_device(key, iv, data)
+    }
+
+    /// GCM encryption in place over a buffer in GPU memory; returns the tag.
+    #[cfg(feature = "cuda")]
+    pub fn gcm_encrypt_device(&self, key: &Key, iv: &[u8], aad: &[u8], data: &mut impl cudarc::driver::DevicePtrMut<u8>) -> Result<Tag> {
+        gcm::check_len(data.len())?;
+        let g = gcm::Gcm::new(key, iv)?;
+        let z = gpu::gcm_device(&g, data, false)?;
+        Ok(g.tag(aad, z, data.len() as u64))
+    }
+
+    /// GCM decryption in place over a buffer in GPU memory. On a tag mismatch the buffer is
+    /// zeroed and [`Error::AuthenticationFailed`] returned.
+    #[cfg(feature = "cuda")]
+    pub fn gcm_decrypt_device(&self, key: &Key, iv: &[u8], aad: &[u8], data: &mut cudarc::driver::CudaSlice<u8>, tag: &[u8]) -> Result<()> {
+        gcm::check_len(data.len())?;
+        let g = gcm::Gcm::new(key, iv)?;
+        let checked = gpu::gcm_device(&g, data, true).and_then(|z| gcm::check_tag(&g.tag(aad, z, data.len() as u64), tag));
+        if let Err(e) = checked {
+            let gpu = crate::backend::cuda::Gpu::available()?;
+            let stream = gpu.stream()?;
+            stream.memset_zeros(data).map_err(crate::backend::cuda::driver_err("cuMemsetD8"))?;
+            stream.synchronize().map_err(crate::backend::cuda::driver_err("cuStreamSynchronize"))?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn gcm_pass(&self, plan: &Plan, g: &gcm::Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<gf128::Gf128> {
+        match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::gcm(g, input, output, decrypt),
+            b => cpu::gcm(b, g, input, output, decrypt, plan.threads),
+        }
+    }
+}
+
+/// The kernel's table block for `threads` threads per block: Shoup tables of H^threads (256
+/// elements as big-endian words, then 256 reduction words), then H^1..H^threads.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
+    let words = |g: gf128::Gf128| -> [u32; 4] { std::array::from_fn(|i| (g.0 >> (96 - 32 * i)) as u32) };
+    let (m, r) = gf128::shoup_tables(h.pow(threads as u128));
+    let mut t = Vec::with_capacity(1280 + 4 * threads);
+    t.extend(m.iter().flat_map(|&g| words(g)));
+    t.extend(r.iter().map(|&v| (v as u32) << 16));
+    let mut p = h;
+    for _ in 0..threads {
+        t.extend(words(p));
+        p = p.mul(h);
+    }
+    t
+}
+
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
+    words.chunks_exact(4).map(|w| gf128::Gf128(w.iter().fold(0u128, |a, &x| (a << 32) | x as u128))).collect()
+}
+
+/// Measures one backend: CTR or GCM over 64 KiB and 8 MiB, fitted per block.
+fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
+    let data = vec![0x5au8; 8 << 20];
+    let mut out = vec![0u8; data.len()];
+    let key = Key::Aes128([7; 16]);
+    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let run = |n: usize| -> Result<()> {
+        match op {
+            OP_CTR => engine.aes().ctr(&key, &[0; 16], &data[..n], &mut out[..n]).map(|_| ()),
+            _ => engine.aes().gcm_encrypt(&key, &[0; 12], &[], &data[..n], &mut out[..n]).map(|_| ()),
+        }
+    };
+    let (small, large) = (64 << 10, data.len());
+    let run = std::cell::RefCell::new(run);
+    crate::dispatch::fit((small / 16) as u64, || run.borrow_mut()(small), (large / 16) as u64, || run.borrow_mut()(large))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_expansion_matches_fips197() {
+        // FIPS 197 Appendix A.1 and A.3: the last round key words.
+        let k128 = Key::new(&hex::decode("2b7e151628aed2a6abf7158809cf4f3c").unwrap()).unwrap();
+        let (w, r) = k128.round_keys();
+        assert_eq!((r, w[40..44].to_vec()), (10, vec![0xd014f9a8, 0xc9ee2589, 0xe13f0cc8, 0xb6630ca6]));
+        let k256 = Key::new(&hex::decode("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4").unwrap()).unwrap();
+        let (w, r) = k256.round_keys();
+        assert_eq!((r, w[56..60].to_vec()), (14, vec![0xfe4890d1, 0xe6188d0b, 0x046df344, 0x706c631e]));
+        assert_eq!(SBOX[0x53], 0xed);
+    }
+}

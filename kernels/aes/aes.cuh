@@ -1,0 +1,163 @@
+// AES encryption of counter blocks with one 256-entry T-table in shared memory, and GF(2^128)
+// arithmetic for GHASH. Only the forward cipher is here: CTR and GCM never decrypt a block.
+#pragma once
+#include "bc/common.cuh"
+
+namespace bc {
+namespace aes {
+
+// An expanded key: round key words big-endian (FIPS 197 order), 10 or 14 rounds.
+struct Key {
+    uint32_t rk[60];
+    uint32_t rounds;
+};
+
+// What one counter-mode launch needs (passed by value: round keys sit in the constant bank, where
+// every thread reading the same word is a broadcast).
+struct Ctr {
+    Key key;
+    uint32_t ctr[4];  // counter block of the launch's first block, big-endian words
+    uint32_t inc32;   // 1: GCM's inc32 (last word mod 2^32); 0: the whole block (SP 800-38A)
+    uint32_t pad;
+    uint64_t bytes;   // bytes in this launch
+};
+
+__constant__ uint8_t SBOX[256] = {
+    0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76,
+    0xca, 0x82, 0xc9, 0x7d, 0xfa, 0x59, 0x47, 0xf0, 0xad, 0xd4, 0xa2, 0xaf, 0x9c, 0xa4, 0x72, 0xc0,
+    0xb7, 0xfd, 0x93, 0x26, 0x36, 0x3f, 0xf7, 0xcc, 0x34, 0xa5, 0xe5, 0xf1, 0x71, 0xd8, 0x31, 0x15,
+    0x04, 0xc7, 0x23, 0xc3, 0x18, 0x96, 0x05, 0x9a, 0x07, 0x12, 0x80, 0xe2, 0xeb, 0x27, 0xb2, 0x75,
+    0x09, 0x83, 0x2c, 0x1a, 0x1b, 0x6e, 0x5a, 0xa0, 0x52, 0x3b, 0xd6, 0xb3, 0x29, 0xe3, 0x2f, 0x84,
+    0x53, 0xd1, 0x00, 0xed, 0x20, 0xfc, 0xb1, 0x5b, 0x6a, 0xcb, 0xbe, 0x39, 0x4a, 0x4c, 0x58, 0xcf,
+    0xd0, 0xef, 0xaa, 0xfb, 0x43, 0x4d, 0x33, 0x85, 0x45, 0xf9, 0x02, 0x7f, 0x50, 0x3c, 0x9f, 0xa8,
+    0x51, 0xa3, 0x40, 0x8f, 0x92, 0x9d, 0x38, 0xf5, 0xbc, 0xb6, 0xda, 0x21, 0x10, 0xff, 0xf3, 0xd2,
+    0xcd, 0x0c, 0x13, 0xec, 0x5f, 0x97, 0x44, 0x17, 0xc4, 0xa7, 0x7e, 0x3d, 0x64, 0x5d, 0x19, 0x73,
+    0x60, 0x81, 0x4f, 0xdc, 0x22, 0x2a, 0x90, 0x88, 0x46, 0xee, 0xb8, 0x14, 0xde, 0x5e, 0x0b, 0xdb,
+    0xe0, 0x32, 0x3a, 0x0a, 0x49, 0x06, 0x24, 0x5c, 0xc2, 0xd3, 0xac, 0x62, 0x91, 0x95, 0xe4, 0x79,
+    0xe7, 0xc8, 0x37, 0x6d, 0x8d, 0xd5, 0x4e, 0xa9, 0x6c, 0x56, 0xf4, 0xea, 0x65, 0x7a, 0xae, 0x08,
+    0xba, 0x78, 0x25, 0x2e, 0x1c, 0xa6, 0xb4, 0xc6, 0xe8, 0xdd, 0x74, 0x1f, 0x4b, 0xbd, 0x8b, 0x8a,
+    0x70, 0x3e, 0xb5, 0x66, 0x48, 0x03, 0xf6, 0x0e, 0x61, 0x35, 0x57, 0xb9, 0x86, 0xc1, 0x1d, 0x9e,
+    0xe1, 0xf8, 0x98, 0x11, 0x69, 0xd9, 0x8e, 0x94, 0x9b, 0x1e, 0x87, 0xe9, 0xce, 0x55, 0x28, 0xdf,
+    0x8c, 0xa1, 0x89, 0x0d, 0xbf, 0xe6, 0x42, 0x68, 0x41, 0x99, 0x2d, 0x0f, 0xb0, 0x54, 0xbb, 0x16,
+};
+
+// T0 of the T-table formulation, replicated once per shared-memory bank: lane l reads entry
+// x at t[x * 32 + l], so a warp's 32 data-dependent lookups never collide. T1..T3 are rotations
+// of T0, and the last round's S-box bytes are inside T0 too, so 32 KiB serves every lookup.
+constexpr int TABLE_WORDS = 256 * 32;
+
+BC_DEVICE uint32_t xtime(uint32_t s) { return ((s << 1) ^ ((s & 0x80) ? 0x1b : 0)) & 0xff; }
+
+BC_DEVICE void fill_table(uint32_t* t) {
+    for (uint32_t i = threadIdx.x; i < TABLE_WORDS; i += blockDim.x) {
+        uint32_t s = SBOX[i >> 5], s2 = xtime(s);
+        t[i] = (s2 << 24) | (s << 16) | (s << 8) | (s2 ^ s);
+    }
+}
+
+// Encrypts the block s (big-endian words) in place; lane_t is the table offset by this lane.
+template <int R>
+BC_DEVICE void encrypt(const Key& k, const uint32_t* lane_t, uint32_t s[4]) {
+#define BC_T(x) lane_t[(x) << 5]
+    uint32_t s0 = s[0] ^ k.rk[0], s1 = s[1] ^ k.rk[1], s2 = s[2] ^ k.rk[2], s3 = s[3] ^ k.rk[3];
+#pragma unroll
+    for (int r = 1; r < R; ++r) {
+        uint32_t t0 = BC_T(s0 >> 24) ^ rotr(BC_T((s1 >> 16) & 0xff), 8) ^ rotr(BC_T((s2 >> 8) & 0xff), 16) ^ rotr(BC_T(s3 & 0xff), 24) ^ k.rk[4 * r];
+        uint32_t t1 = BC_T(s1 >> 24) ^ rotr(BC_T((s2 >> 16) & 0xff), 8) ^ rotr(BC_T((s3 >> 8) & 0xff), 16) ^ rotr(BC_T(s0 & 0xff), 24) ^ k.rk[4 * r + 1];
+        uint32_t t2 = BC_T(s2 >> 24) ^ rotr(BC_T((s3 >> 16) & 0xff), 8) ^ rotr(BC_T((s0 >> 8) & 0xff), 16) ^ rotr(BC_T(s1 & 0xff), 24) ^ k.rk[4 * r + 2];
+        uint32_t t3 = BC_T(s3 >> 24) ^ rotr(BC_T((s0 >> 16) & 0xff), 8) ^ rotr(BC_T((s1 >> 8) & 0xff), 16) ^ rotr(BC_T(s2 & 0xff), 24) ^ k.rk[4 * r + 3];
+        s0 = t0, s1 = t1, s2 = t2, s3 = t3;
+    }
+    // Last round: T0[x] = (2s, s, s, 3s), so S(x) is its second and third byte.
+#define BC_LAST(a, b, c, d, w) \
+    (((BC_T((a) >> 24) << 8) & 0xff000000u) ^ (BC_T(((b) >> 16) & 0xff) & 0x00ff0000u) ^ (BC_T(((c) >> 8) & 0xff) & 0x0000ff00u) ^ \
+     ((BC_T((d) & 0xff) >> 8) & 0xffu) ^ k.rk[4 * R + (w)])
+    s[0] = BC_LAST(s0, s1, s2, s3, 0);
+    s[1] = BC_LAST(s1, s2, s3, s0, 1);
+    s[2] = BC_LAST(s2, s3, s0, s1, 2);
+    s[3] = BC_LAST(s3, s0, s1, s2, 3);
+#undef BC_LAST
+#undef BC_T
+}
+
+// The counter block of the launch's block b.
+BC_DEVICE void counter(const Ctr& p, uint64_t b, uint32_t s[4]) {
+    if (p.inc32) {
+        s[0] = p.ctr[0], s[1] = p.ctr[1], s[2] = p.ctr[2], s[3] = p.ctr[3] + (uint32_t)b;
+    } else {
+        uint64_t lo = ((uint64_t)p.ctr[2] << 32) | p.ctr[3], hi = ((uint64_t)p.ctr[0] << 32) | p.ctr[1];
+        uint64_t l2 = lo + b;
+        hi += l2 < lo;
+        s[0] = (uint32_t)(hi >> 32), s[1] = (uint32_t)hi, s[2] = (uint32_t)(l2 >> 32), s[3] = (uint32_t)l2;
+    }
+}
+
+// Block b of a buffer of `bytes` bytes as little-endian words, zero-padded past the end.
+BC_DEVICE uint4 load_block(const uint8_t* in, uint64_t b, uint64_t bytes) {
+    if (16 * (b + 1) <= bytes) return reinterpret_cast<const uint4*>(in)[b];
+    uint32_t w[4] = {0, 0, 0, 0};
+    for (uint64_t j = 16 * b; j < bytes; ++j) w[(j >> 2) & 3] |= (uint32_t)in[j] << (8 * (j & 3));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+BC_DEVICE void store_block(uint8_t* out, uint64_t b, uint64_t bytes, uint4 v) {
+    if (16 * (b + 1) <= bytes) {
+        reinterpret_cast<uint4*>(out)[b] = v;
+        return;
+    }
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (uint64_t j = 16 * b; j < bytes; ++j) out[j] = (uint8_t)(w[(j >> 2) & 3] >> (8 * (j & 3)));
+}
+
+// Keystream (big-endian words) applied to little-endian data words; bytes past the end stay zero.
+BC_DEVICE uint4 apply(uint4 x, const uint32_t ks[4], uint64_t b, uint64_t bytes) {
+    uint4 y = make_uint4(x.x ^ bswap32(ks[0]), x.y ^ bswap32(ks[1]), x.z ^ bswap32(ks[2]), x.w ^ bswap32(ks[3]));
+    if (16 * (b + 1) > bytes) {
+        uint32_t w[4] = {y.x, y.y, y.z, y.w};
+        for (uint32_t j = (uint32_t)(bytes - 16 * b); j < 16; ++j) w[j >> 2] &= ~(0xffu << (8 * (j & 3)));
+        y = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    return y;
+}
+
+}  // namespace aes
+
+// GF(2^128) in GCM's bit order (SP 800-38D §6.3) as four big-endian words: the first bit of the
+// block is x^0, and multiplying by x shifts right.
+namespace gf128 {
+
+BC_DEVICE uint4 xor4(uint4 a, uint4 b) { return make_uint4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w); }
+
+BC_DEVICE uint32_t byte_at(uint4 v, int i) {
+    uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
+    return (w >> (24 - 8 * (i & 3))) & 0xff;
+}
+
+// x·k with Shoup's 8-bit tables for the fixed k: m[b] = b·k, r[v] = the reduction of the byte v
+// shifted out past x^127, already placed in the first word's top half.
+BC_DEVICE uint4 mul_table(uint4 x, const uint4* m, const uint32_t* r) {
+    uint4 z = m[byte_at(x, 15)];
+#pragma unroll
+    for (int i = 14; i >= 0; --i) {
+        uint32_t out = z.w & 0xff;
+        z = make_uint4((z.x >> 8) ^ r[out], (z.y >> 8) | (z.x << 24), (z.z >> 8) | (z.y << 24), (z.w >> 8) | (z.z << 24));
+        z = xor4(z, m[byte_at(x, i)]);
+    }
+    return z;
+}
+
+// x·y bit by bit (SP 800-38D Algorithm 1): for the few products whose factor varies per thread.
+BC_DEVICE uint4 mul(uint4 x, uint4 y) {
+    uint4 z = make_uint4(0, 0, 0, 0), v = y;
+    for (int i = 0; i < 128; ++i) {
+        uint32_t w = i < 32 ? x.x : i < 64 ? x.y : i < 96 ? x.z : x.w;
+        uint32_t mask = 0u - ((w >> (31 - (i & 31))) & 1);
+        z = make_uint4(z.x ^ (v.x & mask), z.y ^ (v.y & mask), z.z ^ (v.z & mask), z.w ^ (v.w & mask));
+        uint32_t red = 0u - (v.w & 1);
+        v = make_uint4((v.x >> 1) ^ (0xe1000000u & red), (v.y >> 1) | (v.x << 31), (v.z >> 1) | (v.y << 31), (v.w >> 1) | (v.z << 31));
+    }
+    return z;
+}
+
+}  // namespace gf128
+}  // namespace bc
