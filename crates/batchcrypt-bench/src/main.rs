@@ -1,6 +1,7 @@
 //! `batchcrypt-bench`: runs our paths and the peers' in one process, on the same batches, and
 //! prints ratios. Results also go to a JSON file for the record.
 
+mod aes;
 mod report;
 mod secp256k1;
 mod sha256;
@@ -12,7 +13,7 @@ use clap::Parser;
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run.
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -31,7 +32,8 @@ fn main() -> anyhow::Result<()> {
             "sha256" => sha256::run(&mut rep, args.quick)?,
             "secp256k1" => secp256k1::run(&mut rep, args.quick)?,
             "sm2" => sm2::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2)"),
+            "aes" => aes::run(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes)"),
         }
     }
     if let Some(path) = &args.json {

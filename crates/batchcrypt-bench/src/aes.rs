@@ -1,0 +1,154 @@
+//! Bulk AES-128 CTR and GCM, 1 MiB to 4 GiB: OpenSSL on one core (one call over the buffer) and
+//! on all cores (CTR: the buffer cut into one piece per thread at the matching counter; GCM: one
+//! independent message per thread, the most OpenSSL can do in parallel), our CPU backends, our
+//! GPU kernel on data in GPU memory, our GPU call on data in GPU memory, and our GPU call from
+//! host memory (copies both ways included). Outputs are checked equal. The pinned host↔device
+//! bandwidth is measured in the same run, for the end-to-end fraction.
+
+use crate::report::{time, Report};
+use batchcrypt::aes::Key;
+use batchcrypt::{Backend, BackendChoice, Engine};
+use openssl::cipher::Cipher;
+use openssl::cipher_ctx::CipherCtx;
+use rayon::prelude::*;
+
+const GROUP: &str = "aes";
+
+fn openssl_ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) {
+    let mut c = CipherCtx::new().unwrap();
+    c.encrypt_init(Some(Cipher::aes_128_ctr()), Some(key.bytes()), Some(iv)).unwrap();
+    c.cipher_update(input, Some(output)).unwrap();
+}
+
+fn openssl_gcm(key: &Key, iv: &[u8], input: &[u8], output: &mut [u8]) -> [u8; 16] {
+    let mut c = CipherCtx::new().unwrap();
+    c.encrypt_init(Some(Cipher::aes_128_gcm()), Some(key.bytes()), Some(iv)).unwrap();
+    c.cipher_update(input, Some(output)).unwrap();
+    c.cipher_final(&mut []).unwrap();
+    let mut tag = [0u8; 16];
+    c.tag(&mut tag).unwrap();
+    tag
+}
+
+fn has_gpu() -> bool {
+    cfg!(feature = "cuda") && Backend::Cuda.is_available()
+}
+
+pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30] };
+    let key = Key::new(&[0x42; 16])?;
+    let iv = [7u8; 16];
+    let nonce = [9u8; 12];
+    let threads = batchcrypt::backend::cpu::threads();
+    #[cfg(feature = "cuda")]
+    if has_gpu() {
+        let gpu = batchcrypt::backend::cuda::Gpu::available()?;
+        let pinned = batchcrypt::pipeline::measure_link_pinned(gpu)?;
+        let pageable = batchcrypt::pipeline::measure_link(gpu)?;
+        println!(
+            "\nhost↔device copy bandwidth (32 MiB): pinned {:.1} GB/s up, {:.1} GB/s down; pageable {:.1} up, {:.1} down",
+            pinned.h2d / 1e9,
+            pinned.d2h / 1e9,
+            pageable.h2d / 1e9,
+            pageable.d2h / 1e9
+        );
+        rep.add(GROUP, "link", "pinned host to device", 1, 32 << 20, (32 << 20) as f64 / pinned.h2d, None);
+        rep.add(GROUP, "link", "pinned device to host", 1, 32 << 20, (32 << 20) as f64 / pinned.d2h, None);
+    }
+    rep.header("AES-128 CTR and GCM over one buffer: ours vs OpenSSL (same key, IV and data; outputs checked equal)");
+    let biggest = *sizes.iter().max().unwrap();
+    let data: Vec<u8> = (0..biggest).into_par_iter().map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+    let mut want = vec![0u8; biggest];
+    let mut out = vec![0u8; biggest];
+    for &n in sizes {
+        let reps = if n <= 256 << 20 { 5 } else { 2 };
+        let blocks = n.div_ceil(16) as u64;
+        let input = &data[..n];
+        for mode in ["ctr", "gcm"] {
+            let case = format!("{mode} {} MiB", n >> 20);
+            // OpenSSL, one call over the buffer on one core.
+            let mut want_tag = [0u8; 16];
+            let t = time(reps, || match mode {
+                "ctr" => openssl_ctr(&key, &iv, input, &mut want[..n]),
+                _ => want_tag = openssl_gcm(&key, &nonce, input, &mut want[..n]),
+            });
+            rep.add(GROUP, &case, "openssl 1 core", blocks, n as u64, t, None);
+            // OpenSSL on all cores: one piece per thread.
+            let piece = n.div_ceil(threads).next_multiple_of(16);
+            let t = time(reps, || {
+                input.par_chunks(piece).zip(out[..n].par_chunks_mut(piece)).enumerate().for_each(|(i, (a, b))| match mode {
+                    "ctr" => openssl_ctr(&key, &batchcrypt::aes::gcm::add128(&iv, (i * piece / 16) as u64), a, b),
+                    _ => drop(openssl_gcm(&key, &[i as u8; 12], a, b)),
+                })
+            });
+            if mode == "ctr" {
+                anyhow::ensure!(out[..n] == want[..n], "OpenSSL pieces disagree with one OpenSSL call");
+            }
+            rep.add(GROUP, &case, "openssl all cores", blocks, n as u64, t, Some("openssl 1 core"));
+            // Ours, each backend forced, then the dispatcher's choice.
+            let mut choices = vec![("ours cpu (openssl backend)", BackendChoice::Exact(Backend::OpenSsl)), ("ours cpu (rustcrypto backend)", BackendChoice::Exact(Backend::Portable))];
+            if has_gpu() {
+                choices.push(("ours gpu from host memory", BackendChoice::Exact(Backend::Cuda)));
+            }
+            choices.push(("ours auto", BackendChoice::Auto));
+            for (name, choice) in choices {
+                let engine = Engine::with_backend(choice);
+                let mut ran = None;
+                let mut tag = [0u8; 16];
+                let t = time(reps, || {
+                    let r = match mode {
+                        "ctr" => engine.aes().ctr(&key, &iv, input, &mut out[..n]).map(|o| o.backend),
+                        _ => engine.aes().gcm_encrypt(&key, &nonce, &[], input, &mut out[..n]).map(|o| {
+                            tag = o.value;
+                            o.backend
+                        }),
+                    };
+                    ran = Some(r.expect("AES call failed"));
+                });
+                anyhow::ensure!(out[..n] == want[..n] && (mode == "ctr" || tag == want_tag), "{name} disagrees with OpenSSL on {case}");
+                let name = if choice == BackendChoice::Auto { format!("{name} (ran {})", ran.unwrap()) } else { name.to_string() };
+                rep.add(GROUP, &case, &name, blocks, n as u64, t, Some("openssl all cores"));
+            }
+            #[cfg(feature = "cuda")]
+            if has_gpu() {
+                gpu_resident(rep, &case, mode, &key, &iv, &nonce, input, &want[..n], want_tag, reps)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rows for data already in GPU memory: the kernel alone (event-timed) and our device call.
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn gpu_resident(rep: &mut Report, case: &str, mode: &str, key: &Key, iv: &[u8; 16], nonce: &[u8], input: &[u8], want: &[u8], want_tag: [u8; 16], reps: usize) -> anyhow::Result<()> {
+    let n = input.len();
+    let blocks = n.div_ceil(16) as u64;
+    let t = batchcrypt::aes::gpu::kernel_seconds(key, mode == "gcm", n, reps.max(5))?;
+    rep.add(GROUP, case, "ours gpu kernel (data in GPU memory)", blocks, n as u64, t, Some("openssl all cores"));
+    let gpu = batchcrypt::backend::cuda::Gpu::available()?;
+    let stream = gpu.stream()?;
+    let engine = Engine::with_backend(BackendChoice::Gpu);
+    let fresh = || stream.clone_htod(input);
+    // Each run encrypts a fresh copy in place; the copy is not timed.
+    let mut times = Vec::new();
+    let mut check = None;
+    for i in 0..reps + 1 {
+        let mut d = fresh()?;
+        stream.synchronize()?;
+        let t0 = std::time::Instant::now();
+        let tag = match mode {
+            "ctr" => engine.aes().ctr_device(key, iv, &mut d).map(|_| [0u8; 16])?,
+            _ => engine.aes().gcm_encrypt_device(key, nonce, &[], &mut d)?,
+        };
+        if i > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+        check = Some((stream.clone_dtoh(&d)?, tag));
+    }
+    let (got, tag) = check.unwrap();
+    anyhow::ensure!(got[..] == want[..] && (mode == "ctr" || tag == want_tag), "GPU device call disagrees with OpenSSL on {case}");
+    times.sort_by(f64::total_cmp);
+    rep.add(GROUP, case, "ours gpu call (data in GPU memory)", blocks, n as u64, times[times.len() / 2], Some("openssl all cores"));
+    Ok(())
+}
