@@ -57,7 +57,7 @@ grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.l
 echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
 echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
 echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
-echo; grep -hE '^(ctr|gcm|host)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
+echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
 echo; cat "$OUT/psi-gpu.log"
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"

@@ -5,7 +5,7 @@
 using namespace bc;
 
 template <int R>
-BC_DEVICE void ctr_blocks(const aes::Ctr& p, const uint8_t* in, uint8_t* out, const uint32_t* lane_t) {
+BC_DEVICE void ctr_blocks(const aes::Ctr& p, const uint8_t* in, uint8_t* out, aes::LaneTable lane_t) {
     uint64_t blocks = (p.bytes + 15) / 16;
     BC_FOR_EACH_ITEM(b, blocks) {
         uint32_t s[4];
@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(256) aes_ctr(aes::Ctr p, const uint
     __shared__ uint32_t table[aes::TABLE_WORDS];
     aes::fill_table(table);
     __syncthreads();
-    const uint32_t* lane_t = table + (threadIdx.x & 31);
+    const aes::LaneTable lane_t = aes::lane_table(table);
     if (p.key.rounds == 14) ctr_blocks<14>(p, in, out, lane_t);
     else ctr_blocks<10>(p, in, out, lane_t);
 }
@@ -38,7 +38,7 @@ struct Gcm {
 // one generic product. The CTA XORs its threads' sums into Y_s; the host weighs the Y_s by
 // powers of H into the GHASH of the whole buffer.
 template <int R>
-BC_DEVICE void gcm_segments(const Gcm& p, const uint8_t* in, uint8_t* out, const uint4* powers, uint32_t* seg_out, const uint32_t* lane_t,
+BC_DEVICE void gcm_segments(const Gcm& p, const uint8_t* in, uint8_t* out, const uint4* powers, uint32_t* seg_out, aes::LaneTable lane_t,
                             const uint4* m, const uint32_t* r, uint4* red) {
     const uint64_t bytes = p.c.bytes, blocks = (bytes + 15) / 16, nseg = (blocks + p.seg_blocks - 1) / p.seg_blocks;
     for (uint64_t seg = blockIdx.x; seg < nseg; seg += gridDim.x) {
@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(256) aes_gcm(Gcm p, const uint8_t* 
     const uint4* tm = reinterpret_cast<const uint4*>(tables);
     for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) m[i] = tm[i], r[i] = tables[1024 + i];
     __syncthreads();
-    const uint32_t* lane_t = table + (threadIdx.x & 31);
+    const aes::LaneTable lane_t = aes::lane_table(table);
     const uint4* powers = reinterpret_cast<const uint4*>(tables + 1280);
     if (p.c.key.rounds == 14) gcm_segments<14>(p, in, out, powers, seg_out, lane_t, m, r, red);
     else gcm_segments<10>(p, in, out, powers, seg_out, lane_t, m, r, red);

@@ -55,29 +55,63 @@ BC_DEVICE void fill_table(uint32_t* t) {
     }
 }
 
-// Encrypts the block s (big-endian words) in place; lane_t is the table offset by this lane.
+// This lane's column of the table. On the GPU it is a shared-memory byte address kept opaque to
+// the compiler, so that each lookup is PRMT (pick the byte) + LEA (scale by the 128-byte entry
+// stride and add) + LDS; left visible, the compiler re-derives the index in words and spends a
+// third instruction, and the kernel is bound by instruction issue.
+struct LaneTable {
+#ifdef __CUDA_ARCH__
+    uint32_t addr;
+#else
+    const uint32_t* p;
+#endif
+};
+
+BC_DEVICE LaneTable lane_table(const uint32_t* table) {
+    const uint32_t* p = table + (threadIdx.x & 31);
+#ifdef __CUDA_ARCH__
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("" : "+r"(a));
+    return LaneTable{a};
+#else
+    return LaneTable{p};
+#endif
+}
+
+// T0[byte k of w] (k = 0 is the least significant byte).
+BC_DEVICE uint32_t entry(LaneTable t, uint32_t w, uint32_t k) {
+    uint32_t x = __byte_perm(w, 0, 0x4440 + k);
+#ifdef __CUDA_ARCH__
+    uint32_t v;
+    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(t.addr + (x << 7)));
+    return v;
+#else
+    return t.p[x << 5];
+#endif
+}
+
+// Encrypts the block s (big-endian words) in place.
 template <int R>
-BC_DEVICE void encrypt(const Key& k, const uint32_t* lane_t, uint32_t s[4]) {
-#define BC_T(x) lane_t[(x) << 5]
+BC_DEVICE void encrypt(const Key& k, LaneTable t, uint32_t s[4]) {
     uint32_t s0 = s[0] ^ k.rk[0], s1 = s[1] ^ k.rk[1], s2 = s[2] ^ k.rk[2], s3 = s[3] ^ k.rk[3];
+#define BC_ROUND(a, b, c, d, w) \
+    (entry(t, a, 3) ^ rotr(entry(t, b, 2), 8) ^ rotr(entry(t, c, 1), 16) ^ rotr(entry(t, d, 0), 24) ^ k.rk[w])
 #pragma unroll
     for (int r = 1; r < R; ++r) {
-        uint32_t t0 = BC_T(s0 >> 24) ^ rotr(BC_T((s1 >> 16) & 0xff), 8) ^ rotr(BC_T((s2 >> 8) & 0xff), 16) ^ rotr(BC_T(s3 & 0xff), 24) ^ k.rk[4 * r];
-        uint32_t t1 = BC_T(s1 >> 24) ^ rotr(BC_T((s2 >> 16) & 0xff), 8) ^ rotr(BC_T((s3 >> 8) & 0xff), 16) ^ rotr(BC_T(s0 & 0xff), 24) ^ k.rk[4 * r + 1];
-        uint32_t t2 = BC_T(s2 >> 24) ^ rotr(BC_T((s3 >> 16) & 0xff), 8) ^ rotr(BC_T((s0 >> 8) & 0xff), 16) ^ rotr(BC_T(s1 & 0xff), 24) ^ k.rk[4 * r + 2];
-        uint32_t t3 = BC_T(s3 >> 24) ^ rotr(BC_T((s0 >> 16) & 0xff), 8) ^ rotr(BC_T((s1 >> 8) & 0xff), 16) ^ rotr(BC_T(s2 & 0xff), 24) ^ k.rk[4 * r + 3];
+        uint32_t t0 = BC_ROUND(s0, s1, s2, s3, 4 * r), t1 = BC_ROUND(s1, s2, s3, s0, 4 * r + 1);
+        uint32_t t2 = BC_ROUND(s2, s3, s0, s1, 4 * r + 2), t3 = BC_ROUND(s3, s0, s1, s2, 4 * r + 3);
         s0 = t0, s1 = t1, s2 = t2, s3 = t3;
     }
+#undef BC_ROUND
     // Last round: T0[x] = (2s, s, s, 3s), so S(x) is its second and third byte.
 #define BC_LAST(a, b, c, d, w) \
-    (((BC_T((a) >> 24) << 8) & 0xff000000u) ^ (BC_T(((b) >> 16) & 0xff) & 0x00ff0000u) ^ (BC_T(((c) >> 8) & 0xff) & 0x0000ff00u) ^ \
-     ((BC_T((d) & 0xff) >> 8) & 0xffu) ^ k.rk[4 * R + (w)])
+    (((entry(t, a, 3) << 8) & 0xff000000u) ^ (entry(t, b, 2) & 0x00ff0000u) ^ (entry(t, c, 1) & 0x0000ff00u) ^ \
+     ((entry(t, d, 0) >> 8) & 0xffu) ^ k.rk[4 * R + (w)])
     s[0] = BC_LAST(s0, s1, s2, s3, 0);
     s[1] = BC_LAST(s1, s2, s3, s0, 1);
     s[2] = BC_LAST(s2, s3, s0, s1, 2);
     s[3] = BC_LAST(s3, s0, s1, s2, 3);
 #undef BC_LAST
-#undef BC_T
 }
 
 // The counter block of the launch's block b.

@@ -17,6 +17,8 @@ use std::sync::{Mutex, OnceLock};
 pub enum Location {
     /// Host memory: the GPU pays for copies both ways.
     Host,
+    /// Page-locked host memory: the GPU pays for copies at the pinned bandwidth, with no staging.
+    Pinned,
     /// Already in GPU memory: no copies.
     Device,
 }
@@ -74,11 +76,12 @@ pub struct Dispatcher {
     choice: BackendChoice,
     costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
     link: OnceLock<std::result::Result<Link, String>>,
+    link_pinned: OnceLock<std::result::Result<Link, String>>,
 }
 
 impl Dispatcher {
     pub fn new(choice: BackendChoice) -> Self {
-        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new() }
+        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new(), link_pinned: OnceLock::new() }
     }
 
     pub fn choice(&self) -> BackendChoice {
@@ -166,6 +169,11 @@ impl Dispatcher {
                 let link = self.link().ok()?;
                 w.bytes_in as f64 / link.h2d + w.bytes_out as f64 / link.d2h
             }
+            // Upload and download overlap on separate copy engines.
+            Location::Pinned => {
+                let link = self.link_pinned().ok()?;
+                (w.bytes_in as f64 / link.h2d).max(w.bytes_out as f64 / link.d2h)
+            }
             Location::Device => 0.0,
         };
         Some(c.fixed_s + compute.max(copies))
@@ -187,9 +195,14 @@ impl Dispatcher {
         self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)).and_then(|c| c.as_ref().ok().copied())
     }
 
-    /// Host↔device bandwidth, measured once.
+    /// Host↔device bandwidth from pageable memory, measured once.
     pub fn link(&self) -> std::result::Result<Link, String> {
-        self.link.get_or_init(measure_link).clone()
+        self.link.get_or_init(|| measure_link(false)).clone()
+    }
+
+    /// Host↔device bandwidth from page-locked memory, measured once.
+    pub fn link_pinned(&self) -> std::result::Result<Link, String> {
+        self.link_pinned.get_or_init(|| measure_link(true)).clone()
     }
 
     /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
@@ -202,13 +215,14 @@ impl Dispatcher {
 }
 
 #[cfg(feature = "cuda")]
-fn measure_link() -> std::result::Result<Link, String> {
+fn measure_link(pinned: bool) -> std::result::Result<Link, String> {
     let gpu = crate::backend::cuda::Gpu::get()?;
-    crate::pipeline::measure_link(gpu).map_err(|e| e.to_string())
+    let link = if pinned { crate::pipeline::measure_link_pinned(gpu) } else { crate::pipeline::measure_link(gpu) };
+    link.map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "cuda"))]
-fn measure_link() -> std::result::Result<Link, String> {
+fn measure_link(_pinned: bool) -> std::result::Result<Link, String> {
     Err("no CUDA backend in this build".into())
 }
 

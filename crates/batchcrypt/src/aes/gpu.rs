@@ -6,8 +6,8 @@ use super::gf128::Gf128;
 use super::Key;
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
-use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
-use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::pipeline::{is_pinned, par_copy, run_chunked, run_direct, PipelineConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// Threads per block of both kernels (a power of two: the GCM kernel reduces by halving).
@@ -69,24 +69,41 @@ fn launch_ctr(gpu: &Gpu, f: &CudaFunction, stream: &Arc<CudaStream>, p: CtrParam
     unsafe { b.launch(grid(gpu, p.bytes, 16 * THREADS as u64)) }.map(|_| ()).map_err(driver_err("launch aes_ctr"))
 }
 
-/// CTR over a host buffer.
-pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<()> {
-    let gpu = Gpu::available()?;
-    let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
-    let mut next = 0usize;
+/// Streams a host buffer through `launch(stream, dev_in, dev_out, first byte, bytes)` chunk by
+/// chunk: straight from and to the caller's memory when both buffers are page-locked, else
+/// through the pipeline's pinned staging buffers.
+fn stream_host(
+    gpu: &Gpu,
+    input: &[u8],
+    output: &mut [u8],
+    mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize, usize) -> Result<()>,
+) -> Result<()> {
     let cfg = PipelineConfig { chunk_items: CHUNK_BYTES, depth: 3 };
+    if input.is_empty() {
+        return Ok(());
+    }
+    if is_pinned(gpu, input) && is_pinned(gpu, output) {
+        return run_direct(gpu, input, output, cfg, launch);
+    }
     let fill = |first: usize, dst: &mut [u8]| {
         par_copy(dst, &input[first..first + dst.len()]);
         Ok(())
     };
-    if input.is_empty() {
-        return Ok(());
-    }
+    let mut next = 0usize;
     run_chunked(gpu, input.len(), 1, output, 1, cfg, fill, |stream, i, o, items| {
         // Chunks launch in order, so the running total is this chunk's offset.
         let first = next;
         next += items;
-        let p = ctr_params(key, &add128(iv, first as u64 / 16), false, items as u64);
+        launch(stream, i, o, first, items)
+    })
+}
+
+/// CTR over a host buffer.
+pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
+    stream_host(gpu, input, output, |stream, i, o, first, bytes| {
+        let p = ctr_params(key, &add128(iv, first as u64 / 16), false, bytes as u64);
         let (ip, _gi) = i.device_ptr(stream);
         let (op, _go) = o.device_ptr_mut(stream);
         launch_ctr(gpu, &f, stream, p, ip, op)
@@ -162,17 +179,9 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments()).map_err(driver_err("cuMemAlloc"))?;
     stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
     let first_counter = g.first_counter();
-    let mut next = 0usize;
-    let fill = |first: usize, dst: &mut [u8]| {
-        par_copy(dst, &input[first..first + dst.len()]);
-        Ok(())
-    };
-    let cfg = PipelineConfig { chunk_items: CHUNK_BYTES, depth: 3 };
-    run_chunked(gpu, input.len(), 1, output, 1, cfg, fill, |s, i, o, items| {
-        let first = next;
-        next += items;
+    stream_host(gpu, input, output, |s, i, o, first, bytes| {
         let block0 = first as u64 / 16;
-        let p = GcmParams { c: ctr_params(&g.key, &add32(&first_counter, block0), true, items as u64), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
+        let p = GcmParams { c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
         let (ip, _gi) = i.device_ptr(s);
         let (op, _go) = o.device_ptr_mut(s);
         let (tp, _gt) = tables.device_ptr(s);

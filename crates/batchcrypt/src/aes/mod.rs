@@ -140,6 +140,18 @@ pub struct Aes<'e> {
     pub(crate) engine: &'e Engine,
 }
 
+/// Where a host buffer pair lives: page-locked memory lets the GPU skip the staging copies.
+fn host_location(input: &[u8], output: &[u8]) -> Location {
+    #[cfg(feature = "cuda")]
+    if let Ok(gpu) = crate::backend::cuda::Gpu::get() {
+        if crate::pipeline::is_pinned(gpu, input) && crate::pipeline::is_pinned(gpu, output) {
+            return Location::Pinned;
+        }
+    }
+    let _ = (input, output);
+    Location::Host
+}
+
 fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
     if input.len() != output.len() {
         return Err(Error::invalid(format!("input has {} bytes but output has {}: they must be equal", input.len(), output.len())));
@@ -149,7 +161,9 @@ fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
 
 impl Aes<'_> {
     fn plan(&self, op: &'static str, bytes: usize, location: Location) -> Result<Plan> {
-        let w = Workload { op, items: 1, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location };
+        // Items: the CPU's segments, the unit of its parallelism.
+        let items = bytes.div_ceil(cpu::SEG_BYTES).max(1) as u64;
+        let w = Workload { op, items, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location };
         let calibrate = |b: Backend| calibrate(op, b);
         self.engine.dispatcher().plan(&w, &CPU_ORDER, cfg!(feature = "cuda"), &calibrate)
     }
@@ -159,7 +173,7 @@ impl Aes<'_> {
     /// `openssl enc -aes-128-ctr -K … -iv …`.
     pub fn ctr(&self, key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<Output<()>> {
         check_lengths(input, output)?;
-        let plan = self.plan(OP_CTR, input.len(), Location::Host)?;
+        let plan = self.plan(OP_CTR, input.len(), host_location(input, output))?;
         match plan.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::ctr(key, iv, input, output)?,
@@ -174,7 +188,7 @@ impl Aes<'_> {
         check_lengths(input, output)?;
         gcm::check_len(input.len())?;
         let g = gcm::Gcm::new(key, iv)?;
-        let plan = self.plan(OP_GCM, input.len(), Location::Host)?;
+        let plan = self.plan(OP_GCM, input.len(), host_location(input, output))?;
         let z = self.gcm_pass(&plan, &g, input, output, false)?;
         Ok(Output { value: g.tag(aad, z, input.len() as u64), backend: plan.backend, threads: plan.threads })
     }
@@ -187,7 +201,7 @@ impl Aes<'_> {
         let run = |output: &mut [u8]| -> Result<Plan> {
             gcm::check_len(input.len())?;
             let g = gcm::Gcm::new(key, iv)?;
-            let plan = self.plan(OP_GCM, input.len(), Location::Host)?;
+            let plan = self.plan(OP_GCM, input.len(), host_location(input, output))?;
             let z = self.gcm_pass(&plan, &g, input, output, true)?;
             gcm::check_tag(&g.tag(aad, z, input.len() as u64), tag)?;
             Ok(plan)
@@ -262,9 +276,27 @@ pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
     words.chunks_exact(4).map(|w| gf128::Gf128(w.iter().fold(0u128, |a, &x| (a << 32) | x as u128))).collect()
 }
 
-/// Measures one backend: CTR or GCM over 64 KiB and 8 MiB, fitted per block.
+/// Measures one backend: CTR or GCM over 64 KiB and 8 MiB, fitted per block. The GPU is measured
+/// on data in its memory (the dispatcher adds the copies a batch's location costs).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
-    let data = vec![0x5au8; 8 << 20];
+    let (small, large) = (64usize << 10, 8usize << 20);
+    #[cfg(feature = "cuda")]
+    if backend == Backend::Cuda {
+        let gpu = crate::backend::cuda::Gpu::available()?;
+        let stream = gpu.stream()?;
+        let mut d = stream.alloc_zeros::<u8>(large).map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?;
+        let key = Key::Aes128([7; 16]);
+        let g = gcm::Gcm::new(&key, &[0; 12])?;
+        let run = std::cell::RefCell::new(|n: usize| -> Result<()> {
+            let mut view = d.slice_mut(..n);
+            match op {
+                OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
+                _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
+            }
+        });
+        return crate::dispatch::fit((small / 16) as u64, || run.borrow_mut()(small), (large / 16) as u64, || run.borrow_mut()(large));
+    }
+    let data = vec![0x5au8; large];
     let mut out = vec![0u8; data.len()];
     let key = Key::Aes128([7; 16]);
     let engine = Engine::with_backend(BackendChoice::Exact(backend));
@@ -274,7 +306,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             _ => engine.aes().gcm_encrypt(&key, &[0; 12], &[], &data[..n], &mut out[..n]).map(|_| ()),
         }
     };
-    let (small, large) = (64 << 10, data.len());
     let run = std::cell::RefCell::new(run);
     crate::dispatch::fit((small / 16) as u64, || run.borrow_mut()(small), (large / 16) as u64, || run.borrow_mut()(large))
 }
