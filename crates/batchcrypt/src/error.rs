@@ -18,6 +18,12 @@ pub enum Error {
     /// plaintext was released.
     #[error("authentication failed: wrong key, IV or associated data, or the data or tag was modified (no plaintext was released)")]
     AuthenticationFailed,
+    /// Encrypted data is damaged, truncated or not in the expected format.
+    #[error("{0}")]
+    Corrupt(String),
+    /// Reading or writing a stream failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
     /// A call into a library backend (OpenSSL) failed.
     #[error("{library} failed: {message}")]
     Library { library: &'static str, message: String },

@@ -1,3 +1,4 @@
+pub mod aes;
 pub mod calibrate;
 pub mod demo;
 pub mod info;

@@ -16,6 +16,7 @@ pub mod gcm;
 pub mod gf128;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod stream;
 
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Location, Plan, Workload};

@@ -1,0 +1,120 @@
+//! `batchcrypt encrypt` / `decrypt`: AES-CTR (raw, interoperable with `openssl enc`) or the
+//! chunked authenticated AES-GCM format, over files or standard input/output, with progress.
+
+use anyhow::{bail, Context, Result};
+use batchcrypt::aes::{stream, Key};
+use batchcrypt::Engine;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Mode {
+    /// Authenticated: chunked AES-GCM (docs/aes-file-format.md); wrong keys and any change to the
+    /// file are detected.
+    Gcm,
+    /// Unauthenticated counter mode, byte for byte what `openssl enc -aes-128-ctr -K … -iv …`
+    /// writes (or -aes-256-ctr with a 32-byte key). Needs --iv; never reuse a key and IV pair.
+    Ctr,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input file; standard input when absent or "-".
+    #[arg(long, short)]
+    input: Option<PathBuf>,
+    /// Output file; standard output when absent or "-".
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// The key as hex: 32 digits (AES-128) or 64 (AES-256).
+    #[arg(long, short, conflicts_with = "key_file", required_unless_present = "key_file")]
+    key: Option<String>,
+    /// A file holding the key, as 16 or 32 raw bytes or as hex.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "gcm")]
+    mode: Mode,
+    /// CTR only: the initial counter block as 32 hex digits (as `openssl enc -iv`).
+    #[arg(long)]
+    iv: Option<String>,
+    /// GCM encryption only: chunk size as a power of two (12 = 4 KiB … 30 = 1 GiB).
+    #[arg(long, default_value_t = stream::DEFAULT_CHUNK_LOG2)]
+    chunk_log2: u8,
+    /// No progress bar (it is drawn on standard error only when that is a terminal).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn key(args: &Args) -> Result<Key> {
+    let bytes = match (&args.key, &args.key_file) {
+        (Some(h), _) => hex::decode(h.trim()).context("--key must be hex (32 or 64 digits)")?,
+        (None, Some(p)) => {
+            let raw = std::fs::read(p).with_context(|| format!("reading key file {}", p.display()))?;
+            match raw.len() {
+                16 | 32 => raw,
+                _ => hex::decode(String::from_utf8_lossy(&raw).trim()).with_context(|| format!("{}: expected 16 or 32 raw bytes, or hex", p.display()))?,
+            }
+        }
+        (None, None) => bail!("give the key with --key HEX or --key-file FILE"),
+    };
+    Ok(Key::new(&bytes)?)
+}
+
+fn progress(args: &Args, total: Option<u64>) -> ProgressBar {
+    use std::io::IsTerminal;
+    if args.quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(t) => ProgressBar::new(t),
+        None => ProgressBar::no_length(),
+    };
+    bar.set_style(ProgressStyle::with_template("{bytes:>10}/{total_bytes} [{bar:40}] {binary_bytes_per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    bar
+}
+
+fn open_io(args: &Args) -> Result<(Box<dyn Read>, Box<dyn Write>, Option<u64>)> {
+    let dash = |p: &Option<PathBuf>| p.as_ref().is_none_or(|p| p.as_os_str() == "-");
+    let (input, total): (Box<dyn Read>, _) = if dash(&args.input) {
+        (Box::new(std::io::stdin().lock()), None)
+    } else {
+        let p = args.input.as_ref().unwrap();
+        let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+        let len = f.metadata().ok().map(|m| m.len());
+        (Box::new(BufReader::with_capacity(1 << 20, f)), len)
+    };
+    let output: Box<dyn Write> = if dash(&args.output) {
+        Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))
+    } else {
+        let p = args.output.as_ref().unwrap();
+        Box::new(BufWriter::with_capacity(1 << 20, File::create(p).with_context(|| format!("creating {}", p.display()))?))
+    };
+    Ok((input, output, total))
+}
+
+fn iv(args: &Args) -> Result<[u8; 16]> {
+    let Some(h) = &args.iv else { bail!("CTR needs --iv: the initial counter block as 32 hex digits") };
+    hex::decode(h.trim()).ok().and_then(|v| v.try_into().ok()).context("--iv must be 32 hex digits (16 bytes)")
+}
+
+pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
+    let key = key(args)?;
+    let (input, output, total) = open_io(args)?;
+    let bar = progress(args, total);
+    let aes = engine.aes();
+    let tick = |n| bar.set_position(n);
+    let result = match (args.mode, decrypt) {
+        (Mode::Ctr, _) => stream::ctr(&aes, &key, &iv(args)?, input, output, tick),
+        (Mode::Gcm, false) => stream::seal(&aes, &key, args.chunk_log2, input, output, tick),
+        (Mode::Gcm, true) => stream::open(&aes, &key, input, output, tick),
+    };
+    bar.finish_and_clear();
+    if result.is_err() && decrypt {
+        if let Some(p) = args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+            eprintln!("note: {} holds only the chunks that authenticated before the failure", p.display());
+        }
+    }
+    result?;
+    Ok(())
+}
