@@ -124,7 +124,11 @@ impl Dispatcher {
 
     /// The CPU plan and the GPU plan for `w`, each with its estimate (`None` where unmeasurable).
     pub fn estimates(&self, w: &Workload, cpu: Backend, calibrate: Calibrate<'_>) -> [Plan; 2] {
-        let cpu_plan = self.cpu_plan(w, cpu, self.cost(w.op, cpu, calibrate).ok());
+        let mut cpu_plan = self.cpu_plan(w, cpu, self.cost(w.op, cpu, calibrate).ok());
+        // Data in GPU memory reaches the CPU and comes back through the link.
+        if let (Location::Device, Some(e), Ok(link)) = (w.location, cpu_plan.estimate_s, self.link()) {
+            cpu_plan.estimate_s = Some(e + w.bytes_in as f64 / link.d2h + w.bytes_out as f64 / link.h2d);
+        }
         let gpu_est = self.cost(w.op, Backend::Cuda, calibrate).ok().and_then(|c| self.gpu_estimate(w, c));
         [cpu_plan, Plan { backend: Backend::Cuda, threads: 1, estimate_s: gpu_est }]
     }

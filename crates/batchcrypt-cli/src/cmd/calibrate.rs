@@ -19,6 +19,7 @@ pub fn run(engine: &Engine) -> Result<()> {
         println!("{:>10}  {:>22}  {:>14}  {:>8}", n, format!("{} {} ({})", fmt(cpu.estimate_s), cpu.backend, cpu.threads), fmt(gpu.estimate_s), choice);
     }
     sm2_crossovers(engine)?;
+    aes_crossovers(engine);
     println!("\nmeasured costs (one thread for CPU backends; compute only, data in place):");
     for (op, b, c) in engine.dispatcher().measured() {
         println!("  {op:<12} {:<9} fixed {:>9.1} us   per block {:>8.3} ns", b.name(), c.fixed_s * 1e6, c.per_unit_s * 1e9);
@@ -56,4 +57,34 @@ fn sm2_crossovers(engine: &Engine) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// AES-128 CTR and GCM: per data location, the estimates at a few sizes and the smallest buffer
+/// sent to the GPU.
+fn aes_crossovers(engine: &Engine) {
+    use batchcrypt::dispatch::Location;
+    println!("\nAES-128 over one buffer: estimated time (all CPU cores vs GPU), by where the data is");
+    println!("{:>5} {:>12}  {:>8}  {:>12}  {:>12}  {:>6}", "mode", "data in", "size", "CPU", "GPU", "choice");
+    for gcm in [false, true] {
+        let mode = if gcm { "gcm" } else { "ctr" };
+        for (loc, name) in [(Location::Host, "host memory"), (Location::Pinned, "page-locked"), (Location::Device, "GPU memory")] {
+            let mut crossover = None;
+            for log in 10..=32 {
+                let bytes = 1usize << log;
+                let [cpu, gpu] = engine.aes().estimates(gcm, bytes, loc);
+                let on_gpu = matches!((cpu.estimate_s, gpu.estimate_s), (Some(c), Some(g)) if g < c);
+                if on_gpu && crossover.is_none() {
+                    crossover = Some(bytes);
+                }
+                if log % 4 == 0 {
+                    let fmt = |e: Option<f64>| e.map(|s| format!("{:.3} ms", s * 1e3)).unwrap_or_else(|| "-".into());
+                    println!("{mode:>5} {name:>12}  {:>8}  {:>12}  {:>12}  {:>6}", format!("{} KiB", bytes >> 10), fmt(cpu.estimate_s), fmt(gpu.estimate_s), if on_gpu { "gpu" } else { "cpu" });
+                }
+            }
+            match crossover {
+                Some(b) => println!("{mode:>5} {name:>12}  GPU from {} KiB (powers of two)", b >> 10),
+                None => println!("{mode:>5} {name:>12}  CPU at every size up to 4 GiB"),
+            }
+        }
+    }
 }

@@ -133,6 +133,7 @@ pub fn run(args: &Args) -> Result<()> {
     all_agree &= signatures(1 << args.log_size.saturating_sub(6).max(10))?;
     all_agree &= sm2_psi(1 << args.log_size.saturating_sub(7).max(10))?;
     all_agree &= sm2_signatures(1 << args.log_size.saturating_sub(10).max(9))?;
+    all_agree &= aes((64usize << args.log_size).max(1 << 20))?;
     if !all_agree {
         bail!("backends disagree: this is a bug, please report it with the output of `batchcrypt info`");
     }
@@ -251,5 +252,46 @@ fn sm2_signatures(n: usize) -> Result<bool> {
         agree &= ok;
         println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}", "SM2 verify", b.name(), digests.len(), s * 1e3, digests.len() as f64 / s / 1e6, if ok { "yes" } else { "NO" });
     }
+    Ok(agree)
+}
+
+/// AES: the SP 800-38A CTR example, then CTR and GCM over `bytes` bytes on every backend; the
+/// outputs and tags must match byte for byte and GCM must decrypt. Returns whether all agree.
+fn aes(bytes: usize) -> Result<bool> {
+    use batchcrypt::aes::Key;
+    let key = Key::new(&hex::decode("2b7e151628aed2a6abf7158809cf4f3c")?)?;
+    let iv: [u8; 16] = hex::decode("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")?.try_into().unwrap();
+    let block = hex::decode("6bc1bee22e409f96e93d7e117393172a")?;
+    let data = pseudo_random(bytes, 6);
+    let mut out = vec![0u8; bytes];
+    let mut reference: Option<(Vec<u8>, Vec<u8>, [u8; 16])> = None;
+    let mut agree = true;
+    println!();
+    for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Aes) && b.is_available()) {
+        let e = Engine::with_backend(BackendChoice::Exact(b));
+        let mut one = [0u8; 16];
+        e.aes().ctr(&key, &iv, &block, &mut one)?;
+        if hex::encode(one) != "874d6191b620e3261bef6864990db6ce" {
+            bail!("{b}: the SP 800-38A AES-128 CTR example is wrong");
+        }
+        let mut row = |name: &str, f: &mut dyn FnMut(&mut [u8]) -> batchcrypt::Result<[u8; 16]>| -> Result<(Vec<u8>, [u8; 16])> {
+            f(&mut out)?; // warm-up
+            let t = Instant::now();
+            let tag = f(&mut out)?;
+            let s = t.elapsed().as_secs_f64();
+            println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.2} {:>10.2}", name, b.name(), bytes / 16, s * 1e3, bytes as f64 / 16.0 / s / 1e6, bytes as f64 / s / 1e9);
+            Ok((out.clone(), tag))
+        };
+        let (ctr, _) = row("AES-128-CTR", &mut |o| e.aes().ctr(&key, &iv, &data, o).map(|_| [0; 16]))?;
+        let (gcm, tag) = row("AES-128-GCM encrypt", &mut |o| e.aes().gcm_encrypt(&key, &iv[..12], b"demo", &data, o).map(|t| t.value))?;
+        let mut back = vec![0u8; bytes];
+        e.aes().gcm_decrypt(&key, &iv[..12], b"demo", &gcm, &mut back, &tag)?;
+        agree &= back == data;
+        match &reference {
+            None => reference = Some((ctr, gcm, tag)),
+            Some(r) => agree &= r.0 == ctr && r.1 == gcm && r.2 == tag,
+        }
+    }
+    println!("AES (SP 800-38A example, CTR and GCM of {} MiB): {}", bytes >> 20, if agree { "every backend agrees" } else { "backends DISAGREE" });
     Ok(agree)
 }

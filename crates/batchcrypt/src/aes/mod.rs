@@ -160,13 +160,26 @@ fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
     Ok(())
 }
 
+fn workload(op: &'static str, bytes: usize, location: Location) -> Workload {
+    // Items: the CPU's segments, the unit of its parallelism.
+    let items = bytes.div_ceil(cpu::SEG_BYTES).max(1) as u64;
+    Workload { op, items, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location }
+}
+
 impl Aes<'_> {
     fn plan(&self, op: &'static str, bytes: usize, location: Location) -> Result<Plan> {
-        // Items: the CPU's segments, the unit of its parallelism.
-        let items = bytes.div_ceil(cpu::SEG_BYTES).max(1) as u64;
-        let w = Workload { op, items, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location };
         let calibrate = |b: Backend| calibrate(op, b);
-        self.engine.dispatcher().plan(&w, &CPU_ORDER, cfg!(feature = "cuda"), &calibrate)
+        self.engine.dispatcher().plan(&workload(op, bytes, location), &CPU_ORDER, cfg!(feature = "cuda"), &calibrate)
+    }
+
+    /// The cost model's estimates for CTR (`gcm = false`) or GCM over `bytes` bytes at
+    /// `location`: the best CPU backend on all cores, and the GPU (copies included).
+    pub fn estimates(&self, gcm: bool, bytes: usize, location: Location) -> [Plan; 2] {
+        let op = if gcm { OP_GCM } else { OP_CTR };
+        let w = workload(op, bytes, location);
+        let calibrate = |b: Backend| calibrate(op, b);
+        let d = self.engine.dispatcher();
+        d.estimates(&w, d.best_cpu(&w, &CPU_ORDER, &calibrate), &calibrate)
     }
 
     /// CTR mode (SP 800-38A): `output = input ⊕ keystream` from counter block `iv`, incremented as
