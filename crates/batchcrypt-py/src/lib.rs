@@ -30,10 +30,13 @@ fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Ve
         .collect()
 }
 
+pyo3::create_exception!(batchcrypt, AuthenticationError, pyo3::exceptions::PyValueError, "Authenticated decryption failed: wrong key, IV or AAD, or modified data.");
+
 fn to_py(e: Error) -> PyErr {
     match e {
-        Error::EmptyBatch | Error::InvalidInput(_) | Error::BackendUnavailable { .. } => PyValueError::new_err(e.to_string()),
-        Error::Cuda { .. } => PyRuntimeError::new_err(e.to_string()),
+        Error::EmptyBatch | Error::InvalidInput(_) | Error::BackendUnavailable { .. } | Error::Corrupt(_) => PyValueError::new_err(e.to_string()),
+        Error::AuthenticationFailed => AuthenticationError::new_err(e.to_string()),
+        Error::Cuda { .. } | Error::Library { .. } | Error::Io(_) => PyRuntimeError::new_err(e.to_string()),
     }
 }
 
@@ -164,6 +167,37 @@ impl Engine {
         Ok(self.verdicts(py, verdicts))
     }
 
+    /// AES-CTR (SP 800-38A, 128-bit counter from `iv`, 16 bytes) with a 16- or 32-byte key;
+    /// encryption and decryption are the same call. Returns the output bytes.
+    fn aes_ctr<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
+        let iv: [u8; 16] = iv.try_into().map_err(|_| PyValueError::new_err(format!("iv must be 16 bytes, got {}", iv.len())))?;
+        let data = input(data)?;
+        let mut out = vec![0u8; data.len()];
+        self.run(py, |e| e.aes().ctr(&key, &iv, &data, &mut out))?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// AES-GCM encryption; returns (ciphertext, 16-byte tag).
+    #[pyo3(signature = (key, iv, data, aad = b"".as_slice()))]
+    fn aes_gcm_encrypt<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>, aad: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
+        let data = input(data)?;
+        let mut out = vec![0u8; data.len()];
+        let tag = self.run(py, |e| e.aes().gcm_encrypt(&key, iv, aad, &data, &mut out))?;
+        Ok((PyBytes::new(py, &out), PyBytes::new(py, &tag)))
+    }
+
+    /// AES-GCM decryption; raises AuthenticationError (a ValueError) when the tag does not check.
+    #[pyo3(signature = (key, iv, data, tag, aad = b"".as_slice()))]
+    fn aes_gcm_decrypt<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>, tag: &[u8], aad: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
+        let data = input(data)?;
+        let mut out = vec![0u8; data.len()];
+        self.run(py, |e| e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag))?;
+        Ok(PyBytes::new(py, &out))
+    }
+
     /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).
     fn merkle_root<'py>(&mut self, py: Python<'py>, txids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let data = input(txids)?;
@@ -209,6 +243,7 @@ fn _batchcrypt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(hardware, m)?)?;
+    m.add("AuthenticationError", m.py().get_type::<AuthenticationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -9,7 +9,7 @@
 Module-level functions use one shared auto engine.
 """
 
-from ._batchcrypt import Engine, __version__, backends, hardware, sha256
+from ._batchcrypt import AuthenticationError, Engine, __version__, backends, hardware, sha256
 
 _default = None
 
@@ -51,4 +51,4 @@ def merkle_root(txids):
     return _engine().merkle_root(txids)
 
 
-__all__ = ["Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "__version__"]
+__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "__version__"]
