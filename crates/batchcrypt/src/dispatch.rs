@@ -69,6 +69,8 @@ pub type Calibrate<'a> = &'a dyn Fn(Backend) -> Result<Cost>;
 const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
 /// Below this much estimated single-thread work a batch runs on one thread (spawning costs more).
 const PARALLEL_MIN_S: f64 = 100e-6;
+/// Batches moving less than this through memory are never bound by its bandwidth.
+const MEMORY_BOUND_MIN_BYTES: u64 = 16 << 20;
 /// Each worker thread should get at least this much work.
 const PER_THREAD_MIN_S: f64 = 25e-6;
 
@@ -77,11 +79,12 @@ pub struct Dispatcher {
     costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
     link: OnceLock<std::result::Result<Link, String>>,
     link_pinned: OnceLock<std::result::Result<Link, String>>,
+    host_bw: OnceLock<f64>,
 }
 
 impl Dispatcher {
     pub fn new(choice: BackendChoice) -> Self {
-        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new(), link_pinned: OnceLock::new() }
+        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new(), link_pinned: OnceLock::new(), host_bw: OnceLock::new() }
     }
 
     pub fn choice(&self) -> BackendChoice {
@@ -160,8 +163,29 @@ impl Dispatcher {
         } else {
             ((serial_s / PER_THREAD_MIN_S) as usize).clamp(1, pool).min(w.items.max(1) as usize)
         };
-        let estimate_s = cost.map(|c| c.fixed_s + serial_s / threads as f64);
+        // All cores together cannot stream bytes faster than the host's memory does.
+        let moved = w.bytes_in + w.bytes_out;
+        let memory_s = if moved >= MEMORY_BOUND_MIN_BYTES { moved as f64 / self.host_bandwidth() } else { 0.0 };
+        let estimate_s = cost.map(|c| c.fixed_s + (serial_s / threads as f64).max(memory_s));
         Plan { backend, threads, estimate_s }
+    }
+
+    /// Host memory bandwidth on all cores (bytes read plus bytes written per second), measured
+    /// once with a parallel copy of 64 MiB.
+    pub fn host_bandwidth(&self) -> f64 {
+        *self.host_bw.get_or_init(|| {
+            const LEN: usize = 64 << 20;
+            let src = vec![1u8; LEN];
+            let mut dst = vec![0u8; LEN];
+            let mut best = f64::MAX;
+            for _ in 0..4 {
+                let t = std::time::Instant::now();
+                crate::backend::cpu::par_copy(&mut dst, &src);
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            std::hint::black_box(&dst);
+            2.0 * LEN as f64 / best
+        })
     }
 
     /// The pipeline overlaps copies with kernels, so a host batch costs the slower of the two

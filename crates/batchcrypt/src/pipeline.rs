@@ -100,12 +100,7 @@ pub fn tracing() -> bool {
     *ON.get_or_init(|| std::env::var_os("BATCHCRYPT_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
-/// Copies `src` into `dst` (equal lengths) on all cores: one core cannot keep up with the link.
-pub fn par_copy(dst: &mut [u8], src: &[u8]) {
-    use rayon::prelude::*;
-    const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
-}
+pub use crate::backend::cpu::par_copy;
 
 /// Streams `n` items of `in_size` bytes through `launch` into `output` (items of `out_size`).
 /// `fill(first, dst)` writes items `first..` into the pinned staging buffer `dst` (a copy, or the

@@ -87,3 +87,11 @@ mod tests {
         assert_eq!(v.len(), 6);
     }
 }
+
+/// Copies `src` into `dst` (equal lengths) on all cores: one core cannot keep up with the GPU's
+/// link or the memory.
+pub fn par_copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+}
