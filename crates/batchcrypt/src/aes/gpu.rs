@@ -3,7 +3,7 @@
 
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
-use super::Key;
+use super::{ctr_params, CtrParams, GcmParams, Key};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{is_pinned, par_copy, run_chunked, run_direct, PipelineConfig};
@@ -21,37 +21,10 @@ const CHUNK_BYTES: usize = 64 << 20;
 /// thread costs about three blocks' work, so segments should give each thread many blocks.
 const MAX_BLOCKS_PER_THREAD: u64 = 64;
 
-/// `aes::Ctr` of kernels/aes/aes.cuh.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct CtrParams {
-    rk: [u32; 60],
-    rounds: u32,
-    ctr: [u32; 4],
-    inc32: u32,
-    pad: u32,
-    bytes: u64,
-}
-// SAFETY: plain old data with the kernel's layout (checked by the emulation tests).
+// SAFETY: plain old data with the kernels' layout (checked by the emulation tests).
 unsafe impl DeviceRepr for CtrParams {}
-
-/// `Gcm` of kernels/aes/aes.cu.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct GcmParams {
-    c: CtrParams,
-    seg_blocks: u64,
-    decrypt: u32,
-    pad: u32,
-}
 // SAFETY: as above.
 unsafe impl DeviceRepr for GcmParams {}
-
-fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64) -> CtrParams {
-    let (rk, rounds) = key.round_keys();
-    let ctr = std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
-    CtrParams { rk, rounds, ctr, inc32: inc32 as u32, pad: 0, bytes }
-}
 
 fn grid(gpu: &Gpu, bytes: u64, per_block_bytes: u64) -> LaunchConfig {
     let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;

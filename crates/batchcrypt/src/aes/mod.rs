@@ -268,6 +268,37 @@ impl Aes<'_> {
     }
 }
 
+/// `aes::Ctr` of kernels/aes/aes.cuh: what one counter-mode launch takes.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct CtrParams {
+    pub(crate) rk: [u32; 60],
+    pub(crate) rounds: u32,
+    pub(crate) ctr: [u32; 4],
+    pub(crate) inc32: u32,
+    pub(crate) pad: u32,
+    pub(crate) bytes: u64,
+}
+
+/// `Gcm` of kernels/aes/aes.cu.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct GcmParams {
+    pub(crate) c: CtrParams,
+    pub(crate) seg_blocks: u64,
+    pub(crate) decrypt: u32,
+    pub(crate) pad: u32,
+}
+
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64) -> CtrParams {
+    let (rk, rounds) = key.round_keys();
+    let ctr = std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
+    CtrParams { rk, rounds, ctr, inc32: inc32 as u32, pad: 0, bytes }
+}
+
 /// The kernel's table block for `threads` threads per block: Shoup tables of H^threads (256
 /// elements as big-endian words, then 256 reduction words), then H^1..H^threads.
 #[cfg(any(feature = "cuda", feature = "emulation"))]

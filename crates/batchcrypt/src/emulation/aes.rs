@@ -2,36 +2,11 @@
 
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
-use crate::aes::Key;
-
-/// `aes::Ctr` of kernels/aes/aes.cuh (the GPU backend's `CtrParams`).
-#[repr(C)]
-struct Ctr {
-    rk: [u32; 60],
-    rounds: u32,
-    ctr: [u32; 4],
-    inc32: u32,
-    pad: u32,
-    bytes: u64,
-}
-
-#[repr(C)]
-struct GcmParams {
-    c: Ctr,
-    seg_blocks: u64,
-    decrypt: u32,
-    pad: u32,
-}
+use crate::aes::{ctr_params, CtrParams, GcmParams, Key};
 
 extern "C" {
-    fn aes_ctr(p: Ctr, input: *const u8, output: *mut u8);
+    fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
     fn aes_gcm(p: GcmParams, input: *const u8, output: *mut u8, tables: *const u32, seg_out: *mut u32);
-}
-
-fn params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: usize) -> Ctr {
-    let (rk, rounds) = key.round_keys();
-    let ctr = std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
-    Ctr { rk, rounds, ctr, inc32: inc32 as u32, pad: 0, bytes: bytes as u64 }
 }
 
 /// 16-byte-aligned storage, as device allocations are (the kernels load whole blocks).
@@ -58,7 +33,7 @@ pub fn ctr(key: &Key, iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
     let input = aligned(data);
     let mut out = vec![0u128; input.len()];
     // SAFETY: both buffers hold data.len() bytes rounded up to whole blocks.
-    unsafe { aes_ctr(params(key, iv, false, data.len()), input.as_ptr().cast(), out.as_mut_ptr().cast()) };
+    unsafe { aes_ctr(ctr_params(key, iv, false, data.len() as u64), input.as_ptr().cast(), out.as_mut_ptr().cast()) };
     bytes_of(&out, data.len())
 }
 
@@ -72,7 +47,7 @@ pub fn gcm(g: &Gcm, data: &[u8], decrypt: bool, seg_blocks: u64) -> (Vec<u8>, Gf
     let mut seg_out = vec![0u32; 4 * nseg.max(1)];
     // One emulated thread per block: the tables are for T = 1.
     let tables = crate::aes::gpu_tables(g.h, 1);
-    let p = GcmParams { c: params(&g.key, &g.first_counter(), true, data.len()), seg_blocks, decrypt: decrypt as u32, pad: 0 };
+    let p = GcmParams { c: ctr_params(&g.key, &g.first_counter(), true, data.len() as u64), seg_blocks, decrypt: decrypt as u32, pad: 0 };
     // SAFETY: buffers as the kernel documents them.
     unsafe { aes_gcm(p, input.as_ptr().cast(), out.as_mut_ptr().cast(), tables.as_ptr(), seg_out.as_mut_ptr()) };
     let segs = crate::aes::segment_sums(&seg_out[..4 * nseg]);
