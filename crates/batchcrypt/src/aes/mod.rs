@@ -325,28 +325,28 @@ pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
 /// on data in its memory (the dispatcher adds the copies a batch's location costs).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let (small, large) = (64usize << 10, 8usize << 20);
-    #[cfg(feature = "cuda")]
-    if backend == Backend::Cuda {
-        let gpu = crate::backend::cuda::Gpu::available()?;
-        let stream = gpu.stream()?;
-        let mut d = stream.alloc_zeros::<u8>(large).map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?;
-        let key = Key::Aes128([7; 16]);
-        let g = gcm::Gcm::new(&key, &[0; 12])?;
-        let run = std::cell::RefCell::new(|n: usize| -> Result<()> {
-            let mut view = d.slice_mut(..n);
-            match op {
-                OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
-                _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
-            }
-        });
-        return crate::dispatch::fit((small / 16) as u64, || run.borrow_mut()(small), (large / 16) as u64, || run.borrow_mut()(large));
-    }
-    // CPU backends on one thread: the dispatcher scales by the threads it gives a batch.
-    let data = vec![0x5au8; large];
-    let mut out = vec![0u8; data.len()];
     let key = Key::Aes128([7; 16]);
     let g = gcm::Gcm::new(&key, &[0; 12])?;
+    #[cfg(feature = "cuda")]
+    let mut device = match backend {
+        Backend::Cuda => {
+            let gpu = crate::backend::cuda::Gpu::available()?;
+            Some(gpu.stream()?.alloc_zeros::<u8>(large).map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?)
+        }
+        _ => None,
+    };
+    // CPU backends run on one thread: the dispatcher scales by the threads it gives a batch.
+    let data = vec![0x5au8; large];
+    let mut out = vec![0u8; large];
     let run = std::cell::RefCell::new(|n: usize| -> Result<()> {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = device.as_mut() {
+            let mut view = d.slice_mut(..n);
+            return match op {
+                OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
+                _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
+            };
+        }
         match op {
             OP_CTR => cpu::ctr(backend, &key, &[0; 16], &data[..n], &mut out[..n], 1),
             _ => cpu::gcm(backend, &g, &data[..n], &mut out[..n], false, 1).map(|_| ()),
