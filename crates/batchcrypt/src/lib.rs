@@ -13,12 +13,13 @@
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
 //! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
-//! `aes`), and
+//! `aes`, `bn254`), and
 //! `psi`, the ECDH-PSI protocol over SM2.
 
 pub mod aes;
 pub mod backend;
 pub mod bitcoin;
+pub mod bn254;
 pub mod dispatch;
 mod error;
 #[cfg(feature = "emulation")]
@@ -99,6 +100,10 @@ impl Engine {
 
     pub fn aes(&self) -> aes::Aes<'_> {
         aes::Aes { engine: self }
+    }
+
+    pub fn bn254(&self) -> bn254::Bn254<'_> {
+        bn254::Bn254 { engine: self }
     }
 }
 

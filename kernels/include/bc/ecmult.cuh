@@ -9,7 +9,7 @@
 
 namespace bc {
 
-// Bits [pos, pos + w) of a little-endian integer of 8 limbs (zero past the top), w <= 16.
+// Bits [pos, pos + w) of a little-endian integer of 8 limbs (zero past the top), w <= 31.
 BC_DEVICE uint32_t bits_at(const uint32_t k[8], int pos, int w) {
     int word = pos >> 5, off = pos & 31;
     if (word >= 8) return 0;

@@ -12,9 +12,15 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
-// One host "thread" is the whole block: shared memory is a static array, barriers are no-ops.
-#define __shared__ static
+// One host "thread" is the whole block: shared memory is a static array (one per test thread),
+// barriers are no-ops, atomics plain updates.
+#define __shared__ static thread_local
 inline void __syncthreads() {}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    unsigned old = *p;
+    *p = old + v;
+    return old;
+}
 
 struct bc_dim3 { unsigned x, y, z; };
 static const bc_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};

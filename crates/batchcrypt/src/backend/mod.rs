@@ -29,6 +29,8 @@ pub enum Backend {
     Libsecp256k1,
     /// OpenSSL's libcrypto (AES-NI/VAES assembly): the fastest CPU code for AES.
     OpenSsl,
+    /// arkworks (`ark-ec`): the CPU multi-scalar multiplication on BN254.
+    Arkworks,
 }
 
 /// A family of operations. Each backend implements some of them; [`Backend::implements`] says which.
@@ -44,10 +46,12 @@ pub enum Primitive {
     Sm3,
     /// Bulk AES-CTR and AES-GCM (module `aes`).
     Aes,
+    /// BN254 multi-scalar multiplication (module `bn254`).
+    Bn254,
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 5] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3, Primitive::Aes];
+    pub const ALL: [Primitive; 6] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3, Primitive::Aes, Primitive::Bn254];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -56,6 +60,7 @@ impl Primitive {
             Primitive::Sm2 => "sm2",
             Primitive::Sm3 => "sm3",
             Primitive::Aes => "aes",
+            Primitive::Bn254 => "bn254",
         }
     }
 }
@@ -72,7 +77,7 @@ impl FromStr for Primitive {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 7] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1, Backend::OpenSsl];
+    pub const ALL: [Backend; 8] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1, Backend::OpenSsl, Backend::Arkworks];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -83,6 +88,7 @@ impl Backend {
             Backend::Cuda => "cuda",
             Backend::Libsecp256k1 => "libsecp256k1",
             Backend::OpenSsl => "openssl",
+            Backend::Arkworks => "arkworks",
         }
     }
 
@@ -91,10 +97,11 @@ impl Backend {
     /// dispatch order; this table lets callers (tests, `info`, benchmarks) ask without running one.
     pub fn implements(self, p: Primitive) -> bool {
         match p {
-            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1 | Backend::OpenSsl),
+            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1 | Backend::OpenSsl | Backend::Arkworks),
             Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
             Primitive::Sm2 | Primitive::Sm3 => matches!(self, Backend::Portable | Backend::Cuda),
             Primitive::Aes => matches!(self, Backend::Portable | Backend::OpenSsl | Backend::Cuda),
+            Primitive::Bn254 => matches!(self, Backend::Arkworks | Backend::Cuda),
         }
     }
 
@@ -116,6 +123,8 @@ impl Backend {
             Backend::Libsecp256k1 => Ok(()),
             // Linked against the system's libcrypto: present in every build.
             Backend::OpenSsl => Ok(()),
+            // A Rust dependency: present in every build.
+            Backend::Arkworks => Ok(()),
         }
     }
 
@@ -168,7 +177,7 @@ impl BackendChoice {
     }
 }
 
-pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl";
+pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl, arkworks";
 
 impl FromStr for BackendChoice {
     type Err = Error;

@@ -1,0 +1,150 @@
+//! Pippenger's bucket method as the MSM kernels run it (`kernels/include/bc/msm.cuh`): the shape
+//! of one MSM (window size, bucket and segment counts) and the chain of kernel steps, written
+//! once over [`Kernels`] so that the GPU and the host emulation of the kernels run one sequence.
+
+use crate::error::{Error, Result};
+
+/// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
+/// of points whatever the distribution of the scalars.
+pub(crate) const SLICE: u32 = 32;
+/// Entries per tile of the histogram's prefix sum (a multiple of [`SCAN_THREADS`]).
+pub(crate) const SCAN_TILE: u32 = 4096;
+/// Threads per block of the prefix-sum kernels.
+pub(crate) const SCAN_THREADS: u32 = 256;
+/// Buckets per thread when a window's buckets are combined by running sums.
+const SEGMENT: u32 = 32;
+/// Segment results per thread in the first of the two summing steps.
+const GROUP: u32 = 32;
+
+/// A Jacobian point as the kernels store it: X, Y, Z of eight 32-bit limbs each.
+pub type RawJacobian = [u32; 24];
+
+/// The shape of one MSM: `windows` signed windows of `c` bits, `2^(c-1)` buckets each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub n: usize,
+    pub c: u32,
+    pub windows: u32,
+}
+
+impl Shape {
+    /// The window that minimises the estimated additions for `n` points: one per point and
+    /// window, plus about three per bucket to combine the buckets.
+    pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
+        let cost = |c: u32| (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)));
+        let c = (4..=21).min_by(|a, b| cost(*a).total_cmp(&cost(*b))).expect("non-empty range");
+        Shape::with_window(n, scalar_bits, c)
+    }
+
+    /// A given window size (4..=24 bits).
+    pub fn with_window(n: usize, scalar_bits: u32, c: u32) -> Result<Shape> {
+        if !(4..=24).contains(&c) {
+            return Err(Error::invalid(format!("MSM window of {c} bits; use 4 to 24")));
+        }
+        // Signed digits carry into one more bit than the scalar has.
+        let windows = (scalar_bits + 1).div_ceil(c);
+        // Entries are indexed with 32 bits, point indices with 31 (the top bit is the sign).
+        if n >= 1 << 31 || (n as u64) * u64::from(windows) >= 1 << 32 {
+            return Err(Error::invalid(format!("an MSM of {n} points is too large for one call; split it")));
+        }
+        Ok(Shape { n, c, windows })
+    }
+
+    pub fn buckets_per_window(&self) -> u32 {
+        1 << (self.c - 1)
+    }
+
+    pub fn buckets(&self) -> u64 {
+        u64::from(self.windows) * u64::from(self.buckets_per_window())
+    }
+
+    /// Buckets per thread of the running-sum step (a power of two dividing the window's buckets).
+    pub fn segment(&self) -> u32 {
+        SEGMENT.min(self.buckets_per_window())
+    }
+
+    fn segments_per_window(&self) -> u32 {
+        self.buckets_per_window() / self.segment()
+    }
+
+    /// Entry counts of the accumulation levels: each level's slices leave two partial sums each
+    /// for the next, until one slice holds the rest.
+    pub fn levels(total: u64) -> Vec<u64> {
+        let mut v = vec![total];
+        let mut t = total;
+        while t > u64::from(SLICE) {
+            t = 2 * t.div_ceil(u64::from(SLICE));
+            v.push(t);
+        }
+        v
+    }
+}
+
+/// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
+/// `Points` Jacobian points; both are allocated zeroed (a zero Z is the point at infinity). The
+/// bases are bound to the implementation.
+pub(crate) trait Kernels {
+    type Words;
+    type Points;
+    fn words(&mut self, len: u64) -> Result<Self::Words>;
+    fn points(&mut self, len: u64) -> Result<Self::Points>;
+    fn digits(&mut self, scalars: &Self::Words, s: &Shape, digits: &mut Self::Words, counts: &mut Self::Words) -> Result<()>;
+    /// One block per tile when `tiles` is above one, else one block for the single tile.
+    fn scan_tiles(&mut self, data: &mut Self::Words, m: u64, tile: u32, totals: &mut Self::Words) -> Result<()>;
+    fn scan_add(&mut self, data: &mut Self::Words, m: u64, tile: u32, offsets: &Self::Words) -> Result<()>;
+    fn first_word(&mut self, w: &Self::Words) -> Result<u32>;
+    fn scatter(&mut self, digits: &Self::Words, s: &Shape, cursor: &mut Self::Words, entries: &mut Self::Words, keys: &mut Self::Words) -> Result<()>;
+    fn accumulate_points(&mut self, entries: &Self::Words, keys: &Self::Words, total: u64, buckets: &mut Self::Points, next: &mut (Self::Words, Self::Points)) -> Result<()>;
+    fn accumulate_partials(&mut self, from: &(Self::Words, Self::Points), total: u64, buckets: &mut Self::Points, next: &mut (Self::Words, Self::Points)) -> Result<()>;
+    fn window_segments(&mut self, buckets: &Self::Points, s: &Shape, out: &mut Self::Points) -> Result<()>;
+    fn sum_groups(&mut self, input: &Self::Points, groups: u64, m: u32, out: &mut Self::Points) -> Result<()>;
+    fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<RawJacobian>>;
+}
+
+/// Runs the MSM steps over scalars already in the backend's memory; returns each window's sum
+/// (the caller adds them with doublings in between).
+pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) -> Result<Vec<RawJacobian>> {
+    let buckets_len = s.buckets();
+    let mut counts = k.words(buckets_len)?;
+    let (entries, keys, entries_total) = {
+        let mut digits = k.words(s.n as u64 * u64::from(s.windows))?;
+        k.digits(scalars, s, &mut digits, &mut counts)?;
+        // Exclusive prefix sums of the histogram: each bucket's first entry.
+        let tiles = buckets_len.div_ceil(u64::from(SCAN_TILE));
+        let mut totals = k.words(tiles)?;
+        let mut grand = k.words(1)?;
+        k.scan_tiles(&mut counts, buckets_len, SCAN_TILE, &mut totals)?;
+        k.scan_tiles(&mut totals, tiles, (tiles as u32).next_multiple_of(SCAN_THREADS), &mut grand)?;
+        k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
+        let entries_total = u64::from(k.first_word(&grand)?);
+        let mut entries = k.words(entries_total.max(1))?;
+        let mut keys = k.words(entries_total.max(1))?;
+        k.scatter(&digits, s, &mut counts, &mut entries, &mut keys)?;
+        (entries, keys, entries_total)
+    };
+    drop(counts);
+    let mut buckets = k.points(buckets_len)?;
+    let levels = Shape::levels(entries_total);
+    if entries_total > 0 {
+        let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
+        let mut next = (k.words(next_len(levels[0]))?, k.points(next_len(levels[0]))?);
+        k.accumulate_points(&entries, &keys, levels[0], &mut buckets, &mut next)?;
+        for &t in &levels[1..] {
+            let mut after = (k.words(next_len(t))?, k.points(next_len(t))?);
+            k.accumulate_partials(&next, t, &mut buckets, &mut after)?;
+            next = after;
+        }
+    }
+    drop((entries, keys));
+    // Each window: sum m * bucket_m by segments, then the segments summed in two steps.
+    let segs = s.segments_per_window();
+    let mut seg_out = k.points(u64::from(s.windows) * u64::from(segs))?;
+    k.window_segments(&buckets, s, &mut seg_out)?;
+    let m1 = GROUP.min(segs);
+    let groups1 = u64::from(s.windows) * u64::from(segs / m1);
+    let mut partial = k.points(groups1)?;
+    k.sum_groups(&seg_out, groups1, m1, &mut partial)?;
+    let mut sums = k.points(u64::from(s.windows))?;
+    k.sum_groups(&partial, u64::from(s.windows), segs / m1, &mut sums)?;
+    k.read_points(&sums, s.windows as usize)
+}

@@ -1,0 +1,152 @@
+//! BN254 G1 multi-scalar multiplication: every backend present (arkworks on the CPU, and the GPU
+//! where there is one; required under BATCHCRYPT_REQUIRE_GPU=1), and the kernel code itself run
+//! on the host (feature `emulation`), against the plain sum of scalar multiplications — on random
+//! batches and on the shapes that break bucket methods: zero and one scalars, -1, repeated and
+//! opposite bases, the point at infinity, and every scalar in one bucket.
+
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{AdditiveGroup, Field, PrimeField, UniformRand, Zero};
+use batchcrypt::bn254::{Fr, G1Affine, G1Bases, G1Projective};
+use batchcrypt::{Backend, Error, Primitive};
+use rand::SeedableRng;
+
+mod common;
+
+/// The definition: sum k_i P_i with one double-and-add per term.
+fn naive(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+    bases.iter().zip(scalars).map(|(p, k)| p.mul_bigint(k.into_bigint())).sum()
+}
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// Batches named by what they exercise, each of `n` items.
+fn cases(n: usize) -> Vec<(&'static str, Vec<G1Affine>, Vec<Fr>)> {
+    let mut r = rng(n as u64);
+    let (bases, scalars) = batchcrypt::bn254::sample(n, 7);
+    let g = G1Affine::generator();
+    let mut v = vec![("random", bases.clone(), scalars.clone())];
+    // A Groth16 witness: mostly 0 and 1, a few field elements, -1.
+    let witness: Vec<Fr> = (0..n)
+        .map(|i| match i % 7 {
+            0 | 3 => Fr::ZERO,
+            1 | 4 | 5 => Fr::ONE,
+            2 => -Fr::ONE,
+            _ => Fr::rand(&mut r),
+        })
+        .collect();
+    v.push(("witness-like", bases.clone(), witness));
+    // One scalar for every base: every entry of a window lands in one bucket.
+    let k = Fr::rand(&mut r);
+    v.push(("one bucket", bases.clone(), vec![k; n]));
+    // Repeated and opposite bases, infinity among them (P + P and P + (-P) inside a bucket).
+    let special: Vec<G1Affine> = (0..n)
+        .map(|i| match i % 4 {
+            0 => g,
+            1 => (-G1Projective::from(g)).into_affine(),
+            2 => G1Affine::identity(),
+            _ => bases[i],
+        })
+        .collect();
+    v.push(("repeated, opposite, infinity", special.clone(), vec![Fr::from(3u64); n]));
+    v.push(("repeated, random scalars", special, scalars));
+    v.push(("all zero", bases, vec![Fr::ZERO; n]));
+    v
+}
+
+#[test]
+fn every_backend_matches_the_definition() {
+    for b in common::backends(Primitive::Bn254) {
+        let engine = common::engine(b);
+        for n in [1, 2, 3, 100, 1000] {
+            for (what, bases, scalars) in cases(n) {
+                let want = naive(&bases, &scalars);
+                let got = engine.bn254().msm_g1(&G1Bases::new(bases), &scalars).unwrap();
+                assert_eq!(got.backend, b);
+                assert_eq!(got.value.into_affine(), want.into_affine(), "{b}: {what}, n = {n}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_matches_arkworks_on_larger_batches() {
+    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+        return;
+    }
+    let (gpu, cpu) = (common::engine(Backend::Cuda), common::engine(Backend::Arkworks));
+    for n in [1 << 12, (1 << 16) + 3, 1 << 18] {
+        for (what, bases, scalars) in cases(n) {
+            let bases = G1Bases::new(bases);
+            let want = cpu.bn254().msm_g1(&bases, &scalars).unwrap().value;
+            let got = gpu.bn254().msm_g1(&bases, &scalars).unwrap().value;
+            assert_eq!(got.into_affine(), want.into_affine(), "{what}, n = {n}");
+        }
+    }
+}
+
+#[test]
+fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
+    let (bases, scalars) = batchcrypt::bn254::sample(50, 3);
+    let prepared = G1Bases::new(bases.clone());
+    for b in common::backends(Primitive::Bn254) {
+        let engine = common::engine(b);
+        let bn = engine.bn254();
+        let got = bn.msm_g1(&prepared, &scalars[..20]).unwrap().value;
+        assert_eq!(got.into_affine(), naive(&bases[..20], &scalars[..20]).into_affine(), "{b}");
+        let mut more = scalars.clone();
+        more.push(Fr::ONE);
+        assert!(matches!(bn.msm_g1(&prepared, &more), Err(Error::InvalidInput(_))), "{b}");
+        assert!(bn.msm_g1(&prepared, &[]).unwrap().value.is_zero(), "{b}: empty sum");
+    }
+}
+
+#[cfg(feature = "emulation")]
+mod emulated {
+    use super::*;
+    use batchcrypt::bn254::msm::Shape;
+    use batchcrypt::emulation::bn254::msm_g1;
+
+    /// The kernel code on the host, over window sizes from 4 bits (many windows, few buckets) to
+    /// 13 (more buckets than points), so slices cross buckets and windows and the accumulation
+    /// takes several levels.
+    #[test]
+    fn kernels_match_the_definition() {
+        for n in [1, 2, 5, 64, 700] {
+            for (what, bases, scalars) in cases(n) {
+                let want = naive(&bases, &scalars).into_affine();
+                for c in [4, 5, 8, 13] {
+                    let got = msm_g1(&bases, &scalars, Some(c)).unwrap();
+                    assert_eq!(got.into_affine(), want, "{what}, n = {n}, c = {c}");
+                }
+                assert_eq!(msm_g1(&bases, &scalars, None).unwrap().into_affine(), want, "{what}, n = {n}, default window");
+            }
+        }
+    }
+
+    /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.
+    #[test]
+    fn kernels_handle_the_largest_scalars() {
+        let n = 40;
+        let (bases, _) = batchcrypt::bn254::sample(n, 11);
+        let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
+        let want = naive(&bases, &scalars).into_affine();
+        for c in [4, 7, 16, 21] {
+            assert_eq!(msm_g1(&bases, &scalars, Some(c)).unwrap().into_affine(), want, "c = {c}");
+        }
+    }
+
+    #[test]
+    fn levels_shrink_to_one_slice() {
+        assert_eq!(Shape::levels(0), vec![0]);
+        assert_eq!(Shape::levels(32), vec![32]);
+        assert_eq!(Shape::levels(33), vec![33, 4]);
+        let l = Shape::levels(1 << 28);
+        assert!(l.windows(2).all(|w| w[1] < w[0]) && *l.last().unwrap() <= 32, "{l:?}");
+        assert!(Shape::with_window(10, 254, 3).is_err() && Shape::with_window(10, 254, 25).is_err());
+        // Larger batches take larger windows.
+        let c = |n| Shape::new(n, 254).unwrap().c;
+        assert!(c(1 << 10) < c(1 << 16) && c(1 << 16) < c(1 << 22), "{} {} {}", c(1 << 10), c(1 << 16), c(1 << 22));
+    }
+}

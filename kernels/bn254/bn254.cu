@@ -1,0 +1,40 @@
+// BN254 kernels: the MSM steps of bc/msm.cuh on G1. Scalars are arkworks' Fr limbs (Montgomery
+// form), bases arkworks' affine x, y limbs (infinity as zeros), buckets and sums Jacobian.
+#include "bn254.cuh"
+#include "bc/msm.cuh"
+
+using namespace bc::bn254;
+using G1Affine = bc::Affine<G1>;
+using G1Point = bc::Jacobian<G1>;
+
+extern "C" __global__ void bn254_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t* digits, uint32_t* counts) {
+    bc::msm::digits<G1>(scalars, n, c, windows, digits, counts);
+}
+
+extern "C" __global__ void bn254_msm_scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) {
+    bc::msm::scan_tiles(data, m, tile, totals);
+}
+
+extern "C" __global__ void bn254_msm_scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) {
+    bc::msm::scan_add(data, m, tile, offsets);
+}
+
+extern "C" __global__ void bn254_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+    bc::msm::scatter(digits, n, c, windows, cursor, entries, keys);
+}
+
+extern "C" __global__ void __launch_bounds__(128) bn254_msm_accumulate_points(const G1Affine* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, G1Point* buckets, uint32_t* next_keys, G1Point* next_pts) {
+    bc::msm::accumulate_points<G1>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);
+}
+
+extern "C" __global__ void __launch_bounds__(128) bn254_msm_accumulate_partials(const G1Point* pts, const uint32_t* keys, uint64_t total, uint32_t slice, G1Point* buckets, uint32_t* next_keys, G1Point* next_pts) {
+    bc::msm::accumulate_partials<G1>(pts, keys, total, slice, buckets, next_keys, next_pts);
+}
+
+extern "C" __global__ void __launch_bounds__(128) bn254_msm_window_segments(const G1Point* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per, G1Point* out) {
+    bc::msm::window_segments<G1>(buckets, buckets_per_window, windows, per, out);
+}
+
+extern "C" __global__ void __launch_bounds__(128) bn254_msm_sum_groups(const G1Point* in, uint64_t groups, uint32_t m, G1Point* out) {
+    bc::msm::sum_groups<G1>(in, groups, m, out);
+}

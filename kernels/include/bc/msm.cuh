@@ -1,0 +1,211 @@
+// Multi-scalar multiplication sum k_i P_i by Pippenger's bucket method, generic over the curve C
+// (which names its scalar field C::Scalar and C::SCALAR_BITS). The host (crate::msm) chains the
+// steps and sizes every buffer:
+//
+//   1. digits:     each scalar -> signed c-bit window digits; a histogram of (window, bucket).
+//   2. scan:       exclusive prefix sums of the histogram -> where each bucket's list starts.
+//   3. scatter:    (point index, sign) of every non-zero digit into its bucket's list; the lists
+//                  of all windows form one array sorted by bucket key (window * B + |digit| - 1).
+//   4. accumulate: the sorted array is cut into equal slices, one per thread, so a bucket holding
+//                  half the points (scalars that are mostly 0 and 1, as in a Groth16 witness)
+//                  costs no more than uniform ones. A bucket wholly inside a slice is summed
+//                  and written; the first and last bucket of each slice may continue in a
+//                  neighbour, so their partial sums go to a list half the slice count long, and
+//                  the same step runs on it until one slice remains.
+//   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
+//   6. groups:     the segments' results summed per window.
+// The host adds the windows (a few hundred doublings).
+//
+// Every kernel walks its items grid-stride and needs no particular block size, so the host
+// emulation (one thread for the whole grid) runs the same code.
+#pragma once
+#include "bc/ecmult.cuh"
+
+namespace bc::msm {
+
+// A digit as stored between steps 1 and 3: 0 for none, else |d| with the sign in the top bit.
+constexpr uint32_t NEGATIVE = 0x80000000u;
+
+// Step 1. Scalars arrive in the scalar field's representation (Montgomery for arkworks' Fr) and
+// are converted here; digits are stored window-major (digits[w * n + i]) so that step 3 reads
+// them coalesced.
+template <class C>
+BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t* out, uint32_t* counts) {
+    const uint32_t half = 1u << (c - 1);
+    BC_FOR_EACH_ITEM(i, n) {
+        typename C::Scalar s;
+#pragma unroll
+        for (int j = 0; j < LIMBS; ++j) s.v[j] = scalars[i * LIMBS + j];
+        uint32_t k[LIMBS];
+        s.to_plain(k);
+        uint32_t carry = 0;
+        for (uint32_t w = 0; w < windows; ++w) {
+            uint32_t v = bits_at(k, int(w * c), int(c)) + carry;
+            carry = v > half;
+            uint32_t code = 0;
+            if (carry) {
+                uint32_t m = (1u << c) - v;  // |v - 2^c|, zero when v = 2^c
+                if (m) code = m | NEGATIVE;
+            } else {
+                code = v;
+            }
+            if (code) atomicAdd(&counts[w * half + (code & ~NEGATIVE) - 1], 1u);
+            out[w * n + i] = code;
+        }
+    }
+}
+
+// Step 2, in three launches: exclusive sums within tiles of `tile` entries (a multiple of the
+// block size) with each tile's total in totals[t]; the same over the totals (one tile), whose
+// grand total lands in totals[tiles]; then each tile's offset added back.
+BC_DEVICE void scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) {
+    __shared__ uint32_t part[1024];  // one per thread: blocks of at most 1024 threads
+    const uint64_t tiles = (m + tile - 1) / tile;
+    const uint32_t per = tile / blockDim.x;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t base = t * tile + uint64_t(threadIdx.x) * per;
+        uint32_t sum = 0;
+        for (uint32_t j = 0; j < per; ++j)
+            if (base + j < m) sum += data[base + j];
+        part[threadIdx.x] = sum;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint32_t run = 0;
+            for (uint32_t j = 0; j < blockDim.x; ++j) {
+                uint32_t x = part[j];
+                part[j] = run;
+                run += x;
+            }
+            totals[t] = run;
+        }
+        __syncthreads();
+        uint32_t run = part[threadIdx.x];
+        for (uint32_t j = 0; j < per; ++j) {
+            if (base + j < m) {
+                uint32_t x = data[base + j];
+                data[base + j] = run;
+                run += x;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+BC_DEVICE void scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) {
+    BC_FOR_EACH_ITEM(j, m) data[j] += offsets[j / tile];
+}
+
+// Step 3. `cursor` starts as a copy of the bucket offsets and ends as the next bucket's; the order
+// within a bucket depends on the GPU's scheduling, the sum does not.
+BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+    const uint32_t half = 1u << (c - 1);
+    BC_FOR_EACH_ITEM(j, n * windows) {
+        uint32_t code = digits[j];
+        if (!code) continue;
+        uint32_t w = uint32_t(j / n), i = uint32_t(j % n);
+        uint32_t key = w * half + (code & ~NEGATIVE) - 1;
+        uint32_t pos = atomicAdd(&cursor[key], 1u);
+        entries[pos] = i | (code & NEGATIVE);
+        keys[pos] = key;
+    }
+}
+
+// Step 4 over `total` entries sorted by key, `slice` per thread. `add(acc, j)` adds entry j.
+// Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
+// go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
+// is the last level (one slice), which writes every bucket.
+template <class C, class Add>
+BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+    const uint64_t slices = (total + slice - 1) / slice;
+    const bool last_level = slices == 1;
+    BC_FOR_EACH_ITEM(t, slices) {
+        const uint64_t start = t * slice, end = start + slice < total ? start + slice : total;
+        const uint32_t first = keys[start], last = keys[end - 1];
+        auto emit = [&](uint32_t key, const Jacobian<C>& p) {
+            if (last_level || (key != first && key != last)) {
+                buckets[key] = p;
+            } else if (key == first) {
+                next_keys[2 * t] = key;
+                next_pts[2 * t] = p;
+                if (first == last) {
+                    next_keys[2 * t + 1] = key;
+                    next_pts[2 * t + 1] = Jacobian<C>::infinity();
+                }
+            } else {
+                next_keys[2 * t + 1] = key;
+                next_pts[2 * t + 1] = p;
+            }
+        };
+        Jacobian<C> acc = Jacobian<C>::infinity();
+        uint32_t cur = first;
+        for (uint64_t j = start; j < end; ++j) {
+            uint32_t key = keys[j];
+            if (key != cur) {
+                emit(cur, acc);
+                acc = Jacobian<C>::infinity();
+                cur = key;
+            }
+            add(acc, j);
+        }
+        emit(cur, acc);
+    }
+}
+
+// Step 4, first level: entries are base indices with a sign bit.
+template <class C>
+BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+    auto add = [&](Jacobian<C>& acc, uint64_t j) {
+        uint32_t e = entries[j];
+        Affine<C> p = bases[e & ~NEGATIVE];
+        acc = acc.add((e & NEGATIVE) ? p.neg() : p);
+    };
+    accumulate<C>(keys, total, slice, add, buckets, next_keys, next_pts);
+}
+
+// Step 4, later levels: entries are partial sums.
+template <class C>
+BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+    auto add = [&](Jacobian<C>& acc, uint64_t j) { acc = acc.add(pts[j]); };
+    accumulate<C>(keys, total, slice, add, buckets, next_keys, next_pts);
+}
+
+// k P for a small k (double-and-add from the top bit).
+template <class C>
+BC_DEVICE Jacobian<C> mul_small(const Jacobian<C>& p, uint32_t k) {
+    Jacobian<C> r = Jacobian<C>::infinity();
+    for (int bit = 31; bit >= 0; --bit) {
+        r = r.dbl();
+        if ((k >> bit) & 1) r = r.add(p);
+    }
+    return r;
+}
+
+// Step 5: item j = (window w, segment s) of `per` buckets; out[j] = sum (index + 1) * bucket over
+// the segment, so that the segments of a window add up to the window's sum.
+template <class C>
+BC_DEVICE void window_segments(const Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per, Jacobian<C>* out) {
+    const uint32_t segs = buckets_per_window / per;
+    BC_FOR_EACH_ITEM(j, uint64_t(windows) * segs) {
+        const uint32_t lo = uint32_t(j % segs) * per;
+        const Jacobian<C>* b = buckets + (j / segs) * buckets_per_window + lo;
+        // Running sums from the top: acc = sum (i + 1) * b[i] over the segment, run = sum b[i].
+        Jacobian<C> run = Jacobian<C>::infinity(), acc = Jacobian<C>::infinity();
+        for (int i = int(per) - 1; i >= 0; --i) {
+            run = run.add(b[i]);
+            acc = acc.add(run);
+        }
+        out[j] = lo ? acc.add(mul_small(run, lo)) : acc;
+    }
+}
+
+// Step 6: out[g] = sum of in[g * m .. g * m + m).
+template <class C>
+BC_DEVICE void sum_groups(const Jacobian<C>* in, uint64_t groups, uint32_t m, Jacobian<C>* out) {
+    BC_FOR_EACH_ITEM(g, groups) {
+        Jacobian<C> acc = in[g * m];
+        for (uint32_t i = 1; i < m; ++i) acc = acc.add(in[g * m + i]);
+        out[g] = acc;
+    }
+}
+
+}  // namespace bc::msm
