@@ -41,7 +41,7 @@ step demo "$B/bin/batchcrypt" demo
 step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
-for g in ${BENCH:-sha256 secp256k1 sm2 aes}; do
+for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254}; do
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
 done
 # ECDH-PSI between two processes on this machine, both on the GPU (PSI_N items per side).
@@ -58,6 +58,7 @@ echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
 echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
 echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
+echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log"
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"

@@ -2,6 +2,7 @@
 //! prints ratios. Results also go to a JSON file for the record.
 
 mod aes;
+mod bn254;
 mod report;
 mod secp256k1;
 mod sha256;
@@ -13,7 +14,7 @@ use clap::Parser;
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run.
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "bn254".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -33,7 +34,8 @@ fn main() -> anyhow::Result<()> {
             "secp256k1" => secp256k1::run(&mut rep, args.quick)?,
             "sm2" => sm2::run(&mut rep, args.quick)?,
             "aes" => aes::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes)"),
+            "bn254" => bn254::run(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, bn254)"),
         }
     }
     if let Some(path) = &args.json {

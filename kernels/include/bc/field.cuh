@@ -174,57 +174,117 @@ struct Fp {
         return r;
     }
 
+#ifdef __CUDA_ARCH__
+    // One CIOS half-row on ten limbs: t += x * y, or with `reduce`, t += (t[0] * y) * x. Low
+    // halves go into t[0..7], high halves into t[1..8], carries into t[8..9], each chain one
+    // madc sequence. The asm works on its own copies of t and writes them back last: an input
+    // may share a register with an output when the compiler knows their values equal (m = t[0]
+    // when -p^-1 = 1 mod 2^32, as for SM2), and must not be overwritten while still to be read.
+    static BC_DEVICE void row(uint32_t t[LIMBS + 2], const uint32_t x[LIMBS], uint32_t y, bool reduce) {
+#define BC_ROW_BODY                                                                                   \
+        "mad.lo.cc.u32  t0, %10, m, t0;\n\t"                                                        \
+        "madc.lo.cc.u32 t1, %11, m, t1;\n\t"                                                        \
+        "madc.lo.cc.u32 t2, %12, m, t2;\n\t"                                                        \
+        "madc.lo.cc.u32 t3, %13, m, t3;\n\t"                                                        \
+        "madc.lo.cc.u32 t4, %14, m, t4;\n\t"                                                        \
+        "madc.lo.cc.u32 t5, %15, m, t5;\n\t"                                                        \
+        "madc.lo.cc.u32 t6, %16, m, t6;\n\t"                                                        \
+        "madc.lo.cc.u32 t7, %17, m, t7;\n\t"                                                        \
+        "addc.cc.u32    t8, t8, 0;\n\t"                                                             \
+        "addc.u32       t9, t9, 0;\n\t"                                                             \
+        "mad.hi.cc.u32  t1, %10, m, t1;\n\t"                                                        \
+        "madc.hi.cc.u32 t2, %11, m, t2;\n\t"                                                        \
+        "madc.hi.cc.u32 t3, %12, m, t3;\n\t"                                                        \
+        "madc.hi.cc.u32 t4, %13, m, t4;\n\t"                                                        \
+        "madc.hi.cc.u32 t5, %14, m, t5;\n\t"                                                        \
+        "madc.hi.cc.u32 t6, %15, m, t6;\n\t"                                                        \
+        "madc.hi.cc.u32 t7, %16, m, t7;\n\t"                                                        \
+        "madc.hi.cc.u32 t8, %17, m, t8;\n\t"                                                        \
+        "addc.u32       t9, t9, 0;\n\t"
+#define BC_ROW_IN "mov.b32 t0, %0; mov.b32 t1, %1; mov.b32 t2, %2; mov.b32 t3, %3; mov.b32 t4, %4;\n\t" \
+                  "mov.b32 t5, %5; mov.b32 t6, %6; mov.b32 t7, %7; mov.b32 t8, %8; mov.b32 t9, %9;\n\t"
+#define BC_ROW_OUT "mov.b32 %0, t0; mov.b32 %1, t1; mov.b32 %2, t2; mov.b32 %3, t3; mov.b32 %4, t4;\n\t" \
+                   "mov.b32 %5, t5; mov.b32 %6, t6; mov.b32 %7, t7; mov.b32 %8, t8; mov.b32 %9, t9;"
+#define BC_ROW_OPERANDS                                                                                              \
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), \
+          "+r"(t[9])                                                                                                 \
+        : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(y)
+        if (reduce) {
+            asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
+                "mul.lo.u32 m, t0, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
+        } else {
+            asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
+                "mov.b32 m, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
+        }
+#undef BC_ROW_BODY
+#undef BC_ROW_IN
+#undef BC_ROW_OUT
+#undef BC_ROW_OPERANDS
+    }
+#endif
+
     // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^256: the running
-    // value stays below 2p, with its 257th bit kept in t8. Not inlined: every point operation
-    // calls it a dozen times, and inlining them all multiplies code size and compile time.
+    // value stays below 2p, with its 257th bit kept in t[8]. On the GPU each row is two carry
+    // chains for a * b_i and two for m * p (PTX madc); on the host, plain 64-bit arithmetic.
     static BC_DEVICE Fp mont_mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
         const uint32_t* p = P::mod();
-        uint32_t t[LIMBS];
+        uint32_t t[LIMBS + 2];
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) t[i] = 0;
-        uint32_t t8 = 0;
+        for (int i = 0; i < LIMBS + 2; ++i) t[i] = 0;
 #pragma unroll
         for (int i = 0; i < LIMBS; ++i) {
+#ifdef __CUDA_ARCH__
+            // t += a * b_i, then t += m * p with m chosen so that t[0] becomes zero.
+            row(t, a, b[i], false);
+            row(t, p, P::INV, true);
+#else
             uint64_t c = 0;
-#pragma unroll
             for (int j = 0; j < LIMBS; ++j) {
                 c += uint64_t(t[j]) + uint64_t(a[j]) * b[i];
                 t[j] = uint32_t(c);
                 c >>= 32;
             }
-            uint64_t top = uint64_t(t8) + c;  // < 2^33
+            c += t[LIMBS];
+            t[LIMBS] = uint32_t(c);
+            t[LIMBS + 1] = uint32_t(c >> 32);
             uint32_t m = t[0] * P::INV;
-            c = (uint64_t(t[0]) + uint64_t(m) * p[0]) >> 32;
-#pragma unroll
-            for (int j = 1; j < LIMBS; ++j) {
+            c = 0;
+            for (int j = 0; j < LIMBS; ++j) {
                 c += uint64_t(t[j]) + uint64_t(m) * p[j];
-                t[j - 1] = uint32_t(c);
+                t[j] = uint32_t(c);
                 c >>= 32;
             }
-            top += c;
-            t[LIMBS - 1] = uint32_t(top);
-            t8 = uint32_t(top >> 32);
+            c += t[LIMBS];
+            t[LIMBS] = uint32_t(c);
+            t[LIMBS + 1] += uint32_t(c >> 32);
+#endif
+            // t[0] is zero: shift down one limb.
+#pragma unroll
+            for (int j = 0; j < LIMBS + 1; ++j) t[j] = t[j + 1];
+            t[LIMBS + 1] = 0;
         }
         Fp r;
         uint32_t borrow = sub_n(r.v, t, p);
         // Keep t - p unless t < p (a borrow not absorbed by the 257th bit).
-        if (borrow > t8) {
+        if (borrow > t[LIMBS]) {
 #pragma unroll
             for (int i = 0; i < LIMBS; ++i) r.v[i] = t[i];
         }
         return r;
     }
 
-    // a * b in the field's representation.
-    static BC_NOINLINE Fp mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+    // a * b in the field's representation. Not inlined: every point operation calls it a dozen
+    // times, and inlining them all multiplies code size and compile time. Operands by value, so
+    // they travel in registers, not through the stack.
+    static BC_NOINLINE Fp mul(Fp a, Fp b) {
         if constexpr (PSEUDO) {
             uint32_t t[2 * LIMBS];
-            mul_wide(t, a, b);
+            mul_wide(t, a.v, b.v);
             Fp r;
             reduce_pseudo_mersenne(r.v, t, P::PSEUDO_C0);
             return r;
         } else {
-            return mont_mul(a, b);
+            return mont_mul(a.v, b.v);
         }
     }
 
@@ -286,10 +346,10 @@ struct Fp {
         return r;
     }
 
-    friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mul(a.v, b.v); }
+    friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mul(a, b); }
 
     BC_DEVICE Fp neg() const { return zero() - *this; }
-    BC_DEVICE Fp sqr() const { return mul(v, v); }
+    BC_DEVICE Fp sqr() const { return mul(*this, *this); }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
     // x^e for an exponent given as 8 limbs: fixed 4-bit windows (252 squarings, 64 products).

@@ -97,6 +97,22 @@ pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: i
     Ok(times[times.len() / 2])
 }
 
+/// Stream-ordered allocations return to the device's default pool when freed; by default the pool
+/// hands them back to the driver at every synchronisation, so each large batch (an MSM allocates
+/// gigabytes of scratch) would map its memory afresh. Keeping freed memory in the pool makes
+/// repeated calls reuse it. Best effort: without the pool API allocations still work.
+fn keep_freed_memory(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: plain driver calls on the device of a live context; `threshold` outlives the call.
+    unsafe {
+        if ctx.bind_to_thread().is_ok() && sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS {
+            sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, (&mut threshold as *mut u64).cast());
+        }
+    }
+}
+
 impl Gpu {
     /// [`Gpu::get`] as the library's error: the CUDA backend is unavailable, and why.
     pub fn available() -> crate::error::Result<&'static Gpu> {
@@ -140,6 +156,7 @@ impl Gpu {
             total_memory: ctx.total_mem().unwrap_or(0),
             clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
         };
+        keep_freed_memory(&ctx);
         Ok(Gpu { ctx, info, modules: Mutex::new(HashMap::new()), streams: Mutex::new(Vec::new()) })
     }
 

@@ -4,7 +4,9 @@
 use super::msm::{Kernels, RawJacobian, Shape, SCAN_THREADS};
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
 use crate::error::Result;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use super::Fr;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use std::sync::{Arc, Mutex};
 
 const POINT_BYTES: u64 = 96;
 
@@ -33,25 +35,73 @@ impl DeviceBases {
     }
 }
 
-/// Each window's sum of `sum k_i P_i` for scalars given as Montgomery limbs (8 per scalar).
-pub(crate) fn window_sums(bases: &DeviceBases, scalars: &[u32], s: &Shape) -> Result<Vec<RawJacobian>> {
+/// Each window's sum of `sum k_i P_i`.
+pub(crate) fn window_sums(bases: &DeviceBases, scalars: &[Fr], s: &Shape) -> Result<Vec<RawJacobian>> {
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
-    let scalars = stream.clone_htod(scalars).map_err(driver_err("upload scalars"))?;
+    let dev = upload_scalars(gpu, &stream, scalars)?;
     let mut k = Launcher { gpu, stream, bases: &bases.pts };
-    super::msm::window_sums(&mut k, s, &scalars)
+    super::msm::window_sums(&mut k, s, &dev)
+}
+
+/// Scalars per piece of the staged upload: converting one piece overlaps the copy of the last.
+const UPLOAD_PIECE: usize = 1 << 20;
+
+/// Page-locked staging for scalar uploads, kept between calls (page-locking costs far more than
+/// the copy); one call uses it at a time, a concurrent one copies from pageable memory.
+static STAGING: Mutex<Option<PinnedHostSlice<u32>>> = Mutex::new(None);
+
+/// The scalars in GPU memory as the kernels read them (Montgomery limbs): converted piece by
+/// piece into page-locked staging, each piece's copy running while the next is converted.
+fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result<CudaSlice<u32>> {
+    let words = 8 * scalars.len();
+    let mut dev = alloc::<u32>(stream, words.max(8), false)?;
+    let Ok(mut staging) = STAGING.try_lock() else {
+        stream.memcpy_htod(&super::raw_scalars(scalars), &mut dev).map_err(driver_err("upload scalars"))?;
+        return Ok(dev);
+    };
+    if staging.as_ref().is_none_or(|p| p.len() < words) {
+        *staging = None; // free the old buffer first
+        // SAFETY: written before it is read; write-combined, as the host only writes it.
+        *staging = Some(unsafe { gpu.context().alloc_pinned_with_flags::<u32>(words.max(8), cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED) }.map_err(driver_err("cuMemHostAlloc"))?);
+    }
+    let pinned = staging.as_mut().expect("allocated above");
+    // One wait for earlier copies out of the staging buffer, then raw access.
+    let host = pinned.as_mut_slice().map_err(driver_err("pinned"))?;
+    let host: &mut [u32] = &mut host[..words];
+    for (i, piece) in scalars.chunks(UPLOAD_PIECE).enumerate() {
+        let at = i * UPLOAD_PIECE * 8;
+        let dst = &mut host[at..at + 8 * piece.len()];
+        super::scalars_into(dst, piece);
+        // SAFETY: `dst` stays untouched until the stream synchronises below (the staging lock is
+        // held until then); the copy is ordered before the kernels on the same stream.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(dev.slice_mut(at..at + dst.len()).device_ptr_mut(stream).0, dst, stream.cu_stream())
+        }
+        .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+    }
+    stream.synchronize().map_err(driver_err("sync"))?;
+    Ok(dev)
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
 /// `iters` runs (for benchmarks).
-pub fn kernel_seconds(bases: &DeviceBases, scalars: &[super::Fr], iters: usize) -> Result<f64> {
+pub fn kernel_seconds(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Result<f64> {
     let s = Shape::new(scalars.len(), super::SCALAR_BITS)?;
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
-    let dev = stream.clone_htod(&super::raw_scalars(scalars)).map_err(driver_err("upload scalars"))?;
+    let dev = upload_scalars(gpu, &stream, scalars)?;
     let st = (*stream).clone();
     let mut k = Launcher { gpu, stream, bases: &bases.pts };
     crate::backend::cuda::time_on_stream(&st, iters, || super::msm::window_sums(&mut k, &s, &dev).map(drop))
+}
+
+fn alloc<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(stream: &std::sync::Arc<cudarc::driver::CudaStream>, len: usize, zeroed: bool) -> Result<CudaSlice<T>> {
+    if zeroed {
+        return stream.alloc_zeros::<T>(len).map_err(driver_err("cuMemAlloc"));
+    }
+    // SAFETY: only for buffers a kernel writes in full before any read (see msm::Kernels).
+    unsafe { stream.alloc::<T>(len) }.map_err(driver_err("cuMemAlloc"))
 }
 
 struct Launcher<'a> {
@@ -76,12 +126,12 @@ impl Kernels for Launcher<'_> {
     type Words = CudaSlice<u32>;
     type Points = CudaSlice<u8>;
 
-    fn words(&mut self, len: u64) -> Result<CudaSlice<u32>> {
-        self.stream.alloc_zeros::<u32>(len.max(1) as usize).map_err(driver_err("cuMemAlloc"))
+    fn words(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u32>> {
+        alloc(&self.stream, len.max(1) as usize, zeroed)
     }
 
-    fn points(&mut self, len: u64) -> Result<CudaSlice<u8>> {
-        self.stream.alloc_zeros::<u8>((len.max(1) * POINT_BYTES) as usize).map_err(driver_err("cuMemAlloc"))
+    fn points(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u8>> {
+        alloc(&self.stream, (len.max(1) * POINT_BYTES) as usize, zeroed)
     }
 
     fn digits(&mut self, scalars: &CudaSlice<u32>, s: &Shape, digits: &mut CudaSlice<u32>, counts: &mut CudaSlice<u32>) -> Result<()> {

@@ -76,10 +76,17 @@ impl G1Bases {
 /// Scalars as the kernels read them: arkworks' Montgomery limbs, eight 32-bit words each.
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn raw_scalars(scalars: &[Fr]) -> Vec<u32> {
-    use rayon::prelude::*;
     let mut out = vec![0u32; 8 * scalars.len()];
-    out.par_chunks_exact_mut(8).zip(scalars.par_iter()).with_min_len(1 << 12).for_each(|(d, s)| limbs_into(d, &s.0 .0));
+    scalars_into(&mut out, scalars);
     out
+}
+
+/// [`raw_scalars`] into `dst` (eight words per scalar), on all cores; writes `dst` only (it may
+/// be write-combined staging).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
+    use rayon::prelude::*;
+    dst.par_chunks_exact_mut(8).zip(scalars.par_iter()).with_min_len(1 << 12).for_each(|(d, s)| limbs_into(d, &s.0 .0));
 }
 
 /// Affine bases as the kernels read them: x, y in arkworks' Montgomery limbs, infinity as zeros.
@@ -151,7 +158,7 @@ impl Bn254<'_> {
             #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 let s = msm::Shape::new(n, SCALAR_BITS)?;
-                combine_windows(&gpu::window_sums(bases.device()?, &raw_scalars(scalars), &s)?, s.c)
+                combine_windows(&gpu::window_sums(bases.device()?, scalars, &s)?, s.c)
             }
             other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "BN254 MSM runs on arkworks and cuda".into() }),
         };
@@ -171,22 +178,27 @@ fn workload(n: usize, resident: bool) -> Workload {
     Workload { op: OP_MSM_G1, items: n64, units: n64, bytes_in: 32 * n64 + if resident { 0 } else { 64 * n64 }, bytes_out: 96, location: Location::Host }
 }
 
-/// Deterministic sample points and scalars for calibration and benchmarks: multiples of the
-/// generator by consecutive small scalars (no inversions per point: one batch normalisation).
+/// Deterministic sample points and scalars for calibration, tests and benchmarks: distinct
+/// multiples `(1 + i s) G` of the generator (consecutive additions in parallel chunks, one
+/// batch normalisation) and uniform scalars.
 pub fn sample(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Fr>) {
     use ark_ec::CurveGroup;
     use ark_ff::UniformRand;
     use rand::SeedableRng;
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 12;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let g = G1Affine::generator();
-    let step = G1Projective::from(g) * Fr::rand(&mut rng);
-    let mut p = G1Projective::from(g);
-    let proj: Vec<G1Projective> = (0..n)
-        .map(|_| {
+    let s = Fr::rand(&mut rng);
+    let g = G1Projective::from(G1Affine::generator());
+    let step = g * s;
+    let mut proj = vec![G1Projective::default(); n];
+    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(j, chunk)| {
+        let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
+        for q in chunk {
+            *q = p;
             p += step;
-            p
-        })
-        .collect();
+        }
+    });
     let scalars = (0..n).map(|_| Fr::rand(&mut rng)).collect();
     (G1Projective::normalize_batch(&proj), scalars)
 }

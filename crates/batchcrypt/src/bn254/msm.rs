@@ -81,13 +81,14 @@ impl Shape {
 }
 
 /// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
-/// `Points` Jacobian points; both are allocated zeroed (a zero Z is the point at infinity). The
-/// bases are bound to the implementation.
+/// `Points` Jacobian points; `zeroed` asks for zeros (a zero Z is the point at infinity), else
+/// the contents are unspecified (buffers a kernel writes whole). The bases are bound to the
+/// implementation.
 pub(crate) trait Kernels {
     type Words;
     type Points;
-    fn words(&mut self, len: u64) -> Result<Self::Words>;
-    fn points(&mut self, len: u64) -> Result<Self::Points>;
+    fn words(&mut self, len: u64, zeroed: bool) -> Result<Self::Words>;
+    fn points(&mut self, len: u64, zeroed: bool) -> Result<Self::Points>;
     fn digits(&mut self, scalars: &Self::Words, s: &Shape, digits: &mut Self::Words, counts: &mut Self::Words) -> Result<()>;
     /// One block per tile when `tiles` is above one, else one block for the single tile.
     fn scan_tiles(&mut self, data: &mut Self::Words, m: u64, tile: u32, totals: &mut Self::Words) -> Result<()>;
@@ -105,32 +106,32 @@ pub(crate) trait Kernels {
 /// (the caller adds them with doublings in between).
 pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) -> Result<Vec<RawJacobian>> {
     let buckets_len = s.buckets();
-    let mut counts = k.words(buckets_len)?;
+    let mut counts = k.words(buckets_len, true)?;
     let (entries, keys, entries_total) = {
-        let mut digits = k.words(s.n as u64 * u64::from(s.windows))?;
+        let mut digits = k.words(s.n as u64 * u64::from(s.windows), false)?;
         k.digits(scalars, s, &mut digits, &mut counts)?;
         // Exclusive prefix sums of the histogram: each bucket's first entry.
         let tiles = buckets_len.div_ceil(u64::from(SCAN_TILE));
-        let mut totals = k.words(tiles)?;
-        let mut grand = k.words(1)?;
+        let mut totals = k.words(tiles, false)?;
+        let mut grand = k.words(1, false)?;
         k.scan_tiles(&mut counts, buckets_len, SCAN_TILE, &mut totals)?;
         k.scan_tiles(&mut totals, tiles, (tiles as u32).next_multiple_of(SCAN_THREADS), &mut grand)?;
         k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
         let entries_total = u64::from(k.first_word(&grand)?);
-        let mut entries = k.words(entries_total.max(1))?;
-        let mut keys = k.words(entries_total.max(1))?;
+        let mut entries = k.words(entries_total.max(1), false)?;
+        let mut keys = k.words(entries_total.max(1), false)?;
         k.scatter(&digits, s, &mut counts, &mut entries, &mut keys)?;
         (entries, keys, entries_total)
     };
     drop(counts);
-    let mut buckets = k.points(buckets_len)?;
+    let mut buckets = k.points(buckets_len, true)?;
     let levels = Shape::levels(entries_total);
     if entries_total > 0 {
         let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
-        let mut next = (k.words(next_len(levels[0]))?, k.points(next_len(levels[0]))?);
+        let mut next = (k.words(next_len(levels[0]), false)?, k.points(next_len(levels[0]), false)?);
         k.accumulate_points(&entries, &keys, levels[0], &mut buckets, &mut next)?;
         for &t in &levels[1..] {
-            let mut after = (k.words(next_len(t))?, k.points(next_len(t))?);
+            let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);
             k.accumulate_partials(&next, t, &mut buckets, &mut after)?;
             next = after;
         }
@@ -138,13 +139,13 @@ pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) 
     drop((entries, keys));
     // Each window: sum m * bucket_m by segments, then the segments summed in two steps.
     let segs = s.segments_per_window();
-    let mut seg_out = k.points(u64::from(s.windows) * u64::from(segs))?;
+    let mut seg_out = k.points(u64::from(s.windows) * u64::from(segs), false)?;
     k.window_segments(&buckets, s, &mut seg_out)?;
     let m1 = GROUP.min(segs);
     let groups1 = u64::from(s.windows) * u64::from(segs / m1);
-    let mut partial = k.points(groups1)?;
+    let mut partial = k.points(groups1, false)?;
     k.sum_groups(&seg_out, groups1, m1, &mut partial)?;
-    let mut sums = k.points(u64::from(s.windows))?;
+    let mut sums = k.points(u64::from(s.windows), false)?;
     k.sum_groups(&partial, u64::from(s.windows), segs / m1, &mut sums)?;
     k.read_points(&sums, s.windows as usize)
 }

@@ -24,10 +24,10 @@ impl Kernels for Host<'_> {
     type Words = Vec<u32>;
     type Points = Vec<RawJacobian>;
 
-    fn words(&mut self, len: u64) -> Result<Vec<u32>> {
+    fn words(&mut self, len: u64, _zeroed: bool) -> Result<Vec<u32>> {
         Ok(vec![0; len.max(1) as usize])
     }
-    fn points(&mut self, len: u64) -> Result<Vec<RawJacobian>> {
+    fn points(&mut self, len: u64, _zeroed: bool) -> Result<Vec<RawJacobian>> {
         Ok(vec![[0; 24]; len.max(1) as usize])
     }
     fn digits(&mut self, scalars: &Vec<u32>, s: &Shape, digits: &mut Vec<u32>, counts: &mut Vec<u32>) -> Result<()> {
