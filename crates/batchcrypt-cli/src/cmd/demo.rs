@@ -134,6 +134,7 @@ pub fn run(args: &Args) -> Result<()> {
     all_agree &= sm2_psi(1 << args.log_size.saturating_sub(7).max(10))?;
     all_agree &= sm2_signatures(1 << args.log_size.saturating_sub(10).max(9))?;
     all_agree &= aes((64usize << args.log_size).max(1 << 20))?;
+    all_agree &= bn254_msm(1 << args.log_size.saturating_sub(6).max(10))?;
     if !all_agree {
         bail!("backends disagree: this is a bug, please report it with the output of `batchcrypt info`");
     }
@@ -293,5 +294,26 @@ fn aes(bytes: usize) -> Result<bool> {
         }
     }
     println!("AES (SP 800-38A example, CTR and GCM of {} MiB): {}", bytes >> 20, if agree { "every backend agrees" } else { "backends DISAGREE" });
+    Ok(agree)
+}
+
+/// BN254: one G1 multi-scalar multiplication over `n` sample bases and scalars on every backend;
+/// the sums must be the same group element. Returns whether all backends agree.
+fn bn254_msm(n: usize) -> Result<bool> {
+    let (points, scalars) = batchcrypt::bn254::sample(n, 3);
+    let bases = batchcrypt::bn254::G1Bases::new(points);
+    let mut sums = Vec::new();
+    println!();
+    for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Bn254) && b.is_available()) {
+        let e = Engine::with_backend(BackendChoice::Exact(b));
+        e.bn254().msm_g1(&bases, &scalars)?; // warm-up: bases into GPU memory, module load
+        let t = Instant::now();
+        let sum = e.bn254().msm_g1(&bases, &scalars)?.value;
+        let s = t.elapsed().as_secs_f64();
+        println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}", "BN254 G1 MSM", b.name(), n, s * 1e3, n as f64 / s / 1e6);
+        sums.push(sum);
+    }
+    let agree = sums.windows(2).all(|w| w[0] == w[1]);
+    println!("BN254 G1 MSM of {n} points: {}", if agree { "every backend agrees" } else { "backends DISAGREE" });
     Ok(agree)
 }
