@@ -17,7 +17,8 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         print(m["executable"])' | while read -r exe; do cp "$exe" "$B/tests/"; done
 strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
-# Test binaries embed vector sets (Wycheproof's JSON): compressed they fit the transfer easily.
+# Compressed, binaries and kernel images take a third of the space (the copy to the GPU machine
+# may be limited in size).
 tar -czf "$B/tests.tgz" -C "$B" tests && rm -rf "$B/tests"
 # The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
 (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
@@ -26,5 +27,6 @@ tar -czf "$B/tests.tgz" -C "$B" tests && rm -rf "$B/tests"
 # The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.
 out=$(dirname "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)")
 cp "$out"/*.fatbin "$out"/ptxas-report.txt "$B/kernels/"
+tar -czf "$B/bin.tgz" -C "$B" bin kernels && rm -rf "$B/bin" "$B/kernels"
 pwd > "$B/build-root"
 du -sh "$B"

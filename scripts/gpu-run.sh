@@ -4,14 +4,18 @@
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-B=.gpu-bundle
+BUNDLE=.gpu-bundle
 DEST=${OUT:-$PWD/results}   # at the end: results.tgz (every log), the JSON files, summary.txt
 OUT=$(mktemp -d)            # logs are written here first
 quick=${1:-}
-[ -d "$B/bin" ] || { echo "no $B: run scripts/gpu-bundle.sh first" >&2; exit 1; }
+[ -f "$BUNDLE/bin.tgz" ] || { echo "no $BUNDLE/bin.tgz: run scripts/gpu-bundle.sh first" >&2; exit 1; }
+# The bundle unpacked: binaries and kernel images (compressed in the bundle), the rest linked.
+B=$(mktemp -d)
+tar -xzf "$BUNDLE/bin.tgz" -C "$B"
+for f in tests.tgz wheels data build-root; do ln -s "$PWD/$BUNDLE/$f" "$B/$f"; done
 # GPU_RUN_DRY=1 runs the same steps on a machine without a GPU (to check this script itself).
 [ "${GPU_RUN_DRY:-0}" = 1 ] || export BATCHCRYPT_REQUIRE_GPU=1
-export BATCHCRYPT_SHARED_DATA=$PWD/$B/data RUST_BACKTRACE=1 BATCHCRYPT_BIN=$PWD/$B/bin/batchcrypt
+export BATCHCRYPT_SHARED_DATA=$B/data RUST_BACKTRACE=1 BATCHCRYPT_BIN=$B/bin/batchcrypt
 # Test binaries locate tests/data by the path of the checkout they were built in.
 root=$(cat "$B/build-root")
 if [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
