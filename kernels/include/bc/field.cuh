@@ -49,39 +49,65 @@ BC_DEVICE bool geq_n(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
     return true;
 }
 
-// t = a * b (512 bits): row by row, each row one carry chain for the low halves of the partial
-// products and one for the high halves.
+#ifdef __CUDA_ARCH__
+// One row of a multiplication on ten limbs: t += x * y, or with `reduce` (a Montgomery
+// reduction step) t += (t[0] * y) * x. Low halves go into t[0..7], high halves into t[1..8],
+// carries into t[8..9], each chain one madc sequence (the carry flag lives only inside one asm
+// block). The asm works on its own copies of t and writes them back last: an input may share a
+// register with an output when the compiler knows their values equal (m = t[0] when
+// -p^-1 = 1 mod 2^32, as for SM2), and must not be overwritten while still to be read.
+BC_DEVICE void mad_row(uint32_t t[LIMBS + 2], const uint32_t x[LIMBS], uint32_t y, bool reduce) {
+#define BC_ROW_BODY                                                                                   \
+    "mad.lo.cc.u32  t0, %10, m, t0;\n\t"                                                        \
+    "madc.lo.cc.u32 t1, %11, m, t1;\n\t"                                                        \
+    "madc.lo.cc.u32 t2, %12, m, t2;\n\t"                                                        \
+    "madc.lo.cc.u32 t3, %13, m, t3;\n\t"                                                        \
+    "madc.lo.cc.u32 t4, %14, m, t4;\n\t"                                                        \
+    "madc.lo.cc.u32 t5, %15, m, t5;\n\t"                                                        \
+    "madc.lo.cc.u32 t6, %16, m, t6;\n\t"                                                        \
+    "madc.lo.cc.u32 t7, %17, m, t7;\n\t"                                                        \
+    "addc.cc.u32    t8, t8, 0;\n\t"                                                             \
+    "addc.u32       t9, t9, 0;\n\t"                                                             \
+    "mad.hi.cc.u32  t1, %10, m, t1;\n\t"                                                        \
+    "madc.hi.cc.u32 t2, %11, m, t2;\n\t"                                                        \
+    "madc.hi.cc.u32 t3, %12, m, t3;\n\t"                                                        \
+    "madc.hi.cc.u32 t4, %13, m, t4;\n\t"                                                        \
+    "madc.hi.cc.u32 t5, %14, m, t5;\n\t"                                                        \
+    "madc.hi.cc.u32 t6, %15, m, t6;\n\t"                                                        \
+    "madc.hi.cc.u32 t7, %16, m, t7;\n\t"                                                        \
+    "madc.hi.cc.u32 t8, %17, m, t8;\n\t"                                                        \
+    "addc.u32       t9, t9, 0;\n\t"
+#define BC_ROW_IN "mov.b32 t0, %0; mov.b32 t1, %1; mov.b32 t2, %2; mov.b32 t3, %3; mov.b32 t4, %4;\n\t" \
+              "mov.b32 t5, %5; mov.b32 t6, %6; mov.b32 t7, %7; mov.b32 t8, %8; mov.b32 t9, %9;\n\t"
+#define BC_ROW_OUT "mov.b32 %0, t0; mov.b32 %1, t1; mov.b32 %2, t2; mov.b32 %3, t3; mov.b32 %4, t4;\n\t" \
+               "mov.b32 %5, t5; mov.b32 %6, t6; mov.b32 %7, t7; mov.b32 %8, t8; mov.b32 %9, t9;"
+#define BC_ROW_OPERANDS                                                                                              \
+    : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), \
+      "+r"(t[9])                                                                                                 \
+    : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(y)
+    if (reduce) {
+        asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
+            "mul.lo.u32 m, t0, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
+    } else {
+        asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
+            "mov.b32 m, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
+    }
+#undef BC_ROW_BODY
+#undef BC_ROW_IN
+#undef BC_ROW_OUT
+#undef BC_ROW_OPERANDS
+}
+#endif
+
+// t = a * b (512 bits), row by row.
 BC_DEVICE void mul_wide(uint32_t t[2 * LIMBS], const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
 #ifdef __CUDA_ARCH__
-    // One asm block per row: the carry flag lives only inside a block (the compiler may place
-    // other instructions between separate statements).
-    uint32_t w[2 * LIMBS + 1];
+    uint32_t w[2 * LIMBS + 2];
 #pragma unroll
-    for (int i = 0; i < 2 * LIMBS + 1; ++i) w[i] = 0;
+    for (int i = 0; i < 2 * LIMBS + 2; ++i) w[i] = 0;
+    // Row i adds a * b_i at limb i; limbs i + 8 and i + 9 take its carries.
 #pragma unroll
-    for (int i = 0; i < LIMBS; ++i) {
-        // Before row i, w[i + 8] holds at most a carry and w[i + 9] is zero, so no carry is lost.
-        asm("mad.lo.cc.u32  %0, %10, %18, %0;\n\t"
-            "madc.lo.cc.u32 %1, %11, %18, %1;\n\t"
-            "madc.lo.cc.u32 %2, %12, %18, %2;\n\t"
-            "madc.lo.cc.u32 %3, %13, %18, %3;\n\t"
-            "madc.lo.cc.u32 %4, %14, %18, %4;\n\t"
-            "madc.lo.cc.u32 %5, %15, %18, %5;\n\t"
-            "madc.lo.cc.u32 %6, %16, %18, %6;\n\t"
-            "madc.lo.cc.u32 %7, %17, %18, %7;\n\t"
-            "addc.u32       %8, %8, 0;\n\t"
-            "mad.hi.cc.u32  %1, %10, %18, %1;\n\t"
-            "madc.hi.cc.u32 %2, %11, %18, %2;\n\t"
-            "madc.hi.cc.u32 %3, %12, %18, %3;\n\t"
-            "madc.hi.cc.u32 %4, %13, %18, %4;\n\t"
-            "madc.hi.cc.u32 %5, %14, %18, %5;\n\t"
-            "madc.hi.cc.u32 %6, %15, %18, %6;\n\t"
-            "madc.hi.cc.u32 %7, %16, %18, %7;\n\t"
-            "madc.hi.cc.u32 %8, %17, %18, %8;\n\t"
-            "addc.u32       %9, %9, 0;"
-            : "+r"(w[i]), "+r"(w[i + 1]), "+r"(w[i + 2]), "+r"(w[i + 3]), "+r"(w[i + 4]), "+r"(w[i + 5]), "+r"(w[i + 6]), "+r"(w[i + 7]), "+r"(w[i + 8]), "+r"(w[i + 9])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[i]));
-    }
+    for (int i = 0; i < LIMBS; ++i) mad_row(w + i, a, b[i], false);
 #pragma unroll
     for (int i = 0; i < 2 * LIMBS; ++i) t[i] = w[i];
 #else
@@ -174,55 +200,6 @@ struct Fp {
         return r;
     }
 
-#ifdef __CUDA_ARCH__
-    // One CIOS half-row on ten limbs: t += x * y, or with `reduce`, t += (t[0] * y) * x. Low
-    // halves go into t[0..7], high halves into t[1..8], carries into t[8..9], each chain one
-    // madc sequence. The asm works on its own copies of t and writes them back last: an input
-    // may share a register with an output when the compiler knows their values equal (m = t[0]
-    // when -p^-1 = 1 mod 2^32, as for SM2), and must not be overwritten while still to be read.
-    static BC_DEVICE void row(uint32_t t[LIMBS + 2], const uint32_t x[LIMBS], uint32_t y, bool reduce) {
-#define BC_ROW_BODY                                                                                   \
-        "mad.lo.cc.u32  t0, %10, m, t0;\n\t"                                                        \
-        "madc.lo.cc.u32 t1, %11, m, t1;\n\t"                                                        \
-        "madc.lo.cc.u32 t2, %12, m, t2;\n\t"                                                        \
-        "madc.lo.cc.u32 t3, %13, m, t3;\n\t"                                                        \
-        "madc.lo.cc.u32 t4, %14, m, t4;\n\t"                                                        \
-        "madc.lo.cc.u32 t5, %15, m, t5;\n\t"                                                        \
-        "madc.lo.cc.u32 t6, %16, m, t6;\n\t"                                                        \
-        "madc.lo.cc.u32 t7, %17, m, t7;\n\t"                                                        \
-        "addc.cc.u32    t8, t8, 0;\n\t"                                                             \
-        "addc.u32       t9, t9, 0;\n\t"                                                             \
-        "mad.hi.cc.u32  t1, %10, m, t1;\n\t"                                                        \
-        "madc.hi.cc.u32 t2, %11, m, t2;\n\t"                                                        \
-        "madc.hi.cc.u32 t3, %12, m, t3;\n\t"                                                        \
-        "madc.hi.cc.u32 t4, %13, m, t4;\n\t"                                                        \
-        "madc.hi.cc.u32 t5, %14, m, t5;\n\t"                                                        \
-        "madc.hi.cc.u32 t6, %15, m, t6;\n\t"                                                        \
-        "madc.hi.cc.u32 t7, %16, m, t7;\n\t"                                                        \
-        "madc.hi.cc.u32 t8, %17, m, t8;\n\t"                                                        \
-        "addc.u32       t9, t9, 0;\n\t"
-#define BC_ROW_IN "mov.b32 t0, %0; mov.b32 t1, %1; mov.b32 t2, %2; mov.b32 t3, %3; mov.b32 t4, %4;\n\t" \
-                  "mov.b32 t5, %5; mov.b32 t6, %6; mov.b32 t7, %7; mov.b32 t8, %8; mov.b32 t9, %9;\n\t"
-#define BC_ROW_OUT "mov.b32 %0, t0; mov.b32 %1, t1; mov.b32 %2, t2; mov.b32 %3, t3; mov.b32 %4, t4;\n\t" \
-                   "mov.b32 %5, t5; mov.b32 %6, t6; mov.b32 %7, t7; mov.b32 %8, t8; mov.b32 %9, t9;"
-#define BC_ROW_OPERANDS                                                                                              \
-        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), \
-          "+r"(t[9])                                                                                                 \
-        : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(y)
-        if (reduce) {
-            asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
-                "mul.lo.u32 m, t0, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
-        } else {
-            asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
-                "mov.b32 m, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
-        }
-#undef BC_ROW_BODY
-#undef BC_ROW_IN
-#undef BC_ROW_OUT
-#undef BC_ROW_OPERANDS
-    }
-#endif
-
     // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^256: the running
     // value stays below 2p, with its 257th bit kept in t[8]. On the GPU each row is two carry
     // chains for a * b_i and two for m * p (PTX madc); on the host, plain 64-bit arithmetic.
@@ -235,8 +212,8 @@ struct Fp {
         for (int i = 0; i < LIMBS; ++i) {
 #ifdef __CUDA_ARCH__
             // t += a * b_i, then t += m * p with m chosen so that t[0] becomes zero.
-            row(t, a, b[i], false);
-            row(t, p, P::INV, true);
+            mad_row(t, a, b[i], false);
+            mad_row(t, p, P::INV, true);
 #else
             uint64_t c = 0;
             for (int j = 0; j < LIMBS; ++j) {
