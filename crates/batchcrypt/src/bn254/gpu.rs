@@ -5,7 +5,7 @@ use super::msm::{Kernels, RawJacobian, Shape, SCAN_THREADS};
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
 use crate::error::Result;
 use super::Fr;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg, ValidAsZeroBits};
 use std::sync::{Arc, Mutex};
 
 const POINT_BYTES: u64 = 96;
@@ -96,7 +96,7 @@ pub fn kernel_seconds(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Resu
     crate::backend::cuda::time_on_stream(&st, iters, || super::msm::window_sums(&mut k, &s, &dev).map(drop))
 }
 
-fn alloc<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(stream: &std::sync::Arc<cudarc::driver::CudaStream>, len: usize, zeroed: bool) -> Result<CudaSlice<T>> {
+fn alloc<T: DeviceRepr + ValidAsZeroBits>(stream: &Arc<CudaStream>, len: usize, zeroed: bool) -> Result<CudaSlice<T>> {
     if zeroed {
         return stream.alloc_zeros::<T>(len).map_err(driver_err("cuMemAlloc"));
     }
