@@ -16,7 +16,8 @@ const GROUP: &str = "aes";
 
 fn openssl_ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) {
     let mut c = CipherCtx::new().unwrap();
-    c.encrypt_init(Some(Cipher::aes_128_ctr()), Some(key.bytes()), Some(iv)).unwrap();
+    c.encrypt_init(Some(Cipher::aes_128_ctr()), Some(key.bytes()), Some(iv))
+        .unwrap();
     update(&mut c, input, output);
 }
 
@@ -29,7 +30,8 @@ fn update(c: &mut CipherCtx, input: &[u8], output: &mut [u8]) {
 
 fn openssl_gcm(key: &Key, iv: &[u8], input: &[u8], output: &mut [u8]) -> [u8; 16] {
     let mut c = CipherCtx::new().unwrap();
-    c.encrypt_init(Some(Cipher::aes_128_gcm()), Some(key.bytes()), Some(iv)).unwrap();
+    c.encrypt_init(Some(Cipher::aes_128_gcm()), Some(key.bytes()), Some(iv))
+        .unwrap();
     update(&mut c, input, output);
     c.cipher_final(&mut []).unwrap();
     let mut tag = [0u8; 16];
@@ -42,7 +44,11 @@ fn has_gpu() -> bool {
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    let sizes: &[usize] = if quick { &[1 << 20, 16 << 20] } else { &[1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30] };
+    let sizes: &[usize] = if quick {
+        &[1 << 20, 16 << 20]
+    } else {
+        &[1 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30]
+    };
     let key = Key::new(&[0x42; 16])?;
     let iv = [7u8; 16];
     let nonce = [9u8; 12];
@@ -59,12 +65,31 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             pageable.h2d / 1e9,
             pageable.d2h / 1e9
         );
-        rep.add(GROUP, "link", "pinned host to device", 1, 32 << 20, (32 << 20) as f64 / pinned.h2d, None);
-        rep.add(GROUP, "link", "pinned device to host", 1, 32 << 20, (32 << 20) as f64 / pinned.d2h, None);
+        rep.add(
+            GROUP,
+            "link",
+            "pinned host to device",
+            1,
+            32 << 20,
+            (32 << 20) as f64 / pinned.h2d,
+            None,
+        );
+        rep.add(
+            GROUP,
+            "link",
+            "pinned device to host",
+            1,
+            32 << 20,
+            (32 << 20) as f64 / pinned.d2h,
+            None,
+        );
     }
     rep.header("AES-128 CTR and GCM over one buffer: ours vs OpenSSL (same key, IV and data; outputs checked equal)");
     let biggest = *sizes.iter().max().unwrap();
-    let data: Vec<u8> = (0..biggest).into_par_iter().map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+    let data: Vec<u8> = (0..biggest)
+        .into_par_iter()
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
+        .collect();
     let mut want = vec![0u8; biggest];
     let mut out = vec![0u8; biggest];
     for &n in sizes {
@@ -83,19 +108,51 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             // OpenSSL on all cores: one piece per thread.
             let piece = n.div_ceil(threads).next_multiple_of(16);
             let t = time(reps, || {
-                input.par_chunks(piece).zip(out[..n].par_chunks_mut(piece)).enumerate().for_each(|(i, (a, b))| match mode {
-                    "ctr" => openssl_ctr(&key, &batchcrypt::aes::gcm::add128(&iv, (i * piece / 16) as u64), a, b),
-                    _ => drop(openssl_gcm(&key, &[i as u8; 12], a, b)),
-                })
+                input
+                    .par_chunks(piece)
+                    .zip(out[..n].par_chunks_mut(piece))
+                    .enumerate()
+                    .for_each(|(i, (a, b))| match mode {
+                        "ctr" => openssl_ctr(
+                            &key,
+                            &batchcrypt::aes::gcm::add128(&iv, (i * piece / 16) as u64),
+                            a,
+                            b,
+                        ),
+                        _ => drop(openssl_gcm(&key, &[i as u8; 12], a, b)),
+                    })
             });
             if mode == "ctr" {
-                anyhow::ensure!(out[..n] == want[..n], "OpenSSL pieces disagree with one OpenSSL call");
+                anyhow::ensure!(
+                    out[..n] == want[..n],
+                    "OpenSSL pieces disagree with one OpenSSL call"
+                );
             }
-            rep.add(GROUP, &case, "openssl all cores", blocks, n as u64, t, Some("openssl 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "openssl all cores",
+                blocks,
+                n as u64,
+                t,
+                Some("openssl 1 core"),
+            );
             // Ours, each backend forced, then the dispatcher's choice.
-            let mut choices = vec![("ours cpu (openssl backend)", BackendChoice::Exact(Backend::OpenSsl)), ("ours cpu (rustcrypto backend)", BackendChoice::Exact(Backend::Portable))];
+            let mut choices = vec![
+                (
+                    "ours cpu (openssl backend)",
+                    BackendChoice::Exact(Backend::OpenSsl),
+                ),
+                (
+                    "ours cpu (rustcrypto backend)",
+                    BackendChoice::Exact(Backend::Portable),
+                ),
+            ];
             if has_gpu() {
-                choices.push(("ours gpu from host memory", BackendChoice::Exact(Backend::Cuda)));
+                choices.push((
+                    "ours gpu from host memory",
+                    BackendChoice::Exact(Backend::Cuda),
+                ));
             }
             choices.push(("ours auto", BackendChoice::Auto));
             for (name, choice) in choices {
@@ -104,21 +161,53 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 let mut tag = [0u8; 16];
                 let t = time(reps, || {
                     let r = match mode {
-                        "ctr" => engine.aes().ctr(&key, &iv, input, &mut out[..n]).map(|o| o.backend),
-                        _ => engine.aes().gcm_encrypt(&key, &nonce, &[], input, &mut out[..n]).map(|o| {
-                            tag = o.value;
-                            o.backend
-                        }),
+                        "ctr" => engine
+                            .aes()
+                            .ctr(&key, &iv, input, &mut out[..n])
+                            .map(|o| o.backend),
+                        _ => engine
+                            .aes()
+                            .gcm_encrypt(&key, &nonce, &[], input, &mut out[..n])
+                            .map(|o| {
+                                tag = o.value;
+                                o.backend
+                            }),
                     };
                     ran = Some(r.expect("AES call failed"));
                 });
-                anyhow::ensure!(out[..n] == want[..n] && (mode == "ctr" || tag == want_tag), "{name} disagrees with OpenSSL on {case}");
-                let name = if choice == BackendChoice::Auto { format!("{name} (ran {})", ran.unwrap()) } else { name.to_string() };
-                rep.add(GROUP, &case, &name, blocks, n as u64, t, Some("openssl all cores"));
+                anyhow::ensure!(
+                    out[..n] == want[..n] && (mode == "ctr" || tag == want_tag),
+                    "{name} disagrees with OpenSSL on {case}"
+                );
+                let name = if choice == BackendChoice::Auto {
+                    format!("{name} (ran {})", ran.unwrap())
+                } else {
+                    name.to_string()
+                };
+                rep.add(
+                    GROUP,
+                    &case,
+                    &name,
+                    blocks,
+                    n as u64,
+                    t,
+                    Some("openssl all cores"),
+                );
             }
             #[cfg(feature = "cuda")]
             if has_gpu() {
-                gpu_resident(rep, &case, mode, &key, &iv, &nonce, input, &want[..n], want_tag, reps)?;
+                gpu_resident(
+                    rep,
+                    &case,
+                    mode,
+                    &key,
+                    &iv,
+                    &nonce,
+                    input,
+                    &want[..n],
+                    want_tag,
+                    reps,
+                )?;
             }
         }
     }
@@ -128,11 +217,30 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
 /// Rows for data already in GPU memory: the kernel alone (event-timed) and our device call.
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
-fn gpu_resident(rep: &mut Report, case: &str, mode: &str, key: &Key, iv: &[u8; 16], nonce: &[u8], input: &[u8], want: &[u8], want_tag: [u8; 16], reps: usize) -> anyhow::Result<()> {
+fn gpu_resident(
+    rep: &mut Report,
+    case: &str,
+    mode: &str,
+    key: &Key,
+    iv: &[u8; 16],
+    nonce: &[u8],
+    input: &[u8],
+    want: &[u8],
+    want_tag: [u8; 16],
+    reps: usize,
+) -> anyhow::Result<()> {
     let n = input.len();
     let blocks = n.div_ceil(16) as u64;
     let t = batchcrypt::aes::gpu::kernel_seconds(key, mode == "gcm", n, reps.max(5))?;
-    rep.add(GROUP, case, "ours gpu kernel (data in GPU memory)", blocks, n as u64, t, Some("openssl all cores"));
+    rep.add(
+        GROUP,
+        case,
+        "ours gpu kernel (data in GPU memory)",
+        blocks,
+        n as u64,
+        t,
+        Some("openssl all cores"),
+    );
     let gpu = batchcrypt::backend::cuda::Gpu::available()?;
     let stream = gpu.stream()?;
     let engine = Engine::with_backend(BackendChoice::Gpu);
@@ -145,7 +253,10 @@ fn gpu_resident(rep: &mut Report, case: &str, mode: &str, key: &Key, iv: &[u8; 1
         stream.synchronize()?;
         let t0 = std::time::Instant::now();
         let tag = match mode {
-            "ctr" => engine.aes().ctr_device(key, iv, &mut d).map(|_| [0u8; 16])?,
+            "ctr" => engine
+                .aes()
+                .ctr_device(key, iv, &mut d)
+                .map(|_| [0u8; 16])?,
             _ => engine.aes().gcm_encrypt_device(key, nonce, &[], &mut d)?,
         };
         if i > 0 {
@@ -154,34 +265,80 @@ fn gpu_resident(rep: &mut Report, case: &str, mode: &str, key: &Key, iv: &[u8; 1
         check = Some((stream.clone_dtoh(&d)?, tag));
     }
     let (got, tag) = check.unwrap();
-    anyhow::ensure!(got[..] == want[..] && (mode == "ctr" || tag == want_tag), "GPU device call disagrees with OpenSSL on {case}");
+    anyhow::ensure!(
+        got[..] == want[..] && (mode == "ctr" || tag == want_tag),
+        "GPU device call disagrees with OpenSSL on {case}"
+    );
     times.sort_by(f64::total_cmp);
-    rep.add(GROUP, case, "ours gpu call (data in GPU memory)", blocks, n as u64, times[times.len() / 2], Some("openssl all cores"));
+    rep.add(
+        GROUP,
+        case,
+        "ours gpu call (data in GPU memory)",
+        blocks,
+        n as u64,
+        times[times.len() / 2],
+        Some("openssl all cores"),
+    );
     // From page-locked host memory to page-locked host memory: the copy engines read and write the
     // buffers directly. Compared with the pinned upload bandwidth measured above.
     // SAFETY: both buffers are written before they are read.
-    let (mut pin_in, mut pin_out) = unsafe { (gpu.context().alloc_pinned::<u8>(n.max(1))?, gpu.context().alloc_pinned::<u8>(n.max(1))?) };
+    let (mut pin_in, mut pin_out) = unsafe {
+        (
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+        )
+    };
     pin_in.as_mut_slice()?[..n].copy_from_slice(input);
     let pin_in = &pin_in.as_slice()?[..n];
     let pin_out = &mut pin_out.as_mut_slice()?[..n];
     let mut tag = [0u8; 16];
     let t = time(reps, || {
         tag = match mode {
-            "ctr" => engine.aes().ctr(key, iv, pin_in, pin_out).map(|_| [0u8; 16]),
-            _ => engine.aes().gcm_encrypt(key, nonce, &[], pin_in, pin_out).map(|o| o.value),
+            "ctr" => engine
+                .aes()
+                .ctr(key, iv, pin_in, pin_out)
+                .map(|_| [0u8; 16]),
+            _ => engine
+                .aes()
+                .gcm_encrypt(key, nonce, &[], pin_in, pin_out)
+                .map(|o| o.value),
         }
         .expect("AES call failed")
     });
-    anyhow::ensure!(pin_out[..] == want[..] && (mode == "ctr" || tag == want_tag), "GPU from pinned memory disagrees with OpenSSL on {case}");
-    rep.add(GROUP, case, "ours gpu from pinned host memory", blocks, n as u64, t, Some("openssl all cores"));
-    let link = rep.rows.iter().find(|r| r.case == "link" && r.implementation == "pinned host to device").map(|r| r.bytes_per_s);
+    anyhow::ensure!(
+        pin_out[..] == want[..] && (mode == "ctr" || tag == want_tag),
+        "GPU from pinned memory disagrees with OpenSSL on {case}"
+    );
+    rep.add(
+        GROUP,
+        case,
+        "ours gpu from pinned host memory",
+        blocks,
+        n as u64,
+        t,
+        Some("openssl all cores"),
+    );
+    let link = rep
+        .rows
+        .iter()
+        .find(|r| r.case == "link" && r.implementation == "pinned host to device")
+        .map(|r| r.bytes_per_s);
     if let Some(up) = link {
-        println!("{case}: from pinned host memory at {:.0}% of the pinned upload bandwidth", 100.0 * n as f64 / t / up);
+        println!(
+            "{case}: from pinned host memory at {:.0}% of the pinned upload bandwidth",
+            100.0 * n as f64 / t / up
+        );
     }
     let auto = Engine::with_backend(BackendChoice::Auto);
     let r = match mode {
-        "ctr" => auto.aes().ctr(key, iv, pin_in, pin_out).map(|o| o.backend)?,
-        _ => auto.aes().gcm_encrypt(key, nonce, &[], pin_in, pin_out).map(|o| o.backend)?,
+        "ctr" => auto
+            .aes()
+            .ctr(key, iv, pin_in, pin_out)
+            .map(|o| o.backend)?,
+        _ => auto
+            .aes()
+            .gcm_encrypt(key, nonce, &[], pin_in, pin_out)
+            .map(|o| o.backend)?,
     };
     println!("{case}: from pinned host memory the dispatcher picks {r}");
     Ok(())

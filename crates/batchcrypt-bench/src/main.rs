@@ -35,7 +35,9 @@ fn main() -> anyhow::Result<()> {
             "sm2" => sm2::run(&mut rep, args.quick)?,
             "aes" => aes::run(&mut rep, args.quick)?,
             "bn254" => bn254::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, bn254)"),
+            other => anyhow::bail!(
+                "unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, bn254)"
+            ),
         }
     }
     if let Some(path) = &args.json {

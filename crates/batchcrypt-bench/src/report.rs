@@ -43,33 +43,88 @@ impl Report {
 
     pub fn header(&self, title: &str) {
         println!("\n== {title}");
-        println!("{:<34} {:<36} {:>12} {:>10} {:>9}", "case", "implementation", "M items/s", "GB/s", "ratio");
+        println!(
+            "{:<34} {:<36} {:>12} {:>10} {:>9}",
+            "case", "implementation", "M items/s", "GB/s", "ratio"
+        );
     }
 
     /// Records one measurement; `baseline` names the implementation of the same case to compare to.
-    pub fn add(&mut self, group: &str, case: &str, implementation: &str, items: u64, bytes: u64, seconds: f64, baseline: Option<&str>) {
+    pub fn add(
+        &mut self,
+        group: &str,
+        case: &str,
+        implementation: &str,
+        items: u64,
+        bytes: u64,
+        seconds: f64,
+        baseline: Option<&str>,
+    ) {
         let items_per_s = items as f64 / seconds;
         let ratio = baseline.and_then(|b| {
-            self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == b).map(|r| items_per_s / r.items_per_s)
+            self.rows
+                .iter()
+                .find(|r| r.group == group && r.case == case && r.implementation == b)
+                .map(|r| items_per_s / r.items_per_s)
         });
-        self.record(group, case, implementation, items, bytes, seconds, ratio, baseline);
+        self.record(
+            group,
+            case,
+            implementation,
+            items,
+            bytes,
+            seconds,
+            ratio,
+            baseline,
+        );
     }
 
     /// Seconds per item of a recorded row.
     pub fn per_item(&self, group: &str, case: &str, implementation: &str) -> Option<f64> {
-        self.rows.iter().find(|r| r.group == group && r.case == case && r.implementation == implementation).map(|r| 1.0 / r.items_per_s)
+        self.rows
+            .iter()
+            .find(|r| r.group == group && r.case == case && r.implementation == implementation)
+            .map(|r| 1.0 / r.items_per_s)
     }
 
     /// Records one measurement compared with a baseline from another case (`base_s`: its seconds
     /// per item, named `base_name`).
-    pub fn add_vs(&mut self, group: &str, case: &str, implementation: &str, items: u64, seconds: f64, base_s: f64, base_name: &str) {
+    pub fn add_vs(
+        &mut self,
+        group: &str,
+        case: &str,
+        implementation: &str,
+        items: u64,
+        seconds: f64,
+        base_s: f64,
+        base_name: &str,
+    ) {
         let ratio = base_s.is_finite().then(|| items as f64 / seconds * base_s);
-        self.record(group, case, implementation, items, 0, seconds, ratio, Some(base_name));
+        self.record(
+            group,
+            case,
+            implementation,
+            items,
+            0,
+            seconds,
+            ratio,
+            Some(base_name),
+        );
     }
 
     /// Prints the table line and keeps the row.
     #[allow(clippy::too_many_arguments)]
-    fn record(&mut self, group: &str, case: &str, implementation: &str, items: u64, bytes: u64, seconds: f64, ratio: Option<f64>, baseline: Option<&str>) {
+    fn record(
+        &mut self,
+        group: &str,
+        case: &str,
+        implementation: &str,
+        items: u64,
+        bytes: u64,
+        seconds: f64,
+        ratio: Option<f64>,
+        baseline: Option<&str>,
+    ) {
         let items_per_s = items as f64 / seconds;
         println!(
             "{:<34} {:<36} {:>12.3} {:>10.2} {:>9}",
@@ -77,7 +132,9 @@ impl Report {
             implementation,
             items_per_s / 1e6,
             bytes as f64 / seconds / 1e9,
-            ratio.map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into())
+            ratio
+                .map(|r| format!("{r:.2}x"))
+                .unwrap_or_else(|| "-".into())
         );
         self.rows.push(Row {
             group: group.into(),

@@ -5,7 +5,9 @@ use crate::report::{time, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::{Backend, BackendChoice, Engine};
 use rayon::prelude::*;
-use secp256k1::{ecdsa::Signature, schnorr, Keypair, Message, PublicKey, SecretKey, XOnlyPublicKey};
+use secp256k1::{
+    ecdsa::Signature, schnorr, Keypair, Message, PublicKey, SecretKey, XOnlyPublicKey,
+};
 
 const GROUP: &str = "secp256k1";
 
@@ -23,7 +25,15 @@ struct Batch {
 /// `n` valid signatures over random hashes with random keys (DER, compressed keys), and BIP340
 /// signatures of the same hashes.
 fn batch(n: usize) -> Batch {
-    type Item = ([u8; 32], Vec<u8>, Vec<u8>, (Message, Signature, PublicKey), [u8; 64], [u8; 32], (schnorr::Signature, XOnlyPublicKey));
+    type Item = (
+        [u8; 32],
+        Vec<u8>,
+        Vec<u8>,
+        (Message, Signature, PublicKey),
+        [u8; 64],
+        [u8; 32],
+        (schnorr::Signature, XOnlyPublicKey),
+    );
     let items: Vec<Item> = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -38,10 +48,26 @@ fn batch(n: usize) -> Batch {
             let kp = Keypair::from_secret_key(&sk);
             let ssig = schnorr::sign_no_aux_rand(&hash, &kp);
             let xonly = kp.x_only_public_key().0;
-            (hash, sig.serialize_der().to_vec(), pk.serialize().to_vec(), (msg, sig, pk), ssig.to_byte_array(), xonly.to_byte_array(), (ssig, xonly))
+            (
+                hash,
+                sig.serialize_der().to_vec(),
+                pk.serialize().to_vec(),
+                (msg, sig, pk),
+                ssig.to_byte_array(),
+                xonly.to_byte_array(),
+                (ssig, xonly),
+            )
         })
         .collect();
-    let mut b = Batch { hashes: vec![], sigs: vec![], keys: vec![], parsed: vec![], schnorr: vec![], xonly: vec![], schnorr_parsed: vec![] };
+    let mut b = Batch {
+        hashes: vec![],
+        sigs: vec![],
+        keys: vec![],
+        parsed: vec![],
+        schnorr: vec![],
+        xonly: vec![],
+        schnorr_parsed: vec![],
+    };
     for (h, s, k, p, ss, x, sp) in items {
         b.hashes.push(h);
         b.sigs.push(s);
@@ -62,18 +88,32 @@ const SINGLE_MAX: usize = 1 << 13;
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let max_log = if quick { 14 } else { 22 };
-    let opts = EcdsaOptions { format: SigFormat::Der, require_low_s: false };
-    rep.header("secp256k1 verification: ours vs libsecp256k1 (same signatures; DER, compressed keys)");
+    let opts = EcdsaOptions {
+        format: SigFormat::Der,
+        require_low_s: false,
+    };
+    rep.header(
+        "secp256k1 verification: ours vs libsecp256k1 (same signatures; DER, compressed keys)",
+    );
     for log in (10..=max_log).step_by(2) {
         let n = 1usize << log;
         let b = batch(n);
-        let reps = if log >= 20 { 2 } else if log >= 16 { 3 } else { 5 };
+        let reps = if log >= 20 {
+            2
+        } else if log >= 16 {
+            3
+        } else {
+            5
+        };
         let (cpu_n, single_n) = (n.min(CPU_MAX), n.min(SINGLE_MAX));
         let sigs: Vec<&[u8]> = b.sigs.iter().map(|s| s.as_slice()).collect();
         let keys: Vec<&[u8]> = b.keys.iter().map(|k| k.as_slice()).collect();
         let msgs: Vec<&[u8]> = b.hashes.iter().map(|h| h.as_slice()).collect();
         for schnorr_scheme in [false, true] {
-            let case = format!("{} verify 2^{log}", if schnorr_scheme { "schnorr" } else { "ecdsa" });
+            let case = format!(
+                "{} verify 2^{log}",
+                if schnorr_scheme { "schnorr" } else { "ecdsa" }
+            );
             let peer = |k: usize| match schnorr_scheme {
                 false => {
                     let (m, s, p) = &b.parsed[k];
@@ -85,25 +125,63 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 }
             };
             let t = time(reps, || assert!((0..single_n).all(peer)));
-            rep.add(GROUP, &case, "libsecp256k1 1 core", single_n as u64, 0, t, None);
+            rep.add(
+                GROUP,
+                &case,
+                "libsecp256k1 1 core",
+                single_n as u64,
+                0,
+                t,
+                None,
+            );
             let t = time(reps, || assert!((0..cpu_n).into_par_iter().all(peer)));
-            rep.add(GROUP, &case, "libsecp256k1 all cores", cpu_n as u64, 0, t, Some("libsecp256k1 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "libsecp256k1 all cores",
+                cpu_n as u64,
+                0,
+                t,
+                Some("libsecp256k1 1 core"),
+            );
             // The same from the encodings (libsecp256k1's own DER, key and x-only parsers), which
             // is the work our end-to-end rows do.
             let peer_encoded = |k: usize| match schnorr_scheme {
-                false => match (Signature::from_der(&b.sigs[k]), PublicKey::from_slice(&b.keys[k])) {
-                    (Ok(s), Ok(p)) => secp256k1::ecdsa::verify(&s, Message::from_digest(b.hashes[k]), &p).is_ok(),
+                false => match (
+                    Signature::from_der(&b.sigs[k]),
+                    PublicKey::from_slice(&b.keys[k]),
+                ) {
+                    (Ok(s), Ok(p)) => {
+                        secp256k1::ecdsa::verify(&s, Message::from_digest(b.hashes[k]), &p).is_ok()
+                    }
                     _ => false,
                 },
                 true => match XOnlyPublicKey::from_byte_array(b.xonly[k]) {
-                    Ok(x) => schnorr::verify(&schnorr::Signature::from_byte_array(b.schnorr[k]), &b.hashes[k], &x).is_ok(),
+                    Ok(x) => schnorr::verify(
+                        &schnorr::Signature::from_byte_array(b.schnorr[k]),
+                        &b.hashes[k],
+                        &x,
+                    )
+                    .is_ok(),
                     Err(_) => false,
                 },
             };
-            let t = time(reps, || assert!((0..cpu_n).into_par_iter().all(peer_encoded)));
-            rep.add(GROUP, &case, "libsecp256k1 all cores, parsing", cpu_n as u64, 0, t, Some("libsecp256k1 1 core"));
+            let t = time(reps, || {
+                assert!((0..cpu_n).into_par_iter().all(peer_encoded))
+            });
+            rep.add(
+                GROUP,
+                &case,
+                "libsecp256k1 all cores, parsing",
+                cpu_n as u64,
+                0,
+                t,
+                Some("libsecp256k1 1 core"),
+            );
             for backend in [Backend::Libsecp256k1, Backend::Cuda] {
-                if !backend.is_available() || !backend.implements(batchcrypt::backend::Primitive::Secp256k1) {
+                if !backend.is_available()
+                    || !backend.implements(batchcrypt::backend::Primitive::Secp256k1)
+                {
                     continue;
                 }
                 let e = Engine::with_backend(BackendChoice::Exact(backend));
@@ -111,21 +189,56 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 let mut all = false;
                 let t = time(reps, || {
                     let v = match schnorr_scheme {
-                        false => e.secp256k1().verify_ecdsa(&b.hashes[..m], &sigs[..m], &keys[..m], &opts),
-                        true => e.secp256k1().verify_schnorr(&msgs[..m], &b.schnorr[..m], &b.xonly[..m]),
+                        false => e.secp256k1().verify_ecdsa(
+                            &b.hashes[..m],
+                            &sigs[..m],
+                            &keys[..m],
+                            &opts,
+                        ),
+                        true => {
+                            e.secp256k1()
+                                .verify_schnorr(&msgs[..m], &b.schnorr[..m], &b.xonly[..m])
+                        }
                     };
                     all = v.unwrap().value.all_valid();
                 });
                 anyhow::ensure!(all, "{backend}: valid signatures rejected");
-                rep.add(GROUP, &case, &format!("batchcrypt {backend} (end to end)"), m as u64, 0, t, Some("libsecp256k1 1 core"));
+                rep.add(
+                    GROUP,
+                    &case,
+                    &format!("batchcrypt {backend} (end to end)"),
+                    m as u64,
+                    0,
+                    t,
+                    Some("libsecp256k1 1 core"),
+                );
                 #[cfg(feature = "cuda")]
                 if backend == Backend::Cuda {
                     let (t, v) = match schnorr_scheme {
-                        false => e.secp256k1().ecdsa_kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps.max(3))?,
-                        true => e.secp256k1().schnorr_kernel_seconds(&msgs, &b.schnorr, &b.xonly, reps.max(3))?,
+                        false => e.secp256k1().ecdsa_kernel_seconds(
+                            &b.hashes,
+                            &sigs,
+                            &keys,
+                            &opts,
+                            reps.max(3),
+                        )?,
+                        true => e.secp256k1().schnorr_kernel_seconds(
+                            &msgs,
+                            &b.schnorr,
+                            &b.xonly,
+                            reps.max(3),
+                        )?,
                     };
                     anyhow::ensure!(v.all_valid(), "GPU kernel rejected valid signatures");
-                    rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("libsecp256k1 1 core"));
+                    rep.add(
+                        GROUP,
+                        &case,
+                        "batchcrypt cuda (kernel only)",
+                        n as u64,
+                        0,
+                        t,
+                        Some("libsecp256k1 1 core"),
+                    );
                 }
             }
         }

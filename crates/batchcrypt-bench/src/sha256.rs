@@ -34,14 +34,25 @@ fn sha2_one(m: &[u8]) -> Digest {
 }
 
 fn cpu_backends() -> Vec<Backend> {
-    Backend::ALL.into_iter().filter(|b| !b.is_gpu() && b.implements(Primitive::Sha256) && b.is_available()).collect()
+    Backend::ALL
+        .into_iter()
+        .filter(|b| !b.is_gpu() && b.implements(Primitive::Sha256) && b.is_available())
+        .collect()
 }
 
 /// Our backends and the peers over `n` messages of `len` bytes, on `threads` threads.
-fn cpu_case(rep: &mut Report, len: usize, total: usize, reps: usize, threads: usize) -> anyhow::Result<()> {
+fn cpu_case(
+    rep: &mut Report,
+    len: usize,
+    total: usize,
+    reps: usize,
+    threads: usize,
+) -> anyhow::Result<()> {
     let n = (total / len).max(16);
     let buf = data(n * len, len as u64);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
     let case = format!("sha256 {} x {} B, {} thr", n, len, threads);
     let bytes = (n * len) as u64;
     pool.install(|| -> anyhow::Result<()> {
@@ -52,20 +63,43 @@ fn cpu_case(rep: &mut Report, len: usize, total: usize, reps: usize, threads: us
                     *o = f(m);
                 }
             } else {
-                out.par_iter_mut().zip(buf.par_chunks_exact(len)).for_each(|(o, m)| *o = f(m));
+                out.par_iter_mut()
+                    .zip(buf.par_chunks_exact(len))
+                    .for_each(|(o, m)| *o = f(m));
             }
         };
         let t = time(reps, || peer(openssl_one, &mut out));
         rep.add(GROUP, &case, "openssl", n as u64, bytes, t, None);
         let reference = out.clone();
         let t = time(reps, || peer(sha2_one, &mut out));
-        rep.add(GROUP, &case, "sha2 crate", n as u64, bytes, t, Some("openssl"));
+        rep.add(
+            GROUP,
+            &case,
+            "sha2 crate",
+            n as u64,
+            bytes,
+            t,
+            Some("openssl"),
+        );
         for b in cpu_backends() {
             let e = Engine::with_backend(BackendChoice::Exact(b));
             // Into the same buffer as the peers (allocating a fresh output would time page faults).
-            let t = time(reps, || e.sha256().hash_fixed_into(&buf, len, Mode::Single, &mut out).map(|_| ()).unwrap());
+            let t = time(reps, || {
+                e.sha256()
+                    .hash_fixed_into(&buf, len, Mode::Single, &mut out)
+                    .map(|_| ())
+                    .unwrap()
+            });
             anyhow::ensure!(out == reference, "{b} disagrees with OpenSSL");
-            rep.add(GROUP, &case, &format!("batchcrypt {b}"), n as u64, bytes, t, Some("openssl"));
+            rep.add(
+                GROUP,
+                &case,
+                &format!("batchcrypt {b}"),
+                n as u64,
+                bytes,
+                t,
+                Some("openssl"),
+            );
         }
         Ok(())
     })
@@ -90,11 +124,47 @@ fn single_message(rep: &mut Report, reps: usize) {
     let t_ours = run(&|m| batchcrypt::sha256::digest_double(m));
     let t_sha2 = run(&|m| sha2_one(&sha2_one(m)));
     std::hint::black_box(sink);
-    rep.add(GROUP, case, "openssl sha256", n as u64, 64 * n as u64, t_ossl1, None);
-    rep.add(GROUP, case, "openssl sha256d", n as u64, 64 * n as u64, t_ossl2, Some("openssl sha256"));
-    rep.add(GROUP, case, "sha2 crate sha256d", n as u64, 64 * n as u64, t_sha2, Some("openssl sha256"));
-    rep.add(GROUP, case, "batchcrypt sha256d", n as u64, 64 * n as u64, t_ours, Some("openssl sha256"));
-    println!("{:<34} batchcrypt sha256d vs openssl sha256d: {:.2}x", "", t_ossl2 / t_ours);
+    rep.add(
+        GROUP,
+        case,
+        "openssl sha256",
+        n as u64,
+        64 * n as u64,
+        t_ossl1,
+        None,
+    );
+    rep.add(
+        GROUP,
+        case,
+        "openssl sha256d",
+        n as u64,
+        64 * n as u64,
+        t_ossl2,
+        Some("openssl sha256"),
+    );
+    rep.add(
+        GROUP,
+        case,
+        "sha2 crate sha256d",
+        n as u64,
+        64 * n as u64,
+        t_sha2,
+        Some("openssl sha256"),
+    );
+    rep.add(
+        GROUP,
+        case,
+        "batchcrypt sha256d",
+        n as u64,
+        64 * n as u64,
+        t_ours,
+        Some("openssl sha256"),
+    );
+    println!(
+        "{:<34} batchcrypt sha256d vs openssl sha256d: {:.2}x",
+        "",
+        t_ossl2 / t_ours
+    );
 }
 
 #[cfg(feature = "cuda")]
@@ -128,24 +198,62 @@ fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         // block would; a fresh output allocation would time page faults, not hashing.
         let mut cpu_out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
         let mut done = None;
-        let t = time(reps.min(5), || done = Some(cpu.sha256().hash_fixed_into(&buf, 64, Mode::Double, &mut cpu_out).unwrap()));
+        let t = time(reps.min(5), || {
+            done = Some(
+                cpu.sha256()
+                    .hash_fixed_into(&buf, 64, Mode::Double, &mut cpu_out)
+                    .unwrap(),
+            )
+        });
         let done = done.unwrap();
         let base = format!("cpu {} ({} thr)", done.backend, done.threads);
         rep.add(GROUP, &case, &base, n as u64, bytes, t, None);
         let mut gpu_out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
-        let t = time(reps, || cuda.sha256().hash_fixed_into(&buf, 64, Mode::Double, &mut gpu_out).map(|_| ()).unwrap());
+        let t = time(reps, || {
+            cuda.sha256()
+                .hash_fixed_into(&buf, 64, Mode::Double, &mut gpu_out)
+                .map(|_| ())
+                .unwrap()
+        });
         anyhow::ensure!(gpu_out == cpu_out, "GPU and CPU disagree at 2^{log}");
-        rep.add(GROUP, &case, "gpu end to end (host mem)", n as u64, bytes, t, Some(&base));
+        rep.add(
+            GROUP,
+            &case,
+            "gpu end to end (host mem)",
+            n as u64,
+            bytes,
+            t,
+            Some(&base),
+        );
         let mut dev = DeviceBatch::upload(&Messages::fixed(&buf, 64)?)?;
         let t = dev.time_kernel(Mode::Double, reps * 2)?;
-        anyhow::ensure!(dev.download()? == cpu_out, "resident GPU result differs at 2^{log}");
-        rep.add(GROUP, &case, "gpu kernel only", n as u64, bytes, t, Some(&base));
+        anyhow::ensure!(
+            dev.download()? == cpu_out,
+            "resident GPU result differs at 2^{log}"
+        );
+        rep.add(
+            GROUP,
+            &case,
+            "gpu kernel only",
+            n as u64,
+            bytes,
+            t,
+            Some(&base),
+        );
     }
     let n = 1usize << 20;
     let buf = data(80 * n, 80);
     let mut dev = DeviceBatch::upload(&Messages::fixed(&buf, 80)?)?;
     let t = dev.time_kernel(Mode::Double, 11)?;
-    rep.add(GROUP, "sha256d 2^20 x 80 B", "gpu kernel only", n as u64, 80 * n as u64, t, None);
+    rep.add(
+        GROUP,
+        "sha256d 2^20 x 80 B",
+        "gpu kernel only",
+        n as u64,
+        80 * n as u64,
+        t,
+        None,
+    );
     Ok(())
 }
 
@@ -159,9 +267,15 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let (total, reps) = if quick { (2 << 20, 3) } else { (32 << 20, 7) };
     let all = rayon::current_num_threads();
     for threads in [1, all] {
-        rep.header(&format!("SHA-256, batches of equal-length messages, {threads} thread(s)"));
+        rep.header(&format!(
+            "SHA-256, batches of equal-length messages, {threads} thread(s)"
+        ));
         for len in [32usize, 64, 80, 1024, 1 << 20] {
-            let total = if len == 1 << 20 { total.max(16 << 20) } else { total };
+            let total = if len == 1 << 20 {
+                total.max(16 << 20)
+            } else {
+                total
+            };
             cpu_case(rep, len, total, reps, threads)?;
         }
         if threads == all && all == 1 {

@@ -22,7 +22,9 @@ fn scalars(n: usize, seed: u64) -> Vec<[u8; 32]> {
     (0..n)
         .into_par_iter()
         .map(|i| {
-            let mut k = batchcrypt::sha256::digest(&[seed.to_le_bytes(), (i as u64).to_le_bytes()].concat());
+            let mut k = batchcrypt::sha256::digest(
+                &[seed.to_le_bytes(), (i as u64).to_le_bytes()].concat(),
+            );
             k[0] &= 0x7f; // below n
             k
         })
@@ -30,7 +32,12 @@ fn scalars(n: usize, seed: u64) -> Vec<[u8; 32]> {
 }
 
 /// OpenSSL's generic prime-curve code on SM2: k·G (`base`) or k·P, as `x || y`.
-fn openssl_mul(group: &EcGroup, k: &[u8; 32], p: Option<&Point>, ctx: &mut BigNumContext) -> anyhow::Result<Point> {
+fn openssl_mul(
+    group: &EcGroup,
+    k: &[u8; 32],
+    p: Option<&Point>,
+    ctx: &mut BigNumContext,
+) -> anyhow::Result<Point> {
     let k = BigNum::from_slice(k)?;
     let mut r = EcPoint::new(group)?;
     match p {
@@ -75,21 +82,36 @@ fn compress_affine(p: &Point) -> Compressed {
 }
 
 /// OpenSSL on all cores (one context per thread), k·G or k·P for the first `n` items.
-fn openssl_all(group: &EcGroup, ks: &[[u8; 32]], key: &[u8; 32], points: Option<&[Point]>, n: usize) -> Vec<Point> {
+fn openssl_all(
+    group: &EcGroup,
+    ks: &[[u8; 32]],
+    key: &[u8; 32],
+    points: Option<&[Point]>,
+    n: usize,
+) -> Vec<Point> {
     (0..n)
         .into_par_iter()
-        .map_init(|| BigNumContext::new().unwrap(), |ctx, i| match points {
-            None => openssl_mul(group, &ks[i], None, ctx).unwrap(),
-            Some(p) => openssl_mul(group, key, Some(&p[i]), ctx).unwrap(),
-        })
+        .map_init(
+            || BigNumContext::new().unwrap(),
+            |ctx, i| match points {
+                None => openssl_mul(group, &ks[i], None, ctx).unwrap(),
+                Some(p) => openssl_mul(group, key, Some(&p[i]), ctx).unwrap(),
+            },
+        )
         .collect()
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    let sizes: &[usize] = if quick { &[1 << 12] } else { &[100_000, 1_000_000] };
+    let sizes: &[usize] = if quick {
+        &[1 << 12]
+    } else {
+        &[100_000, 1_000_000]
+    };
     let group = EcGroup::from_curve_name(Nid::SM2)?;
     let mut ctx = BigNumContext::new()?;
-    rep.header("SM2 scalar multiplication: ours vs OpenSSL and RustCrypto sm2 (same scalars and points)");
+    rep.header(
+        "SM2 scalar multiplication: ours vs OpenSSL and RustCrypto sm2 (same scalars and points)",
+    );
     for &n in sizes {
         let ks = scalars(n, 1);
         let reps = if n >= 1_000_000 { 2 } else { 3 };
@@ -99,87 +121,282 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let all = batchcrypt::backend::cpu::threads();
         let want = cpu::mul_base(&ks[..cpu_n], all);
         let mut ossl = Vec::new();
-        let t = time(1, || ossl = ks[..single].iter().map(|k| openssl_mul(&group, k, None, &mut ctx).unwrap()).collect());
-        anyhow::ensure!(ossl[..] == want[..single], "OpenSSL and sm2 disagree on k G");
+        let t = time(1, || {
+            ossl = ks[..single]
+                .iter()
+                .map(|k| openssl_mul(&group, k, None, &mut ctx).unwrap())
+                .collect()
+        });
+        anyhow::ensure!(
+            ossl[..] == want[..single],
+            "OpenSSL and sm2 disagree on k G"
+        );
         rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
         let t = time(1, || ossl = openssl_all(&group, &ks, &ks[0], None, cpu_n));
         anyhow::ensure!(ossl[..] == want[..], "OpenSSL and sm2 disagree on k G");
-        rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
-        let t = time(reps, || drop(std::hint::black_box(cpu::mul_base(&ks[..single], 1))));
-        rep.add(GROUP, &case, "sm2 crate 1 core", single as u64, 0, t, Some("openssl 1 core"));
+        rep.add(
+            GROUP,
+            &case,
+            "openssl all cores",
+            cpu_n as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
+        let t = time(reps, || {
+            drop(std::hint::black_box(cpu::mul_base(&ks[..single], 1)))
+        });
+        rep.add(
+            GROUP,
+            &case,
+            "sm2 crate 1 core",
+            single as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
         let t = time(reps, || drop(cpu::mul_base(&ks[..cpu_n], all)));
-        rep.add(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, 0, t, Some("openssl 1 core"));
+        rep.add(
+            GROUP,
+            &case,
+            "batchcrypt cpu (sm2 crate, all cores)",
+            cpu_n as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
         #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
             let t = time(reps, || got = gpu::mul_base(&ks).unwrap());
             anyhow::ensure!(got[..cpu_n] == want[..], "GPU k G differs from the CPU");
-            rep.add(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, 0, t, Some("openssl 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end)",
+                n as u64,
+                0,
+                t,
+                Some("openssl 1 core"),
+            );
             let t = gpu::mul_base_kernel_seconds(&ks, reps.max(3))?;
-            rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("openssl 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (kernel only)",
+                n as u64,
+                0,
+                t,
+                Some("openssl 1 core"),
+            );
         }
         // One secret scalar over many points (the points: k G for the scalars above).
         let case = format!("mul one k, {n} points");
         let key = scalars(1, 2)[0];
         let points = points_for(&ks)?;
-        anyhow::ensure!(points[..cpu_n] == want[..], "input points differ from the CPU's k G");
+        anyhow::ensure!(
+            points[..cpu_n] == want[..],
+            "input points differ from the CPU's k G"
+        );
         let want = cpu::mul_shared(&key, &points[..cpu_n], all);
         let mut ossl = Vec::new();
-        let t = time(1, || ossl = points[..single].iter().map(|p| openssl_mul(&group, &key, Some(p), &mut ctx).unwrap()).collect());
-        anyhow::ensure!(ossl.iter().zip(&want[..single]).all(|(a, b)| Some(*a) == *b), "OpenSSL and sm2 disagree on k P");
+        let t = time(1, || {
+            ossl = points[..single]
+                .iter()
+                .map(|p| openssl_mul(&group, &key, Some(p), &mut ctx).unwrap())
+                .collect()
+        });
+        anyhow::ensure!(
+            ossl.iter()
+                .zip(&want[..single])
+                .all(|(a, b)| Some(*a) == *b),
+            "OpenSSL and sm2 disagree on k P"
+        );
         rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
-        let t = time(1, || ossl = openssl_all(&group, &ks, &key, Some(&points), cpu_n));
-        anyhow::ensure!(ossl.iter().zip(&want).all(|(a, b)| Some(*a) == *b), "OpenSSL and sm2 disagree on k P");
-        rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
-        let t = time(reps, || drop(std::hint::black_box(cpu::mul_shared(&key, &points[..single], 1))));
-        rep.add(GROUP, &case, "sm2 crate 1 core", single as u64, 0, t, Some("openssl 1 core"));
+        let t = time(1, || {
+            ossl = openssl_all(&group, &ks, &key, Some(&points), cpu_n)
+        });
+        anyhow::ensure!(
+            ossl.iter().zip(&want).all(|(a, b)| Some(*a) == *b),
+            "OpenSSL and sm2 disagree on k P"
+        );
+        rep.add(
+            GROUP,
+            &case,
+            "openssl all cores",
+            cpu_n as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
+        let t = time(reps, || {
+            drop(std::hint::black_box(cpu::mul_shared(
+                &key,
+                &points[..single],
+                1,
+            )))
+        });
+        rep.add(
+            GROUP,
+            &case,
+            "sm2 crate 1 core",
+            single as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
         let t = time(reps, || drop(cpu::mul_shared(&key, &points[..cpu_n], all)));
-        rep.add(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, 0, t, Some("openssl 1 core"));
+        rep.add(
+            GROUP,
+            &case,
+            "batchcrypt cpu (sm2 crate, all cores)",
+            cpu_n as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
         #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
             let t = time(reps, || got = gpu::mul_shared(&key, &points).unwrap());
             anyhow::ensure!(got[..cpu_n] == want[..], "GPU k P differs from the CPU");
-            rep.add(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, 0, t, Some("openssl 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end)",
+                n as u64,
+                0,
+                t,
+                Some("openssl 1 core"),
+            );
             let t = gpu::mul_shared_kernel_seconds(&key, &points, reps.max(3))?;
-            rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some("openssl 1 core"));
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (kernel only)",
+                n as u64,
+                0,
+                t,
+                Some("openssl 1 core"),
+            );
         }
         let openssl_kp = t_openssl_kp(rep, &case);
         // The same on compressed points (what ECDH-PSI sends), decompressed by the backend.
         let case = format!("mul one k, {n} compressed points");
         let packed: Vec<Compressed> = points.par_iter().map(compress_affine).collect();
         let want_c = cpu::mul_compressed(&key, &packed[..cpu_n], all);
-        anyhow::ensure!(want_c.iter().zip(&want).all(|(c, p)| c.map(|c| c[1..] == p.unwrap()[..32]).unwrap_or(false)), "compressed and affine k P differ");
-        let t = time(reps, || drop(cpu::mul_compressed(&key, &packed[..cpu_n], all)));
-        rep.add_vs(GROUP, &case, "batchcrypt cpu (sm2 crate, all cores)", cpu_n as u64, t, openssl_kp, "openssl 1 core k P");
+        anyhow::ensure!(
+            want_c
+                .iter()
+                .zip(&want)
+                .all(|(c, p)| c.map(|c| c[1..] == p.unwrap()[..32]).unwrap_or(false)),
+            "compressed and affine k P differ"
+        );
+        let t = time(reps, || {
+            drop(cpu::mul_compressed(&key, &packed[..cpu_n], all))
+        });
+        rep.add_vs(
+            GROUP,
+            &case,
+            "batchcrypt cpu (sm2 crate, all cores)",
+            cpu_n as u64,
+            t,
+            openssl_kp,
+            "openssl 1 core k P",
+        );
         #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
             let t = time(reps, || got = gpu::mul_compressed(&key, &packed).unwrap());
-            anyhow::ensure!(got[..cpu_n] == want_c[..], "GPU compressed k P differs from the CPU");
-            rep.add_vs(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, t, openssl_kp, "openssl 1 core k P");
+            anyhow::ensure!(
+                got[..cpu_n] == want_c[..],
+                "GPU compressed k P differs from the CPU"
+            );
+            rep.add_vs(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end)",
+                n as u64,
+                t,
+                openssl_kp,
+                "openssl 1 core k P",
+            );
         }
         // Hash-to-curve (RFC 9380, SM3, SSWU) and the multiplication, fused.
         let case = format!("hash-to-curve + mul, {n} items");
-        let items: Vec<Vec<u8>> = (0..n).into_par_iter().map(|i| format!("user{i:09}@example.org").into_bytes()).collect();
+        let items: Vec<Vec<u8>> = (0..n)
+            .into_par_iter()
+            .map(|i| format!("user{i:09}@example.org").into_bytes())
+            .collect();
         let msgs: Vec<&[u8]> = items.iter().map(|m| m.as_slice()).collect();
         let want_h = cpu::hash_to_curve_mul(&key, &msgs[..cpu_n], DEFAULT_DST, all);
-        let t = time(reps, || drop(std::hint::black_box(cpu::hash_to_curve_mul(&key, &msgs[..single], DEFAULT_DST, 1))));
-        rep.add_vs(GROUP, &case, "batchcrypt cpu 1 core", single as u64, t, openssl_kp, "openssl 1 core k P");
-        let t = time(reps, || drop(cpu::hash_to_curve_mul(&key, &msgs[..cpu_n], DEFAULT_DST, all)));
-        rep.add_vs(GROUP, &case, "batchcrypt cpu (all cores)", cpu_n as u64, t, openssl_kp, "openssl 1 core k P");
+        let t = time(reps, || {
+            drop(std::hint::black_box(cpu::hash_to_curve_mul(
+                &key,
+                &msgs[..single],
+                DEFAULT_DST,
+                1,
+            )))
+        });
+        rep.add_vs(
+            GROUP,
+            &case,
+            "batchcrypt cpu 1 core",
+            single as u64,
+            t,
+            openssl_kp,
+            "openssl 1 core k P",
+        );
+        let t = time(reps, || {
+            drop(cpu::hash_to_curve_mul(
+                &key,
+                &msgs[..cpu_n],
+                DEFAULT_DST,
+                all,
+            ))
+        });
+        rep.add_vs(
+            GROUP,
+            &case,
+            "batchcrypt cpu (all cores)",
+            cpu_n as u64,
+            t,
+            openssl_kp,
+            "openssl 1 core k P",
+        );
         #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
-            let t = time(reps, || got = gpu::hash_to_curve_mul(&key, &msgs, DEFAULT_DST).unwrap());
-            anyhow::ensure!(got[..cpu_n] == want_h[..], "GPU hash-to-curve + mul differs from the CPU");
-            rep.add_vs(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, t, openssl_kp, "openssl 1 core k P");
+            let t = time(reps, || {
+                got = gpu::hash_to_curve_mul(&key, &msgs, DEFAULT_DST).unwrap()
+            });
+            anyhow::ensure!(
+                got[..cpu_n] == want_h[..],
+                "GPU hash-to-curve + mul differs from the CPU"
+            );
+            rep.add_vs(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end)",
+                n as u64,
+                t,
+                openssl_kp,
+                "openssl 1 core k P",
+            );
             let t = gpu::hash_to_curve_mul_kernel_seconds(&key, &msgs, DEFAULT_DST, reps.max(3))?;
-            rep.add_vs(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, t, openssl_kp, "openssl 1 core k P");
+            rep.add_vs(
+                GROUP,
+                &case,
+                "batchcrypt cuda (kernel only)",
+                n as u64,
+                t,
+                openssl_kp,
+                "openssl 1 core k P",
+            );
         }
         verify_rows(rep, n, reps, single, cpu_n)?;
     }
@@ -204,10 +421,23 @@ impl Signed {
         let mut sec1 = Vec::new();
         for _ in 0..64 {
             let ec = EcKey::generate(&group)?;
-            sec1.push(ec.public_key().to_bytes(&group, PointConversionForm::UNCOMPRESSED, &mut ctx)?);
+            sec1.push(ec.public_key().to_bytes(
+                &group,
+                PointConversionForm::UNCOMPRESSED,
+                &mut ctx,
+            )?);
             keys.push(openssl::pkey::PKey::from_ec_key(ec)?);
         }
-        let msgs: Vec<Vec<u8>> = (0..m).map(|i| format!("transfer {i} from account {} to account {}", i * 31, i * 17 + 5).into_bytes()).collect();
+        let msgs: Vec<Vec<u8>> = (0..m)
+            .map(|i| {
+                format!(
+                    "transfer {i} from account {} to account {}",
+                    i * 31,
+                    i * 17 + 5
+                )
+                .into_bytes()
+            })
+            .collect();
         let sigs = (0..m)
             .into_par_iter()
             .map(|i| {
@@ -216,13 +446,20 @@ impl Signed {
                 Ok(s.sign_to_vec()?)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Signed { keys, sec1, msgs, sigs })
+        Ok(Signed {
+            keys,
+            sec1,
+            msgs,
+            sigs,
+        })
     }
 
     /// OpenSSL's verdict on item `i mod m`.
     fn openssl_verify(&self, i: usize) -> bool {
         let i = i % self.msgs.len();
-        let mut v = openssl::sign::Verifier::new(openssl::hash::MessageDigest::sm3(), &self.keys[i % 64]).unwrap();
+        let mut v =
+            openssl::sign::Verifier::new(openssl::hash::MessageDigest::sm3(), &self.keys[i % 64])
+                .unwrap();
         v.update(&self.msgs[i]).unwrap();
         v.verify(&self.sigs[i]).unwrap_or(false)
     }
@@ -231,7 +468,13 @@ impl Signed {
 /// The distinguishing ID of OpenSSL's EVP SM2 signatures when none is set: the empty one.
 const OPENSSL_ID: &[u8] = b"";
 
-fn verify_rows(rep: &mut Report, n: usize, reps: usize, single: usize, cpu_n: usize) -> anyhow::Result<()> {
+fn verify_rows(
+    rep: &mut Report,
+    n: usize,
+    reps: usize,
+    single: usize,
+    cpu_n: usize,
+) -> anyhow::Result<()> {
     use batchcrypt::sig::SigFormat;
     use batchcrypt::sm2::verify;
     let case = format!("verify {n}");
@@ -244,39 +487,115 @@ fn verify_rows(rep: &mut Report, n: usize, reps: usize, single: usize, cpu_n: us
     let t = time(1, || ok = (0..single).all(|i| signed.openssl_verify(i)));
     anyhow::ensure!(ok, "OpenSSL rejects its own signatures");
     rep.add(GROUP, &case, "openssl 1 core", single as u64, 0, t, None);
-    let t = time(1, || ok = (0..cpu_n).into_par_iter().all(|i| signed.openssl_verify(i)));
+    let t = time(1, || {
+        ok = (0..cpu_n).into_par_iter().all(|i| signed.openssl_verify(i))
+    });
     anyhow::ensure!(ok, "OpenSSL rejects its own signatures");
-    rep.add(GROUP, &case, "openssl all cores", cpu_n as u64, 0, t, Some("openssl 1 core"));
-    for (backend, label, count) in [(batchcrypt::Backend::Portable, "batchcrypt cpu (sm2 crate, all cores)", cpu_n), (batchcrypt::Backend::Cuda, "batchcrypt cuda (end to end)", n)] {
+    rep.add(
+        GROUP,
+        &case,
+        "openssl all cores",
+        cpu_n as u64,
+        0,
+        t,
+        Some("openssl 1 core"),
+    );
+    for (backend, label, count) in [
+        (
+            batchcrypt::Backend::Portable,
+            "batchcrypt cpu (sm2 crate, all cores)",
+            cpu_n,
+        ),
+        (batchcrypt::Backend::Cuda, "batchcrypt cuda (end to end)", n),
+    ] {
         if backend == batchcrypt::Backend::Cuda && !has_gpu() {
             continue;
         }
         let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Exact(backend));
-        let t = time(reps, || ok = engine.sm2().verify(&msgs[..count], &sigs[..count], &keys[..count], OPENSSL_ID, SigFormat::Der).unwrap().value.all_valid());
+        let t = time(reps, || {
+            ok = engine
+                .sm2()
+                .verify(
+                    &msgs[..count],
+                    &sigs[..count],
+                    &keys[..count],
+                    OPENSSL_ID,
+                    SigFormat::Der,
+                )
+                .unwrap()
+                .value
+                .all_valid()
+        });
         anyhow::ensure!(ok, "{label} rejects OpenSSL's signatures");
-        rep.add(GROUP, &case, label, count as u64, 0, t, Some("openssl 1 core"));
+        rep.add(
+            GROUP,
+            &case,
+            label,
+            count as u64,
+            0,
+            t,
+            Some("openssl 1 core"),
+        );
     }
     #[cfg(feature = "cuda")]
     if has_gpu() {
         // Digests given (computed once per distinct message here), and the kernel alone.
-        let digests: Vec<[u8; 32]> = (0..m).into_par_iter().map(|i| {
-            let xy: [u8; 64] = signed.sec1[i % 64][1..].try_into().unwrap();
-            verify::message_digest(OPENSSL_ID, &xy, &signed.msgs[i]).unwrap()
-        }).collect();
+        let digests: Vec<[u8; 32]> = (0..m)
+            .into_par_iter()
+            .map(|i| {
+                let xy: [u8; 64] = signed.sec1[i % 64][1..].try_into().unwrap();
+                verify::message_digest(OPENSSL_ID, &xy, &signed.msgs[i]).unwrap()
+            })
+            .collect();
         let all_digests: Vec<[u8; 32]> = (0..n).map(|i| digests[i % m]).collect();
-        let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Exact(batchcrypt::Backend::Cuda));
-        let t = time(reps, || ok = engine.sm2().verify_digests(&all_digests, &sigs, &keys, SigFormat::Der).unwrap().value.all_valid());
+        let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Exact(
+            batchcrypt::Backend::Cuda,
+        ));
+        let t = time(reps, || {
+            ok = engine
+                .sm2()
+                .verify_digests(&all_digests, &sigs, &keys, SigFormat::Der)
+                .unwrap()
+                .value
+                .all_valid()
+        });
         anyhow::ensure!(ok, "GPU rejects OpenSSL's signatures given digests");
         let case_d = format!("verify {n}, digests given");
-        rep.add_vs(GROUP, &case_d, "batchcrypt cuda (end to end)", n as u64, t, rep.per_item(GROUP, &case, "openssl 1 core").unwrap_or(f64::NAN), "openssl 1 core verify");
-        let (t, verdicts) = batchcrypt::sm2::gpu::verify_kernel_seconds(n, |i| verify::item(&all_digests[i], sigs[i], keys[i], SigFormat::Der), reps.max(3))?;
-        anyhow::ensure!(verdicts.iter().all(|v| v.is_ok()), "GPU kernel rejects OpenSSL's signatures");
-        rep.add_vs(GROUP, &case_d, "batchcrypt cuda (kernel only)", n as u64, t, rep.per_item(GROUP, &case, "openssl 1 core").unwrap_or(f64::NAN), "openssl 1 core verify");
+        rep.add_vs(
+            GROUP,
+            &case_d,
+            "batchcrypt cuda (end to end)",
+            n as u64,
+            t,
+            rep.per_item(GROUP, &case, "openssl 1 core")
+                .unwrap_or(f64::NAN),
+            "openssl 1 core verify",
+        );
+        let (t, verdicts) = batchcrypt::sm2::gpu::verify_kernel_seconds(
+            n,
+            |i| verify::item(&all_digests[i], sigs[i], keys[i], SigFormat::Der),
+            reps.max(3),
+        )?;
+        anyhow::ensure!(
+            verdicts.iter().all(|v| v.is_ok()),
+            "GPU kernel rejects OpenSSL's signatures"
+        );
+        rep.add_vs(
+            GROUP,
+            &case_d,
+            "batchcrypt cuda (kernel only)",
+            n as u64,
+            t,
+            rep.per_item(GROUP, &case, "openssl 1 core")
+                .unwrap_or(f64::NAN),
+            "openssl 1 core verify",
+        );
     }
     Ok(())
 }
 
 /// Seconds per item of the OpenSSL one-core row of `case`.
 fn t_openssl_kp(rep: &Report, case: &str) -> f64 {
-    rep.per_item(GROUP, case, "openssl 1 core").unwrap_or(f64::NAN)
+    rep.per_item(GROUP, case, "openssl 1 core")
+        .unwrap_or(f64::NAN)
 }

@@ -6,11 +6,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bin() -> Command {
-    Command::new(std::env::var_os("BATCHCRYPT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into()))
+    Command::new(
+        std::env::var_os("BATCHCRYPT_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into()),
+    )
 }
 
 fn run(args: &[&str]) -> Output {
-    bin().args(args).arg("--quiet").output().expect("run batchcrypt")
+    bin()
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .expect("run batchcrypt")
 }
 
 fn dir() -> PathBuf {
@@ -24,7 +31,9 @@ fn s(p: &Path) -> &str {
 }
 
 fn data(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32).map(|i| (i.wrapping_mul(2_654_435_761) ^ seed).to_le_bytes()[3]).collect()
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) ^ seed).to_le_bytes()[3])
+        .collect()
 }
 
 const KEY128: &str = "000102030405060708090a0b0c0d0e0f";
@@ -38,19 +47,82 @@ fn ctr_interoperates_with_the_openssl_command_line() {
         return;
     }
     let d = dir();
-    for (key, cipher, n) in [(KEY128, "-aes-128-ctr", 100_003usize), (KEY256, "-aes-256-ctr", 17), (KEY128, "-aes-128-ctr", 0)] {
+    for (key, cipher, n) in [
+        (KEY128, "-aes-128-ctr", 100_003usize),
+        (KEY256, "-aes-256-ctr", 17),
+        (KEY128, "-aes-128-ctr", 0),
+    ] {
         let plain = d.join(format!("ctr-{n}.bin"));
         std::fs::write(&plain, data(n, 1)).unwrap();
         let (ours, theirs, back) = (d.join("ctr.ours"), d.join("ctr.theirs"), d.join("ctr.back"));
-        let o = run(&["encrypt", "--mode", "ctr", "--key", key, "--iv", IV, "-i", s(&plain), "-o", s(&ours)]);
+        let o = run(&[
+            "encrypt",
+            "--mode",
+            "ctr",
+            "--key",
+            key,
+            "--iv",
+            IV,
+            "-i",
+            s(&plain),
+            "-o",
+            s(&ours),
+        ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let o = Command::new("openssl").args(["enc", "-d", cipher, "-K", key, "-iv", IV, "-in", s(&ours), "-out", s(&back)]).output().unwrap();
+        let o = Command::new("openssl")
+            .args([
+                "enc",
+                "-d",
+                cipher,
+                "-K",
+                key,
+                "-iv",
+                IV,
+                "-in",
+                s(&ours),
+                "-out",
+                s(&back),
+            ])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(std::fs::read(&back).unwrap() == std::fs::read(&plain).unwrap(), "openssl cannot decrypt our CTR ({n} bytes)");
-        let o = Command::new("openssl").args(["enc", cipher, "-K", key, "-iv", IV, "-in", s(&plain), "-out", s(&theirs)]).output().unwrap();
+        assert!(
+            std::fs::read(&back).unwrap() == std::fs::read(&plain).unwrap(),
+            "openssl cannot decrypt our CTR ({n} bytes)"
+        );
+        let o = Command::new("openssl")
+            .args([
+                "enc",
+                cipher,
+                "-K",
+                key,
+                "-iv",
+                IV,
+                "-in",
+                s(&plain),
+                "-out",
+                s(&theirs),
+            ])
+            .output()
+            .unwrap();
         assert!(o.status.success());
-        assert!(std::fs::read(&theirs).unwrap() == std::fs::read(&ours).unwrap(), "CTR output differs from openssl's ({n} bytes)");
-        let o = run(&["decrypt", "--mode", "ctr", "--key", key, "--iv", IV, "-i", s(&theirs), "-o", s(&back)]);
+        assert!(
+            std::fs::read(&theirs).unwrap() == std::fs::read(&ours).unwrap(),
+            "CTR output differs from openssl's ({n} bytes)"
+        );
+        let o = run(&[
+            "decrypt",
+            "--mode",
+            "ctr",
+            "--key",
+            key,
+            "--iv",
+            IV,
+            "-i",
+            s(&theirs),
+            "-o",
+            s(&back),
+        ]);
         assert!(o.status.success());
         assert!(std::fs::read(&back).unwrap() == std::fs::read(&plain).unwrap());
     }
@@ -63,12 +135,28 @@ fn gcm_files_round_trip_and_detect_every_change() {
     for n in [0usize, 1, 4096, 10_000] {
         let plain = d.join(format!("gcm-{n}.bin"));
         std::fs::write(&plain, data(n, 2)).unwrap();
-        let (sealed, back) = (d.join(format!("gcm-{n}.bcg")), d.join(format!("gcm-{n}.back")));
-        let o = run(&["encrypt", "--key", KEY256, "--chunk-log2", "12", "-i", s(&plain), "-o", s(&sealed)]);
+        let (sealed, back) = (
+            d.join(format!("gcm-{n}.bcg")),
+            d.join(format!("gcm-{n}.back")),
+        );
+        let o = run(&[
+            "encrypt",
+            "--key",
+            KEY256,
+            "--chunk-log2",
+            "12",
+            "-i",
+            s(&plain),
+            "-o",
+            s(&sealed),
+        ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let o = run(&["decrypt", "--key", KEY256, "-i", s(&sealed), "-o", s(&back)]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(std::fs::read(&back).unwrap() == std::fs::read(&plain).unwrap(), "{n} bytes");
+        assert!(
+            std::fs::read(&back).unwrap() == std::fs::read(&plain).unwrap(),
+            "{n} bytes"
+        );
     }
     let sealed = std::fs::read(d.join("gcm-10000.bcg")).unwrap();
     let (head, chunk) = (20usize, 4096 + 16);
@@ -82,10 +170,22 @@ fn gcm_files_round_trip_and_detect_every_change() {
     let cases: [(&str, Vec<u8>, &str); 6] = [
         ("modified chunk", flipped, KEY256),
         ("chunks swapped", swapped, KEY256),
-        ("truncated at a chunk boundary", sealed[..head + chunk].to_vec(), KEY256),
-        ("truncated mid-chunk", sealed[..sealed.len() - 3].to_vec(), KEY256),
+        (
+            "truncated at a chunk boundary",
+            sealed[..head + chunk].to_vec(),
+            KEY256,
+        ),
+        (
+            "truncated mid-chunk",
+            sealed[..sealed.len() - 3].to_vec(),
+            KEY256,
+        ),
         ("header changed", bad_header, KEY256),
-        ("wrong key", sealed.clone(), "ff3deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"),
+        (
+            "wrong key",
+            sealed.clone(),
+            "ff3deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4",
+        ),
     ];
     for (what, bytes, key) in cases {
         let (input, out) = (d.join("bad.bcg"), d.join("bad.out"));
@@ -93,19 +193,38 @@ fn gcm_files_round_trip_and_detect_every_change() {
         let o = run(&["decrypt", "--key", key, "-i", s(&input), "-o", s(&out)]);
         assert!(!o.status.success(), "{what}: decryption succeeded");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("authentication") || err.contains("truncated"), "{what}: {err}");
+        assert!(
+            err.contains("authentication") || err.contains("truncated"),
+            "{what}: {err}"
+        );
         // Only chunks that authenticated before the failure were written.
         let written = std::fs::read(&out).unwrap_or_default();
-        assert!(written.len() % 4096 == 0 && written[..] == data(10_000, 2)[..written.len()], "{what}: unauthenticated output");
+        assert!(
+            written.len() % 4096 == 0 && written[..] == data(10_000, 2)[..written.len()],
+            "{what}: unauthenticated output"
+        );
     }
     let o = run(&["decrypt", "--key", KEY128, "-i", s(&d.join("gcm-1.bcg"))]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("AES-256"), "a key of the wrong size is named");
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("AES-256"),
+        "a key of the wrong size is named"
+    );
 }
 
 #[test]
 fn helpful_errors() {
-    let o = run(&["encrypt", "--mode", "ctr", "--key", KEY128, "-i", "/nonexistent/file"]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("/nonexistent/file"));
+    let o = run(&[
+        "encrypt",
+        "--mode",
+        "ctr",
+        "--key",
+        KEY128,
+        "-i",
+        "/nonexistent/file",
+    ]);
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("/nonexistent/file")
+    );
     let o = run(&["encrypt", "--mode", "ctr", "--key", KEY128, "-i", "-"]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--iv"));
     let o = run(&["encrypt", "--key", "abcd", "-i", "-"]);

@@ -20,23 +20,39 @@ fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 /// Items of exactly N bytes: a flat buffer of n * N bytes, an (n, N) array, or a sequence.
 fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<[u8; N]>> {
     let items = match obj.downcast::<PyBytes>() {
-        Ok(b) if b.as_bytes().len() % N == 0 => b.as_bytes().chunks_exact(N).map(|c| c.to_vec()).collect(),
+        Ok(b) if b.as_bytes().len() % N == 0 => {
+            b.as_bytes().chunks_exact(N).map(|c| c.to_vec()).collect()
+        }
         _ => rows(obj)?,
     };
     items
         .into_iter()
         .enumerate()
-        .map(|(i, r)| <[u8; N]>::try_from(r.as_slice()).map_err(|_| PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))))
+        .map(|(i, r)| {
+            <[u8; N]>::try_from(r.as_slice()).map_err(|_| {
+                PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))
+            })
+        })
         .collect()
 }
 
-pyo3::create_exception!(batchcrypt, AuthenticationError, pyo3::exceptions::PyValueError, "Authenticated decryption failed: wrong key, IV or AAD, or modified data.");
+pyo3::create_exception!(
+    batchcrypt,
+    AuthenticationError,
+    pyo3::exceptions::PyValueError,
+    "Authenticated decryption failed: wrong key, IV or AAD, or modified data."
+);
 
 fn to_py(e: Error) -> PyErr {
     match e {
-        Error::EmptyBatch | Error::InvalidInput(_) | Error::BackendUnavailable { .. } | Error::Corrupt(_) => PyValueError::new_err(e.to_string()),
+        Error::EmptyBatch
+        | Error::InvalidInput(_)
+        | Error::BackendUnavailable { .. }
+        | Error::Corrupt(_) => PyValueError::new_err(e.to_string()),
         Error::AuthenticationFailed => AuthenticationError::new_err(e.to_string()),
-        Error::Cuda { .. } | Error::Library { .. } | Error::Io(_) => PyRuntimeError::new_err(e.to_string()),
+        Error::Cuda { .. } | Error::Library { .. } | Error::Io(_) => {
+            PyRuntimeError::new_err(e.to_string())
+        }
     }
 }
 
@@ -51,7 +67,9 @@ fn mode(double: bool) -> Mode {
 fn digests<'py>(py: Python<'py>, v: Vec<Digest>) -> Bound<'py, PyArray2<u8>> {
     let n = v.len();
     let flat: Vec<u8> = v.into_iter().flatten().collect();
-    numpy::PyArray1::from_vec(py, flat).reshape([n, 32]).expect("n x 32")
+    numpy::PyArray1::from_vec(py, flat)
+        .reshape([n, 32])
+        .expect("n x 32")
 }
 
 /// Input bytes from `bytes`, `bytearray`, `memoryview` or a uint8 numpy array.
@@ -65,7 +83,8 @@ fn input(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
         return Ok(a.as_slice()?.to_vec());
     }
-    obj.extract::<Vec<u8>>().map_err(|_| PyValueError::new_err("expected bytes, bytearray or a uint8 numpy array"))
+    obj.extract::<Vec<u8>>()
+        .map_err(|_| PyValueError::new_err("expected bytes, bytearray or a uint8 numpy array"))
 }
 
 /// A batch engine. `backend` is "auto" (the cost model decides per batch), "cpu", "gpu", or one
@@ -82,11 +101,19 @@ struct Engine {
 
 impl Engine {
     fn verdicts<'py>(&mut self, py: Python<'py>, v: Verdicts) -> Bound<'py, PyArray1<bool>> {
-        self.last_reasons = v.results.iter().map(|r| r.as_ref().err().map(|e| e.to_string())).collect();
+        self.last_reasons = v
+            .results
+            .iter()
+            .map(|r| r.as_ref().err().map(|e| e.to_string()))
+            .collect();
         PyArray1::from_vec(py, v.results.iter().map(|r| r.is_ok()).collect())
     }
 
-    fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&CoreEngine) -> batchcrypt::Result<batchcrypt::Output<T>> + Send) -> PyResult<T> {
+    fn run<T: Send>(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&CoreEngine) -> batchcrypt::Result<batchcrypt::Output<T>> + Send,
+    ) -> PyResult<T> {
         let inner = &self.inner;
         let out = py.allow_threads(|| f(inner)).map_err(to_py)?;
         self.last_backend = Some(out.backend.name().to_string());
@@ -100,12 +127,22 @@ impl Engine {
     #[pyo3(signature = (backend = "auto"))]
     fn new(backend: &str) -> PyResult<Self> {
         let choice: BackendChoice = backend.parse().map_err(to_py)?;
-        Ok(Engine { inner: CoreEngine::with_backend(choice), last_backend: None, last_reasons: Vec::new() })
+        Ok(Engine {
+            inner: CoreEngine::with_backend(choice),
+            last_backend: None,
+            last_reasons: Vec::new(),
+        })
     }
 
     /// SHA-256 of `len(data) // msg_len` messages of `msg_len` bytes; returns an (n, 32) uint8 array.
     #[pyo3(signature = (data, msg_len, double = false))]
-    fn sha256_batch<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, msg_len: usize, double: bool) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    fn sha256_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        msg_len: usize,
+        double: bool,
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let data = input(data)?;
         let v = self.run(py, |e| e.sha256().hash_fixed(&data, msg_len, mode(double)))?;
         Ok(digests(py, v))
@@ -113,7 +150,13 @@ impl Engine {
 
     /// SHA-256 of messages of any length: message i is data[offsets[i]:offsets[i+1]].
     #[pyo3(signature = (data, offsets, double = false))]
-    fn sha256_batch_var<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, offsets: PyReadonlyArray1<'py, u64>, double: bool) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    fn sha256_batch_var<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offsets: PyReadonlyArray1<'py, u64>,
+        double: bool,
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let data = input(data)?;
         let offsets = offsets.as_slice()?.to_vec();
         let v = self.run(py, |e| e.sha256().hash_var(&data, &offsets, mode(double)))?;
@@ -121,7 +164,11 @@ impl Engine {
     }
 
     /// Bitcoin's SHA256d of 64-byte messages (merkle nodes).
-    fn sha256d_64<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    fn sha256d_64<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         self.sha256_batch(py, data, 64, true)
     }
 
@@ -141,11 +188,18 @@ impl Engine {
         let format = match format {
             "der" => SigFormat::Der,
             "compact" => SigFormat::Compact,
-            other => return Err(PyValueError::new_err(format!("format must be \"der\" or \"compact\", not {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "format must be \"der\" or \"compact\", not {other:?}"
+                )))
+            }
         };
         let hashes: Vec<[u8; 32]> = fixed_rows(hashes, "hashes")?;
         let (sigs, keys) = (rows(sigs)?, rows(pubkeys)?);
-        let opts = EcdsaOptions { format, require_low_s };
+        let opts = EcdsaOptions {
+            format,
+            require_low_s,
+        };
         let verdicts = self.run(py, |e| {
             let s: Vec<&[u8]> = sigs.iter().map(|x| x.as_slice()).collect();
             let k: Vec<&[u8]> = keys.iter().map(|x| x.as_slice()).collect();
@@ -156,7 +210,13 @@ impl Engine {
 
     /// Batch BIP340 verification: `msgs` a sequence of bytes (any lengths), `sigs` n x 64 bytes,
     /// `pubkeys` n x 32 bytes (x-only). Returns a bool array; see `last_reasons`.
-    fn verify_schnorr_batch<'py>(&mut self, py: Python<'py>, msgs: &Bound<'py, PyAny>, sigs: &Bound<'py, PyAny>, pubkeys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+    fn verify_schnorr_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        msgs: &Bound<'py, PyAny>,
+        sigs: &Bound<'py, PyAny>,
+        pubkeys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let msgs = rows(msgs)?;
         let sigs: Vec<[u8; 64]> = fixed_rows(sigs, "sigs")?;
         let keys: Vec<[u8; 32]> = fixed_rows(pubkeys, "pubkeys")?;
@@ -169,9 +229,17 @@ impl Engine {
 
     /// AES-CTR (SP 800-38A, 128-bit counter from `iv`, 16 bytes) with a 16- or 32-byte key;
     /// encryption and decryption are the same call. Returns the output bytes.
-    fn aes_ctr<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    fn aes_ctr<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: &[u8],
+        iv: &[u8],
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
-        let iv: [u8; 16] = iv.try_into().map_err(|_| PyValueError::new_err(format!("iv must be 16 bytes, got {}", iv.len())))?;
+        let iv: [u8; 16] = iv
+            .try_into()
+            .map_err(|_| PyValueError::new_err(format!("iv must be 16 bytes, got {}", iv.len())))?;
         let data = input(data)?;
         let mut out = vec![0u8; data.len()];
         self.run(py, |e| e.aes().ctr(&key, &iv, &data, &mut out))?;
@@ -180,7 +248,14 @@ impl Engine {
 
     /// AES-GCM encryption; returns (ciphertext, 16-byte tag).
     #[pyo3(signature = (key, iv, data, aad = b"".as_slice()))]
-    fn aes_gcm_encrypt<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>, aad: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    fn aes_gcm_encrypt<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: &[u8],
+        iv: &[u8],
+        data: &Bound<'py, PyAny>,
+        aad: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
         let data = input(data)?;
         let mut out = vec![0u8; data.len()];
@@ -190,21 +265,41 @@ impl Engine {
 
     /// AES-GCM decryption; raises AuthenticationError (a ValueError) when the tag does not check.
     #[pyo3(signature = (key, iv, data, tag, aad = b"".as_slice()))]
-    fn aes_gcm_decrypt<'py>(&mut self, py: Python<'py>, key: &[u8], iv: &[u8], data: &Bound<'py, PyAny>, tag: &[u8], aad: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    fn aes_gcm_decrypt<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: &[u8],
+        iv: &[u8],
+        data: &Bound<'py, PyAny>,
+        tag: &[u8],
+        aad: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
         let data = input(data)?;
         let mut out = vec![0u8; data.len()];
-        self.run(py, |e| e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag))?;
+        self.run(py, |e| {
+            e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag)
+        })?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).
-    fn merkle_root<'py>(&mut self, py: Python<'py>, txids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    fn merkle_root<'py>(
+        &mut self,
+        py: Python<'py>,
+        txids: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let data = input(txids)?;
         if data.len() % 32 != 0 {
-            return Err(PyValueError::new_err(format!("txids must be a multiple of 32 bytes, got {}", data.len())));
+            return Err(PyValueError::new_err(format!(
+                "txids must be a multiple of 32 bytes, got {}",
+                data.len()
+            )));
         }
-        let ids: Vec<Digest> = data.chunks_exact(32).map(|c| c.try_into().unwrap()).collect();
+        let ids: Vec<Digest> = data
+            .chunks_exact(32)
+            .map(|c| c.try_into().unwrap())
+            .collect();
         let root = self.run(py, |e| e.sha256().merkle_root(&ids))?;
         Ok(PyBytes::new(py, &root))
     }
@@ -214,7 +309,11 @@ impl Engine {
 #[pyfunction]
 #[pyo3(signature = (data, double = false))]
 fn sha256<'py>(py: Python<'py>, data: &[u8], double: bool) -> Bound<'py, PyBytes> {
-    let d = if double { batchcrypt::sha256::digest_double(data) } else { batchcrypt::sha256::digest(data) };
+    let d = if double {
+        batchcrypt::sha256::digest_double(data)
+    } else {
+        batchcrypt::sha256::digest(data)
+    };
     PyBytes::new(py, &d)
 }
 
@@ -223,7 +322,10 @@ fn sha256<'py>(py: Python<'py>, data: &[u8], double: bool) -> Bound<'py, PyBytes
 #[pyfunction]
 #[pyo3(signature = (primitive = None))]
 fn backends(primitive: Option<&str>) -> PyResult<Vec<(String, Option<String>)>> {
-    let only = primitive.map(|p| p.parse::<Primitive>()).transpose().map_err(to_py)?;
+    let only = primitive
+        .map(|p| p.parse::<Primitive>())
+        .transpose()
+        .map_err(to_py)?;
     Ok(Backend::ALL
         .iter()
         .filter(|b| only.is_none_or(|p| b.implements(p)))
@@ -243,7 +345,10 @@ fn _batchcrypt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(hardware, m)?)?;
-    m.add("AuthenticationError", m.py().get_type::<AuthenticationError>())?;
+    m.add(
+        "AuthenticationError",
+        m.py().get_type::<AuthenticationError>(),
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

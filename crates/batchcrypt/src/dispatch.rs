@@ -84,7 +84,13 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     pub fn new(choice: BackendChoice) -> Self {
-        Dispatcher { choice, costs: Mutex::new(HashMap::new()), link: OnceLock::new(), link_pinned: OnceLock::new(), host_bw: OnceLock::new() }
+        Dispatcher {
+            choice,
+            costs: Mutex::new(HashMap::new()),
+            link: OnceLock::new(),
+            link_pinned: OnceLock::new(),
+            host_bw: OnceLock::new(),
+        }
     }
 
     pub fn choice(&self) -> BackendChoice {
@@ -93,21 +99,42 @@ impl Dispatcher {
 
     /// Chooses the backend for `w`. `cpu_order` lists the CPU backends the operation implements,
     /// fastest first for this batch; `gpu` says whether it has a GPU implementation.
-    pub fn plan(&self, w: &Workload, cpu_order: &[Backend], gpu: bool, calibrate: Calibrate<'_>) -> Result<Plan> {
+    pub fn plan(
+        &self,
+        w: &Workload,
+        cpu_order: &[Backend],
+        gpu: bool,
+        calibrate: Calibrate<'_>,
+    ) -> Result<Plan> {
         let best_cpu = || self.best_cpu(w, cpu_order, calibrate);
-        let unavailable = |b: Backend, why: String| Error::BackendUnavailable { backend: b.name().into(), why };
-        let gpu_plan = Plan { backend: Backend::Cuda, threads: 1, estimate_s: None };
+        let unavailable = |b: Backend, why: String| Error::BackendUnavailable {
+            backend: b.name().into(),
+            why,
+        };
+        let gpu_plan = Plan {
+            backend: Backend::Cuda,
+            threads: 1,
+            estimate_s: None,
+        };
         match self.choice {
             BackendChoice::Exact(Backend::Cuda) | BackendChoice::Gpu => {
                 if !gpu {
-                    return Err(unavailable(Backend::Cuda, format!("operation {} has no GPU implementation", w.op)));
+                    return Err(unavailable(
+                        Backend::Cuda,
+                        format!("operation {} has no GPU implementation", w.op),
+                    ));
                 }
-                Backend::Cuda.availability().map_err(|why| unavailable(Backend::Cuda, why))?;
+                Backend::Cuda
+                    .availability()
+                    .map_err(|why| unavailable(Backend::Cuda, why))?;
                 Ok(gpu_plan)
             }
             BackendChoice::Exact(b) => {
                 if !cpu_order.contains(&b) {
-                    return Err(unavailable(b, format!("operation {} is not implemented by this backend", w.op)));
+                    return Err(unavailable(
+                        b,
+                        format!("operation {} is not implemented by this backend", w.op),
+                    ));
                 }
                 b.availability().map_err(|why| unavailable(b, why))?;
                 Ok(self.cpu_plan(w, b, None))
@@ -120,7 +147,11 @@ impl Dispatcher {
                 }
                 let est = self.estimates(w, cpu, calibrate);
                 // A backend that cannot even be measured is not chosen.
-                Ok(est.into_iter().filter(|p| p.estimate_s.is_some()).min_by(|a, b| a.estimate_s.unwrap().total_cmp(&b.estimate_s.unwrap())).unwrap_or_else(|| self.cpu_plan(w, cpu, None)))
+                Ok(est
+                    .into_iter()
+                    .filter(|p| p.estimate_s.is_some())
+                    .min_by(|a, b| a.estimate_s.unwrap().total_cmp(&b.estimate_s.unwrap()))
+                    .unwrap_or_else(|| self.cpu_plan(w, cpu, None)))
             }
         }
     }
@@ -129,11 +160,24 @@ impl Dispatcher {
     pub fn estimates(&self, w: &Workload, cpu: Backend, calibrate: Calibrate<'_>) -> [Plan; 2] {
         let mut cpu_plan = self.cpu_plan(w, cpu, self.cost(w.op, cpu, calibrate).ok());
         // Data in GPU memory reaches the CPU and comes back through the link.
-        if let (Location::Device, Some(e), Ok(link)) = (w.location, cpu_plan.estimate_s, self.link()) {
-            cpu_plan.estimate_s = Some(e + w.bytes_in as f64 / link.d2h + w.bytes_out as f64 / link.h2d);
+        if let (Location::Device, Some(e), Ok(link)) =
+            (w.location, cpu_plan.estimate_s, self.link())
+        {
+            cpu_plan.estimate_s =
+                Some(e + w.bytes_in as f64 / link.d2h + w.bytes_out as f64 / link.h2d);
         }
-        let gpu_est = self.cost(w.op, Backend::Cuda, calibrate).ok().and_then(|c| self.gpu_estimate(w, c));
-        [cpu_plan, Plan { backend: Backend::Cuda, threads: 1, estimate_s: gpu_est }]
+        let gpu_est = self
+            .cost(w.op, Backend::Cuda, calibrate)
+            .ok()
+            .and_then(|c| self.gpu_estimate(w, c));
+        [
+            cpu_plan,
+            Plan {
+                backend: Backend::Cuda,
+                threads: 1,
+                estimate_s: gpu_est,
+            },
+        ]
     }
 
     /// The CPU backend for `w`: for a small batch the first available in the operation's order
@@ -144,8 +188,15 @@ impl Dispatcher {
         if w.bytes_in < MEASURE_CPU_MIN_BYTES {
             return first;
         }
-        let cost = |b: Backend| self.cost(w.op, b, calibrate).map(|c| c.fixed_s + c.per_unit_s * w.units as f64).unwrap_or(f64::MAX);
-        std::iter::once(first).chain(available).min_by(|a, b| cost(*a).total_cmp(&cost(*b))).unwrap_or(first)
+        let cost = |b: Backend| {
+            self.cost(w.op, b, calibrate)
+                .map(|c| c.fixed_s + c.per_unit_s * w.units as f64)
+                .unwrap_or(f64::MAX)
+        };
+        std::iter::once(first)
+            .chain(available)
+            .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+            .unwrap_or(first)
     }
 
     /// Thread count for a CPU backend from its cost: the one given, else one measured earlier in
@@ -161,13 +212,23 @@ impl Dispatcher {
         let threads = if serial_s < PARALLEL_MIN_S {
             1
         } else {
-            ((serial_s / PER_THREAD_MIN_S) as usize).clamp(1, pool).min(w.items.max(1) as usize)
+            ((serial_s / PER_THREAD_MIN_S) as usize)
+                .clamp(1, pool)
+                .min(w.items.max(1) as usize)
         };
         // All cores together cannot stream bytes faster than the host's memory does.
         let moved = w.bytes_in + w.bytes_out;
-        let memory_s = if moved >= MEMORY_BOUND_MIN_BYTES { moved as f64 / self.host_bandwidth() } else { 0.0 };
+        let memory_s = if moved >= MEMORY_BOUND_MIN_BYTES {
+            moved as f64 / self.host_bandwidth()
+        } else {
+            0.0
+        };
         let estimate_s = cost.map(|c| c.fixed_s + (serial_s / threads as f64).max(memory_s));
-        Plan { backend, threads, estimate_s }
+        Plan {
+            backend,
+            threads,
+            estimate_s,
+        }
     }
 
     /// Host memory bandwidth on all cores (bytes read plus bytes written per second), measured
@@ -209,18 +270,38 @@ impl Dispatcher {
 
     /// The measured cost of `backend` on `op`, measuring it on first use. A failed measurement
     /// is remembered too, so later batches do not pay for it again.
-    pub fn cost(&self, op: &'static str, backend: Backend, calibrate: Calibrate<'_>) -> Result<Cost> {
-        if let Some(c) = self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)) {
-            return c.clone().map_err(|why| Error::BackendUnavailable { backend: backend.name().into(), why });
+    pub fn cost(
+        &self,
+        op: &'static str,
+        backend: Backend,
+        calibrate: Calibrate<'_>,
+    ) -> Result<Cost> {
+        if let Some(c) = self
+            .costs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(op, backend))
+        {
+            return c.clone().map_err(|why| Error::BackendUnavailable {
+                backend: backend.name().into(),
+                why,
+            });
         }
         let c = calibrate(backend);
-        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert((op, backend), c.as_ref().map(|c| *c).map_err(|e| e.to_string()));
+        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            (op, backend),
+            c.as_ref().map(|c| *c).map_err(|e| e.to_string()),
+        );
         c
     }
 
     /// The cost of `backend` on `op` if it was measured already (never measures).
     fn measured_cost(&self, op: &'static str, backend: Backend) -> Option<Cost> {
-        self.costs.lock().unwrap_or_else(|p| p.into_inner()).get(&(op, backend)).and_then(|c| c.as_ref().ok().copied())
+        self.costs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(op, backend))
+            .and_then(|c| c.as_ref().ok().copied())
     }
 
     /// Host↔device bandwidth from pageable memory, measured once.
@@ -236,7 +317,10 @@ impl Dispatcher {
     /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
     pub fn measured(&self) -> Vec<(&'static str, Backend, Cost)> {
         let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
-        let mut v: Vec<_> = costs.iter().filter_map(|(&(o, b), c)| c.as_ref().ok().map(|&c| (o, b, c))).collect();
+        let mut v: Vec<_> = costs
+            .iter()
+            .filter_map(|(&(o, b), c)| c.as_ref().ok().map(|&c| (o, b, c)))
+            .collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         v
     }
@@ -245,7 +329,11 @@ impl Dispatcher {
 #[cfg(feature = "cuda")]
 fn measure_link(pinned: bool) -> std::result::Result<Link, String> {
     let gpu = crate::backend::cuda::Gpu::get()?;
-    let link = if pinned { crate::pipeline::measure_link_pinned(gpu) } else { crate::pipeline::measure_link(gpu) };
+    let link = if pinned {
+        crate::pipeline::measure_link_pinned(gpu)
+    } else {
+        crate::pipeline::measure_link(gpu)
+    };
     link.map_err(|e| e.to_string())
 }
 
@@ -255,7 +343,12 @@ fn measure_link(_pinned: bool) -> std::result::Result<Link, String> {
 }
 
 /// Fits `fixed + units × per_unit` through two timed runs (the median of a few each).
-pub fn fit(small_units: u64, mut small: impl FnMut() -> Result<()>, large_units: u64, mut large: impl FnMut() -> Result<()>) -> Result<Cost> {
+pub fn fit(
+    small_units: u64,
+    mut small: impl FnMut() -> Result<()>,
+    large_units: u64,
+    mut large: impl FnMut() -> Result<()>,
+) -> Result<Cost> {
     let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
         f()?; // warm-up: module load, page faults, allocator
         let mut v = Vec::with_capacity(5);
@@ -271,5 +364,8 @@ pub fn fit(small_units: u64, mut small: impl FnMut() -> Result<()>, large_units:
     let tl = time(&mut large)?;
     let per_unit_s = ((tl - ts) / (large_units - small_units) as f64).max(1e-15);
     let fixed_s = (ts - per_unit_s * small_units as f64).max(0.0);
-    Ok(Cost { fixed_s, per_unit_s })
+    Ok(Cost {
+        fixed_s,
+        per_unit_s,
+    })
 }

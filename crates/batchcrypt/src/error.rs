@@ -26,10 +26,16 @@ pub enum Error {
     Io(#[from] std::io::Error),
     /// A call into a library backend (OpenSSL) failed.
     #[error("{library} failed: {message}")]
-    Library { library: &'static str, message: String },
+    Library {
+        library: &'static str,
+        message: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA error in {context}: {message}")]
-    Cuda { context: &'static str, message: String },
+    Cuda {
+        context: &'static str,
+        message: String,
+    },
 }
 
 impl Error {

@@ -21,9 +21,9 @@ pub mod backend;
 pub mod bitcoin;
 pub mod bn254;
 pub mod dispatch;
-mod error;
 #[cfg(feature = "emulation")]
 pub mod emulation;
+mod error;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;
@@ -69,13 +69,17 @@ impl Engine {
     }
 
     pub fn with_backend(choice: BackendChoice) -> Self {
-        Engine { dispatcher: dispatch::Dispatcher::new(choice) }
+        Engine {
+            dispatcher: dispatch::Dispatcher::new(choice),
+        }
     }
 
     /// A process-wide engine with the environment's choice (`auto` if the variable is malformed).
     pub fn global() -> &'static Engine {
         static E: OnceLock<Engine> = OnceLock::new();
-        E.get_or_init(|| Engine::new().unwrap_or_else(|_| Engine::with_backend(BackendChoice::Auto)))
+        E.get_or_init(|| {
+            Engine::new().unwrap_or_else(|_| Engine::with_backend(BackendChoice::Auto))
+        })
     }
 
     pub fn dispatcher(&self) -> &dispatch::Dispatcher {
@@ -120,7 +124,8 @@ pub fn describe_hardware() -> String {
         f.vaes
     );
     match Backend::Cuda.availability() {
-        Ok(()) => {
+        Ok(()) =>
+        {
             #[cfg(feature = "cuda")]
             if let Ok(g) = backend::cuda::Gpu::get() {
                 let i = g.info();

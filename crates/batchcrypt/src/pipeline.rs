@@ -19,7 +19,10 @@ pub struct PipelineConfig {
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        PipelineConfig { chunk_items: 1 << 20, depth: 3 }
+        PipelineConfig {
+            chunk_items: 1 << 20,
+            depth: 3,
+        }
     }
 }
 
@@ -42,14 +45,27 @@ impl Slot {
         // write-combined: the host only writes it, and the upload reads it faster.
         let (host_in, host_out) = unsafe {
             (
-                ctx.alloc_pinned_with_flags::<u8>(in_bytes.max(1), cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED)
+                ctx.alloc_pinned_with_flags::<u8>(
+                    in_bytes.max(1),
+                    cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
+                )
+                .map_err(driver_err("cuMemHostAlloc"))?,
+                ctx.alloc_pinned_with_flags::<u8>(out_bytes.max(1), 0)
                     .map_err(driver_err("cuMemHostAlloc"))?,
-                ctx.alloc_pinned_with_flags::<u8>(out_bytes.max(1), 0).map_err(driver_err("cuMemHostAlloc"))?,
             )
         };
-        let dev_in = unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
-        let dev_out = unsafe { stream.alloc::<u8>(out_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
-        Ok(Slot { stream, host_in, host_out, dev_in, dev_out, pending: None })
+        let dev_in =
+            unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+        let dev_out =
+            unsafe { stream.alloc::<u8>(out_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+        Ok(Slot {
+            stream,
+            host_in,
+            host_out,
+            dev_in,
+            dev_out,
+            pending: None,
+        })
     }
 
     fn fits(&self, in_bytes: usize, out_bytes: usize) -> bool {
@@ -97,7 +113,9 @@ struct Trace {
 /// Whether `BATCHCRYPT_TRACE` asks for per-call timings on stderr.
 pub fn tracing() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("BATCHCRYPT_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+    *ON.get_or_init(|| {
+        std::env::var_os("BATCHCRYPT_TRACE").is_some_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 pub use crate::backend::cpu::par_copy;
@@ -126,11 +144,19 @@ pub fn run_chunked(
     let drain = |slot: &mut Slot, output: &mut [u8], trace: &mut Trace| -> Result<()> {
         if let Some((first, items)) = slot.pending.take() {
             let t = std::time::Instant::now();
-            slot.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+            slot.stream
+                .synchronize()
+                .map_err(driver_err("cuStreamSynchronize"))?;
             trace.wait_s += t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let src = slot.host_out.as_slice().map_err(driver_err("pinned read"))?;
-            par_copy(&mut output[first * out_size..(first + items) * out_size], &src[..items * out_size]);
+            let src = slot
+                .host_out
+                .as_slice()
+                .map_err(driver_err("pinned read"))?;
+            par_copy(
+                &mut output[first * out_size..(first + items) * out_size],
+                &src[..items * out_size],
+            );
             trace.copy_out_s += t.elapsed().as_secs_f64();
         }
         Ok(())
@@ -141,16 +167,31 @@ pub fn run_chunked(
             let slot = &mut slots[c % depth];
             drain(slot, output, &mut trace)?;
             let t = std::time::Instant::now();
-            fill(first, &mut slot.host_in.as_mut_slice().map_err(driver_err("pinned write"))?[..items * in_size])?;
+            fill(
+                first,
+                &mut slot
+                    .host_in
+                    .as_mut_slice()
+                    .map_err(driver_err("pinned write"))?[..items * in_size],
+            )?;
             trace.fill_s += t.elapsed().as_secs_f64();
             {
                 let src = &slot.host_in;
                 let mut dst = slot.dev_in.slice_mut(..items * in_size);
-                slot.stream.memcpy_htod(&src.as_slice().map_err(driver_err("pinned"))?[..items * in_size], &mut dst).map_err(driver_err("cuMemcpyHtoDAsync"))?;
+                slot.stream
+                    .memcpy_htod(
+                        &src.as_slice().map_err(driver_err("pinned"))?[..items * in_size],
+                        &mut dst,
+                    )
+                    .map_err(driver_err("cuMemcpyHtoDAsync"))?;
             }
             launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, items)?;
             slot.stream
-                .memcpy_dtoh(&slot.dev_out.slice(..items * out_size), &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?[..items * out_size])
+                .memcpy_dtoh(
+                    &slot.dev_out.slice(..items * out_size),
+                    &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?
+                        [..items * out_size],
+                )
                 .map_err(driver_err("cuMemcpyDtoHAsync"))?;
             slot.pending = Some((first, items));
         }
@@ -188,7 +229,13 @@ pub fn is_pinned(gpu: &Gpu, buf: &[u8]) -> bool {
     let host = |p: *const u8| {
         let mut kind: u32 = 0;
         // SAFETY: queries an attribute of an address; pageable memory is an error, not a fault.
-        let r = unsafe { sys::cuPointerGetAttribute((&mut kind as *mut u32).cast(), sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p as u64) };
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut kind as *mut u32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                p as u64,
+            )
+        };
         r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
     };
     host(buf.as_ptr()) && host(buf.as_ptr().wrapping_add(buf.len() - 1))
@@ -204,7 +251,13 @@ pub fn run_direct(
     input: &[u8],
     output: &mut [u8],
     cfg: PipelineConfig,
-    mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize, usize) -> Result<()>,
+    mut launch: impl FnMut(
+        &Arc<CudaStream>,
+        &CudaSlice<u8>,
+        &mut CudaSlice<u8>,
+        usize,
+        usize,
+    ) -> Result<()>,
 ) -> Result<()> {
     debug_assert_eq!(input.len(), output.len());
     let n = input.len();
@@ -216,25 +269,39 @@ pub fn run_direct(
         let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
         // SAFETY: each buffer is written (upload, kernel) before it is read.
         let (a, b) = unsafe { (stream.alloc::<u8>(chunk), stream.alloc::<u8>(chunk)) };
-        slots.push((stream, a.map_err(driver_err("cuMemAlloc"))?, b.map_err(driver_err("cuMemAlloc"))?));
+        slots.push((
+            stream,
+            a.map_err(driver_err("cuMemAlloc"))?,
+            b.map_err(driver_err("cuMemAlloc"))?,
+        ));
     }
     let t_start = std::time::Instant::now();
     let mut run = || -> Result<()> {
         // Work on one stream runs in order, so a slot's buffers are free again once its previous
         // chunk's download is enqueued: the host never waits until the end.
-        for (c, (src, dst)) in input.chunks(chunk).zip(output.chunks_mut(chunk)).enumerate() {
+        for (c, (src, dst)) in input
+            .chunks(chunk)
+            .zip(output.chunks_mut(chunk))
+            .enumerate()
+        {
             let (stream, dev_in, dev_out) = &mut slots[c % depth];
             let len = src.len();
-            stream.memcpy_htod(src, &mut dev_in.slice_mut(..len)).map_err(driver_err("cuMemcpyHtoDAsync"))?;
+            stream
+                .memcpy_htod(src, &mut dev_in.slice_mut(..len))
+                .map_err(driver_err("cuMemcpyHtoDAsync"))?;
             launch(stream, dev_in, dev_out, c * chunk, len)?;
-            stream.memcpy_dtoh(&dev_out.slice(..len), dst).map_err(driver_err("cuMemcpyDtoHAsync"))?;
+            stream
+                .memcpy_dtoh(&dev_out.slice(..len), dst)
+                .map_err(driver_err("cuMemcpyDtoHAsync"))?;
         }
         Ok(())
     };
     let result = run();
     // The caller's buffers are borrowed only for this call: every copy must be done on return.
     for (stream, _, _) in &slots {
-        stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+        stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))?;
     }
     if tracing() {
         eprintln!("pipeline (page-locked, direct): {n} bytes in {} chunks of {chunk} (depth {depth}): {:.2} ms", n.div_ceil(chunk), t_start.elapsed().as_secs_f64() * 1e3);
@@ -256,8 +323,10 @@ pub fn measure_link_pinned(gpu: &Gpu) -> Result<Link> {
     // SAFETY: both buffers are fully written before being read.
     let (mut up, mut down) = unsafe {
         (
-            ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0).map_err(driver_err("cuMemHostAlloc"))?,
-            ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0).map_err(driver_err("cuMemHostAlloc"))?,
+            ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0)
+                .map_err(driver_err("cuMemHostAlloc"))?,
+            ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0)
+                .map_err(driver_err("cuMemHostAlloc"))?,
         )
     };
     up.as_mut_slice().map_err(driver_err("pinned"))?.fill(0x5a);
@@ -273,16 +342,26 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
     let mut best = (f64::MAX, f64::MAX);
     for _ in 0..4 {
         let t = std::time::Instant::now();
-        stream.memcpy_htod(up, &mut dev).map_err(driver_err("cuMemcpyHtoD"))?;
+        stream
+            .memcpy_htod(up, &mut dev)
+            .map_err(driver_err("cuMemcpyHtoD"))?;
         stream.synchronize().map_err(driver_err("sync"))?;
         let t_up = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        stream.memcpy_dtoh(&dev, down).map_err(driver_err("cuMemcpyDtoH"))?;
+        stream
+            .memcpy_dtoh(&dev, down)
+            .map_err(driver_err("cuMemcpyDtoH"))?;
         stream.synchronize().map_err(driver_err("sync"))?;
         best = (best.0.min(t_up), best.1.min(t.elapsed().as_secs_f64()));
     }
     if down[up.len() - 1] != up[up.len() - 1] {
-        return Err(Error::Cuda { context: "measure_link", message: "round trip corrupted data".into() });
+        return Err(Error::Cuda {
+            context: "measure_link",
+            message: "round trip corrupted data".into(),
+        });
     }
-    Ok(Link { h2d: up.len() as f64 / best.0, d2h: up.len() as f64 / best.1 })
+    Ok(Link {
+        h2d: up.len() as f64 / best.0,
+        d2h: up.len() as f64 / best.1,
+    })
 }

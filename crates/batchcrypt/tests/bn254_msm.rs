@@ -14,7 +14,11 @@ mod common;
 
 /// The definition: sum k_i P_i with one double-and-add per term.
 fn naive(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
-    bases.iter().zip(scalars).map(|(p, k)| p.mul_bigint(k.into_bigint())).sum()
+    bases
+        .iter()
+        .zip(scalars)
+        .map(|(p, k)| p.mul_bigint(k.into_bigint()))
+        .sum()
 }
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
@@ -49,7 +53,11 @@ fn cases(n: usize) -> Vec<(&'static str, Vec<G1Affine>, Vec<Fr>)> {
             _ => bases[i],
         })
         .collect();
-    v.push(("repeated, opposite, infinity", special.clone(), vec![Fr::from(3u64); n]));
+    v.push((
+        "repeated, opposite, infinity",
+        special.clone(),
+        vec![Fr::from(3u64); n],
+    ));
     v.push(("repeated, random scalars", special, scalars));
     v.push(("all zero", bases, vec![Fr::ZERO; n]));
     v
@@ -62,9 +70,16 @@ fn every_backend_matches_the_definition() {
         for n in [1, 2, 3, 100, 1000] {
             for (what, bases, scalars) in cases(n) {
                 let want = naive(&bases, &scalars);
-                let got = engine.bn254().msm_g1(&G1Bases::new(bases), &scalars).unwrap();
+                let got = engine
+                    .bn254()
+                    .msm_g1(&G1Bases::new(bases), &scalars)
+                    .unwrap();
                 assert_eq!(got.backend, b);
-                assert_eq!(got.value.into_affine(), want.into_affine(), "{b}: {what}, n = {n}");
+                assert_eq!(
+                    got.value.into_affine(),
+                    want.into_affine(),
+                    "{b}: {what}, n = {n}"
+                );
             }
         }
     }
@@ -75,7 +90,10 @@ fn gpu_matches_arkworks_on_larger_batches() {
     if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
         return;
     }
-    let (gpu, cpu) = (common::engine(Backend::Cuda), common::engine(Backend::Arkworks));
+    let (gpu, cpu) = (
+        common::engine(Backend::Cuda),
+        common::engine(Backend::Arkworks),
+    );
     for n in [1 << 12, (1 << 16) + 3, 1 << 18] {
         for (what, bases, scalars) in cases(n) {
             let bases = G1Bases::new(bases);
@@ -94,11 +112,21 @@ fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
         let engine = common::engine(b);
         let bn = engine.bn254();
         let got = bn.msm_g1(&prepared, &scalars[..20]).unwrap().value;
-        assert_eq!(got.into_affine(), naive(&bases[..20], &scalars[..20]).into_affine(), "{b}");
+        assert_eq!(
+            got.into_affine(),
+            naive(&bases[..20], &scalars[..20]).into_affine(),
+            "{b}"
+        );
         let mut more = scalars.clone();
         more.push(Fr::ONE);
-        assert!(matches!(bn.msm_g1(&prepared, &more), Err(Error::InvalidInput(_))), "{b}");
-        assert!(bn.msm_g1(&prepared, &[]).unwrap().value.is_zero(), "{b}: empty sum");
+        assert!(
+            matches!(bn.msm_g1(&prepared, &more), Err(Error::InvalidInput(_))),
+            "{b}"
+        );
+        assert!(
+            bn.msm_g1(&prepared, &[]).unwrap().value.is_zero(),
+            "{b}: empty sum"
+        );
     }
 }
 
@@ -120,7 +148,11 @@ mod emulated {
                     let got = msm_g1(&bases, &scalars, Some(c)).unwrap();
                     assert_eq!(got.into_affine(), want, "{what}, n = {n}, c = {c}");
                 }
-                assert_eq!(msm_g1(&bases, &scalars, None).unwrap().into_affine(), want, "{what}, n = {n}, default window");
+                assert_eq!(
+                    msm_g1(&bases, &scalars, None).unwrap().into_affine(),
+                    want,
+                    "{what}, n = {n}, default window"
+                );
             }
         }
     }
@@ -133,7 +165,11 @@ mod emulated {
         let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
         let want = naive(&bases, &scalars).into_affine();
         for c in [4, 7, 16, 21] {
-            assert_eq!(msm_g1(&bases, &scalars, Some(c)).unwrap().into_affine(), want, "c = {c}");
+            assert_eq!(
+                msm_g1(&bases, &scalars, Some(c)).unwrap().into_affine(),
+                want,
+                "c = {c}"
+            );
         }
     }
 
@@ -143,10 +179,21 @@ mod emulated {
         assert_eq!(Shape::levels(32), vec![32]);
         assert_eq!(Shape::levels(33), vec![33, 4]);
         let l = Shape::levels(1 << 28);
-        assert!(l.windows(2).all(|w| w[1] < w[0]) && *l.last().unwrap() <= 32, "{l:?}");
-        assert!(Shape::with_window(10, 254, 3).is_err() && Shape::with_window(10, 254, 25).is_err());
+        assert!(
+            l.windows(2).all(|w| w[1] < w[0]) && *l.last().unwrap() <= 32,
+            "{l:?}"
+        );
+        assert!(
+            Shape::with_window(10, 254, 3).is_err() && Shape::with_window(10, 254, 25).is_err()
+        );
         // Larger batches take larger windows.
         let c = |n| Shape::new(n, 254).unwrap().c;
-        assert!(c(1 << 10) < c(1 << 16) && c(1 << 16) < c(1 << 22), "{} {} {}", c(1 << 10), c(1 << 16), c(1 << 22));
+        assert!(
+            c(1 << 10) < c(1 << 16) && c(1 << 16) < c(1 << 22),
+            "{} {} {}",
+            c(1 << 10),
+            c(1 << 16),
+            c(1 << 22)
+        );
     }
 }

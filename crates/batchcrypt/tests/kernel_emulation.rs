@@ -10,7 +10,11 @@ use batchcrypt::{Backend, BackendChoice, Engine};
 use common::Rng;
 
 fn cpu(msgs: &Messages<'_>, mode: Mode) -> Vec<[u8; 32]> {
-    Engine::with_backend(BackendChoice::Exact(Backend::Portable)).sha256().hash(msgs, mode).unwrap().value
+    Engine::with_backend(BackendChoice::Exact(Backend::Portable))
+        .sha256()
+        .hash(msgs, mode)
+        .unwrap()
+        .value
 }
 
 #[test]
@@ -20,7 +24,11 @@ fn fixed_length_kernels_match_cpu() {
         let data = rng.bytes(len * 33);
         for mode in [Mode::Single, Mode::Double] {
             let m = Messages::fixed(&data, len).unwrap();
-            assert_eq!(emulated::hash(&m, mode), cpu(&m, mode), "len {len} mode {mode:?}");
+            assert_eq!(
+                emulated::hash(&m, mode),
+                cpu(&m, mode),
+                "len {len} mode {mode:?}"
+            );
         }
     }
 }

@@ -31,35 +31,63 @@ fn parse(file: &str) -> Vec<Vector> {
             continue;
         }
         let at = || format!("{file} line {}", i + 1);
-        let (key, value) = line.split_once('=').unwrap_or_else(|| panic!("{}: expected `key = value`, got {line:?}", at()));
+        let (key, value) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{}: expected `key = value`, got {line:?}", at()));
         let (key, value) = (key.trim(), value.trim());
         match key {
             "Len" => {
-                let n: usize = value.parse().unwrap_or_else(|e| panic!("{}: bad Len {value:?}: {e}", at()));
-                assert!(n % 8 == 0, "{}: Len = {n} is not a whole number of bytes (byte-oriented file expected)", at());
+                let n: usize = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: bad Len {value:?}: {e}", at()));
+                assert!(
+                    n % 8 == 0,
+                    "{}: Len = {n} is not a whole number of bytes (byte-oriented file expected)",
+                    at()
+                );
                 len_bits = Some(n);
                 msg = None;
             }
             "Msg" => {
                 let n = len_bits.unwrap_or_else(|| panic!("{}: Msg before Len", at()));
-                let mut bytes = hex::decode(value).unwrap_or_else(|e| panic!("{}: bad Msg hex: {e}", at()));
-                assert!(bytes.len() >= n / 8, "{}: Msg has {} bytes, Len = {n} needs {}", at(), bytes.len(), n / 8);
+                let mut bytes =
+                    hex::decode(value).unwrap_or_else(|e| panic!("{}: bad Msg hex: {e}", at()));
+                assert!(
+                    bytes.len() >= n / 8,
+                    "{}: Msg has {} bytes, Len = {n} needs {}",
+                    at(),
+                    bytes.len(),
+                    n / 8
+                );
                 bytes.truncate(n / 8);
                 msg = Some(bytes);
             }
             "MD" => {
-                let n = len_bits.take().unwrap_or_else(|| panic!("{}: MD before Len", at()));
-                let m = msg.take().unwrap_or_else(|| panic!("{}: MD before Msg", at()));
+                let n = len_bits
+                    .take()
+                    .unwrap_or_else(|| panic!("{}: MD before Len", at()));
+                let m = msg
+                    .take()
+                    .unwrap_or_else(|| panic!("{}: MD before Msg", at()));
                 let md: [u8; 32] = hex::decode(value)
                     .unwrap_or_else(|e| panic!("{}: bad MD hex: {e}", at()))
                     .try_into()
-                    .unwrap_or_else(|v: Vec<u8>| panic!("{}: MD has {} bytes, expected 32", at(), v.len()));
-                out.push(Vector { len_bits: n, msg: m, md });
+                    .unwrap_or_else(|v: Vec<u8>| {
+                        panic!("{}: MD has {} bytes, expected 32", at(), v.len())
+                    });
+                out.push(Vector {
+                    len_bits: n,
+                    msg: m,
+                    md,
+                });
             }
             other => panic!("{}: unexpected key {other:?}", at()),
         }
     }
-    assert!(len_bits.is_none() && msg.is_none(), "{file}: last record has no MD");
+    assert!(
+        len_bits.is_none() && msg.is_none(),
+        "{file}: last record has no MD"
+    );
     out
 }
 
@@ -75,9 +103,22 @@ fn check_batch(backend: Backend, file: &str, vectors: &[Vector]) {
     let out = engine
         .sha256()
         .hash_var(&data, &offsets, Mode::Single)
-        .unwrap_or_else(|e| panic!("backend {backend}, {file}: hash_var of {} vectors failed: {e}", vectors.len()));
-    assert_eq!(out.backend, backend, "backend {backend}, {file}: the batch ran on {} instead", out.backend);
-    assert_eq!(out.value.len(), vectors.len(), "backend {backend}, {file}: wrong number of digests");
+        .unwrap_or_else(|e| {
+            panic!(
+                "backend {backend}, {file}: hash_var of {} vectors failed: {e}",
+                vectors.len()
+            )
+        });
+    assert_eq!(
+        out.backend, backend,
+        "backend {backend}, {file}: the batch ran on {} instead",
+        out.backend
+    );
+    assert_eq!(
+        out.value.len(),
+        vectors.len(),
+        "backend {backend}, {file}: wrong number of digests"
+    );
     for (v, got) in vectors.iter().zip(&out.value) {
         assert_eq!(
             hex::encode(got),
@@ -91,10 +132,18 @@ fn check_batch(backend: Backend, file: &str, vectors: &[Vector]) {
 fn check_file(file: &str, expected_lens: std::ops::RangeInclusive<usize>, step: usize) {
     let vectors = parse(file);
     let lens: Vec<usize> = vectors.iter().map(|v| v.len_bits).collect();
-    assert_eq!(lens, expected_lens.step_by(step).collect::<Vec<_>>(), "{file}: unexpected set of vector lengths");
+    assert_eq!(
+        lens,
+        expected_lens.step_by(step).collect::<Vec<_>>(),
+        "{file}: unexpected set of vector lengths"
+    );
 
     // One message at a time through the single-message entry point (SHA-NI when present, else portable).
-    let single = if Backend::ShaNi.is_available() { Backend::ShaNi } else { Backend::Portable };
+    let single = if Backend::ShaNi.is_available() {
+        Backend::ShaNi
+    } else {
+        Backend::Portable
+    };
     for v in &vectors {
         assert_eq!(
             hex::encode(sha256::digest(&v.msg)),
@@ -106,7 +155,10 @@ fn check_file(file: &str, expected_lens: std::ops::RangeInclusive<usize>, step: 
 
     // The whole file as one batch, on each backend; every backend is tried even if one fails.
     let (mut tested, mut failures) = (Vec::new(), Vec::new());
-    for backend in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Sha256)) {
+    for backend in Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(Primitive::Sha256))
+    {
         if let Err(why) = backend.availability() {
             println!("{file}: skipping backend {backend}: {why}");
             continue;
@@ -123,8 +175,17 @@ fn check_file(file: &str, expected_lens: std::ops::RangeInclusive<usize>, step: 
             }
         }
     }
-    println!("{file}: {} vectors passed on {}", vectors.len(), tested.join(", "));
-    assert!(failures.is_empty(), "{file}: {} backend(s) failed:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "{file}: {} vectors passed on {}",
+        vectors.len(),
+        tested.join(", ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{file}: {} backend(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(!tested.is_empty(), "{file}: no backend was tested");
 }
 

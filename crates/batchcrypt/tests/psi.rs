@@ -29,14 +29,23 @@ fn pair() -> (TcpStream, TcpStream) {
 }
 
 fn cfg(chunk: usize) -> Config {
-    Config { chunk, timeout: Duration::from_secs(20), ..Config::default() }
+    Config {
+        chunk,
+        timeout: Duration::from_secs(20),
+        ..Config::default()
+    }
 }
 
 #[test]
 fn finds_the_known_intersection_on_every_backend_pair() {
     // A: ids 0..3000, B: ids 2000..4500 and some of its own; common: 2000..3000.
     let a = write_set("a.txt", (0..3000).map(|i| format!("id-{i}")));
-    let b = write_set("b.txt", (2000..4500).map(|i| format!("id-{i}")).chain((0..100).map(|i| format!("other-{i}"))));
+    let b = write_set(
+        "b.txt",
+        (2000..4500)
+            .map(|i| format!("id-{i}"))
+            .chain((0..100).map(|i| format!("other-{i}"))),
+    );
     let (ia, ib) = (ItemFile::open(&a).unwrap(), ItemFile::open(&b).unwrap());
     let backends = common::backends(Primitive::Sm2);
     for &ba in &backends {
@@ -49,27 +58,41 @@ fn finds_the_known_intersection_on_every_backend_pair() {
                 (ta.join().unwrap(), rb)
             });
             let (ra, rb) = (ra.unwrap(), rb.unwrap());
-            assert_eq!(ra.matched, (2000..3000).collect::<Vec<u64>>(), "{ba} x {bb}");
+            assert_eq!(
+                ra.matched,
+                (2000..3000).collect::<Vec<u64>>(),
+                "{ba} x {bb}"
+            );
             assert_eq!(rb.matched, (0..1000).collect::<Vec<u64>>(), "{ba} x {bb}");
             assert_eq!((ra.own_count, ra.peer_count), (3000, 2600));
         }
     }
     // The intersection file holds the common lines, in this party's order.
     let out = a.with_file_name("common.txt");
-    ia.write_subset(&(2000..3000).collect::<Vec<u64>>(), &out).unwrap();
+    ia.write_subset(&(2000..3000).collect::<Vec<u64>>(), &out)
+        .unwrap();
     let text = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(text.lines().collect::<Vec<_>>(), (2000..3000).map(|i| format!("id-{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        (2000..3000).map(|i| format!("id-{i}")).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn bad_sets_are_errors() {
     let empty = write_set("empty.txt", []);
-    assert!(ItemFile::open(&empty).unwrap_err().to_string().contains("no items"));
+    assert!(ItemFile::open(&empty)
+        .unwrap_err()
+        .to_string()
+        .contains("no items"));
     let dup = write_set("dup.txt", ["x", "y", "z", "y"].map(String::from));
     let e = ItemFile::open(&dup).unwrap_err().to_string();
     assert!(e.contains("lines 2 and 4"), "{e}");
     let blank = write_set("blank.txt", ["x", "", "z"].map(String::from));
-    assert!(ItemFile::open(&blank).unwrap_err().to_string().contains("line 2 is empty"));
+    assert!(ItemFile::open(&blank)
+        .unwrap_err()
+        .to_string()
+        .contains("line 2 is empty"));
     assert!(ItemFile::open(&empty.with_file_name("missing.txt")).is_err());
 }
 
@@ -132,7 +155,10 @@ fn points_off_the_curve_are_refused() {
 #[test]
 fn a_peer_that_disconnects_is_an_error() {
     let e = against("disconnect.txt", hello(psi::PROTOCOL_VERSION, 10), true);
-    assert!(e.contains("closed the connection") || e.contains("network"), "{e}");
+    assert!(
+        e.contains("closed the connection") || e.contains("network"),
+        "{e}"
+    );
 }
 
 #[test]

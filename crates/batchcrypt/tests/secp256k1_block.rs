@@ -60,7 +60,13 @@ fn parse_legacy(raw: &[u8]) -> LegacyTx<'_> {
     let mut c = Cursor(raw);
     let version = c.take(4);
     assert_ne!(c.0[0], 0, "a segwit transaction in a pre-segwit block");
-    let inputs = (0..c.varint()).map(|_| Input { outpoint: c.take(36), script_sig: c.var_bytes(), sequence: c.take(4) }).collect();
+    let inputs = (0..c.varint())
+        .map(|_| Input {
+            outpoint: c.take(36),
+            script_sig: c.var_bytes(),
+            sequence: c.take(4),
+        })
+        .collect();
     let outputs_start = c.0;
     for _ in 0..c.varint() {
         c.take(8);
@@ -69,7 +75,12 @@ fn parse_legacy(raw: &[u8]) -> LegacyTx<'_> {
     let outputs = &outputs_start[..outputs_start.len() - c.0.len()];
     let locktime = c.take(4);
     assert!(c.0.is_empty());
-    LegacyTx { version, inputs, outputs, locktime }
+    LegacyTx {
+        version,
+        inputs,
+        outputs,
+        locktime,
+    }
 }
 
 fn write_varint(out: &mut Vec<u8>, n: usize) {
@@ -125,7 +136,8 @@ fn multisig(redeem: &[u8]) -> Option<(usize, Vec<&[u8]>)> {
     let (&first, rest) = redeem.split_first()?;
     let (&last, rest) = rest.split_last()?;
     let (&op_n, body) = rest.split_last()?;
-    if !(0x51..=0x60).contains(&first) || !(0x51..=0x60).contains(&op_n) || last != OP_CHECKMULTISIG {
+    if !(0x51..=0x60).contains(&first) || !(0x51..=0x60).contains(&op_n) || last != OP_CHECKMULTISIG
+    {
         return None;
     }
     let keys = pushes(body)?;
@@ -169,7 +181,12 @@ struct BlockChecks {
 
 fn block_checks(raw: &[u8]) -> BlockChecks {
     let block = parse_block(raw).unwrap();
-    let mut b = BlockChecks { checks: vec![], p2pkh: vec![], multisig: vec![], signatures: 0 };
+    let mut b = BlockChecks {
+        checks: vec![],
+        p2pkh: vec![],
+        multisig: vec![],
+        signatures: 0,
+    };
     for tx in block.txs.iter().skip(1) {
         let t = parse_legacy(tx.raw);
         for (i, input) in t.inputs.iter().enumerate() {
@@ -178,16 +195,28 @@ fn block_checks(raw: &[u8]) -> BlockChecks {
                 // OP_0 (CHECKMULTISIG's extra pop), m signatures, the redeem script.
                 assert_eq!((p.len(), p[0]), (m + 2, &[][..]));
                 let hash = legacy_sighash(&t, i, p[m + 1]);
-                b.multisig.push(Multisig { first: b.checks.len(), sigs: m, keys: keys.len() });
+                b.multisig.push(Multisig {
+                    first: b.checks.len(),
+                    sigs: m,
+                    keys: keys.len(),
+                });
                 for sig in &p[1..=m] {
-                    b.checks.extend(keys.iter().map(|k| Check { sig: der_of(sig), key: k.to_vec(), hash }));
+                    b.checks.extend(keys.iter().map(|k| Check {
+                        sig: der_of(sig),
+                        key: k.to_vec(),
+                        hash,
+                    }));
                 }
                 b.signatures += m;
             } else {
                 assert_eq!(p.len(), 2, "P2PKH scriptSig is <sig> <pubkey>");
                 let hash = legacy_sighash(&t, i, &p2pkh_script_code(p[1]));
                 b.p2pkh.push(b.checks.len());
-                b.checks.push(Check { sig: der_of(p[0]), key: p[1].to_vec(), hash });
+                b.checks.push(Check {
+                    sig: der_of(p[0]),
+                    key: p[1].to_vec(),
+                    hash,
+                });
                 b.signatures += 1;
             }
         }
@@ -214,18 +243,35 @@ fn verify(b: Backend, checks: &[Check], opts: &EcdsaOptions) -> Vec<Result<(), R
     let hashes: Vec<[u8; 32]> = checks.iter().map(|c| c.hash).collect();
     let sigs: Vec<&[u8]> = checks.iter().map(|c| c.sig.as_slice()).collect();
     let keys: Vec<&[u8]> = checks.iter().map(|c| c.key.as_slice()).collect();
-    let out = engine(b).secp256k1().verify_ecdsa(&hashes, &sigs, &keys, opts).unwrap();
+    let out = engine(b)
+        .secp256k1()
+        .verify_ecdsa(&hashes, &sigs, &keys, opts)
+        .unwrap();
     assert_eq!(out.backend, b);
     out.value.results
 }
 
 #[test]
 fn block_413567_signatures_verify() {
-    let Some(raw) = read_shared("block413567.raw") else { return };
-    let BlockChecks { checks, p2pkh, multisig: groups, signatures } = block_checks(&raw);
-    assert_eq!((p2pkh.len(), groups.len(), signatures), (3957, 929, 5815), "P2PKH inputs, multisig inputs, signatures");
+    let Some(raw) = read_shared("block413567.raw") else {
+        return;
+    };
+    let BlockChecks {
+        checks,
+        p2pkh,
+        multisig: groups,
+        signatures,
+    } = block_checks(&raw);
+    assert_eq!(
+        (p2pkh.len(), groups.len(), signatures),
+        (3957, 929, 5815),
+        "P2PKH inputs, multisig inputs, signatures"
+    );
     for b in backends(Primitive::Secp256k1) {
-        let lax = EcdsaOptions { format: SigFormat::Der, require_low_s: false };
+        let lax = EcdsaOptions {
+            format: SigFormat::Der,
+            require_low_s: false,
+        };
         let results = verify(b, &checks, &lax);
         let ok: Vec<bool> = results.iter().map(Result::is_ok).collect();
         for &i in &p2pkh {
@@ -235,12 +281,26 @@ fn block_413567_signatures_verify() {
             assert!(multisig_passes(g, &ok), "multisig input {n} on {b}");
         }
         // With low S required a check can only change to HighS; count the inputs that would fail.
-        let strict = verify(b, &checks, &EcdsaOptions { require_low_s: true, ..lax });
+        let strict = verify(
+            b,
+            &checks,
+            &EcdsaOptions {
+                require_low_s: true,
+                ..lax
+            },
+        );
         for (i, (l, s)) in results.iter().zip(&strict).enumerate() {
-            assert!(s == l || *s == Err(Reason::HighS), "check {i} on {b}: {l:?} then {s:?}");
+            assert!(
+                s == l || *s == Err(Reason::HighS),
+                "check {i} on {b}: {l:?} then {s:?}"
+            );
         }
         let strict_ok: Vec<bool> = strict.iter().map(Result::is_ok).collect();
-        let failing = p2pkh.iter().filter(|&&i| !strict_ok[i]).count() + groups.iter().filter(|g| !multisig_passes(g, &strict_ok)).count();
+        let failing = p2pkh.iter().filter(|&&i| !strict_ok[i]).count()
+            + groups
+                .iter()
+                .filter(|g| !multisig_passes(g, &strict_ok))
+                .count();
         eprintln!("block 413567 on {b}: {signatures} signatures valid ({} checks with the multisig key trials); {failing} inputs fail with low S required", checks.len());
     }
 }

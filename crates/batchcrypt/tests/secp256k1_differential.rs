@@ -54,7 +54,11 @@ fn ecdsa_item(i: usize, format: SigFormat) -> EcdsaItem {
         sig = high_s(&sig);
     }
     let pk = PublicKey::from_secret_key(&sk);
-    let key = if r.below(2) == 0 { pk.serialize().to_vec() } else { pk.serialize_uncompressed().to_vec() };
+    let key = if r.below(2) == 0 {
+        pk.serialize().to_vec()
+    } else {
+        pk.serialize_uncompressed().to_vec()
+    };
     let sig = match format {
         SigFormat::Der => sig.serialize_der().to_vec(),
         SigFormat::Compact => sig.serialize_compact().to_vec(),
@@ -99,7 +103,9 @@ fn reference_libsecp(item: &EcdsaItem, opts: &EcdsaOptions) -> bool {
         SigFormat::Der => ecdsa::Signature::from_der(&item.sig),
         SigFormat::Compact => ecdsa::Signature::from_compact(&item.sig),
     };
-    let (Ok(mut sig), Ok(key)) = (sig, PublicKey::from_slice(&item.key)) else { return false };
+    let (Ok(mut sig), Ok(key)) = (sig, PublicKey::from_slice(&item.key)) else {
+        return false;
+    };
     if matches!(item.key[0], 6 | 7) {
         return false;
     }
@@ -117,7 +123,9 @@ fn reference_k256(item: &EcdsaItem, opts: &EcdsaOptions) -> bool {
         SigFormat::Der => k256::ecdsa::Signature::from_der(&item.sig),
         SigFormat::Compact => k256::ecdsa::Signature::from_slice(&item.sig),
     };
-    let (Ok(sig), Ok(key)) = (sig, k256::ecdsa::VerifyingKey::from_sec1_bytes(&item.key)) else { return false };
+    let (Ok(sig), Ok(key)) = (sig, k256::ecdsa::VerifyingKey::from_sec1_bytes(&item.key)) else {
+        return false;
+    };
     let sig = match sig.normalize_s() {
         Some(_) if opts.require_low_s => return false,
         Some(low) => low,
@@ -131,8 +139,16 @@ fn run_ecdsa(b: Backend, items: &[EcdsaItem], opts: &EcdsaOptions) -> Verdicts {
     let sigs: Vec<&[u8]> = items.iter().map(|t| t.sig.as_slice()).collect();
     let keys: Vec<&[u8]> = items.iter().map(|t| t.key.as_slice()).collect();
     let t = std::time::Instant::now();
-    let out = engine(b).secp256k1().verify_ecdsa(&hashes, &sigs, &keys, opts).unwrap();
-    eprintln!("{} ECDSA items on {b}: {:.2?} on {} threads", items.len(), t.elapsed(), out.threads);
+    let out = engine(b)
+        .secp256k1()
+        .verify_ecdsa(&hashes, &sigs, &keys, opts)
+        .unwrap();
+    eprintln!(
+        "{} ECDSA items on {b}: {:.2?} on {} threads",
+        items.len(),
+        t.elapsed(),
+        out.threads
+    );
     assert_eq!(out.backend, b);
     assert_eq!(out.value.len(), items.len());
     out.value
@@ -140,39 +156,89 @@ fn run_ecdsa(b: Backend, items: &[EcdsaItem], opts: &EcdsaOptions) -> Verdicts {
 
 /// Every verdict of `items[i]` for `i` in `check` against libsecp256k1 direct, every
 /// `K256_EVERY`-th also against k256.
-fn compare_ecdsa(b: Backend, what: &str, items: &[EcdsaItem], check: impl IndexedParallelIterator<Item = usize>, opts: &EcdsaOptions, got: &Verdicts) {
+fn compare_ecdsa(
+    b: Backend,
+    what: &str,
+    items: &[EcdsaItem],
+    check: impl IndexedParallelIterator<Item = usize>,
+    opts: &EcdsaOptions,
+    got: &Verdicts,
+) {
     let bad: Vec<String> = check
         .filter_map(|i| {
             let want = reference_libsecp(&items[i], opts);
             let k256_agrees = i % K256_EVERY != 0 || reference_k256(&items[i], opts) == want;
-            (got.results[i].is_ok() != want || !k256_agrees).then(|| format!("item {i}: got {:?}, libsecp256k1 {want}, k256 agrees {k256_agrees}", got.results[i]))
+            (got.results[i].is_ok() != want || !k256_agrees).then(|| {
+                format!(
+                    "item {i}: got {:?}, libsecp256k1 {want}, k256 agrees {k256_agrees}",
+                    got.results[i]
+                )
+            })
         })
         .collect();
-    assert!(bad.is_empty(), "{what} on {b}: {} disagreements, first: {:?}", bad.len(), &bad[..bad.len().min(5)]);
+    assert!(
+        bad.is_empty(),
+        "{what} on {b}: {} disagreements, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
 }
 
 #[test]
 fn ecdsa_random_and_bit_flipped() {
     for format in [SigFormat::Der, SigFormat::Compact] {
         // Half the items in each format, with distinct indices so keys differ between them.
-        let base = if format == SigFormat::Der { 0 } else { ECDSA_COUNT / 2 };
-        let valid: Vec<EcdsaItem> = (base..base + ECDSA_COUNT / 2).into_par_iter().map(|i| ecdsa_item(i, format)).collect();
-        let flipped: Vec<EcdsaItem> = valid.par_iter().enumerate().map(|(i, t)| flip_ecdsa(t.clone(), base + i)).collect();
+        let base = if format == SigFormat::Der {
+            0
+        } else {
+            ECDSA_COUNT / 2
+        };
+        let valid: Vec<EcdsaItem> = (base..base + ECDSA_COUNT / 2)
+            .into_par_iter()
+            .map(|i| ecdsa_item(i, format))
+            .collect();
+        let flipped: Vec<EcdsaItem> = valid
+            .par_iter()
+            .enumerate()
+            .map(|(i, t)| flip_ecdsa(t.clone(), base + i))
+            .collect();
         // One batch with valid and flipped items interleaved.
-        let mixed: Vec<EcdsaItem> = valid.iter().zip(&flipped).flat_map(|(v, f)| [v.clone(), f.clone()]).collect();
-        let opts = EcdsaOptions { format, require_low_s: false };
+        let mixed: Vec<EcdsaItem> = valid
+            .iter()
+            .zip(&flipped)
+            .flat_map(|(v, f)| [v.clone(), f.clone()])
+            .collect();
+        let opts = EcdsaOptions {
+            format,
+            require_low_s: false,
+        };
         for b in backends(Primitive::Secp256k1) {
             let got = run_ecdsa(b, &mixed, &opts);
             // Valid by construction (libsecp256k1 signed them): only the flipped need a reference.
             for (i, r) in got.results.iter().enumerate().step_by(2) {
                 assert_eq!(*r, Ok(()), "{format:?} valid item {i} on {b}");
             }
-            compare_ecdsa(b, &format!("{format:?}"), &mixed, (1..mixed.len()).into_par_iter().step_by(2), &opts, &got);
+            compare_ecdsa(
+                b,
+                &format!("{format:?}"),
+                &mixed,
+                (1..mixed.len()).into_par_iter().step_by(2),
+                &opts,
+                &got,
+            );
             // A flipped hash leaves everything well formed: only the equation fails.
             for i in (0..flipped.len()).filter(|&i| flipped[i].hash != valid[i].hash) {
-                assert_eq!(got.results[2 * i + 1], Err(Reason::SignatureMismatch), "{format:?} item {i} with a flipped hash on {b}");
+                assert_eq!(
+                    got.results[2 * i + 1],
+                    Err(Reason::SignatureMismatch),
+                    "{format:?} item {i} with a flipped hash on {b}"
+                );
             }
-            eprintln!("{format:?} on {b}: {} items, {} rejected", got.len(), got.len() - got.valid_count());
+            eprintln!(
+                "{format:?} on {b}: {} items, {} rejected",
+                got.len(),
+                got.len() - got.valid_count()
+            );
         }
     }
 }
@@ -180,16 +246,35 @@ fn ecdsa_random_and_bit_flipped() {
 /// The same signatures with low S required: the high-S quarter is refused, the rest unchanged.
 #[test]
 fn ecdsa_low_s_required() {
-    let opts = EcdsaOptions { format: SigFormat::Der, require_low_s: true };
-    let items: Vec<EcdsaItem> = (0..10_000).into_par_iter().map(|i| ecdsa_item(i, SigFormat::Der)).collect();
+    let opts = EcdsaOptions {
+        format: SigFormat::Der,
+        require_low_s: true,
+    };
+    let items: Vec<EcdsaItem> = (0..10_000)
+        .into_par_iter()
+        .map(|i| ecdsa_item(i, SigFormat::Der))
+        .collect();
     for b in backends(Primitive::Secp256k1) {
         let got = run_ecdsa(b, &items, &opts);
-        compare_ecdsa(b, "DER, low S required", &items, (0..items.len()).into_par_iter(), &opts, &got);
+        compare_ecdsa(
+            b,
+            "DER, low S required",
+            &items,
+            (0..items.len()).into_par_iter(),
+            &opts,
+            &got,
+        );
         for (i, r) in got.results.iter().enumerate() {
-            assert!(matches!(r, Ok(()) | Err(Reason::HighS)), "item {i} on {b}: {r:?}");
+            assert!(
+                matches!(r, Ok(()) | Err(Reason::HighS)),
+                "item {i} on {b}: {r:?}"
+            );
         }
         let high = got.len() - got.valid_count();
-        assert!((2000..3000).contains(&high), "about a quarter are high S: {high}");
+        assert!(
+            (2000..3000).contains(&high),
+            "about a quarter are high S: {high}"
+        );
     }
 }
 
@@ -207,7 +292,11 @@ fn schnorr_item(i: usize) -> SchnorrItem {
     let msg = r.bytes(len);
     let aux: [u8; 32] = r.bytes(32).try_into().unwrap();
     let sig = schnorr::sign_with_aux_rand(&msg, &keys, &aux).to_byte_array();
-    SchnorrItem { msg, sig, key: keys.x_only_public_key().0.to_byte_array() }
+    SchnorrItem {
+        msg,
+        sig,
+        key: keys.x_only_public_key().0.to_byte_array(),
+    }
 }
 
 /// One bit flipped in the message (when it has bytes), the signature or the key.
@@ -226,25 +315,46 @@ fn flip_schnorr(mut item: SchnorrItem, i: usize) -> SchnorrItem {
 }
 
 fn reference_schnorr(t: &SchnorrItem) -> bool {
-    let Ok(key) = XOnlyPublicKey::from_byte_array(t.key) else { return false };
+    let Ok(key) = XOnlyPublicKey::from_byte_array(t.key) else {
+        return false;
+    };
     schnorr::verify(&schnorr::Signature::from_byte_array(t.sig), &t.msg, &key).is_ok()
 }
 
 fn reference_schnorr_k256(t: &SchnorrItem) -> bool {
-    let (Ok(key), Ok(sig)) = (k256::schnorr::VerifyingKey::from_bytes(&t.key), k256::schnorr::Signature::try_from(&t.sig[..])) else { return false };
+    let (Ok(key), Ok(sig)) = (
+        k256::schnorr::VerifyingKey::from_bytes(&t.key),
+        k256::schnorr::Signature::try_from(&t.sig[..]),
+    ) else {
+        return false;
+    };
     key.verify_raw(&t.msg, &sig).is_ok()
 }
 
 #[test]
 fn schnorr_random_and_bit_flipped() {
-    let valid: Vec<SchnorrItem> = (0..SCHNORR_COUNT).into_par_iter().map(schnorr_item).collect();
-    let flipped: Vec<SchnorrItem> = valid.par_iter().enumerate().map(|(i, t)| flip_schnorr(t.clone(), i)).collect();
-    let items: Vec<SchnorrItem> = valid.iter().zip(&flipped).flat_map(|(v, f)| [v.clone(), f.clone()]).collect();
+    let valid: Vec<SchnorrItem> = (0..SCHNORR_COUNT)
+        .into_par_iter()
+        .map(schnorr_item)
+        .collect();
+    let flipped: Vec<SchnorrItem> = valid
+        .par_iter()
+        .enumerate()
+        .map(|(i, t)| flip_schnorr(t.clone(), i))
+        .collect();
+    let items: Vec<SchnorrItem> = valid
+        .iter()
+        .zip(&flipped)
+        .flat_map(|(v, f)| [v.clone(), f.clone()])
+        .collect();
     let msgs: Vec<&[u8]> = items.iter().map(|t| t.msg.as_slice()).collect();
     let sigs: Vec<[u8; 64]> = items.iter().map(|t| t.sig).collect();
     let keys: Vec<[u8; 32]> = items.iter().map(|t| t.key).collect();
     for b in backends(Primitive::Secp256k1) {
-        let out = engine(b).secp256k1().verify_schnorr(&msgs, &sigs, &keys).unwrap();
+        let out = engine(b)
+            .secp256k1()
+            .verify_schnorr(&msgs, &sigs, &keys)
+            .unwrap();
         assert_eq!(out.backend, b);
         let got = &out.value.results;
         for i in (0..items.len()).step_by(2) {
@@ -257,10 +367,24 @@ fn schnorr_random_and_bit_flipped() {
             .filter_map(|i| {
                 let want = reference_schnorr(&items[i]);
                 let k256_agrees = i % K256_EVERY != 0 || reference_schnorr_k256(&items[i]) == want;
-                (got[i].is_ok() != want || !k256_agrees).then(|| format!("item {i}: got {:?}, libsecp256k1 {want}, k256 agrees {k256_agrees}", got[i]))
+                (got[i].is_ok() != want || !k256_agrees).then(|| {
+                    format!(
+                        "item {i}: got {:?}, libsecp256k1 {want}, k256 agrees {k256_agrees}",
+                        got[i]
+                    )
+                })
             })
             .collect();
-        assert!(bad.is_empty(), "Schnorr on {b}: {} disagreements, first: {:?}", bad.len(), &bad[..bad.len().min(5)]);
-        eprintln!("Schnorr on {b}: {} items, {} rejected", got.len(), got.len() - out.value.valid_count());
+        assert!(
+            bad.is_empty(),
+            "Schnorr on {b}: {} disagreements, first: {:?}",
+            bad.len(),
+            &bad[..bad.len().min(5)]
+        );
+        eprintln!(
+            "Schnorr on {b}: {} items, {} rejected",
+            got.len(),
+            got.len() - out.value.valid_count()
+        );
     }
 }

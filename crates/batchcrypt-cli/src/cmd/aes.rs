@@ -28,7 +28,12 @@ pub struct Args {
     #[arg(long, short)]
     output: Option<PathBuf>,
     /// The key as hex: 32 digits (AES-128) or 64 (AES-256).
-    #[arg(long, short, conflicts_with = "key_file", required_unless_present = "key_file")]
+    #[arg(
+        long,
+        short,
+        conflicts_with = "key_file",
+        required_unless_present = "key_file"
+    )]
     key: Option<String>,
     /// A file holding the key, as 16 or 32 raw bytes or as hex.
     #[arg(long)]
@@ -50,10 +55,13 @@ fn key(args: &Args) -> Result<Key> {
     let bytes = match (&args.key, &args.key_file) {
         (Some(h), _) => hex::decode(h.trim()).context("--key must be hex (32 or 64 digits)")?,
         (None, Some(p)) => {
-            let raw = std::fs::read(p).with_context(|| format!("reading key file {}", p.display()))?;
+            let raw =
+                std::fs::read(p).with_context(|| format!("reading key file {}", p.display()))?;
             match raw.len() {
                 16 | 32 => raw,
-                _ => hex::decode(String::from_utf8_lossy(&raw).trim()).with_context(|| format!("{}: expected 16 or 32 raw bytes, or hex", p.display()))?,
+                _ => hex::decode(String::from_utf8_lossy(&raw).trim()).with_context(|| {
+                    format!("{}: expected 16 or 32 raw bytes, or hex", p.display())
+                })?,
             }
         }
         (None, None) => bail!("give the key with --key HEX or --key-file FILE"),
@@ -70,7 +78,13 @@ fn progress(args: &Args, total: Option<u64>) -> ProgressBar {
         Some(t) => ProgressBar::new(t),
         None => ProgressBar::no_length(),
     };
-    bar.set_style(ProgressStyle::with_template("{bytes:>10}/{total_bytes} [{bar:40}] {binary_bytes_per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bytes:>10}/{total_bytes} [{bar:40}] {binary_bytes_per_sec} eta {eta}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
     bar
 }
 
@@ -88,14 +102,22 @@ fn open_io(args: &Args) -> Result<(Box<dyn Read>, Box<dyn Write>, Option<u64>)> 
         Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))
     } else {
         let p = args.output.as_ref().unwrap();
-        Box::new(BufWriter::with_capacity(1 << 20, File::create(p).with_context(|| format!("creating {}", p.display()))?))
+        Box::new(BufWriter::with_capacity(
+            1 << 20,
+            File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        ))
     };
     Ok((input, output, total))
 }
 
 fn iv(args: &Args) -> Result<[u8; 16]> {
-    let Some(h) = &args.iv else { bail!("CTR needs --iv: the initial counter block as 32 hex digits") };
-    hex::decode(h.trim()).ok().and_then(|v| v.try_into().ok()).context("--iv must be 32 hex digits (16 bytes)")
+    let Some(h) = &args.iv else {
+        bail!("CTR needs --iv: the initial counter block as 32 hex digits")
+    };
+    hex::decode(h.trim())
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .context("--iv must be 32 hex digits (16 bytes)")
 }
 
 pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
@@ -112,7 +134,10 @@ pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
     bar.finish_and_clear();
     if result.is_err() && decrypt {
         if let Some(p) = args.output.as_ref().filter(|p| p.as_os_str() != "-") {
-            eprintln!("note: {} holds only the chunks that authenticated before the failure", p.display());
+            eprintln!(
+                "note: {} holds only the chunks that authenticated before the failure",
+                p.display()
+            );
         }
     }
     result?;

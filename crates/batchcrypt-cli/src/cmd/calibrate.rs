@@ -1,6 +1,6 @@
 use anyhow::Result;
-use batchcrypt::sha256::Mode;
 use batchcrypt::dispatch::Plan;
+use batchcrypt::sha256::Mode;
 use batchcrypt::Engine;
 
 /// Measures the cost model for 64-byte SHA256d (merkle nodes), SM2, AES and BN254 MSM, and prints
@@ -8,26 +8,47 @@ use batchcrypt::Engine;
 pub fn run(engine: &Engine) -> Result<()> {
     print!("{}", batchcrypt::describe_hardware());
     println!("\nSHA256d of 64-byte messages in host memory: estimated time per batch");
-    println!("{:>10}  {:>22}  {:>14}  {:>8}", "batch", "best CPU (threads)", "GPU", "choice");
+    println!(
+        "{:>10}  {:>22}  {:>14}  {:>8}",
+        "batch", "best CPU (threads)", "GPU", "choice"
+    );
     for log in (4..=24).step_by(2) {
         let n = 1usize << log;
         let [cpu, gpu] = engine.sha256().estimates(n, 64, Mode::Double)?;
-        let fmt = |e: Option<f64>| e.map(|s| format!("{:.3} ms", s * 1e3)).unwrap_or_else(|| "-".into());
+        let fmt = |e: Option<f64>| {
+            e.map(|s| format!("{:.3} ms", s * 1e3))
+                .unwrap_or_else(|| "-".into())
+        };
         let choice = match (cpu.estimate_s, gpu.estimate_s) {
             (Some(c), Some(g)) if g < c => "gpu",
             _ => "cpu",
         };
-        println!("{:>10}  {:>22}  {:>14}  {:>8}", n, format!("{} {} ({})", fmt(cpu.estimate_s), cpu.backend, cpu.threads), fmt(gpu.estimate_s), choice);
+        println!(
+            "{:>10}  {:>22}  {:>14}  {:>8}",
+            n,
+            format!("{} {} ({})", fmt(cpu.estimate_s), cpu.backend, cpu.threads),
+            fmt(gpu.estimate_s),
+            choice
+        );
     }
     sm2_crossovers(engine)?;
     aes_crossovers(engine)?;
     bn254_crossovers(engine)?;
     println!("\nmeasured costs (one thread for CPU backends; compute only, data in place):");
     for (op, b, c) in engine.dispatcher().measured() {
-        println!("  {op:<12} {:<9} fixed {:>9.1} us   per block {:>8.3} ns", b.name(), c.fixed_s * 1e6, c.per_unit_s * 1e9);
+        println!(
+            "  {op:<12} {:<9} fixed {:>9.1} us   per block {:>8.3} ns",
+            b.name(),
+            c.fixed_s * 1e6,
+            c.per_unit_s * 1e9
+        );
     }
     match engine.dispatcher().link() {
-        Ok(l) => println!("host<->device copies: {:.1} GB/s up, {:.1} GB/s down (pageable)", l.h2d / 1e9, l.d2h / 1e9),
+        Ok(l) => println!(
+            "host<->device copies: {:.1} GB/s up, {:.1} GB/s down (pageable)",
+            l.h2d / 1e9,
+            l.d2h / 1e9
+        ),
         Err(why) => println!("host<->device copies: not measured ({why})"),
     }
     Ok(())
@@ -35,8 +56,15 @@ pub fn run(engine: &Engine) -> Result<()> {
 
 /// One table of estimates: for each (size, label), the CPU and GPU estimates (every fourth size
 /// printed, after `prefix`), then the smallest size sent to the GPU.
-fn crossover(prefix: &str, sizes: &[(usize, String)], mut estimates: impl FnMut(usize) -> Result<[Plan; 2]>) -> Result<()> {
-    let fmt = |e: Option<f64>| e.map(|s| format!("{:.3} ms", s * 1e3)).unwrap_or_else(|| "-".into());
+fn crossover(
+    prefix: &str,
+    sizes: &[(usize, String)],
+    mut estimates: impl FnMut(usize) -> Result<[Plan; 2]>,
+) -> Result<()> {
+    let fmt = |e: Option<f64>| {
+        e.map(|s| format!("{:.3} ms", s * 1e3))
+            .unwrap_or_else(|| "-".into())
+    };
     let (mut first_gpu, mut gpu_known) = (None, false);
     for (i, (size, label)) in sizes.iter().enumerate() {
         let [cpu, gpu] = estimates(*size)?;
@@ -46,27 +74,45 @@ fn crossover(prefix: &str, sizes: &[(usize, String)], mut estimates: impl FnMut(
             first_gpu = Some(label);
         }
         if i % 4 == 0 {
-            println!("{prefix}  {label:>8}  {:>12}  {:>12}  {:>6}", fmt(cpu.estimate_s), fmt(gpu.estimate_s), if on_gpu { "gpu" } else { "cpu" });
+            println!(
+                "{prefix}  {label:>8}  {:>12}  {:>12}  {:>6}",
+                fmt(cpu.estimate_s),
+                fmt(gpu.estimate_s),
+                if on_gpu { "gpu" } else { "cpu" }
+            );
         }
     }
     match first_gpu {
         Some(label) => println!("{prefix}  GPU from {label} (powers of two)"),
-        None if gpu_known => println!("{prefix}  CPU at every size up to {}", sizes.last().map(|s| s.1.as_str()).unwrap_or("-")),
+        None if gpu_known => println!(
+            "{prefix}  CPU at every size up to {}",
+            sizes.last().map(|s| s.1.as_str()).unwrap_or("-")
+        ),
         None => println!("{prefix}  CPU (no GPU to measure)"),
     }
     Ok(())
 }
 
-fn powers_of_two(logs: std::ops::RangeInclusive<u32>, label: impl Fn(usize) -> String) -> Vec<(usize, String)> {
+fn powers_of_two(
+    logs: std::ops::RangeInclusive<u32>,
+    label: impl Fn(usize) -> String,
+) -> Vec<(usize, String)> {
     logs.map(|l| (1usize << l, label(1usize << l))).collect()
 }
 
 /// Per SM2 operation: the estimates at a few batch sizes and the smallest batch sent to the GPU.
 fn sm2_crossovers(engine: &Engine) -> Result<()> {
     println!("\nSM2 operations in host memory: estimated time per batch (all CPU cores vs GPU)");
-    println!("{:>16}  {:>8}  {:>12}  {:>12}  {:>6}", "operation", "batch", "CPU", "GPU", "choice");
+    println!(
+        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "operation", "batch", "CPU", "GPU", "choice"
+    );
     for op in batchcrypt::sm2::OPERATIONS {
-        crossover(&format!("{op:>16}"), &powers_of_two(0..=20, |n| n.to_string()), |n| Ok(engine.sm2().estimates(op, n)?))?;
+        crossover(
+            &format!("{op:>16}"),
+            &powers_of_two(0..=20, |n| n.to_string()),
+            |n| Ok(engine.sm2().estimates(op, n)?),
+        )?;
     }
     Ok(())
 }
@@ -75,13 +121,24 @@ fn sm2_crossovers(engine: &Engine) -> Result<()> {
 /// sent to the GPU.
 fn aes_crossovers(engine: &Engine) -> Result<()> {
     use batchcrypt::dispatch::Location;
-    println!("\nAES-128 over one buffer: estimated time (all CPU cores vs GPU), by where the data is");
-    println!("{:>5} {:>12}  {:>8}  {:>12}  {:>12}  {:>6}", "mode", "data in", "size", "CPU", "GPU", "choice");
+    println!(
+        "\nAES-128 over one buffer: estimated time (all CPU cores vs GPU), by where the data is"
+    );
+    println!(
+        "{:>5} {:>12}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "mode", "data in", "size", "CPU", "GPU", "choice"
+    );
     let sizes = powers_of_two(10..=32, |b| format!("{} KiB", b >> 10));
     for gcm in [false, true] {
         let mode = if gcm { "gcm" } else { "ctr" };
-        for (loc, name) in [(Location::Host, "host memory"), (Location::Pinned, "page-locked"), (Location::Device, "GPU memory")] {
-            crossover(&format!("{mode:>5} {name:>12}"), &sizes, |bytes| Ok(engine.aes().estimates(gcm, bytes, loc)))?;
+        for (loc, name) in [
+            (Location::Host, "host memory"),
+            (Location::Pinned, "page-locked"),
+            (Location::Device, "GPU memory"),
+        ] {
+            crossover(&format!("{mode:>5} {name:>12}"), &sizes, |bytes| {
+                Ok(engine.aes().estimates(gcm, bytes, loc))
+            })?;
         }
     }
     Ok(())
@@ -90,6 +147,13 @@ fn aes_crossovers(engine: &Engine) -> Result<()> {
 /// BN254 G1 MSM with the bases in GPU memory (a proving key's): the smallest MSM sent to the GPU.
 fn bn254_crossovers(engine: &Engine) -> Result<()> {
     println!("\nBN254 G1 MSM, bases in GPU memory: estimated time (all CPU cores vs GPU)");
-    println!("{:>16}  {:>8}  {:>12}  {:>12}  {:>6}", "operation", "points", "CPU", "GPU", "choice");
-    crossover(&format!("{:>16}", "msm g1"), &powers_of_two(4..=24, |n| n.to_string()), |n| Ok(engine.bn254().estimates(n)))
+    println!(
+        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "operation", "points", "CPU", "GPU", "choice"
+    );
+    crossover(
+        &format!("{:>16}", "msm g1"),
+        &powers_of_two(4..=24, |n| n.to_string()),
+        |n| Ok(engine.bn254().estimates(n)),
+    )
 }

@@ -37,7 +37,9 @@ struct Workload {
 
 impl Workload {
     fn items(&self) -> usize {
-        self.offsets.as_ref().map_or_else(|| self.data.len() / self.len, |o| o.len() - 1)
+        self.offsets
+            .as_ref()
+            .map_or_else(|| self.data.len() / self.len, |o| o.len() - 1)
     }
     fn run(&self, engine: &Engine) -> batchcrypt::Result<batchcrypt::Output<Vec<Digest>>> {
         match &self.offsets {
@@ -49,8 +51,18 @@ impl Workload {
 
 pub fn run(args: &Args) -> Result<()> {
     print!("{}", batchcrypt::describe_hardware());
-    let backends: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Sha256) && b.is_available()).collect();
-    println!("backends: {}\n", backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "));
+    let backends: Vec<Backend> = Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(Primitive::Sha256) && b.is_available())
+        .collect();
+    println!(
+        "backends: {}\n",
+        backends
+            .iter()
+            .map(|b| b.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
     // Known answers first.
     let header = hex::decode(GENESIS_HEADER)?;
@@ -71,18 +83,47 @@ pub fn run(args: &Args) -> Result<()> {
     let mut var_offsets = vec![0u64];
     let mut x = 12345u64;
     for _ in 0..n / 16 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         var_offsets.push(var_offsets.last().unwrap() + (x >> 33) % 2000);
     }
     let var_bytes = *var_offsets.last().unwrap() as usize;
     let workloads = [
-        Workload { name: "sha256d 64 B (merkle nodes)", data: pseudo_random(64 * n, 1), offsets: None, len: 64, mode: Mode::Double },
-        Workload { name: "sha256d 80 B (block headers)", data: pseudo_random(80 * n / 4, 2), offsets: None, len: 80, mode: Mode::Double },
-        Workload { name: "sha256 32 B (keys, hashes)", data: pseudo_random(32 * n, 3), offsets: None, len: 32, mode: Mode::Single },
-        Workload { name: "sha256 0..2000 B (mixed)", data: pseudo_random(var_bytes, 4), offsets: Some(var_offsets), len: 0, mode: Mode::Single },
+        Workload {
+            name: "sha256d 64 B (merkle nodes)",
+            data: pseudo_random(64 * n, 1),
+            offsets: None,
+            len: 64,
+            mode: Mode::Double,
+        },
+        Workload {
+            name: "sha256d 80 B (block headers)",
+            data: pseudo_random(80 * n / 4, 2),
+            offsets: None,
+            len: 80,
+            mode: Mode::Double,
+        },
+        Workload {
+            name: "sha256 32 B (keys, hashes)",
+            data: pseudo_random(32 * n, 3),
+            offsets: None,
+            len: 32,
+            mode: Mode::Single,
+        },
+        Workload {
+            name: "sha256 0..2000 B (mixed)",
+            data: pseudo_random(var_bytes, 4),
+            offsets: Some(var_offsets),
+            len: 0,
+            mode: Mode::Single,
+        },
     ];
 
-    println!("{:<30} {:<9} {:>9} {:>10} {:>12} {:>10}  {}", "operation", "backend", "items", "ms", "M items/s", "GB/s", "agrees");
+    println!(
+        "{:<30} {:<9} {:>9} {:>10} {:>12} {:>10}  {}",
+        "operation", "backend", "items", "ms", "M items/s", "GB/s", "agrees"
+    );
     let mut all_agree = true;
     for w in &workloads {
         let mut reference: Option<Vec<Digest>> = None;
@@ -115,16 +156,27 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let auto = Engine::with_backend(BackendChoice::Auto);
         let out = w.run(&auto)?;
-        println!("{:<30} auto picked {} ({} threads)\n", "", out.backend, out.threads);
+        println!(
+            "{:<30} auto picked {} ({} threads)\n",
+            "", out.backend, out.threads
+        );
     }
 
-    let txids: Vec<Digest> = pseudo_random(32 * n, 5).chunks_exact(32).map(|c| c.try_into().unwrap()).collect();
+    let txids: Vec<Digest> = pseudo_random(32 * n, 5)
+        .chunks_exact(32)
+        .map(|c| c.try_into().unwrap())
+        .collect();
     let mut roots = Vec::new();
     for &b in &backends {
         let e = Engine::with_backend(BackendChoice::Exact(b));
         let t = Instant::now();
         let root = e.sha256().merkle_root(&txids)?.value;
-        println!("merkle root of {n} txids on {:<9} {} ({:.2} ms)", b.name(), hex::encode(root), t.elapsed().as_secs_f64() * 1e3);
+        println!(
+            "merkle root of {n} txids on {:<9} {} ({:.2} ms)",
+            b.name(),
+            hex::encode(root),
+            t.elapsed().as_secs_f64() * 1e3
+        );
         roots.push(root);
     }
     if roots.windows(2).any(|w| w[0] != w[1]) {
@@ -147,13 +199,18 @@ pub fn run(args: &Args) -> Result<()> {
 fn signatures(n: usize) -> Result<bool> {
     use secp256k1::{ecdsa, schnorr, Keypair, Message};
     let corrupt = |i: usize| i % 16 == 5;
-    let (mut hashes, mut der, mut keys, mut bip_sigs, mut xonly) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut hashes, mut der, mut keys, mut bip_sigs, mut xonly) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for i in 0..n {
         let hash = batchcrypt::sha256::digest(&(i as u64).to_le_bytes());
         let mut secret = batchcrypt::sha256::digest(&hash);
         secret[0] = 1; // far below n, never zero
         let kp = Keypair::from_secret_bytes(secret)?;
-        der.push(ecdsa::sign(Message::from_digest(hash), &kp.secret_key()).serialize_der().to_vec());
+        der.push(
+            ecdsa::sign(Message::from_digest(hash), &kp.secret_key())
+                .serialize_der()
+                .to_vec(),
+        );
         keys.push(kp.public_key().serialize());
         bip_sigs.push(schnorr::sign_no_aux_rand(&hash, &kp).to_byte_array());
         xonly.push(kp.x_only_public_key().0.to_byte_array());
@@ -169,13 +226,27 @@ fn signatures(n: usize) -> Result<bool> {
     let expected: Vec<bool> = (0..n).map(|i| !corrupt(i)).collect();
     let mut agree = true;
     println!();
-    for (name, scheme) in [("secp256k1 ECDSA verify", 0), ("secp256k1 BIP340 verify", 1)] {
-        for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Secp256k1) && b.is_available()) {
+    for (name, scheme) in [
+        ("secp256k1 ECDSA verify", 0),
+        ("secp256k1 BIP340 verify", 1),
+    ] {
+        for b in Backend::ALL
+            .into_iter()
+            .filter(|b| b.implements(Primitive::Secp256k1) && b.is_available())
+        {
             let e = Engine::with_backend(BackendChoice::Exact(b));
             let run = || -> batchcrypt::Result<Verdicts> {
                 Ok(match scheme {
-                    0 => e.secp256k1().verify_ecdsa(&hashes, &sigs, &key_refs, &EcdsaOptions::default())?.value,
-                    _ => e.secp256k1().verify_schnorr(&msgs, &bip_sigs, &xonly)?.value,
+                    0 => {
+                        e.secp256k1()
+                            .verify_ecdsa(&hashes, &sigs, &key_refs, &EcdsaOptions::default())?
+                            .value
+                    }
+                    _ => {
+                        e.secp256k1()
+                            .verify_schnorr(&msgs, &bip_sigs, &xonly)?
+                            .value
+                    }
                 })
             };
             run()?; // warm-up: module load, tables
@@ -184,7 +255,15 @@ fn signatures(n: usize) -> Result<bool> {
             let s = t.elapsed().as_secs_f64();
             let ok = v.results.iter().map(|r| r.is_ok()).collect::<Vec<_>>() == expected;
             agree &= ok;
-            println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}", name, b.name(), n, s * 1e3, n as f64 / s / 1e6, if ok { "yes" } else { "NO" });
+            println!(
+                "{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}",
+                name,
+                b.name(),
+                n,
+                s * 1e3,
+                n as f64 / s / 1e6,
+                if ok { "yes" } else { "NO" }
+            );
         }
     }
     Ok(agree)
@@ -196,7 +275,9 @@ fn signatures(n: usize) -> Result<bool> {
 /// same points (a·b·H(x) = b·a·H(x)).
 fn sm2_psi(n: usize) -> Result<bool> {
     const SM3_ABC: &str = "66c7f0f462eeedd9d1f2d46bdc10e4e24167c4875cf2f7a2297da02b8f4ba8e0";
-    let ids: Vec<Vec<u8>> = (0..n).map(|i| format!("user{i:08}@example.org").into_bytes()).collect();
+    let ids: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!("user{i:08}@example.org").into_bytes())
+        .collect();
     let msgs: Vec<&[u8]> = ids.iter().map(|m| m.as_slice()).collect();
     let id_len = ids[0].len();
     let flat: Vec<u8> = ids.concat();
@@ -205,26 +286,53 @@ fn sm2_psi(n: usize) -> Result<bool> {
     let mut agree = true;
     let mut reference: Option<(Vec<[u8; 32]>, Vec<[u8; 33]>, Vec<Option<[u8; 33]>>)> = None;
     println!();
-    for be in Backend::ALL.into_iter().filter(|x| x.implements(Primitive::Sm2) && x.is_available()) {
+    for be in Backend::ALL
+        .into_iter()
+        .filter(|x| x.implements(Primitive::Sm2) && x.is_available())
+    {
         let e = Engine::with_backend(BackendChoice::Exact(be));
         let abc = e.sm3().hash_fixed(b"abc", 3)?.value[0];
         agree &= hex::encode(abc) == SM3_ABC;
-        let timed = |name: &str, f: &mut dyn FnMut() -> batchcrypt::Result<()>| -> batchcrypt::Result<()> {
-            f()?; // warm-up: module load, tables
-            let t = Instant::now();
-            f()?;
-            let s = t.elapsed().as_secs_f64();
-            println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}", name, be.name(), n, s * 1e3, n as f64 / s / 1e6);
-            Ok(())
-        };
+        let timed =
+            |name: &str, f: &mut dyn FnMut() -> batchcrypt::Result<()>| -> batchcrypt::Result<()> {
+                f()?; // warm-up: module load, tables
+                let t = Instant::now();
+                f()?;
+                let s = t.elapsed().as_secs_f64();
+                println!(
+                    "{:<30} {:<12} {:>9} {:>10.2} {:>12.4}",
+                    name,
+                    be.name(),
+                    n,
+                    s * 1e3,
+                    n as f64 / s / 1e6
+                );
+                Ok(())
+            };
         let (mut digests, mut blinded, mut twice) = (Vec::new(), Vec::new(), Vec::new());
-        timed("SM3 of identifiers", &mut || Ok(digests = e.sm3().hash_fixed(&flat, id_len)?.value))?;
-        timed("SM2 hash-to-curve + mul", &mut || Ok(blinded = e.sm2().hash_to_curve_mul(&a, &msgs, dst)?.value))?;
-        timed("SM2 mul (compressed points)", &mut || Ok(twice = e.sm2().mul_compressed(&b, &blinded)?.value))?;
-        let other_order = e.sm2().mul_compressed(&a, &e.sm2().hash_to_curve_mul(&b, &msgs, dst)?.value)?.value;
+        timed("SM3 of identifiers", &mut || {
+            Ok(digests = e.sm3().hash_fixed(&flat, id_len)?.value)
+        })?;
+        timed("SM2 hash-to-curve + mul", &mut || {
+            Ok(blinded = e.sm2().hash_to_curve_mul(&a, &msgs, dst)?.value)
+        })?;
+        timed("SM2 mul (compressed points)", &mut || {
+            Ok(twice = e.sm2().mul_compressed(&b, &blinded)?.value)
+        })?;
+        let other_order = e
+            .sm2()
+            .mul_compressed(&a, &e.sm2().hash_to_curve_mul(&b, &msgs, dst)?.value)?
+            .value;
         let commutes = other_order == twice && twice.iter().all(Option::is_some);
-        let same = reference.as_ref().map_or(true, |r| r.0 == digests && r.1 == blinded && r.2 == twice);
-        println!("{:<30} {:<12} {}", "  agrees (and a·b = b·a)", be.name(), if same && commutes { "yes" } else { "NO" });
+        let same = reference
+            .as_ref()
+            .map_or(true, |r| r.0 == digests && r.1 == blinded && r.2 == twice);
+        println!(
+            "{:<30} {:<12} {}",
+            "  agrees (and a·b = b·a)",
+            be.name(),
+            if same && commutes { "yes" } else { "NO" }
+        );
         agree &= same && commutes;
         reference.get_or_insert((digests, blinded, twice));
     }
@@ -238,20 +346,38 @@ fn sm2_signatures(n: usize) -> Result<bool> {
     let sample = batchcrypt::sm2::verify::Sample::new(n);
     let (mut digests, sigs, keys) = sample.batch(sample.sigs.len());
     let corrupt = |i: usize| i % 16 == 5;
-    digests.iter_mut().enumerate().filter(|(i, _)| corrupt(*i)).for_each(|(_, d)| d[3] ^= 0x40);
+    digests
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| corrupt(*i))
+        .for_each(|(_, d)| d[3] ^= 0x40);
     let expected: Vec<bool> = (0..digests.len()).map(|i| !corrupt(i)).collect();
     let mut agree = true;
     println!();
-    for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Sm2) && b.is_available()) {
+    for b in Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(Primitive::Sm2) && b.is_available())
+    {
         let e = Engine::with_backend(BackendChoice::Exact(b));
-        let run = || e.sm2().verify_digests(&digests, &sigs, &keys, SigFormat::Compact);
+        let run = || {
+            e.sm2()
+                .verify_digests(&digests, &sigs, &keys, SigFormat::Compact)
+        };
         run()?; // warm-up: module load, tables
         let t = Instant::now();
         let v = run()?.value;
         let s = t.elapsed().as_secs_f64();
         let ok = v.results.iter().map(|r| r.is_ok()).collect::<Vec<_>>() == expected;
         agree &= ok;
-        println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}", "SM2 verify", b.name(), digests.len(), s * 1e3, digests.len() as f64 / s / 1e6, if ok { "yes" } else { "NO" });
+        println!(
+            "{:<30} {:<12} {:>9} {:>10.2} {:>12.4}  {}",
+            "SM2 verify",
+            b.name(),
+            digests.len(),
+            s * 1e3,
+            digests.len() as f64 / s / 1e6,
+            if ok { "yes" } else { "NO" }
+        );
     }
     Ok(agree)
 }
@@ -261,39 +387,69 @@ fn sm2_signatures(n: usize) -> Result<bool> {
 fn aes(bytes: usize) -> Result<bool> {
     use batchcrypt::aes::Key;
     let key = Key::new(&hex::decode("2b7e151628aed2a6abf7158809cf4f3c")?)?;
-    let iv: [u8; 16] = hex::decode("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")?.try_into().unwrap();
+    let iv: [u8; 16] = hex::decode("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")?
+        .try_into()
+        .unwrap();
     let block = hex::decode("6bc1bee22e409f96e93d7e117393172a")?;
     let data = pseudo_random(bytes, 6);
     let mut out = vec![0u8; bytes];
     let mut reference: Option<(Vec<u8>, Vec<u8>, [u8; 16])> = None;
     let mut agree = true;
     println!();
-    for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Aes) && b.is_available()) {
+    for b in Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(Primitive::Aes) && b.is_available())
+    {
         let e = Engine::with_backend(BackendChoice::Exact(b));
         let mut one = [0u8; 16];
         e.aes().ctr(&key, &iv, &block, &mut one)?;
         if hex::encode(one) != "874d6191b620e3261bef6864990db6ce" {
             bail!("{b}: the SP 800-38A AES-128 CTR example is wrong");
         }
-        let mut row = |name: &str, f: &mut dyn FnMut(&mut [u8]) -> batchcrypt::Result<[u8; 16]>| -> Result<(Vec<u8>, [u8; 16])> {
+        let mut row = |name: &str,
+                       f: &mut dyn FnMut(&mut [u8]) -> batchcrypt::Result<[u8; 16]>|
+         -> Result<(Vec<u8>, [u8; 16])> {
             f(&mut out)?; // warm-up
             let t = Instant::now();
             let tag = f(&mut out)?;
             let s = t.elapsed().as_secs_f64();
-            println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.2} {:>10.2}", name, b.name(), bytes / 16, s * 1e3, bytes as f64 / 16.0 / s / 1e6, bytes as f64 / s / 1e9);
+            println!(
+                "{:<30} {:<12} {:>9} {:>10.2} {:>12.2} {:>10.2}",
+                name,
+                b.name(),
+                bytes / 16,
+                s * 1e3,
+                bytes as f64 / 16.0 / s / 1e6,
+                bytes as f64 / s / 1e9
+            );
             Ok((out.clone(), tag))
         };
-        let (ctr, _) = row("AES-128-CTR", &mut |o| e.aes().ctr(&key, &iv, &data, o).map(|_| [0; 16]))?;
-        let (gcm, tag) = row("AES-128-GCM encrypt", &mut |o| e.aes().gcm_encrypt(&key, &iv[..12], b"demo", &data, o).map(|t| t.value))?;
+        let (ctr, _) = row("AES-128-CTR", &mut |o| {
+            e.aes().ctr(&key, &iv, &data, o).map(|_| [0; 16])
+        })?;
+        let (gcm, tag) = row("AES-128-GCM encrypt", &mut |o| {
+            e.aes()
+                .gcm_encrypt(&key, &iv[..12], b"demo", &data, o)
+                .map(|t| t.value)
+        })?;
         let mut back = vec![0u8; bytes];
-        e.aes().gcm_decrypt(&key, &iv[..12], b"demo", &gcm, &mut back, &tag)?;
+        e.aes()
+            .gcm_decrypt(&key, &iv[..12], b"demo", &gcm, &mut back, &tag)?;
         agree &= back == data;
         match &reference {
             None => reference = Some((ctr, gcm, tag)),
             Some(r) => agree &= r.0 == ctr && r.1 == gcm && r.2 == tag,
         }
     }
-    println!("AES (SP 800-38A example, CTR and GCM of {} MiB): {}", bytes >> 20, if agree { "every backend agrees" } else { "backends DISAGREE" });
+    println!(
+        "AES (SP 800-38A example, CTR and GCM of {} MiB): {}",
+        bytes >> 20,
+        if agree {
+            "every backend agrees"
+        } else {
+            "backends DISAGREE"
+        }
+    );
     Ok(agree)
 }
 
@@ -304,16 +460,33 @@ fn bn254_msm(n: usize) -> Result<bool> {
     let bases = batchcrypt::bn254::G1Bases::new(points);
     let mut sums = Vec::new();
     println!();
-    for b in Backend::ALL.into_iter().filter(|b| b.implements(Primitive::Bn254) && b.is_available()) {
+    for b in Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(Primitive::Bn254) && b.is_available())
+    {
         let e = Engine::with_backend(BackendChoice::Exact(b));
         e.bn254().msm_g1(&bases, &scalars)?; // warm-up: bases into GPU memory, module load
         let t = Instant::now();
         let sum = e.bn254().msm_g1(&bases, &scalars)?.value;
         let s = t.elapsed().as_secs_f64();
-        println!("{:<30} {:<12} {:>9} {:>10.2} {:>12.4}", "BN254 G1 MSM", b.name(), n, s * 1e3, n as f64 / s / 1e6);
+        println!(
+            "{:<30} {:<12} {:>9} {:>10.2} {:>12.4}",
+            "BN254 G1 MSM",
+            b.name(),
+            n,
+            s * 1e3,
+            n as f64 / s / 1e6
+        );
         sums.push(sum);
     }
     let agree = sums.windows(2).all(|w| w[0] == w[1]);
-    println!("BN254 G1 MSM of {n} points: {}", if agree { "every backend agrees" } else { "backends DISAGREE" });
+    println!(
+        "BN254 G1 MSM of {n} points: {}",
+        if agree {
+            "every backend agrees"
+        } else {
+            "backends DISAGREE"
+        }
+    );
     Ok(agree)
 }

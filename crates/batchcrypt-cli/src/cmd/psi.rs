@@ -53,9 +53,24 @@ impl Bars {
         if quiet {
             multi.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }
-        let style = ProgressStyle::with_template("{prefix:>22} [{bar:40}] {pos}/{len} ({per_sec}, {eta})").unwrap().progress_chars("=> ");
-        let mk = |name: &str, len: u64| multi.add(ProgressBar::new(len).with_style(style.clone()).with_prefix(name.to_string()));
-        Bars { bars: [mk("own items blinded", own), mk("peer items blinded", 0), mk("own results received", own)] }
+        let style =
+            ProgressStyle::with_template("{prefix:>22} [{bar:40}] {pos}/{len} ({per_sec}, {eta})")
+                .unwrap()
+                .progress_chars("=> ");
+        let mk = |name: &str, len: u64| {
+            multi.add(
+                ProgressBar::new(len)
+                    .with_style(style.clone())
+                    .with_prefix(name.to_string()),
+            )
+        };
+        Bars {
+            bars: [
+                mk("own items blinded", own),
+                mk("peer items blinded", 0),
+                mk("own results received", own),
+            ],
+        }
     }
 }
 
@@ -78,7 +93,11 @@ fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
                 }
                 std::thread::sleep(Duration::from_millis(200));
             }
-            Err(e) => return Err(e).with_context(|| format!("cannot connect to {addr} within {}s", timeout.as_secs())),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("cannot connect to {addr} within {}s", timeout.as_secs())
+                })
+            }
         }
     }
 }
@@ -89,13 +108,21 @@ pub fn run(engine: &Engine, a: &Args) -> Result<()> {
     let stream = match (&a.listen, &a.connect) {
         (Some(addr), _) => {
             let l = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
-            eprintln!("{} items; waiting for the peer on {}", items.count(), l.local_addr()?);
+            eprintln!(
+                "{} items; waiting for the peer on {}",
+                items.count(),
+                l.local_addr()?
+            );
             l.accept().context("accepting the peer")?.0
         }
         (None, Some(addr)) => connect(addr, timeout)?,
         (None, None) => anyhow::bail!("give --listen ADDR or --connect ADDR"),
     };
-    let cfg = psi::Config { chunk: a.chunk, timeout, ..psi::Config::default() };
+    let cfg = psi::Config {
+        chunk: a.chunk,
+        timeout,
+        ..psi::Config::default()
+    };
     let bars = Bars::new(items.count(), a.quiet);
     let t = Instant::now();
     let out = psi::run(stream, &items, engine, &cfg, &bars)?;

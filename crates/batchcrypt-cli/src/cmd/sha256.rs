@@ -23,7 +23,9 @@ pub struct Args {
 fn read(path: &PathBuf) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     if path.as_os_str() == "-" {
-        std::io::stdin().read_to_end(&mut buf).context("reading standard input")?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .context("reading standard input")?;
     } else {
         buf = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     }
@@ -31,7 +33,11 @@ fn read(path: &PathBuf) -> Result<Vec<u8>> {
 }
 
 pub fn run(engine: &Engine, args: &Args) -> Result<()> {
-    let mode = if args.double { Mode::Double } else { Mode::Single };
+    let mode = if args.double {
+        Mode::Double
+    } else {
+        Mode::Single
+    };
     let mut data = Vec::new();
     let mut offsets = vec![0u64];
     let mut labels = Vec::new();
@@ -58,7 +64,12 @@ pub fn run(engine: &Engine, args: &Args) -> Result<()> {
     }
     let out = engine.sha256().hash_var(&data, &offsets, mode)?;
     if args.verbose {
-        eprintln!("{} messages on {} ({} threads)", labels.len(), out.backend, out.threads);
+        eprintln!(
+            "{} messages on {} ({} threads)",
+            labels.len(),
+            out.backend,
+            out.threads
+        );
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     use std::io::Write;

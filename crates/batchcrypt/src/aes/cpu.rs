@@ -22,21 +22,46 @@ pub const SEG_BYTES: usize = 256 << 10;
 const SEG_BLOCKS: u64 = (SEG_BYTES / 16) as u64;
 
 fn ossl(e: openssl::error::ErrorStack) -> Error {
-    Error::Library { library: "OpenSSL", message: e.to_string() }
+    Error::Library {
+        library: "OpenSSL",
+        message: e.to_string(),
+    }
 }
 
 /// Runs `f(segment index, input segment, output segment)` over the buffer, on all pool threads
 /// when `threads > 1`; results in segment order.
-fn segments<T: Send>(input: &[u8], output: &mut [u8], threads: usize, f: impl Fn(usize, &[u8], &mut [u8]) -> Result<T> + Sync) -> Result<Vec<T>> {
+fn segments<T: Send>(
+    input: &[u8],
+    output: &mut [u8],
+    threads: usize,
+    f: impl Fn(usize, &[u8], &mut [u8]) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
     use rayon::prelude::*;
     if threads <= 1 {
-        return input.chunks(SEG_BYTES).zip(output.chunks_mut(SEG_BYTES)).enumerate().map(|(i, (a, b))| f(i, a, b)).collect();
+        return input
+            .chunks(SEG_BYTES)
+            .zip(output.chunks_mut(SEG_BYTES))
+            .enumerate()
+            .map(|(i, (a, b))| f(i, a, b))
+            .collect();
     }
-    input.par_chunks(SEG_BYTES).zip(output.par_chunks_mut(SEG_BYTES)).enumerate().map(|(i, (a, b))| f(i, a, b)).collect()
+    input
+        .par_chunks(SEG_BYTES)
+        .zip(output.par_chunks_mut(SEG_BYTES))
+        .enumerate()
+        .map(|(i, (a, b))| f(i, a, b))
+        .collect()
 }
 
 /// CTR (SP 800-38A, 128-bit counter) from counter block `iv`.
-pub fn ctr(backend: Backend, key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8], threads: usize) -> Result<()> {
+pub fn ctr(
+    backend: Backend,
+    key: &Key,
+    iv: &[u8; 16],
+    input: &[u8],
+    output: &mut [u8],
+    threads: usize,
+) -> Result<()> {
     segments(input, output, threads, |i, a, b| {
         let counter = add128(iv, i as u64 * SEG_BLOCKS);
         match backend {
@@ -52,13 +77,22 @@ pub fn ctr(backend: Backend, key: &Key, iv: &[u8; 16], input: &[u8], output: &mu
 
 /// GCM's counter mode over the buffer; returns the GHASH of the ciphertext alone (the input when
 /// decrypting, the output when encrypting). The caller forms the tag ([`Gcm::tag`]).
-pub fn gcm(backend: Backend, g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool, threads: usize) -> Result<Gf128> {
+pub fn gcm(
+    backend: Backend,
+    g: &Gcm,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+    threads: usize,
+) -> Result<Gf128> {
     let blocks = (input.len() as u64).div_ceil(16);
     let first = g.first_counter();
     let segs = match backend {
         Backend::OpenSsl => {
             let o = OpenSslGcm::new(g);
-            segments(input, output, threads, |i, a, b| o.segment(&add32(&first, i as u64 * SEG_BLOCKS), a, b, decrypt))?
+            segments(input, output, threads, |i, a, b| {
+                o.segment(&add32(&first, i as u64 * SEG_BLOCKS), a, b, decrypt)
+            })?
         }
         _ => segments(input, output, threads, |i, a, b| {
             portable_stream(&g.key, &add32(&first, i as u64 * SEG_BLOCKS), true, a, b);
@@ -68,9 +102,15 @@ pub fn gcm(backend: Backend, g: &Gcm, input: &[u8], output: &mut [u8], decrypt: 
     Ok(super::gcm::combine(g.h, &segs, SEG_BLOCKS, blocks))
 }
 
-fn apply<C: KeyIvInit + StreamCipher>(key: &[u8], counter: &[u8; 16], input: &[u8], output: &mut [u8]) {
+fn apply<C: KeyIvInit + StreamCipher>(
+    key: &[u8],
+    counter: &[u8; 16],
+    input: &[u8],
+    output: &mut [u8],
+) {
     let mut c = C::new_from_slices(key, counter).expect("key and counter sizes are fixed by Key");
-    c.apply_keystream_b2b(input, output).expect("input and output have equal lengths");
+    c.apply_keystream_b2b(input, output)
+        .expect("input and output have equal lengths");
 }
 
 /// RustCrypto's counter mode: `inc32` for GCM (last 32 bits), else the 128-bit counter.
@@ -98,9 +138,16 @@ fn gcm_cipher(key: &Key) -> &'static CipherRef {
     }
 }
 
-fn openssl_stream(cipher: &CipherRef, key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<()> {
+fn openssl_stream(
+    cipher: &CipherRef,
+    key: &Key,
+    iv: &[u8; 16],
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<()> {
     let mut ctx = CipherCtx::new().map_err(ossl)?;
-    ctx.encrypt_init(Some(cipher), Some(key.bytes()), Some(iv)).map_err(ossl)?;
+    ctx.encrypt_init(Some(cipher), Some(key.bytes()), Some(iv))
+        .map_err(ossl)?;
     ctx.cipher_update(input, Some(output)).map_err(ossl)?;
     Ok(())
 }
@@ -121,11 +168,23 @@ impl<'a> OpenSslGcm<'a> {
         let h_inv = g.h.inv();
         let mut zero_j0 = [0u8; 16];
         zero_j0[15] = 1;
-        OpenSslGcm { g, h_inv, h_inv2: h_inv.mul(h_inv), iv_len_h: Gf128(128).mul(g.h), e_zero_j0: Gf128::from_block(&g.key.encrypt_block(zero_j0)) }
+        OpenSslGcm {
+            g,
+            h_inv,
+            h_inv2: h_inv.mul(h_inv),
+            iv_len_h: Gf128(128).mul(g.h),
+            e_zero_j0: Gf128::from_block(&g.key.encrypt_block(zero_j0)),
+        }
     }
 
     /// Encrypts or decrypts one segment whose first counter block is `counter`; returns Y_s.
-    fn segment(&self, counter: &[u8; 16], input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf128> {
+    fn segment(
+        &self,
+        counter: &[u8; 16],
+        input: &[u8],
+        output: &mut [u8],
+        decrypt: bool,
+    ) -> Result<Gf128> {
         let key = &self.g.key;
         let cipher = gcm_cipher(key);
         let j0 = add32(counter, u32::MAX as u64); // inc32 of J0' is the segment's first counter
@@ -136,21 +195,25 @@ impl<'a> OpenSslGcm<'a> {
         if decrypt {
             // GHASH of the ciphertext first, as GMAC over it (AAD only, zero IV):
             // T = E_K(0^96 || 1) ⊕ Y_s·H ⊕ ([len]_64 || [0]_64)·H.
-            ctx.encrypt_init(Some(cipher), Some(key.bytes()), Some(&[0u8; 12])).map_err(ossl)?;
+            ctx.encrypt_init(Some(cipher), Some(key.bytes()), Some(&[0u8; 12]))
+                .map_err(ossl)?;
             ctx.cipher_update(input, None).map_err(ossl)?;
             ctx.cipher_final(&mut []).map_err(ossl)?;
             ctx.tag(&mut tag).map_err(ossl)?;
-            let y = (Gf128::from_block(&tag) ^ self.e_zero_j0).mul(self.h_inv) ^ Gf128((bits as u128) << 64);
+            let y = (Gf128::from_block(&tag) ^ self.e_zero_j0).mul(self.h_inv)
+                ^ Gf128((bits as u128) << 64);
             let mut ctx = CipherCtx::new().map_err(ossl)?;
             ctx.decrypt_init(Some(cipher), None, None).map_err(ossl)?;
             ctx.set_iv_length(16).map_err(ossl)?;
-            ctx.decrypt_init(None, Some(key.bytes()), Some(&iv)).map_err(ossl)?;
+            ctx.decrypt_init(None, Some(key.bytes()), Some(&iv))
+                .map_err(ossl)?;
             ctx.cipher_update(input, Some(output)).map_err(ossl)?;
             return Ok(y);
         }
         ctx.encrypt_init(Some(cipher), None, None).map_err(ossl)?;
         ctx.set_iv_length(16).map_err(ossl)?;
-        ctx.encrypt_init(None, Some(key.bytes()), Some(&iv)).map_err(ossl)?;
+        ctx.encrypt_init(None, Some(key.bytes()), Some(&iv))
+            .map_err(ossl)?;
         ctx.cipher_update(input, Some(output)).map_err(ossl)?;
         ctx.cipher_final(&mut []).map_err(ossl)?;
         ctx.tag(&mut tag).map_err(ossl)?;

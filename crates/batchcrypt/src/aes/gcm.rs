@@ -23,7 +23,9 @@ pub fn add32(block: &[u8; 16], n: u64) -> [u8; 16] {
 
 /// `block + n` as a 128-bit big-endian integer, wrapping (SP 800-38A's counter).
 pub fn add128(block: &[u8; 16], n: u64) -> [u8; 16] {
-    u128::from_be_bytes(*block).wrapping_add(n as u128).to_be_bytes()
+    u128::from_be_bytes(*block)
+        .wrapping_add(n as u128)
+        .to_be_bytes()
 }
 
 /// One GCM invocation's constants.
@@ -37,7 +39,9 @@ pub struct Gcm {
 impl Gcm {
     pub fn new(key: &Key, iv: &[u8]) -> Result<Gcm> {
         if iv.is_empty() {
-            return Err(Error::invalid("GCM needs an IV of at least one byte (12 bytes is the standard choice)"));
+            return Err(Error::invalid(
+                "GCM needs an IV of at least one byte (12 bytes is the standard choice)",
+            ));
         }
         let h = Gf128::from_block(&key.encrypt_block([0; 16]));
         let j0 = if iv.len() == 12 {
@@ -52,7 +56,11 @@ impl Gcm {
             let y = ghash(h, iv).mul(h) ^ Gf128::from_block(&lens).mul(h);
             y.to_block()
         };
-        Ok(Gcm { key: key.clone(), h, j0 })
+        Ok(Gcm {
+            key: key.clone(),
+            h,
+            j0,
+        })
     }
 
     /// The counter block of plaintext block 0.
@@ -81,7 +89,9 @@ impl Gcm {
 /// The GHASH of a whole ciphertext of `blocks` blocks from its segments' sums (see the module).
 pub fn combine(h: Gf128, segs: &[Gf128], seg_blocks: u64, blocks: u64) -> Gf128 {
     debug_assert_eq!(segs.len() as u64, blocks.div_ceil(seg_blocks.max(1)));
-    let Some((last, rest)) = segs.split_last() else { return Gf128(0) };
+    let Some((last, rest)) = segs.split_last() else {
+        return Gf128(0);
+    };
     let h_seg = h.pow(seg_blocks as u128);
     let mut z = *last;
     let mut weight = h.pow((blocks - rest.len() as u64 * seg_blocks) as u128);
@@ -95,7 +105,10 @@ pub fn combine(h: Gf128, segs: &[Gf128], seg_blocks: u64, blocks: u64) -> Gf128 
 /// Checks `tag` (4..=16 bytes, SP 800-38D §5.2.1.2) against the computed one in constant time.
 pub fn check_tag(want: &[u8; 16], tag: &[u8]) -> Result<()> {
     if !(tag.len() == 4 || tag.len() == 8 || (12..=16).contains(&tag.len())) {
-        return Err(Error::invalid(format!("a GCM tag has 4, 8 or 12 to 16 bytes, not {}", tag.len())));
+        return Err(Error::invalid(format!(
+            "a GCM tag has 4, 8 or 12 to 16 bytes, not {}",
+            tag.len()
+        )));
     }
     let diff = want.iter().zip(tag).fold(0u8, |d, (a, b)| d | (a ^ b));
     if std::hint::black_box(diff) == 0 {
@@ -108,7 +121,9 @@ pub fn check_tag(want: &[u8; 16], tag: &[u8]) -> Result<()> {
 /// Checks a GCM message length.
 pub fn check_len(bytes: usize) -> Result<()> {
     if bytes as u64 > MAX_BYTES {
-        return Err(Error::invalid(format!("GCM takes at most {MAX_BYTES} bytes per IV; split the data (the file format does)")));
+        return Err(Error::invalid(format!(
+            "GCM takes at most {MAX_BYTES} bytes per IV; split the data (the file format does)"
+        )));
     }
     Ok(())
 }
@@ -134,8 +149,15 @@ mod tests {
         let h = Gf128(rng.gen());
         for (blocks, seg) in [(1u64, 4u64), (9, 4), (8, 4), (13, 1), (20, 32)] {
             let data: Vec<u8> = (0..blocks * 16).map(|_| rng.gen()).collect();
-            let segs: Vec<Gf128> = data.chunks(16 * seg as usize).map(|c| ghash(h, c)).collect();
-            assert_eq!(combine(h, &segs, seg, blocks), ghash(h, &data), "{blocks} blocks in segments of {seg}");
+            let segs: Vec<Gf128> = data
+                .chunks(16 * seg as usize)
+                .map(|c| ghash(h, c))
+                .collect();
+            assert_eq!(
+                combine(h, &segs, seg, blocks),
+                ghash(h, &data),
+                "{blocks} blocks in segments of {seg}"
+            );
         }
     }
 }

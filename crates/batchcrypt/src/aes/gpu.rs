@@ -7,7 +7,10 @@ use super::{ctr_params, CtrParams, GcmParams, Key};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{is_pinned, par_copy, run_chunked, run_direct, PipelineConfig};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
+    PushKernelArg,
+};
 use std::sync::Arc;
 
 /// Threads per block of both kernels (a power of two: the GCM kernel reduces by halving).
@@ -29,17 +32,30 @@ unsafe impl DeviceRepr for GcmParams {}
 fn grid(gpu: &Gpu, bytes: u64, per_block_bytes: u64) -> LaunchConfig {
     let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
     let blocks = bytes.div_ceil(per_block_bytes).clamp(1, cap) as u32;
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
-fn launch_ctr(gpu: &Gpu, f: &CudaFunction, stream: &Arc<CudaStream>, p: CtrParams, input: u64, output: u64) -> Result<()> {
+fn launch_ctr(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    stream: &Arc<CudaStream>,
+    p: CtrParams,
+    input: u64,
+    output: u64,
+) -> Result<()> {
     if p.bytes == 0 {
         return Ok(());
     }
     let mut b = stream.launch_builder(f);
     b.arg(&p).arg(&input).arg(&output);
     // SAFETY: matches `aes_ctr(Ctr, const uint8_t*, uint8_t*)`; both pointers cover p.bytes bytes.
-    unsafe { b.launch(grid(gpu, p.bytes, 16 * THREADS as u64)) }.map(|_| ()).map_err(driver_err("launch aes_ctr"))
+    unsafe { b.launch(grid(gpu, p.bytes, 16 * THREADS as u64)) }
+        .map(|_| ())
+        .map_err(driver_err("launch aes_ctr"))
 }
 
 /// Streams a host buffer through `launch(stream, dev_in, dev_out, first byte, bytes)` chunk by
@@ -49,9 +65,18 @@ fn stream_host(
     gpu: &Gpu,
     input: &[u8],
     output: &mut [u8],
-    mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize, usize) -> Result<()>,
+    mut launch: impl FnMut(
+        &Arc<CudaStream>,
+        &CudaSlice<u8>,
+        &mut CudaSlice<u8>,
+        usize,
+        usize,
+    ) -> Result<()>,
 ) -> Result<()> {
-    let cfg = PipelineConfig { chunk_items: CHUNK_BYTES, depth: 3 };
+    let cfg = PipelineConfig {
+        chunk_items: CHUNK_BYTES,
+        depth: 3,
+    };
     if input.is_empty() {
         return Ok(());
     }
@@ -63,12 +88,21 @@ fn stream_host(
         Ok(())
     };
     let mut next = 0usize;
-    run_chunked(gpu, input.len(), 1, output, 1, cfg, fill, |stream, i, o, items| {
-        // Chunks launch in order, so the running total is this chunk's offset.
-        let first = next;
-        next += items;
-        launch(stream, i, o, first, items)
-    })
+    run_chunked(
+        gpu,
+        input.len(),
+        1,
+        output,
+        1,
+        cfg,
+        fill,
+        |stream, i, o, items| {
+            // Chunks launch in order, so the running total is this chunk's offset.
+            let first = next;
+            next += items;
+            launch(stream, i, o, first, items)
+        },
+    )
 }
 
 /// CTR over a host buffer.
@@ -99,9 +133,18 @@ pub fn ctr_device(key: &Key, iv: &[u8; 16], data: &mut impl DevicePtrMut<u8>) ->
     let bytes = data.len() as u64;
     let (ptr, guard) = data.device_ptr_mut(&stream);
     let ptr = aligned(ptr)?;
-    launch_ctr(gpu, &f, &stream, ctr_params(key, iv, false, bytes), ptr, ptr)?;
+    launch_ctr(
+        gpu,
+        &f,
+        &stream,
+        ctr_params(key, iv, false, bytes),
+        ptr,
+        ptr,
+    )?;
     drop(guard);
-    stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
+    stream
+        .synchronize()
+        .map_err(driver_err("cuStreamSynchronize"))
 }
 
 /// The GCM kernel's segment layout and tables for one message.
@@ -119,7 +162,11 @@ impl GcmPlan {
         let target = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM * 2;
         let per_thread = (blocks / (target * THREADS as u64)).clamp(1, MAX_BLOCKS_PER_THREAD);
         let seg_blocks = THREADS as u64 * (1u64 << per_thread.ilog2());
-        GcmPlan { seg_blocks, blocks, tables: super::gpu_tables(h, THREADS as usize) }
+        GcmPlan {
+            seg_blocks,
+            blocks,
+            tables: super::gpu_tables(h, THREADS as usize),
+        }
     }
 
     fn segments(&self) -> usize {
@@ -128,15 +175,30 @@ impl GcmPlan {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch_gcm(gpu: &Gpu, f: &CudaFunction, stream: &Arc<CudaStream>, p: GcmParams, input: u64, output: u64, tables: u64, seg_out: u64) -> Result<()> {
+fn launch_gcm(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    stream: &Arc<CudaStream>,
+    p: GcmParams,
+    input: u64,
+    output: u64,
+    tables: u64,
+    seg_out: u64,
+) -> Result<()> {
     if p.c.bytes == 0 {
         return Ok(());
     }
     let mut b = stream.launch_builder(f);
-    b.arg(&p).arg(&input).arg(&output).arg(&tables).arg(&seg_out);
+    b.arg(&p)
+        .arg(&input)
+        .arg(&output)
+        .arg(&tables)
+        .arg(&seg_out);
     // SAFETY: matches `aes_gcm(Gcm, in, out, tables, seg_out)`: the buffers cover p.c.bytes bytes,
     // the tables hold 1280 + 4·THREADS words, seg_out four words per segment of this launch.
-    unsafe { b.launch(grid(gpu, p.c.bytes, 16 * p.seg_blocks)) }.map(|_| ()).map_err(driver_err("launch aes_gcm"))
+    unsafe { b.launch(grid(gpu, p.c.bytes, 16 * p.seg_blocks)) }
+        .map(|_| ())
+        .map_err(driver_err("launch aes_gcm"))
 }
 
 /// GCM's counter mode over a host buffer; returns the GHASH of the ciphertext alone.
@@ -148,21 +210,48 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
     let plan = GcmPlan::new(gpu, g.h, input.len() as u64);
     let stream = gpu.stream()?;
-    let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
-    let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments()).map_err(driver_err("cuMemAlloc"))?;
-    stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+    let tables = stream
+        .clone_htod(&plan.tables)
+        .map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut seg_out = stream
+        .alloc_zeros::<u32>(4 * plan.segments())
+        .map_err(driver_err("cuMemAlloc"))?;
+    stream
+        .synchronize()
+        .map_err(driver_err("cuStreamSynchronize"))?;
     let first_counter = g.first_counter();
     stream_host(gpu, input, output, |s, i, o, first, bytes| {
         let block0 = first as u64 / 16;
-        let p = GcmParams { c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
+        let p = GcmParams {
+            c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64),
+            seg_blocks: plan.seg_blocks,
+            decrypt: decrypt as u32,
+            pad: 0,
+        };
         let (ip, _gi) = i.device_ptr(s);
         let (op, _go) = o.device_ptr_mut(s);
         let (tp, _gt) = tables.device_ptr(s);
         let (sp, _gs) = seg_out.device_ptr_mut(s);
-        launch_gcm(gpu, &f, s, p, ip, op, tp, sp + 16 * (block0 / plan.seg_blocks))
+        launch_gcm(
+            gpu,
+            &f,
+            s,
+            p,
+            ip,
+            op,
+            tp,
+            sp + 16 * (block0 / plan.seg_blocks),
+        )
     })?;
-    let words = stream.clone_dtoh(&seg_out).map_err(driver_err("cuMemcpyDtoH"))?;
-    Ok(combine(g.h, &super::segment_sums(&words), plan.seg_blocks, plan.blocks))
+    let words = stream
+        .clone_dtoh(&seg_out)
+        .map_err(driver_err("cuMemcpyDtoH"))?;
+    Ok(combine(
+        g.h,
+        &super::segment_sums(&words),
+        plan.seg_blocks,
+        plan.blocks,
+    ))
 }
 
 /// GCM's counter mode in place over `data` in GPU memory; returns the GHASH of the ciphertext.
@@ -172,18 +261,34 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
     let bytes = data.len() as u64;
     let plan = GcmPlan::new(gpu, g.h, bytes);
     let stream = gpu.stream()?;
-    let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
-    let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments().max(1)).map_err(driver_err("cuMemAlloc"))?;
+    let tables = stream
+        .clone_htod(&plan.tables)
+        .map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut seg_out = stream
+        .alloc_zeros::<u32>(4 * plan.segments().max(1))
+        .map_err(driver_err("cuMemAlloc"))?;
     {
-        let p = GcmParams { c: ctr_params(&g.key, &g.first_counter(), true, bytes), seg_blocks: plan.seg_blocks, decrypt: decrypt as u32, pad: 0 };
+        let p = GcmParams {
+            c: ctr_params(&g.key, &g.first_counter(), true, bytes),
+            seg_blocks: plan.seg_blocks,
+            decrypt: decrypt as u32,
+            pad: 0,
+        };
         let (ptr, _g) = data.device_ptr_mut(&stream);
         let ptr = aligned(ptr)?;
         let (tp, _gt) = tables.device_ptr(&stream);
         let (sp, _gs) = seg_out.device_ptr_mut(&stream);
         launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)?;
     }
-    let words = stream.clone_dtoh(&seg_out).map_err(driver_err("cuMemcpyDtoH"))?;
-    Ok(combine(g.h, &super::segment_sums(&words[..4 * plan.segments()]), plan.seg_blocks, plan.blocks))
+    let words = stream
+        .clone_dtoh(&seg_out)
+        .map_err(driver_err("cuMemcpyDtoH"))?;
+    Ok(combine(
+        g.h,
+        &super::segment_sums(&words[..4 * plan.segments()]),
+        plan.seg_blocks,
+        plan.blocks,
+    ))
 }
 
 /// Kernel-only time of CTR (or GCM) over `bytes` bytes resident in GPU memory, in seconds (the
@@ -191,14 +296,25 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
 pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Result<f64> {
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
-    let mut data = stream.alloc_zeros::<u8>(bytes.max(16)).map_err(driver_err("cuMemAlloc"))?;
+    let mut data = stream
+        .alloc_zeros::<u8>(bytes.max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
     if gcm {
         let g = Gcm::new(key, &[0; 12])?;
         let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
         let plan = GcmPlan::new(gpu, g.h, bytes as u64);
-        let tables = stream.clone_htod(&plan.tables).map_err(driver_err("cuMemcpyHtoD"))?;
-        let mut seg_out = stream.alloc_zeros::<u32>(4 * plan.segments().max(1)).map_err(driver_err("cuMemAlloc"))?;
-        let p = GcmParams { c: ctr_params(key, &g.first_counter(), true, bytes as u64), seg_blocks: plan.seg_blocks, decrypt: 0, pad: 0 };
+        let tables = stream
+            .clone_htod(&plan.tables)
+            .map_err(driver_err("cuMemcpyHtoD"))?;
+        let mut seg_out = stream
+            .alloc_zeros::<u32>(4 * plan.segments().max(1))
+            .map_err(driver_err("cuMemAlloc"))?;
+        let p = GcmParams {
+            c: ctr_params(key, &g.first_counter(), true, bytes as u64),
+            seg_blocks: plan.seg_blocks,
+            decrypt: 0,
+            pad: 0,
+        };
         crate::backend::cuda::time_on_stream(&stream, iters, || {
             let (ptr, _g) = data.device_ptr_mut(&stream);
             let (tp, _gt) = tables.device_ptr(&stream);

@@ -43,7 +43,9 @@ impl Key {
         match bytes.len() {
             16 => Ok(Key::Aes128(bytes.try_into().unwrap())),
             32 => Ok(Key::Aes256(bytes.try_into().unwrap())),
-            n => Err(Error::invalid(format!("an AES key has 16 bytes (AES-128) or 32 bytes (AES-256), not {n}"))),
+            n => Err(Error::invalid(format!(
+                "an AES key has 16 bytes (AES-128) or 32 bytes (AES-256), not {n}"
+            ))),
         }
     }
 
@@ -122,7 +124,12 @@ const SBOX: [u8; 256] = {
             i += 1;
         }
         inv = mul(inv, inv);
-        s[x] = inv ^ inv.rotate_left(1) ^ inv.rotate_left(2) ^ inv.rotate_left(3) ^ inv.rotate_left(4) ^ 0x63;
+        s[x] = inv
+            ^ inv.rotate_left(1)
+            ^ inv.rotate_left(2)
+            ^ inv.rotate_left(3)
+            ^ inv.rotate_left(4)
+            ^ 0x63;
         x += 1;
     }
     s
@@ -155,7 +162,11 @@ fn host_location(input: &[u8], output: &[u8]) -> Location {
 
 fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
     if input.len() != output.len() {
-        return Err(Error::invalid(format!("input has {} bytes but output has {}: they must be equal", input.len(), output.len())));
+        return Err(Error::invalid(format!(
+            "input has {} bytes but output has {}: they must be equal",
+            input.len(),
+            output.len()
+        )));
     }
     Ok(())
 }
@@ -163,13 +174,25 @@ fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
 fn workload(op: &'static str, bytes: usize, location: Location) -> Workload {
     // Items: the CPU's segments, the unit of its parallelism.
     let items = bytes.div_ceil(cpu::SEG_BYTES).max(1) as u64;
-    Workload { op, items, units: (bytes as u64).div_ceil(16), bytes_in: bytes as u64, bytes_out: bytes as u64, location }
+    Workload {
+        op,
+        items,
+        units: (bytes as u64).div_ceil(16),
+        bytes_in: bytes as u64,
+        bytes_out: bytes as u64,
+        location,
+    }
 }
 
 impl Aes<'_> {
     fn plan(&self, op: &'static str, bytes: usize, location: Location) -> Result<Plan> {
         let calibrate = |b: Backend| calibrate(op, b);
-        self.engine.dispatcher().plan(&workload(op, bytes, location), &CPU_ORDER, cfg!(feature = "cuda"), &calibrate)
+        self.engine.dispatcher().plan(
+            &workload(op, bytes, location),
+            &CPU_ORDER,
+            cfg!(feature = "cuda"),
+            &calibrate,
+        )
     }
 
     /// The cost model's estimates for CTR (`gcm = false`) or GCM over `bytes` bytes at
@@ -185,7 +208,13 @@ impl Aes<'_> {
     /// CTR mode (SP 800-38A): `output = input ⊕ keystream` from counter block `iv`, incremented as
     /// a 128-bit big-endian integer. Encryption and decryption are the same call. The same as
     /// `openssl enc -aes-128-ctr -K … -iv …`.
-    pub fn ctr(&self, key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<Output<()>> {
+    pub fn ctr(
+        &self,
+        key: &Key,
+        iv: &[u8; 16],
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<Output<()>> {
         check_lengths(input, output)?;
         let plan = self.plan(OP_CTR, input.len(), host_location(input, output))?;
         match plan.backend {
@@ -193,24 +222,47 @@ impl Aes<'_> {
             Backend::Cuda => gpu::ctr(key, iv, input, output)?,
             b => cpu::ctr(b, key, iv, input, output, plan.threads)?,
         }
-        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: (),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// GCM encryption (SP 800-38D) of `input` into `output` with `aad` authenticated; returns the
     /// 16-byte tag. Any IV length from 1 byte works; 12 bytes is the standard.
-    pub fn gcm_encrypt(&self, key: &Key, iv: &[u8], aad: &[u8], input: &[u8], output: &mut [u8]) -> Result<Output<Tag>> {
+    pub fn gcm_encrypt(
+        &self,
+        key: &Key,
+        iv: &[u8],
+        aad: &[u8],
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<Output<Tag>> {
         check_lengths(input, output)?;
         gcm::check_len(input.len())?;
         let g = gcm::Gcm::new(key, iv)?;
         let plan = self.plan(OP_GCM, input.len(), host_location(input, output))?;
         let z = self.gcm_pass(&plan, &g, input, output, false)?;
-        Ok(Output { value: g.tag(aad, z, input.len() as u64), backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: g.tag(aad, z, input.len() as u64),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// GCM decryption: checks `tag` (4, 8 or 12..=16 bytes) and writes the plaintext to `output`.
     /// On a wrong key, IV, AAD, ciphertext or tag, [`Error::AuthenticationFailed`]; on any error
     /// the output is zeroed, so no unauthenticated plaintext is released.
-    pub fn gcm_decrypt(&self, key: &Key, iv: &[u8], aad: &[u8], input: &[u8], output: &mut [u8], tag: &[u8]) -> Result<Output<()>> {
+    pub fn gcm_decrypt(
+        &self,
+        key: &Key,
+        iv: &[u8],
+        aad: &[u8],
+        input: &[u8],
+        output: &mut [u8],
+        tag: &[u8],
+    ) -> Result<Output<()>> {
         check_lengths(input, output)?;
         let run = |output: &mut [u8]| -> Result<Plan> {
             gcm::check_len(input.len())?;
@@ -222,20 +274,35 @@ impl Aes<'_> {
         };
         // Whatever failed, the output holds no plaintext.
         let plan = run(output).inspect_err(|_| output.fill(0))?;
-        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: (),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// CTR in place over a buffer already in GPU memory (a `CudaSlice<u8>` or a 16-byte-aligned
     /// view of one). The data is encrypted where it lives: moving it to the CPU and back would
     /// cost more than the GPU takes to encrypt it.
     #[cfg(feature = "cuda")]
-    pub fn ctr_device(&self, key: &Key, iv: &[u8; 16], data: &mut impl cudarc::driver::DevicePtrMut<u8>) -> Result<()> {
+    pub fn ctr_device(
+        &self,
+        key: &Key,
+        iv: &[u8; 16],
+        data: &mut impl cudarc::driver::DevicePtrMut<u8>,
+    ) -> Result<()> {
         gpu::ctr_device(key, iv, data)
     }
 
     /// GCM encryption in place over a buffer in GPU memory; returns the tag.
     #[cfg(feature = "cuda")]
-    pub fn gcm_encrypt_device(&self, key: &Key, iv: &[u8], aad: &[u8], data: &mut impl cudarc::driver::DevicePtrMut<u8>) -> Result<Tag> {
+    pub fn gcm_encrypt_device(
+        &self,
+        key: &Key,
+        iv: &[u8],
+        aad: &[u8],
+        data: &mut impl cudarc::driver::DevicePtrMut<u8>,
+    ) -> Result<Tag> {
         gcm::check_len(data.len())?;
         let g = gcm::Gcm::new(key, iv)?;
         let z = gpu::gcm_device(&g, data, false)?;
@@ -245,21 +312,40 @@ impl Aes<'_> {
     /// GCM decryption in place over a buffer in GPU memory. On a tag mismatch the buffer is
     /// zeroed and [`Error::AuthenticationFailed`] returned.
     #[cfg(feature = "cuda")]
-    pub fn gcm_decrypt_device(&self, key: &Key, iv: &[u8], aad: &[u8], data: &mut cudarc::driver::CudaSlice<u8>, tag: &[u8]) -> Result<()> {
+    pub fn gcm_decrypt_device(
+        &self,
+        key: &Key,
+        iv: &[u8],
+        aad: &[u8],
+        data: &mut cudarc::driver::CudaSlice<u8>,
+        tag: &[u8],
+    ) -> Result<()> {
         gcm::check_len(data.len())?;
         let g = gcm::Gcm::new(key, iv)?;
-        let checked = gpu::gcm_device(&g, data, true).and_then(|z| gcm::check_tag(&g.tag(aad, z, data.len() as u64), tag));
+        let checked = gpu::gcm_device(&g, data, true)
+            .and_then(|z| gcm::check_tag(&g.tag(aad, z, data.len() as u64), tag));
         if let Err(e) = checked {
             let gpu = crate::backend::cuda::Gpu::available()?;
             let stream = gpu.stream()?;
-            stream.memset_zeros(data).map_err(crate::backend::cuda::driver_err("cuMemsetD8"))?;
-            stream.synchronize().map_err(crate::backend::cuda::driver_err("cuStreamSynchronize"))?;
+            stream
+                .memset_zeros(data)
+                .map_err(crate::backend::cuda::driver_err("cuMemsetD8"))?;
+            stream
+                .synchronize()
+                .map_err(crate::backend::cuda::driver_err("cuStreamSynchronize"))?;
             return Err(e);
         }
         Ok(())
     }
 
-    fn gcm_pass(&self, plan: &Plan, g: &gcm::Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<gf128::Gf128> {
+    fn gcm_pass(
+        &self,
+        plan: &Plan,
+        g: &gcm::Gcm,
+        input: &[u8],
+        output: &mut [u8],
+        decrypt: bool,
+    ) -> Result<gf128::Gf128> {
         match plan.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::gcm(g, input, output, decrypt),
@@ -295,15 +381,24 @@ pub(crate) struct GcmParams {
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64) -> CtrParams {
     let (rk, rounds) = key.round_keys();
-    let ctr = std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
-    CtrParams { rk, rounds, ctr, inc32: inc32 as u32, pad: 0, bytes }
+    let ctr =
+        std::array::from_fn(|i| u32::from_be_bytes(counter[4 * i..4 * i + 4].try_into().unwrap()));
+    CtrParams {
+        rk,
+        rounds,
+        ctr,
+        inc32: inc32 as u32,
+        pad: 0,
+        bytes,
+    }
 }
 
 /// The kernel's table block for `threads` threads per block: Shoup tables of H^threads (256
 /// elements as big-endian words, then 256 reduction words), then H^1..H^threads.
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
-    let words = |g: gf128::Gf128| -> [u32; 4] { std::array::from_fn(|i| (g.0 >> (96 - 32 * i)) as u32) };
+    let words =
+        |g: gf128::Gf128| -> [u32; 4] { std::array::from_fn(|i| (g.0 >> (96 - 32 * i)) as u32) };
     let (m, r) = gf128::shoup_tables(h.pow(threads as u128));
     let mut t = Vec::with_capacity(1280 + 4 * threads);
     t.extend(m.iter().flat_map(|&g| words(g)));
@@ -318,7 +413,10 @@ pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
 
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
-    words.chunks_exact(4).map(|w| gf128::Gf128(w.iter().fold(0u128, |a, &x| (a << 32) | x as u128))).collect()
+    words
+        .chunks_exact(4)
+        .map(|w| gf128::Gf128(w.iter().fold(0u128, |a, &x| (a << 32) | x as u128)))
+        .collect()
 }
 
 /// Measures one backend: CTR or GCM over 64 KiB and 8 MiB, fitted per block. The GPU is measured
@@ -331,7 +429,11 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let mut device = match backend {
         Backend::Cuda => {
             let gpu = crate::backend::cuda::Gpu::available()?;
-            Some(gpu.stream()?.alloc_zeros::<u8>(large).map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?)
+            Some(
+                gpu.stream()?
+                    .alloc_zeros::<u8>(large)
+                    .map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?,
+            )
         }
         _ => None,
     };
@@ -352,7 +454,12 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             _ => cpu::gcm(backend, &g, &data[..n], &mut out[..n], false, 1).map(|_| ()),
         }
     });
-    crate::dispatch::fit((small / 16) as u64, || run.borrow_mut()(small), (large / 16) as u64, || run.borrow_mut()(large))
+    crate::dispatch::fit(
+        (small / 16) as u64,
+        || run.borrow_mut()(small),
+        (large / 16) as u64,
+        || run.borrow_mut()(large),
+    )
 }
 
 #[cfg(test)]
@@ -364,10 +471,20 @@ mod tests {
         // FIPS 197 Appendix A.1 and A.3: the last round key words.
         let k128 = Key::new(&hex::decode("2b7e151628aed2a6abf7158809cf4f3c").unwrap()).unwrap();
         let (w, r) = k128.round_keys();
-        assert_eq!((r, w[40..44].to_vec()), (10, vec![0xd014f9a8, 0xc9ee2589, 0xe13f0cc8, 0xb6630ca6]));
-        let k256 = Key::new(&hex::decode("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4").unwrap()).unwrap();
+        assert_eq!(
+            (r, w[40..44].to_vec()),
+            (10, vec![0xd014f9a8, 0xc9ee2589, 0xe13f0cc8, 0xb6630ca6])
+        );
+        let k256 = Key::new(
+            &hex::decode("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")
+                .unwrap(),
+        )
+        .unwrap();
         let (w, r) = k256.round_keys();
-        assert_eq!((r, w[56..60].to_vec()), (14, vec![0xfe4890d1, 0xe6188d0b, 0x046df344, 0x706c631e]));
+        assert_eq!(
+            (r, w[56..60].to_vec()),
+            (14, vec![0xfe4890d1, 0xe6188d0b, 0x046df344, 0x706c631e])
+        );
         assert_eq!(SBOX[0x53], 0xed);
     }
 }

@@ -34,7 +34,14 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
 }
 
 /// CTR over a stream from counter block `iv`; `progress` gets the bytes done so far.
-pub fn ctr(aes: &Aes, key: &Key, iv: &[u8; 16], mut input: impl Read, mut output: impl Write, mut progress: impl FnMut(u64)) -> Result<u64> {
+pub fn ctr(
+    aes: &Aes,
+    key: &Key,
+    iv: &[u8; 16],
+    mut input: impl Read,
+    mut output: impl Write,
+    mut progress: impl FnMut(u64),
+) -> Result<u64> {
     const CHUNK: usize = 1 << 24; // a multiple of 16, so each chunk starts on a block
     let (mut buf, mut out) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
     let mut done = 0u64;
@@ -43,7 +50,12 @@ pub fn ctr(aes: &Aes, key: &Key, iv: &[u8; 16], mut input: impl Read, mut output
         if n == 0 {
             break;
         }
-        aes.ctr(key, &super::gcm::add128(iv, done / 16), &buf[..n], &mut out[..n])?;
+        aes.ctr(
+            key,
+            &super::gcm::add128(iv, done / 16),
+            &buf[..n],
+            &mut out[..n],
+        )?;
         output.write_all(&out[..n])?;
         done += n as u64;
         progress(done);
@@ -66,7 +78,9 @@ fn header(key: &Key, chunk_log2: u8, prefix: &[u8; 8]) -> [u8; HEADER_LEN] {
 }
 
 fn chunk_iv(prefix: &[u8; 8], index: u64) -> Result<[u8; 12]> {
-    let index = u32::try_from(index).map_err(|_| Error::invalid("the stream has more than 2^32 chunks: use a larger chunk size"))?;
+    let index = u32::try_from(index).map_err(|_| {
+        Error::invalid("the stream has more than 2^32 chunks: use a larger chunk size")
+    })?;
     let mut iv = [0u8; 12];
     iv[..8].copy_from_slice(prefix);
     iv[8..].copy_from_slice(&index.to_be_bytes());
@@ -83,9 +97,18 @@ fn chunk_aad(header: &[u8; HEADER_LEN], index: u64, last: bool) -> [u8; HEADER_L
 
 /// Encrypts a stream into the chunked GCM format with chunks of 2^`chunk_log2` bytes and a fresh
 /// random IV prefix; returns the plaintext bytes.
-pub fn seal(aes: &Aes, key: &Key, chunk_log2: u8, mut input: impl Read, mut output: impl Write, mut progress: impl FnMut(u64)) -> Result<u64> {
+pub fn seal(
+    aes: &Aes,
+    key: &Key,
+    chunk_log2: u8,
+    mut input: impl Read,
+    mut output: impl Write,
+    mut progress: impl FnMut(u64),
+) -> Result<u64> {
     if !(12..=30).contains(&chunk_log2) {
-        return Err(Error::invalid(format!("chunk size 2^{chunk_log2} is out of range: use 2^12 (4 KiB) to 2^30 (1 GiB)")));
+        return Err(Error::invalid(format!(
+            "chunk size 2^{chunk_log2} is out of range: use 2^12 (4 KiB) to 2^30 (1 GiB)"
+        )));
     }
     let prefix: [u8; 8] = rand::random();
     let head = header(key, chunk_log2, &prefix);
@@ -99,7 +122,15 @@ pub fn seal(aes: &Aes, key: &Key, chunk_log2: u8, mut input: impl Read, mut outp
     loop {
         let last = have <= chunk;
         let n = have.min(chunk);
-        let tag = aes.gcm_encrypt(key, &chunk_iv(&prefix, index)?, &chunk_aad(&head, index, last), &buf[..n], &mut out[..n])?.value;
+        let tag = aes
+            .gcm_encrypt(
+                key,
+                &chunk_iv(&prefix, index)?,
+                &chunk_aad(&head, index, last),
+                &buf[..n],
+                &mut out[..n],
+            )?
+            .value;
         output.write_all(&out[..n])?;
         output.write_all(&tag)?;
         done += n as u64;
@@ -117,21 +148,36 @@ pub fn seal(aes: &Aes, key: &Key, chunk_log2: u8, mut input: impl Read, mut outp
 
 /// Decrypts the chunked GCM format; returns the plaintext bytes. A chunk that fails its tag
 /// stops the stream before any of its plaintext is written.
-pub fn open(aes: &Aes, key: &Key, mut input: impl Read, mut output: impl Write, mut progress: impl FnMut(u64)) -> Result<u64> {
+pub fn open(
+    aes: &Aes,
+    key: &Key,
+    mut input: impl Read,
+    mut output: impl Write,
+    mut progress: impl FnMut(u64),
+) -> Result<u64> {
     let mut head = [0u8; HEADER_LEN];
     let got = read_full(&mut input, &mut head)?;
     if got < HEADER_LEN || &head[..8] != MAGIC {
         return Err(Error::Corrupt("not a batchcrypt GCM stream (the header is missing or wrong); CTR output has no header: decrypt it with --mode ctr".into()));
     }
     if head[8] != VERSION {
-        return Err(Error::Corrupt(format!("format version {} is not supported (this build reads version {VERSION})", head[8])));
+        return Err(Error::Corrupt(format!(
+            "format version {} is not supported (this build reads version {VERSION})",
+            head[8]
+        )));
     }
     if head[9] as usize * 64 != key.bits() {
-        return Err(Error::invalid(format!("the stream was encrypted with AES-{}, but the key is AES-{}", head[9] as usize * 64, key.bits())));
+        return Err(Error::invalid(format!(
+            "the stream was encrypted with AES-{}, but the key is AES-{}",
+            head[9] as usize * 64,
+            key.bits()
+        )));
     }
     let chunk_log2 = head[10];
     if !(12..=30).contains(&chunk_log2) || head[11] != 0 {
-        return Err(Error::Corrupt("the header is damaged (chunk size or reserved byte)".into()));
+        return Err(Error::Corrupt(
+            "the header is damaged (chunk size or reserved byte)".into(),
+        ));
     }
     let prefix: [u8; 8] = head[12..].try_into().unwrap();
     let sealed = (1usize << chunk_log2) + TAG;
@@ -143,7 +189,9 @@ pub fn open(aes: &Aes, key: &Key, mut input: impl Read, mut output: impl Write, 
         let last = have <= sealed;
         let n = have.min(sealed);
         if n < TAG {
-            return Err(Error::Corrupt(format!("the stream is truncated: chunk {index} is missing or cut short")));
+            return Err(Error::Corrupt(format!(
+                "the stream is truncated: chunk {index} is missing or cut short"
+            )));
         }
         let (ct, tag) = buf[..n].split_at(n - TAG);
         let m = ct.len();

@@ -23,7 +23,9 @@ pub fn features() -> CpuFeatures {
 fn detect() -> CpuFeatures {
     // SHA-NI code also uses SSE4.1 shuffles; count it present only with them.
     CpuFeatures {
-        sha_ni: is_x86_feature_detected!("sha") && is_x86_feature_detected!("sse4.1") && is_x86_feature_detected!("ssse3"),
+        sha_ni: is_x86_feature_detected!("sha")
+            && is_x86_feature_detected!("sse4.1")
+            && is_x86_feature_detected!("ssse3"),
         avx2: is_x86_feature_detected!("avx2"),
         avx512: is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw"),
         aes_ni: is_x86_feature_detected!("aes"),
@@ -45,12 +47,21 @@ pub fn threads() -> usize {
 /// `min_piece` items amortize the scheduling; keep them small (for the signature and curve paths
 /// an item is tens of microseconds, and 64 is enough), so a thread slowed by the system does not
 /// leave the others idle at the end of a batch.
-pub(crate) fn par_map<T: Send>(min_piece: usize, n: usize, threads: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+pub(crate) fn par_map<T: Send>(
+    min_piece: usize,
+    n: usize,
+    threads: usize,
+    f: impl Fn(usize) -> T + Sync + Send,
+) -> Vec<T> {
     use rayon::prelude::*;
     if threads <= 1 {
         return (0..n).map(f).collect();
     }
-    (0..n).into_par_iter().with_min_len(min_piece).map(f).collect()
+    (0..n)
+        .into_par_iter()
+        .with_min_len(min_piece)
+        .map(f)
+        .collect()
 }
 
 /// `n` zeroed `[u8; B]` items as zeroed memory from the allocator (for large sizes, fresh pages
@@ -93,5 +104,7 @@ mod tests {
 pub fn par_copy(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
     const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }

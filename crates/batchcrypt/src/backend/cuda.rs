@@ -36,14 +36,21 @@ pub struct Gpu {
 }
 
 pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| Error::Cuda { context, message: format!("{e:?}") }
+    move |e| Error::Cuda {
+        context,
+        message: format!("{e:?}"),
+    }
 }
 
 /// A one-dimensional grid of `threads`-wide blocks covering `n` items (at least one block). Kernels
 /// loop grid-stride, so a caller may pass fewer items than the batch to cap the grid.
 pub(crate) fn grid_1d(n: u64, threads: u32) -> cudarc::driver::LaunchConfig {
     let blocks = n.div_ceil(threads as u64).clamp(1, i32::MAX as u64) as u32;
-    cudarc::driver::LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+    cudarc::driver::LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// A table computed once per process on the device: `kernel(table)` of `image` writes `len`
@@ -62,7 +69,9 @@ pub(crate) fn device_table(
         let build = || -> Result<cudarc::driver::CudaSlice<u8>> {
             let f = gpu.function(image, kernel)?;
             let stream = gpu.stream()?;
-            let mut t = stream.alloc_zeros::<u8>(len * entry_bytes).map_err(driver_err("cuMemAlloc"))?;
+            let mut t = stream
+                .alloc_zeros::<u8>(len * entry_bytes)
+                .map_err(driver_err("cuMemAlloc"))?;
             let mut b = stream.launch_builder(&f);
             b.arg(&mut t);
             // SAFETY: the kernel takes the table alone and writes its `len` entries.
@@ -73,12 +82,19 @@ pub(crate) fn device_table(
         build().map_err(|e| e.to_string())
     })
     .as_ref()
-    .map_err(|e| Error::Cuda { context: kernel, message: e.clone() })
+    .map_err(|e| Error::Cuda {
+        context: kernel,
+        message: e.clone(),
+    })
 }
 
 /// Device time of `work` (which enqueues on `stream`): the median of `iters` runs bracketed by
 /// timing events, in seconds, after one untimed warm-up run.
-pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
+pub(crate) fn time_on_stream(
+    stream: &Arc<CudaStream>,
+    iters: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
     // cudarc creates events without timing unless asked; elapsed time needs the default flags.
     let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let ctx = stream.context();
@@ -90,8 +106,15 @@ pub(crate) fn time_on_stream(stream: &Arc<CudaStream>, iters: usize, mut work: i
         start.record(stream).map_err(driver_err("cuEventRecord"))?;
         work()?;
         end.record(stream).map_err(driver_err("cuEventRecord"))?;
-        end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
-        times.push(f64::from(start.elapsed_ms(&end).map_err(driver_err("cuEventElapsedTime"))?) / 1e3);
+        end.synchronize()
+            .map_err(driver_err("cuEventSynchronize"))?;
+        times.push(
+            f64::from(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(driver_err("cuEventElapsedTime"))?,
+            ) / 1e3,
+        );
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
@@ -107,8 +130,15 @@ fn keep_freed_memory(ctx: &CudaContext) {
     let mut threshold = u64::MAX;
     // SAFETY: plain driver calls on the device of a live context; `threshold` outlives the call.
     unsafe {
-        if ctx.bind_to_thread().is_ok() && sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS {
-            sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, (&mut threshold as *mut u64).cast());
+        if ctx.bind_to_thread().is_ok()
+            && sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                == sys::CUresult::CUDA_SUCCESS
+        {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            );
         }
     }
 }
@@ -116,7 +146,10 @@ fn keep_freed_memory(ctx: &CudaContext) {
 impl Gpu {
     /// [`Gpu::get`] as the library's error: the CUDA backend is unavailable, and why.
     pub fn available() -> crate::error::Result<&'static Gpu> {
-        Gpu::get().map_err(|why| crate::error::Error::BackendUnavailable { backend: "cuda".into(), why })
+        Gpu::get().map_err(|why| crate::error::Error::BackendUnavailable {
+            backend: "cuda".into(),
+            why,
+        })
     }
 
     /// The process-wide GPU, or why there is none. Never panics: the driver library is probed
@@ -142,11 +175,13 @@ impl Gpu {
     }
 
     fn open() -> std::result::Result<Gpu, String> {
-        let count = CudaContext::device_count().map_err(|e| format!("CUDA driver initialisation failed: {e:?}"))?;
+        let count = CudaContext::device_count()
+            .map_err(|e| format!("CUDA driver initialisation failed: {e:?}"))?;
         if count < 1 {
             return Err("the CUDA driver reports no device".into());
         }
-        let ctx = CudaContext::new(0).map_err(|e| format!("cannot create a CUDA context on device 0: {e:?}"))?;
+        let ctx = CudaContext::new(0)
+            .map_err(|e| format!("cannot create a CUDA context on device 0: {e:?}"))?;
         use cudarc::driver::sys::CUdevice_attribute as A;
         let attr = |a| ctx.attribute(a).unwrap_or(0);
         let info = DeviceInfo {
@@ -157,7 +192,12 @@ impl Gpu {
             clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
         };
         keep_freed_memory(&ctx);
-        Ok(Gpu { ctx, info, modules: Mutex::new(HashMap::new()), streams: Mutex::new(Vec::new()) })
+        Ok(Gpu {
+            ctx,
+            info,
+            modules: Mutex::new(HashMap::new()),
+            streams: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -193,7 +233,9 @@ impl Gpu {
                 }
             }
         };
-        module.load_function(name).map_err(driver_err("cuModuleGetFunction"))
+        module
+            .load_function(name)
+            .map_err(driver_err("cuModuleGetFunction"))
     }
 
     /// A stream for one operation; returned to a small pool when the guard drops.
@@ -201,9 +243,15 @@ impl Gpu {
         let pooled = self.streams.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let stream = match pooled {
             Some(s) => s,
-            None => self.ctx.new_stream().map_err(driver_err("cuStreamCreate"))?,
+            None => self
+                .ctx
+                .new_stream()
+                .map_err(driver_err("cuStreamCreate"))?,
         };
-        Ok(StreamGuard { gpu: self, stream: Some(stream) })
+        Ok(StreamGuard {
+            gpu: self,
+            stream: Some(stream),
+        })
     }
 }
 
@@ -225,7 +273,11 @@ impl Drop for StreamGuard<'_> {
         if let Some(s) = self.stream.take() {
             // A stream whose work failed is not reused.
             if s.synchronize().is_ok() {
-                self.gpu.streams.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                self.gpu
+                    .streams
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(s);
             }
         }
     }

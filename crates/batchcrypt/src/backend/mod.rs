@@ -51,7 +51,14 @@ pub enum Primitive {
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 6] = [Primitive::Sha256, Primitive::Secp256k1, Primitive::Sm2, Primitive::Sm3, Primitive::Aes, Primitive::Bn254];
+    pub const ALL: [Primitive; 6] = [
+        Primitive::Sha256,
+        Primitive::Secp256k1,
+        Primitive::Sm2,
+        Primitive::Sm3,
+        Primitive::Aes,
+        Primitive::Bn254,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -69,15 +76,30 @@ impl FromStr for Primitive {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         let s = s.trim().to_ascii_lowercase();
-        Primitive::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Primitive::ALL.iter().map(|p| p.name()).collect();
-            Error::invalid(format!("unknown primitive {s:?}; expected one of: {}", names.join(", ")))
-        })
+        Primitive::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Primitive::ALL.iter().map(|p| p.name()).collect();
+                Error::invalid(format!(
+                    "unknown primitive {s:?}; expected one of: {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
 impl Backend {
-    pub const ALL: [Backend; 8] = [Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::Cuda, Backend::Libsecp256k1, Backend::OpenSsl, Backend::Arkworks];
+    pub const ALL: [Backend; 8] = [
+        Backend::Portable,
+        Backend::ShaNi,
+        Backend::Avx2,
+        Backend::Avx512,
+        Backend::Cuda,
+        Backend::Libsecp256k1,
+        Backend::OpenSsl,
+        Backend::Arkworks,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -97,7 +119,10 @@ impl Backend {
     /// dispatch order; this table lets callers (tests, `info`, benchmarks) ask without running one.
     pub fn implements(self, p: Primitive) -> bool {
         match p {
-            Primitive::Sha256 => !matches!(self, Backend::Libsecp256k1 | Backend::OpenSsl | Backend::Arkworks),
+            Primitive::Sha256 => !matches!(
+                self,
+                Backend::Libsecp256k1 | Backend::OpenSsl | Backend::Arkworks
+            ),
             Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
             Primitive::Sm2 | Primitive::Sm3 => matches!(self, Backend::Portable | Backend::Cuda),
             Primitive::Aes => matches!(self, Backend::Portable | Backend::OpenSsl | Backend::Cuda),
@@ -112,7 +137,13 @@ impl Backend {
     /// Whether this machine and build can run the backend right now, and if not, why.
     pub fn availability(self) -> std::result::Result<(), String> {
         let cpu = cpu::features();
-        let need = |ok: bool, what: &str| if ok { Ok(()) } else { Err(format!("this CPU lacks {what}")) };
+        let need = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("this CPU lacks {what}"))
+            }
+        };
         match self {
             Backend::Portable => Ok(()),
             Backend::ShaNi => need(cpu.sha_ni, "the SHA extensions (SHA-NI)"),
@@ -169,15 +200,16 @@ impl BackendChoice {
     /// The choice named by `BATCHCRYPT_BACKEND`, or `Auto` when it is unset.
     pub fn from_env() -> Result<Self> {
         match std::env::var(BACKEND_ENV) {
-            Ok(v) if !v.trim().is_empty() => v.parse().map_err(|e: Error| {
-                Error::invalid(format!("{BACKEND_ENV}={v:?}: {e}"))
-            }),
+            Ok(v) if !v.trim().is_empty() => v
+                .parse()
+                .map_err(|e: Error| Error::invalid(format!("{BACKEND_ENV}={v:?}: {e}"))),
             _ => Ok(BackendChoice::Auto),
         }
     }
 }
 
-pub const CHOICE_HELP: &str = "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl, arkworks";
+pub const CHOICE_HELP: &str =
+    "auto, cpu, gpu, portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl, arkworks";
 
 impl FromStr for BackendChoice {
     type Err = Error;
@@ -187,9 +219,16 @@ impl FromStr for BackendChoice {
             "auto" => BackendChoice::Auto,
             "cpu" => BackendChoice::Cpu,
             "gpu" => BackendChoice::Gpu,
-            other => match Backend::ALL.iter().find(|b| b.name() == other || (other == "shani" && **b == Backend::ShaNi)) {
+            other => match Backend::ALL
+                .iter()
+                .find(|b| b.name() == other || (other == "shani" && **b == Backend::ShaNi))
+            {
                 Some(b) => BackendChoice::Exact(*b),
-                None => return Err(Error::invalid(format!("unknown backend {other:?}; expected one of: {CHOICE_HELP}"))),
+                None => {
+                    return Err(Error::invalid(format!(
+                        "unknown backend {other:?}; expected one of: {CHOICE_HELP}"
+                    )))
+                }
             },
         })
     }

@@ -29,9 +29,17 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| {
-            Error::invalid(format!("block truncated: {what} needs {n} bytes at offset {} but {} remain", self.pos, self.buf.len() - self.pos))
-        })?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "block truncated: {what} needs {n} bytes at offset {} but {} remain",
+                    self.pos,
+                    self.buf.len() - self.pos
+                ))
+            })?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -57,7 +65,9 @@ impl<'a> Reader<'a> {
         let n = self.varint(what)?;
         let remaining = (self.buf.len() - self.pos) as u64;
         if n.saturating_mul(min_size as u64) > remaining {
-            return Err(Error::invalid(format!("{what} {n} at offset {at} exceeds the {remaining} bytes left")));
+            return Err(Error::invalid(format!(
+                "{what} {n} at offset {at} exceeds the {remaining} bytes left"
+            )));
         }
         Ok(n as usize)
     }
@@ -81,7 +91,10 @@ pub fn parse_block(raw: &[u8]) -> Result<Block<'_>> {
         txs.push(parse_tx(&mut r).map_err(|e| Error::invalid(format!("transaction {i}: {e}")))?);
     }
     if r.pos != raw.len() {
-        return Err(Error::invalid(format!("{} trailing bytes after the last transaction", raw.len() - r.pos)));
+        return Err(Error::invalid(format!(
+            "{} trailing bytes after the last transaction",
+            raw.len() - r.pos
+        )));
     }
     Ok(Block { header, txs })
 }

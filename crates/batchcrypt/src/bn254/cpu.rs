@@ -10,7 +10,10 @@ pub fn msm_g1(bases: &[G1Affine], scalars: &[Fr], threads: usize) -> G1Projectiv
     if threads >= crate::backend::cpu::threads() {
         return run();
     }
-    match rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build() {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+    {
         Ok(pool) => pool.install(run),
         Err(_) => run(),
     }

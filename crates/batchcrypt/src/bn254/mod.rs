@@ -67,9 +67,14 @@ impl G1Bases {
     #[cfg(feature = "cuda")]
     pub fn device(&self) -> Result<&gpu::DeviceBases> {
         self.device
-            .get_or_init(|| gpu::DeviceBases::upload(&raw_bases(&self.host)).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                gpu::DeviceBases::upload(&raw_bases(&self.host)).map_err(|e| e.to_string())
+            })
             .as_ref()
-            .map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why: why.clone() })
+            .map_err(|why| Error::BackendUnavailable {
+                backend: "cuda".into(),
+                why: why.clone(),
+            })
     }
 }
 
@@ -86,7 +91,10 @@ pub(crate) fn raw_scalars(scalars: &[Fr]) -> Vec<u32> {
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
     use rayon::prelude::*;
-    dst.par_chunks_exact_mut(8).zip(scalars.par_iter()).with_min_len(1 << 12).for_each(|(d, s)| limbs_into(d, &s.0 .0));
+    dst.par_chunks_exact_mut(8)
+        .zip(scalars.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, s)| limbs_into(d, &s.0 .0));
 }
 
 /// Affine bases as the kernels read them: x, y in arkworks' Montgomery limbs, infinity as zeros.
@@ -94,12 +102,15 @@ pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
 pub(crate) fn raw_bases(bases: &[G1Affine]) -> Vec<u32> {
     use rayon::prelude::*;
     let mut out = vec![0u32; 16 * bases.len()];
-    out.par_chunks_exact_mut(16).zip(bases.par_iter()).with_min_len(1 << 12).for_each(|(d, p)| {
-        if !p.infinity {
-            limbs_into(&mut d[..8], &p.x.0 .0);
-            limbs_into(&mut d[8..], &p.y.0 .0);
-        }
-    });
+    out.par_chunks_exact_mut(16)
+        .zip(bases.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, p)| {
+            if !p.infinity {
+                limbs_into(&mut d[..8], &p.x.0 .0);
+                limbs_into(&mut d[8..], &p.y.0 .0);
+            }
+        });
     out
 }
 
@@ -114,7 +125,11 @@ fn limbs_into(dst: &mut [u32], src: &[u64; 4]) {
 /// A kernel's Jacobian point (Montgomery limbs, the same representation as arkworks').
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 fn from_raw(p: &msm::RawJacobian) -> G1Projective {
-    let fq = |l: &[u32]| Fq::new_unchecked(ark_ff::BigInt(std::array::from_fn(|i| u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32))));
+    let fq = |l: &[u32]| {
+        Fq::new_unchecked(ark_ff::BigInt(std::array::from_fn(|i| {
+            u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
+        })))
+    };
     let z = fq(&p[16..]);
     if z == Fq::from(0u64) {
         return G1Projective::default();
@@ -146,12 +161,25 @@ impl Bn254<'_> {
     /// identity). More scalars than bases is an error.
     pub fn msm_g1(&self, bases: &G1Bases, scalars: &[Fr]) -> Result<Output<G1Projective>> {
         if scalars.len() > bases.len() {
-            return Err(Error::invalid(format!("{} scalars for {} bases: an MSM needs a base per scalar", scalars.len(), bases.len())));
+            return Err(Error::invalid(format!(
+                "{} scalars for {} bases: an MSM needs a base per scalar",
+                scalars.len(),
+                bases.len()
+            )));
         }
         let n = scalars.len();
-        let plan = self.engine.dispatcher().plan(&workload(n, bases.is_resident()), &[Backend::Arkworks], cfg!(feature = "cuda"), &calibrate)?;
+        let plan = self.engine.dispatcher().plan(
+            &workload(n, bases.is_resident()),
+            &[Backend::Arkworks],
+            cfg!(feature = "cuda"),
+            &calibrate,
+        )?;
         if n == 0 {
-            return Ok(Output { value: G1Projective::default(), backend: plan.backend, threads: plan.threads });
+            return Ok(Output {
+                value: G1Projective::default(),
+                backend: plan.backend,
+                threads: plan.threads,
+            });
         }
         let value = match plan.backend {
             Backend::Arkworks => cpu::msm_g1(bases.as_slice(), scalars, plan.threads),
@@ -160,22 +188,40 @@ impl Bn254<'_> {
                 let s = msm::Shape::new(n, SCALAR_BITS)?;
                 combine_windows(&gpu::window_sums(bases.device()?, scalars, &s)?, s.c)
             }
-            other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "BN254 MSM runs on arkworks and cuda".into() }),
+            other => {
+                return Err(Error::BackendUnavailable {
+                    backend: other.name().into(),
+                    why: "BN254 MSM runs on arkworks and cuda".into(),
+                })
+            }
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// The estimated time of an MSM of `n` points on all CPU cores and on the GPU (bases in GPU
     /// memory), measuring each backend on first use (`batchcrypt calibrate`).
     pub fn estimates(&self, n: usize) -> [crate::dispatch::Plan; 2] {
-        self.engine.dispatcher().estimates(&workload(n, true), Backend::Arkworks, &calibrate)
+        self.engine
+            .dispatcher()
+            .estimates(&workload(n, true), Backend::Arkworks, &calibrate)
     }
 }
 
 /// The scalars always move; the bases too unless they are in GPU memory already.
 fn workload(n: usize, resident: bool) -> Workload {
     let n64 = n as u64;
-    Workload { op: OP_MSM_G1, items: n64, units: n64, bytes_in: 32 * n64 + if resident { 0 } else { 64 * n64 }, bytes_out: 96, location: Location::Host }
+    Workload {
+        op: OP_MSM_G1,
+        items: n64,
+        units: n64,
+        bytes_in: 32 * n64 + if resident { 0 } else { 64 * n64 },
+        bytes_out: 96,
+        location: Location::Host,
+    }
 }
 
 /// Deterministic sample points and scalars for calibration, tests and benchmarks: distinct
@@ -192,13 +238,15 @@ pub fn sample(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Fr>) {
     let g = G1Projective::from(G1Affine::generator());
     let step = g * s;
     let mut proj = vec![G1Projective::default(); n];
-    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(j, chunk)| {
-        let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
-        for q in chunk {
-            *q = p;
-            p += step;
-        }
-    });
+    proj.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(j, chunk)| {
+            let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
+            for q in chunk {
+                *q = p;
+                p += step;
+            }
+        });
     let scalars = (0..n).map(|_| Fr::rand(&mut rng)).collect();
     (G1Projective::normalize_batch(&proj), scalars)
 }

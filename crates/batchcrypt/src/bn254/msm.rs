@@ -31,21 +31,29 @@ impl Shape {
     /// The window that minimises the estimated additions for `n` points: one per point and
     /// window, plus about three per bucket to combine the buckets.
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
-        let cost = |c: u32| (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)));
-        let c = (4..=21).min_by(|a, b| cost(*a).total_cmp(&cost(*b))).expect("non-empty range");
+        let cost = |c: u32| {
+            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)))
+        };
+        let c = (4..=21)
+            .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+            .expect("non-empty range");
         Shape::with_window(n, scalar_bits, c)
     }
 
     /// A given window size (4..=24 bits).
     pub fn with_window(n: usize, scalar_bits: u32, c: u32) -> Result<Shape> {
         if !(4..=24).contains(&c) {
-            return Err(Error::invalid(format!("MSM window of {c} bits; use 4 to 24")));
+            return Err(Error::invalid(format!(
+                "MSM window of {c} bits; use 4 to 24"
+            )));
         }
         // Signed digits carry into one more bit than the scalar has.
         let windows = (scalar_bits + 1).div_ceil(c);
         // Entries are indexed with 32 bits, point indices with 31 (the top bit is the sign).
         if n >= 1 << 31 || (n as u64) * u64::from(windows) >= 1 << 32 {
-            return Err(Error::invalid(format!("an MSM of {n} points is too large for one call; split it")));
+            return Err(Error::invalid(format!(
+                "an MSM of {n} points is too large for one call; split it"
+            )));
         }
         Ok(Shape { n, c, windows })
     }
@@ -89,22 +97,75 @@ pub(crate) trait Kernels {
     type Points;
     fn words(&mut self, len: u64, zeroed: bool) -> Result<Self::Words>;
     fn points(&mut self, len: u64, zeroed: bool) -> Result<Self::Points>;
-    fn digits(&mut self, scalars: &Self::Words, s: &Shape, digits: &mut Self::Words, counts: &mut Self::Words) -> Result<()>;
+    fn digits(
+        &mut self,
+        scalars: &Self::Words,
+        s: &Shape,
+        digits: &mut Self::Words,
+        counts: &mut Self::Words,
+    ) -> Result<()>;
     /// One block per tile when `tiles` is above one, else one block for the single tile.
-    fn scan_tiles(&mut self, data: &mut Self::Words, m: u64, tile: u32, totals: &mut Self::Words) -> Result<()>;
-    fn scan_add(&mut self, data: &mut Self::Words, m: u64, tile: u32, offsets: &Self::Words) -> Result<()>;
+    fn scan_tiles(
+        &mut self,
+        data: &mut Self::Words,
+        m: u64,
+        tile: u32,
+        totals: &mut Self::Words,
+    ) -> Result<()>;
+    fn scan_add(
+        &mut self,
+        data: &mut Self::Words,
+        m: u64,
+        tile: u32,
+        offsets: &Self::Words,
+    ) -> Result<()>;
     fn first_word(&mut self, w: &Self::Words) -> Result<u32>;
-    fn scatter(&mut self, digits: &Self::Words, s: &Shape, cursor: &mut Self::Words, entries: &mut Self::Words, keys: &mut Self::Words) -> Result<()>;
-    fn accumulate_points(&mut self, entries: &Self::Words, keys: &Self::Words, total: u64, buckets: &mut Self::Points, next: &mut (Self::Words, Self::Points)) -> Result<()>;
-    fn accumulate_partials(&mut self, from: &(Self::Words, Self::Points), total: u64, buckets: &mut Self::Points, next: &mut (Self::Words, Self::Points)) -> Result<()>;
-    fn window_segments(&mut self, buckets: &Self::Points, s: &Shape, out: &mut Self::Points) -> Result<()>;
-    fn sum_groups(&mut self, input: &Self::Points, groups: u64, m: u32, out: &mut Self::Points) -> Result<()>;
+    fn scatter(
+        &mut self,
+        digits: &Self::Words,
+        s: &Shape,
+        cursor: &mut Self::Words,
+        entries: &mut Self::Words,
+        keys: &mut Self::Words,
+    ) -> Result<()>;
+    fn accumulate_points(
+        &mut self,
+        entries: &Self::Words,
+        keys: &Self::Words,
+        total: u64,
+        buckets: &mut Self::Points,
+        next: &mut (Self::Words, Self::Points),
+    ) -> Result<()>;
+    fn accumulate_partials(
+        &mut self,
+        from: &(Self::Words, Self::Points),
+        total: u64,
+        buckets: &mut Self::Points,
+        next: &mut (Self::Words, Self::Points),
+    ) -> Result<()>;
+    fn window_segments(
+        &mut self,
+        buckets: &Self::Points,
+        s: &Shape,
+        out: &mut Self::Points,
+    ) -> Result<()>;
+    fn sum_groups(
+        &mut self,
+        input: &Self::Points,
+        groups: u64,
+        m: u32,
+        out: &mut Self::Points,
+    ) -> Result<()>;
     fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<RawJacobian>>;
 }
 
 /// Runs the MSM steps over scalars already in the backend's memory; returns each window's sum
 /// (the caller adds them with doublings in between).
-pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) -> Result<Vec<RawJacobian>> {
+pub(crate) fn window_sums<K: Kernels>(
+    k: &mut K,
+    s: &Shape,
+    scalars: &K::Words,
+) -> Result<Vec<RawJacobian>> {
     let buckets_len = s.buckets();
     let mut counts = k.words(buckets_len, true)?;
     let (entries, keys, entries_total) = {
@@ -115,7 +176,12 @@ pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) 
         let mut totals = k.words(tiles, false)?;
         let mut grand = k.words(1, false)?;
         k.scan_tiles(&mut counts, buckets_len, SCAN_TILE, &mut totals)?;
-        k.scan_tiles(&mut totals, tiles, (tiles as u32).next_multiple_of(SCAN_THREADS), &mut grand)?;
+        k.scan_tiles(
+            &mut totals,
+            tiles,
+            (tiles as u32).next_multiple_of(SCAN_THREADS),
+            &mut grand,
+        )?;
         k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
         let entries_total = u64::from(k.first_word(&grand)?);
         let mut entries = k.words(entries_total.max(1), false)?;
@@ -128,7 +194,10 @@ pub(crate) fn window_sums<K: Kernels>(k: &mut K, s: &Shape, scalars: &K::Words) 
     let levels = Shape::levels(entries_total);
     if entries_total > 0 {
         let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
-        let mut next = (k.words(next_len(levels[0]), false)?, k.points(next_len(levels[0]), false)?);
+        let mut next = (
+            k.words(next_len(levels[0]), false)?,
+            k.points(next_len(levels[0]), false)?,
+        );
         k.accumulate_points(&entries, &keys, levels[0], &mut buckets, &mut next)?;
         for &t in &levels[1..] {
             let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);

@@ -6,7 +6,13 @@ use crate::aes::{ctr_params, CtrParams, GcmParams, Key};
 
 extern "C" {
     fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
-    fn aes_gcm(p: GcmParams, input: *const u8, output: *mut u8, tables: *const u32, seg_out: *mut u32);
+    fn aes_gcm(
+        p: GcmParams,
+        input: *const u8,
+        output: *mut u8,
+        tables: *const u32,
+        seg_out: *mut u32,
+    );
 }
 
 /// 16-byte-aligned storage, as device allocations are (the kernels load whole blocks).
@@ -18,7 +24,8 @@ fn aligned(data: &[u8]) -> Vec<u128> {
 
 fn bytemuck_copy(dst: &mut [u128], src: &[u8]) {
     // SAFETY: u128 storage viewed as bytes; src fits.
-    let d = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), dst.len() * 16) };
+    let d =
+        unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), dst.len() * 16) };
     d[..src.len()].copy_from_slice(src);
 }
 
@@ -33,7 +40,13 @@ pub fn ctr(key: &Key, iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
     let input = aligned(data);
     let mut out = vec![0u128; input.len()];
     // SAFETY: both buffers hold data.len() bytes rounded up to whole blocks.
-    unsafe { aes_ctr(ctr_params(key, iv, false, data.len() as u64), input.as_ptr().cast(), out.as_mut_ptr().cast()) };
+    unsafe {
+        aes_ctr(
+            ctr_params(key, iv, false, data.len() as u64),
+            input.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+        )
+    };
     bytes_of(&out, data.len())
 }
 
@@ -47,9 +60,25 @@ pub fn gcm(g: &Gcm, data: &[u8], decrypt: bool, seg_blocks: u64) -> (Vec<u8>, Gf
     let mut seg_out = vec![0u32; 4 * nseg.max(1)];
     // One emulated thread per block: the tables are for T = 1.
     let tables = crate::aes::gpu_tables(g.h, 1);
-    let p = GcmParams { c: ctr_params(&g.key, &g.first_counter(), true, data.len() as u64), seg_blocks, decrypt: decrypt as u32, pad: 0 };
+    let p = GcmParams {
+        c: ctr_params(&g.key, &g.first_counter(), true, data.len() as u64),
+        seg_blocks,
+        decrypt: decrypt as u32,
+        pad: 0,
+    };
     // SAFETY: buffers as the kernel documents them.
-    unsafe { aes_gcm(p, input.as_ptr().cast(), out.as_mut_ptr().cast(), tables.as_ptr(), seg_out.as_mut_ptr()) };
+    unsafe {
+        aes_gcm(
+            p,
+            input.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            tables.as_ptr(),
+            seg_out.as_mut_ptr(),
+        )
+    };
     let segs = crate::aes::segment_sums(&seg_out[..4 * nseg]);
-    (bytes_of(&out, data.len()), combine(g.h, &segs, seg_blocks, blocks))
+    (
+        bytes_of(&out, data.len()),
+        combine(g.h, &segs, seg_blocks, blocks),
+    )
 }

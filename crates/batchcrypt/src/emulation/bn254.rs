@@ -4,13 +4,51 @@ use crate::bn254::msm::{self, Kernels, RawJacobian, Shape, SLICE};
 use crate::error::Result;
 
 extern "C" {
-    fn bn254_msm_digits(scalars: *const u32, n: u64, c: u32, windows: u32, digits: *mut u32, counts: *mut u32);
+    fn bn254_msm_digits(
+        scalars: *const u32,
+        n: u64,
+        c: u32,
+        windows: u32,
+        digits: *mut u32,
+        counts: *mut u32,
+    );
     fn bn254_msm_scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
     fn bn254_msm_scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
-    fn bn254_msm_scatter(digits: *const u32, n: u64, c: u32, windows: u32, cursor: *mut u32, entries: *mut u32, keys: *mut u32);
-    fn bn254_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut RawJacobian, next_keys: *mut u32, next_pts: *mut RawJacobian);
-    fn bn254_msm_accumulate_partials(pts: *const RawJacobian, keys: *const u32, total: u64, slice: u32, buckets: *mut RawJacobian, next_keys: *mut u32, next_pts: *mut RawJacobian);
-    fn bn254_msm_window_segments(buckets: *const RawJacobian, per_window: u32, windows: u32, per: u32, out: *mut RawJacobian);
+    fn bn254_msm_scatter(
+        digits: *const u32,
+        n: u64,
+        c: u32,
+        windows: u32,
+        cursor: *mut u32,
+        entries: *mut u32,
+        keys: *mut u32,
+    );
+    fn bn254_msm_accumulate_points(
+        bases: *const u32,
+        entries: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut RawJacobian,
+        next_keys: *mut u32,
+        next_pts: *mut RawJacobian,
+    );
+    fn bn254_msm_accumulate_partials(
+        pts: *const RawJacobian,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut RawJacobian,
+        next_keys: *mut u32,
+        next_pts: *mut RawJacobian,
+    );
+    fn bn254_msm_window_segments(
+        buckets: *const RawJacobian,
+        per_window: u32,
+        windows: u32,
+        per: u32,
+        out: *mut RawJacobian,
+    );
     fn bn254_msm_sum_groups(input: *const RawJacobian, groups: u64, m: u32, out: *mut RawJacobian);
 }
 
@@ -30,38 +68,135 @@ impl Kernels for Host<'_> {
     fn points(&mut self, len: u64, _zeroed: bool) -> Result<Vec<RawJacobian>> {
         Ok(vec![[0; 24]; len.max(1) as usize])
     }
-    fn digits(&mut self, scalars: &Vec<u32>, s: &Shape, digits: &mut Vec<u32>, counts: &mut Vec<u32>) -> Result<()> {
-        unsafe { bn254_msm_digits(scalars.as_ptr(), s.n as u64, s.c, s.windows, digits.as_mut_ptr(), counts.as_mut_ptr()) };
+    fn digits(
+        &mut self,
+        scalars: &Vec<u32>,
+        s: &Shape,
+        digits: &mut Vec<u32>,
+        counts: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe {
+            bn254_msm_digits(
+                scalars.as_ptr(),
+                s.n as u64,
+                s.c,
+                s.windows,
+                digits.as_mut_ptr(),
+                counts.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn scan_tiles(&mut self, data: &mut Vec<u32>, m: u64, tile: u32, totals: &mut Vec<u32>) -> Result<()> {
+    fn scan_tiles(
+        &mut self,
+        data: &mut Vec<u32>,
+        m: u64,
+        tile: u32,
+        totals: &mut Vec<u32>,
+    ) -> Result<()> {
         unsafe { bn254_msm_scan_tiles(data.as_mut_ptr(), m, tile, totals.as_mut_ptr()) };
         Ok(())
     }
-    fn scan_add(&mut self, data: &mut Vec<u32>, m: u64, tile: u32, offsets: &Vec<u32>) -> Result<()> {
+    fn scan_add(
+        &mut self,
+        data: &mut Vec<u32>,
+        m: u64,
+        tile: u32,
+        offsets: &Vec<u32>,
+    ) -> Result<()> {
         unsafe { bn254_msm_scan_add(data.as_mut_ptr(), m, tile, offsets.as_ptr()) };
         Ok(())
     }
     fn first_word(&mut self, w: &Vec<u32>) -> Result<u32> {
         Ok(w[0])
     }
-    fn scatter(&mut self, digits: &Vec<u32>, s: &Shape, cursor: &mut Vec<u32>, entries: &mut Vec<u32>, keys: &mut Vec<u32>) -> Result<()> {
-        unsafe { bn254_msm_scatter(digits.as_ptr(), s.n as u64, s.c, s.windows, cursor.as_mut_ptr(), entries.as_mut_ptr(), keys.as_mut_ptr()) };
+    fn scatter(
+        &mut self,
+        digits: &Vec<u32>,
+        s: &Shape,
+        cursor: &mut Vec<u32>,
+        entries: &mut Vec<u32>,
+        keys: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe {
+            bn254_msm_scatter(
+                digits.as_ptr(),
+                s.n as u64,
+                s.c,
+                s.windows,
+                cursor.as_mut_ptr(),
+                entries.as_mut_ptr(),
+                keys.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn accumulate_points(&mut self, entries: &Vec<u32>, keys: &Vec<u32>, total: u64, buckets: &mut Vec<RawJacobian>, next: &mut (Vec<u32>, Vec<RawJacobian>)) -> Result<()> {
-        unsafe { bn254_msm_accumulate_points(self.bases.as_ptr(), entries.as_ptr(), keys.as_ptr(), total, SLICE, buckets.as_mut_ptr(), next.0.as_mut_ptr(), next.1.as_mut_ptr()) };
+    fn accumulate_points(
+        &mut self,
+        entries: &Vec<u32>,
+        keys: &Vec<u32>,
+        total: u64,
+        buckets: &mut Vec<RawJacobian>,
+        next: &mut (Vec<u32>, Vec<RawJacobian>),
+    ) -> Result<()> {
+        unsafe {
+            bn254_msm_accumulate_points(
+                self.bases.as_ptr(),
+                entries.as_ptr(),
+                keys.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn accumulate_partials(&mut self, from: &(Vec<u32>, Vec<RawJacobian>), total: u64, buckets: &mut Vec<RawJacobian>, next: &mut (Vec<u32>, Vec<RawJacobian>)) -> Result<()> {
-        unsafe { bn254_msm_accumulate_partials(from.1.as_ptr(), from.0.as_ptr(), total, SLICE, buckets.as_mut_ptr(), next.0.as_mut_ptr(), next.1.as_mut_ptr()) };
+    fn accumulate_partials(
+        &mut self,
+        from: &(Vec<u32>, Vec<RawJacobian>),
+        total: u64,
+        buckets: &mut Vec<RawJacobian>,
+        next: &mut (Vec<u32>, Vec<RawJacobian>),
+    ) -> Result<()> {
+        unsafe {
+            bn254_msm_accumulate_partials(
+                from.1.as_ptr(),
+                from.0.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn window_segments(&mut self, buckets: &Vec<RawJacobian>, s: &Shape, out: &mut Vec<RawJacobian>) -> Result<()> {
-        unsafe { bn254_msm_window_segments(buckets.as_ptr(), s.buckets_per_window(), s.windows, s.segment(), out.as_mut_ptr()) };
+    fn window_segments(
+        &mut self,
+        buckets: &Vec<RawJacobian>,
+        s: &Shape,
+        out: &mut Vec<RawJacobian>,
+    ) -> Result<()> {
+        unsafe {
+            bn254_msm_window_segments(
+                buckets.as_ptr(),
+                s.buckets_per_window(),
+                s.windows,
+                s.segment(),
+                out.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn sum_groups(&mut self, input: &Vec<RawJacobian>, groups: u64, m: u32, out: &mut Vec<RawJacobian>) -> Result<()> {
+    fn sum_groups(
+        &mut self,
+        input: &Vec<RawJacobian>,
+        groups: u64,
+        m: u32,
+        out: &mut Vec<RawJacobian>,
+    ) -> Result<()> {
         unsafe { bn254_msm_sum_groups(input.as_ptr(), groups, m, out.as_mut_ptr()) };
         Ok(())
     }
@@ -72,7 +207,11 @@ impl Kernels for Host<'_> {
 
 /// `sum scalars[i] * bases[i]` on G1 through the kernel code, with a given window size (`None`:
 /// the one the GPU path would pick).
-pub fn msm_g1(bases: &[crate::bn254::G1Affine], scalars: &[crate::bn254::Fr], window: Option<u32>) -> Result<crate::bn254::G1Projective> {
+pub fn msm_g1(
+    bases: &[crate::bn254::G1Affine],
+    scalars: &[crate::bn254::Fr],
+    window: Option<u32>,
+) -> Result<crate::bn254::G1Projective> {
     use crate::bn254::{raw_bases, raw_scalars, SCALAR_BITS};
     let s = match window {
         Some(c) => Shape::with_window(scalars.len(), SCALAR_BITS, c)?,

@@ -27,7 +27,14 @@ pub fn batch_inverse(x: &[[u32; 8]], modulus_n: bool) -> Vec<[u32; 8]> {
     assert_eq!(x.len() % 16, 0);
     let mut out = vec![[0u32; 8]; x.len()];
     // SAFETY: 16 elements of 8 limbs per group, in and out.
-    unsafe { secp256k1_batch_inverse(x.as_ptr().cast(), out.as_mut_ptr().cast(), (x.len() / 16) as u64, modulus_n as i32) };
+    unsafe {
+        secp256k1_batch_inverse(
+            x.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            (x.len() / 16) as u64,
+            modulus_n as i32,
+        )
+    };
     out
 }
 
@@ -37,7 +44,16 @@ pub fn split_lambda(k: &[[u32; 8]]) -> Vec<([u32; 8], bool, [u32; 8], bool)> {
     let mut out = vec![[0u32; 18]; k.len()];
     // SAFETY: 8 limbs in and 18 out per item.
     unsafe { secp256k1_split_lambda(k.as_ptr().cast(), out.as_mut_ptr().cast(), k.len() as u64) };
-    out.iter().map(|o| (o[..8].try_into().unwrap(), o[16] != 0, o[8..16].try_into().unwrap(), o[17] != 0)).collect()
+    out.iter()
+        .map(|o| {
+            (
+                o[..8].try_into().unwrap(),
+                o[16] != 0,
+                o[8..16].try_into().unwrap(),
+                o[17] != 0,
+            )
+        })
+        .collect()
 }
 
 /// `[a+b, a-b, a*b, a^2, a^-1, -a]` modulo p (`modulus_n = false`) or n.
@@ -45,7 +61,15 @@ pub fn field_ops(a: &[[u32; 8]], b: &[[u32; 8]], modulus_n: bool) -> Vec<[[u32; 
     assert_eq!(a.len(), b.len());
     let mut out = vec![[[0u32; 8]; 6]; a.len()];
     // SAFETY: 8 limbs in and 48 out per item.
-    unsafe { secp256k1_field_ops(a.as_ptr().cast(), b.as_ptr().cast(), out.as_mut_ptr().cast(), a.len() as u64, modulus_n as i32) };
+    unsafe {
+        secp256k1_field_ops(
+            a.as_ptr().cast(),
+            b.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            a.len() as u64,
+            modulus_n as i32,
+        )
+    };
     out
 }
 
@@ -55,7 +79,14 @@ pub fn point_ops(p: &[[u32; 16]], q: &[[u32; 16]]) -> Vec<[u32; 82]> {
     assert_eq!(p.len(), q.len());
     let mut out = vec![[0u32; 82]; p.len()];
     // SAFETY: 16 limbs in and 82 out per item.
-    unsafe { secp256k1_point_ops(p.as_ptr().cast(), q.as_ptr().cast(), out.as_mut_ptr().cast(), p.len() as u64) };
+    unsafe {
+        secp256k1_point_ops(
+            p.as_ptr().cast(),
+            q.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            p.len() as u64,
+        )
+    };
     out
 }
 
@@ -74,24 +105,56 @@ pub fn g_table() -> &'static [AffineRaw] {
 /// `[u1, u2, qx, qy, r, flags]` (41 limbs each), by ECDSA's or BIP340's kernel.
 pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
     let mut ok = vec![0u8; items.len()];
-    let f = if schnorr { secp256k1_schnorr_verify } else { secp256k1_ecdsa_verify };
+    let f = if schnorr {
+        secp256k1_schnorr_verify
+    } else {
+        secp256k1_ecdsa_verify
+    };
     // SAFETY: 41 limbs in and one byte out per item; the table is complete.
-    unsafe { f(items.as_ptr().cast(), g_table().as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
+    unsafe {
+        f(
+            items.as_ptr().cast(),
+            g_table().as_ptr(),
+            ok.as_mut_ptr(),
+            items.len() as u64,
+        )
+    };
     ok
 }
 
-fn run(scheme: gpu::Scheme, n: usize, make: impl Fn(usize) -> Result<gpu::HostItem, Reason> + Sync) -> Vec<Result<(), Reason>> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| gpu::encode_block(dst, reasons, first, &make);
-    super::run_items(n, &fill, |items| verify_items(matches!(scheme, gpu::Scheme::Schnorr), items))
+fn run(
+    scheme: gpu::Scheme,
+    n: usize,
+    make: impl Fn(usize) -> Result<gpu::HostItem, Reason> + Sync,
+) -> Vec<Result<(), Reason>> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        gpu::encode_block(dst, reasons, first, &make)
+    };
+    super::run_items(n, &fill, |items| {
+        verify_items(matches!(scheme, gpu::Scheme::Schnorr), items)
+    })
 }
 
 /// ECDSA through the GPU backend's whole flow on the host: parsing and preparation as
 /// `verify_ecdsa` does them for the GPU, then the kernel code.
-pub fn verify_ecdsa(hashes: &[[u8; 32]], sigs: &[&[u8]], keys: &[&[u8]], opts: &EcdsaOptions) -> Vec<Result<(), Reason>> {
-    run(gpu::Scheme::Ecdsa, hashes.len(), |i| gpu::ecdsa_item(&hashes[i], sigs[i], keys[i], opts))
+pub fn verify_ecdsa(
+    hashes: &[[u8; 32]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    opts: &EcdsaOptions,
+) -> Vec<Result<(), Reason>> {
+    run(gpu::Scheme::Ecdsa, hashes.len(), |i| {
+        gpu::ecdsa_item(&hashes[i], sigs[i], keys[i], opts)
+    })
 }
 
 /// BIP340 through the GPU backend's whole flow on the host.
-pub fn verify_schnorr(msgs: &[&[u8]], sigs: &[[u8; 64]], keys: &[[u8; 32]]) -> Vec<Result<(), Reason>> {
-    run(gpu::Scheme::Schnorr, msgs.len(), |i| gpu::schnorr_item(&sigs[i], &keys[i], msgs[i]))
+pub fn verify_schnorr(
+    msgs: &[&[u8]],
+    sigs: &[[u8; 64]],
+    keys: &[[u8; 32]],
+) -> Vec<Result<(), Reason>> {
+    run(gpu::Scheme::Schnorr, msgs.len(), |i| {
+        gpu::schnorr_item(&sigs[i], &keys[i], msgs[i])
+    })
 }

@@ -16,14 +16,26 @@ pub fn hash(msgs: &Messages<'_>, mode: Mode) -> Vec<Digest> {
     let o = out.as_mut_ptr() as *mut u8;
     let dbl = (mode == Mode::Double) as i32;
     // Word-aligned copies: the kernels read 64- and 80-byte messages as 32-bit words.
-    let words = |data: &[u8]| -> Vec<u32> { data.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap())).collect() };
+    let words = |data: &[u8]| -> Vec<u32> {
+        data.chunks_exact(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    };
     // SAFETY: buffers hold exactly what each kernel reads and writes for n items.
     unsafe {
         match *msgs {
-            Messages::Fixed { data, len: 64, .. } if mode == Mode::Double => sha256d_64(words(data).as_ptr(), o, n as u64),
-            Messages::Fixed { data, len: 80, .. } if mode == Mode::Double => sha256d_80(words(data).as_ptr(), o, n as u64),
-            Messages::Fixed { data, len, .. } => sha256_fixed(data.as_ptr(), len as u64, o, n as u64, dbl),
-            Messages::Var { data, offsets } => sha256_var(data.as_ptr(), offsets.as_ptr(), o, n as u64, dbl),
+            Messages::Fixed { data, len: 64, .. } if mode == Mode::Double => {
+                sha256d_64(words(data).as_ptr(), o, n as u64)
+            }
+            Messages::Fixed { data, len: 80, .. } if mode == Mode::Double => {
+                sha256d_80(words(data).as_ptr(), o, n as u64)
+            }
+            Messages::Fixed { data, len, .. } => {
+                sha256_fixed(data.as_ptr(), len as u64, o, n as u64, dbl)
+            }
+            Messages::Var { data, offsets } => {
+                sha256_var(data.as_ptr(), offsets.as_ptr(), o, n as u64, dbl)
+            }
         }
     }
     out

@@ -28,7 +28,14 @@ fn g_table() -> &'static [AffineRaw] {
 pub fn mul_base(k: &[[u32; 8]]) -> Vec<[u32; 16]> {
     let mut out = vec![[0u32; 16]; k.len()];
     // SAFETY: 8 limbs in and 16 out per item; the table is complete.
-    unsafe { sm2_mul_base(k.as_ptr().cast(), g_table().as_ptr(), out.as_mut_ptr().cast(), k.len() as u64) };
+    unsafe {
+        sm2_mul_base(
+            k.as_ptr().cast(),
+            g_table().as_ptr(),
+            out.as_mut_ptr().cast(),
+            k.len() as u64,
+        )
+    };
     out
 }
 
@@ -36,13 +43,30 @@ pub fn mul_base(k: &[[u32; 8]]) -> Vec<[u32; 16]> {
 pub fn mul(k: &[u32; 8], points: &[[u32; 16]]) -> Vec<Option<[u32; 16]>> {
     let mut out = vec![[0u32; 17]; points.len()];
     // SAFETY: one scalar; 16 limbs in and 17 out per point.
-    unsafe { sm2_mul(k.as_ptr(), points.as_ptr().cast(), out.as_mut_ptr().cast(), points.len() as u64) };
-    out.into_iter().map(|o| (o[16] != 0).then(|| o[..16].try_into().unwrap())).collect()
+    unsafe {
+        sm2_mul(
+            k.as_ptr(),
+            points.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            points.len() as u64,
+        )
+    };
+    out.into_iter()
+        .map(|o| (o[16] != 0).then(|| o[..16].try_into().unwrap()))
+        .collect()
 }
 
 extern "C" {
     fn sm2_mul_compressed(k: *const u32, pts: *const u32, out: *mut u32, n: u64);
-    fn sm2_hash_mul(k: *const u32, msgs: *const u8, slot: u64, dst: *const u8, dst_len: u32, out: *mut u32, n: u64);
+    fn sm2_hash_mul(
+        k: *const u32,
+        msgs: *const u8,
+        slot: u64,
+        dst: *const u8,
+        dst_len: u32,
+        out: *mut u32,
+        n: u64,
+    );
 }
 
 /// `k P_i` on compressed points: 9 limbs in (x, flag: bit 0 y odd, bit 1 bad encoding), 9 out
@@ -50,7 +74,14 @@ extern "C" {
 pub fn mul_compressed(k: &[u32; 8], points: &[[u32; 9]]) -> Vec<[u32; 9]> {
     let mut out = vec![[0u32; 9]; points.len()];
     // SAFETY: one scalar; 9 limbs in and out per point.
-    unsafe { sm2_mul_compressed(k.as_ptr(), points.as_ptr().cast(), out.as_mut_ptr().cast(), points.len() as u64) };
+    unsafe {
+        sm2_mul_compressed(
+            k.as_ptr(),
+            points.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            points.len() as u64,
+        )
+    };
     out
 }
 
@@ -60,7 +91,17 @@ pub fn hash_mul(k: &[u32; 8], msgs: &[&[u8]], dst: &[u8]) -> Vec<[u32; 9]> {
     let packed = crate::sm2::pack_slots(msgs, slot);
     let mut out = vec![[0u32; 9]; msgs.len()];
     // SAFETY: `packed` holds msgs.len() slots of `slot` bytes; 9 limbs out per message.
-    unsafe { sm2_hash_mul(k.as_ptr(), packed.as_ptr(), slot as u64, dst.as_ptr(), dst.len() as u32, out.as_mut_ptr().cast(), msgs.len() as u64) };
+    unsafe {
+        sm2_hash_mul(
+            k.as_ptr(),
+            packed.as_ptr(),
+            slot as u64,
+            dst.as_ptr(),
+            dst.len() as u32,
+            out.as_mut_ptr().cast(),
+            msgs.len() as u64,
+        )
+    };
     out
 }
 
@@ -70,13 +111,27 @@ extern "C" {
 
 /// SM2 verification through the GPU backend's whole flow on the host: the items as
 /// `verify_digests` prepares them for the GPU, then the kernel code.
-pub fn verify_digests(digests: &[[u8; 32]], sigs: &[&[u8]], keys: &[&[u8]], format: crate::sig::SigFormat) -> Vec<Result<(), crate::sig::Reason>> {
+pub fn verify_digests(
+    digests: &[[u8; 32]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    format: crate::sig::SigFormat,
+) -> Vec<Result<(), crate::sig::Reason>> {
     let make = |i: usize| crate::sm2::verify::item(&digests[i], sigs[i], keys[i], format);
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| crate::sm2::verify::encode_block(dst, reasons, first, &make);
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
+        crate::sm2::verify::encode_block(dst, reasons, first, &make)
+    };
     super::run_items(digests.len(), &fill, |items| {
         let mut ok = vec![0u8; items.len()];
         // SAFETY: 41 limbs in and one byte out per item; the table is complete.
-        unsafe { sm2_verify(items.as_ptr().cast(), g_table().as_ptr(), ok.as_mut_ptr(), items.len() as u64) };
+        unsafe {
+            sm2_verify(
+                items.as_ptr().cast(),
+                g_table().as_ptr(),
+                ok.as_mut_ptr(),
+                items.len() as u64,
+            )
+        };
         ok
     })
 }

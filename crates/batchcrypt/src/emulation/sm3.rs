@@ -15,6 +15,13 @@ pub fn hash(msgs: &[&[u8]]) -> Vec<[u8; 32]> {
     data.push(0); // a valid pointer even when every message is empty
     let mut out = vec![[0u8; 32]; msgs.len()];
     // SAFETY: n + 1 offsets into `data`; 32 bytes out per message.
-    unsafe { sm3_var(data.as_ptr(), offsets.as_ptr(), out.as_mut_ptr().cast(), msgs.len() as u64) };
+    unsafe {
+        sm3_var(
+            data.as_ptr(),
+            offsets.as_ptr(),
+            out.as_mut_ptr().cast(),
+            msgs.len() as u64,
+        )
+    };
     out
 }

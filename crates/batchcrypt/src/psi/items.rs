@@ -42,7 +42,9 @@ impl Chunk {
 }
 
 fn open(path: &Path) -> Result<BufReader<File>> {
-    File::open(path).map(|f| BufReader::with_capacity(1 << 20, f)).map_err(|e| Error::invalid(format!("cannot read {}: {e}", path.display())))
+    File::open(path)
+        .map(|f| BufReader::with_capacity(1 << 20, f))
+        .map_err(|e| Error::invalid(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Calls `f` on each line without its end (`\n` or `\r\n`), with its 1-based line number.
@@ -52,7 +54,9 @@ fn for_each_line(path: &Path, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Re
     let mut no = 0u64;
     loop {
         line.clear();
-        let n = r.read_until(b'\n', &mut line).map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?;
+        let n = r
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?;
         if n == 0 {
             return Ok(());
         }
@@ -76,13 +80,19 @@ impl ItemFile {
         let mut prints = Vec::new();
         for_each_line(path, |no, l| {
             if l.is_empty() {
-                return Err(Error::invalid(format!("{}: line {no} is empty; every line must hold one identifier", path.display())));
+                return Err(Error::invalid(format!(
+                    "{}: line {no} is empty; every line must hold one identifier",
+                    path.display()
+                )));
             }
             prints.push(fp(l));
             Ok(())
         })?;
         if prints.is_empty() {
-            return Err(Error::invalid(format!("{} holds no items: the set must not be empty", path.display())));
+            return Err(Error::invalid(format!(
+                "{} holds no items: the set must not be empty",
+                path.display()
+            )));
         }
         let count = prints.len() as u64;
         // Sorted in place (no second copy); a duplicate's lines are found by reading again.
@@ -104,7 +114,10 @@ impl ItemFile {
                 lines[1]
             )));
         }
-        Ok(ItemFile { path: path.to_owned(), count })
+        Ok(ItemFile {
+            path: path.to_owned(),
+            count,
+        })
     }
 
     pub fn count(&self) -> u64 {
@@ -116,13 +129,26 @@ impl ItemFile {
     }
 
     /// Calls `f` on consecutive chunks of at most `size` items, in file order.
-    pub fn for_each_chunk(&self, size: usize, mut f: impl FnMut(Chunk) -> Result<()>) -> Result<()> {
-        let mut chunk = Chunk { data: Vec::new(), ends: Vec::new() };
+    pub fn for_each_chunk(
+        &self,
+        size: usize,
+        mut f: impl FnMut(Chunk) -> Result<()>,
+    ) -> Result<()> {
+        let mut chunk = Chunk {
+            data: Vec::new(),
+            ends: Vec::new(),
+        };
         for_each_line(&self.path, |_, l| {
             chunk.data.extend_from_slice(l);
             chunk.ends.push(chunk.data.len());
             if chunk.len() == size {
-                f(std::mem::replace(&mut chunk, Chunk { data: Vec::new(), ends: Vec::new() }))?;
+                f(std::mem::replace(
+                    &mut chunk,
+                    Chunk {
+                        data: Vec::new(),
+                        ends: Vec::new(),
+                    },
+                ))?;
             }
             Ok(())
         })?;
@@ -142,7 +168,9 @@ impl ItemFile {
         for_each_line(&self.path, |no, l| {
             if next.peek() == Some(&&(no - 1)) {
                 next.next();
-                w.write_all(l).and_then(|_| w.write_all(b"\n")).map_err(io)?;
+                w.write_all(l)
+                    .and_then(|_| w.write_all(b"\n"))
+                    .map_err(io)?;
             }
             Ok(())
         })?;

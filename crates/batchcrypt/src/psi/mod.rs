@@ -46,7 +46,11 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { chunk: 1 << 18, dst: DEFAULT_DST.to_vec(), timeout: Duration::from_secs(300) }
+        Config {
+            chunk: 1 << 18,
+            dst: DEFAULT_DST.to_vec(),
+            timeout: Duration::from_secs(300),
+        }
     }
 }
 
@@ -93,30 +97,61 @@ pub fn random_key() -> [u8; 32] {
 }
 
 /// Runs one party over a connected socket with a fresh random key.
-pub fn run(stream: TcpStream, items: &ItemFile, engine: &Engine, cfg: &Config, progress: &dyn Progress) -> Result<Outcome> {
+pub fn run(
+    stream: TcpStream,
+    items: &ItemFile,
+    engine: &Engine,
+    cfg: &Config,
+    progress: &dyn Progress,
+) -> Result<Outcome> {
     run_with_key(stream, items, engine, cfg, progress, &random_key())
 }
 
 /// As [`run`] with a given key (tests; a real run must use a fresh random key).
-pub fn run_with_key(stream: TcpStream, items: &ItemFile, engine: &Engine, cfg: &Config, progress: &dyn Progress, key: &[u8; 32]) -> Result<Outcome> {
+pub fn run_with_key(
+    stream: TcpStream,
+    items: &ItemFile,
+    engine: &Engine,
+    cfg: &Config,
+    progress: &dyn Progress,
+    key: &[u8; 32],
+) -> Result<Outcome> {
     if cfg.chunk == 0 || cfg.chunk > wire::MAX_ITEMS_PER_FRAME {
-        return Err(Error::invalid(format!("chunk size must be in 1..={}", wire::MAX_ITEMS_PER_FRAME)));
+        return Err(Error::invalid(format!(
+            "chunk size must be in 1..={}",
+            wire::MAX_ITEMS_PER_FRAME
+        )));
     }
     if *key >= N || *key == [0; 32] {
         return Err(Error::invalid("the secret key must be in [1, n)"));
     }
-    stream.set_read_timeout(Some(cfg.timeout)).map_err(net("set timeout"))?;
+    stream
+        .set_read_timeout(Some(cfg.timeout))
+        .map_err(net("set timeout"))?;
     stream.set_nodelay(true).map_err(net("set nodelay"))?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, stream.try_clone().map_err(net("clone socket"))?);
+    let mut reader = std::io::BufReader::with_capacity(
+        1 << 20,
+        stream.try_clone().map_err(net("clone socket"))?,
+    );
     let own_count = items.count();
 
     // Handshake: both send, then both check.
-    let hello = wire::Hello { version: PROTOCOL_VERSION, suite: SUITE.into(), dst: cfg.dst.clone(), count: own_count };
+    let hello = wire::Hello {
+        version: PROTOCOL_VERSION,
+        suite: SUITE.into(),
+        dst: cfg.dst.clone(),
+        count: own_count,
+    };
     wire::write_frame(&mut &stream, &Frame::Hello(hello.clone()))?;
     let peer = match wire::read_frame(&mut reader)? {
         Frame::Hello(h) => h,
         Frame::Error(msg) => return Err(peer_error(&msg)),
-        other => return Err(protocol(format!("expected a handshake, got {}", other.name()))),
+        other => {
+            return Err(protocol(format!(
+                "expected a handshake, got {}",
+                other.name()
+            )))
+        }
     };
     if let Err(e) = hello.check_peer(&peer) {
         let _ = wire::write_frame(&mut &stream, &Frame::Error(e.to_string()));
@@ -135,8 +170,13 @@ pub fn run_with_key(stream: TcpStream, items: &ItemFile, engine: &Engine, cfg: &
         let blinder = s.spawn(|| -> Result<()> {
             let mut done = 0u64;
             items.for_each_chunk(cfg.chunk, |chunk| {
-                let blinded = engine.sm2().hash_to_curve_mul(key, &chunk.items(), &cfg.dst)?.value;
-                points_tx.send(wire::encode(&Frame::Points(blinded))).map_err(|_| Error::invalid("connection closed while sending points"))?;
+                let blinded = engine
+                    .sm2()
+                    .hash_to_curve_mul(key, &chunk.items(), &cfg.dst)?
+                    .value;
+                points_tx
+                    .send(wire::encode(&Frame::Points(blinded)))
+                    .map_err(|_| Error::invalid("connection closed while sending points"))?;
                 done += chunk.len() as u64;
                 progress.update(Stage::BlindOwn, done, own_count);
                 Ok(())
@@ -144,20 +184,41 @@ pub fn run_with_key(stream: TcpStream, items: &ItemFile, engine: &Engine, cfg: &
             drop(points_tx);
             Ok(())
         });
-        let received = receive(&mut reader, engine, key, own_count, peer_count, &tags_tx, progress);
+        let received = receive(
+            &mut reader,
+            engine,
+            key,
+            own_count,
+            peer_count,
+            &tags_tx,
+            progress,
+        );
         drop(tags_tx);
         if received.is_err() {
             // Unblock our own threads: closing the socket fails the writer and the peer's reads.
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
-        let blinded = blinder.join().map_err(|_| Error::invalid("the blinding thread panicked"))?;
-        let written = writer.join().map_err(|_| Error::invalid("the writer thread panicked"))?;
+        let blinded = blinder
+            .join()
+            .map_err(|_| Error::invalid("the blinding thread panicked"))?;
+        let written = writer
+            .join()
+            .map_err(|_| Error::invalid("the writer thread panicked"))?;
         let (own_tags, mut peer_tags) = received?;
         blinded?;
         written?;
         peer_tags.sort_unstable();
-        let matched = own_tags.iter().enumerate().filter(|(_, t)| peer_tags.binary_search(t).is_ok()).map(|(i, _)| i as u64).collect();
-        Ok(Outcome { own_count, peer_count, matched })
+        let matched = own_tags
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| peer_tags.binary_search(t).is_ok())
+            .map(|(i, _)| i as u64)
+            .collect();
+        Ok(Outcome {
+            own_count,
+            peer_count,
+            matched,
+        })
     });
     if let Err(e) = &result {
         let _ = wire::write_frame(&mut &stream, &Frame::Error(e.to_string()));
@@ -180,17 +241,28 @@ fn receive(
     let mut peer_tags: Vec<Tag> = Vec::with_capacity(peer_count as usize);
     while (own_tags.len() as u64) < own_count || (peer_tags.len() as u64) < peer_count {
         let frame = wire::read_frame(reader).map_err(|e| {
-            protocol(format!("{e} (after {} of {peer_count} peer points and {} of {own_count} tags)", peer_tags.len(), own_tags.len()))
+            protocol(format!(
+                "{e} (after {} of {peer_count} peer points and {} of {own_count} tags)",
+                peer_tags.len(),
+                own_tags.len()
+            ))
         })?;
         match frame {
             Frame::Points(points) => {
                 if peer_tags.len() as u64 + points.len() as u64 > peer_count {
-                    return Err(protocol(format!("the peer sent more than the {peer_count} points it announced")));
+                    return Err(protocol(format!(
+                        "the peer sent more than the {peer_count} points it announced"
+                    )));
                 }
                 let blinded = engine.sm2().mul_compressed(key, &points)?.value;
                 let mut tags = Vec::with_capacity(blinded.len());
                 for (i, b) in blinded.iter().enumerate() {
-                    let b: &Compressed = b.as_ref().ok_or_else(|| protocol(format!("the peer's point {} is not on the curve", peer_tags.len() + i)))?;
+                    let b: &Compressed = b.as_ref().ok_or_else(|| {
+                        protocol(format!(
+                            "the peer's point {} is not on the curve",
+                            peer_tags.len() + i
+                        ))
+                    })?;
                     tags.push(tag(b));
                 }
                 peer_tags.extend_from_slice(&tags);
@@ -199,7 +271,9 @@ fn receive(
             }
             Frame::Tags(tags) => {
                 if own_tags.len() as u64 + tags.len() as u64 > own_count {
-                    return Err(protocol(format!("the peer sent more than the {own_count} tags of our items")));
+                    return Err(protocol(format!(
+                        "the peer sent more than the {own_count} tags of our items"
+                    )));
                 }
                 own_tags.extend_from_slice(&tags);
                 progress.update(Stage::ReceiveTags, own_tags.len() as u64, own_count);

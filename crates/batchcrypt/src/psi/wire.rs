@@ -88,7 +88,9 @@ pub fn encode(f: &Frame) -> Vec<u8> {
 }
 
 pub fn write_frame(w: &mut impl Write, f: &Frame) -> Result<()> {
-    w.write_all(&encode(f)).and_then(|_| w.flush()).map_err(|e| Error::invalid(format!("network: sending {}: {e}", f.name())))
+    w.write_all(&encode(f))
+        .and_then(|_| w.flush())
+        .map_err(|e| Error::invalid(format!("network: sending {}: {e}", f.name())))
 }
 
 fn malformed(msg: impl std::fmt::Display) -> Error {
@@ -99,7 +101,9 @@ pub fn read_frame(r: &mut impl Read) -> Result<Frame> {
     let mut head = [0u8; 5];
     r.read_exact(&mut head).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => Error::invalid("the peer closed the connection"),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::invalid("the peer sent nothing within the timeout"),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            Error::invalid("the peer sent nothing within the timeout")
+        }
         _ => Error::invalid(format!("network: {e}")),
     })?;
     let len = u32::from_le_bytes(head[1..].try_into().unwrap()) as usize;
@@ -107,17 +111,29 @@ pub fn read_frame(r: &mut impl Read) -> Result<Frame> {
         return Err(malformed(format!("a frame of {len} bytes")));
     }
     let mut p = vec![0u8; len];
-    r.read_exact(&mut p).map_err(|e| Error::invalid(format!("the connection broke inside a message: {e}")))?;
-    let fixed = |size: usize| -> Result<()> { (len % size == 0).then_some(()).ok_or_else(|| malformed(format!("{len} bytes are not whole items of {size}"))) };
+    r.read_exact(&mut p)
+        .map_err(|e| Error::invalid(format!("the connection broke inside a message: {e}")))?;
+    let fixed = |size: usize| -> Result<()> {
+        (len % size == 0)
+            .then_some(())
+            .ok_or_else(|| malformed(format!("{len} bytes are not whole items of {size}")))
+    };
     Ok(match head[0] {
-        1 => Frame::Hello(parse_hello(&p).ok_or_else(|| malformed("a bad handshake (not a batchcrypt PSI peer?)"))?),
+        1 => Frame::Hello(
+            parse_hello(&p)
+                .ok_or_else(|| malformed("a bad handshake (not a batchcrypt PSI peer?)"))?,
+        ),
         2 => {
             fixed(33)?;
             Frame::Points(p.chunks_exact(33).map(|c| c.try_into().unwrap()).collect())
         }
         3 => {
             fixed(TAG_BYTES)?;
-            Frame::Tags(p.chunks_exact(TAG_BYTES).map(|c| c.try_into().unwrap()).collect())
+            Frame::Tags(
+                p.chunks_exact(TAG_BYTES)
+                    .map(|c| c.try_into().unwrap())
+                    .collect(),
+            )
         }
         4 => Frame::Error(String::from_utf8_lossy(&p).into_owned()),
         t => return Err(malformed(format!("unknown frame type {t}"))),
@@ -134,11 +150,20 @@ fn parse_hello(p: &[u8]) -> Option<Hello> {
     let dst = rest.get(2..2 + dl)?.to_vec();
     let rest = &rest[2 + dl..];
     let count = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
-    (rest.len() == 8).then_some(Hello { version, suite, dst, count })
+    (rest.len() == 8).then_some(Hello {
+        version,
+        suite,
+        dst,
+        count,
+    })
 }
 
 /// Sends queued frames until both queues are closed and empty; tags first when both have some.
-pub fn writer(stream: &std::net::TcpStream, points: crossbeam_channel::Receiver<Vec<u8>>, tags: crossbeam_channel::Receiver<Vec<u8>>) -> Result<()> {
+pub fn writer(
+    stream: &std::net::TcpStream,
+    points: crossbeam_channel::Receiver<Vec<u8>>,
+    tags: crossbeam_channel::Receiver<Vec<u8>>,
+) -> Result<()> {
     let mut w = std::io::BufWriter::with_capacity(1 << 20, stream);
     let (mut points_open, mut tags_open) = (true, true);
     let io = |e: std::io::Error| Error::invalid(format!("network: sending: {e}"));

@@ -22,12 +22,22 @@ pub fn verify_ecdsa(p: &Prepared) -> Result<(), Reason> {
 
 /// One ECDSA item from its encodings: our parsing rules, then libsecp256k1 on the key it decoded
 /// (no round trip through affine bytes).
-pub fn verify_ecdsa_encoded(hash: &[u8; 32], sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<(), Reason> {
+pub fn verify_ecdsa_encoded(
+    hash: &[u8; 32],
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> Result<(), Reason> {
     let (r, s, key) = parse::ecdsa_parts(sig, pubkey, opts)?;
     ecdsa_equation(hash, &r, &s, &parse::on_curve(&key)?)
 }
 
-fn ecdsa_equation(hash: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: &PublicKey) -> Result<(), Reason> {
+fn ecdsa_equation(
+    hash: &[u8; 32],
+    r: &[u8; 32],
+    s: &[u8; 32],
+    key: &PublicKey,
+) -> Result<(), Reason> {
     let mut rs = [0u8; 64];
     rs[..32].copy_from_slice(r);
     rs[32..].copy_from_slice(s);
@@ -59,5 +69,6 @@ fn schnorr_equation(r: &[u8; 32], s: &[u8; 32], key: &PublicKey, msg: &[u8]) -> 
     sig[..32].copy_from_slice(r);
     sig[32..].copy_from_slice(s);
     let (xonly, _) = key.x_only_public_key();
-    schnorr::verify(&schnorr::Signature::from_byte_array(sig), msg, &xonly).map_err(|_| Reason::SignatureMismatch)
+    schnorr::verify(&schnorr::Signature::from_byte_array(sig), msg, &xonly)
+        .map_err(|_| Reason::SignatureMismatch)
 }

@@ -9,9 +9,9 @@
 
 use super::parse::{self, Reason, Sec1Key};
 use super::EcdsaOptions;
+use crate::sig::items::{self, ITEM_BYTES};
 use k256::elliptic_curve::ops::Reduce;
 use k256::elliptic_curve::PrimeField;
-use crate::sig::items::{self, ITEM_BYTES};
 use k256::{Scalar, U256};
 
 /// Entries of the fixed-base table (33 windows of 128 affine points, 64 bytes each).
@@ -33,23 +33,50 @@ pub(crate) struct HostItem {
 }
 
 /// An ECDSA item: u1 = e/s, u2 = r/s.
-pub(crate) fn ecdsa_item(hash: &[u8; 32], sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<HostItem, Reason> {
+pub(crate) fn ecdsa_item(
+    hash: &[u8; 32],
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> Result<HostItem, Reason> {
     let (r, s, key) = parse::ecdsa_parts(sig, pubkey, opts)?;
-    Ok(HostItem { a: scalar(hash), b: scalar(&r), d: scalar(&s), key, r })
+    Ok(HostItem {
+        a: scalar(hash),
+        b: scalar(&r),
+        d: scalar(&s),
+        key,
+        r,
+    })
 }
 
 /// A BIP340 item: u1 = s, u2 = -e for the challenge e = H(r || P.x || msg).
-pub(crate) fn schnorr_item(sig: &[u8; 64], pubkey: &[u8; 32], msg: &[u8]) -> Result<HostItem, Reason> {
+pub(crate) fn schnorr_item(
+    sig: &[u8; 64],
+    pubkey: &[u8; 32],
+    msg: &[u8],
+) -> Result<HostItem, Reason> {
     let (r, s, key) = parse::schnorr_parts(sig, pubkey)?;
     let e = parse::schnorr_challenge(&r, pubkey, msg);
-    Ok(HostItem { a: scalar(&s), b: -scalar(&e), d: Scalar::ONE, key, r })
+    Ok(HostItem {
+        a: scalar(&s),
+        b: -scalar(&e),
+        d: Scalar::ONE,
+        key,
+        r,
+    })
 }
 
 /// Writes items `first..first + reasons.len()` (`make(i)`) as kernel items into `dst`, and
 /// each item's parse failure into `reasons`, with one inversion of d for the whole block
 /// (Montgomery's trick).
-pub(crate) fn encode_block(dst: &mut [u8], reasons: &mut [Option<Reason>], first: usize, make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync)) {
-    let items: Vec<Result<HostItem, Reason>> = (0..reasons.len()).map(|k| make(first + k)).collect();
+pub(crate) fn encode_block(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync),
+) {
+    let items: Vec<Result<HostItem, Reason>> =
+        (0..reasons.len()).map(|k| make(first + k)).collect();
     // d is never zero after parsing.
     let mut prefix = Vec::with_capacity(items.len());
     let mut acc = Scalar::ONE;
@@ -65,7 +92,13 @@ pub(crate) fn encode_block(dst: &mut [u8], reasons: &mut [Option<Reason>], first
         match &items[k] {
             Ok(it) => {
                 let inv_d = inv * prefix[k];
-                items::encode(out, &(it.a * inv_d).to_repr().into(), &(it.b * inv_d).to_repr().into(), &it.key, &it.r);
+                items::encode(
+                    out,
+                    &(it.a * inv_d).to_repr().into(),
+                    &(it.b * inv_d).to_repr().into(),
+                    &it.key,
+                    &it.r,
+                );
                 inv *= it.d;
                 reasons[k] = None;
             }
@@ -105,22 +138,55 @@ mod device {
     /// The fixed-base table, computed once on the device by `secp256k1_g_table`.
     fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
         static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
-        device_table(&TABLE, gpu, &crate::kernels::SECP256K1, "secp256k1_g_table", G_TABLE_LEN, 64)
+        device_table(
+            &TABLE,
+            gpu,
+            &crate::kernels::SECP256K1,
+            "secp256k1_g_table",
+            G_TABLE_LEN,
+            64,
+        )
     }
 
     fn kernel(scheme: Scheme) -> Kernel {
-        Kernel { image: &crate::kernels::SECP256K1, name: scheme.kernel(), table: g_table }
+        Kernel {
+            image: &crate::kernels::SECP256K1,
+            name: scheme.kernel(),
+            table: g_table,
+        }
     }
 
     /// Kernel-only time of `scheme` over `n` items (`make(i)`) already in GPU memory: the median
     /// of `iters` launches in seconds, and the verdicts.
-    pub(crate) fn time_kernel(scheme: Scheme, n: usize, make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync, iters: usize) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
-        items::time_kernel(&kernel(scheme), n, &|first, dst: &mut [u8], reasons: &mut [Option<Reason>]| encode_block(dst, reasons, first, &make), iters)
+    pub(crate) fn time_kernel(
+        scheme: Scheme,
+        n: usize,
+        make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
+        iters: usize,
+    ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
+        items::time_kernel(
+            &kernel(scheme),
+            n,
+            &|first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+                encode_block(dst, reasons, first, &make)
+            },
+            iters,
+        )
     }
 
     /// Verifies `n` items (`make(i)`) through `scheme`'s kernel, chunk by chunk.
-    pub(crate) fn verify(scheme: Scheme, n: usize, make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync) -> Result<Vec<std::result::Result<(), Reason>>> {
-        items::verify(&kernel(scheme), n, &|first, dst: &mut [u8], reasons: &mut [Option<Reason>]| encode_block(dst, reasons, first, &make))
+    pub(crate) fn verify(
+        scheme: Scheme,
+        n: usize,
+        make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
+    ) -> Result<Vec<std::result::Result<(), Reason>>> {
+        items::verify(
+            &kernel(scheme),
+            n,
+            &|first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+                encode_block(dst, reasons, first, &make)
+            },
+        )
     }
 }
 

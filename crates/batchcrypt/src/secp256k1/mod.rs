@@ -50,8 +50,18 @@ pub struct Secp256k1<'e> {
 impl Secp256k1<'_> {
     /// Verifies ECDSA signature `i` over the 32-byte message hash `hashes[i]` with public key
     /// `pubkeys[i]` (SEC1, 33 or 65 bytes).
-    pub fn verify_ecdsa(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions) -> Result<Output<Verdicts>> {
-        let n = crate::sig::batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+    pub fn verify_ecdsa(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+    ) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[
+            ("hashes", hashes.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
         let plan = self.plan(OP_ECDSA, n, bytes_in)?;
         let results = match plan.backend {
@@ -59,15 +69,30 @@ impl Secp256k1<'_> {
                 cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::verify(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts))?,
+            Backend::Cuda => gpu::verify(gpu::Scheme::Ecdsa, n, |i| {
+                gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts)
+            })?,
             other => return Err(not_implemented(other, OP_ECDSA)),
         };
-        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: Verdicts { results },
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// Verifies BIP340 signature `i` over `msgs[i]` (any length) with x-only key `pubkeys[i]`.
-    pub fn verify_schnorr(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]]) -> Result<Output<Verdicts>> {
-        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+    pub fn verify_schnorr(
+        &self,
+        msgs: &[&[u8]],
+        sigs: &[[u8; 64]],
+        pubkeys: &[[u8; 32]],
+    ) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[
+            ("messages", msgs.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
         let bytes_in = 96 * n as u64 + total_len(msgs);
         let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
         let results = match plan.backend {
@@ -75,35 +100,82 @@ impl Secp256k1<'_> {
                 cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::verify(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]))?,
+            Backend::Cuda => gpu::verify(gpu::Scheme::Schnorr, n, |i| {
+                gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
+            })?,
             other => return Err(not_implemented(other, OP_SCHNORR)),
         };
-        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: Verdicts { results },
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// Kernel-only GPU time for ECDSA items (prepared on the host, then resident on the device):
     /// the median of `iters` launches in seconds, and the verdicts. For benchmarks; `verify_ecdsa`
     /// is the API.
     #[cfg(feature = "cuda")]
-    pub fn ecdsa_kernel_seconds(&self, hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], opts: &EcdsaOptions, iters: usize) -> Result<(f64, Verdicts)> {
-        let n = crate::sig::batch_len(&[("hashes", hashes.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
-        let (t, results) = gpu::time_kernel(gpu::Scheme::Ecdsa, n, |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts), iters)?;
+    pub fn ecdsa_kernel_seconds(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+        iters: usize,
+    ) -> Result<(f64, Verdicts)> {
+        let n = crate::sig::batch_len(&[
+            ("hashes", hashes.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
+        let (t, results) = gpu::time_kernel(
+            gpu::Scheme::Ecdsa,
+            n,
+            |i| gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts),
+            iters,
+        )?;
         Ok((t, Verdicts { results }))
     }
 
     /// Kernel-only GPU time for BIP340 items, as [`Self::ecdsa_kernel_seconds`].
     #[cfg(feature = "cuda")]
-    pub fn schnorr_kernel_seconds(&self, msgs: &[&[u8]], sigs: &[[u8; 64]], pubkeys: &[[u8; 32]], iters: usize) -> Result<(f64, Verdicts)> {
-        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
-        let (t, results) = gpu::time_kernel(gpu::Scheme::Schnorr, n, |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]), iters)?;
+    pub fn schnorr_kernel_seconds(
+        &self,
+        msgs: &[&[u8]],
+        sigs: &[[u8; 64]],
+        pubkeys: &[[u8; 32]],
+        iters: usize,
+    ) -> Result<(f64, Verdicts)> {
+        let n = crate::sig::batch_len(&[
+            ("messages", msgs.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
+        let (t, results) = gpu::time_kernel(
+            gpu::Scheme::Schnorr,
+            n,
+            |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]),
+            iters,
+        )?;
         Ok((t, Verdicts { results }))
     }
 
     fn plan(&self, op: &'static str, n: usize, bytes_in: u64) -> Result<Plan> {
-        let w = Workload { op, items: n as u64, units: n as u64, bytes_in, bytes_out: n as u64, location: Location::Host };
+        let w = Workload {
+            op,
+            items: n as u64,
+            units: n as u64,
+            bytes_in,
+            bytes_out: n as u64,
+            location: Location::Host,
+        };
         let d = self.engine.dispatcher();
         let cal = |b| calibrate(op, b);
-        let may_run_on_cpu = matches!(d.choice(), BackendChoice::Auto | BackendChoice::Cpu | BackendChoice::Exact(Backend::Libsecp256k1));
+        let may_run_on_cpu = matches!(
+            d.choice(),
+            BackendChoice::Auto | BackendChoice::Cpu | BackendChoice::Exact(Backend::Libsecp256k1)
+        );
         if n >= MEASURE_MIN_ITEMS && may_run_on_cpu {
             // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
             let _ = d.cost(op, Backend::Libsecp256k1, &cal);
@@ -117,7 +189,10 @@ fn total_len(items: &[&[u8]]) -> u64 {
 }
 
 fn not_implemented(b: Backend, op: &str) -> Error {
-    Error::BackendUnavailable { backend: b.name().into(), why: format!("operation {op} is not implemented by this backend") }
+    Error::BackendUnavailable {
+        backend: b.name().into(),
+        why: format!("operation {op} is not implemented by this backend"),
+    }
 }
 
 /// Measures one backend on valid signatures (compute only): a small and a larger batch on one
@@ -125,14 +200,32 @@ fn not_implemented(b: Backend, op: &str) -> Error {
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let sample = Sample::new(64);
     let schnorr = op == OP_SCHNORR;
-    let valid = |ok: bool| ok.then_some(()).ok_or_else(|| Error::invalid("calibration sample failed to verify"));
+    let valid = |ok: bool| {
+        ok.then_some(())
+            .ok_or_else(|| Error::invalid("calibration sample failed to verify"))
+    };
     match backend {
         Backend::Libsecp256k1 => {
             let (small, large) = (4, sample.hashes.len());
             let run = |n: usize| -> Result<()> {
                 valid(match schnorr {
-                    true => (0..n).all(|i| cpu::verify_schnorr_encoded(&sample.schnorr[i], &sample.xonly[i], &sample.hashes[i]).is_ok()),
-                    false => (0..n).all(|i| cpu::verify_ecdsa_encoded(&sample.hashes[i], &sample.der[i], &sample.sec1[i], &EcdsaOptions::default()).is_ok()),
+                    true => (0..n).all(|i| {
+                        cpu::verify_schnorr_encoded(
+                            &sample.schnorr[i],
+                            &sample.xonly[i],
+                            &sample.hashes[i],
+                        )
+                        .is_ok()
+                    }),
+                    false => (0..n).all(|i| {
+                        cpu::verify_ecdsa_encoded(
+                            &sample.hashes[i],
+                            &sample.der[i],
+                            &sample.sec1[i],
+                            &EcdsaOptions::default(),
+                        )
+                        .is_ok()
+                    }),
                 })
             };
             crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
@@ -154,7 +247,12 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
                     let hashes: Vec<[u8; 32]> = pick(n).map(|i| sample.hashes[i]).collect();
                     let sigs: Vec<&[u8]> = pick(n).map(|i| sample.der[i].as_slice()).collect();
                     let keys: Vec<&[u8]> = pick(n).map(|i| sample.sec1[i].as_slice()).collect();
-                    engine.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &EcdsaOptions::default())?
+                    engine.secp256k1().verify_ecdsa(
+                        &hashes,
+                        &sigs,
+                        &keys,
+                        &EcdsaOptions::default(),
+                    )?
                 };
                 valid(out.value.all_valid())
             };
@@ -176,16 +274,29 @@ struct Sample {
 impl Sample {
     fn new(n: usize) -> Self {
         use secp256k1::{ecdsa, schnorr, Keypair, Message};
-        let mut s = Sample { hashes: vec![], der: vec![], sec1: vec![], schnorr: vec![], xonly: vec![] };
+        let mut s = Sample {
+            hashes: vec![],
+            der: vec![],
+            sec1: vec![],
+            schnorr: vec![],
+            xonly: vec![],
+        };
         for i in 0..n as u32 {
             let hash = crate::sha256::digest(&i.to_le_bytes());
             let mut secret = crate::sha256::digest(&hash);
             secret[0] = 0; // below n, and (with overwhelming odds) not zero
-            let Ok(keys) = Keypair::from_secret_bytes(secret) else { continue };
+            let Ok(keys) = Keypair::from_secret_bytes(secret) else {
+                continue;
+            };
             let sk = keys.secret_key();
-            s.der.push(ecdsa::sign(Message::from_digest(hash), &sk).serialize_der().to_vec());
+            s.der.push(
+                ecdsa::sign(Message::from_digest(hash), &sk)
+                    .serialize_der()
+                    .to_vec(),
+            );
             s.sec1.push(keys.public_key().serialize());
-            s.schnorr.push(schnorr::sign_no_aux_rand(&hash, &keys).to_byte_array());
+            s.schnorr
+                .push(schnorr::sign_no_aux_rand(&hash, &keys).to_byte_array());
             s.xonly.push(keys.x_only_public_key().0.to_byte_array());
             s.hashes.push(hash);
         }

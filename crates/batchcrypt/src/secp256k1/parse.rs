@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 /// The group order n, big-endian.
 pub const N: [u8; 32] = hex32("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141");
 /// n / 2 rounded down: the largest low S.
-pub const HALF_N: [u8; 32] = hex32("7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0");
+pub const HALF_N: [u8; 32] =
+    hex32("7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0");
 /// The field prime p, big-endian.
 pub const P: [u8; 32] = hex32("fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f");
 
@@ -54,14 +55,28 @@ pub struct SchnorrPrepared {
 }
 
 /// Checks an ECDSA item and brings it into the form every backend takes.
-pub fn prepare_ecdsa(hash: &[u8; 32], sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<Prepared, Reason> {
+pub fn prepare_ecdsa(
+    hash: &[u8; 32],
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> Result<Prepared, Reason> {
     let (r, s, key) = ecdsa_parts(sig, pubkey, opts)?;
-    Ok(Prepared { r, s, pubkey: affine(&on_curve(&key)?), hash: *hash })
+    Ok(Prepared {
+        r,
+        s,
+        pubkey: affine(&on_curve(&key)?),
+        hash: *hash,
+    })
 }
 
 /// The signature's `(r, s)` and the key's coordinates, with every rule but the curve equation
 /// applied (the GPU backend checks that one itself).
-pub fn ecdsa_parts(sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
+pub fn ecdsa_parts(
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
     let (r, s) = ecdsa_signature(sig, opts)?;
     Ok((r, s, sec1_key(pubkey)?))
 }
@@ -69,11 +84,18 @@ pub fn ecdsa_parts(sig: &[u8], pubkey: &[u8], opts: &EcdsaOptions) -> Result<([u
 /// Checks a BIP340 item (the message may have any length; it takes no part in the checks).
 pub fn prepare_schnorr(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<SchnorrPrepared, Reason> {
     let (r, s, key) = schnorr_parts(sig, pubkey)?;
-    Ok(SchnorrPrepared { r, s, pubkey: affine(&on_curve(&key)?) })
+    Ok(SchnorrPrepared {
+        r,
+        s,
+        pubkey: affine(&on_curve(&key)?),
+    })
 }
 
 /// A BIP340 signature's `(r, s)` and the key's coordinates, every rule but the curve equation.
-pub fn schnorr_parts(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
+pub fn schnorr_parts(
+    sig: &[u8; 64],
+    pubkey: &[u8; 32],
+) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
     let (r, s) = split(sig);
     if !below(&r, &P) {
         return Err(Reason::ROutOfRange);
@@ -82,7 +104,14 @@ pub fn schnorr_parts(sig: &[u8; 64], pubkey: &[u8; 32]) -> Result<([u8; 32], [u8
         return Err(Reason::SOutOfRange);
     }
     sig::field_element(pubkey, &P)?;
-    Ok((r, s, Sec1Key::Compressed { x: *pubkey, odd: false }))
+    Ok((
+        r,
+        s,
+        Sec1Key::Compressed {
+            x: *pubkey,
+            odd: false,
+        },
+    ))
 }
 
 /// The BIP340 challenge `e = int(hash_BIP0340/challenge(r || x(P) || msg)) mod n`, big-endian.

@@ -15,7 +15,10 @@ const CHUNK_BYTES: usize = 32 << 20;
 
 /// At most 64 blocks per SM; the kernels loop over the rest.
 fn grid(gpu: &Gpu, n: u64) -> LaunchConfig {
-    grid_1d(n.min(gpu.info().multiprocessors.max(1) as u64 * 64 * THREADS as u64), THREADS)
+    grid_1d(
+        n.min(gpu.info().multiprocessors.max(1) as u64 * 64 * THREADS as u64),
+        THREADS,
+    )
 }
 
 /// The kernel for fixed-length messages, and whether it takes the length and mode arguments.
@@ -28,7 +31,17 @@ fn fixed_kernel(gpu: &Gpu, len: usize, mode: Mode) -> Result<(CudaFunction, bool
     })
 }
 
-fn launch_fixed(gpu: &Gpu, f: &CudaFunction, general: bool, stream: &Arc<CudaStream>, input: &CudaSlice<u8>, out: &mut CudaSlice<u8>, len: usize, n: usize, mode: Mode) -> Result<()> {
+fn launch_fixed(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    general: bool,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<u8>,
+    out: &mut CudaSlice<u8>,
+    len: usize,
+    n: usize,
+    mode: Mode,
+) -> Result<()> {
     let (n64, len64, dbl) = (n as u64, len as u64, (mode == Mode::Double) as i32);
     let mut b = stream.launch_builder(f);
     b.arg(input);
@@ -40,11 +53,16 @@ fn launch_fixed(gpu: &Gpu, f: &CudaFunction, general: bool, stream: &Arc<CudaStr
         b.arg(&dbl);
     }
     // SAFETY: argument list matches the kernel signature; buffers hold n items.
-    unsafe { b.launch(grid(gpu, n64)) }.map(|_| ()).map_err(driver_err("kernel launch"))
+    unsafe { b.launch(grid(gpu, n64)) }
+        .map(|_| ())
+        .map_err(driver_err("kernel launch"))
 }
 
 fn to_digests(bytes: Vec<u8>) -> Vec<Digest> {
-    bytes.chunks_exact(32).map(|c| c.try_into().unwrap()).collect()
+    bytes
+        .chunks_exact(32)
+        .map(|c| c.try_into().unwrap())
+        .collect()
 }
 
 /// Hashes a host batch on the GPU into `out`, transfers included.
@@ -54,12 +72,24 @@ pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Resul
     match *msgs {
         Messages::Fixed { data, len, .. } => {
             let (f, general) = fixed_kernel(gpu, len, mode)?;
-            let cfg = PipelineConfig { chunk_items: (CHUNK_BYTES / len).max(1), ..PipelineConfig::default() };
+            let cfg = PipelineConfig {
+                chunk_items: (CHUNK_BYTES / len).max(1),
+                ..PipelineConfig::default()
+            };
             let fill = |first: usize, dst: &mut [u8]| {
                 par_copy(dst, &data[first * len..first * len + dst.len()]);
                 Ok(())
             };
-            run_chunked(gpu, n, len, out.as_flattened_mut(), 32, cfg, fill, |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode))
+            run_chunked(
+                gpu,
+                n,
+                len,
+                out.as_flattened_mut(),
+                32,
+                cfg,
+                fill,
+                |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode),
+            )
         }
         Messages::Var { .. } => {
             let mut batch = DeviceBatch::upload(msgs)?;
@@ -84,22 +114,47 @@ impl DeviceBatch {
     /// Copies a host batch to the GPU.
     pub fn upload(msgs: &Messages<'_>) -> Result<Self> {
         let gpu = Gpu::available()?;
-        let stream = gpu.context().new_stream().map_err(driver_err("cuStreamCreate"))?;
+        let stream = gpu
+            .context()
+            .new_stream()
+            .map_err(driver_err("cuStreamCreate"))?;
         let n = msgs.count();
         let (data, offsets, len) = match *msgs {
-            Messages::Fixed { data, len, .. } => (stream.clone_htod(data).map_err(driver_err("upload"))?, None, len),
+            Messages::Fixed { data, len, .. } => (
+                stream.clone_htod(data).map_err(driver_err("upload"))?,
+                None,
+                len,
+            ),
             Messages::Var { data, offsets } => {
                 // Rebase so the device holds only the bytes the batch covers.
                 let base = offsets[0];
                 let rebased: Vec<u64> = offsets.iter().map(|o| o - base).collect();
                 let bytes = &data[base as usize..offsets[n] as usize];
                 // A zero-byte allocation is not allowed; keep at least one byte.
-                let dev = if bytes.is_empty() { stream.clone_htod(&[0u8]) } else { stream.clone_htod(bytes) }.map_err(driver_err("upload"))?;
-                (dev, Some(stream.clone_htod(&rebased).map_err(driver_err("upload"))?), 0)
+                let dev = if bytes.is_empty() {
+                    stream.clone_htod(&[0u8])
+                } else {
+                    stream.clone_htod(bytes)
+                }
+                .map_err(driver_err("upload"))?;
+                (
+                    dev,
+                    Some(stream.clone_htod(&rebased).map_err(driver_err("upload"))?),
+                    0,
+                )
             }
         };
-        let out = stream.alloc_zeros::<u8>(32 * n).map_err(driver_err("cuMemAlloc"))?;
-        Ok(DeviceBatch { stream, data, offsets, len, n, out })
+        let out = stream
+            .alloc_zeros::<u8>(32 * n)
+            .map_err(driver_err("cuMemAlloc"))?;
+        Ok(DeviceBatch {
+            stream,
+            data,
+            offsets,
+            len,
+            n,
+            out,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -116,15 +171,31 @@ impl DeviceBatch {
         match &self.offsets {
             None => {
                 let (f, general) = fixed_kernel(gpu, self.len, mode)?;
-                launch_fixed(gpu, &f, general, &self.stream, &self.data, &mut self.out, self.len, self.n, mode)
+                launch_fixed(
+                    gpu,
+                    &f,
+                    general,
+                    &self.stream,
+                    &self.data,
+                    &mut self.out,
+                    self.len,
+                    self.n,
+                    mode,
+                )
             }
             Some(offsets) => {
                 let f = gpu.function(&crate::kernels::SHA256, "sha256_var")?;
                 let (n64, dbl) = (self.n as u64, (mode == Mode::Double) as i32);
                 let mut b = self.stream.launch_builder(&f);
-                b.arg(&self.data).arg(offsets).arg(&mut self.out).arg(&n64).arg(&dbl);
+                b.arg(&self.data)
+                    .arg(offsets)
+                    .arg(&mut self.out)
+                    .arg(&n64)
+                    .arg(&dbl);
                 // SAFETY: matches `sha256_var`'s signature; offsets hold n + 1 entries.
-                unsafe { b.launch(grid(gpu, n64)) }.map(|_| ()).map_err(driver_err("kernel launch"))
+                unsafe { b.launch(grid(gpu, n64)) }
+                    .map(|_| ())
+                    .map_err(driver_err("kernel launch"))
             }
         }
     }
@@ -136,7 +207,9 @@ impl DeviceBatch {
     }
 
     pub fn sync(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
+        self.stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))
     }
 
     /// Kernel-only time: the median of `iters` runs timed with device events, in seconds.
@@ -147,7 +220,10 @@ impl DeviceBatch {
 
     /// Copies the digests back to the host.
     pub fn download(&self) -> Result<Vec<Digest>> {
-        let bytes = self.stream.clone_dtoh(&self.out).map_err(driver_err("download"))?;
+        let bytes = self
+            .stream
+            .clone_dtoh(&self.out)
+            .map_err(driver_err("download"))?;
         self.sync()?;
         Ok(to_digests(bytes))
     }
@@ -159,5 +235,10 @@ pub(crate) fn calibrate(len: usize, mode: Mode, units_per_msg: u64) -> Result<Co
     let data: Vec<u8> = (0..LARGE * len).map(|i| (i * 131 + 7) as u8).collect();
     let mut small = DeviceBatch::upload(&Messages::fixed(&data[..len], len)?)?;
     let mut large = DeviceBatch::upload(&Messages::fixed(&data, len)?)?;
-    crate::dispatch::fit(units_per_msg, || small.run(mode), LARGE as u64 * units_per_msg, || large.run(mode))
+    crate::dispatch::fit(
+        units_per_msg,
+        || small.run(mode),
+        LARGE as u64 * units_per_msg,
+        || large.run(mode),
+    )
 }

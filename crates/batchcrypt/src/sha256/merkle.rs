@@ -24,6 +24,10 @@ impl Sha256<'_> {
             level = out.value;
         }
         let (backend, threads) = first.unwrap_or((crate::Backend::Portable, 1));
-        Ok(Output { value: level[0], backend, threads })
+        Ok(Output {
+            value: level[0],
+            backend,
+            threads,
+        })
     }
 }

@@ -4,14 +4,13 @@
 //! (8 lanes), `x86::avx512` (16 lanes), and `gpu` (one message per CUDA thread). Every CPU backend is
 //! a [`Compressor`]; `multibuffer` turns any of them into a batch hasher.
 
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod merkle;
 mod multibuffer;
 pub mod portable;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
-#[cfg(feature = "cuda")]
-pub mod gpu;
-
 
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
@@ -24,16 +23,20 @@ pub type Digest = [u8; 32];
 
 /// Round constants (FIPS 180-4 §4.2.2).
 pub const K: [u32; 64] = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ];
 
 /// Initial hash value (FIPS 180-4 §5.3.3).
-pub const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+pub const IV: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
 
 /// A compression function that processes one 64-byte block in each of `L` independent lanes.
 /// `state[word][lane]` is the transposed layout SIMD code wants; one-lane backends ignore it.
@@ -48,7 +51,8 @@ pub trait Compressor<const L: usize>: Sync {
     /// at least that long). Overridden by backends that keep the state in registers across blocks.
     fn compress_run(&self, state: &mut [[u32; L]; 8], data: &[&[u8]; L], blocks: usize) {
         for b in 0..blocks {
-            let blk: [&[u8; 64]; L] = std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
+            let blk: [&[u8; 64]; L] =
+                std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
             self.compress(state, &blk);
         }
     }
@@ -66,7 +70,13 @@ pub trait Compressor<const L: usize>: Sync {
     /// Whole messages of `len` bytes, one per lane (`data[l].len() == len`): body, padding, and for
     /// SHA256d the second hash. `pad_kw` is the shared padding block's schedule when `len` is a
     /// multiple of 64. Backends with a fused path (state in registers throughout) override this.
-    fn hash_lanes(&self, data: &[&[u8]; L], len: usize, pad_kw: Option<&[u32; 64]>, double: bool) -> [Digest; L] {
+    fn hash_lanes(
+        &self,
+        data: &[&[u8]; L],
+        len: usize,
+        pad_kw: Option<&[u32; 64]>,
+        double: bool,
+    ) -> [Digest; L] {
         multibuffer::hash_lanes_generic(self, data, len, pad_kw, double)
     }
 }
@@ -76,11 +86,19 @@ pub const fn schedule_plus_k(block: &[u8; 64]) -> [u32; 64] {
     let mut w = [0u32; 64];
     let mut t = 0;
     while t < 16 {
-        w[t] = u32::from_be_bytes([block[4 * t], block[4 * t + 1], block[4 * t + 2], block[4 * t + 3]]);
+        w[t] = u32::from_be_bytes([
+            block[4 * t],
+            block[4 * t + 1],
+            block[4 * t + 2],
+            block[4 * t + 3],
+        ]);
         t += 1;
     }
     while t < 64 {
-        w[t] = portable::small_sigma1(w[t - 2]).wrapping_add(w[t - 7]).wrapping_add(portable::small_sigma0(w[t - 15])).wrapping_add(w[t - 16]);
+        w[t] = portable::small_sigma1(w[t - 2])
+            .wrapping_add(w[t - 7])
+            .wrapping_add(portable::small_sigma0(w[t - 15]))
+            .wrapping_add(w[t - 16]);
         t += 1;
     }
     let mut kw = [0u32; 64];
@@ -119,7 +137,11 @@ pub enum Mode {
 #[derive(Clone, Copy, Debug)]
 pub enum Messages<'a> {
     /// `count` messages of `len` bytes each, back to back.
-    Fixed { data: &'a [u8], len: usize, count: usize },
+    Fixed {
+        data: &'a [u8],
+        len: usize,
+        count: usize,
+    },
     /// Message `i` is `data[offsets[i]..offsets[i + 1]]`.
     Var { data: &'a [u8], offsets: &'a [u64] },
 }
@@ -136,9 +158,16 @@ impl<'a> Messages<'a> {
             return Err(Error::EmptyBatch);
         }
         if data.len() % len != 0 {
-            return Err(Error::invalid(format!("buffer of {} bytes is not a whole number of {len}-byte messages", data.len())));
+            return Err(Error::invalid(format!(
+                "buffer of {} bytes is not a whole number of {len}-byte messages",
+                data.len()
+            )));
         }
-        Ok(Messages::Fixed { data, len, count: data.len() / len })
+        Ok(Messages::Fixed {
+            data,
+            len,
+            count: data.len() / len,
+        })
     }
 
     /// Messages of any length (zero included) delimited by `offsets` (n + 1 non-decreasing entries).
@@ -152,12 +181,18 @@ impl<'a> Messages<'a> {
         }
         for (i, w) in offsets.windows(2).enumerate() {
             if w[1] < w[0] {
-                return Err(Error::invalid(format!("offsets decrease at message {i}: {} > {}", w[0], w[1])));
+                return Err(Error::invalid(format!(
+                    "offsets decrease at message {i}: {} > {}",
+                    w[0], w[1]
+                )));
             }
         }
         let last = *offsets.last().unwrap();
         if last > data.len() as u64 {
-            return Err(Error::invalid(format!("offset {last} is past the end of the {}-byte buffer", data.len())));
+            return Err(Error::invalid(format!(
+                "offset {last} is past the end of the {}-byte buffer",
+                data.len()
+            )));
         }
         Ok(Messages::Var { data, offsets })
     }
@@ -189,7 +224,9 @@ impl<'a> Messages<'a> {
 
     /// Compression-function calls the batch needs: the cost model's work unit.
     fn blocks(&self, mode: Mode) -> u64 {
-        let per = |len: u64| len / 64 + if len % 64 + 9 <= 64 { 1 } else { 2 } + (mode == Mode::Double) as u64;
+        let per = |len: u64| {
+            len / 64 + if len % 64 + 9 <= 64 { 1 } else { 2 } + (mode == Mode::Double) as u64
+        };
         match self {
             Messages::Fixed { len, count, .. } => per(*len as u64) * *count as u64,
             Messages::Var { offsets, .. } => offsets.windows(2).map(|w| per(w[1] - w[0])).sum(),
@@ -219,25 +256,54 @@ fn hash_single(msg: &[u8], double: bool) -> Digest {
 /// lanes can be filled.
 fn cpu_order(n: usize) -> &'static [Backend] {
     if n >= 16 {
-        &[Backend::Avx512, Backend::Avx2, Backend::ShaNi, Backend::Portable]
+        &[
+            Backend::Avx512,
+            Backend::Avx2,
+            Backend::ShaNi,
+            Backend::Portable,
+        ]
     } else if n >= 8 {
-        &[Backend::Avx2, Backend::ShaNi, Backend::Avx512, Backend::Portable]
+        &[
+            Backend::Avx2,
+            Backend::ShaNi,
+            Backend::Avx512,
+            Backend::Portable,
+        ]
     } else {
-        &[Backend::ShaNi, Backend::Portable, Backend::Avx2, Backend::Avx512]
+        &[
+            Backend::ShaNi,
+            Backend::Portable,
+            Backend::Avx2,
+            Backend::Avx512,
+        ]
     }
 }
 
 /// Runs a CPU backend over a batch on `threads` threads. Panics if the backend is unavailable
 /// (callers go through the dispatcher, which checks).
-pub(crate) fn hash_cpu(backend: Backend, msgs: &Messages<'_>, mode: Mode, threads: usize, out: &mut [Digest]) {
-    fn run<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, mode: Mode, threads: usize, out: &mut [Digest]) {
+pub(crate) fn hash_cpu(
+    backend: Backend,
+    msgs: &Messages<'_>,
+    mode: Mode,
+    threads: usize,
+    out: &mut [Digest],
+) {
+    fn run<const L: usize, C: Compressor<L>>(
+        c: &C,
+        msgs: &Messages<'_>,
+        mode: Mode,
+        threads: usize,
+        out: &mut [Digest],
+    ) {
         let double = mode == Mode::Double;
         if threads <= 1 {
             return multibuffer::hash_range(c, msgs, 0, out, double);
         }
         // Several chunks per thread balance uneven message lengths.
         let chunk = out.len().div_ceil(threads * 4).next_multiple_of(L).max(L);
-        out.par_chunks_mut(chunk).enumerate().for_each(|(i, o)| multibuffer::hash_range(c, msgs, i * chunk, o, double));
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, o)| multibuffer::hash_range(c, msgs, i * chunk, o, double));
     }
     match backend {
         Backend::Portable => run(&portable::Portable, msgs, mode, threads, out),
@@ -251,9 +317,21 @@ pub(crate) fn hash_cpu(backend: Backend, msgs: &Messages<'_>, mode: Mode, thread
             }
         }
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 => run(&x86::avx2::Avx2::new().expect("AVX2 detected"), msgs, mode, threads, out),
+        Backend::Avx2 => run(
+            &x86::avx2::Avx2::new().expect("AVX2 detected"),
+            msgs,
+            mode,
+            threads,
+            out,
+        ),
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx512 => run(&x86::avx512::Avx512::new().expect("AVX-512 detected"), msgs, mode, threads, out),
+        Backend::Avx512 => run(
+            &x86::avx512::Avx512::new().expect("AVX-512 detected"),
+            msgs,
+            mode,
+            threads,
+            out,
+        ),
         other => panic!("{other} is not a CPU SHA-256 backend on this target"),
     }
 }
@@ -285,7 +363,13 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     }
     let run = |n: usize| -> Result<()> {
         let mut out = crate::backend::cpu::zeroed_arrays::<32>(n);
-        hash_cpu(backend, &Messages::fixed(&data[..n * len], len)?, mode, 1, &mut out);
+        hash_cpu(
+            backend,
+            &Messages::fixed(&data[..n * len], len)?,
+            mode,
+            1,
+            &mut out,
+        );
         std::hint::black_box(&out);
         Ok(())
     };
@@ -304,12 +388,22 @@ impl Sha256<'_> {
     }
 
     /// Hashes `data.len() / msg_len` messages of `msg_len` bytes each.
-    pub fn hash_fixed(&self, data: &[u8], msg_len: usize, mode: Mode) -> Result<Output<Vec<Digest>>> {
+    pub fn hash_fixed(
+        &self,
+        data: &[u8],
+        msg_len: usize,
+        mode: Mode,
+    ) -> Result<Output<Vec<Digest>>> {
         self.hash(&Messages::fixed(data, msg_len)?, mode)
     }
 
     /// Hashes messages of any lengths: message `i` is `data[offsets[i]..offsets[i + 1]]`.
-    pub fn hash_var(&self, data: &[u8], offsets: &[u64], mode: Mode) -> Result<Output<Vec<Digest>>> {
+    pub fn hash_var(
+        &self,
+        data: &[u8],
+        offsets: &[u64],
+        mode: Mode,
+    ) -> Result<Output<Vec<Digest>>> {
         self.hash(&Messages::var(data, offsets)?, mode)
     }
 
@@ -327,29 +421,56 @@ impl Sha256<'_> {
     pub fn hash(&self, msgs: &Messages<'_>, mode: Mode) -> Result<Output<Vec<Digest>>> {
         let mut out = crate::backend::cpu::zeroed_arrays::<32>(msgs.count());
         let done = self.hash_into(msgs, mode, &mut out)?;
-        Ok(Output { value: out, backend: done.backend, threads: done.threads })
+        Ok(Output {
+            value: out,
+            backend: done.backend,
+            threads: done.threads,
+        })
     }
 
     /// [`Self::hash_fixed`] into a caller's buffer of `data.len() / msg_len` digests (no
     /// allocation: for callers that hash batch after batch into the same memory).
-    pub fn hash_fixed_into(&self, data: &[u8], msg_len: usize, mode: Mode, out: &mut [Digest]) -> Result<Output<()>> {
+    pub fn hash_fixed_into(
+        &self,
+        data: &[u8],
+        msg_len: usize,
+        mode: Mode,
+        out: &mut [Digest],
+    ) -> Result<Output<()>> {
         self.hash_into(&Messages::fixed(data, msg_len)?, mode, out)
     }
 
     /// Hashes a validated batch into `out` (one digest per message).
-    pub fn hash_into(&self, msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Result<Output<()>> {
+    pub fn hash_into(
+        &self,
+        msgs: &Messages<'_>,
+        mode: Mode,
+        out: &mut [Digest],
+    ) -> Result<Output<()>> {
         let n = msgs.count();
         if out.len() != n {
-            return Err(Error::invalid(format!("output holds {} digests for {n} messages", out.len())));
+            return Err(Error::invalid(format!(
+                "output holds {} digests for {n} messages",
+                out.len()
+            )));
         }
         let w = workload(msgs, mode);
-        let plan = self.engine.dispatcher().plan(&w, cpu_order(n), cfg!(feature = "cuda"), &|b| calibrate(w.op, b))?;
+        let plan =
+            self.engine
+                .dispatcher()
+                .plan(&w, cpu_order(n), cfg!(feature = "cuda"), &|b| {
+                    calibrate(w.op, b)
+                })?;
         match plan.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::hash(msgs, mode, out)?,
             b => hash_cpu(b, msgs, mode, plan.threads, out),
         }
-        Ok(Output { value: (), backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: (),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// What the dispatcher would do with `n` messages of `len` bytes in host memory: the best

@@ -23,13 +23,19 @@ impl<'a> Padded<'a> {
         let tail_blocks = if rest.len() + 9 <= 64 { 1 } else { 2 };
         let bits = (msg.len() as u64).wrapping_mul(8);
         tail[tail_blocks * 64 - 8..tail_blocks * 64].copy_from_slice(&bits.to_be_bytes());
-        Padded { body: msg, tail, body_blocks, blocks: body_blocks + tail_blocks }
+        Padded {
+            body: msg,
+            tail,
+            body_blocks,
+            blocks: body_blocks + tail_blocks,
+        }
     }
 
     /// Only the padded tail of a message of `total_len` bytes whose last `rest.len()` bytes are `rest`.
     fn tail_only(rest: &'a [u8], total_len: usize) -> Self {
         let mut p = Padded::new(rest);
-        p.tail[p.blocks * 64 - 8..p.blocks * 64].copy_from_slice(&((total_len as u64) * 8).to_be_bytes());
+        p.tail[p.blocks * 64 - 8..p.blocks * 64]
+            .copy_from_slice(&((total_len as u64) * 8).to_be_bytes());
         p
     }
 
@@ -38,7 +44,11 @@ impl<'a> Padded<'a> {
     }
 
     pub(crate) fn block(&self, i: usize) -> &[u8; 64] {
-        let bytes = if i < self.body_blocks { &self.body[i * 64..i * 64 + 64] } else { &self.tail[(i - self.body_blocks) * 64..][..64] };
+        let bytes = if i < self.body_blocks {
+            &self.body[i * 64..i * 64 + 64]
+        } else {
+            &self.tail[(i - self.body_blocks) * 64..][..64]
+        };
         bytes.try_into().unwrap()
     }
 }
@@ -63,7 +73,13 @@ fn store<const L: usize>(state: &[[u32; L]; 8], lane: usize) -> Digest {
 const ZERO_BLOCK: [u8; 64] = [0; 64];
 
 /// Hashes messages `first..first + out.len()` of `msgs` into `out`.
-pub(crate) fn hash_range<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, first: usize, out: &mut [Digest], double: bool) {
+pub(crate) fn hash_range<const L: usize, C: Compressor<L>>(
+    c: &C,
+    msgs: &Messages<'_>,
+    first: usize,
+    out: &mut [Digest],
+    double: bool,
+) {
     match *msgs {
         Messages::Fixed { len, .. } => hash_fixed(c, msgs, len, first, out, double),
         Messages::Var { .. } => hash_var(c, msgs, first, out, double),
@@ -71,7 +87,11 @@ pub(crate) fn hash_range<const L: usize, C: Compressor<L>>(c: &C, msgs: &Message
 }
 
 /// Second hash of SHA256d for every lane, then the digests out.
-fn finish<const L: usize, C: Compressor<L> + ?Sized>(c: &C, digests: &mut [Digest; L], double: bool) {
+fn finish<const L: usize, C: Compressor<L> + ?Sized>(
+    c: &C,
+    digests: &mut [Digest; L],
+    double: bool,
+) {
     if double {
         let second: [[u8; 64]; L] = std::array::from_fn(|l| digest_block(&digests[l]));
         let mut state = IV.map(|w| [w; L]);
@@ -82,18 +102,43 @@ fn finish<const L: usize, C: Compressor<L> + ?Sized>(c: &C, digests: &mut [Diges
 
 /// Equal lengths: whole groups of `L` messages through `hash_lanes`; the shared padding schedule
 /// is computed once per call.
-fn hash_fixed<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, len: usize, first: usize, out: &mut [Digest], double: bool) {
-    let pad_kw = (len % 64 == 0).then(|| if len == 64 { PAD64_KW } else { schedule_plus_k(&pad_block(len as u64)) });
+fn hash_fixed<const L: usize, C: Compressor<L>>(
+    c: &C,
+    msgs: &Messages<'_>,
+    len: usize,
+    first: usize,
+    out: &mut [Digest],
+    double: bool,
+) {
+    let pad_kw = (len % 64 == 0).then(|| {
+        if len == 64 {
+            PAD64_KW
+        } else {
+            schedule_plus_k(&pad_block(len as u64))
+        }
+    });
     let filler = vec![0u8; len]; // stands in for missing messages in the last group
     for (g, chunk) in out.chunks_mut(L).enumerate() {
-        let data: [&[u8]; L] = std::array::from_fn(|l| if l < chunk.len() { msgs.get(first + g * L + l) } else { &filler });
+        let data: [&[u8]; L] = std::array::from_fn(|l| {
+            if l < chunk.len() {
+                msgs.get(first + g * L + l)
+            } else {
+                &filler
+            }
+        });
         let digests = c.hash_lanes(&data, len, pad_kw.as_ref(), double);
         chunk.copy_from_slice(&digests[..chunk.len()]);
     }
 }
 
 /// `Compressor::hash_lanes` from the block-level methods.
-pub(crate) fn hash_lanes_generic<const L: usize, C: Compressor<L> + ?Sized>(c: &C, data: &[&[u8]; L], len: usize, pad_kw: Option<&[u32; 64]>, double: bool) -> [Digest; L] {
+pub(crate) fn hash_lanes_generic<const L: usize, C: Compressor<L> + ?Sized>(
+    c: &C,
+    data: &[&[u8]; L],
+    len: usize,
+    pad_kw: Option<&[u32; 64]>,
+    double: bool,
+) -> [Digest; L] {
     let body = len / 64;
     let mut state = IV.map(|w| [w; L]);
     if body > 0 {
@@ -102,7 +147,8 @@ pub(crate) fn hash_lanes_generic<const L: usize, C: Compressor<L> + ?Sized>(c: &
     match pad_kw {
         Some(kw) => c.compress_shared(&mut state, kw),
         None => {
-            let tails: [Padded<'_>; L] = std::array::from_fn(|l| Padded::tail_only(&data[l][64 * body..], len));
+            let tails: [Padded<'_>; L] =
+                std::array::from_fn(|l| Padded::tail_only(&data[l][64 * body..], len));
             for b in 0..tails[0].blocks() {
                 c.compress(&mut state, &std::array::from_fn(|l| tails[l].block(b)));
             }
@@ -115,18 +161,37 @@ pub(crate) fn hash_lanes_generic<const L: usize, C: Compressor<L> + ?Sized>(c: &
 
 /// Any lengths: lanes run in lock-step, so messages are grouped by size to waste few lane-blocks,
 /// and each lane's state is captured when its message ends.
-fn hash_var<const L: usize, C: Compressor<L>>(c: &C, msgs: &Messages<'_>, first: usize, out: &mut [Digest], double: bool) {
+fn hash_var<const L: usize, C: Compressor<L>>(
+    c: &C,
+    msgs: &Messages<'_>,
+    first: usize,
+    out: &mut [Digest],
+    double: bool,
+) {
     let mut order: Vec<usize> = (0..out.len()).collect();
     if L > 1 {
         order.sort_by_key(|&i| msgs.get(first + i).len());
     }
     for group in order.chunks(L) {
-        let padded: [Padded<'_>; L] = std::array::from_fn(|l| Padded::new(group.get(l).map(|&i| msgs.get(first + i)).unwrap_or(&[])));
-        let max_blocks = padded.iter().take(group.len()).map(Padded::blocks).max().unwrap_or(0);
+        let padded: [Padded<'_>; L] = std::array::from_fn(|l| {
+            Padded::new(group.get(l).map(|&i| msgs.get(first + i)).unwrap_or(&[]))
+        });
+        let max_blocks = padded
+            .iter()
+            .take(group.len())
+            .map(Padded::blocks)
+            .max()
+            .unwrap_or(0);
         let mut state = IV.map(|w| [w; L]);
         let mut digests = [[0u8; 32]; L];
         for b in 0..max_blocks {
-            let blocks: [&[u8; 64]; L] = std::array::from_fn(|l| if b < padded[l].blocks() { padded[l].block(b) } else { &ZERO_BLOCK });
+            let blocks: [&[u8; 64]; L] = std::array::from_fn(|l| {
+                if b < padded[l].blocks() {
+                    padded[l].block(b)
+                } else {
+                    &ZERO_BLOCK
+                }
+            });
             c.compress(&mut state, &blocks);
             for (l, p) in padded.iter().enumerate() {
                 if p.blocks() == b + 1 {

@@ -26,7 +26,10 @@ pub fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
         w[t] = u32::from_be_bytes(word.try_into().unwrap());
     }
     for t in 16..64 {
-        w[t] = small_sigma1(w[t - 2]).wrapping_add(w[t - 7]).wrapping_add(small_sigma0(w[t - 15])).wrapping_add(w[t - 16]);
+        w[t] = small_sigma1(w[t - 2])
+            .wrapping_add(w[t - 7])
+            .wrapping_add(small_sigma0(w[t - 15]))
+            .wrapping_add(w[t - 16]);
     }
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
     for t in 0..64 {

@@ -30,7 +30,9 @@ pub(crate) fn encode(dst: &mut [u8], u1: &[u8; 32], u2: &[u8; 32], key: &Sec1Key
     put(dst, 0, u1);
     put(dst, 8, u2);
     let (x, y, flags) = match *key {
-        Sec1Key::Compressed { x, odd } => (x, [0; 32], KEY_COMPRESSED | if odd { KEY_ODD } else { 0 }),
+        Sec1Key::Compressed { x, odd } => {
+            (x, [0; 32], KEY_COMPRESSED | if odd { KEY_ODD } else { 0 })
+        }
         Sec1Key::Uncompressed { x, y } => (x, y, 0),
     };
     put(dst, 16, &x);
@@ -64,8 +66,16 @@ impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
 const BLOCK: usize = 1024;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks.
-pub(crate) fn fill_parallel(dst: &mut [u8], reasons: &mut [Option<Reason>], first: usize, fill: &impl FillItems) {
-    dst.par_chunks_mut(BLOCK * ITEM_BYTES).zip(reasons.par_chunks_mut(BLOCK)).enumerate().for_each(|(b, (dst, reasons))| fill(first + b * BLOCK, dst, reasons));
+pub(crate) fn fill_parallel(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    fill: &impl FillItems,
+) {
+    dst.par_chunks_mut(BLOCK * ITEM_BYTES)
+        .zip(reasons.par_chunks_mut(BLOCK))
+        .enumerate()
+        .for_each(|(b, (dst, reasons))| fill(first + b * BLOCK, dst, reasons));
 }
 
 /// All `n` items encoded at once (kernel-only timing, host emulation).
@@ -94,46 +104,91 @@ pub(crate) mod device {
         pub table: fn(&Gpu) -> Result<&'static CudaSlice<u8>>,
     }
 
-    fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, input: &CudaSlice<u8>, table: &CudaSlice<u8>, out: &mut CudaSlice<u8>, count: usize) -> Result<()> {
+    fn launch(
+        stream: &Arc<CudaStream>,
+        f: &CudaFunction,
+        input: &CudaSlice<u8>,
+        table: &CudaSlice<u8>,
+        out: &mut CudaSlice<u8>,
+        count: usize,
+    ) -> Result<()> {
         let n64 = count as u64;
         let mut b = stream.launch_builder(f);
         b.arg(input).arg(table).arg(out).arg(&n64);
         // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
-        unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+        unsafe { b.launch(grid_1d(n64, THREADS)) }
+            .map(|_| ())
+            .map_err(driver_err("launch"))
     }
 
     /// Kernel-only time over `n` items already in GPU memory: the median of `iters` launches
     /// timed with device events, in seconds, and the verdicts.
-    pub(crate) fn time_kernel(k: &Kernel, n: usize, fill: &impl FillItems, iters: usize) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
+    pub(crate) fn time_kernel(
+        k: &Kernel,
+        n: usize,
+        fill: &impl FillItems,
+        iters: usize,
+    ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let gpu = Gpu::available()?;
         let table = (k.table)(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let stream = gpu.stream()?;
         let (bytes, reasons) = encode_all(n, fill);
         let input = stream.clone_htod(&bytes).map_err(driver_err("upload"))?;
-        let mut out = stream.alloc_zeros::<u8>(n).map_err(driver_err("cuMemAlloc"))?;
-        let seconds = time_on_stream(&stream, iters, || launch(&stream, &f, &input, table, &mut out, n))?;
+        let mut out = stream
+            .alloc_zeros::<u8>(n)
+            .map_err(driver_err("cuMemAlloc"))?;
+        let seconds = time_on_stream(&stream, iters, || {
+            launch(&stream, &f, &input, table, &mut out, n)
+        })?;
         let codes = stream.clone_dtoh(&out).map_err(driver_err("download"))?;
         stream.synchronize().map_err(driver_err("sync"))?;
-        Ok((seconds, reasons.into_iter().zip(codes).map(|(r, c)| verdict(r, c)).collect()))
+        Ok((
+            seconds,
+            reasons
+                .into_iter()
+                .zip(codes)
+                .map(|(r, c)| verdict(r, c))
+                .collect(),
+        ))
     }
 
     /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 while the GPU works on
     /// chunk k.
-    pub(crate) fn verify(k: &Kernel, n: usize, fill: &impl FillItems) -> Result<Vec<std::result::Result<(), Reason>>> {
+    pub(crate) fn verify(
+        k: &Kernel,
+        n: usize,
+        fill: &impl FillItems,
+    ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let gpu = Gpu::available()?;
         let table = (k.table)(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let mut codes = vec![0u8; n];
         let mut reasons = vec![None; n];
         // A chunk a little over one wave of the GPU: small enough that preparation overlaps.
-        let cfg = PipelineConfig { chunk_items: 1 << 17, depth: 3 };
+        let cfg = PipelineConfig {
+            chunk_items: 1 << 17,
+            depth: 3,
+        };
         let encode = |first: usize, dst: &mut [u8]| {
             let count = dst.len() / ITEM_BYTES;
             fill_parallel(dst, &mut reasons[first..first + count], first, fill);
             Ok(())
         };
-        run_chunked(gpu, n, ITEM_BYTES, &mut codes, 1, cfg, encode, |stream, input, out, count| launch(stream, &f, input, table, out, count))?;
-        Ok(reasons.into_iter().zip(codes).map(|(r, c)| verdict(r, c)).collect())
+        run_chunked(
+            gpu,
+            n,
+            ITEM_BYTES,
+            &mut codes,
+            1,
+            cfg,
+            encode,
+            |stream, input, out, count| launch(stream, &f, input, table, out, count),
+        )?;
+        Ok(reasons
+            .into_iter()
+            .zip(codes)
+            .map(|(r, c)| verdict(r, c))
+            .collect())
     }
 }

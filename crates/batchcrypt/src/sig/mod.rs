@@ -86,8 +86,14 @@ pub enum SigFormat {
 pub(crate) fn batch_len(slices: &[(&str, usize)]) -> crate::Result<usize> {
     let n = slices[0].1;
     if slices.iter().any(|&(_, len)| len != n) {
-        let counts: Vec<String> = slices.iter().map(|(what, len)| format!("{len} {what}")).collect();
-        return Err(crate::Error::invalid(format!("{}: every item needs one of each", counts.join(", "))));
+        let counts: Vec<String> = slices
+            .iter()
+            .map(|(what, len)| format!("{len} {what}"))
+            .collect();
+        return Err(crate::Error::invalid(format!(
+            "{}: every item needs one of each",
+            counts.join(", ")
+        )));
     }
     if n == 0 {
         return Err(crate::Error::EmptyBatch);
@@ -106,7 +112,11 @@ pub enum Sec1Key {
 }
 
 /// A signature's `(r, s)`, each in `[1, n-1]`.
-pub fn signature_scalars(sig: &[u8], format: SigFormat, n: &[u8; 32]) -> Result<([u8; 32], [u8; 32]), Reason> {
+pub fn signature_scalars(
+    sig: &[u8],
+    format: SigFormat,
+    n: &[u8; 32],
+) -> Result<([u8; 32], [u8; 32]), Reason> {
     let (r, s) = match format {
         SigFormat::Der => parse_der(sig)?,
         SigFormat::Compact => {
@@ -127,8 +137,14 @@ pub fn sec1_key(pk: &[u8], p: &[u8; 32]) -> Result<Sec1Key, Reason> {
         Ok(b.try_into().expect("32 bytes"))
     };
     match (pk.len(), pk.first()) {
-        (33, Some(&prefix @ (0x02 | 0x03))) => Ok(Sec1Key::Compressed { x: coord(&pk[1..33])?, odd: prefix == 0x03 }),
-        (65, Some(0x04)) => Ok(Sec1Key::Uncompressed { x: coord(&pk[1..33])?, y: coord(&pk[33..65])? }),
+        (33, Some(&prefix @ (0x02 | 0x03))) => Ok(Sec1Key::Compressed {
+            x: coord(&pk[1..33])?,
+            odd: prefix == 0x03,
+        }),
+        (65, Some(0x04)) => Ok(Sec1Key::Uncompressed {
+            x: coord(&pk[1..33])?,
+            y: coord(&pk[33..65])?,
+        }),
         _ => Err(Reason::BadPublicKeyEncoding),
     }
 }
@@ -146,7 +162,12 @@ pub(crate) fn field_element(x: &[u8], p: &[u8; 32]) -> Result<(), Reason> {
 type Encoded = Option<[u8; 32]>;
 
 /// An encoded integer of the signature, required in `[1, n-1]`.
-fn scalar(v: Encoded, n: &[u8; 32], zero: Reason, out_of_range: Reason) -> Result<[u8; 32], Reason> {
+fn scalar(
+    v: Encoded,
+    n: &[u8; 32],
+    zero: Reason,
+    out_of_range: Reason,
+) -> Result<[u8; 32], Reason> {
     let v = v.ok_or(out_of_range)?;
     if v == [0; 32] {
         Err(zero)
@@ -174,7 +195,9 @@ fn parse_der(sig: &[u8]) -> Result<(Encoded, Encoded), Reason> {
 
 /// One DER INTEGER at the start of `b`: its value and the bytes after it.
 fn der_integer(b: &[u8]) -> Result<(Encoded, &[u8]), Reason> {
-    let [0x02, len, rest @ ..] = b else { return Err(Reason::BadDer) };
+    let [0x02, len, rest @ ..] = b else {
+        return Err(Reason::BadDer);
+    };
     // Lengths here are below 128, so only the short form is DER; a long form fails the bound.
     let len = *len as usize;
     if len == 0 || len > 33 || len > rest.len() {
@@ -258,8 +281,14 @@ mod tests {
 
     #[test]
     fn der_integers() {
-        assert_eq!(der_integer(&[2, 1, 5, 9]), Ok((Some(hex32_tail(&[5])), &[9u8][..])));
-        assert_eq!(der_integer(&[2, 2, 0, 0x80]), Ok((Some(hex32_tail(&[0x80])), &[][..])));
+        assert_eq!(
+            der_integer(&[2, 1, 5, 9]),
+            Ok((Some(hex32_tail(&[5])), &[9u8][..]))
+        );
+        assert_eq!(
+            der_integer(&[2, 2, 0, 0x80]),
+            Ok((Some(hex32_tail(&[0x80])), &[][..]))
+        );
         assert_eq!(der_integer(&[2, 2, 0, 0x7f]), Err(Reason::BadDer)); // needless zero
         assert_eq!(der_integer(&[2, 1, 0x80]), Err(Reason::BadDer)); // negative
         assert_eq!(der_integer(&[2, 0]), Err(Reason::BadDer));

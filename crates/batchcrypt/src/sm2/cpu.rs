@@ -6,11 +6,11 @@ use super::verify::Item;
 use super::{Compressed, Point};
 use crate::backend::cpu::par_map;
 use crate::sig::{Reason, Sec1Key};
-use sm2::elliptic_curve::ops::{LinearCombination, Reduce};
-use sm2::elliptic_curve::point::AffineCoordinates;
 use sm2::elliptic_curve::bigint::{impl_modulus, Encoding, NonZero, U256, U384};
 use sm2::elliptic_curve::group::{Group, GroupEncoding};
 use sm2::elliptic_curve::hash2curve::{ExpandMsg, ExpandMsgXmd, Expander};
+use sm2::elliptic_curve::ops::{LinearCombination, Reduce};
+use sm2::elliptic_curve::point::AffineCoordinates;
 use sm2::elliptic_curve::point::DecompressPoint;
 use sm2::elliptic_curve::sec1::{FromEncodedPoint, ToEncodedPoint};
 use sm2::elliptic_curve::subtle::Choice;
@@ -87,7 +87,12 @@ pub fn key_xy(key: &Sec1Key) -> Option<Point> {
 /// `lincomb`), finite, with `x(R) mod n == r`.
 pub fn verify_item(it: &Item) -> Result<(), Reason> {
     let q = key_point(&it.key).ok_or(Reason::PublicKeyNotOnCurve)?;
-    let r = ProjectivePoint::lincomb(&ProjectivePoint::GENERATOR, &scalar(&it.u1), &q, &scalar(&it.u2));
+    let r = ProjectivePoint::lincomb(
+        &ProjectivePoint::GENERATOR,
+        &scalar(&it.u1),
+        &q,
+        &scalar(&it.u2),
+    );
     if bool::from(r.is_identity()) {
         return Err(Reason::SignatureMismatch);
     }
@@ -101,28 +106,49 @@ pub fn verify_item(it: &Item) -> Result<(), Reason> {
 
 /// `k·G` for each scalar.
 pub fn mul_base(scalars: &[[u8; 32]], threads: usize) -> Vec<Point> {
-    par_map(PIECE, scalars.len(), threads, |i| encode(&(ProjectivePoint::GENERATOR * scalar(&scalars[i]))))
+    par_map(PIECE, scalars.len(), threads, |i| {
+        encode(&(ProjectivePoint::GENERATOR * scalar(&scalars[i])))
+    })
 }
 
 /// `k·P` for one scalar over every point; `None` for a point not on the curve.
 pub fn mul_shared(k: &[u8; 32], points: &[Point], threads: usize) -> Vec<Option<Point>> {
     let k = scalar(k);
-    par_map(PIECE, points.len(), threads, |i| decode(&points[i]).map(|p| encode(&(p * k))))
+    par_map(PIECE, points.len(), threads, |i| {
+        decode(&points[i]).map(|p| encode(&(p * k)))
+    })
 }
 
 /// `k·P` for one scalar over every compressed point; `None` for an invalid encoding.
-pub fn mul_compressed(k: &[u8; 32], points: &[Compressed], threads: usize) -> Vec<Option<Compressed>> {
+pub fn mul_compressed(
+    k: &[u8; 32],
+    points: &[Compressed],
+    threads: usize,
+) -> Vec<Option<Compressed>> {
     let k = scalar(k);
-    par_map(PIECE, points.len(), threads, |i| decompress(&points[i]).map(|p| compress(&(p * k))))
+    par_map(PIECE, points.len(), threads, |i| {
+        decompress(&points[i]).map(|p| compress(&(p * k)))
+    })
 }
 
 /// `k·H(m)` for each message (`dst` already at most 255 bytes).
-pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8], threads: usize) -> Vec<Compressed> {
+pub fn hash_to_curve_mul(
+    k: &[u8; 32],
+    msgs: &[&[u8]],
+    dst: &[u8],
+    threads: usize,
+) -> Vec<Compressed> {
     let k = scalar(k);
-    par_map(PIECE, msgs.len(), threads, |i| compress(&(hash_to_curve(msgs[i], dst) * k)))
+    par_map(PIECE, msgs.len(), threads, |i| {
+        compress(&(hash_to_curve(msgs[i], dst) * k))
+    })
 }
 
-impl_modulus!(SmP, U256, "FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF");
+impl_modulus!(
+    SmP,
+    U256,
+    "FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF"
+);
 type Fe = sm2::elliptic_curve::bigint::modular::constant_mod::Residue<SmP, { U256::LIMBS }>;
 
 const B_HEX: &str = "28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93";
@@ -132,7 +158,9 @@ pub fn hash_to_curve(msg: &[u8], dst: &[u8]) -> ProjectivePoint {
     let mut uniform = [0u8; 96];
     let dsts = [dst];
     // Errors only for an empty tag or an output over 255 blocks, both excluded by the callers.
-    ExpandMsgXmd::<sm3::Sm3>::expand_message(&[msg], &dsts, 96).expect("expand_message_xmd").fill_bytes(&mut uniform);
+    ExpandMsgXmd::<sm3::Sm3>::expand_message(&[msg], &dsts, 96)
+        .expect("expand_message_xmd")
+        .fill_bytes(&mut uniform);
     map_to_curve(&field_from_48(&uniform[..48])) + map_to_curve(&field_from_48(&uniform[48..]))
 }
 
@@ -154,11 +182,22 @@ fn map_to_curve(u: &Fe) -> ProjectivePoint {
     let u2 = u.square();
     let zu2 = z * u2;
     let tv1 = zu2.square() + zu2;
-    let (num, den) = if tv1 == Fe::ZERO { (b, z * a) } else { (-(b * (tv1 + one)), a * tv1) };
+    let (num, den) = if tv1 == Fe::ZERO {
+        (b, z * a)
+    } else {
+        (-(b * (tv1 + one)), a * tv1)
+    };
     let x1 = num * den.invert().0;
     let odd = Choice::from((u.retrieve().as_words()[0] & 1) as u8);
-    let point = |x: &Fe| Option::<AffinePoint>::from(AffinePoint::decompress(&x.retrieve().to_be_bytes().into(), odd));
+    let point = |x: &Fe| {
+        Option::<AffinePoint>::from(AffinePoint::decompress(
+            &x.retrieve().to_be_bytes().into(),
+            odd,
+        ))
+    };
     // g(x1) or else g(x2 = Z u^2 x1) is a square (RFC 9380 §6.6.2).
-    let p = point(&x1).or_else(|| point(&(zu2 * x1))).expect("one of g(x1), g(x2) is a square");
+    let p = point(&x1)
+        .or_else(|| point(&(zu2 * x1)))
+        .expect("one of g(x1), g(x2) is a square");
     ProjectivePoint::from(p)
 }

@@ -15,23 +15,35 @@ use super::{BASE_ITEMS, G_TABLE_LEN};
 
 fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
     static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
-    device_table(&TABLE, gpu, &crate::kernels::SM2, "sm2_g_table", G_TABLE_LEN, 64)
+    device_table(
+        &TABLE,
+        gpu,
+        &crate::kernels::SM2,
+        "sm2_g_table",
+        G_TABLE_LEN,
+        64,
+    )
 }
 
 /// Big-endian 256-bit integers to the kernels' little-endian limbs, or back: both are a byte
 /// reversal of each 32-byte field.
 fn flip_each_32(buf: &mut [u8]) {
-    buf.par_chunks_exact_mut(32).with_min_len(4096).for_each(|c| c.reverse());
+    buf.par_chunks_exact_mut(32)
+        .with_min_len(4096)
+        .for_each(|c| c.reverse());
 }
 
 /// `src` into `dst` with each 32-byte field reversed, writing `dst` only: the staging buffers are
 /// write-combined, where a read (as in an in-place reversal) is uncached and very slow.
 fn flip_into(dst: &mut [u8], src: &[u8]) {
-    dst.par_chunks_exact_mut(32).zip(src.par_chunks_exact(32)).with_min_len(4096).for_each(|(d, s)| {
-        let mut v: [u8; 32] = s.try_into().unwrap();
-        v.reverse();
-        d.copy_from_slice(&v);
-    });
+    dst.par_chunks_exact_mut(32)
+        .zip(src.par_chunks_exact(32))
+        .with_min_len(4096)
+        .for_each(|(d, s)| {
+            let mut v: [u8; 32] = s.try_into().unwrap();
+            v.reverse();
+            d.copy_from_slice(&v);
+        });
 }
 
 fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
@@ -44,7 +56,14 @@ fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
 const CHUNK: usize = 1 << 18;
 
 /// Launches a kernel over `n` items, `per_thread` items per thread.
-fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], out: &mut CudaSlice<u8>, n: usize, per_thread: usize) -> Result<()> {
+fn launch(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    args: &[&CudaSlice<u8>],
+    out: &mut CudaSlice<u8>,
+    n: usize,
+    per_thread: usize,
+) -> Result<()> {
     let n64 = n as u64;
     let mut b = stream.launch_builder(f);
     for a in args {
@@ -53,7 +72,9 @@ fn launch(stream: &Arc<CudaStream>, f: &CudaFunction, args: &[&CudaSlice<u8>], o
     b.arg(out).arg(&n64);
     // SAFETY: callers pass the arguments of `sm2_mul_base` (scalars, table), `sm2_mul` or
     // `sm2_mul_compressed` (scalar, points) in order; every buffer holds n items.
-    unsafe { b.launch(grid_1d(n.div_ceil(per_thread) as u64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    unsafe { b.launch(grid_1d(n.div_ceil(per_thread) as u64, THREADS)) }
+        .map(|_| ())
+        .map_err(driver_err("launch"))
 }
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
@@ -68,8 +89,20 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
         flip_into(dst, scalars[first..first + dst.len() / 32].as_flattened());
         Ok(())
     };
-    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 32, out.as_flattened_mut(), 64, cfg, fill, |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS))?;
+    let cfg = PipelineConfig {
+        chunk_items: CHUNK,
+        depth: 3,
+    };
+    run_chunked(
+        gpu,
+        n,
+        32,
+        out.as_flattened_mut(),
+        64,
+        cfg,
+        fill,
+        |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS),
+    )?;
     flip_each_32(out.as_flattened_mut());
     Ok(out)
 }
@@ -87,8 +120,13 @@ pub fn mul_shared(k: &[u8; 32], points: &[Point]) -> Result<Vec<Option<Point>>> 
         flip_into(dst, points[first..first + dst.len() / 64].as_flattened());
         Ok(())
     };
-    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 64, &mut out, 68, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count, 1))?;
+    let cfg = PipelineConfig {
+        chunk_items: CHUNK,
+        depth: 3,
+    };
+    run_chunked(gpu, n, 64, &mut out, 68, cfg, fill, |s, input, o, count| {
+        launch(s, &f, &[&key, input], o, count, 1)
+    })?;
     Ok(out
         .par_chunks_exact_mut(68)
         .map(|o| {
@@ -150,11 +188,19 @@ pub fn mul_compressed(k: &[u8; 32], points: &[Compressed]) -> Result<Vec<Option<
     let n = points.len();
     let mut out = vec![0u8; 36 * n];
     let fill = |first: usize, dst: &mut [u8]| {
-        dst.par_chunks_exact_mut(36).zip(&points[first..]).with_min_len(4096).for_each(|(d, c)| compressed_to_limbs(c, d));
+        dst.par_chunks_exact_mut(36)
+            .zip(&points[first..])
+            .with_min_len(4096)
+            .for_each(|(d, c)| compressed_to_limbs(c, d));
         Ok(())
     };
-    let cfg = PipelineConfig { chunk_items: CHUNK, depth: 3 };
-    run_chunked(gpu, n, 36, &mut out, 36, cfg, fill, |s, input, o, count| launch(s, &f, &[&key, input], o, count, 1))?;
+    let cfg = PipelineConfig {
+        chunk_items: CHUNK,
+        depth: 3,
+    };
+    run_chunked(gpu, n, 36, &mut out, 36, cfg, fill, |s, input, o, count| {
+        launch(s, &f, &[&key, input], o, count, 1)
+    })?;
     Ok(out.par_chunks_exact(36).map(limbs_to_compressed).collect())
 }
 
@@ -169,13 +215,30 @@ fn checked_slot_bytes(msgs: &[&[u8]]) -> Result<usize> {
 
 /// Launches `sm2_hash_mul` over `n` slots of `slot` bytes in `input`.
 #[allow(clippy::too_many_arguments)]
-fn launch_hash(s: &Arc<CudaStream>, f: &CudaFunction, key: &CudaSlice<u8>, input: &CudaSlice<u8>, slot: usize, dst: &CudaSlice<u8>, out: &mut CudaSlice<u8>, n: usize) -> Result<()> {
+fn launch_hash(
+    s: &Arc<CudaStream>,
+    f: &CudaFunction,
+    key: &CudaSlice<u8>,
+    input: &CudaSlice<u8>,
+    slot: usize,
+    dst: &CudaSlice<u8>,
+    out: &mut CudaSlice<u8>,
+    n: usize,
+) -> Result<()> {
     let (slot64, dst_len, n64) = (slot as u64, dst.len() as u32, n as u64);
     let mut b = s.launch_builder(f);
-    b.arg(key).arg(input).arg(&slot64).arg(dst).arg(&dst_len).arg(out).arg(&n64);
+    b.arg(key)
+        .arg(input)
+        .arg(&slot64)
+        .arg(dst)
+        .arg(&dst_len)
+        .arg(out)
+        .arg(&n64);
     // SAFETY: matches `sm2_hash_mul(k, msgs, slot, dst, dst_len, out, n)`; `input` holds `n`
     // slots, `out` room for `n` 9-limb points.
-    unsafe { b.launch(grid_1d(n64, THREADS)) }.map(|_| ()).map_err(driver_err("launch"))
+    unsafe { b.launch(grid_1d(n64, THREADS)) }
+        .map(|_| ())
+        .map_err(driver_err("launch"))
 }
 
 /// The longest message `hash_to_curve_mul` takes on the GPU: every item gets a slot this size
@@ -193,12 +256,30 @@ pub fn hash_to_curve_mul(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Vec
     let n = msgs.len();
     let mut out = vec![0u8; 36 * n];
     let fill = |first: usize, dst: &mut [u8]| {
-        dst.par_chunks_exact_mut(slot).zip(&msgs[first..]).with_min_len(1024).for_each(|(d, m)| super::pack_slot(d, m));
+        dst.par_chunks_exact_mut(slot)
+            .zip(&msgs[first..])
+            .with_min_len(1024)
+            .for_each(|(d, m)| super::pack_slot(d, m));
         Ok(())
     };
-    let cfg = PipelineConfig { chunk_items: CHUNK.min((64 << 20) / slot).max(1), depth: 3 };
-    run_chunked(gpu, n, slot, &mut out, 36, cfg, fill, |s, input, o, count| launch_hash(s, &f, &key, input, slot, &dst_dev, o, count))?;
-    Ok(out.par_chunks_exact(36).map(|o| limbs_to_compressed(o).expect("hash outputs are valid points")).collect())
+    let cfg = PipelineConfig {
+        chunk_items: CHUNK.min((64 << 20) / slot).max(1),
+        depth: 3,
+    };
+    run_chunked(
+        gpu,
+        n,
+        slot,
+        &mut out,
+        36,
+        cfg,
+        fill,
+        |s, input, o, count| launch_hash(s, &f, &key, input, slot, &dst_dev, o, count),
+    )?;
+    Ok(out
+        .par_chunks_exact(36)
+        .map(|o| limbs_to_compressed(o).expect("hash outputs are valid points"))
+        .collect())
 }
 
 /// Kernel-only seconds of [`mul_base`] (median of `iters`), inputs resident. For benchmarks.
@@ -208,9 +289,22 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let stream = gpu.stream()?;
-    let input = stream.clone_htod(&flipped(scalars)).map_err(driver_err("upload"))?;
-    let mut out = stream.alloc_zeros::<u8>(64 * scalars.len()).map_err(driver_err("cuMemAlloc"))?;
-    time_on_stream(&stream, iters, || launch(&stream, &f, &[&input, table], &mut out, scalars.len(), BASE_ITEMS))
+    let input = stream
+        .clone_htod(&flipped(scalars))
+        .map_err(driver_err("upload"))?;
+    let mut out = stream
+        .alloc_zeros::<u8>(64 * scalars.len())
+        .map_err(driver_err("cuMemAlloc"))?;
+    time_on_stream(&stream, iters, || {
+        launch(
+            &stream,
+            &f,
+            &[&input, table],
+            &mut out,
+            scalars.len(),
+            BASE_ITEMS,
+        )
+    })
 }
 
 /// Kernel-only seconds of [`mul_shared`] (median of `iters`), inputs resident. For benchmarks.
@@ -219,43 +313,86 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
     let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul")?;
     let stream = gpu.stream()?;
-    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
-    let input = stream.clone_htod(&flipped(points)).map_err(driver_err("upload"))?;
-    let mut out = stream.alloc_zeros::<u8>(68 * points.len()).map_err(driver_err("cuMemAlloc"))?;
-    time_on_stream(&stream, iters, || launch(&stream, &f, &[&key, &input], &mut out, points.len(), 1))
+    let key = stream
+        .clone_htod(&flipped(std::slice::from_ref(k)))
+        .map_err(driver_err("upload"))?;
+    let input = stream
+        .clone_htod(&flipped(points))
+        .map_err(driver_err("upload"))?;
+    let mut out = stream
+        .alloc_zeros::<u8>(68 * points.len())
+        .map_err(driver_err("cuMemAlloc"))?;
+    time_on_stream(&stream, iters, || {
+        launch(&stream, &f, &[&key, &input], &mut out, points.len(), 1)
+    })
 }
 
 /// Kernel-only seconds of [`hash_to_curve_mul`] (median of `iters`), inputs resident.
-pub fn hash_to_curve_mul_kernel_seconds(k: &[u8; 32], msgs: &[&[u8]], dst: &[u8], iters: usize) -> Result<f64> {
+pub fn hash_to_curve_mul_kernel_seconds(
+    k: &[u8; 32],
+    msgs: &[&[u8]],
+    dst: &[u8],
+    iters: usize,
+) -> Result<f64> {
     let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_hash_mul")?;
     let stream = gpu.stream()?;
     let slot = checked_slot_bytes(msgs)?;
     let packed = super::pack_slots(msgs, slot);
-    let key = stream.clone_htod(&flipped(std::slice::from_ref(k))).map_err(driver_err("upload"))?;
+    let key = stream
+        .clone_htod(&flipped(std::slice::from_ref(k)))
+        .map_err(driver_err("upload"))?;
     let input = stream.clone_htod(&packed).map_err(driver_err("upload"))?;
     let dst_dev = stream.clone_htod(dst).map_err(driver_err("upload"))?;
-    let mut out = stream.alloc_zeros::<u8>(36 * msgs.len()).map_err(driver_err("cuMemAlloc"))?;
-    time_on_stream(&stream, iters, || launch_hash(&stream, &f, &key, &input, slot, &dst_dev, &mut out, msgs.len()))
+    let mut out = stream
+        .alloc_zeros::<u8>(36 * msgs.len())
+        .map_err(driver_err("cuMemAlloc"))?;
+    time_on_stream(&stream, iters, || {
+        launch_hash(
+            &stream,
+            &f,
+            &key,
+            &input,
+            slot,
+            &dst_dev,
+            &mut out,
+            msgs.len(),
+        )
+    })
 }
 
 /// The SM2 verification kernel and its fixed-base table (shared with `sm2_mul_base`).
 fn verify_kernel() -> crate::sig::items::device::Kernel {
-    crate::sig::items::device::Kernel { image: &crate::kernels::SM2, name: "sm2_verify", table: g_table }
+    crate::sig::items::device::Kernel {
+        image: &crate::kernels::SM2,
+        name: "sm2_verify",
+        table: g_table,
+    }
 }
 
 type Verdict = std::result::Result<(), crate::sig::Reason>;
 
 /// Verifies `n` items (`make(i)`) on the GPU, chunk by chunk (the host prepares chunk k + 1 —
 /// digests included — while the GPU works on chunk k).
-pub fn verify(n: usize, make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync) -> Result<Vec<Verdict>> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| super::verify::encode_block(dst, reasons, first, &make);
+pub fn verify(
+    n: usize,
+    make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync,
+) -> Result<Vec<Verdict>> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
+        super::verify::encode_block(dst, reasons, first, &make)
+    };
     crate::sig::items::device::verify(&verify_kernel(), n, &fill)
 }
 
 /// Kernel-only seconds of [`verify`] (median of `iters`) over items resident on the device, and
 /// the verdicts. For benchmarks.
-pub fn verify_kernel_seconds(n: usize, make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync, iters: usize) -> Result<(f64, Vec<Verdict>)> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| super::verify::encode_block(dst, reasons, first, &make);
+pub fn verify_kernel_seconds(
+    n: usize,
+    make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync,
+    iters: usize,
+) -> Result<(f64, Vec<Verdict>)> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
+        super::verify::encode_block(dst, reasons, first, &make)
+    };
     crate::sig::items::device::time_kernel(&verify_kernel(), n, &fill, iters)
 }

@@ -28,8 +28,8 @@ use std::borrow::Cow;
 
 /// The group order n, big-endian.
 pub const N: [u8; 32] = [
-    0xff, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x72, 0x03, 0xdf, 0x6b, 0x21, 0xc6, 0x05, 0x2b, 0x53, 0xbb,
-    0xf4, 0x09, 0x39, 0xd5, 0x41, 0x23,
+    0xff, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0x72, 0x03, 0xdf, 0x6b, 0x21, 0xc6, 0x05, 0x2b, 0x53, 0xbb, 0xf4, 0x09, 0x39, 0xd5, 0x41, 0x23,
 ];
 
 /// An affine point as `x || y`, big-endian; the point at infinity is all zeros.
@@ -66,8 +66,14 @@ pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
         return Err(Error::EmptyBatch);
     }
     use rayon::prelude::*;
-    match scalars.par_iter().with_min_len(1 << 14).position_first(|k| *k >= N) {
-        Some(i) => Err(Error::invalid(format!("scalar {i} is not below the group order n"))),
+    match scalars
+        .par_iter()
+        .with_min_len(1 << 14)
+        .position_first(|k| *k >= N)
+    {
+        Some(i) => Err(Error::invalid(format!(
+            "scalar {i} is not below the group order n"
+        ))),
         None => Ok(()),
     }
 }
@@ -101,7 +107,10 @@ pub(crate) fn pack_slot(d: &mut [u8], m: &[u8]) {
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn pack_slots(msgs: &[&[u8]], slot: usize) -> Vec<u8> {
     let mut packed = vec![0u8; slot * msgs.len()];
-    packed.chunks_exact_mut(slot).zip(msgs).for_each(|(d, m)| pack_slot(d, m));
+    packed
+        .chunks_exact_mut(slot)
+        .zip(msgs)
+        .for_each(|(d, m)| pack_slot(d, m));
     packed
 }
 
@@ -121,7 +130,11 @@ impl Sm2<'_> {
             Backend::Cuda => gpu::mul_base(scalars)?,
             other => return Err(not_implemented(other)),
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// `k·P` for one scalar over every affine point; `None` for a point not on the curve.
@@ -134,12 +147,20 @@ impl Sm2<'_> {
             Backend::Cuda => gpu::mul_shared(k, points)?,
             other => return Err(not_implemented(other)),
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// `k·P` for one scalar over every compressed point (decompressed by the backend); `None` for
     /// an encoding that is not a point on the curve (bad prefix, x ≥ p, no square root).
-    pub fn mul_compressed(&self, k: &[u8; 32], points: &[Compressed]) -> Result<Output<Vec<Option<Compressed>>>> {
+    pub fn mul_compressed(
+        &self,
+        k: &[u8; 32],
+        points: &[Compressed],
+    ) -> Result<Output<Vec<Option<Compressed>>>> {
         check_key(k, points.len())?;
         let plan = self.plan(OP_MUL, points.len(), 33, 33)?;
         let value = match plan.backend {
@@ -148,17 +169,33 @@ impl Sm2<'_> {
             Backend::Cuda => gpu::mul_compressed(k, points)?,
             other => return Err(not_implemented(other)),
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// `k·H(m)` for each message, compressed, with `H` the [`SUITE`] hash-to-curve under `dst`.
-    pub fn hash_to_curve_mul(&self, k: &[u8; 32], msgs: &[&[u8]], dst: &[u8]) -> Result<Output<Vec<Compressed>>> {
+    pub fn hash_to_curve_mul(
+        &self,
+        k: &[u8; 32],
+        msgs: &[&[u8]],
+        dst: &[u8],
+    ) -> Result<Output<Vec<Compressed>>> {
         check_key(k, msgs.len())?;
         if dst.is_empty() {
-            return Err(Error::invalid("the domain separation tag must not be empty (RFC 9380 §3.1)"));
+            return Err(Error::invalid(
+                "the domain separation tag must not be empty (RFC 9380 §3.1)",
+            ));
         }
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
-        let plan = self.plan(OP_HASH_MUL, msgs.len(), (bytes / msgs.len() as u64).max(1), 33)?;
+        let plan = self.plan(
+            OP_HASH_MUL,
+            msgs.len(),
+            (bytes / msgs.len() as u64).max(1),
+            33,
+        )?;
         let dst = effective_dst(dst);
         let value = match plan.backend {
             Backend::Portable => cpu::hash_to_curve_mul(k, msgs, &dst, plan.threads),
@@ -166,7 +203,11 @@ impl Sm2<'_> {
             Backend::Cuda => gpu::hash_to_curve_mul(k, msgs, &dst)?,
             other => return Err(not_implemented(other)),
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// `H(m)` for each message, compressed (the multiplication by one).
@@ -179,17 +220,40 @@ impl Sm2<'_> {
     /// Verifies signature `i` (`format`: DER or compact `r || s`) over the digest
     /// `digests[i] = SM3(Z_A || M)` with the signer's SEC1 public key `pubkeys[i]`. One verdict
     /// per item; a malformed item is a [`Reason`] in its slot, not an error of the batch.
-    pub fn verify_digests(&self, digests: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]], format: SigFormat) -> Result<Output<Verdicts>> {
-        let n = crate::sig::batch_len(&[("digests", digests.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
-        self.verify_items(n, 32, |i| verify::item(&digests[i], sigs[i], pubkeys[i], format))
+    pub fn verify_digests(
+        &self,
+        digests: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        format: SigFormat,
+    ) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[
+            ("digests", digests.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
+        self.verify_items(n, 32, |i| {
+            verify::item(&digests[i], sigs[i], pubkeys[i], format)
+        })
     }
 
     /// Verifies signature `i` over message `msgs[i]` signed by the holder of `pubkeys[i]` with
     /// distinguishing identifier `id` ([`verify::DEFAULT_ID`] unless the parties agreed on
     /// another): the digest `SM3(Z_A || M)` is computed here, on the CPU, while the backend
     /// verifies earlier items. A compressed key costs a square root on the CPU for `Z_A`.
-    pub fn verify(&self, msgs: &[&[u8]], sigs: &[&[u8]], pubkeys: &[&[u8]], id: &[u8], format: SigFormat) -> Result<Output<Verdicts>> {
-        let n = crate::sig::batch_len(&[("messages", msgs.len()), ("signatures", sigs.len()), ("public keys", pubkeys.len())])?;
+    pub fn verify(
+        &self,
+        msgs: &[&[u8]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        id: &[u8],
+        format: SigFormat,
+    ) -> Result<Output<Verdicts>> {
+        let n = crate::sig::batch_len(&[
+            ("messages", msgs.len()),
+            ("signatures", sigs.len()),
+            ("public keys", pubkeys.len()),
+        ])?;
         verify::entl(id)?; // checked once for the batch
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         self.verify_items(n, 32 + bytes / n as u64, |i| {
@@ -205,19 +269,35 @@ impl Sm2<'_> {
         })
     }
 
-    fn verify_items(&self, n: usize, digest_bytes: u64, make: impl Fn(usize) -> std::result::Result<verify::Item, Reason> + Sync) -> Result<Output<Verdicts>> {
+    fn verify_items(
+        &self,
+        n: usize,
+        digest_bytes: u64,
+        make: impl Fn(usize) -> std::result::Result<verify::Item, Reason> + Sync,
+    ) -> Result<Output<Verdicts>> {
         let plan = self.plan(OP_VERIFY, n, digest_bytes + 72 + 33, 1)?;
         let results = match plan.backend {
-            Backend::Portable => crate::backend::cpu::par_map(64, n, plan.threads, |i| make(i).and_then(|it| cpu::verify_item(&it))),
+            Backend::Portable => crate::backend::cpu::par_map(64, n, plan.threads, |i| {
+                make(i).and_then(|it| cpu::verify_item(&it))
+            }),
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::verify(n, make)?,
             other => return Err(not_implemented(other)),
         };
-        Ok(Output { value: Verdicts { results }, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value: Verdicts { results },
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     fn plan(&self, op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Result<Plan> {
-        self.engine.dispatcher().plan(&workload(op, n, in_bytes, out_bytes), &[Backend::Portable], cfg!(feature = "cuda"), &|b| calibrate(op, b))
+        self.engine.dispatcher().plan(
+            &workload(op, n, in_bytes, out_bytes),
+            &[Backend::Portable],
+            cfg!(feature = "cuda"),
+            &|b| calibrate(op, b),
+        )
     }
 
     /// The estimated time of a batch of `n` items of `op` (one of [`OPERATIONS`], with typical
@@ -229,10 +309,17 @@ impl Sm2<'_> {
             Some(&OP_MUL) => (OP_MUL, 33, 33),
             Some(&OP_HASH_MUL) => (OP_HASH_MUL, 24, 33),
             Some(&OP_VERIFY) => (OP_VERIFY, 32 + 72 + 33, 1),
-            _ => return Err(Error::invalid(format!("unknown SM2 operation {op:?}; one of {OPERATIONS:?}"))),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "unknown SM2 operation {op:?}; one of {OPERATIONS:?}"
+                )))
+            }
         };
         let w = workload(op, n, in_bytes, out_bytes);
-        Ok(self.engine.dispatcher().estimates(&w, Backend::Portable, &|b| calibrate(op, b)))
+        Ok(self
+            .engine
+            .dispatcher()
+            .estimates(&w, Backend::Portable, &|b| calibrate(op, b)))
     }
 }
 
@@ -240,7 +327,14 @@ impl Sm2<'_> {
 pub const OPERATIONS: [&str; 4] = [OP_MUL_BASE, OP_MUL, OP_HASH_MUL, OP_VERIFY];
 
 fn workload(op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Workload {
-    Workload { op, items: n as u64, units: n as u64, bytes_in: in_bytes * n as u64, bytes_out: out_bytes * n as u64, location: Location::Host }
+    Workload {
+        op,
+        items: n as u64,
+        units: n as u64,
+        bytes_in: in_bytes * n as u64,
+        bytes_out: out_bytes * n as u64,
+        location: Location::Host,
+    }
 }
 
 fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
@@ -252,7 +346,10 @@ fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
 }
 
 fn not_implemented(b: Backend) -> Error {
-    Error::BackendUnavailable { backend: b.name().into(), why: "SM2 runs on portable and cuda".into() }
+    Error::BackendUnavailable {
+        backend: b.name().into(),
+        why: "SM2 runs on portable and cuda".into(),
+    }
 }
 
 /// Measures one backend (compute only, on one thread for the CPU): a small and a larger batch.
@@ -263,7 +360,13 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         Backend::Cuda => (1, 1 << 14),
         _ => (2, 64),
     };
-    let keys: Vec<[u8; 32]> = (0..large as u32).map(|i| crate::sm3::digest(&i.to_le_bytes())).map(|mut k| { k[0] = 1; k }).collect();
+    let keys: Vec<[u8; 32]> = (0..large as u32)
+        .map(|i| crate::sm3::digest(&i.to_le_bytes()))
+        .map(|mut k| {
+            k[0] = 1;
+            k
+        })
+        .collect();
     let msgs: Vec<&[u8]> = keys.iter().map(|k| &k[..16]).collect();
     // Input points or signatures only for the operation that takes them.
     let points: Vec<Point> = match op {
@@ -282,16 +385,23 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         match (op, backend) {
             (OP_MUL_BASE, Backend::Portable) => drop(cpu::mul_base(&keys[..n], 1)),
             (OP_MUL, Backend::Portable) => drop(cpu::mul_shared(&keys[0], &points[..n], 1)),
-            (OP_HASH_MUL, Backend::Portable) => drop(cpu::hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST, 1)),
+            (OP_HASH_MUL, Backend::Portable) => {
+                drop(cpu::hash_to_curve_mul(&keys[0], &msgs[..n], DEFAULT_DST, 1))
+            }
             (OP_VERIFY, Backend::Portable) => {
-                let ok = (0..n).all(|i| sample.item(i).and_then(|it| cpu::verify_item(&it)).is_ok());
+                let ok =
+                    (0..n).all(|i| sample.item(i).and_then(|it| cpu::verify_item(&it)).is_ok());
                 if !ok {
                     return Err(Error::invalid("calibration sample failed to verify"));
                 }
             }
             (OP_VERIFY, _) => {
                 let (digests, sigs, keys) = sample.batch(n);
-                if !sm2.verify_digests(&digests, &sigs, &keys, SigFormat::Compact)?.value.all_valid() {
+                if !sm2
+                    .verify_digests(&digests, &sigs, &keys, SigFormat::Compact)?
+                    .value
+                    .all_valid()
+                {
                     return Err(Error::invalid("calibration sample failed to verify"));
                 }
             }

@@ -33,12 +33,25 @@ pub const DEFAULT_ID: &[u8] = b"1234567812345678";
 /// `Z_A` for a signer's identifier and public key (`x || y`, big-endian). ENTL is the ID's length
 /// in bits in two bytes, so IDs are at most 8191 bytes.
 pub fn za(id: &[u8], key_xy: &[u8; 64]) -> Result<[u8; 32]> {
-    Ok(crate::sm3::digest_parts(&[&entl(id)?.to_be_bytes(), id, &A, &B, &GX, &GY, key_xy]))
+    Ok(crate::sm3::digest_parts(&[
+        &entl(id)?.to_be_bytes(),
+        id,
+        &A,
+        &B,
+        &GX,
+        &GY,
+        key_xy,
+    ]))
 }
 
 /// ENTL: the ID's length in bits, or an error for an ID over 8191 bytes.
 pub fn entl(id: &[u8]) -> Result<u16> {
-    u16::try_from(id.len() * 8).map_err(|_| Error::invalid(format!("an SM2 distinguishing ID of {} bytes is over the 8191-byte limit", id.len())))
+    u16::try_from(id.len() * 8).map_err(|_| {
+        Error::invalid(format!(
+            "an SM2 distinguishing ID of {} bytes is over the 8191-byte limit",
+            id.len()
+        ))
+    })
 }
 
 /// The digest `e = SM3(Z_A || M)` the signature covers.
@@ -47,7 +60,11 @@ pub fn message_digest(id: &[u8], key_xy: &[u8; 64], msg: &[u8]) -> Result<[u8; 3
 }
 
 /// The signature's `(r, s)` and the key's coordinates, every rule but the curve equation.
-pub fn parts(signature: &[u8], pubkey: &[u8], format: SigFormat) -> std::result::Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
+pub fn parts(
+    signature: &[u8],
+    pubkey: &[u8],
+    format: SigFormat,
+) -> std::result::Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
     let (r, s) = sig::signature_scalars(signature, format, &N)?;
     Ok((r, s, sig::sec1_key(pubkey, &P)?))
 }
@@ -68,20 +85,35 @@ fn scalar(b: &[u8; 32]) -> Scalar {
 }
 
 /// The item for digest `e` (reduced mod n, as GM/T 0003 takes the hash as an integer).
-pub fn item(e: &[u8; 32], signature: &[u8], pubkey: &[u8], format: SigFormat) -> std::result::Result<Item, Reason> {
+pub fn item(
+    e: &[u8; 32],
+    signature: &[u8],
+    pubkey: &[u8],
+    format: SigFormat,
+) -> std::result::Result<Item, Reason> {
     let (r, s, key) = parts(signature, pubkey, format)?;
     item_from_parts(e, &r, &s, key)
 }
 
 /// The item for digest `e` from what [`parts`] returned.
-pub fn item_from_parts(e: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: Sec1Key) -> std::result::Result<Item, Reason> {
+pub fn item_from_parts(
+    e: &[u8; 32],
+    r: &[u8; 32],
+    s: &[u8; 32],
+    key: Sec1Key,
+) -> std::result::Result<Item, Reason> {
     let (r, s) = (scalar(r), scalar(s));
     let t = r + s;
     if bool::from(t.is_zero()) {
         return Err(Reason::SignatureMismatch);
     }
     let e = <Scalar as Reduce<sm2::U256>>::reduce_bytes(&(*e).into());
-    Ok(Item { u1: s.to_repr().into(), u2: t.to_repr().into(), key, r: (r - e).to_repr().into() })
+    Ok(Item {
+        u1: s.to_repr().into(),
+        u2: t.to_repr().into(),
+        key,
+        r: (r - e).to_repr().into(),
+    })
 }
 
 /// Signs digest `e` with private key `d` and the explicit nonce `k` (GM/T 0003.2 §6.1, steps
@@ -112,9 +144,18 @@ pub fn sign_digest_with_nonce(d: &[u8; 32], k: &[u8; 32], e: &[u8; 32]) -> Optio
 /// Writes items `first..first + reasons.len()` (`make(i)`) as GPU verification items into `dst`,
 /// and each item's failure on the host into `reasons`.
 #[cfg(any(feature = "cuda", feature = "emulation"))]
-pub(crate) fn encode_block(dst: &mut [u8], reasons: &mut [Option<Reason>], first: usize, make: &(impl Fn(usize) -> std::result::Result<Item, Reason> + Sync)) {
+pub(crate) fn encode_block(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    make: &(impl Fn(usize) -> std::result::Result<Item, Reason> + Sync),
+) {
     use crate::sig::items::{self, ITEM_BYTES};
-    for (k, (out, reason)) in dst.chunks_exact_mut(ITEM_BYTES).zip(reasons.iter_mut()).enumerate() {
+    for (k, (out, reason)) in dst
+        .chunks_exact_mut(ITEM_BYTES)
+        .zip(reasons.iter_mut())
+        .enumerate()
+    {
         match make(first + k) {
             Ok(it) => {
                 items::encode(out, &it.u1, &it.u2, &it.key, &it.r);
@@ -147,11 +188,14 @@ impl Sample {
             d
         };
         let keys: Vec<[u8; 32]> = (0..n.clamp(1, 256)).map(|i| secret(i, b"key")).collect();
-        let public: Vec<[u8; 65]> = super::cpu::mul_base(&keys, crate::backend::cpu::threads()).iter().map(|xy| {
-            let mut k = [4u8; 65];
-            k[1..].copy_from_slice(xy);
-            k
-        }).collect();
+        let public: Vec<[u8; 65]> = super::cpu::mul_base(&keys, crate::backend::cpu::threads())
+            .iter()
+            .map(|xy| {
+                let mut k = [4u8; 65];
+                k[1..].copy_from_slice(xy);
+                k
+            })
+            .collect();
         let (digests, (sigs, keys)): (Vec<_>, (Vec<_>, Vec<_>)) = (0..n)
             .into_par_iter()
             .filter_map(|i| {
@@ -160,18 +204,31 @@ impl Sample {
                 Some((e, (sig, public[i % public.len()])))
             })
             .unzip();
-        Sample { digests, sigs, keys }
+        Sample {
+            digests,
+            sigs,
+            keys,
+        }
     }
 
     /// Item `i mod len` for the verification backends.
     pub fn item(&self, i: usize) -> std::result::Result<Item, Reason> {
         let i = i % self.sigs.len();
-        item(&self.digests[i], &self.sigs[i], &self.keys[i], SigFormat::Compact)
+        item(
+            &self.digests[i],
+            &self.sigs[i],
+            &self.keys[i],
+            SigFormat::Compact,
+        )
     }
 
     /// `n` items cycling through the sample, as [`super::Sm2::verify_digests`] takes them.
     pub fn batch(&self, n: usize) -> (Vec<[u8; 32]>, Vec<&[u8]>, Vec<&[u8]>) {
         let m = self.sigs.len();
-        ((0..n).map(|i| self.digests[i % m]).collect(), (0..n).map(|i| &self.sigs[i % m][..]).collect(), (0..n).map(|i| &self.keys[i % m][..]).collect())
+        (
+            (0..n).map(|i| self.digests[i % m]).collect(),
+            (0..n).map(|i| &self.sigs[i % m][..]).collect(),
+            (0..n).map(|i| &self.keys[i % m][..]).collect(),
+        )
     }
 }

@@ -16,5 +16,7 @@ pub fn digest_parts(parts: &[&[u8]]) -> Digest {
 
 /// `count` messages of `len` bytes on `threads` threads.
 pub fn hash_fixed(data: &[u8], len: usize, count: usize, threads: usize) -> Vec<Digest> {
-    crate::backend::cpu::par_map(256, count, threads, |i| digest(&data[i * len..(i + 1) * len]))
+    crate::backend::cpu::par_map(256, count, threads, |i| {
+        digest(&data[i * len..(i + 1) * len])
+    })
 }

@@ -40,18 +40,28 @@ impl Sm3<'_> {
     /// The digests of `data.len() / len` messages of `len` bytes each, back to back.
     pub fn hash_fixed(&self, data: &[u8], len: usize) -> Result<Output<Vec<Digest>>> {
         if len == 0 && data.is_empty() {
-            return Err(Error::invalid("zero-length messages need a count: use hash_fixed_count"));
+            return Err(Error::invalid(
+                "zero-length messages need a count: use hash_fixed_count",
+            ));
         }
         self.hash_fixed_count(data, len, if len == 0 { 0 } else { data.len() / len })
     }
 
     /// `count` messages of `len` bytes (possibly zero) from `data`.
-    pub fn hash_fixed_count(&self, data: &[u8], len: usize, count: usize) -> Result<Output<Vec<Digest>>> {
+    pub fn hash_fixed_count(
+        &self,
+        data: &[u8],
+        len: usize,
+        count: usize,
+    ) -> Result<Output<Vec<Digest>>> {
         if count == 0 {
             return Err(Error::EmptyBatch);
         }
         if len.checked_mul(count) != Some(data.len()) {
-            return Err(Error::invalid(format!("{} bytes do not hold {count} messages of {len} bytes", data.len())));
+            return Err(Error::invalid(format!(
+                "{} bytes do not hold {count} messages of {len} bytes",
+                data.len()
+            )));
         }
         let w = Workload {
             op: OP_FIXED,
@@ -61,14 +71,28 @@ impl Sm3<'_> {
             bytes_out: 32 * count as u64,
             location: Location::Host,
         };
-        let plan = self.engine.dispatcher().plan(&w, &[Backend::Portable], cfg!(feature = "cuda"), &calibrate)?;
+        let plan = self.engine.dispatcher().plan(
+            &w,
+            &[Backend::Portable],
+            cfg!(feature = "cuda"),
+            &calibrate,
+        )?;
         let value = match plan.backend {
             Backend::Portable => cpu::hash_fixed(data, len, count, plan.threads),
             #[cfg(feature = "cuda")]
             Backend::Cuda => gpu::hash_fixed(data, len, count)?,
-            other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "SM3 runs on portable and cuda".into() }),
+            other => {
+                return Err(Error::BackendUnavailable {
+                    backend: other.name().into(),
+                    why: "SM3 runs on portable and cuda".into(),
+                })
+            }
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 }
 
@@ -80,5 +104,10 @@ fn calibrate(backend: Backend) -> Result<Cost> {
         engine.sm3().hash_fixed(&data[..64 * n], 64).map(|_| ())
     };
     let (small, large) = (16, 1 << 14);
-    crate::dispatch::fit(2 * small as u64, || run(small), 2 * large as u64, || run(large))
+    crate::dispatch::fit(
+        2 * small as u64,
+        || run(small),
+        2 * large as u64,
+        || run(large),
+    )
 }

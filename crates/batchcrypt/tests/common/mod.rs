@@ -8,8 +8,13 @@ use std::path::PathBuf;
 /// GPU test script sets it) a missing GPU fails the test instead of being skipped, for a primitive
 /// that has a GPU implementation.
 pub fn backends(p: Primitive) -> Vec<Backend> {
-    let ours: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.implements(p)).collect();
-    if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1") && ours.contains(&Backend::Cuda) {
+    let ours: Vec<Backend> = Backend::ALL
+        .into_iter()
+        .filter(|b| b.implements(p))
+        .collect();
+    if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1")
+        && ours.contains(&Backend::Cuda)
+    {
         if let Err(why) = Backend::Cuda.availability() {
             panic!("BATCHCRYPT_REQUIRE_GPU=1 but the CUDA backend is unavailable: {why}");
         }

@@ -44,28 +44,40 @@ fn xor3(a: __m256i, b: __m256i, c: __m256i) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn big_sigma0(x: __m256i) -> __m256i {
-    _mm256_xor_si256(xor3(shr!(x, 2), shr!(x, 13), shr!(x, 22)), xor3(shl!(x, 30), shl!(x, 19), shl!(x, 10)))
+    _mm256_xor_si256(
+        xor3(shr!(x, 2), shr!(x, 13), shr!(x, 22)),
+        xor3(shl!(x, 30), shl!(x, 19), shl!(x, 10)),
+    )
 }
 
 /// Σ1(x) = ror6 ^ ror11 ^ ror25.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn big_sigma1(x: __m256i) -> __m256i {
-    _mm256_xor_si256(xor3(shr!(x, 6), shr!(x, 11), shr!(x, 25)), xor3(shl!(x, 26), shl!(x, 21), shl!(x, 7)))
+    _mm256_xor_si256(
+        xor3(shr!(x, 6), shr!(x, 11), shr!(x, 25)),
+        xor3(shl!(x, 26), shl!(x, 21), shl!(x, 7)),
+    )
 }
 
 /// σ0(x) = ror7 ^ ror18 ^ shr3.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn small_sigma0(x: __m256i) -> __m256i {
-    _mm256_xor_si256(xor3(shr!(x, 7), shr!(x, 18), shr!(x, 3)), _mm256_xor_si256(shl!(x, 25), shl!(x, 14)))
+    _mm256_xor_si256(
+        xor3(shr!(x, 7), shr!(x, 18), shr!(x, 3)),
+        _mm256_xor_si256(shl!(x, 25), shl!(x, 14)),
+    )
 }
 
 /// σ1(x) = ror17 ^ ror19 ^ shr10.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn small_sigma1(x: __m256i) -> __m256i {
-    _mm256_xor_si256(xor3(shr!(x, 17), shr!(x, 19), shr!(x, 10)), _mm256_xor_si256(shl!(x, 15), shl!(x, 13)))
+    _mm256_xor_si256(
+        xor3(shr!(x, 17), shr!(x, 19), shr!(x, 10)),
+        _mm256_xor_si256(shl!(x, 15), shl!(x, 13)),
+    )
 }
 
 /// Message words 4g..4g+3 of all eight lanes, as four vectors `W[4g + i]` (lane j in element j).
@@ -74,7 +86,12 @@ fn small_sigma1(x: __m256i) -> __m256i {
 fn load_group(blocks: &[&[u8; 64]; 8], g: usize) -> [__m256i; 4] {
     debug_assert!(g < 4);
     // Reverses the bytes of each 32-bit word (message words are big-endian).
-    let bswap = _mm256_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203, 0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203);
+    let bswap = _mm256_set_epi64x(
+        0x0c0d_0e0f_0809_0a0b,
+        0x0405_0607_0001_0203,
+        0x0c0d_0e0f_0809_0a0b,
+        0x0405_0607_0001_0203,
+    );
     // r[i] holds lane i's four words in its low half and lane i + 4's in its high half, so a 4x4
     // transpose inside each 128-bit half finishes the 8x4 transpose without cross-half shuffles.
     let mut r = [_mm256_setzero_si256(); 4];
@@ -108,7 +125,12 @@ fn load_group(blocks: &[&[u8; 64]; 8], g: usize) -> [__m256i; 4] {
 fn round<const R: usize>(s: &mut [__m256i; 8], bc: &mut __m256i, kw: __m256i) {
     // c (s[(10 - R) % 8]) enters only through `bc`.
     let (a, b, d) = (s[(8 - R) % 8], s[(9 - R) % 8], s[(11 - R) % 8]);
-    let (e, f, g, h) = (s[(12 - R) % 8], s[(13 - R) % 8], s[(14 - R) % 8], s[(15 - R) % 8]);
+    let (e, f, g, h) = (
+        s[(12 - R) % 8],
+        s[(13 - R) % 8],
+        s[(14 - R) % 8],
+        s[(15 - R) % 8],
+    );
     // Ch(e, f, g) = (e & f) ^ (!e & g)
     let ch = _mm256_xor_si256(_mm256_and_si256(e, f), _mm256_andnot_si256(e, g));
     let t1 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(h, kw), ch), big_sigma1(e));
@@ -125,12 +147,20 @@ fn round<const R: usize>(s: &mut [__m256i; 8], bc: &mut __m256i, kw: __m256i) {
 /// when `SCHED`, then runs the round with role offset `R = J % 8`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn step<const J: usize, const R: usize, const SCHED: bool>(s: &mut [__m256i; 8], w: &mut [__m256i; 16], bc: &mut __m256i, k: &[u32; 16]) {
+fn step<const J: usize, const R: usize, const SCHED: bool>(
+    s: &mut [__m256i; 8],
+    w: &mut [__m256i; 16],
+    bc: &mut __m256i,
+    k: &[u32; 16],
+) {
     const { assert!(J < 16 && R == J % 8) };
     if SCHED {
         // W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16]
         let x = _mm256_add_epi32(w[J], w[(J + 9) % 16]);
-        let y = _mm256_add_epi32(small_sigma0(w[(J + 1) % 16]), small_sigma1(w[(J + 14) % 16]));
+        let y = _mm256_add_epi32(
+            small_sigma0(w[(J + 1) % 16]),
+            small_sigma1(w[(J + 14) % 16]),
+        );
         w[J] = _mm256_add_epi32(x, y);
     }
     let kw = _mm256_add_epi32(w[J], _mm256_set1_epi32(k[J] as i32));
@@ -140,7 +170,12 @@ fn step<const J: usize, const R: usize, const SCHED: bool>(s: &mut [__m256i; 8],
 /// Sixteen rounds with round constants `k`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn rounds16<const SCHED: bool>(s: &mut [__m256i; 8], w: &mut [__m256i; 16], bc: &mut __m256i, k: &[u32; 16]) {
+fn rounds16<const SCHED: bool>(
+    s: &mut [__m256i; 8],
+    w: &mut [__m256i; 16],
+    bc: &mut __m256i,
+    k: &[u32; 16],
+) {
     step::<0, 0, SCHED>(s, w, bc, k);
     step::<1, 1, SCHED>(s, w, bc, k);
     step::<2, 2, SCHED>(s, w, bc, k);
@@ -211,7 +246,8 @@ mod tests {
                     *v = xorshift(&mut rng) as u32;
                 }
             }
-            let blocks: [[u8; 64]; 8] = core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
+            let blocks: [[u8; 64]; 8] =
+                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
             let refs: [&[u8; 64]; 8] = core::array::from_fn(|l| &blocks[l]);
             let mut expect = state;
             for lane in 0..8 {
@@ -238,7 +274,10 @@ mod tests {
         block[63] = 24;
         let mut state = IV.map(|w| [w; 8]);
         c.compress(&mut state, &[&block; 8]);
-        let expect = [0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61, 0xf20015ad];
+        let expect = [
+            0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61,
+            0xf20015ad,
+        ];
         for (w, e) in state.iter().zip(expect) {
             assert_eq!(*w, [e; 8]);
         }
@@ -250,7 +289,9 @@ mod tests {
             println!("skipped: this CPU has no AVX2");
             return;
         };
-        let data: Vec<u8> = (0..4000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..4000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         let mut offsets = vec![0u64];
         let mut rng = 12345u64;
         while *offsets.last().unwrap() < 3800 {

@@ -35,28 +35,44 @@ const MAJ: i32 = 0xE8;
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn big_sigma0(x: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<2>(x), _mm512_ror_epi32::<13>(x), _mm512_ror_epi32::<22>(x))
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<2>(x),
+        _mm512_ror_epi32::<13>(x),
+        _mm512_ror_epi32::<22>(x),
+    )
 }
 
 /// Σ1(x) = ror6 ^ ror11 ^ ror25.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn big_sigma1(x: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<6>(x), _mm512_ror_epi32::<11>(x), _mm512_ror_epi32::<25>(x))
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<6>(x),
+        _mm512_ror_epi32::<11>(x),
+        _mm512_ror_epi32::<25>(x),
+    )
 }
 
 /// σ0(x) = ror7 ^ ror18 ^ shr3.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn small_sigma0(x: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<7>(x), _mm512_ror_epi32::<18>(x), _mm512_srli_epi32::<3>(x))
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<7>(x),
+        _mm512_ror_epi32::<18>(x),
+        _mm512_srli_epi32::<3>(x),
+    )
 }
 
 /// σ1(x) = ror17 ^ ror19 ^ shr10.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn small_sigma1(x: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<XOR3>(_mm512_ror_epi32::<17>(x), _mm512_ror_epi32::<19>(x), _mm512_srli_epi32::<10>(x))
+    _mm512_ternarylogic_epi32::<XOR3>(
+        _mm512_ror_epi32::<17>(x),
+        _mm512_ror_epi32::<19>(x),
+        _mm512_srli_epi32::<10>(x),
+    )
 }
 
 /// Message words 4g..4g+3 of all sixteen lanes, as four vectors `W[4g + i]` (lane j in element j).
@@ -65,7 +81,8 @@ fn small_sigma1(x: __m512i) -> __m512i {
 fn load_group(blocks: &[&[u8; 64]; 16], g: usize) -> [__m512i; 4] {
     debug_assert!(g < 4);
     // Reverses the bytes of each 32-bit word (message words are big-endian).
-    let bswap = _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
+    let bswap =
+        _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
     // r[i] holds, in its 128-bit quarters 0..4, the four words of lanes i, i + 4, i + 8, i + 12;
     // a 4x4 transpose inside each quarter then finishes the 16x4 transpose.
     let mut r = [_mm512_setzero_si512(); 4];
@@ -102,8 +119,18 @@ fn load_group(blocks: &[&[u8; 64]; 16], g: usize) -> [__m512i; 4] {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
 fn round<const R: usize>(s: &mut [__m512i; 8], kw: __m512i) {
-    let (a, b, c, d) = (s[(8 - R) % 8], s[(9 - R) % 8], s[(10 - R) % 8], s[(11 - R) % 8]);
-    let (e, f, g, h) = (s[(12 - R) % 8], s[(13 - R) % 8], s[(14 - R) % 8], s[(15 - R) % 8]);
+    let (a, b, c, d) = (
+        s[(8 - R) % 8],
+        s[(9 - R) % 8],
+        s[(10 - R) % 8],
+        s[(11 - R) % 8],
+    );
+    let (e, f, g, h) = (
+        s[(12 - R) % 8],
+        s[(13 - R) % 8],
+        s[(14 - R) % 8],
+        s[(15 - R) % 8],
+    );
     let ch = _mm512_ternarylogic_epi32::<CH>(e, f, g);
     let t1 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(h, kw), ch), big_sigma1(e));
     let t2 = _mm512_add_epi32(big_sigma0(a), _mm512_ternarylogic_epi32::<MAJ>(a, b, c));
@@ -115,12 +142,19 @@ fn round<const R: usize>(s: &mut [__m512i; 8], kw: __m512i) {
 /// when `SCHED`, then runs the round with role offset `R = J % 8`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn step<const J: usize, const R: usize, const SCHED: bool>(s: &mut [__m512i; 8], w: &mut [__m512i; 16], k: &[u32; 16]) {
+fn step<const J: usize, const R: usize, const SCHED: bool>(
+    s: &mut [__m512i; 8],
+    w: &mut [__m512i; 16],
+    k: &[u32; 16],
+) {
     const { assert!(J < 16 && R == J % 8) };
     if SCHED {
         // W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16]
         let x = _mm512_add_epi32(w[J], w[(J + 9) % 16]);
-        let y = _mm512_add_epi32(small_sigma0(w[(J + 1) % 16]), small_sigma1(w[(J + 14) % 16]));
+        let y = _mm512_add_epi32(
+            small_sigma0(w[(J + 1) % 16]),
+            small_sigma1(w[(J + 14) % 16]),
+        );
         w[J] = _mm512_add_epi32(x, y);
     }
     let kw = _mm512_add_epi32(w[J], _mm512_set1_epi32(k[J] as i32));
@@ -200,7 +234,8 @@ mod tests {
                     *v = xorshift(&mut rng) as u32;
                 }
             }
-            let blocks: [[u8; 64]; 16] = core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
+            let blocks: [[u8; 64]; 16] =
+                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
             let refs: [&[u8; 64]; 16] = core::array::from_fn(|l| &blocks[l]);
             let mut expect = state;
             for lane in 0..16 {
@@ -227,7 +262,10 @@ mod tests {
         block[63] = 24;
         let mut state = IV.map(|w| [w; 16]);
         c.compress(&mut state, &[&block; 16]);
-        let expect = [0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61, 0xf20015ad];
+        let expect = [
+            0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61,
+            0xf20015ad,
+        ];
         for (w, e) in state.iter().zip(expect) {
             assert_eq!(*w, [e; 16]);
         }
@@ -239,7 +277,9 @@ mod tests {
             println!("skipped: this CPU has no AVX-512 F + BW");
             return;
         };
-        let data: Vec<u8> = (0..8000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..8000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         let mut offsets = vec![0u64];
         let mut rng = 12345u64;
         while *offsets.last().unwrap() < 7800 {

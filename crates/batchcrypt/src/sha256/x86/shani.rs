@@ -21,15 +21,24 @@ unsafe fn load_state(s: &[u32; 8]) -> (__m128i, __m128i) {
     let hgfe = _mm_loadu_si128(s.as_ptr().add(4) as *const __m128i);
     let cdab = _mm_shuffle_epi32(dcba, 0xB1);
     let efgh = _mm_shuffle_epi32(hgfe, 0x1B);
-    (_mm_alignr_epi8(cdab, efgh, 8), _mm_blend_epi16(efgh, cdab, 0xF0))
+    (
+        _mm_alignr_epi8(cdab, efgh, 8),
+        _mm_blend_epi16(efgh, cdab, 0xF0),
+    )
 }
 
 #[inline(always)]
 unsafe fn store_state(abef: __m128i, cdgh: __m128i, s: &mut [u32; 8]) {
     let feba = _mm_shuffle_epi32(abef, 0x1B);
     let dchg = _mm_shuffle_epi32(cdgh, 0xB1);
-    _mm_storeu_si128(s.as_mut_ptr() as *mut __m128i, _mm_blend_epi16(feba, dchg, 0xF0));
-    _mm_storeu_si128(s.as_mut_ptr().add(4) as *mut __m128i, _mm_alignr_epi8(dchg, feba, 8));
+    _mm_storeu_si128(
+        s.as_mut_ptr() as *mut __m128i,
+        _mm_blend_epi16(feba, dchg, 0xF0),
+    );
+    _mm_storeu_si128(
+        s.as_mut_ptr().add(4) as *mut __m128i,
+        _mm_alignr_epi8(dchg, feba, 8),
+    );
 }
 
 /// Four rounds from `m` = W[4g..4g+4] + K[4g..4g+4].
@@ -43,12 +52,18 @@ unsafe fn rounds4(abef: &mut __m128i, cdgh: &mut __m128i, m: __m128i) {
 #[inline(always)]
 unsafe fn load_words(block: *const u8) -> [__m128i; 4] {
     let bswap = _mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203);
-    std::array::from_fn(|g| _mm_shuffle_epi8(_mm_loadu_si128(block.add(16 * g) as *const __m128i), bswap))
+    std::array::from_fn(|g| {
+        _mm_shuffle_epi8(_mm_loadu_si128(block.add(16 * g) as *const __m128i), bswap)
+    })
 }
 
 /// One block in each of `N` lanes given as message words, instructions interleaved across lanes.
 #[inline(always)]
-unsafe fn block_n<const N: usize>(abef: &mut [__m128i; N], cdgh: &mut [__m128i; N], words: [[__m128i; 4]; N]) {
+unsafe fn block_n<const N: usize>(
+    abef: &mut [__m128i; N],
+    cdgh: &mut [__m128i; N],
+    words: [[__m128i; 4]; N],
+) {
     let (save0, save1) = (*abef, *cdgh);
     // w[j][g % 4] holds message words 4g..4g+3 of lane j.
     let mut w = words;
@@ -71,7 +86,11 @@ unsafe fn block_n<const N: usize>(abef: &mut [__m128i; N], cdgh: &mut [__m128i; 
 
 /// A block whose `W + K` is precomputed, in each lane: rounds only.
 #[inline(always)]
-unsafe fn shared_block_n<const N: usize>(abef: &mut [__m128i; N], cdgh: &mut [__m128i; N], kw: &[u32; 64]) {
+unsafe fn shared_block_n<const N: usize>(
+    abef: &mut [__m128i; N],
+    cdgh: &mut [__m128i; N],
+    kw: &[u32; 64],
+) {
     let (save0, save1) = (*abef, *cdgh);
     for g in 0..16 {
         let m = _mm_loadu_si128(kw.as_ptr().add(4 * g) as *const __m128i);
@@ -87,12 +106,21 @@ unsafe fn shared_block_n<const N: usize>(abef: &mut [__m128i; N], cdgh: &mut [__
 
 /// Whole messages of `len` bytes in each of `N` lanes, the state in registers throughout.
 #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-unsafe fn hash_lanes_n<const N: usize>(data: [&[u8]; N], len: usize, pad_kw: Option<&[u32; 64]>, double: bool) -> [[u8; 32]; N] {
+unsafe fn hash_lanes_n<const N: usize>(
+    data: [&[u8]; N],
+    len: usize,
+    pad_kw: Option<&[u32; 64]>,
+    double: bool,
+) -> [[u8; 32]; N] {
     let (iv0, iv1) = load_state(&IV);
     let (mut abef, mut cdgh) = ([iv0; N], [iv1; N]);
     let body = len / 64;
     for b in 0..body {
-        block_n(&mut abef, &mut cdgh, std::array::from_fn(|j| load_words(data[j].as_ptr().add(64 * b))));
+        block_n(
+            &mut abef,
+            &mut cdgh,
+            std::array::from_fn(|j| load_words(data[j].as_ptr().add(64 * b))),
+        );
     }
     match pad_kw {
         Some(kw) => shared_block_n(&mut abef, &mut cdgh, kw),
@@ -103,10 +131,15 @@ unsafe fn hash_lanes_n<const N: usize>(data: [&[u8]; N], len: usize, pad_kw: Opt
             for j in 0..N {
                 tail[j][..rest].copy_from_slice(&data[j][64 * body..]);
                 tail[j][rest] = 0x80;
-                tail[j][64 * blocks - 8..64 * blocks].copy_from_slice(&(len as u64 * 8).to_be_bytes());
+                tail[j][64 * blocks - 8..64 * blocks]
+                    .copy_from_slice(&(len as u64 * 8).to_be_bytes());
             }
             for b in 0..blocks {
-                block_n(&mut abef, &mut cdgh, std::array::from_fn(|j| load_words(tail[j].as_ptr().add(64 * b))));
+                block_n(
+                    &mut abef,
+                    &mut cdgh,
+                    std::array::from_fn(|j| load_words(tail[j].as_ptr().add(64 * b))),
+                );
             }
         }
     }
@@ -119,7 +152,12 @@ unsafe fn hash_lanes_n<const N: usize>(data: [&[u8]; N], len: usize, pad_kw: Opt
         let pad_hi = _mm_set_epi32(0, 0, 0, 0x8000_0000u32 as i32);
         let pad_lo = _mm_set_epi32(256, 0, 0, 0);
         let words: [[__m128i; 4]; N] = std::array::from_fn(|j| {
-            [_mm_loadu_si128(s[j].as_ptr() as *const __m128i), _mm_loadu_si128(s[j].as_ptr().add(4) as *const __m128i), pad_hi, pad_lo]
+            [
+                _mm_loadu_si128(s[j].as_ptr() as *const __m128i),
+                _mm_loadu_si128(s[j].as_ptr().add(4) as *const __m128i),
+                pad_hi,
+                pad_lo,
+            ]
         });
         let (mut abef, mut cdgh) = ([iv0; N], [iv1; N]);
         block_n(&mut abef, &mut cdgh, words);
@@ -145,7 +183,11 @@ unsafe fn run_n<const N: usize>(states: &mut [[u32; 8]; N], data: [*const u8; N]
         (abef[j], cdgh[j]) = load_state(&states[j]);
     }
     for b in 0..blocks {
-        block_n(&mut abef, &mut cdgh, std::array::from_fn(|j| load_words(data[j].add(64 * b))));
+        block_n(
+            &mut abef,
+            &mut cdgh,
+            std::array::from_fn(|j| load_words(data[j].add(64 * b))),
+        );
     }
     for j in 0..N {
         store_state(abef[j], cdgh[j], &mut states[j]);
