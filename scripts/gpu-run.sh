@@ -45,7 +45,7 @@ step demo "$B/bin/batchcrypt" demo
 step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
-for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254}; do
+for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254 ntt}; do
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
 done
 # ECDH-PSI between two processes on this machine, both on the GPU (PSI_N items per side).

@@ -1,7 +1,9 @@
-// BN254 kernels: the MSM steps of bc/msm.cuh on G1. Scalars are arkworks' Fr limbs (Montgomery
-// form), bases arkworks' affine x, y limbs (infinity as zeros), buckets and sums Jacobian.
+// BN254 kernels: the MSM steps of bc/msm.cuh on G1 and the NTT steps of bc/ntt.cuh over Fr.
+// Scalars are arkworks' Fr limbs (Montgomery form), bases arkworks' affine x, y limbs (infinity
+// as zeros), buckets and sums Jacobian.
 #include "bn254.cuh"
 #include "bc/msm.cuh"
+#include "bc/ntt.cuh"
 
 using namespace bc::bn254;
 using G1Affine = bc::Affine<G1>;
@@ -37,4 +39,16 @@ extern "C" __global__ void __launch_bounds__(128) bn254_msm_window_segments(cons
 
 extern "C" __global__ void __launch_bounds__(128) bn254_msm_sum_groups(const G1Point* in, uint64_t groups, uint32_t m, G1Point* out) {
     bc::msm::sum_groups<G1>(in, groups, m, out);
+}
+
+extern "C" __global__ void bn254_ntt_twiddles(const Fr* omega, uint64_t count, Fr* out) {
+    bc::ntt::twiddles(omega, count, out);
+}
+
+extern "C" __global__ void __launch_bounds__(512) bn254_ntt_pass(Fr* data, uint32_t log_n, uint64_t batch, uint32_t stage0, uint32_t k, const Fr* tw, uint32_t tw_shift, uint32_t inverse, uint32_t mode, const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    bc::ntt::pass(data, log_n, batch, stage0, k, tw, tw_shift, inverse, mode, lo, hi, lo_bits);
+}
+
+extern "C" __global__ void bn254_ntt_bitrev(const Fr* in, Fr* out, uint32_t log_n, uint64_t batch, uint32_t mode, const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    bc::ntt::bitrev(in, out, log_n, batch, mode, lo, hi, lo_bits);
 }

@@ -14,7 +14,7 @@ use clap::Parser;
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run.
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "bn254".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "bn254".to_string(), "ntt".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -35,9 +35,8 @@ fn main() -> anyhow::Result<()> {
             "sm2" => sm2::run(&mut rep, args.quick)?,
             "aes" => aes::run(&mut rep, args.quick)?,
             "bn254" => bn254::run(&mut rep, args.quick)?,
-            other => anyhow::bail!(
-                "unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, bn254)"
-            ),
+            "ntt" => bn254::run_ntt(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, bn254, ntt)"),
         }
     }
     if let Some(path) = &args.json {

@@ -155,5 +155,19 @@ fn bn254_crossovers(engine: &Engine) -> Result<()> {
         &format!("{:>16}", "msm g1"),
         &powers_of_two(4..=24, |n| n.to_string()),
         |n| Ok(engine.bn254().estimates(n)),
+    )?;
+    println!("\nBN254 NTT of one polynomial in host memory: estimated time (all CPU cores vs GPU)");
+    println!(
+        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "operation", "size", "CPU", "GPU", "choice"
+    );
+    crossover(
+        &format!("{:>16}", "ntt"),
+        &powers_of_two(4..=26, |n| n.to_string()),
+        |n| {
+            Ok(engine
+                .bn254()
+                .ntt_estimates(&batchcrypt::bn254::ntt::Ntt::forward(n), 1))
+        },
     )
 }

@@ -1,7 +1,9 @@
 //! The GPU backend: the MSM steps of `kernels/include/bc/msm.cuh` (instantiated for G1 in
-//! `kernels/bn254`) on a stream, with the bases uploaded once and kept in GPU memory.
+//! `kernels/bn254`) on a stream, with the bases uploaded once and kept in GPU memory; the NTT
+//! steps of `kernels/include/bc/ntt.cuh` over Fr, with one twiddle table kept for every size.
 
 use super::msm::{Kernels, RawJacobian, Shape, SCAN_THREADS};
+use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
 use crate::error::Result;
@@ -12,6 +14,18 @@ use cudarc::driver::{
 use std::sync::{Arc, Mutex};
 
 const POINT_BYTES: u64 = 96;
+
+/// Launches kernel `name` of the BN254 image with the given arguments.
+macro_rules! launch {
+    ($k:expr, $name:literal, $cfg:expr $(, $arg:expr)* $(,)?) => {{
+        let f = $k.gpu.function(&crate::kernels::BN254, $name)?;
+        let mut b = $k.stream.launch_builder(&f);
+        $(b.arg($arg);)*
+        // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
+        // `msm::window_sums` or `ntt::transform` for the items the kernel walks.
+        unsafe { b.launch($cfg) }.map(drop).map_err(driver_err("launch"))
+    }};
+}
 
 /// Affine bases in GPU memory (arkworks' Montgomery limbs, 64 bytes each).
 pub struct DeviceBases {
@@ -132,6 +146,102 @@ pub fn kernel_seconds(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Resu
     })
 }
 
+/// Page-locked landing space for downloads, kept between calls like [`STAGING`].
+static LANDING: Mutex<Option<PinnedHostSlice<u32>>> = Mutex::new(None);
+
+/// Field elements from GPU memory (eight limbs each) into `out`.
+fn download_scalars(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    dev: &CudaSlice<u32>,
+    out: &mut [Fr],
+) -> Result<()> {
+    use rayon::prelude::*;
+    let words = 8 * out.len();
+    let from = |raw: &[u32], out: &mut [Fr]| {
+        out.par_iter_mut()
+            .zip(raw.par_chunks_exact(8))
+            .with_min_len(1 << 12)
+            .for_each(|(x, l)| *x = super::fr_from_limbs(l));
+    };
+    let Ok(mut landing) = LANDING.try_lock() else {
+        let raw = stream
+            .clone_dtoh(&dev.slice(0..words))
+            .map_err(driver_err("download"))?;
+        from(&raw, out);
+        return Ok(());
+    };
+    if landing.as_ref().is_none_or(|p| p.len() < words) {
+        *landing = None;
+        // SAFETY: the copy below writes what is read. Cached (not write-combined): the host reads it.
+        *landing = Some(
+            unsafe {
+                gpu.context()
+                    .alloc_pinned_with_flags::<u32>(words.max(8), 0)
+            }
+            .map_err(driver_err("cuMemHostAlloc"))?,
+        );
+    }
+    let host = landing
+        .as_mut()
+        .expect("allocated above")
+        .as_mut_slice()
+        .map_err(driver_err("pinned"))?;
+    // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
+    // copy is asynchronous until the stream is synchronised.
+    let host = &mut host[..words];
+    stream
+        .memcpy_dtoh(&dev.slice(0..words), host)
+        .map_err(driver_err("download"))?;
+    stream.synchronize().map_err(driver_err("sync"))?;
+    from(host, out);
+    Ok(())
+}
+
+/// The twiddle table of the largest transform so far, shared by every later one.
+static TWIDDLES: Mutex<Option<Arc<Twiddles<CudaSlice<u32>>>>> = Mutex::new(None);
+
+fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>> {
+    let mut cached = TWIDDLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = cached.as_ref().filter(|t| t.log_max >= log_n) {
+        return Ok(t.clone());
+    }
+    *cached = None;
+    let t = Arc::new(Twiddles::build(k, log_n)?);
+    k.stream.synchronize().map_err(driver_err("sync"))?; // other streams read it next
+    *cached = Some(t.clone());
+    Ok(t)
+}
+
+/// `t` on each polynomial of `values` (whole polynomials, checked by the caller; size >= 2).
+pub(crate) fn ntt(values: &mut [Fr], t: &Ntt) -> Result<()> {
+    let batch = values.len() / t.size;
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let mut data = upload_scalars(gpu, &stream, values)?;
+    let mut k = Device { gpu, stream };
+    let tw = twiddles(&mut k, t.log_size())?;
+    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
+    ntt::transform(&mut k, &tw, t, batch as u64, &mut data, &mut out)?;
+    download_scalars(gpu, &k.stream, &out, values)
+}
+
+/// Seconds of device time for `t` on `values` already in GPU memory (the twiddle table built),
+/// the median of `iters` runs (for benchmarks).
+pub fn ntt_kernel_seconds(values: &[Fr], t: &Ntt, iters: usize) -> Result<f64> {
+    let batch = t.batch_of(values.len())? as u64;
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let mut data = upload_scalars(gpu, &stream, values)?;
+    let st = (*stream).clone();
+    let mut k = Device { gpu, stream };
+    let tw = twiddles(&mut k, t.log_size())?;
+    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
+    crate::backend::cuda::time_on_stream(&st, iters, || {
+        ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)
+    })
+}
+
 fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
     len: usize,
@@ -146,22 +256,110 @@ fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     unsafe { stream.alloc::<T>(len) }.map_err(driver_err("cuMemAlloc"))
 }
 
+/// The NTT steps on a stream.
+struct Device {
+    gpu: &'static Gpu,
+    stream: StreamGuard<'static>,
+}
+
+impl ntt::Kernels for Device {
+    type Elems = CudaSlice<u32>;
+
+    fn upload(&mut self, raw: &[u32]) -> Result<CudaSlice<u32>> {
+        self.stream.clone_htod(raw).map_err(driver_err("upload"))
+    }
+
+    fn alloc(&mut self, len: u64) -> Result<CudaSlice<u32>> {
+        alloc(&self.stream, 8 * len.max(1) as usize, false)
+    }
+
+    fn twiddles(
+        &mut self,
+        omega: &CudaSlice<u32>,
+        count: u64,
+        out: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let runs = count.div_ceil(u64::from(TWIDDLE_RUN));
+        launch!(
+            self,
+            "bn254_ntt_twiddles",
+            grid_1d(runs, 128),
+            omega,
+            &count,
+            out
+        )
+    }
+
+    fn pass(
+        &mut self,
+        data: &mut CudaSlice<u32>,
+        log_n: u32,
+        batch: u64,
+        stage0: u32,
+        k: u32,
+        tw: &Twiddles<CudaSlice<u32>>,
+        inverse: bool,
+        scale: &Scaling<CudaSlice<u32>>,
+    ) -> Result<()> {
+        // One block per group of 2^k elements, a thread per butterfly.
+        let groups = (batch << (log_n - k)).min(1 << 24) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (groups, 1, 1),
+            block_dim: (1 << (k - 1), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (shift, inverse, mode) = (tw.shift(log_n), u32::from(inverse), scale.mode as u32);
+        launch!(
+            self,
+            "bn254_ntt_pass",
+            cfg,
+            data,
+            &log_n,
+            &batch,
+            &stage0,
+            &k,
+            &tw.table,
+            &shift,
+            &inverse,
+            &mode,
+            scale.lo,
+            scale.hi,
+            &scale.lo_bits
+        )
+    }
+
+    fn bitrev(
+        &mut self,
+        input: &CudaSlice<u32>,
+        out: &mut CudaSlice<u32>,
+        log_n: u32,
+        batch: u64,
+        scale: &Scaling<CudaSlice<u32>>,
+    ) -> Result<()> {
+        let mode = scale.mode as u32;
+        launch!(
+            self,
+            "bn254_ntt_bitrev",
+            grid_1d(batch << log_n, 256),
+            input,
+            out,
+            &log_n,
+            &batch,
+            &mode,
+            scale.lo,
+            scale.hi,
+            &scale.lo_bits
+        )
+    }
+}
+
+/// Powers per thread of the twiddle kernel (bc::ntt::TWIDDLE_RUN).
+const TWIDDLE_RUN: u32 = 64;
+
 struct Launcher<'a> {
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
     bases: &'a CudaSlice<u32>,
-}
-
-/// Launches kernel `name` of the BN254 image with the given arguments.
-macro_rules! launch {
-    ($k:expr, $name:literal, $cfg:expr $(, $arg:expr)* $(,)?) => {{
-        let f = $k.gpu.function(&crate::kernels::BN254, $name)?;
-        let mut b = $k.stream.launch_builder(&f);
-        $(b.arg($arg);)*
-        // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
-        // `msm::window_sums` for the items the kernel walks.
-        unsafe { b.launch($cfg) }.map(drop).map_err(driver_err("launch"))
-    }};
 }
 
 impl Kernels for Launcher<'_> {

@@ -1,17 +1,20 @@
 //! BN254 (alt_bn128), the pairing curve of circom/snarkjs and Ethereum's precompiles: batched
-//! multi-scalar multiplication on G1, the heavy step of a Groth16 prover.
+//! multi-scalar multiplication on G1 and number-theoretic transforms over Fr, the heavy steps of a
+//! Groth16 prover.
 //!
 //! Types are arkworks' (`ark-bn254`), so a prover built on arkworks passes its data as it is. The
 //! GPU path runs the G1 instantiation of the generic field, curve and MSM templates
 //! (`kernels/bn254`, `kernels/include/bc/msm.cuh`); field elements cross to the GPU in arkworks'
-//! own Montgomery limbs, with no conversion. The CPU path is arkworks' MSM on all cores. Both
-//! give the same group element (tests/bn254_msm.rs); the dispatcher picks one per batch.
+//! own Montgomery limbs, with no conversion. The CPU path is arkworks' (MSM, FFT) on all cores.
+//! Both give the same group element and the same evaluations (tests/bn254_msm.rs,
+//! tests/bn254_ntt.rs); the dispatcher picks one per batch.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub mod msm;
+pub mod ntt;
 
 pub use ark_bn254::{Fq, Fr, G1Affine, G1Projective};
 
@@ -25,6 +28,7 @@ use ark_ec::AffineRepr;
 pub const SCALAR_BITS: u32 = 254;
 
 const OP_MSM_G1: &str = "bn254_msm_g1";
+const OP_NTT: &str = "bn254_ntt";
 
 /// G1 bases prepared for many MSMs (a proving key's queries): kept on the host, and uploaded to
 /// GPU memory by the first MSM that runs there, then reused by every later one.
@@ -122,6 +126,14 @@ fn limbs_into(dst: &mut [u32], src: &[u64; 4]) {
     }
 }
 
+/// An element from the kernels' eight limbs (Montgomery form, as arkworks keeps it).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn fr_from_limbs(l: &[u32]) -> Fr {
+    Fr::new_unchecked(ark_ff::BigInt(std::array::from_fn(|i| {
+        u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
+    })))
+}
+
 /// A kernel's Jacobian point (Montgomery limbs, the same representation as arkworks').
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 fn from_raw(p: &msm::RawJacobian) -> G1Projective {
@@ -202,6 +214,52 @@ impl Bn254<'_> {
         })
     }
 
+    /// The transform `t` on each polynomial of `values`, in place (`values.len()` a multiple of
+    /// `t.size`). Natural order in and out, the same evaluations as arkworks' `Radix2EvaluationDomain`.
+    pub fn ntt(&self, values: &mut [Fr], t: &ntt::Ntt) -> Result<Output<()>> {
+        let batch = t.batch_of(values.len())?;
+        let plan = self.engine.dispatcher().plan(
+            &ntt_workload(t, batch),
+            &[Backend::Arkworks],
+            cfg!(feature = "cuda"),
+            &calibrate_ntt,
+        )?;
+        // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
+        if values.is_empty() || t.size == 1 {
+            return Ok(Output {
+                value: (),
+                backend: plan.backend,
+                threads: plan.threads,
+            });
+        }
+        match plan.backend {
+            Backend::Arkworks => cpu::ntt(values, t, plan.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::ntt(values, t)?,
+            other => {
+                return Err(Error::BackendUnavailable {
+                    backend: other.name().into(),
+                    why: "BN254 NTT runs on arkworks and cuda".into(),
+                })
+            }
+        }
+        Ok(Output {
+            value: (),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
+    }
+
+    /// The estimated time of `t` on `batch` polynomials on all CPU cores and on the GPU (data
+    /// from and back to host memory).
+    pub fn ntt_estimates(&self, t: &ntt::Ntt, batch: usize) -> [crate::dispatch::Plan; 2] {
+        self.engine.dispatcher().estimates(
+            &ntt_workload(t, batch),
+            Backend::Arkworks,
+            &calibrate_ntt,
+        )
+    }
+
     /// The estimated time of an MSM of `n` points on all CPU cores and on the GPU (bases in GPU
     /// memory), measuring each backend on first use (`batchcrypt calibrate`).
     pub fn estimates(&self, n: usize) -> [crate::dispatch::Plan; 2] {
@@ -220,6 +278,20 @@ fn workload(n: usize, resident: bool) -> Workload {
         units: n64,
         bytes_in: 32 * n64 + if resident { 0 } else { 64 * n64 },
         bytes_out: 96,
+        location: Location::Host,
+    }
+}
+
+/// Elements go to the GPU and come back; the work is n/2 log n products per polynomial.
+fn ntt_workload(t: &ntt::Ntt, batch: usize) -> Workload {
+    let bytes = 32 * (t.size * batch) as u64;
+    // Items are elements: one polynomial's stages already spread over every core.
+    Workload {
+        op: OP_NTT,
+        items: (t.size * batch) as u64,
+        units: t.work(batch),
+        bytes_in: bytes,
+        bytes_out: bytes,
         location: Location::Host,
     }
 }
@@ -270,4 +342,27 @@ fn calibrate(backend: Backend) -> Result<Cost> {
         Ok(())
     };
     crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
+}
+
+/// Measures one backend on forward transforms of 2^10 and 2^16 elements (one thread for the CPU).
+fn calibrate_ntt(backend: Backend) -> Result<Cost> {
+    use ark_ff::UniformRand;
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let mut runner = |t: ntt::Ntt| {
+        let mut values: Vec<Fr> = (0..t.size).map(|_| Fr::rand(&mut rng)).collect();
+        let engine = &engine;
+        move || -> Result<()> {
+            match backend {
+                Backend::Arkworks => cpu::ntt(&mut values, &t, 1),
+                _ => drop(engine.bn254().ntt(&mut values, &t)?),
+            }
+            Ok(())
+        }
+    };
+    let (small, large) = (ntt::Ntt::forward(1 << 10), ntt::Ntt::forward(1 << 16));
+    let run_small = runner(small);
+    let run_large = runner(large);
+    crate::dispatch::fit(small.work(1), run_small, large.work(1), run_large)
 }

@@ -1,6 +1,9 @@
-//! The BN254 MSM kernels run on the host, chained by the same `msm::window_sums` as on the GPU.
+//! The BN254 MSM and NTT kernels run on the host, chained by the same `msm::window_sums` and
+//! `ntt::transform` as on the GPU.
 
 use crate::bn254::msm::{self, Kernels, RawJacobian, Shape, SLICE};
+use crate::bn254::ntt::{self, Ntt, Scaling, Twiddles};
+use crate::bn254::Fr;
 use crate::error::Result;
 
 extern "C" {
@@ -50,6 +53,31 @@ extern "C" {
         out: *mut RawJacobian,
     );
     fn bn254_msm_sum_groups(input: *const RawJacobian, groups: u64, m: u32, out: *mut RawJacobian);
+    fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
+    fn bn254_ntt_pass(
+        data: *mut u32,
+        log_n: u32,
+        batch: u64,
+        stage0: u32,
+        k: u32,
+        tw: *const u32,
+        tw_shift: u32,
+        inverse: u32,
+        mode: u32,
+        lo: *const u32,
+        hi: *const u32,
+        lo_bits: u32,
+    );
+    fn bn254_ntt_bitrev(
+        input: *const u32,
+        out: *mut u32,
+        log_n: u32,
+        batch: u64,
+        mode: u32,
+        lo: *const u32,
+        hi: *const u32,
+        lo_bits: u32,
+    );
 }
 
 struct Host<'a> {
@@ -220,4 +248,93 @@ pub fn msm_g1(
     let raw = raw_bases(&bases[..scalars.len()]);
     let sums = msm::window_sums(&mut Host { bases: &raw }, &s, &raw_scalars(scalars))?;
     Ok(crate::bn254::combine_windows(&sums, s.c))
+}
+
+/// The NTT steps on host buffers of raw limbs.
+struct NttHost;
+
+// SAFETY (every call below): `ntt::transform` sizes each buffer for the items the kernel walks.
+impl ntt::Kernels for NttHost {
+    type Elems = Vec<u32>;
+
+    fn upload(&mut self, raw: &[u32]) -> Result<Vec<u32>> {
+        Ok(raw.to_vec())
+    }
+    fn alloc(&mut self, len: u64) -> Result<Vec<u32>> {
+        Ok(vec![0; 8 * len.max(1) as usize])
+    }
+    fn twiddles(&mut self, omega: &Vec<u32>, count: u64, out: &mut Vec<u32>) -> Result<()> {
+        unsafe { bn254_ntt_twiddles(omega.as_ptr(), count, out.as_mut_ptr()) };
+        Ok(())
+    }
+    fn pass(
+        &mut self,
+        data: &mut Vec<u32>,
+        log_n: u32,
+        batch: u64,
+        stage0: u32,
+        k: u32,
+        tw: &Twiddles<Vec<u32>>,
+        inverse: bool,
+        sc: &Scaling<Vec<u32>>,
+    ) -> Result<()> {
+        unsafe {
+            bn254_ntt_pass(
+                data.as_mut_ptr(),
+                log_n,
+                batch,
+                stage0,
+                k,
+                tw.table.as_ptr(),
+                tw.shift(log_n),
+                u32::from(inverse),
+                sc.mode as u32,
+                sc.lo.as_ptr(),
+                sc.hi.as_ptr(),
+                sc.lo_bits,
+            )
+        };
+        Ok(())
+    }
+    fn bitrev(
+        &mut self,
+        input: &Vec<u32>,
+        out: &mut Vec<u32>,
+        log_n: u32,
+        batch: u64,
+        sc: &Scaling<Vec<u32>>,
+    ) -> Result<()> {
+        unsafe {
+            bn254_ntt_bitrev(
+                input.as_ptr(),
+                out.as_mut_ptr(),
+                log_n,
+                batch,
+                sc.mode as u32,
+                sc.lo.as_ptr(),
+                sc.hi.as_ptr(),
+                sc.lo_bits,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// `t` on each polynomial of `values` through the kernel code, with a twiddle table for
+/// 2^`table_log` (at least the size: a larger table exercises the strided reads the GPU makes
+/// when it keeps a table for a larger transform).
+pub fn ntt(values: &mut [Fr], t: &Ntt, table_log: u32) -> Result<()> {
+    let batch = t.batch_of(values.len())? as u64;
+    if values.is_empty() || t.size == 1 {
+        return Ok(());
+    }
+    let mut k = NttHost;
+    let tw = Twiddles::build(&mut k, table_log.max(t.log_size()))?;
+    let mut data = crate::bn254::raw_scalars(values);
+    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
+    ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)?;
+    for (x, l) in values.iter_mut().zip(out.chunks_exact(8)) {
+        *x = crate::bn254::fr_from_limbs(l);
+    }
+    Ok(())
 }

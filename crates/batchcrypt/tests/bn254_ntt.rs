@@ -1,0 +1,200 @@
+//! NTTs over BN254's Fr: every backend present (arkworks on the CPU, and the GPU where there is
+//! one; required under BATCHCRYPT_REQUIRE_GPU=1) against the definition (evaluation of the
+//! polynomial at g w^i, one Horner sum per point) on small sizes, the GPU against arkworks
+//! element for element up to 2^20, and the kernel code itself run on the host (feature
+//! `emulation`).
+
+use ark_ff::{FftField, Field, UniformRand, Zero};
+use batchcrypt::bn254::ntt::{Direction, Ntt};
+use batchcrypt::bn254::Fr;
+use batchcrypt::{Backend, Error, Primitive};
+use rand::SeedableRng;
+
+mod common;
+
+/// out[i] = p(g w^i) for the polynomial p with coefficients `coeffs`.
+fn evaluate(coeffs: &[Fr], g: Fr) -> Vec<Fr> {
+    let n = coeffs.len();
+    let w = Fr::get_root_of_unity(n as u64).unwrap();
+    let mut x = g;
+    (0..n)
+        .map(|_| {
+            let v = coeffs.iter().rev().fold(Fr::zero(), |acc, c| acc * x + c);
+            x *= w;
+            v
+        })
+        .collect()
+}
+
+/// Random polynomials with the edge values mixed in: 0, 1, -1.
+fn values(len: usize, seed: u64) -> Vec<Fr> {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len)
+        .map(|i| match i % 11 {
+            3 => Fr::zero(),
+            5 => Fr::ONE,
+            7 => -Fr::ONE,
+            _ => Fr::rand(&mut r),
+        })
+        .collect()
+}
+
+/// The four transforms a Groth16 prover uses, on the subgroup and on a coset.
+fn kinds(size: usize) -> Vec<Ntt> {
+    let g = Fr::GENERATOR;
+    vec![
+        Ntt::forward(size),
+        Ntt::inverse(size),
+        Ntt::forward(size).on_coset(g),
+        Ntt::inverse(size).on_coset(Fr::from(12345u64)),
+    ]
+}
+
+/// Checks `got = t(input)` against the definition, polynomial by polynomial: a forward result
+/// is the evaluations; an inverse result is what the evaluations come from.
+fn check_definition(t: &Ntt, input: &[Fr], got: &[Fr], what: &str) {
+    let g = t.coset.unwrap_or(Fr::ONE);
+    for (i, (inp, out)) in input.chunks(t.size).zip(got.chunks(t.size)).enumerate() {
+        match t.direction {
+            Direction::Forward => assert_eq!(out, evaluate(inp, g), "{what}: polynomial {i}"),
+            Direction::Inverse => assert_eq!(evaluate(out, g), inp, "{what}: polynomial {i}"),
+        }
+    }
+}
+
+#[test]
+fn every_backend_matches_the_definition() {
+    for b in common::backends(Primitive::Bn254) {
+        let engine = common::engine(b);
+        for log in 0..=6 {
+            for batch in [1, 3] {
+                for t in kinds(1 << log) {
+                    let input = values(t.size * batch, log as u64);
+                    let mut got = input.clone();
+                    let out = engine.bn254().ntt(&mut got, &t).unwrap();
+                    assert_eq!(out.backend, b);
+                    check_definition(&t, &input, &got, &format!("{b}: {t:?}, batch {batch}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inverse_undoes_forward() {
+    for b in common::backends(Primitive::Bn254) {
+        let engine = common::engine(b);
+        for log in [10, 13] {
+            let n = 1 << log;
+            let input = values(2 * n, 9);
+            for g in [None, Some(Fr::GENERATOR)] {
+                let mut v = input.clone();
+                let (fwd, inv) = (
+                    Ntt {
+                        coset: g,
+                        ..Ntt::forward(n)
+                    },
+                    Ntt {
+                        coset: g,
+                        ..Ntt::inverse(n)
+                    },
+                );
+                engine.bn254().ntt(&mut v, &fwd).unwrap();
+                assert_ne!(v, input);
+                engine.bn254().ntt(&mut v, &inv).unwrap();
+                assert_eq!(v, input, "{b}: 2^{log}, coset {g:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_matches_arkworks_on_every_size() {
+    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+        return;
+    }
+    let (gpu, cpu) = (
+        common::engine(Backend::Cuda),
+        common::engine(Backend::Arkworks),
+    );
+    // Up to 2^20 (three passes start at 2^21; the benchmark checks 2^22..2^26), with batches of
+    // small polynomials, all four transforms each.
+    for (log, batch) in (1..=20).map(|l| (l, 1)).chain([(4, 100), (11, 7), (16, 3)]) {
+        for t in kinds(1 << log) {
+            let input = values(t.size * batch, log as u64 + 100);
+            let (mut want, mut got) = (input.clone(), input.clone());
+            cpu.bn254().ntt(&mut want, &t).unwrap();
+            gpu.bn254().ntt(&mut got, &t).unwrap();
+            assert!(want == got, "2^{log} x {batch}: {t:?}");
+        }
+    }
+    // A table built for a larger size serves smaller transforms after it (strided reads).
+    let t = Ntt::forward(1 << 8);
+    let input = values(256, 5);
+    let (mut want, mut got) = (input.clone(), input);
+    cpu.bn254().ntt(&mut want, &t).unwrap();
+    gpu.bn254().ntt(&mut got, &t).unwrap();
+    assert!(want == got);
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    for b in common::backends(Primitive::Bn254) {
+        let bn = common::engine(b);
+        let mut v = values(24, 1);
+        for (t, what) in [
+            (Ntt::forward(3), "size not a power of two"),
+            (Ntt::forward(0), "size zero"),
+            (Ntt::forward(16), "not whole polynomials"),
+            (Ntt::forward(1 << 29), "larger than the two-adicity"),
+            (Ntt::inverse(8).on_coset(Fr::zero()), "zero coset offset"),
+        ] {
+            let before = v.clone();
+            assert!(
+                matches!(bn.bn254().ntt(&mut v, &t), Err(Error::InvalidInput(_))),
+                "{b}: {what}"
+            );
+            assert_eq!(v, before, "{b}: {what} left the input as it was");
+        }
+        // Empty input is zero polynomials: nothing to do.
+        bn.bn254().ntt(&mut [], &Ntt::forward(8)).unwrap();
+    }
+}
+
+#[cfg(feature = "emulation")]
+mod emulated {
+    use super::*;
+    use batchcrypt::emulation::bn254::ntt;
+
+    /// The kernel code on the host, against the definition on small sizes (one and several passes
+    /// of the pass kernel need more than 2^10: see below) and with a twiddle table for a larger
+    /// size than the transform.
+    #[test]
+    fn kernels_match_the_definition() {
+        for log in 1..=6 {
+            for t in kinds(1 << log) {
+                let input = values(2 << log, log as u64);
+                for table_log in [log, 9] {
+                    let mut got = input.clone();
+                    ntt(&mut got, &t, table_log).unwrap();
+                    check_definition(&t, &input, &got, &format!("{t:?}, table 2^{table_log}"));
+                }
+            }
+        }
+    }
+
+    /// Sizes that take two and three passes, against arkworks.
+    #[test]
+    fn kernels_match_arkworks_over_several_passes() {
+        let cpu = common::engine(Backend::Arkworks);
+        for log in [10, 11, 15, 21] {
+            for t in kinds(1 << log) {
+                let input = values(1 << log, 77);
+                let (mut want, mut got) = (input.clone(), input);
+                cpu.bn254().ntt(&mut want, &t).unwrap();
+                ntt(&mut got, &t, log).unwrap();
+                assert!(want == got, "{t:?}");
+            }
+        }
+    }
+}
