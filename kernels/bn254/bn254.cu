@@ -1,4 +1,4 @@
-// BN254 kernels: the MSM steps of bc/msm.cuh on G1 and the NTT steps of bc/ntt.cuh over Fr.
+// BN254 kernels: the MSM steps of bc/msm.cuh on G1 and G2, and the NTT steps of bc/ntt.cuh over Fr.
 // Scalars are arkworks' Fr limbs (Montgomery form), bases arkworks' affine x, y limbs (infinity
 // as zeros), buckets and sums Jacobian.
 #include "bn254.cuh"
@@ -6,8 +6,6 @@
 #include "bc/ntt.cuh"
 
 using namespace bc::bn254;
-using G1Affine = bc::Affine<G1>;
-using G1Point = bc::Jacobian<G1>;
 
 extern "C" __global__ void bn254_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t* digits, uint32_t* counts) {
     bc::msm::digits<G1>(scalars, n, c, windows, digits, counts);
@@ -25,21 +23,31 @@ extern "C" __global__ void bn254_msm_scatter(const uint32_t* digits, uint64_t n,
     bc::msm::scatter(digits, n, c, windows, cursor, entries, keys);
 }
 
-extern "C" __global__ void __launch_bounds__(128) bn254_msm_accumulate_points(const G1Affine* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, G1Point* buckets, uint32_t* next_keys, G1Point* next_pts) {
-    bc::msm::accumulate_points<G1>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);
-}
+// The steps that touch points, once per group: bn254_g1_msm_* and bn254_g2_msm_*. The steps
+// before them (digits, scan, scatter) depend on the scalars only and serve both.
+#define BN254_MSM_POINT_STEPS(NAME, C)                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_accumulate_points(                 \
+        const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,           \
+        uint32_t slice, bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {          \
+        bc::msm::accumulate_points<C>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);     \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_accumulate_partials(               \
+        const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                    \
+        bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {                          \
+        bc::msm::accumulate_partials<C>(pts, keys, total, slice, buckets, next_keys, next_pts);              \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_window_segments(                   \
+        const bc::Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per,         \
+        bc::Jacobian<C>* out) {                                                                              \
+        bc::msm::window_segments<C>(buckets, buckets_per_window, windows, per, out);                         \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_sum_groups(                        \
+        const bc::Jacobian<C>* in, uint64_t groups, uint32_t m, bc::Jacobian<C>* out) {                      \
+        bc::msm::sum_groups<C>(in, groups, m, out);                                                          \
+    }
 
-extern "C" __global__ void __launch_bounds__(128) bn254_msm_accumulate_partials(const G1Point* pts, const uint32_t* keys, uint64_t total, uint32_t slice, G1Point* buckets, uint32_t* next_keys, G1Point* next_pts) {
-    bc::msm::accumulate_partials<G1>(pts, keys, total, slice, buckets, next_keys, next_pts);
-}
-
-extern "C" __global__ void __launch_bounds__(128) bn254_msm_window_segments(const G1Point* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per, G1Point* out) {
-    bc::msm::window_segments<G1>(buckets, buckets_per_window, windows, per, out);
-}
-
-extern "C" __global__ void __launch_bounds__(128) bn254_msm_sum_groups(const G1Point* in, uint64_t groups, uint32_t m, G1Point* out) {
-    bc::msm::sum_groups<G1>(in, groups, m, out);
-}
+BN254_MSM_POINT_STEPS(g1, G1)
+BN254_MSM_POINT_STEPS(g2, G2)
 
 extern "C" __global__ void bn254_ntt_twiddles(const Fr* omega, uint64_t count, Fr* out) {
     bc::ntt::twiddles(omega, count, out);

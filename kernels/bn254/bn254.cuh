@@ -1,5 +1,5 @@
 // BN254 (alt_bn128, the curve of Ethereum's precompiles and of circom/snarkjs) for the generic field
-// and curve templates. Both fields use Montgomery form with R = 2^256, the representation arkworks
+// and curve templates: Fq, Fr, Fq2, G1 and G2. Both fields use Montgomery form with R = 2^256, the representation arkworks
 // keeps in memory: elements cross the host boundary as arkworks' own limbs, with no conversion.
 #pragma once
 #include "bc/curve.cuh"
@@ -38,6 +38,19 @@ struct G1 {
     static constexpr bool A_IS_MINUS_3 = false;
     static BC_DEVICE F a() { return F::zero(); }
     static BC_DEVICE F b() { return F::from_u32(3); }
+};
+
+// Fq2 = Fq[u]/(u^2 + 1).
+using Fq2 = bc::Fp2<Fq>;
+
+// G2: the sextic twist y^2 = x^3 + 3/(9 + u) over Fq2, with the same scalars. The MSM needs no b.
+struct G2 {
+    using F = Fq2;
+    using Scalar = Fr;
+    static constexpr int SCALAR_BITS = 254;
+    static constexpr bool A_IS_ZERO = true;
+    static constexpr bool A_IS_MINUS_3 = false;
+    static BC_DEVICE F a() { return F::zero(); }
 };
 
 }  // namespace bc::bn254

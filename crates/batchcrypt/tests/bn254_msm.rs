@@ -1,4 +1,4 @@
-//! BN254 G1 multi-scalar multiplication: every backend present (arkworks on the CPU, and the GPU
+//! BN254 multi-scalar multiplication on G1 and G2: every backend present (arkworks on the CPU, and the GPU
 //! where there is one; required under BATCHCRYPT_REQUIRE_GPU=1), and the kernel code itself run
 //! on the host (feature `emulation`), against the plain sum of scalar multiplications — on random
 //! batches and on the shapes that break bucket methods: zero and one scalars, -1, repeated and
@@ -6,14 +6,14 @@
 
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, PrimeField, UniformRand, Zero};
-use batchcrypt::bn254::{Fr, G1Affine, G1Bases, G1Projective};
+use batchcrypt::bn254::{Affine, Bases, Fr, Group, Projective, G1, G2};
 use batchcrypt::{Backend, Error, Primitive};
 use rand::SeedableRng;
 
 mod common;
 
 /// The definition: sum k_i P_i with one double-and-add per term.
-fn naive(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+fn naive<P: Group>(bases: &[Affine<P>], scalars: &[Fr]) -> Projective<P> {
     bases
         .iter()
         .zip(scalars)
@@ -26,10 +26,12 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 }
 
 /// Batches named by what they exercise, each of `n` items.
-fn cases(n: usize) -> Vec<(&'static str, Vec<G1Affine>, Vec<Fr>)> {
+type Case<P> = (&'static str, Vec<Affine<P>>, Vec<Fr>);
+
+fn cases<P: Group>(n: usize) -> Vec<Case<P>> {
     let mut r = rng(n as u64);
-    let (bases, scalars) = batchcrypt::bn254::sample(n, 7);
-    let g = G1Affine::generator();
+    let (bases, scalars) = batchcrypt::bn254::sample::<P>(n, 7);
+    let g = Affine::<P>::generator();
     let mut v = vec![("random", bases.clone(), scalars.clone())];
     // A Groth16 witness: mostly 0 and 1, a few field elements, -1.
     let witness: Vec<Fr> = (0..n)
@@ -45,11 +47,11 @@ fn cases(n: usize) -> Vec<(&'static str, Vec<G1Affine>, Vec<Fr>)> {
     let k = Fr::rand(&mut r);
     v.push(("one bucket", bases.clone(), vec![k; n]));
     // Repeated and opposite bases, infinity among them (P + P and P + (-P) inside a bucket).
-    let special: Vec<G1Affine> = (0..n)
+    let special: Vec<Affine<P>> = (0..n)
         .map(|i| match i % 4 {
             0 => g,
-            1 => (-G1Projective::from(g)).into_affine(),
-            2 => G1Affine::identity(),
+            1 => (-Projective::<P>::from(g)).into_affine(),
+            2 => Affine::<P>::identity(),
             _ => bases[i],
         })
         .collect();
@@ -63,114 +65,117 @@ fn cases(n: usize) -> Vec<(&'static str, Vec<G1Affine>, Vec<Fr>)> {
     v
 }
 
-#[test]
-fn every_backend_matches_the_definition() {
+fn definition_on_every_backend<P: Group>(sizes: &[usize]) {
     for b in common::backends(Primitive::Bn254) {
         let engine = common::engine(b);
-        for n in [1, 2, 3, 100, 1000] {
-            for (what, bases, scalars) in cases(n) {
+        for &n in sizes {
+            for (what, bases, scalars) in cases::<P>(n) {
                 let want = naive(&bases, &scalars);
-                let got = engine
-                    .bn254()
-                    .msm_g1(&G1Bases::new(bases), &scalars)
-                    .unwrap();
+                let got = engine.bn254().msm(&Bases::new(bases), &scalars).unwrap();
                 assert_eq!(got.backend, b);
-                assert_eq!(
-                    got.value.into_affine(),
-                    want.into_affine(),
-                    "{b}: {what}, n = {n}"
-                );
+                assert_eq!(got.value.into_affine(), want.into_affine(), "{b}, {}: {what}, n = {n}", P::NAME);
             }
+        }
+    }
+}
+
+#[test]
+fn every_backend_matches_the_definition_on_g1() {
+    definition_on_every_backend::<G1>(&[1, 2, 3, 100, 1000]);
+}
+
+#[test]
+fn every_backend_matches_the_definition_on_g2() {
+    definition_on_every_backend::<G2>(&[1, 2, 3, 100, 400]);
+}
+
+fn gpu_against_arkworks<P: Group>(sizes: &[usize]) {
+    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+        return;
+    }
+    let (gpu, cpu) = (common::engine(Backend::Cuda), common::engine(Backend::Arkworks));
+    for &n in sizes {
+        for (what, bases, scalars) in cases::<P>(n) {
+            let bases = Bases::new(bases);
+            let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
+            let got = gpu.bn254().msm(&bases, &scalars).unwrap().value;
+            assert_eq!(got.into_affine(), want.into_affine(), "{}: {what}, n = {n}", P::NAME);
         }
     }
 }
 
 #[test]
 fn gpu_matches_arkworks_on_larger_batches() {
-    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
-        return;
-    }
-    let (gpu, cpu) = (
-        common::engine(Backend::Cuda),
-        common::engine(Backend::Arkworks),
-    );
-    for n in [1 << 12, (1 << 16) + 3, 1 << 18] {
-        for (what, bases, scalars) in cases(n) {
-            let bases = G1Bases::new(bases);
-            let want = cpu.bn254().msm_g1(&bases, &scalars).unwrap().value;
-            let got = gpu.bn254().msm_g1(&bases, &scalars).unwrap().value;
-            assert_eq!(got.into_affine(), want.into_affine(), "{what}, n = {n}");
-        }
+    gpu_against_arkworks::<G1>(&[1 << 12, (1 << 16) + 3, 1 << 18]);
+    gpu_against_arkworks::<G2>(&[1 << 12, (1 << 16) + 3]);
+}
+
+fn prefix_and_errors<P: Group>() {
+    let (bases, scalars) = batchcrypt::bn254::sample::<P>(50, 3);
+    let prepared = Bases::new(bases.clone());
+    for b in common::backends(Primitive::Bn254) {
+        let engine = common::engine(b);
+        let bn = engine.bn254();
+        let got = bn.msm(&prepared, &scalars[..20]).unwrap().value;
+        assert_eq!(got.into_affine(), naive(&bases[..20], &scalars[..20]).into_affine(), "{b}");
+        let mut more = scalars.clone();
+        more.push(Fr::ONE);
+        assert!(matches!(bn.msm(&prepared, &more), Err(Error::InvalidInput(_))), "{b}");
+        assert!(bn.msm(&prepared, &[]).unwrap().value.is_zero(), "{b}: empty sum");
     }
 }
 
 #[test]
 fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
-    let (bases, scalars) = batchcrypt::bn254::sample(50, 3);
-    let prepared = G1Bases::new(bases.clone());
-    for b in common::backends(Primitive::Bn254) {
-        let engine = common::engine(b);
-        let bn = engine.bn254();
-        let got = bn.msm_g1(&prepared, &scalars[..20]).unwrap().value;
-        assert_eq!(
-            got.into_affine(),
-            naive(&bases[..20], &scalars[..20]).into_affine(),
-            "{b}"
-        );
-        let mut more = scalars.clone();
-        more.push(Fr::ONE);
-        assert!(
-            matches!(bn.msm_g1(&prepared, &more), Err(Error::InvalidInput(_))),
-            "{b}"
-        );
-        assert!(
-            bn.msm_g1(&prepared, &[]).unwrap().value.is_zero(),
-            "{b}: empty sum"
-        );
-    }
+    prefix_and_errors::<G1>();
+    prefix_and_errors::<G2>();
 }
 
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
     use batchcrypt::bn254::msm::Shape;
-    use batchcrypt::emulation::bn254::msm_g1;
+    use batchcrypt::emulation::bn254::msm;
 
     /// The kernel code on the host, over window sizes from 4 bits (many windows, few buckets) to
     /// 13 (more buckets than points), so slices cross buckets and windows and the accumulation
     /// takes several levels.
-    #[test]
-    fn kernels_match_the_definition() {
-        for n in [1, 2, 5, 64, 700] {
-            for (what, bases, scalars) in cases(n) {
+    fn kernels_on<P: Group>(sizes: &[usize], windows: &[u32]) {
+        for &n in sizes {
+            for (what, bases, scalars) in cases::<P>(n) {
                 let want = naive(&bases, &scalars).into_affine();
-                for c in [4, 5, 8, 13] {
-                    let got = msm_g1(&bases, &scalars, Some(c)).unwrap();
-                    assert_eq!(got.into_affine(), want, "{what}, n = {n}, c = {c}");
+                for &c in windows {
+                    let got = msm(&bases, &scalars, Some(c)).unwrap();
+                    assert_eq!(got.into_affine(), want, "{}: {what}, n = {n}, c = {c}", P::NAME);
                 }
-                assert_eq!(
-                    msm_g1(&bases, &scalars, None).unwrap().into_affine(),
-                    want,
-                    "{what}, n = {n}, default window"
-                );
+                assert_eq!(msm(&bases, &scalars, None).unwrap().into_affine(), want, "{}: {what}, n = {n}, default window", P::NAME);
             }
         }
+    }
+
+    #[test]
+    fn kernels_match_the_definition_on_g1() {
+        kernels_on::<G1>(&[1, 2, 5, 64, 700], &[4, 5, 8, 13]);
+    }
+
+    #[test]
+    fn kernels_match_the_definition_on_g2() {
+        kernels_on::<G2>(&[1, 2, 5, 64, 300], &[4, 8, 13]);
     }
 
     /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.
     #[test]
     fn kernels_handle_the_largest_scalars() {
         let n = 40;
-        let (bases, _) = batchcrypt::bn254::sample(n, 11);
+        let (bases, _) = batchcrypt::bn254::sample::<G1>(n, 11);
         let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
         let want = naive(&bases, &scalars).into_affine();
         for c in [4, 7, 16, 21] {
-            assert_eq!(
-                msm_g1(&bases, &scalars, Some(c)).unwrap().into_affine(),
-                want,
-                "c = {c}"
-            );
+            assert_eq!(msm(&bases, &scalars, Some(c)).unwrap().into_affine(), want, "c = {c}");
         }
+        let (bases, _) = batchcrypt::bn254::sample::<G2>(n, 11);
+        let want = naive(&bases, &scalars).into_affine();
+        assert_eq!(msm(&bases, &scalars, Some(7)).unwrap().into_affine(), want, "g2");
     }
 
     #[test]

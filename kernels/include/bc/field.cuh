@@ -400,3 +400,47 @@ BC_DEVICE void batch_inverse(F* x, F* scratch, int n) {
 }
 
 }  // namespace bc
+
+namespace bc {
+
+// The quadratic extension F[u]/(u^2 + 1) of a prime field with p = 3 mod 4 (BN254's Fq2, over
+// which G2 lives), as (c0, c1) = c0 + c1 u, arkworks' layout. It has the interface the curve
+// template uses (zero, one, +, -, *, sqr, dbl, neg, is_zero, inv), so a curve over it needs no
+// code of its own.
+template <class F>
+struct Fp2 {
+    F c0, c1;
+
+    static BC_DEVICE Fp2 zero() { return Fp2{F::zero(), F::zero()}; }
+    static BC_DEVICE Fp2 one() { return Fp2{F::one(), F::zero()}; }
+
+    BC_DEVICE bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    friend BC_DEVICE bool operator==(const Fp2& a, const Fp2& b) { return a.c0 == b.c0 && a.c1 == b.c1; }
+    friend BC_DEVICE bool operator!=(const Fp2& a, const Fp2& b) { return !(a == b); }
+    friend BC_DEVICE Fp2 operator+(const Fp2& a, const Fp2& b) { return Fp2{a.c0 + b.c0, a.c1 + b.c1}; }
+    friend BC_DEVICE Fp2 operator-(const Fp2& a, const Fp2& b) { return Fp2{a.c0 - b.c0, a.c1 - b.c1}; }
+
+    // Karatsuba: three base-field products instead of four.
+    friend BC_DEVICE Fp2 operator*(const Fp2& a, const Fp2& b) {
+        F t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
+        F t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return Fp2{t0 - t1, t2 - t0 - t1};
+    }
+
+    // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u: two products.
+    BC_DEVICE Fp2 sqr() const {
+        F t = c0 * c1;
+        return Fp2{(c0 + c1) * (c0 - c1), t.dbl()};
+    }
+
+    BC_DEVICE Fp2 dbl() const { return Fp2{c0.dbl(), c1.dbl()}; }
+    BC_DEVICE Fp2 neg() const { return Fp2{c0.neg(), c1.neg()}; }
+
+    // 1 / (c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2); the inverse of 0 is 0.
+    BC_DEVICE Fp2 inv() const {
+        F t = (c0.sqr() + c1.sqr()).inv();
+        return Fp2{c0 * t, (c1 * t).neg()};
+    }
+};
+
+}  // namespace bc

@@ -146,16 +146,12 @@ fn aes_crossovers(engine: &Engine) -> Result<()> {
 
 /// BN254 G1 MSM with the bases in GPU memory (a proving key's): the smallest MSM sent to the GPU.
 fn bn254_crossovers(engine: &Engine) -> Result<()> {
-    println!("\nBN254 G1 MSM, bases in GPU memory: estimated time (all CPU cores vs GPU)");
-    println!(
-        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
-        "operation", "points", "CPU", "GPU", "choice"
-    );
-    crossover(
-        &format!("{:>16}", "msm g1"),
-        &powers_of_two(4..=24, |n| n.to_string()),
-        |n| Ok(engine.bn254().estimates(n)),
-    )?;
+    use batchcrypt::bn254::{G1, G2};
+    println!("\nBN254 MSM, bases in GPU memory: estimated time (all CPU cores vs GPU)");
+    println!("{:>16}  {:>8}  {:>12}  {:>12}  {:>6}", "operation", "points", "CPU", "GPU", "choice");
+    let sizes = powers_of_two(4..=24, |n| n.to_string());
+    crossover(&format!("{:>16}", "msm g1"), &sizes, |n| Ok(engine.bn254().estimates::<G1>(n)))?;
+    crossover(&format!("{:>16}", "msm g2"), &sizes, |n| Ok(engine.bn254().estimates::<G2>(n)))?;
     println!("\nBN254 NTT of one polynomial in host memory: estimated time (all CPU cores vs GPU)");
     println!(
         "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",

@@ -2,15 +2,13 @@
 //! rayon's pool: the peers the GPU path is measured against and the fallback where there is no GPU.
 
 use super::ntt::{Direction, Ntt};
-use super::{Fr, G1Affine, G1Projective};
+use super::{Affine, Fr, Group, Projective};
 use ark_ec::VariableBaseMSM;
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 
-/// `sum scalars[i] * bases[i]` on `threads` threads.
-pub fn msm_g1(bases: &[G1Affine], scalars: &[Fr], threads: usize) -> G1Projective {
-    on_threads(threads, || {
-        G1Projective::msm_unchecked(&bases[..scalars.len()], scalars)
-    })
+/// `sum scalars[i] * bases[i]` on `threads` threads, on G1 or G2.
+pub fn msm<P: Group>(bases: &[Affine<P>], scalars: &[Fr], threads: usize) -> Projective<P> {
+    on_threads(threads, || Projective::<P>::msm_unchecked(&bases[..scalars.len()], scalars))
 }
 
 /// `t` on each polynomial of `values` (whole polynomials, checked by the caller), on `threads`

@@ -1,8 +1,9 @@
-//! The GPU backend: the MSM steps of `kernels/include/bc/msm.cuh` (instantiated for G1 in
+//! The GPU backend: the MSM steps of `kernels/include/bc/msm.cuh` (instantiated for G1 and G2 in
 //! `kernels/bn254`) on a stream, with the bases uploaded once and kept in GPU memory; the NTT
 //! steps of `kernels/include/bc/ntt.cuh` over Fr, with one twiddle table kept for every size.
 
-use super::msm::{Kernels, RawJacobian, Shape, SCAN_THREADS};
+use super::msm::{Kernels, Shape, SCAN_THREADS};
+use super::{point_words, Group};
 use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
@@ -13,11 +14,10 @@ use cudarc::driver::{
 };
 use std::sync::{Arc, Mutex};
 
-const POINT_BYTES: u64 = 96;
 
 /// Launches kernel `name` of the BN254 image with the given arguments.
 macro_rules! launch {
-    ($k:expr, $name:literal, $cfg:expr $(, $arg:expr)* $(,)?) => {{
+    ($k:expr, $name:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
         let f = $k.gpu.function(&crate::kernels::BN254, $name)?;
         let mut b = $k.stream.launch_builder(&f);
         $(b.arg($arg);)*
@@ -27,24 +27,23 @@ macro_rules! launch {
     }};
 }
 
-/// Affine bases in GPU memory (arkworks' Montgomery limbs, 64 bytes each).
+/// Affine bases in GPU memory (arkworks' Montgomery limbs of x and y).
 pub struct DeviceBases {
     pts: CudaSlice<u32>,
     len: usize,
+    words: usize,
 }
 
 impl DeviceBases {
-    pub fn upload(raw: &[u32]) -> Result<DeviceBases> {
+    /// Bases of `words` 32-bit words each (16 on G1, 32 on G2).
+    pub fn upload(raw: &[u32], words: usize) -> Result<DeviceBases> {
         let gpu = Gpu::available()?;
         let stream = gpu.stream()?;
         let pts = stream
             .clone_htod(if raw.is_empty() { &[0u32; 16][..] } else { raw })
             .map_err(driver_err("upload bases"))?;
         stream.synchronize().map_err(driver_err("sync"))?;
-        Ok(DeviceBases {
-            pts,
-            len: raw.len() / 16,
-        })
+        Ok(DeviceBases { pts, len: raw.len() / words, words })
     }
 
     pub fn len(&self) -> usize {
@@ -53,25 +52,16 @@ impl DeviceBases {
 
     /// Device bytes held.
     pub fn bytes(&self) -> usize {
-        self.len * 64
+        self.len * self.words * 4
     }
 }
 
-/// Each window's sum of `sum k_i P_i`.
-pub(crate) fn window_sums(
-    bases: &DeviceBases,
-    scalars: &[Fr],
-    s: &Shape,
-) -> Result<Vec<RawJacobian>> {
+/// Each window's sum of `sum k_i P_i` on group P (kernel points, one after another).
+pub(crate) fn window_sums<P: Group>(bases: &DeviceBases, scalars: &[Fr], s: &Shape) -> Result<Vec<u32>> {
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
-    let mut k = Launcher {
-        gpu,
-        stream,
-        bases: &bases.pts,
-    };
-    super::msm::window_sums(&mut k, s, &dev)
+    super::msm::window_sums(&mut Launcher::new::<P>(gpu, stream, bases), s, &dev)
 }
 
 /// Scalars per piece of the staged upload: converting one piece overlaps the copy of the last.
@@ -93,8 +83,9 @@ fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result
         return Ok(dev);
     };
     if staging.as_ref().is_none_or(|p| p.len() < words) {
-        *staging = None; // free the old buffer first
-                         // SAFETY: written before it is read; write-combined, as the host only writes it.
+        // Free the old buffer first.
+        *staging = None;
+        // SAFETY: written before it is read; write-combined, as the host only writes it.
         *staging = Some(
             unsafe {
                 gpu.context().alloc_pinned_with_flags::<u32>(
@@ -130,17 +121,13 @@ fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
 /// `iters` runs (for benchmarks).
-pub fn kernel_seconds(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Result<f64> {
+pub fn kernel_seconds<P: Group>(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Result<f64> {
     let s = Shape::new(scalars.len(), super::SCALAR_BITS)?;
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
     let st = (*stream).clone();
-    let mut k = Launcher {
-        gpu,
-        stream,
-        bases: &bases.pts,
-    };
+    let mut k = Launcher::new::<P>(gpu, stream, bases);
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::msm::window_sums(&mut k, &s, &dev).map(drop)
     })
@@ -356,10 +343,24 @@ impl ntt::Kernels for Device {
 /// Powers per thread of the twiddle kernel (bc::ntt::TWIDDLE_RUN).
 const TWIDDLE_RUN: u32 = 64;
 
+/// The MSM steps on a stream, for the group of `bases`.
 struct Launcher<'a> {
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
     bases: &'a CudaSlice<u32>,
+    /// "g1" or "g2" (kernel names).
+    group: &'static str,
+    point_bytes: usize,
+}
+
+impl<'a> Launcher<'a> {
+    fn new<P: Group>(gpu: &'static Gpu, stream: StreamGuard<'static>, bases: &'a DeviceBases) -> Self {
+        Launcher { gpu, stream, bases: &bases.pts, group: P::NAME, point_bytes: 4 * point_words::<P>() }
+    }
+
+    fn kernel(&self, step: &str) -> String {
+        format!("bn254_{}_msm_{step}", self.group)
+    }
 }
 
 impl Kernels for Launcher<'_> {
@@ -371,7 +372,7 @@ impl Kernels for Launcher<'_> {
     }
 
     fn points(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u8>> {
-        alloc(&self.stream, (len.max(1) * POINT_BYTES) as usize, zeroed)
+        alloc(&self.stream, len.max(1) as usize * self.point_bytes, zeroed)
     }
 
     fn digits(
@@ -473,7 +474,7 @@ impl Kernels for Launcher<'_> {
         let bases = self.bases;
         launch!(
             self,
-            "bn254_msm_accumulate_points",
+            &self.kernel("accumulate_points"),
             grid_1d(total.div_ceil(u64::from(slice)), 128),
             bases,
             entries,
@@ -496,7 +497,7 @@ impl Kernels for Launcher<'_> {
         let slice = super::msm::SLICE;
         launch!(
             self,
-            "bn254_msm_accumulate_partials",
+            &self.kernel("accumulate_partials"),
             grid_1d(total.div_ceil(u64::from(slice)), 128),
             &from.1,
             &from.0,
@@ -518,7 +519,7 @@ impl Kernels for Launcher<'_> {
         let items = u64::from(s.windows) * u64::from(per_window / per);
         launch!(
             self,
-            "bn254_msm_window_segments",
+            &self.kernel("window_segments"),
             grid_1d(items, 128),
             buckets,
             &per_window,
@@ -537,7 +538,7 @@ impl Kernels for Launcher<'_> {
     ) -> Result<()> {
         launch!(
             self,
-            "bn254_msm_sum_groups",
+            &self.kernel("sum_groups"),
             grid_1d(groups, 64),
             input,
             &groups,
@@ -546,14 +547,8 @@ impl Kernels for Launcher<'_> {
         )
     }
 
-    fn read_points(&mut self, p: &CudaSlice<u8>, len: usize) -> Result<Vec<RawJacobian>> {
-        let bytes = self.stream.clone_dtoh(p).map_err(driver_err("download"))?;
-        Ok(bytes
-            .chunks_exact(POINT_BYTES as usize)
-            .take(len)
-            .map(|c| {
-                std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap()))
-            })
-            .collect())
+    fn read_points(&mut self, p: &CudaSlice<u8>, len: usize) -> Result<Vec<u32>> {
+        let bytes = self.stream.clone_dtoh(&p.slice(0..len * self.point_bytes)).map_err(driver_err("download"))?;
+        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
     }
 }

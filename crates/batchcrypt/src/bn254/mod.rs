@@ -1,9 +1,9 @@
 //! BN254 (alt_bn128), the pairing curve of circom/snarkjs and Ethereum's precompiles: batched
-//! multi-scalar multiplication on G1 and number-theoretic transforms over Fr, the heavy steps of a
-//! Groth16 prover.
+//! multi-scalar multiplication on G1 and G2 and number-theoretic transforms over Fr, the heavy
+//! steps of a Groth16 prover.
 //!
 //! Types are arkworks' (`ark-bn254`), so a prover built on arkworks passes its data as it is. The
-//! GPU path runs the G1 instantiation of the generic field, curve and MSM templates
+//! GPU path runs the G1 and G2 instantiations of the generic field, curve and MSM templates
 //! (`kernels/bn254`, `kernels/include/bc/msm.cuh`); field elements cross to the GPU in arkworks'
 //! own Montgomery limbs, with no conversion. The CPU path is arkworks' (MSM, FFT) on all cores.
 //! Both give the same group element and the same evaluations (tests/bn254_msm.rs,
@@ -16,31 +16,80 @@ pub mod gpu;
 pub mod msm;
 pub mod ntt;
 
-pub use ark_bn254::{Fq, Fr, G1Affine, G1Projective};
+pub use ark_bn254::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+pub use ark_ec::short_weierstrass::{Affine, Projective};
+/// The groups, as MSM type parameters: `engine.bn254().msm::<G2>(..)`.
+pub use ark_bn254::{g1::Config as G1, g2::Config as G2};
 
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
 use crate::{Engine, Output};
+use ark_ec::short_weierstrass::SWCurveConfig;
 use ark_ec::AffineRepr;
 
 /// Bits of the scalar field's modulus r.
 pub const SCALAR_BITS: u32 = 254;
 
-const OP_MSM_G1: &str = "bn254_msm_g1";
 const OP_NTT: &str = "bn254_ntt";
 
-/// G1 bases prepared for many MSMs (a proving key's queries): kept on the host, and uploaded to
-/// GPU memory by the first MSM that runs there, then reused by every later one.
-pub struct G1Bases {
-    host: Vec<G1Affine>,
+/// A BN254 group the MSM runs on: [`G1`] over Fq or [`G2`] over Fq2. Points cross to the kernels as their coordinates' Fq limbs.
+pub trait Group: SWCurveConfig<ScalarField = Fr> {
+    /// "g1" or "g2": the kernels' names are `bn254_<NAME>_msm_*`.
+    const NAME: &'static str;
+    /// The cost model's key.
+    const OP: &'static str;
+    /// Fq elements per coordinate.
+    const DEGREE: usize;
+    /// A coordinate as 8 * DEGREE words (Montgomery limbs, c0 first).
+    fn coordinate_into(x: &Self::BaseField, out: &mut [u32]);
+    fn coordinate_from(raw: &[u32]) -> Self::BaseField;
+}
+
+impl Group for G1 {
+    const NAME: &'static str = "g1";
+    const OP: &'static str = "bn254_msm_g1";
+    const DEGREE: usize = 1;
+    fn coordinate_into(x: &Fq, out: &mut [u32]) {
+        limbs_into(out, &x.0 .0);
+    }
+    fn coordinate_from(raw: &[u32]) -> Fq {
+        Fq::new_unchecked(bigint_from_limbs(raw))
+    }
+}
+
+impl Group for G2 {
+    const NAME: &'static str = "g2";
+    const OP: &'static str = "bn254_msm_g2";
+    const DEGREE: usize = 2;
+    fn coordinate_into(x: &Fq2, out: &mut [u32]) {
+        limbs_into(&mut out[..8], &x.c0.0 .0);
+        limbs_into(&mut out[8..], &x.c1.0 .0);
+    }
+    fn coordinate_from(raw: &[u32]) -> Fq2 {
+        Fq2::new(Fq::new_unchecked(bigint_from_limbs(&raw[..8])), Fq::new_unchecked(bigint_from_limbs(&raw[8..])))
+    }
+}
+
+/// 32-bit words of a kernel's Jacobian point (X, Y, Z) on group P.
+pub(crate) fn point_words<P: Group>() -> usize {
+    24 * P::DEGREE
+}
+
+/// Bases prepared for many MSMs (a proving key's queries): kept on the host, and uploaded to GPU
+/// memory by the first MSM that runs there, then reused by every later one.
+pub struct Bases<P: Group> {
+    host: Vec<Affine<P>>,
     #[cfg(feature = "cuda")]
     device: std::sync::OnceLock<std::result::Result<gpu::DeviceBases, String>>,
 }
 
-impl G1Bases {
-    pub fn new(bases: Vec<G1Affine>) -> Self {
-        G1Bases {
+pub type G1Bases = Bases<G1>;
+pub type G2Bases = Bases<G2>;
+
+impl<P: Group> Bases<P> {
+    pub fn new(bases: Vec<Affine<P>>) -> Self {
+        Bases {
             host: bases,
             #[cfg(feature = "cuda")]
             device: std::sync::OnceLock::new(),
@@ -55,7 +104,7 @@ impl G1Bases {
         self.host.is_empty()
     }
 
-    pub fn as_slice(&self) -> &[G1Affine] {
+    pub fn as_slice(&self) -> &[Affine<P>] {
         &self.host
     }
 
@@ -71,14 +120,9 @@ impl G1Bases {
     #[cfg(feature = "cuda")]
     pub fn device(&self) -> Result<&gpu::DeviceBases> {
         self.device
-            .get_or_init(|| {
-                gpu::DeviceBases::upload(&raw_bases(&self.host)).map_err(|e| e.to_string())
-            })
+            .get_or_init(|| gpu::DeviceBases::upload(&raw_bases(&self.host), 16 * P::DEGREE).map_err(|e| e.to_string()))
             .as_ref()
-            .map_err(|why| Error::BackendUnavailable {
-                backend: "cuda".into(),
-                why: why.clone(),
-            })
+            .map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why: why.clone() })
     }
 }
 
@@ -101,24 +145,21 @@ pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
         .for_each(|(d, s)| limbs_into(d, &s.0 .0));
 }
 
-/// Affine bases as the kernels read them: x, y in arkworks' Montgomery limbs, infinity as zeros.
+/// Affine bases as the kernels read them: x, y as Fq limbs, infinity as zeros.
 #[cfg(any(feature = "cuda", feature = "emulation"))]
-pub(crate) fn raw_bases(bases: &[G1Affine]) -> Vec<u32> {
+pub(crate) fn raw_bases<P: Group>(bases: &[Affine<P>]) -> Vec<u32> {
     use rayon::prelude::*;
-    let mut out = vec![0u32; 16 * bases.len()];
-    out.par_chunks_exact_mut(16)
-        .zip(bases.par_iter())
-        .with_min_len(1 << 12)
-        .for_each(|(d, p)| {
-            if !p.infinity {
-                limbs_into(&mut d[..8], &p.x.0 .0);
-                limbs_into(&mut d[8..], &p.y.0 .0);
-            }
-        });
+    let w = 8 * P::DEGREE;
+    let mut out = vec![0u32; 2 * w * bases.len()];
+    out.par_chunks_exact_mut(2 * w).zip(bases.par_iter()).with_min_len(1 << 12).for_each(|(d, p)| {
+        if !p.infinity {
+            P::coordinate_into(&p.x, &mut d[..w]);
+            P::coordinate_into(&p.y, &mut d[w..]);
+        }
+    });
     out
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 fn limbs_into(dst: &mut [u32], src: &[u64; 4]) {
     for (d, s) in dst.chunks_exact_mut(2).zip(src) {
         d[0] = *s as u32;
@@ -126,39 +167,38 @@ fn limbs_into(dst: &mut [u32], src: &[u64; 4]) {
     }
 }
 
+fn bigint_from_limbs(l: &[u32]) -> ark_ff::BigInt<4> {
+    ark_ff::BigInt(std::array::from_fn(|i| u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)))
+}
+
 /// An element from the kernels' eight limbs (Montgomery form, as arkworks keeps it).
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn fr_from_limbs(l: &[u32]) -> Fr {
-    Fr::new_unchecked(ark_ff::BigInt(std::array::from_fn(|i| {
-        u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
-    })))
+    Fr::new_unchecked(bigint_from_limbs(l))
 }
 
-/// A kernel's Jacobian point (Montgomery limbs, the same representation as arkworks').
+/// A kernel's Jacobian point (Fq limbs of X, Y, Z; the same representation as arkworks').
 #[cfg(any(feature = "cuda", feature = "emulation"))]
-fn from_raw(p: &msm::RawJacobian) -> G1Projective {
-    let fq = |l: &[u32]| {
-        Fq::new_unchecked(ark_ff::BigInt(std::array::from_fn(|i| {
-            u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
-        })))
-    };
-    let z = fq(&p[16..]);
-    if z == Fq::from(0u64) {
-        return G1Projective::default();
+fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
+    use ark_ff::Zero;
+    let w = 8 * P::DEGREE;
+    let z = P::coordinate_from(&p[2 * w..3 * w]);
+    if z.is_zero() {
+        return Projective::default();
     }
-    G1Projective::new_unchecked(fq(&p[..8]), fq(&p[8..16]), z)
+    Projective::new_unchecked(P::coordinate_from(&p[..w]), P::coordinate_from(&p[w..2 * w]), z)
 }
 
-/// `sum_w 2^(c w) S_w` from the window sums S_w.
+/// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
 #[cfg(any(feature = "cuda", feature = "emulation"))]
-pub(crate) fn combine_windows(sums: &[msm::RawJacobian], c: u32) -> G1Projective {
+pub(crate) fn combine_windows<P: Group>(sums: &[u32], c: u32) -> Projective<P> {
     use ark_ff::AdditiveGroup;
-    let mut acc = G1Projective::default();
-    for s in sums.iter().rev() {
+    let mut acc = Projective::<P>::default();
+    for s in sums.chunks_exact(point_words::<P>()).rev() {
         for _ in 0..c {
             acc.double_in_place();
         }
-        acc += from_raw(s);
+        acc += from_raw::<P>(s);
     }
     acc
 }
@@ -169,49 +209,27 @@ pub struct Bn254<'e> {
 }
 
 impl Bn254<'_> {
-    /// `sum scalars[i] * bases[i]` over the first `scalars.len()` bases (an empty sum is the
-    /// identity). More scalars than bases is an error.
-    pub fn msm_g1(&self, bases: &G1Bases, scalars: &[Fr]) -> Result<Output<G1Projective>> {
+    /// `sum scalars[i] * bases[i]` over the first `scalars.len()` bases, on G1 or G2 (an empty
+    /// sum is the identity). More scalars than bases is an error.
+    pub fn msm<P: Group>(&self, bases: &Bases<P>, scalars: &[Fr]) -> Result<Output<Projective<P>>> {
         if scalars.len() > bases.len() {
-            return Err(Error::invalid(format!(
-                "{} scalars for {} bases: an MSM needs a base per scalar",
-                scalars.len(),
-                bases.len()
-            )));
+            return Err(Error::invalid(format!("{} scalars for {} bases: an MSM needs a base per scalar", scalars.len(), bases.len())));
         }
         let n = scalars.len();
-        let plan = self.engine.dispatcher().plan(
-            &workload(n, bases.is_resident()),
-            &[Backend::Arkworks],
-            cfg!(feature = "cuda"),
-            &calibrate,
-        )?;
+        let plan = self.engine.dispatcher().plan(&workload::<P>(n, bases.is_resident()), &[Backend::Arkworks], cfg!(feature = "cuda"), &calibrate::<P>)?;
         if n == 0 {
-            return Ok(Output {
-                value: G1Projective::default(),
-                backend: plan.backend,
-                threads: plan.threads,
-            });
+            return Ok(Output { value: Projective::default(), backend: plan.backend, threads: plan.threads });
         }
         let value = match plan.backend {
-            Backend::Arkworks => cpu::msm_g1(bases.as_slice(), scalars, plan.threads),
+            Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
             #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 let s = msm::Shape::new(n, SCALAR_BITS)?;
-                combine_windows(&gpu::window_sums(bases.device()?, scalars, &s)?, s.c)
+                combine_windows::<P>(&gpu::window_sums::<P>(bases.device()?, scalars, &s)?, s.c)
             }
-            other => {
-                return Err(Error::BackendUnavailable {
-                    backend: other.name().into(),
-                    why: "BN254 MSM runs on arkworks and cuda".into(),
-                })
-            }
+            other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "BN254 MSM runs on arkworks and cuda".into() }),
         };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        Ok(Output { value, backend: plan.backend, threads: plan.threads })
     }
 
     /// The transform `t` on each polynomial of `values`, in place (`values.len()` a multiple of
@@ -262,24 +280,15 @@ impl Bn254<'_> {
 
     /// The estimated time of an MSM of `n` points on all CPU cores and on the GPU (bases in GPU
     /// memory), measuring each backend on first use (`batchcrypt calibrate`).
-    pub fn estimates(&self, n: usize) -> [crate::dispatch::Plan; 2] {
-        self.engine
-            .dispatcher()
-            .estimates(&workload(n, true), Backend::Arkworks, &calibrate)
+    pub fn estimates<P: Group>(&self, n: usize) -> [crate::dispatch::Plan; 2] {
+        self.engine.dispatcher().estimates(&workload::<P>(n, true), Backend::Arkworks, &calibrate::<P>)
     }
 }
 
 /// The scalars always move; the bases too unless they are in GPU memory already.
-fn workload(n: usize, resident: bool) -> Workload {
-    let n64 = n as u64;
-    Workload {
-        op: OP_MSM_G1,
-        items: n64,
-        units: n64,
-        bytes_in: 32 * n64 + if resident { 0 } else { 64 * n64 },
-        bytes_out: 96,
-        location: Location::Host,
-    }
+fn workload<P: Group>(n: usize, resident: bool) -> Workload {
+    let (n64, d) = (n as u64, P::DEGREE as u64);
+    Workload { op: P::OP, items: n64, units: n64, bytes_in: 32 * n64 + if resident { 0 } else { 64 * d * n64 }, bytes_out: 96 * d, location: Location::Host }
 }
 
 /// Elements go to the GPU and come back; the work is n/2 log n products per polynomial.
@@ -297,9 +306,9 @@ fn ntt_workload(t: &ntt::Ntt, batch: usize) -> Workload {
 }
 
 /// Deterministic sample points and scalars for calibration, tests and benchmarks: distinct
-/// multiples `(1 + i s) G` of the generator (consecutive additions in parallel chunks, one
-/// batch normalisation) and uniform scalars.
-pub fn sample(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Fr>) {
+/// multiples `(1 + i s) G` of the group's generator (consecutive additions in parallel chunks,
+/// one batch normalisation) and uniform scalars.
+pub fn sample<P: Group>(n: usize, seed: u64) -> (Vec<Affine<P>>, Vec<Fr>) {
     use ark_ec::CurveGroup;
     use ark_ff::UniformRand;
     use rand::SeedableRng;
@@ -307,37 +316,35 @@ pub fn sample(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Fr>) {
     const CHUNK: usize = 1 << 12;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let s = Fr::rand(&mut rng);
-    let g = G1Projective::from(G1Affine::generator());
+    let g = Projective::<P>::from(Affine::<P>::generator());
     let step = g * s;
-    let mut proj = vec![G1Projective::default(); n];
-    proj.par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(j, chunk)| {
-            let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
-            for q in chunk {
-                *q = p;
-                p += step;
-            }
-        });
+    let mut proj = vec![Projective::<P>::default(); n];
+    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(j, chunk)| {
+        let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
+        for q in chunk {
+            *q = p;
+            p += step;
+        }
+    });
     let scalars = (0..n).map(|_| Fr::rand(&mut rng)).collect();
-    (G1Projective::normalize_batch(&proj), scalars)
+    (Projective::normalize_batch(&proj), scalars)
 }
 
 /// Measures one backend: a small and a larger MSM (one thread for the CPU, bases resident on the
 /// GPU). Pippenger's cost grows a little slower than linearly; the fit is over the sizes where
 /// the crossover lies.
-fn calibrate(backend: Backend) -> Result<Cost> {
+fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
     let (small, large) = match backend {
         Backend::Cuda => (1 << 10, 1 << 16),
         _ => (1 << 8, 1 << 12),
     };
-    let (points, scalars) = sample(large, 1);
-    let bases = G1Bases::new(points);
+    let (points, scalars) = sample::<P>(large, 1);
+    let bases = Bases::new(points);
     let engine = Engine::with_backend(BackendChoice::Exact(backend));
     let run = |n: usize| -> Result<()> {
         match backend {
-            Backend::Arkworks => drop(cpu::msm_g1(bases.as_slice(), &scalars[..n], 1)),
-            _ => drop(engine.bn254().msm_g1(&bases, &scalars[..n])?),
+            Backend::Arkworks => drop(cpu::msm(bases.as_slice(), &scalars[..n], 1)),
+            _ => drop(engine.bn254().msm(&bases, &scalars[..n])?),
         }
         Ok(())
     };

@@ -16,8 +16,6 @@ const SEGMENT: u32 = 32;
 /// Segment results per thread in the first of the two summing steps.
 const GROUP: u32 = 32;
 
-/// A Jacobian point as the kernels store it: X, Y, Z of eight 32-bit limbs each.
-pub type RawJacobian = [u32; 24];
 
 /// The shape of one MSM: `windows` signed windows of `c` bits, `2^(c-1)` buckets each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,8 +88,8 @@ impl Shape {
 
 /// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
 /// `Points` Jacobian points; `zeroed` asks for zeros (a zero Z is the point at infinity), else
-/// the contents are unspecified (buffers a kernel writes whole). The bases are bound to the
-/// implementation.
+/// the contents are unspecified (buffers a kernel writes whole). The bases, and with them the
+/// group (G1 or G2), are bound to the implementation.
 pub(crate) trait Kernels {
     type Words;
     type Points;
@@ -156,7 +154,8 @@ pub(crate) trait Kernels {
         m: u32,
         out: &mut Self::Points,
     ) -> Result<()>;
-    fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<RawJacobian>>;
+    /// The first `len` points, as the kernels store them (X, Y, Z limbs), one after another.
+    fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<u32>>;
 }
 
 /// Runs the MSM steps over scalars already in the backend's memory; returns each window's sum
@@ -165,7 +164,7 @@ pub(crate) fn window_sums<K: Kernels>(
     k: &mut K,
     s: &Shape,
     scalars: &K::Words,
-) -> Result<Vec<RawJacobian>> {
+) -> Result<Vec<u32>> {
     let buckets_len = s.buckets();
     let mut counts = k.words(buckets_len, true)?;
     let (entries, keys, entries_total) = {
