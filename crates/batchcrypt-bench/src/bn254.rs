@@ -17,7 +17,11 @@ fn has_gpu() -> bool {
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     // G2 points cost about three times G1's; a prover's G2 MSM (B2) is over the same scalars.
-    let (g1, g2): (&[u32], &[u32]) = if quick { (&[12, 14], &[12]) } else { (&[16, 18, 20, 22, 24], &[16, 18, 20, 22]) };
+    let (g1, g2): (&[u32], &[u32]) = if quick {
+        (&[12, 14], &[12])
+    } else {
+        (&[16, 18, 20, 22, 24], &[16, 18, 20, 22])
+    };
     run_group::<G1>(rep, g1)?;
     run_group::<G2>(rep, g2)
 }
@@ -27,7 +31,10 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
     let biggest = 1usize << logs.iter().max().unwrap();
     let t = std::time::Instant::now();
     let (points, scalars) = batchcrypt::bn254::sample::<P>(biggest, 42);
-    println!("\n(made {biggest} distinct {name} bases and scalars in {:.1} s)", t.elapsed().as_secs_f64());
+    println!(
+        "\n(made {biggest} distinct {name} bases and scalars in {:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
     rep.header(&format!("BN254 {} MSM: ours vs arkworks on all cores (same bases and scalars; results checked equal)", name.to_uppercase()));
     let threads = batchcrypt::backend::cpu::threads();
     let peer = format!("arkworks {threads} threads");
@@ -38,29 +45,51 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
         let bases = Bases::<P>::new(points[..n].to_vec());
         let ks = &scalars[..n];
         let mut want = None;
-        let t = time(reps, || want = Some(cpu::msm(bases.as_slice(), ks, threads)));
+        let t = time(reps, || {
+            want = Some(cpu::msm(bases.as_slice(), ks, threads))
+        });
         let want = want.unwrap().into_affine();
         rep.add(GROUP, &case, &peer, n as u64, 0, t, None);
         println!("{:<34} {:<36} {:>10.2} ms", "", "arkworks", t * 1e3);
         let mut choices = Vec::new();
         if has_gpu() {
-            choices.push(("ours gpu (bases resident)", BackendChoice::Exact(Backend::Cuda)));
+            choices.push((
+                "ours gpu (bases resident)",
+                BackendChoice::Exact(Backend::Cuda),
+            ));
         }
         choices.push(("ours auto", BackendChoice::Auto));
         for (label, choice) in choices {
             let engine = Engine::with_backend(choice);
             let mut got = None;
-            let t = time(reps, || got = Some(engine.bn254().msm(&bases, ks).expect("MSM failed")));
+            let t = time(reps, || {
+                got = Some(engine.bn254().msm(&bases, ks).expect("MSM failed"))
+            });
             let got = got.unwrap();
-            anyhow::ensure!(got.value.into_affine() == want, "{label} disagrees with arkworks on {case}");
-            let label = if choice == BackendChoice::Auto { format!("{label} (ran {})", got.backend) } else { label.to_string() };
+            anyhow::ensure!(
+                got.value.into_affine() == want,
+                "{label} disagrees with arkworks on {case}"
+            );
+            let label = if choice == BackendChoice::Auto {
+                format!("{label} (ran {})", got.backend)
+            } else {
+                label.to_string()
+            };
             rep.add(GROUP, &case, &label, n as u64, 0, t, Some(&peer));
             println!("{:<34} {:<36} {:>10.2} ms", "", label, t * 1e3);
         }
         #[cfg(feature = "cuda")]
         if has_gpu() {
             let t = batchcrypt::bn254::gpu::kernel_seconds::<P>(bases.device()?, ks, reps)?;
-            rep.add(GROUP, &case, "ours gpu kernels (scalars resident)", n as u64, 0, t, Some(&peer));
+            rep.add(
+                GROUP,
+                &case,
+                "ours gpu kernels (scalars resident)",
+                n as u64,
+                0,
+                t,
+                Some(&peer),
+            );
             println!("{:<34} {:<36} {:>10.2} ms", "", "gpu kernels", t * 1e3);
         }
     }

@@ -73,7 +73,12 @@ fn definition_on_every_backend<P: Group>(sizes: &[usize]) {
                 let want = naive(&bases, &scalars);
                 let got = engine.bn254().msm(&Bases::new(bases), &scalars).unwrap();
                 assert_eq!(got.backend, b);
-                assert_eq!(got.value.into_affine(), want.into_affine(), "{b}, {}: {what}, n = {n}", P::NAME);
+                assert_eq!(
+                    got.value.into_affine(),
+                    want.into_affine(),
+                    "{b}, {}: {what}, n = {n}",
+                    P::NAME
+                );
             }
         }
     }
@@ -93,13 +98,21 @@ fn gpu_against_arkworks<P: Group>(sizes: &[usize]) {
     if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
         return;
     }
-    let (gpu, cpu) = (common::engine(Backend::Cuda), common::engine(Backend::Arkworks));
+    let (gpu, cpu) = (
+        common::engine(Backend::Cuda),
+        common::engine(Backend::Arkworks),
+    );
     for &n in sizes {
         for (what, bases, scalars) in cases::<P>(n) {
             let bases = Bases::new(bases);
             let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
             let got = gpu.bn254().msm(&bases, &scalars).unwrap().value;
-            assert_eq!(got.into_affine(), want.into_affine(), "{}: {what}, n = {n}", P::NAME);
+            assert_eq!(
+                got.into_affine(),
+                want.into_affine(),
+                "{}: {what}, n = {n}",
+                P::NAME
+            );
         }
     }
 }
@@ -117,11 +130,21 @@ fn prefix_and_errors<P: Group>() {
         let engine = common::engine(b);
         let bn = engine.bn254();
         let got = bn.msm(&prepared, &scalars[..20]).unwrap().value;
-        assert_eq!(got.into_affine(), naive(&bases[..20], &scalars[..20]).into_affine(), "{b}");
+        assert_eq!(
+            got.into_affine(),
+            naive(&bases[..20], &scalars[..20]).into_affine(),
+            "{b}"
+        );
         let mut more = scalars.clone();
         more.push(Fr::ONE);
-        assert!(matches!(bn.msm(&prepared, &more), Err(Error::InvalidInput(_))), "{b}");
-        assert!(bn.msm(&prepared, &[]).unwrap().value.is_zero(), "{b}: empty sum");
+        assert!(
+            matches!(bn.msm(&prepared, &more), Err(Error::InvalidInput(_))),
+            "{b}"
+        );
+        assert!(
+            bn.msm(&prepared, &[]).unwrap().value.is_zero(),
+            "{b}: empty sum"
+        );
     }
 }
 
@@ -146,9 +169,19 @@ mod emulated {
                 let want = naive(&bases, &scalars).into_affine();
                 for &c in windows {
                     let got = msm(&bases, &scalars, Some(c)).unwrap();
-                    assert_eq!(got.into_affine(), want, "{}: {what}, n = {n}, c = {c}", P::NAME);
+                    assert_eq!(
+                        got.into_affine(),
+                        want,
+                        "{}: {what}, n = {n}, c = {c}",
+                        P::NAME
+                    );
                 }
-                assert_eq!(msm(&bases, &scalars, None).unwrap().into_affine(), want, "{}: {what}, n = {n}, default window", P::NAME);
+                assert_eq!(
+                    msm(&bases, &scalars, None).unwrap().into_affine(),
+                    want,
+                    "{}: {what}, n = {n}, default window",
+                    P::NAME
+                );
             }
         }
     }
@@ -171,11 +204,19 @@ mod emulated {
         let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
         let want = naive(&bases, &scalars).into_affine();
         for c in [4, 7, 16, 21] {
-            assert_eq!(msm(&bases, &scalars, Some(c)).unwrap().into_affine(), want, "c = {c}");
+            assert_eq!(
+                msm(&bases, &scalars, Some(c)).unwrap().into_affine(),
+                want,
+                "c = {c}"
+            );
         }
         let (bases, _) = batchcrypt::bn254::sample::<G2>(n, 11);
         let want = naive(&bases, &scalars).into_affine();
-        assert_eq!(msm(&bases, &scalars, Some(7)).unwrap().into_affine(), want, "g2");
+        assert_eq!(
+            msm(&bases, &scalars, Some(7)).unwrap().into_affine(),
+            want,
+            "g2"
+        );
     }
 
     #[test]

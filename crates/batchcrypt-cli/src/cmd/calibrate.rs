@@ -148,10 +148,17 @@ fn aes_crossovers(engine: &Engine) -> Result<()> {
 fn bn254_crossovers(engine: &Engine) -> Result<()> {
     use batchcrypt::bn254::{G1, G2};
     println!("\nBN254 MSM, bases in GPU memory: estimated time (all CPU cores vs GPU)");
-    println!("{:>16}  {:>8}  {:>12}  {:>12}  {:>6}", "operation", "points", "CPU", "GPU", "choice");
+    println!(
+        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "operation", "points", "CPU", "GPU", "choice"
+    );
     let sizes = powers_of_two(4..=24, |n| n.to_string());
-    crossover(&format!("{:>16}", "msm g1"), &sizes, |n| Ok(engine.bn254().estimates::<G1>(n)))?;
-    crossover(&format!("{:>16}", "msm g2"), &sizes, |n| Ok(engine.bn254().estimates::<G2>(n)))?;
+    crossover(&format!("{:>16}", "msm g1"), &sizes, |n| {
+        Ok(engine.bn254().estimates::<G1>(n))
+    })?;
+    crossover(&format!("{:>16}", "msm g2"), &sizes, |n| {
+        Ok(engine.bn254().estimates::<G2>(n))
+    })?;
     println!("\nBN254 NTT of one polynomial in host memory: estimated time (all CPU cores vs GPU)");
     println!(
         "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",

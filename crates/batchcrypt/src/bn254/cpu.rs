@@ -8,7 +8,9 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 
 /// `sum scalars[i] * bases[i]` on `threads` threads, on G1 or G2.
 pub fn msm<P: Group>(bases: &[Affine<P>], scalars: &[Fr], threads: usize) -> Projective<P> {
-    on_threads(threads, || Projective::<P>::msm_unchecked(&bases[..scalars.len()], scalars))
+    on_threads(threads, || {
+        Projective::<P>::msm_unchecked(&bases[..scalars.len()], scalars)
+    })
 }
 
 /// `t` on each polynomial of `values` (whole polynomials, checked by the caller), on `threads`

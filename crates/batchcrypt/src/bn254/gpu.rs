@@ -3,9 +3,9 @@
 //! steps of `kernels/include/bc/ntt.cuh` over Fr, with one twiddle table kept for every size.
 
 use super::msm::{Kernels, Shape, SCAN_THREADS};
-use super::{point_words, Group};
 use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
+use super::{point_words, Group};
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
 use crate::error::Result;
 use cudarc::driver::{
@@ -13,7 +13,6 @@ use cudarc::driver::{
     ValidAsZeroBits,
 };
 use std::sync::{Arc, Mutex};
-
 
 /// Launches kernel `name` of the BN254 image with the given arguments.
 macro_rules! launch {
@@ -43,7 +42,11 @@ impl DeviceBases {
             .clone_htod(if raw.is_empty() { &[0u32; 16][..] } else { raw })
             .map_err(driver_err("upload bases"))?;
         stream.synchronize().map_err(driver_err("sync"))?;
-        Ok(DeviceBases { pts, len: raw.len() / words, words })
+        Ok(DeviceBases {
+            pts,
+            len: raw.len() / words,
+            words,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -57,7 +60,11 @@ impl DeviceBases {
 }
 
 /// Each window's sum of `sum k_i P_i` on group P (kernel points, one after another).
-pub(crate) fn window_sums<P: Group>(bases: &DeviceBases, scalars: &[Fr], s: &Shape) -> Result<Vec<u32>> {
+pub(crate) fn window_sums<P: Group>(
+    bases: &DeviceBases,
+    scalars: &[Fr],
+    s: &Shape,
+) -> Result<Vec<u32>> {
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
@@ -354,8 +361,18 @@ struct Launcher<'a> {
 }
 
 impl<'a> Launcher<'a> {
-    fn new<P: Group>(gpu: &'static Gpu, stream: StreamGuard<'static>, bases: &'a DeviceBases) -> Self {
-        Launcher { gpu, stream, bases: &bases.pts, group: P::NAME, point_bytes: 4 * point_words::<P>() }
+    fn new<P: Group>(
+        gpu: &'static Gpu,
+        stream: StreamGuard<'static>,
+        bases: &'a DeviceBases,
+    ) -> Self {
+        Launcher {
+            gpu,
+            stream,
+            bases: &bases.pts,
+            group: P::NAME,
+            point_bytes: 4 * point_words::<P>(),
+        }
     }
 
     fn kernel(&self, step: &str) -> String {
@@ -548,7 +565,13 @@ impl Kernels for Launcher<'_> {
     }
 
     fn read_points(&mut self, p: &CudaSlice<u8>, len: usize) -> Result<Vec<u32>> {
-        let bytes = self.stream.clone_dtoh(&p.slice(0..len * self.point_bytes)).map_err(driver_err("download"))?;
-        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+        let bytes = self
+            .stream
+            .clone_dtoh(&p.slice(0..len * self.point_bytes))
+            .map_err(driver_err("download"))?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
     }
 }

@@ -16,10 +16,10 @@ pub mod gpu;
 pub mod msm;
 pub mod ntt;
 
-pub use ark_bn254::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
-pub use ark_ec::short_weierstrass::{Affine, Projective};
 /// The groups, as MSM type parameters: `engine.bn254().msm::<G2>(..)`.
 pub use ark_bn254::{g1::Config as G1, g2::Config as G2};
+pub use ark_bn254::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+pub use ark_ec::short_weierstrass::{Affine, Projective};
 
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Location, Workload};
@@ -67,7 +67,10 @@ impl Group for G2 {
         limbs_into(&mut out[8..], &x.c1.0 .0);
     }
     fn coordinate_from(raw: &[u32]) -> Fq2 {
-        Fq2::new(Fq::new_unchecked(bigint_from_limbs(&raw[..8])), Fq::new_unchecked(bigint_from_limbs(&raw[8..])))
+        Fq2::new(
+            Fq::new_unchecked(bigint_from_limbs(&raw[..8])),
+            Fq::new_unchecked(bigint_from_limbs(&raw[8..])),
+        )
     }
 }
 
@@ -120,9 +123,15 @@ impl<P: Group> Bases<P> {
     #[cfg(feature = "cuda")]
     pub fn device(&self) -> Result<&gpu::DeviceBases> {
         self.device
-            .get_or_init(|| gpu::DeviceBases::upload(&raw_bases(&self.host), 16 * P::DEGREE).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                gpu::DeviceBases::upload(&raw_bases(&self.host), 16 * P::DEGREE)
+                    .map_err(|e| e.to_string())
+            })
             .as_ref()
-            .map_err(|why| Error::BackendUnavailable { backend: "cuda".into(), why: why.clone() })
+            .map_err(|why| Error::BackendUnavailable {
+                backend: "cuda".into(),
+                why: why.clone(),
+            })
     }
 }
 
@@ -151,12 +160,15 @@ pub(crate) fn raw_bases<P: Group>(bases: &[Affine<P>]) -> Vec<u32> {
     use rayon::prelude::*;
     let w = 8 * P::DEGREE;
     let mut out = vec![0u32; 2 * w * bases.len()];
-    out.par_chunks_exact_mut(2 * w).zip(bases.par_iter()).with_min_len(1 << 12).for_each(|(d, p)| {
-        if !p.infinity {
-            P::coordinate_into(&p.x, &mut d[..w]);
-            P::coordinate_into(&p.y, &mut d[w..]);
-        }
-    });
+    out.par_chunks_exact_mut(2 * w)
+        .zip(bases.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, p)| {
+            if !p.infinity {
+                P::coordinate_into(&p.x, &mut d[..w]);
+                P::coordinate_into(&p.y, &mut d[w..]);
+            }
+        });
     out
 }
 
@@ -168,7 +180,9 @@ fn limbs_into(dst: &mut [u32], src: &[u64; 4]) {
 }
 
 fn bigint_from_limbs(l: &[u32]) -> ark_ff::BigInt<4> {
-    ark_ff::BigInt(std::array::from_fn(|i| u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)))
+    ark_ff::BigInt(std::array::from_fn(|i| {
+        u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
+    }))
 }
 
 /// An element from the kernels' eight limbs (Montgomery form, as arkworks keeps it).
@@ -186,7 +200,11 @@ fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
     if z.is_zero() {
         return Projective::default();
     }
-    Projective::new_unchecked(P::coordinate_from(&p[..w]), P::coordinate_from(&p[w..2 * w]), z)
+    Projective::new_unchecked(
+        P::coordinate_from(&p[..w]),
+        P::coordinate_from(&p[w..2 * w]),
+        z,
+    )
 }
 
 /// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
@@ -213,12 +231,25 @@ impl Bn254<'_> {
     /// sum is the identity). More scalars than bases is an error.
     pub fn msm<P: Group>(&self, bases: &Bases<P>, scalars: &[Fr]) -> Result<Output<Projective<P>>> {
         if scalars.len() > bases.len() {
-            return Err(Error::invalid(format!("{} scalars for {} bases: an MSM needs a base per scalar", scalars.len(), bases.len())));
+            return Err(Error::invalid(format!(
+                "{} scalars for {} bases: an MSM needs a base per scalar",
+                scalars.len(),
+                bases.len()
+            )));
         }
         let n = scalars.len();
-        let plan = self.engine.dispatcher().plan(&workload::<P>(n, bases.is_resident()), &[Backend::Arkworks], cfg!(feature = "cuda"), &calibrate::<P>)?;
+        let plan = self.engine.dispatcher().plan(
+            &workload::<P>(n, bases.is_resident()),
+            &[Backend::Arkworks],
+            cfg!(feature = "cuda"),
+            &calibrate::<P>,
+        )?;
         if n == 0 {
-            return Ok(Output { value: Projective::default(), backend: plan.backend, threads: plan.threads });
+            return Ok(Output {
+                value: Projective::default(),
+                backend: plan.backend,
+                threads: plan.threads,
+            });
         }
         let value = match plan.backend {
             Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
@@ -227,9 +258,18 @@ impl Bn254<'_> {
                 let s = msm::Shape::new(n, SCALAR_BITS)?;
                 combine_windows::<P>(&gpu::window_sums::<P>(bases.device()?, scalars, &s)?, s.c)
             }
-            other => return Err(Error::BackendUnavailable { backend: other.name().into(), why: "BN254 MSM runs on arkworks and cuda".into() }),
+            other => {
+                return Err(Error::BackendUnavailable {
+                    backend: other.name().into(),
+                    why: "BN254 MSM runs on arkworks and cuda".into(),
+                })
+            }
         };
-        Ok(Output { value, backend: plan.backend, threads: plan.threads })
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     /// The transform `t` on each polynomial of `values`, in place (`values.len()` a multiple of
@@ -281,14 +321,25 @@ impl Bn254<'_> {
     /// The estimated time of an MSM of `n` points on all CPU cores and on the GPU (bases in GPU
     /// memory), measuring each backend on first use (`batchcrypt calibrate`).
     pub fn estimates<P: Group>(&self, n: usize) -> [crate::dispatch::Plan; 2] {
-        self.engine.dispatcher().estimates(&workload::<P>(n, true), Backend::Arkworks, &calibrate::<P>)
+        self.engine.dispatcher().estimates(
+            &workload::<P>(n, true),
+            Backend::Arkworks,
+            &calibrate::<P>,
+        )
     }
 }
 
 /// The scalars always move; the bases too unless they are in GPU memory already.
 fn workload<P: Group>(n: usize, resident: bool) -> Workload {
     let (n64, d) = (n as u64, P::DEGREE as u64);
-    Workload { op: P::OP, items: n64, units: n64, bytes_in: 32 * n64 + if resident { 0 } else { 64 * d * n64 }, bytes_out: 96 * d, location: Location::Host }
+    Workload {
+        op: P::OP,
+        items: n64,
+        units: n64,
+        bytes_in: 32 * n64 + if resident { 0 } else { 64 * d * n64 },
+        bytes_out: 96 * d,
+        location: Location::Host,
+    }
 }
 
 /// Elements go to the GPU and come back; the work is n/2 log n products per polynomial.
@@ -319,13 +370,15 @@ pub fn sample<P: Group>(n: usize, seed: u64) -> (Vec<Affine<P>>, Vec<Fr>) {
     let g = Projective::<P>::from(Affine::<P>::generator());
     let step = g * s;
     let mut proj = vec![Projective::<P>::default(); n];
-    proj.par_chunks_mut(CHUNK).enumerate().for_each(|(j, chunk)| {
-        let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
-        for q in chunk {
-            *q = p;
-            p += step;
-        }
-    });
+    proj.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(j, chunk)| {
+            let mut p = g * (Fr::from(1u64) + Fr::from((j * CHUNK) as u64) * s);
+            for q in chunk {
+                *q = p;
+                p += step;
+            }
+        });
     let scalars = (0..n).map(|_| Fr::rand(&mut rng)).collect();
     (Projective::normalize_batch(&proj), scalars)
 }

@@ -16,7 +16,6 @@ const SEGMENT: u32 = 32;
 /// Segment results per thread in the first of the two summing steps.
 const GROUP: u32 = 32;
 
-
 /// The shape of one MSM: `windows` signed windows of `c` bits, `2^(c-1)` buckets each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {

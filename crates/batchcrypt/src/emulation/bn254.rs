@@ -26,13 +26,59 @@ extern "C" {
         entries: *mut u32,
         keys: *mut u32,
     );
-    fn bn254_g1_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bn254_g1_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bn254_g1_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bn254_g1_msm_accumulate_points(
+        bases: *const u32,
+        entries: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bn254_g1_msm_accumulate_partials(
+        pts: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bn254_g1_msm_window_segments(
+        buckets: *const u32,
+        per_window: u32,
+        windows: u32,
+        per: u32,
+        out: *mut u32,
+    );
     fn bn254_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
-    fn bn254_g2_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bn254_g2_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bn254_g2_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bn254_g2_msm_accumulate_points(
+        bases: *const u32,
+        entries: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bn254_g2_msm_accumulate_partials(
+        pts: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bn254_g2_msm_window_segments(
+        buckets: *const u32,
+        per_window: u32,
+        windows: u32,
+        per: u32,
+        out: *mut u32,
+    );
     fn bn254_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
     fn bn254_ntt_pass(
@@ -63,16 +109,36 @@ extern "C" {
 
 /// One group's point steps (the kernels instantiated for it).
 struct PointSteps {
-    accumulate_points: unsafe extern "C" fn(*const u32, *const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
-    accumulate_partials: unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    accumulate_points: unsafe extern "C" fn(
+        *const u32,
+        *const u32,
+        *const u32,
+        u64,
+        u32,
+        *mut u32,
+        *mut u32,
+        *mut u32,
+    ),
+    accumulate_partials:
+        unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
     window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
 }
 
 fn point_steps<P: Group>() -> PointSteps {
     match P::NAME {
-        "g1" => PointSteps { accumulate_points: bn254_g1_msm_accumulate_points, accumulate_partials: bn254_g1_msm_accumulate_partials, window_segments: bn254_g1_msm_window_segments, sum_groups: bn254_g1_msm_sum_groups },
-        "g2" => PointSteps { accumulate_points: bn254_g2_msm_accumulate_points, accumulate_partials: bn254_g2_msm_accumulate_partials, window_segments: bn254_g2_msm_window_segments, sum_groups: bn254_g2_msm_sum_groups },
+        "g1" => PointSteps {
+            accumulate_points: bn254_g1_msm_accumulate_points,
+            accumulate_partials: bn254_g1_msm_accumulate_partials,
+            window_segments: bn254_g1_msm_window_segments,
+            sum_groups: bn254_g1_msm_sum_groups,
+        },
+        "g2" => PointSteps {
+            accumulate_points: bn254_g2_msm_accumulate_points,
+            accumulate_partials: bn254_g2_msm_accumulate_partials,
+            window_segments: bn254_g2_msm_window_segments,
+            sum_groups: bn254_g2_msm_sum_groups,
+        },
         other => unreachable!("no kernels for group {other}"),
     }
 }
@@ -158,19 +224,67 @@ impl Kernels for Host<'_> {
         };
         Ok(())
     }
-    fn accumulate_points(&mut self, entries: &Vec<u32>, keys: &Vec<u32>, total: u64, buckets: &mut Vec<u32>, next: &mut (Vec<u32>, Vec<u32>)) -> Result<()> {
-        unsafe { (self.steps.accumulate_points)(self.bases.as_ptr(), entries.as_ptr(), keys.as_ptr(), total, SLICE, buckets.as_mut_ptr(), next.0.as_mut_ptr(), next.1.as_mut_ptr()) };
+    fn accumulate_points(
+        &mut self,
+        entries: &Vec<u32>,
+        keys: &Vec<u32>,
+        total: u64,
+        buckets: &mut Vec<u32>,
+        next: &mut (Vec<u32>, Vec<u32>),
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.accumulate_points)(
+                self.bases.as_ptr(),
+                entries.as_ptr(),
+                keys.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn accumulate_partials(&mut self, from: &(Vec<u32>, Vec<u32>), total: u64, buckets: &mut Vec<u32>, next: &mut (Vec<u32>, Vec<u32>)) -> Result<()> {
-        unsafe { (self.steps.accumulate_partials)(from.1.as_ptr(), from.0.as_ptr(), total, SLICE, buckets.as_mut_ptr(), next.0.as_mut_ptr(), next.1.as_mut_ptr()) };
+    fn accumulate_partials(
+        &mut self,
+        from: &(Vec<u32>, Vec<u32>),
+        total: u64,
+        buckets: &mut Vec<u32>,
+        next: &mut (Vec<u32>, Vec<u32>),
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.accumulate_partials)(
+                from.1.as_ptr(),
+                from.0.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
     fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {
-        unsafe { (self.steps.window_segments)(buckets.as_ptr(), s.buckets_per_window(), s.windows, s.segment(), out.as_mut_ptr()) };
+        unsafe {
+            (self.steps.window_segments)(
+                buckets.as_ptr(),
+                s.buckets_per_window(),
+                s.windows,
+                s.segment(),
+                out.as_mut_ptr(),
+            )
+        };
         Ok(())
     }
-    fn sum_groups(&mut self, input: &Vec<u32>, groups: u64, m: u32, out: &mut Vec<u32>) -> Result<()> {
+    fn sum_groups(
+        &mut self,
+        input: &Vec<u32>,
+        groups: u64,
+        m: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         unsafe { (self.steps.sum_groups)(input.as_ptr(), groups, m, out.as_mut_ptr()) };
         Ok(())
     }
@@ -181,14 +295,22 @@ impl Kernels for Host<'_> {
 
 /// `sum scalars[i] * bases[i]` on G1 or G2 through the kernel code, with a given window size
 /// (`None`: the one the GPU path would pick).
-pub fn msm<P: Group>(bases: &[Affine<P>], scalars: &[Fr], window: Option<u32>) -> Result<Projective<P>> {
+pub fn msm<P: Group>(
+    bases: &[Affine<P>],
+    scalars: &[Fr],
+    window: Option<u32>,
+) -> Result<Projective<P>> {
     use crate::bn254::{point_words, raw_bases, raw_scalars, SCALAR_BITS};
     let s = match window {
         Some(c) => Shape::with_window(scalars.len(), SCALAR_BITS, c)?,
         None => Shape::new(scalars.len(), SCALAR_BITS)?,
     };
     let raw = raw_bases(&bases[..scalars.len()]);
-    let mut host = Host { bases: &raw, steps: point_steps::<P>(), point_words: point_words::<P>() };
+    let mut host = Host {
+        bases: &raw,
+        steps: point_steps::<P>(),
+        point_words: point_words::<P>(),
+    };
     let sums = msm::window_sums(&mut host, &s, &raw_scalars(scalars))?;
     Ok(crate::bn254::combine_windows::<P>(&sums, s.c))
 }
