@@ -123,6 +123,23 @@ fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<G2>(&[1 << 12, (1 << 16) + 3]);
 }
 
+/// GPU bases of one group handed to the other's kernels: an error, not a wrong sum.
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_bases_of_the_other_group_are_refused() {
+    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+        return;
+    }
+    let (bases, scalars) = batchcrypt::bn254::sample::<G1>(8, 5);
+    let g1 = Bases::new(bases);
+    let dev = g1.device().unwrap();
+    assert!(matches!(
+        batchcrypt::bn254::gpu::kernel_seconds::<G2>(dev, &scalars, 1),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(batchcrypt::bn254::gpu::kernel_seconds::<G1>(dev, &scalars, 1).is_ok());
+}
+
 fn prefix_and_errors<P: Group>() {
     let (bases, scalars) = batchcrypt::bn254::sample::<P>(50, 3);
     let prepared = Bases::new(bases.clone());

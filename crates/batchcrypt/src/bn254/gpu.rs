@@ -68,7 +68,7 @@ pub(crate) fn window_sums<P: Group>(
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
-    super::msm::window_sums(&mut Launcher::new::<P>(gpu, stream, bases), s, &dev)
+    super::msm::window_sums(&mut Launcher::new::<P>(gpu, stream, bases)?, s, &dev)
 }
 
 /// Scalars per piece of the staged upload: converting one piece overlaps the copy of the last.
@@ -134,7 +134,7 @@ pub fn kernel_seconds<P: Group>(bases: &DeviceBases, scalars: &[Fr], iters: usiz
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
     let st = (*stream).clone();
-    let mut k = Launcher::new::<P>(gpu, stream, bases);
+    let mut k = Launcher::new::<P>(gpu, stream, bases)?;
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::msm::window_sums(&mut k, &s, &dev).map(drop)
     })
@@ -361,18 +361,25 @@ struct Launcher<'a> {
 }
 
 impl<'a> Launcher<'a> {
+    /// Fails for bases of the other group (their points have another size).
     fn new<P: Group>(
         gpu: &'static Gpu,
         stream: StreamGuard<'static>,
         bases: &'a DeviceBases,
-    ) -> Self {
-        Launcher {
+    ) -> Result<Self> {
+        if bases.words != 16 * P::DEGREE {
+            return Err(crate::error::Error::invalid(format!(
+                "these GPU bases are not {} points",
+                P::NAME.to_uppercase()
+            )));
+        }
+        Ok(Launcher {
             gpu,
             stream,
             bases: &bases.pts,
             group: P::NAME,
             point_bytes: 4 * point_words::<P>(),
-        }
+        })
     }
 
     fn kernel(&self, step: &str) -> String {

@@ -75,6 +75,7 @@ impl Group for G2 {
 }
 
 /// 32-bit words of a kernel's Jacobian point (X, Y, Z) on group P.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn point_words<P: Group>() -> usize {
     24 * P::DEGREE
 }
