@@ -16,7 +16,7 @@ an NVIDIA GPU through CUDA, or CPU extensions (SHA-NI, AVX2, AVX-512). By defaul
 measured on this machine picks the backend per batch; --backend forces one.\n\n\
 Start with `batchcrypt info` (what hardware was found) and `batchcrypt demo` (every primitive on \
 built-in data, on every backend, checked against each other, with a throughput table).",
-    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
+    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
 )]
 struct Cli {
     /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl.
@@ -44,6 +44,8 @@ enum Command {
     Encrypt(cmd::aes::Args),
     /// Decrypt what `encrypt` wrote (GCM: each chunk is authenticated before it is written).
     Decrypt(cmd::aes::Args),
+    /// Groth16 proof for a circom circuit (snarkjs's .zkey and a .wtns in, proof.json and public.json out).
+    Prove(cmd::prove::Args),
 }
 
 fn main() {
@@ -58,6 +60,7 @@ fn main() {
         Command::Psi(a) => cmd::psi::run(&engine, &a),
         Command::Encrypt(a) => cmd::aes::run(&engine, &a, false),
         Command::Decrypt(a) => cmd::aes::run(&engine, &a, true),
+        Command::Prove(a) => cmd::prove::run(&engine, &a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

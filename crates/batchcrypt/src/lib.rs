@@ -13,8 +13,8 @@
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
 //! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
-//! `aes`, `bn254`), and
-//! `psi`, the ECDH-PSI protocol over SM2.
+//! `aes`, `bn254`), and the
+//! protocols over them: `psi` (ECDH-PSI over SM2) and `groth16` (circom/snarkjs proofs).
 
 pub mod aes;
 pub mod backend;
@@ -24,6 +24,7 @@ pub mod dispatch;
 #[cfg(feature = "emulation")]
 pub mod emulation;
 mod error;
+pub mod groth16;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;
@@ -108,6 +109,11 @@ impl Engine {
 
     pub fn bn254(&self) -> bn254::Bn254<'_> {
         bn254::Bn254 { engine: self }
+    }
+
+    /// Groth16 proofs for circom/snarkjs circuits over BN254.
+    pub fn groth16(&self) -> groth16::Groth16<'_> {
+        groth16::Groth16 { engine: self }
     }
 }
 

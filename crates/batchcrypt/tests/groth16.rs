@@ -1,0 +1,257 @@
+//! Groth16 proofs for circuits built with the real toolchain (circom 2, snarkjs; fixtures from
+//! scripts/zk-fixtures.sh): our proofs verify with snarkjs itself and with our verifier, our
+//! verifier accepts snarkjs's proofs, every backend gives the same proof for the same randomness,
+//! and bad files or witnesses give an error, never a proof.
+//!
+//! Without the fixtures the tests are skipped with a note; scripts/test.sh builds them and sets
+//! BATCHCRYPT_REQUIRE_ZK_FIXTURES=1 (and BATCHCRYPT_REQUIRE_SNARKJS=1), so CI runs them all.
+
+use ark_ff::{One, Zero};
+use batchcrypt::bn254::Fr;
+use batchcrypt::groth16::{self, Proof, ProvingKey, Witness};
+use batchcrypt::{Backend, Error, Primitive};
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+
+const CIRCUITS: [&str; 2] = ["mix", "chain-10"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fixture's folder, or `None` (with a note) where the fixtures were not built.
+fn fixture(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/zk-fixtures"))
+        .join(name);
+    if dir.join("circuit.zkey").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
+        panic!(
+            "fixture {} missing: run scripts/zk-fixtures.sh",
+            dir.display()
+        );
+    }
+    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
+    None
+}
+
+/// `snarkjs groth16 verify`'s verdict, or `None` where Node.js or snarkjs is absent.
+fn snarkjs_verify(dir: &Path, public: &Path, proof: &Path) -> Option<bool> {
+    let cli = root().join("scripts/zk/node_modules/snarkjs/build/cli.cjs");
+    let run = Command::new("node")
+        .arg(&cli)
+        .args(["groth16", "verify"])
+        .arg(dir.join("verification_key.json"))
+        .args([public, proof])
+        .output();
+    match run {
+        Ok(out) if cli.is_file() => {
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            Some(out.status.success() && text.contains("OK!"))
+        }
+        _ => {
+            if std::env::var("BATCHCRYPT_REQUIRE_SNARKJS").as_deref() == Ok("1") {
+                panic!("snarkjs cannot run (node, scripts/zk/node_modules): run scripts/zk-fixtures.sh");
+            }
+            eprintln!("note: snarkjs not available here; our own verifier only");
+            None
+        }
+    }
+}
+
+fn load(dir: &Path) -> (ProvingKey, Witness) {
+    (
+        ProvingKey::read(dir.join("circuit.zkey")).unwrap(),
+        Witness::read(dir.join("witness.wtns")).unwrap(),
+    )
+}
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+#[test]
+fn our_proofs_verify_with_snarkjs_on_every_backend() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let (pk, witness) = load(&dir);
+        let expected_public = groth16::public_from_json(
+            &std::fs::read_to_string(dir.join("snarkjs.public.json")).unwrap(),
+        )
+        .unwrap();
+        let mut proofs = Vec::new();
+        for b in common::backends(Primitive::Bn254) {
+            let proved = common::engine(b)
+                .groth16()
+                .prove(&pk, &witness, &mut rng(7))
+                .unwrap();
+            assert_eq!(
+                proved.public, expected_public,
+                "{name} on {b}: public signals"
+            );
+            for s in &proved.stages {
+                if let Some(ran) = s.backend {
+                    assert_eq!(
+                        ran, b,
+                        "{name}: {} ran on {ran}, not the forced {b}",
+                        s.name
+                    );
+                }
+            }
+            assert!(groth16::verify(&pk.vk, &proved.public, &proved.proof).unwrap());
+            let out =
+                std::env::temp_dir().join(format!("bc-groth16-{}-{name}-{b}", std::process::id()));
+            std::fs::create_dir_all(&out).unwrap();
+            let (proof_path, public_path) = (out.join("proof.json"), out.join("public.json"));
+            std::fs::write(&proof_path, proved.proof.to_json()).unwrap();
+            std::fs::write(&public_path, groth16::public_json(&proved.public)).unwrap();
+            assert_eq!(
+                Proof::from_json(&proved.proof.to_json()).unwrap(),
+                proved.proof
+            );
+            if let Some(ok) = snarkjs_verify(&dir, &public_path, &proof_path) {
+                assert!(
+                    ok,
+                    "{name} on {b}: snarkjs rejects our proof ({})",
+                    out.display()
+                );
+                // And rejects it for other public signals: the check above is not vacuous.
+                let mut other = proved.public.clone();
+                other[0] += Fr::one();
+                std::fs::write(&public_path, groth16::public_json(&other)).unwrap();
+                assert_eq!(snarkjs_verify(&dir, &public_path, &proof_path), Some(false));
+            }
+            std::fs::remove_dir_all(&out).ok();
+            proofs.push((b, proved.proof));
+        }
+        // The same randomness gives the same proof on every backend: bit-identical paths.
+        for (b, p) in &proofs[1..] {
+            assert_eq!(*p, proofs[0].1, "{name}: {b} and {} differ", proofs[0].0);
+        }
+    }
+}
+
+#[test]
+fn our_verifier_agrees_with_snarkjs() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let pk = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let proof = Proof::from_json(&read("snarkjs.proof.json")).unwrap();
+        let public = groth16::public_from_json(&read("snarkjs.public.json")).unwrap();
+        assert!(groth16::verify(&pk.vk, &public, &proof).unwrap(), "{name}");
+        let mut wrong = public.clone();
+        *wrong.last_mut().unwrap() += Fr::one();
+        assert!(!groth16::verify(&pk.vk, &wrong, &proof).unwrap());
+        let swapped = Proof {
+            a: proof.c,
+            c: proof.a,
+            ..proof
+        };
+        assert!(!groth16::verify(&pk.vk, &public, &swapped).unwrap());
+        assert!(
+            groth16::verify(&pk.vk, &public[1..], &proof).is_err(),
+            "public count"
+        );
+    }
+}
+
+/// The engine under test for error cases: the default choice (the GPU where there is one).
+fn prove(pk: &ProvingKey, w: &Witness) -> batchcrypt::Result<groth16::Proved> {
+    batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto)
+        .groth16()
+        .prove(pk, w, &mut rng(1))
+}
+
+#[test]
+fn a_witness_that_does_not_satisfy_the_circuit_is_an_error() {
+    let Some(dir) = fixture("mix") else { return };
+    let (pk, witness) = load(&dir);
+    // A public signal and private ones changed in turn (a signal that no constraint mentions
+    // may take any value: those are left out).
+    for i in [1, pk.n_public + 1, pk.n_public + 2, pk.n_public + 4] {
+        let mut bad = Witness {
+            values: witness.values.clone(),
+        };
+        bad.values[i] += Fr::one();
+        match prove(&pk, &bad) {
+            Err(Error::InvalidInput(m)) => assert!(m.contains("does not satisfy"), "{m}"),
+            Err(e) => panic!("signal {i}: unexpected error {e}"),
+            Ok(_) => panic!("signal {i}: a proof for a witness that does not satisfy the circuit"),
+        }
+    }
+    // All zeros but the constant.
+    let mut zeros = Witness {
+        values: vec![Fr::zero(); witness.values.len()],
+    };
+    zeros.values[0] = Fr::one();
+    assert!(prove(&pk, &zeros).is_err());
+}
+
+#[test]
+fn a_witness_of_another_circuit_is_an_error() {
+    let (Some(a), Some(b)) = (fixture("mix"), fixture("chain-10")) else {
+        return;
+    };
+    let (pk, _) = load(&a);
+    let (_, other) = load(&b);
+    let e = prove(&pk, &other).err().expect("an error");
+    assert!(e.to_string().contains("different circuits"), "{e}");
+}
+
+#[test]
+fn truncated_or_damaged_files_are_errors() {
+    let Some(dir) = fixture("mix") else { return };
+    let zkey = std::fs::read(dir.join("circuit.zkey")).unwrap();
+    let wtns = std::fs::read(dir.join("witness.wtns")).unwrap();
+    let mut r = common::Rng(99);
+    let mut cuts: Vec<usize> = vec![0, 3, 4, 11, 12, 24, zkey.len() / 2, zkey.len() - 1];
+    cuts.extend((0..40).map(|_| r.below(zkey.len() as u64) as usize));
+    for cut in cuts {
+        assert!(
+            ProvingKey::parse(&zkey[..cut]).is_err(),
+            "zkey cut at {cut}"
+        );
+    }
+    for cut in 0..wtns.len() {
+        assert!(Witness::parse(&wtns[..cut]).is_err(), "wtns cut at {cut}");
+    }
+    // The other's magic, a trailing byte.
+    assert!(ProvingKey::parse(&wtns).is_err());
+    assert!(Witness::parse(&zkey).is_err());
+    let mut longer = wtns.clone();
+    longer.push(0);
+    assert!(Witness::parse(&longer).is_err());
+    // A witness value at r: not a field element.
+    let mut big = wtns.clone();
+    let at = big.len() - 32;
+    big[at..].copy_from_slice(&hex_le(
+        "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001",
+    ));
+    assert!(matches!(Witness::parse(&big), Err(Error::Corrupt(_))));
+    // Random byte flips: an error or a key whose proofs still verify, never a panic or a bad proof.
+    let (_, witness) = load(&dir);
+    for _ in 0..200 {
+        let mut z = zkey.clone();
+        let i = r.below(z.len() as u64) as usize;
+        z[i] ^= 1 << r.below(8);
+        if let Ok(pk) = ProvingKey::parse(&z) {
+            if let Ok(p) = prove(&pk, &witness) {
+                assert!(groth16::verify(&pk.vk, &p.public, &p.proof).unwrap());
+            }
+        }
+    }
+}
+
+fn hex_le(be: &str) -> Vec<u8> {
+    let mut v = hex::decode(be).unwrap();
+    v.reverse();
+    v
+}
