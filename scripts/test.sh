@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export BATCHCRYPT_REQUIRE_CUDA=1   # nvcc must be found and every kernel must compile
 
+echo "== Groth16 fixtures: circuits compiled by circom 2, keys and reference proofs by snarkjs"
+scripts/zk-fixtures.sh
+# The Groth16 tests must find the fixtures and check our proofs with snarkjs itself.
+export BATCHCRYPT_REQUIRE_ZK_FIXTURES=1 BATCHCRYPT_REQUIRE_SNARKJS=1
+
 echo "== Rust: build everything, run all tests"
 cargo build --workspace --all-targets --exclude batchcrypt-py
 cargo test --workspace --exclude batchcrypt-py --features batchcrypt/emulation
