@@ -161,7 +161,11 @@ pub fn run_ntt(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             }
             #[cfg(feature = "cuda")]
             if has_gpu() {
-                let tk = batchcrypt::bn254::gpu::ntt_kernel_seconds(&input[..n], &t, reps.max(3))?;
+                let tk = batchcrypt::bn254::gpu::ntt_kernel_seconds(
+                    &input[..n],
+                    std::slice::from_ref(&t),
+                    reps.max(3),
+                )?;
                 rep.add(
                     NTT_GROUP,
                     &case,

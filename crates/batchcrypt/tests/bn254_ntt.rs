@@ -158,6 +158,40 @@ fn bad_shapes_are_errors() {
         }
         // Empty input is zero polynomials: nothing to do.
         bn.bn254().ntt(&mut [], &Ntt::forward(8)).unwrap();
+        // A sequence: no steps, or steps of two sizes.
+        let before = v.clone();
+        assert!(bn.bn254().ntts(&mut v, &[]).is_err());
+        assert!(bn
+            .bn254()
+            .ntts(&mut v, &[Ntt::forward(8), Ntt::forward(4)])
+            .is_err());
+        assert_eq!(v, before);
+    }
+}
+
+/// A prover's sequence in one call (interpolate, then evaluate on a coset; on the GPU the values
+/// stay there between the two) equals the two transforms one by one, on every backend.
+#[test]
+fn a_sequence_equals_its_steps() {
+    let g = Fr::get_root_of_unity(1 << 12).unwrap();
+    for b in common::backends(Primitive::Bn254) {
+        let bn = common::engine(b);
+        for log in [1u32, 5, 11] {
+            let n = 1usize << log;
+            let steps = [
+                Ntt::inverse(n),
+                Ntt::forward(n).on_coset(g),
+                Ntt::inverse(n),
+            ];
+            let input = values(3 * n, u64::from(log));
+            let mut want = input.clone();
+            for t in &steps {
+                bn.bn254().ntt(&mut want, t).unwrap();
+            }
+            let mut got = input.clone();
+            assert_eq!(bn.bn254().ntts(&mut got, &steps).unwrap().backend, b);
+            assert_eq!(got, want, "{b}: 2^{log}");
+        }
     }
 }
 

@@ -207,33 +207,69 @@ fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>>
     Ok(t)
 }
 
-/// `t` on each polynomial of `values` (whole polynomials, checked by the caller; size >= 2).
-pub(crate) fn ntt(values: &mut [Fr], t: &Ntt) -> Result<()> {
-    let batch = values.len() / t.size;
-    let gpu = Gpu::available()?;
-    let stream = gpu.stream()?;
-    let mut data = upload_scalars(gpu, &stream, values)?;
-    let mut k = Device { gpu, stream };
-    let tw = twiddles(&mut k, t.log_size())?;
-    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
-    ntt::transform(&mut k, &tw, t, batch as u64, &mut data, &mut out)?;
-    download_scalars(gpu, &k.stream, &out, values)
+/// The transforms `steps`, one after another, on `values` (whole polynomials of one size, checked
+/// by the caller): one upload, the kernels of each step, one download.
+pub(crate) fn ntt(values: &mut [Fr], steps: &[Ntt]) -> Result<()> {
+    let mut run = NttRun::new(values, steps)?;
+    run.steps()?;
+    download_scalars(run.k.gpu, &run.k.stream, &run.data, values)
 }
 
-/// Seconds of device time for `t` on `values` already in GPU memory (the twiddle table built),
-/// the median of `iters` runs (for benchmarks).
-pub fn ntt_kernel_seconds(values: &[Fr], t: &Ntt, iters: usize) -> Result<f64> {
-    let batch = t.batch_of(values.len())? as u64;
-    let gpu = Gpu::available()?;
-    let stream = gpu.stream()?;
-    let mut data = upload_scalars(gpu, &stream, values)?;
-    let st = (*stream).clone();
-    let mut k = Device { gpu, stream };
-    let tw = twiddles(&mut k, t.log_size())?;
-    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
-    crate::backend::cuda::time_on_stream(&st, iters, || {
-        ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)
-    })
+/// Seconds of device time for `steps` on `values` already in GPU memory (the twiddle table
+/// built), the median of `iters` runs (for benchmarks).
+pub fn ntt_kernel_seconds(values: &[Fr], steps: &[Ntt], iters: usize) -> Result<f64> {
+    let mut run = NttRun::new(values, steps)?;
+    let st = (*run.k.stream).clone();
+    crate::backend::cuda::time_on_stream(&st, iters, || run.steps())
+}
+
+/// A chain of transforms on one buffer in GPU memory: each step reads `data` and leaves its
+/// result there (the permutation writes `out`, then the two swap).
+struct NttRun<'a> {
+    k: Device,
+    tw: Arc<Twiddles<CudaSlice<u32>>>,
+    steps: &'a [Ntt],
+    batch: u64,
+    data: CudaSlice<u32>,
+    out: CudaSlice<u32>,
+}
+
+impl<'a> NttRun<'a> {
+    fn new(values: &[Fr], steps: &'a [Ntt]) -> Result<Self> {
+        let first = steps
+            .first()
+            .ok_or_else(|| crate::error::Error::invalid("no NTT steps"))?;
+        let batch = first.batch_of(values.len())? as u64;
+        let gpu = Gpu::available()?;
+        let stream = gpu.stream()?;
+        let data = upload_scalars(gpu, &stream, values)?;
+        let mut k = Device { gpu, stream };
+        let tw = twiddles(&mut k, first.log_size())?;
+        let out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
+        Ok(NttRun {
+            k,
+            tw,
+            steps,
+            batch,
+            data,
+            out,
+        })
+    }
+
+    fn steps(&mut self) -> Result<()> {
+        for t in self.steps {
+            ntt::transform(
+                &mut self.k,
+                &self.tw,
+                t,
+                self.batch,
+                &mut self.data,
+                &mut self.out,
+            )?;
+            std::mem::swap(&mut self.data, &mut self.out);
+        }
+        Ok(())
+    }
 }
 
 fn alloc<T: DeviceRepr + ValidAsZeroBits>(

@@ -276,15 +276,34 @@ impl Bn254<'_> {
     /// The transform `t` on each polynomial of `values`, in place (`values.len()` a multiple of
     /// `t.size`). Natural order in and out, the same evaluations as arkworks' `Radix2EvaluationDomain`.
     pub fn ntt(&self, values: &mut [Fr], t: &ntt::Ntt) -> Result<Output<()>> {
-        let batch = t.batch_of(values.len())?;
+        self.ntts(values, std::slice::from_ref(t))
+    }
+
+    /// The transforms `steps` (all of one size) one after another on each polynomial of
+    /// `values`, in place: a prover's interpolate-then-evaluate-on-a-coset is one call, and on
+    /// the GPU the values cross to it and back once.
+    pub fn ntts(&self, values: &mut [Fr], steps: &[ntt::Ntt]) -> Result<Output<()>> {
+        let first = steps
+            .first()
+            .ok_or_else(|| Error::invalid("no transforms given"))?;
+        let batch = first.batch_of(values.len())?;
+        for t in steps {
+            t.batch_of(values.len())?;
+            if t.size != first.size {
+                return Err(Error::invalid(format!(
+                    "transforms of sizes {} and {} in one call; make one call per size",
+                    first.size, t.size
+                )));
+            }
+        }
         let plan = self.engine.dispatcher().plan(
-            &ntt_workload(t, batch),
+            &ntt_workload(steps, batch),
             &[Backend::Arkworks],
             cfg!(feature = "cuda"),
             &calibrate_ntt,
         )?;
         // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
-        if values.is_empty() || t.size == 1 {
+        if values.is_empty() || first.size == 1 {
             return Ok(Output {
                 value: (),
                 backend: plan.backend,
@@ -292,9 +311,13 @@ impl Bn254<'_> {
             });
         }
         match plan.backend {
-            Backend::Arkworks => cpu::ntt(values, t, plan.threads),
+            Backend::Arkworks => {
+                for t in steps {
+                    cpu::ntt(values, t, plan.threads)
+                }
+            }
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::ntt(values, t)?,
+            Backend::Cuda => gpu::ntt(values, steps)?,
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.name().into(),
@@ -313,7 +336,7 @@ impl Bn254<'_> {
     /// from and back to host memory).
     pub fn ntt_estimates(&self, t: &ntt::Ntt, batch: usize) -> [crate::dispatch::Plan; 2] {
         self.engine.dispatcher().estimates(
-            &ntt_workload(t, batch),
+            &ntt_workload(std::slice::from_ref(t), batch),
             Backend::Arkworks,
             &calibrate_ntt,
         )
@@ -343,14 +366,16 @@ fn workload<P: Group>(n: usize, resident: bool) -> Workload {
     }
 }
 
-/// Elements go to the GPU and come back; the work is n/2 log n products per polynomial.
-fn ntt_workload(t: &ntt::Ntt, batch: usize) -> Workload {
+/// Elements go to the GPU and come back once; the work is n/2 log n products per polynomial and
+/// transform.
+fn ntt_workload(steps: &[ntt::Ntt], batch: usize) -> Workload {
+    let t = &steps[0];
     let bytes = 32 * (t.size * batch) as u64;
     // Items are elements: one polynomial's stages already spread over every core.
     Workload {
         op: OP_NTT,
         items: (t.size * batch) as u64,
-        units: t.work(batch),
+        units: steps.iter().map(|t| t.work(batch)).sum(),
         bytes_in: bytes,
         bytes_out: bytes,
         location: Location::Host,

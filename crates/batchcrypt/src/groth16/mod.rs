@@ -132,13 +132,10 @@ impl Groth16<'_> {
             abc.par_extend(a.par_iter().zip(&b).map(|(x, y)| *x * y));
             Ok((abc, None))
         })?;
-        clock.run("inverse NTT (A, B, C)", || {
-            let out = bn.ntt(&mut abc, &Ntt::inverse(n))?;
-            Ok(((), Some(out.backend)))
-        })?;
         let odd = Fr::get_root_of_unity(2 * n as u64).expect("2n divides 2^28, checked on load");
-        clock.run("coset NTT (A, B, C)", || {
-            let out = bn.ntt(&mut abc, &Ntt::forward(n).on_coset(odd))?;
+        clock.run("NTTs (A, B, C to the odd coset)", || {
+            let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
+            let out = bn.ntts(&mut abc, &steps)?;
             Ok(((), Some(out.backend)))
         })?;
         let h = clock.run("quotient A·B − C", || {
