@@ -23,6 +23,21 @@ tar -czf "$B/tests.tgz" -C "$B" tests && rm -rf "$B/tests"
 # The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
 (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
+# Groth16 fixtures (scripts/zk-fixtures.sh): the test circuits whole; the benchmark circuits as
+# their constraint system and witness only (gzip), the key is made there (gpu-run.sh).
+zk=${BATCHCRYPT_ZK_FIXTURES:-target/zk-fixtures}
+mkdir -p "$B/zk"
+for d in "$zk"/*/; do
+  name=$(basename "$d")
+  [ -f "$d/circuit.zkey" ] || continue
+  if [ -f "$d/snarkjs.proof.json" ]; then
+    cp -r "$d" "$B/zk/$name"
+  else
+    mkdir -p "$B/zk/$name"
+    gzip -c "$d/circuit.r1cs" > "$B/zk/$name/circuit.r1cs.gz"
+    gzip -c "$d/witness.wtns" > "$B/zk/$name/witness.wtns.gz"
+  fi
+done
 # The tests find their data through the build-time path of this checkout; record it.
 # The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.
 out=$(dirname "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)")

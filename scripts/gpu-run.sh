@@ -13,6 +13,18 @@ quick=${1:-}
 B=$(mktemp -d)
 tar -xzf "$BUNDLE/bin.tgz" -C "$B"
 for f in tests.tgz wheels data build-root; do ln -s "$PWD/$BUNDLE/$f" "$B/$f"; done
+# Groth16 fixtures: test circuits as they are; benchmark circuits get a development key here.
+mkdir -p "$B/zk"
+for d in "$BUNDLE"/zk/*/; do
+  [ -d "$d" ] || continue
+  name=$(basename "$d")
+  cp -r "$d" "$B/zk/$name"
+  if [ -f "$d/circuit.r1cs.gz" ]; then
+    gunzip "$B/zk/$name"/*.gz
+    "$B/bin/batchcrypt" groth16-setup "$B/zk/$name/circuit.r1cs" "$B/zk/$name/circuit.zkey"
+  fi
+done
+export BATCHCRYPT_ZK_FIXTURES=$B/zk
 # GPU_RUN_DRY=1 runs the same steps on a machine without a GPU (to check this script itself).
 [ "${GPU_RUN_DRY:-0}" = 1 ] || export BATCHCRYPT_REQUIRE_GPU=1
 export BATCHCRYPT_SHARED_DATA=$B/data RUST_BACKTRACE=1 BATCHCRYPT_BIN=$B/bin/batchcrypt
@@ -45,9 +57,13 @@ step demo "$B/bin/batchcrypt" demo
 step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
-for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254 ntt}; do
+for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254 ntt groth16}; do
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
 done
+# One proof of the largest benchmark circuit from the command line, with its trace.
+big=$(ls -d "$B"/zk/chain-* 2>/dev/null | sort -t- -k2 -n | tail -1)
+[ -n "$big" ] && step prove "$B/bin/batchcrypt" prove "$big/circuit.zkey" "$big/witness.wtns" \
+  "$OUT/proof.json" "$OUT/public.json" --repeat 3 --timings --trace "$OUT/groth16-trace.json"
 # ECDH-PSI between two processes on this machine, both on the GPU (PSI_N items per side).
 step psi-gpu scripts/psi-loopback.sh "${PSI_N:-10000000}" "$B/bin/batchcrypt" --backend gpu
 # Machine code of every kernel (instruction mix for the throughput bounds) and ptxas's report.
@@ -63,6 +79,7 @@ echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
 echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
+echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log"
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"

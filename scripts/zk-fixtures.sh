@@ -4,11 +4,14 @@
 # powers-of-tau ceremony, the verification key, a witness, and snarkjs's own proof of it.
 #
 #   scripts/zk-fixtures.sh              # the test circuits (mix, chain at 2^10)
-#   scripts/zk-fixtures.sh chain:16     # also the chain circuit with a 2^16 domain (benchmarks)
+#   scripts/zk-fixtures.sh chain:14     # also the chain circuit with a 2^14 domain, key from a ceremony
+#   scripts/zk-fixtures.sh bench:20     # the chain circuit at 2^20, key from `batchcrypt groth16-setup`
 #
 # Output: $BATCHCRYPT_ZK_FIXTURES (default target/zk-fixtures)/<name>/ with circuit.r1cs,
-# circuit.zkey, verification_key.json, input.json, witness.wtns, snarkjs.proof.json,
-# snarkjs.public.json. A fixture is rebuilt only when its sources change.
+# circuit.zkey, verification_key.json, input.json, witness.wtns, and for ceremony keys
+# snarkjs.proof.json, snarkjs.public.json. A fixture is rebuilt only when its sources change.
+# snarkjs's ceremony takes hours from 2^18 on two cores; bench:K makes the key in seconds with
+# the development setup (one party: for tests and benchmarks only), which snarkjs also reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -31,7 +34,12 @@ if [ "$(cat $zk/node_modules/.batchcrypt-lock 2>/dev/null)" != "$lock" ]; then
   (cd $zk && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock" > $zk/node_modules/.batchcrypt-lock
 fi
-circom() { node "$root/$zk/node_modules/circom2/cli.js" "$@"; }
+circom() { node --max-old-space-size=16384 "$root/$zk/node_modules/circom2/cli.js" "$@"; }
+# Our release binary for the development setup, built if missing.
+batchcrypt() {
+  [ -x target/release/batchcrypt ] || cargo build -q --release -p batchcrypt-cli
+  target/release/batchcrypt "$@"
+}
 snarkjs() { node --max-old-space-size=16384 "$root/$zk/node_modules/snarkjs/build/cli.cjs" "$@"; }
 
 # Powers of tau for domains up to 2^k: a one-party ceremony, for tests and benchmarks only.
@@ -48,11 +56,12 @@ ptau() {
   echo "$f"
 }
 
-# fixture NAME MAIN.circom INPUT.json K
+# fixture NAME MAIN.circom INPUT.json K [dev]: the key from a ceremony, or with `dev` from
+# `batchcrypt groth16-setup`.
 fixture() {
-  local name=$1 main=$2 input=$3 k=$4 dir="$out/$1"
+  local name=$1 main=$2 input=$3 k=$4 dev=${5:-} dir="$out/$1"
   local want
-  want=$(cat "$main" "$input" $zk/circuits/*.circom $zk/package-lock.json | sha256sum | cut -d' ' -f1)-$k
+  want=$(cat "$main" "$input" $zk/circuits/*.circom $zk/package-lock.json | sha256sum | cut -d' ' -f1)-$k$dev
   if [ "$(cat "$dir/.sources" 2>/dev/null)" = "$want" ]; then echo "fixture $name: up to date"; return; fi
   echo "fixture $name (domain 2^$k)..."
   rm -rf "$dir" && mkdir -p "$dir/build"
@@ -62,25 +71,30 @@ fixture() {
   cp "$dir/build/$base.r1cs" "$dir/circuit.r1cs"
   cp "$input" "$dir/input.json"
   snarkjs wtns calculate "$dir/build/${base}_js/$base.wasm" "$dir/input.json" "$dir/witness.wtns"
-  local pot
-  pot=$(ptau "$k")
-  snarkjs groth16 setup "$dir/circuit.r1cs" "$pot" "$dir/build/c0.zkey" >/dev/null
-  snarkjs zkey contribute "$dir/build/c0.zkey" "$dir/circuit.zkey" -e="batchcrypt $name $RANDOM" >/dev/null
-  snarkjs zkey export verificationkey "$dir/circuit.zkey" "$dir/verification_key.json" >/dev/null
-  snarkjs groth16 prove "$dir/circuit.zkey" "$dir/witness.wtns" "$dir/snarkjs.proof.json" "$dir/snarkjs.public.json"
-  snarkjs groth16 verify "$dir/verification_key.json" "$dir/snarkjs.public.json" "$dir/snarkjs.proof.json" >/dev/null
+  if [ -n "$dev" ]; then
+    batchcrypt groth16-setup "$dir/circuit.r1cs" "$dir/circuit.zkey"
+    snarkjs zkey export verificationkey "$dir/circuit.zkey" "$dir/verification_key.json" >/dev/null
+  else
+    local pot
+    pot=$(ptau "$k")
+    snarkjs groth16 setup "$dir/circuit.r1cs" "$pot" "$dir/build/c0.zkey" >/dev/null
+    snarkjs zkey contribute "$dir/build/c0.zkey" "$dir/circuit.zkey" -e="batchcrypt $name $RANDOM" >/dev/null
+    snarkjs zkey export verificationkey "$dir/circuit.zkey" "$dir/verification_key.json" >/dev/null
+    snarkjs groth16 prove "$dir/circuit.zkey" "$dir/witness.wtns" "$dir/snarkjs.proof.json" "$dir/snarkjs.public.json"
+    snarkjs groth16 verify "$dir/verification_key.json" "$dir/snarkjs.public.json" "$dir/snarkjs.proof.json" >/dev/null
+  fi
   rm -rf "$dir/build"
   echo "$want" > "$dir/.sources"
 }
 
-# The chain circuit sized to fill a 2^k domain: 2 steps per constraint pair, room for the
-# public inputs' constraints.
+# The chain circuit sized to fill a 2^k domain: 2 constraints per step, room for the public
+# signals' rows. chain K [dev]
 chain() {
   local k=$1 main="$out/chain-$1.circom"
   mkdir -p "$out"
   printf 'pragma circom 2.0.0;\ninclude "chain.circom";\ncomponent main {public [x0]} = Chain(%d);\n' \
     $(( ((1 << k) - 8) / 2 )) > "$main"
-  fixture "chain-$k" "$main" $zk/circuits/chain.input.json "$k"
+  fixture "chain-$k" "$main" $zk/circuits/chain.input.json "$k" "${2:-}"
 }
 
 fixture mix $zk/circuits/mix.circom $zk/circuits/mix.input.json 6
@@ -88,7 +102,8 @@ chain 10
 for extra in "$@"; do
   case $extra in
     chain:*) chain "${extra#chain:}" ;;
-    *) echo "error: unknown fixture '$extra' (expected chain:K)" >&2; exit 2 ;;
+    bench:*) chain "${extra#bench:}" dev ;;
+    *) echo "error: unknown fixture '$extra' (expected chain:K or bench:K)" >&2; exit 2 ;;
   esac
 done
 echo "fixtures in $out"

@@ -45,7 +45,10 @@ enum Command {
     /// Decrypt what `encrypt` wrote (GCM: each chunk is authenticated before it is written).
     Decrypt(cmd::aes::Args),
     /// Groth16 proof for a circom circuit (snarkjs's .zkey and a .wtns in, proof.json and public.json out).
-    Prove(cmd::prove::Args),
+    Prove(cmd::groth16::ProveArgs),
+    /// Development Groth16 proving key for a circom circuit, for tests and benchmarks only.
+    #[command(name = "groth16-setup")]
+    Groth16Setup(cmd::groth16::SetupArgs),
 }
 
 fn main() {
@@ -60,7 +63,8 @@ fn main() {
         Command::Psi(a) => cmd::psi::run(&engine, &a),
         Command::Encrypt(a) => cmd::aes::run(&engine, &a, false),
         Command::Decrypt(a) => cmd::aes::run(&engine, &a, true),
-        Command::Prove(a) => cmd::prove::run(&engine, &a),
+        Command::Prove(a) => cmd::groth16::prove(&engine, &a),
+        Command::Groth16Setup(a) => cmd::groth16::setup(&a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

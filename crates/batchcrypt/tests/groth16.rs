@@ -8,7 +8,7 @@
 
 use ark_ff::{One, Zero};
 use batchcrypt::bn254::Fr;
-use batchcrypt::groth16::{self, Proof, ProvingKey, Witness};
+use batchcrypt::groth16::{self, Proof, ProvingKey, R1cs, Witness};
 use batchcrypt::{Backend, Error, Primitive};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -41,20 +41,15 @@ fn fixture(name: &str) -> Option<PathBuf> {
     None
 }
 
-/// `snarkjs groth16 verify`'s verdict, or `None` where Node.js or snarkjs is absent.
-fn snarkjs_verify(dir: &Path, public: &Path, proof: &Path) -> Option<bool> {
+/// Runs the snarkjs command line; `None` where Node.js or snarkjs is absent.
+fn snarkjs(args: &[&std::ffi::OsStr]) -> Option<(bool, String)> {
     let cli = root().join("scripts/zk/node_modules/snarkjs/build/cli.cjs");
-    let run = Command::new("node")
-        .arg(&cli)
-        .args(["groth16", "verify"])
-        .arg(dir.join("verification_key.json"))
-        .args([public, proof])
-        .output();
+    let run = Command::new("node").arg(&cli).args(args).output();
     match run {
         Ok(out) if cli.is_file() => {
             let text = String::from_utf8_lossy(&out.stdout).to_string()
                 + &String::from_utf8_lossy(&out.stderr);
-            Some(out.status.success() && text.contains("OK!"))
+            Some((out.status.success(), text))
         }
         _ => {
             if std::env::var("BATCHCRYPT_REQUIRE_SNARKJS").as_deref() == Ok("1") {
@@ -64,6 +59,24 @@ fn snarkjs_verify(dir: &Path, public: &Path, proof: &Path) -> Option<bool> {
             None
         }
     }
+}
+
+/// `snarkjs groth16 verify`'s verdict, or `None` where snarkjs cannot run.
+fn snarkjs_verify(vk: &Path, public: &Path, proof: &Path) -> Option<bool> {
+    let (ok, text) = snarkjs(&[
+        "groth16".as_ref(),
+        "verify".as_ref(),
+        vk.as_ref(),
+        public.as_ref(),
+        proof.as_ref(),
+    ])?;
+    Some(ok && text.contains("OK!"))
+}
+
+fn scratch(what: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bc-groth16-{}-{what}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 fn load(dir: &Path) -> (ProvingKey, Witness) {
@@ -116,7 +129,11 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
                 Proof::from_json(&proved.proof.to_json()).unwrap(),
                 proved.proof
             );
-            if let Some(ok) = snarkjs_verify(&dir, &public_path, &proof_path) {
+            if let Some(ok) = snarkjs_verify(
+                &dir.join("verification_key.json"),
+                &public_path,
+                &proof_path,
+            ) {
                 assert!(
                     ok,
                     "{name} on {b}: snarkjs rejects our proof ({})",
@@ -126,7 +143,14 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
                 let mut other = proved.public.clone();
                 other[0] += Fr::one();
                 std::fs::write(&public_path, groth16::public_json(&other)).unwrap();
-                assert_eq!(snarkjs_verify(&dir, &public_path, &proof_path), Some(false));
+                assert_eq!(
+                    snarkjs_verify(
+                        &dir.join("verification_key.json"),
+                        &public_path,
+                        &proof_path
+                    ),
+                    Some(false)
+                );
             }
             std::fs::remove_dir_all(&out).ok();
             proofs.push((b, proved.proof));
@@ -254,4 +278,92 @@ fn hex_le(be: &str) -> Vec<u8> {
     let mut v = hex::decode(be).unwrap();
     v.reverse();
     v
+}
+
+/// The constraint system reader: the fixture's witness satisfies it, a changed one does not.
+#[test]
+fn r1cs_reader_checks_witnesses() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let r1cs = R1cs::read(dir.join("circuit.r1cs")).unwrap();
+        let (pk, witness) = load(&dir);
+        assert_eq!(
+            (r1cs.n_wires, r1cs.n_public),
+            (pk.n_vars, pk.n_public),
+            "{name}"
+        );
+        assert_eq!(r1cs.unsatisfied(&witness.values), None, "{name}");
+        let mut bad = witness.values.clone();
+        bad[pk.n_public + 1] += Fr::one();
+        assert!(r1cs.unsatisfied(&bad).is_some(), "{name}");
+        let raw = std::fs::read(dir.join("circuit.r1cs")).unwrap();
+        for cut in [0, 4, 12, 40, raw.len() / 2, raw.len() - 1] {
+            assert!(
+                R1cs::parse(&raw[..cut]).is_err(),
+                "{name}: r1cs cut at {cut}"
+            );
+        }
+    }
+}
+
+/// Keys from our one-party setup follow snarkjs's conventions: snarkjs proves with them and
+/// verifies our proofs, and our prover and verifier agree with both.
+#[test]
+fn our_setup_makes_keys_snarkjs_proves_with() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let r1cs = R1cs::read(dir.join("circuit.r1cs")).unwrap();
+        let witness = Witness::read(dir.join("witness.wtns")).unwrap();
+        let zkey = groth16::setup(&r1cs, &mut rng(3)).unwrap();
+        let pk = ProvingKey::parse(&zkey).unwrap();
+        let theirs = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        assert_eq!(
+            (pk.n_vars, pk.n_public, pk.domain_size),
+            (theirs.n_vars, theirs.n_public, theirs.domain_size),
+            "{name}: the same shape as snarkjs's key"
+        );
+        let proved = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Cpu)
+            .groth16()
+            .prove(&pk, &witness, &mut rng(4))
+            .unwrap();
+        let out = scratch(&format!("setup-{name}"));
+        let (zk, vk) = (out.join("our.zkey"), out.join("vk.json"));
+        std::fs::write(&zk, &zkey).unwrap();
+        let Some((ok, text)) = snarkjs(&[
+            "zkey".as_ref(),
+            "export".as_ref(),
+            "verificationkey".as_ref(),
+            zk.as_ref(),
+            vk.as_ref(),
+        ]) else {
+            return;
+        };
+        assert!(ok, "{name}: snarkjs cannot read our key: {text}");
+        let (p, public) = (out.join("proof.json"), out.join("public.json"));
+        std::fs::write(&p, proved.proof.to_json()).unwrap();
+        std::fs::write(&public, groth16::public_json(&proved.public)).unwrap();
+        assert_eq!(
+            snarkjs_verify(&vk, &public, &p),
+            Some(true),
+            "{name}: our proof, our key"
+        );
+        let (ok, text) = snarkjs(&[
+            "groth16".as_ref(),
+            "prove".as_ref(),
+            zk.as_ref(),
+            dir.join("witness.wtns").as_ref(),
+            p.as_ref(),
+            public.as_ref(),
+        ])
+        .unwrap();
+        assert!(ok, "{name}: snarkjs cannot prove with our key: {text}");
+        assert_eq!(
+            snarkjs_verify(&vk, &public, &p),
+            Some(true),
+            "{name}: snarkjs's proof, our key"
+        );
+        let theirs = Proof::from_json(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert!(groth16::verify(&pk.vk, &proved.public, &theirs).unwrap());
+        std::fs::remove_dir_all(&out).ok();
+    }
 }

@@ -140,3 +140,18 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 }
+
+/// A container file: `magic`, `version`, then each (id, bytes) section in the order given.
+pub(crate) fn write(magic: &[u8; 4], version: u32, sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let len = 12 + sections.iter().map(|(_, s)| 12 + s.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+    for (id, data) in sections {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    out
+}

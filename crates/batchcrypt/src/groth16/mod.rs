@@ -16,9 +16,13 @@
 //! proof that does not verify.
 
 mod binfile;
+mod r1cs;
+mod setup;
 mod wtns;
 mod zkey;
 
+pub use r1cs::R1cs;
+pub use setup::setup;
 pub use wtns::Witness;
 pub use zkey::ProvingKey;
 

@@ -1,7 +1,8 @@
-//! `batchcrypt prove`: a Groth16 proof for a circom circuit, as `snarkjs groth16 prove` makes it.
+//! `batchcrypt prove`: a Groth16 proof for a circom circuit, as `snarkjs groth16 prove` makes it;
+//! `batchcrypt groth16-setup`: a development proving key for any circuit size.
 
 use anyhow::{Context, Result};
-use batchcrypt::groth16::{self, ProvingKey, Witness};
+use batchcrypt::groth16::{self, ProvingKey, R1cs, Witness};
 use batchcrypt::Engine;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,7 +17,7 @@ snarkjs accept them. The NTTs and MSMs run where the cost model says (--backend 
 proof is checked before it is written: a witness that does not satisfy the circuit is an error.",
     after_help = "Examples:\n  circom circuit.circom --r1cs --wasm\n  snarkjs wtns calculate circuit_js/circuit.wasm input.json witness.wtns\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  snarkjs groth16 verify verification_key.json public.json proof.json\n  batchcrypt prove circuit.zkey witness.wtns --repeat 5 --timings --trace trace.json"
 )]
-pub struct Args {
+pub struct ProveArgs {
     /// Proving key (.zkey) from `snarkjs groth16 setup`.
     zkey: PathBuf,
     /// Witness (.wtns) from the circuit's witness generator or `snarkjs wtns calculate`.
@@ -39,7 +40,7 @@ pub struct Args {
     trace: Option<PathBuf>,
 }
 
-pub fn run(engine: &Engine, a: &Args) -> Result<()> {
+pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
     let t = Instant::now();
     let pk = ProvingKey::read(&a.zkey)?;
     let witness = Witness::read(&a.witness)?;
@@ -61,7 +62,7 @@ pub fn run(engine: &Engine, a: &Args) -> Result<()> {
         if a.timings {
             for s in &proved.stages {
                 let on = s.backend.map_or("host".to_string(), |b| b.to_string());
-                eprintln!("  {:<24} {:>9.2} ms  {on}", s.name, s.seconds * 1e3);
+                eprintln!("  {:<32} {:>9.2} ms  {on}", s.name, s.seconds * 1e3);
             }
         }
         runs.push(proved);
@@ -85,6 +86,46 @@ pub fn run(engine: &Engine, a: &Args) -> Result<()> {
         a.proof.display(),
         a.public.display(),
         last.public.len()
+    );
+    Ok(())
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Development Groth16 proving key for a circom circuit (.r1cs in, snarkjs .zkey out), from a one-party setup: for tests and benchmarks only",
+    long_about = "Makes a Groth16 proving key in snarkjs's format for a circuit of any size in \
+seconds, without a powers-of-tau ceremony: the secrets are drawn at random by this one process and \
+then dropped. Whoever runs it could keep them and forge proofs, so such keys are for tests and \
+benchmarks only; for anything real use a ceremony (`snarkjs powersoftau`, `snarkjs groth16 \
+setup`, `snarkjs zkey contribute`). snarkjs reads these keys (`snarkjs zkey export \
+verificationkey`, `snarkjs groth16 prove`).",
+    after_help = "Example:\n  circom circuit.circom --r1cs --wasm\n  batchcrypt groth16-setup circuit.r1cs circuit.zkey\n  snarkjs zkey export verificationkey circuit.zkey verification_key.json"
+)]
+pub struct SetupArgs {
+    /// Constraint system (.r1cs) from `circom --r1cs`.
+    r1cs: PathBuf,
+    /// Where to write the proving key.
+    zkey: PathBuf,
+}
+
+pub fn setup(a: &SetupArgs) -> Result<()> {
+    let t = Instant::now();
+    let r1cs = R1cs::read(&a.r1cs)?;
+    eprintln!(
+        "read {} ({} constraints, {} wires, {} public) in {:.1} s; computing the key...",
+        a.r1cs.display(),
+        r1cs.constraints.len(),
+        r1cs.n_wires,
+        r1cs.n_public,
+        t.elapsed().as_secs_f64()
+    );
+    let zkey = groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
+    std::fs::write(&a.zkey, &zkey).with_context(|| format!("writing {}", a.zkey.display()))?;
+    println!(
+        "wrote {} ({} MB) in {:.1} s: a development key, not for production (see --help)",
+        a.zkey.display(),
+        zkey.len() >> 20,
+        t.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -1,0 +1,98 @@
+//! circom's constraint system (`.r1cs`): section 1 the header (field, wire counts), section 2 the
+//! constraints, each three linear combinations A, B, C as (wire, coefficient) terms with
+//! coefficients little-endian in standard form; A·w × B·w = C·w for a satisfying witness w.
+
+use super::binfile::BinFile;
+use super::zkey::bigint;
+use crate::bn254::Fr;
+use crate::error::{Error, Result};
+use ark_ff::{BigInteger, PrimeField};
+
+const WHAT: &str = "constraint system (.r1cs)";
+
+/// A linear combination: (wire, coefficient) terms.
+pub type Combination = Vec<(u32, Fr)>;
+
+/// A rank-1 constraint system over BN254's Fr.
+pub struct R1cs {
+    /// Wires, the constant 1 included (the witness's length).
+    pub n_wires: usize,
+    /// Public outputs, then public inputs, follow the constant.
+    pub n_public: usize,
+    /// (A, B, C) per constraint.
+    pub constraints: Vec<[Combination; 3]>,
+}
+
+impl R1cs {
+    pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let data = std::fs::read(path).map_err(|e| {
+            Error::invalid(format!(
+                "cannot read constraint system {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::parse(&data)
+    }
+
+    pub fn parse(data: &[u8]) -> Result<Self> {
+        let file = BinFile::parse(data, b"r1cs", 1, WHAT)?;
+        let mut h = file.section(1)?;
+        let n8 = h.count()?;
+        if n8 != 32 || h.bytes(32)? != <Fr as PrimeField>::MODULUS.to_bytes_le() {
+            return Err(Error::invalid(
+                "the constraint system is not over BN254's scalar field (circom --prime bn128)",
+            ));
+        }
+        let n_wires = h.count()?;
+        let n_public = h.count()? + h.count()?; // outputs, public inputs
+        let _private_inputs = h.count()?;
+        let _labels = h.u64()?;
+        let n_constraints = h.count()?;
+        h.finish("the header")?;
+        if n_wires == 0 || n_public >= n_wires {
+            return Err(Error::Corrupt(format!(
+                "{WHAT}: {n_public} public signals for {n_wires} wires"
+            )));
+        }
+        let mut s = file.section(2)?;
+        let mut constraints = Vec::with_capacity(n_constraints.min(s.remaining() / 12));
+        for c in 0..n_constraints {
+            let mut lc = || -> Result<Combination> {
+                let terms = s.count()?;
+                if terms > s.remaining() / 36 {
+                    return Err(Error::Corrupt(format!(
+                        "{WHAT} is truncated in constraint {c}"
+                    )));
+                }
+                (0..terms)
+                    .map(|_| {
+                        let wire = s.u32()?;
+                        let v = Fr::from_bigint(bigint(s.bytes(32)?));
+                        match v {
+                            Some(v) if (wire as usize) < n_wires => Ok((wire, v)),
+                            _ => Err(Error::Corrupt(format!(
+                                "{WHAT}: constraint {c} has a wire or coefficient out of range"
+                            ))),
+                        }
+                    })
+                    .collect()
+            };
+            constraints.push([lc()?, lc()?, lc()?]);
+        }
+        s.finish("the constraints")?;
+        Ok(R1cs {
+            n_wires,
+            n_public,
+            constraints,
+        })
+    }
+
+    /// The first constraint `w` does not satisfy, if any (`w` as long as the wires).
+    pub fn unsatisfied(&self, w: &[Fr]) -> Option<usize> {
+        let eval = |lc: &Combination| -> Fr { lc.iter().map(|&(s, v)| v * w[s as usize]).sum() };
+        self.constraints
+            .iter()
+            .position(|[a, b, c]| eval(a) * eval(b) != eval(c))
+    }
+}
