@@ -49,6 +49,9 @@ enum Command {
     /// Development Groth16 proving key for a circom circuit, for tests and benchmarks only.
     #[command(name = "groth16-setup")]
     Groth16Setup(cmd::groth16::SetupArgs),
+    /// Many Groth16 proofs on one key: jobs from standard input, run concurrently, with a waterfall trace.
+    #[command(name = "prove-server")]
+    ProveServer(cmd::groth16::ServerArgs),
 }
 
 fn main() {
@@ -65,6 +68,7 @@ fn main() {
         Command::Decrypt(a) => cmd::aes::run(&engine, &a, true),
         Command::Prove(a) => cmd::groth16::prove(&engine, &a),
         Command::Groth16Setup(a) => cmd::groth16::setup(&a),
+        Command::ProveServer(a) => cmd::groth16::serve(engine, &a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

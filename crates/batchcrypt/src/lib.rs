@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
+//! `pipeline` (host↔GPU streaming), `scheduler` (GPU memory admission), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
 //! `aes`, `bn254`), and the
 //! protocols over them: `psi` (ECDH-PSI over SM2) and `groth16` (circom/snarkjs proofs).
 
@@ -28,6 +28,7 @@ pub mod groth16;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;
+pub mod scheduler;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sig;

@@ -187,9 +187,11 @@ fn our_verifier_agrees_with_snarkjs() {
     }
 }
 
-/// The engine under test for error cases: the default choice (the GPU where there is one).
+/// The engine under test for error cases: the default choice (the GPU where there is one),
+/// one for all tests so its cost model is measured once.
 fn prove(pk: &ProvingKey, w: &Witness) -> batchcrypt::Result<groth16::Proved> {
-    batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto)
+    static AUTO: std::sync::OnceLock<batchcrypt::Engine> = std::sync::OnceLock::new();
+    AUTO.get_or_init(|| batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto))
         .groth16()
         .prove(pk, w, &mut rng(1))
 }
@@ -365,5 +367,53 @@ fn our_setup_makes_keys_snarkjs_proves_with() {
         let theirs = Proof::from_json(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert!(groth16::verify(&pk.vk, &proved.public, &theirs).unwrap());
         std::fs::remove_dir_all(&out).ok();
+    }
+}
+
+/// The prover service: jobs in flight at once on one shared key all give valid proofs, a bad job
+/// fails alone, and each job's waterfall starts with its queue wait.
+#[test]
+fn the_service_proves_many_at_once_and_isolates_failures() {
+    use std::sync::Arc;
+    let Some(dir) = fixture("mix") else { return };
+    let (pk, witness) = load(&dir);
+    let pk = Arc::new(pk);
+    for b in common::backends(Primitive::Bn254) {
+        let service = groth16::ProverService::start(
+            Arc::new(common::engine(b)),
+            pk.clone(),
+            groth16::ServiceConfig {
+                workers: 3,
+                queue: 2,
+            },
+        );
+        let mut bad = witness.values.clone();
+        bad[1] += Fr::one();
+        let tickets: Vec<_> = (0..9)
+            .map(|i| {
+                let values = if i == 4 {
+                    bad.clone()
+                } else {
+                    witness.values.clone()
+                };
+                service.submit(Witness { values })
+            })
+            .collect();
+        for (i, t) in tickets.into_iter().enumerate() {
+            match t.wait() {
+                Ok(p) => {
+                    assert_ne!(i, 4, "{b}: a proof for a bad witness");
+                    assert!(groth16::verify(&pk.vk, &p.public, &p.proof).unwrap());
+                    assert_eq!(p.stages[0].name, "queue wait");
+                    let ends: Vec<f64> = p.stages.iter().map(|s| s.start + s.seconds).collect();
+                    assert!(p
+                        .stages
+                        .windows(2)
+                        .zip(&ends)
+                        .all(|(w, end)| w[1].start >= end - 1e-6));
+                }
+                Err(e) => assert_eq!(i, 4, "{b}: job {i} failed: {e}"),
+            }
+        }
     }
 }

@@ -129,3 +129,171 @@ pub fn setup(a: &SetupArgs) -> Result<()> {
     );
     Ok(())
 }
+
+#[derive(clap::Args)]
+#[command(
+    about = "Many Groth16 proofs on one key: jobs from standard input, proofs run concurrently, a waterfall of every job",
+    long_about = "Loads a proving key once and proves every job read from standard input, one per line: \
+`WITNESS [PROOF [PUBLIC]]` (by default the witness's name with .proof.json and .public.json). Jobs \
+wait in a bounded queue; --workers run at once, overlapping one job's host work with another's GPU \
+work; GPU operations are admitted by a memory budget measured from the device (BATCHCRYPT_GPU_MEMORY \
+caps it), so concurrent jobs wait for memory instead of failing. One line per finished job goes to \
+standard output (`ok WITNESS PROOF MS` or `error WITNESS: WHY`; a failed job does not stop the \
+others); at the end, a summary table and, with --trace, every job's stages as a Chrome/Perfetto trace.",
+    after_help = "Example:\n  ls jobs/*.wtns | batchcrypt prove-server circuit.zkey --workers 8 --trace trace.json"
+)]
+pub struct ServerArgs {
+    /// Proving key (.zkey) shared by every job.
+    zkey: PathBuf,
+    /// Proofs in progress at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    workers: u32,
+    /// Jobs read ahead and waiting (reading stops while the queue is full).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    queue: u32,
+    /// Write every job's stages as a Chrome/Perfetto trace.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
+    use batchcrypt::groth16::{ProverService, ServiceConfig};
+    use std::io::BufRead;
+    use std::sync::Arc;
+    let pk = Arc::new(ProvingKey::read(&a.zkey)?);
+    eprintln!(
+        "key {}: {} signals, domain 2^{}; {} workers, queue {}",
+        a.zkey.display(),
+        pk.n_vars,
+        pk.domain_size.trailing_zeros(),
+        a.workers,
+        a.queue
+    );
+    let service = ProverService::start(
+        Arc::new(engine),
+        pk.clone(),
+        ServiceConfig {
+            workers: a.workers as usize,
+            queue: a.queue as usize,
+        },
+    );
+    // The writer waits on tickets in submission order while this thread reads and submits.
+    let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, PathBuf, PathBuf, Option<_>)>();
+    let writer = std::thread::spawn(move || {
+        let mut done = Vec::new();
+        let mut failed = 0usize;
+        for (witness, proof, public, ticket) in rx {
+            let result: Result<_> = match ticket {
+                None => Err(anyhow::anyhow!("cannot read the witness")),
+                Some(Err(e)) => Err(anyhow::Error::from(e)),
+                Some(Ok(t)) => batchcrypt::groth16::Ticket::wait(t)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|p| {
+                        std::fs::write(&proof, p.proof.to_json())?;
+                        std::fs::write(&public, groth16::public_json(&p.public))?;
+                        Ok(p)
+                    }),
+            };
+            match result {
+                Ok(p) => {
+                    let ms: f64 = p.stages.iter().skip(1).map(|s| s.seconds).sum::<f64>() * 1e3;
+                    println!("ok {} {} {ms:.1}", witness.display(), proof.display());
+                    done.push((witness.display().to_string(), p.stages));
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("error {}: {e:#}", witness.display());
+                }
+            }
+        }
+        (done, failed)
+    });
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let mut parts = line.split_whitespace();
+        let Some(w) = parts.next() else { continue };
+        let witness = PathBuf::from(w);
+        let stem = w.strip_suffix(".wtns").unwrap_or(w).to_string();
+        let proof = parts.next().map_or_else(
+            || PathBuf::from(format!("{stem}.proof.json")),
+            PathBuf::from,
+        );
+        let public = parts.next().map_or_else(
+            || PathBuf::from(format!("{stem}.public.json")),
+            PathBuf::from,
+        );
+        let ticket = Some(Witness::read(&witness).map(|wt| service.submit(wt)));
+        if tx.send((witness, proof, public, ticket)).is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let (done, failed) = writer.join().expect("writer thread");
+    let secs = service.elapsed();
+    drop(service);
+    summarize(&done, failed, secs);
+    if let Some(path) = &a.trace {
+        let jobs: Vec<_> = done
+            .iter()
+            .map(|(n, s)| (n.clone(), s.as_slice()))
+            .collect();
+        std::fs::write(path, groth16::chrome_trace(&jobs))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("trace: {} (open in ui.perfetto.dev)", path.display());
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} of {} jobs failed", done.len() + failed);
+    }
+    Ok(())
+}
+
+/// Throughput, latency and each stage's mean over the finished jobs, and the GPU memory budget.
+fn summarize(done: &[(String, Vec<groth16::Stage>)], failed: usize, secs: f64) {
+    if done.is_empty() {
+        eprintln!("no proofs ({failed} failed)");
+        return;
+    }
+    let n = done.len() as f64;
+    let mut latency: Vec<f64> = done
+        .iter()
+        .map(|(_, s)| s.iter().map(|x| x.seconds).sum())
+        .collect();
+    latency.sort_by(f64::total_cmp);
+    eprintln!(
+        "{} proofs ({failed} failed) in {secs:.2} s: {:.2} proofs/s; latency median {:.1} ms, max {:.1} ms (queue wait included)",
+        done.len(),
+        n / secs,
+        latency[latency.len() / 2] * 1e3,
+        latency[latency.len() - 1] * 1e3
+    );
+    let mut names: Vec<&str> = Vec::new();
+    for (_, stages) in done {
+        for s in stages {
+            if !names.contains(&s.name) {
+                names.push(s.name);
+            }
+        }
+    }
+    eprintln!("  {:<32} {:>10}", "stage", "mean ms");
+    for name in names {
+        let total: f64 = done
+            .iter()
+            .flat_map(|(_, s)| s.iter().filter(|x| x.name == name))
+            .map(|x| x.seconds)
+            .sum();
+        eprintln!("  {name:<32} {:>10.2}", total / n * 1e3);
+    }
+    let on_gpu = done.iter().any(|(_, s)| {
+        s.iter()
+            .any(|x| x.backend == Some(batchcrypt::Backend::Cuda))
+    });
+    if let Some(m) = batchcrypt::scheduler::gpu_stats().filter(|_| on_gpu) {
+        eprintln!(
+            "  GPU memory: at most {} MiB reserved at once of a {} MiB budget; {} waits for memory ({:.1} ms in all)",
+            m.peak >> 20,
+            m.limit >> 20,
+            m.waits,
+            m.waited.as_secs_f64() * 1e3
+        );
+    }
+}

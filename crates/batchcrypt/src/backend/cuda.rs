@@ -33,6 +33,7 @@ pub struct Gpu {
     info: DeviceInfo,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     streams: Mutex<Vec<Arc<CudaStream>>>,
+    budget: crate::scheduler::MemoryBudget,
 }
 
 pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
@@ -192,11 +193,18 @@ impl Gpu {
             clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
         };
         keep_freed_memory(&ctx);
+        let free = ctx
+            .mem_get_info()
+            .map_err(|e| format!("cannot read the device's free memory: {e:?}"))?
+            .0;
+        let budget =
+            crate::scheduler::MemoryBudget::for_device(free as u64).map_err(|e| e.to_string())?;
         Ok(Gpu {
             ctx,
             info,
             modules: Mutex::new(HashMap::new()),
             streams: Mutex::new(Vec::new()),
+            budget,
         })
     }
 
@@ -206,6 +214,12 @@ impl Gpu {
 
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// The device memory budget that operations reserve from before they allocate
+    /// ([`crate::scheduler`]).
+    pub fn budget(&self) -> &crate::scheduler::MemoryBudget {
+        &self.budget
     }
 
     /// Free and total device memory, as the driver reports them now.

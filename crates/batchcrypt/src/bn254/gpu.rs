@@ -8,6 +8,7 @@ use super::Fr;
 use super::{point_words, Group};
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
 use crate::error::Result;
+use crate::scheduler::Reservation;
 use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg,
     ValidAsZeroBits,
@@ -31,12 +32,16 @@ pub struct DeviceBases {
     pts: CudaSlice<u32>,
     len: usize,
     words: usize,
+    _memory: Reservation<'static>,
 }
 
 impl DeviceBases {
     /// Bases of `words` 32-bit words each (16 on G1, 32 on G2).
     pub fn upload(raw: &[u32], words: usize) -> Result<DeviceBases> {
         let gpu = Gpu::available()?;
+        let memory = gpu
+            .budget()
+            .reserve(4 * raw.len().max(16) as u64, "MSM bases")?;
         let stream = gpu.stream()?;
         let pts = stream
             .clone_htod(if raw.is_empty() { &[0u32; 16][..] } else { raw })
@@ -46,6 +51,7 @@ impl DeviceBases {
             pts,
             len: raw.len() / words,
             words,
+            _memory: memory,
         })
     }
 
@@ -66,6 +72,10 @@ pub(crate) fn window_sums<P: Group>(
     s: &Shape,
 ) -> Result<Vec<u32>> {
     let gpu = Gpu::available()?;
+    let point_bytes = 4 * super::point_words::<P>() as u64;
+    let _memory = gpu
+        .budget()
+        .reserve(super::msm::device_bytes(s, point_bytes), "an MSM")?;
     let stream = gpu.stream()?;
     let dev = upload_scalars(gpu, &stream, scalars)?;
     super::msm::window_sums(&mut Launcher::new::<P>(gpu, stream, bases)?, s, &dev)
@@ -192,18 +202,21 @@ fn download_scalars(
     Ok(())
 }
 
-/// The twiddle table of the largest transform so far, shared by every later one.
-static TWIDDLES: Mutex<Option<Arc<Twiddles<CudaSlice<u32>>>>> = Mutex::new(None);
+/// The twiddle table of the largest transform so far, shared by every later one, and its hold
+/// on the memory budget.
+type CachedTwiddles = (Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>);
+static TWIDDLES: Mutex<Option<CachedTwiddles>> = Mutex::new(None);
 
 fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>> {
     let mut cached = TWIDDLES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(t) = cached.as_ref().filter(|t| t.log_max >= log_n) {
+    if let Some((t, _)) = cached.as_ref().filter(|(t, _)| t.log_max >= log_n) {
         return Ok(t.clone());
     }
     *cached = None;
     let t = Arc::new(Twiddles::build(k, log_n)?);
     k.stream.synchronize().map_err(driver_err("sync"))?; // other streams read it next
-    *cached = Some(t.clone());
+    let hold = k.gpu.budget().hold(4 * t.table.len() as u64);
+    *cached = Some((t.clone(), hold));
     Ok(t)
 }
 
@@ -232,6 +245,7 @@ struct NttRun<'a> {
     batch: u64,
     data: CudaSlice<u32>,
     out: CudaSlice<u32>,
+    _memory: Reservation<'static>,
 }
 
 impl<'a> NttRun<'a> {
@@ -241,6 +255,9 @@ impl<'a> NttRun<'a> {
             .ok_or_else(|| crate::error::Error::invalid("no NTT steps"))?;
         let batch = first.batch_of(values.len())? as u64;
         let gpu = Gpu::available()?;
+        // The values and the permutation's output, and the scaling tables (about 2 sqrt(n)).
+        let bytes = 64 * values.len() as u64 + (128 << first.log_size().div_ceil(2));
+        let memory = gpu.budget().reserve(bytes, "an NTT")?;
         let stream = gpu.stream()?;
         let data = upload_scalars(gpu, &stream, values)?;
         let mut k = Device { gpu, stream };
@@ -253,6 +270,7 @@ impl<'a> NttRun<'a> {
             batch,
             data,
             out,
+            _memory: memory,
         })
     }
 

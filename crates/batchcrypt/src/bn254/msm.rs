@@ -157,6 +157,21 @@ pub(crate) trait Kernels {
     fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<u32>>;
 }
 
+/// An upper bound of the device bytes [`window_sums`] allocates at once (with the scalars), for
+/// the memory budget: digits, then sorted entries and keys (one per scalar and window at most),
+/// the histogram, the buckets, the accumulation's partial sums and the windows' segments.
+pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
+    let (n, w) = (s.n as u64, u64::from(s.windows));
+    let buckets = s.buckets();
+    let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
+    32 * n
+        + 12 * n * w
+        + buckets * (4 + point_bytes)
+        + 2 * slices * (4 + point_bytes)
+        + 2 * w * u64::from(s.segments_per_window()) * point_bytes
+        + (1 << 20)
+}
+
 /// Runs the MSM steps over scalars already in the backend's memory; returns each window's sum
 /// (the caller adds them with doublings in between).
 pub(crate) fn window_sums<K: Kernels>(

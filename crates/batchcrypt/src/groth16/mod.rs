@@ -17,11 +17,13 @@
 
 mod binfile;
 mod r1cs;
+mod service;
 mod setup;
 mod wtns;
 mod zkey;
 
 pub use r1cs::R1cs;
+pub use service::{ProverService, ServiceConfig, Ticket};
 pub use setup::setup;
 pub use wtns::Witness;
 pub use zkey::ProvingKey;

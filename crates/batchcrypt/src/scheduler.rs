@@ -1,0 +1,248 @@
+//! Admission of GPU work by device memory. Every GPU operation states what it will allocate
+//! (its buffers' sizes follow from its shape) and reserves that much of a budget before
+//! allocating; while concurrent operations hold the budget it waits, so many jobs at once queue
+//! for memory instead of failing with out-of-memory. Long-lived buffers (resident MSM bases, the
+//! twiddle table) hold their share for as long as they live.
+//!
+//! The GPU's budget is measured, not assumed: the device's free memory when the process first
+//! opens it, less a margin for the driver's own allocations, or `BATCHCRYPT_GPU_MEMORY` (bytes,
+//! or with a K/M/G suffix) to share the GPU with other processes.
+
+use crate::error::{Error, Result};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Caps the GPU memory this process's operations reserve.
+pub const MEMORY_ENV: &str = "BATCHCRYPT_GPU_MEMORY";
+
+/// A byte budget shared by concurrent operations.
+pub struct MemoryBudget {
+    limit: u64,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+#[derive(Default, Clone, Copy, Debug)]
+struct State {
+    used: u64,
+    peak: u64,
+    waits: u64,
+    waited: Duration,
+}
+
+/// What a budget has seen: for reports after a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemoryStats {
+    pub limit: u64,
+    pub used: u64,
+    /// The most reserved at once.
+    pub peak: u64,
+    /// Reservations that had to wait for others to finish, and for how long in all.
+    pub waits: u64,
+    pub waited: Duration,
+}
+
+/// Bytes reserved until dropped.
+#[must_use = "the reservation is released when dropped"]
+pub struct Reservation<'a> {
+    budget: &'a MemoryBudget,
+    bytes: u64,
+}
+
+impl MemoryBudget {
+    pub fn new(limit: u64) -> Self {
+        MemoryBudget {
+            limit,
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The budget for a device with `free` bytes free now: `BATCHCRYPT_GPU_MEMORY` if set
+    /// (at most `free`), else `free` less 5% and 256 MiB for the driver, module images and
+    /// per-stream state.
+    pub fn for_device(free: u64) -> Result<Self> {
+        let margin = free / 20 + (256 << 20);
+        let limit = match std::env::var(MEMORY_ENV) {
+            Ok(v) => parse_bytes(&v)?.min(free),
+            Err(_) => free.saturating_sub(margin),
+        };
+        Ok(MemoryBudget::new(limit))
+    }
+
+    /// Reserves `bytes` for `what`, waiting while others hold the budget. An operation larger
+    /// than the whole budget is an error that says so (it could never run).
+    pub fn reserve(&self, bytes: u64, what: &str) -> Result<Reservation<'_>> {
+        if bytes > self.limit {
+            return Err(Error::invalid(format!(
+                "{what} needs {} MiB of GPU memory, more than the {} MiB budget (set {MEMORY_ENV} higher, free the GPU, or split the work)",
+                bytes >> 20,
+                self.limit >> 20
+            )));
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.used + bytes > self.limit {
+            let t = Instant::now();
+            s.waits += 1;
+            while s.used + bytes > self.limit {
+                s = self.freed.wait(s).unwrap_or_else(|p| p.into_inner());
+            }
+            s.waited += t.elapsed();
+        }
+        Ok(self.take(&mut s, bytes))
+    }
+
+    /// Holds `bytes` at once, over the limit if need be: for memory already allocated (a
+    /// long-lived buffer) that later reservations must see.
+    pub fn hold(&self, bytes: u64) -> Reservation<'_> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.take(&mut s, bytes)
+    }
+
+    fn take(&self, s: &mut State, bytes: u64) -> Reservation<'_> {
+        s.used += bytes;
+        s.peak = s.peak.max(s.used);
+        Reservation {
+            budget: self,
+            bytes,
+        }
+    }
+
+    pub fn stats(&self) -> MemoryStats {
+        let s = *self.state.lock().unwrap_or_else(|p| p.into_inner());
+        MemoryStats {
+            limit: self.limit,
+            used: s.used,
+            peak: s.peak,
+            waits: s.waits,
+            waited: s.waited,
+        }
+    }
+
+    /// Starts the peak and wait counts afresh (between benchmark runs).
+    pub fn reset_stats(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.peak = s.used;
+        s.waits = 0;
+        s.waited = Duration::ZERO;
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut s = self.budget.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.used -= self.bytes;
+        drop(s);
+        self.budget.freed.notify_all();
+    }
+}
+
+/// The GPU's budget as it stands, where there is a GPU (opens it if no call has yet).
+pub fn gpu_stats() -> Option<MemoryStats> {
+    #[cfg(feature = "cuda")]
+    return crate::backend::cuda::Gpu::get()
+        .ok()
+        .map(|g| g.budget().stats());
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
+/// Starts the GPU budget's peak and wait counts afresh, where there is a GPU.
+pub fn reset_gpu_stats() {
+    #[cfg(feature = "cuda")]
+    if let Ok(g) = crate::backend::cuda::Gpu::get() {
+        g.budget().reset_stats();
+    }
+}
+
+/// "1073741824", "512M", "2G", "64k".
+fn parse_bytes(v: &str) -> Result<u64> {
+    let v = v.trim();
+    let (num, shift) = match v.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&v[..i], 10),
+        Some((i, 'm' | 'M')) => (&v[..i], 20),
+        Some((i, 'g' | 'G')) => (&v[..i], 30),
+        _ => (v, 0),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{MEMORY_ENV}={v:?}: expected bytes, optionally with K, M or G (e.g. 8G)"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("64k").unwrap(), 64 << 10);
+        assert_eq!(parse_bytes("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes(" 2G ").unwrap(), 2 << 30);
+        for bad in ["", "G", "1.5G", "-1", "12X", "99999999999999999999G"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn larger_than_the_budget_is_an_error() {
+        let b = MemoryBudget::new(100);
+        assert!(b.reserve(101, "an MSM").is_err());
+        let r = b.reserve(100, "an MSM").unwrap();
+        assert_eq!(b.stats().used, 100);
+        drop(r);
+        assert_eq!(b.stats().used, 0);
+    }
+
+    /// Many threads reserving at once never exceed the limit together, all finish, and the
+    /// ones that found the budget full waited.
+    #[test]
+    fn concurrent_reservations_stay_within_the_limit() {
+        let b = MemoryBudget::new(1000);
+        let live = AtomicU64::new(0);
+        let most = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..16u64 {
+                let (b, live, most) = (&b, &live, &most);
+                s.spawn(move || {
+                    for i in 0..50 {
+                        let bytes = 100 + (t * 37 + i * 11) % 400;
+                        let _r = b.reserve(bytes, "work").unwrap();
+                        let now = live.fetch_add(bytes, Ordering::SeqCst) + bytes;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::yield_now();
+                        live.fetch_sub(bytes, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        let s = b.stats();
+        assert!(most.load(Ordering::SeqCst) <= 1000);
+        assert!(s.peak <= 1000 && s.peak > 400, "{s:?}");
+        assert_eq!(s.used, 0);
+        assert!(
+            s.waits > 0,
+            "16 threads on a budget of about two reservations must wait"
+        );
+    }
+
+    #[test]
+    fn holds_count_against_later_reservations() {
+        let b = MemoryBudget::new(100);
+        let h = b.hold(80);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| b.reserve(50, "x").map(|_| ()).is_ok());
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(b.stats().waits, 1, "the reservation waits for the hold");
+            drop(h);
+            assert!(waiter.join().unwrap());
+        });
+    }
+}
