@@ -17,31 +17,30 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         print(m["executable"])' | while read -r exe; do cp "$exe" "$B/tests/"; done
 strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
-# Compressed, binaries and kernel images take a third of the space (the copy to the GPU machine
-# may be limited in size).
-tar -czf "$B/tests.tgz" -C "$B" tests && rm -rf "$B/tests"
+# Compressed with xz: the binaries share the embedded kernel images, which a large window
+# finds again (a tenth of the size; the copy to the GPU machine may be limited in size).
+tar -cf - -C "$B" tests | xz -T2 -9 > "$B/tests.txz" && rm -rf "$B/tests"
 # The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
 (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
-# Groth16 fixtures (scripts/zk-fixtures.sh): the test circuits whole; the benchmark circuits as
-# their constraint system and witness only (gzip), the key is made there (gpu-run.sh).
+# Groth16 fixtures (scripts/zk-fixtures.sh): the test circuits, whose keys come from a ceremony;
+# the benchmark circuits are written and keyed there (gpu-run.sh).
 zk=${BATCHCRYPT_ZK_FIXTURES:-target/zk-fixtures}
 mkdir -p "$B/zk"
 for d in "$zk"/*/; do
-  name=$(basename "$d")
-  [ -f "$d/circuit.zkey" ] || continue
-  if [ -f "$d/snarkjs.proof.json" ]; then
-    cp -r "$d" "$B/zk/$name"
-  else
-    mkdir -p "$B/zk/$name"
-    gzip -c "$d/circuit.r1cs" > "$B/zk/$name/circuit.r1cs.gz"
-    gzip -c "$d/witness.wtns" > "$B/zk/$name/witness.wtns.gz"
-  fi
+  [ -f "$d/snarkjs.proof.json" ] && cp -r "$d" "$B/zk/$(basename "$d")"
 done
+# snarkjs and the Node.js that runs it, for the machine with the GPU (which may have neither): the
+# tests check our GPU proofs with snarkjs there, and the Groth16 benchmark runs it as the peer.
+if [ -d scripts/zk/node_modules/snarkjs ] && command -v node >/dev/null; then
+  tar -cf - --exclude=node_modules/circom2 --exclude='node_modules/*/test' \
+      --exclude='node_modules/*/*/test' --exclude='*.md' --exclude='*.map' -C scripts/zk node_modules \
+      -C "$(dirname "$(readlink -f "$(command -v node)")")" node | xz -T2 -9 > "$B/node.tar.xz"
+fi
 # The tests find their data through the build-time path of this checkout; record it.
 # The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.
 out=$(dirname "$(ls -t target/release/build/batchcrypt-*/out/sha256.fatbin | head -1)")
 cp "$out"/*.fatbin "$out"/ptxas-report.txt "$B/kernels/"
-tar -czf "$B/bin.tgz" -C "$B" bin kernels && rm -rf "$B/bin" "$B/kernels"
+tar -cf - -C "$B" bin kernels | xz -T2 -9 > "$B/bin.txz" && rm -rf "$B/bin" "$B/kernels"
 pwd > "$B/build-root"
 du -sh "$B"

@@ -6,12 +6,15 @@
 #   scripts/zk-fixtures.sh              # the test circuits (mix, chain at 2^10)
 #   scripts/zk-fixtures.sh chain:14     # also the chain circuit with a 2^14 domain, key from a ceremony
 #   scripts/zk-fixtures.sh bench:20     # the chain circuit at 2^20, key from `batchcrypt groth16-setup`
+#                                        # (circuit and witness written by batchcrypt-bench: circom's
+#                                        # files byte for byte, checked at 2^10 by the tests)
 #
 # Output: $BATCHCRYPT_ZK_FIXTURES (default target/zk-fixtures)/<name>/ with circuit.r1cs,
 # circuit.zkey, verification_key.json, input.json, witness.wtns, and for ceremony keys
 # snarkjs.proof.json, snarkjs.public.json. A fixture is rebuilt only when its sources change.
-# snarkjs's ceremony takes hours from 2^18 on two cores; bench:K makes the key in seconds with
-# the development setup (one party: for tests and benchmarks only), which snarkjs also reads.
+# snarkjs's ceremony takes hours from 2^18 on two cores, circom's compilation about as long from
+# 2^20; bench:K writes the circuit and makes the key in seconds with the development setup (one
+# party: for tests and benchmarks only), which snarkjs also reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -35,10 +38,14 @@ if [ "$(cat $zk/node_modules/.batchcrypt-lock 2>/dev/null)" != "$lock" ]; then
   echo "$lock" > $zk/node_modules/.batchcrypt-lock
 fi
 circom() { node --max-old-space-size=16384 "$root/$zk/node_modules/circom2/cli.js" "$@"; }
-# Our release binary for the development setup, built if missing.
+# Our release binaries for the development setup and the benchmark circuit, built if missing.
 batchcrypt() {
   [ -x target/release/batchcrypt ] || cargo build -q --release -p batchcrypt-cli
   target/release/batchcrypt "$@"
+}
+batchcrypt_bench() {
+  [ -x target/release/batchcrypt-bench ] || cargo build -q --release -p batchcrypt-bench
+  target/release/batchcrypt-bench "$@"
 }
 snarkjs() { node --max-old-space-size=16384 "$root/$zk/node_modules/snarkjs/build/cli.cjs" "$@"; }
 
@@ -61,16 +68,20 @@ ptau() {
 fixture() {
   local name=$1 main=$2 input=$3 k=$4 dev=${5:-} dir="$out/$1"
   local want
-  want=$(cat "$main" "$input" $zk/circuits/*.circom $zk/package-lock.json | sha256sum | cut -d' ' -f1)-$k$dev
+  want=$(cat "$main" "$input" $zk/circuits/*.circom $zk/package-lock.json ${dev:+crates/batchcrypt-bench/src/groth16.rs} | sha256sum | cut -d' ' -f1)-$k$dev
   if [ "$(cat "$dir/.sources" 2>/dev/null)" = "$want" ]; then echo "fixture $name: up to date"; return; fi
   echo "fixture $name (domain 2^$k)..."
   rm -rf "$dir" && mkdir -p "$dir/build"
-  local base
-  base=$(basename "$main" .circom)
-  circom "$main" --r1cs --wasm -l "$root/$zk/circuits" -o "$dir/build" >/dev/null
-  cp "$dir/build/$base.r1cs" "$dir/circuit.r1cs"
   cp "$input" "$dir/input.json"
-  snarkjs wtns calculate "$dir/build/${base}_js/$base.wasm" "$dir/input.json" "$dir/witness.wtns"
+  if [ -n "$dev" ]; then
+    batchcrypt_bench --chain-circuit "$k" "$dir" >/dev/null
+  else
+    local base
+    base=$(basename "$main" .circom)
+    circom "$main" --r1cs --wasm -l "$root/$zk/circuits" -o "$dir/build" >/dev/null
+    cp "$dir/build/$base.r1cs" "$dir/circuit.r1cs"
+    snarkjs wtns calculate "$dir/build/${base}_js/$base.wasm" "$dir/input.json" "$dir/witness.wtns"
+  fi
   if [ -n "$dev" ]; then
     batchcrypt groth16-setup "$dir/circuit.r1cs" "$dir/circuit.zkey"
     snarkjs zkey export verificationkey "$dir/circuit.zkey" "$dir/verification_key.json" >/dev/null

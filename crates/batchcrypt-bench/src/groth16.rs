@@ -5,7 +5,8 @@
 //! (one shared key, bases in GPU memory once).
 
 use crate::report::{time, Report};
-use batchcrypt::groth16::{ProverService, ProvingKey, ServiceConfig, Witness};
+use batchcrypt::bn254::Fr;
+use batchcrypt::groth16::{ProverService, ProvingKey, R1cs, ServiceConfig, Witness};
 use batchcrypt::{Backend, BackendChoice, Engine};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -16,6 +17,64 @@ fn fixtures() -> PathBuf {
     std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("target/zk-fixtures"))
+}
+
+/// The chain circuit (scripts/zk/circuits/chain.circom) sized for a 2^k domain, and its witness
+/// for the fixture input (x0 = 5, k = 987654321987654321), exactly as circom 2 and its witness
+/// generator write them: the tests compare the files with circom's at 2^10 (byte for byte, up to
+/// the order of terms within a linear combination, which circom takes from a hash map).
+/// circom takes hours to compile the circuit at 2^20 on two cores; this takes a second.
+pub fn chain_circuit(k: u32) -> (R1cs, Witness) {
+    let steps = ((1usize << k) - 8) / 2;
+    let (one, minus) = (Fr::from(1u64), -Fr::from(1u64));
+    // Wires: 1, y (output), x0 (public input), k (private input), x[0..=steps], bit[0..steps].
+    let (y, x0, kk) = (1u32, 2u32, 3u32);
+    let x = |i: usize| (4 + i) as u32;
+    let bit = |i: usize| (5 + steps + i) as u32;
+    let mut constraints = Vec::with_capacity(2 * steps + 2);
+    constraints.push([vec![(x0, minus)], vec![(kk, one)], vec![(x(0), minus)]]);
+    for i in 0..steps {
+        constraints.push([
+            vec![(x(i), minus)],
+            vec![(x(i), one)],
+            vec![(kk, one), (x(i + 1), minus)],
+        ]);
+        constraints.push([vec![(0, minus), (bit(i), one)], vec![(bit(i), one)], vec![]]);
+    }
+    constraints.push([vec![(x(steps), minus)], vec![(x0, one)], vec![(y, minus)]]);
+    let r1cs = R1cs {
+        n_wires: 2 * steps + 5,
+        n_public: 2,
+        n_outputs: 1,
+        n_private_inputs: 1,
+        constraints,
+    };
+    let (a, b) = (Fr::from(5u64), Fr::from(987654321987654321u64));
+    let mut xs = Vec::with_capacity(steps + 1);
+    xs.push(a * b);
+    for i in 0..steps {
+        xs.push(xs[i] * xs[i] + b);
+    }
+    let mut values = vec![one, xs[steps] * a, a, b];
+    values.extend(xs);
+    values.extend((0..steps).map(|i| Fr::from(((i >> 1) & 1) as u64)));
+    (r1cs, Witness { values })
+}
+
+/// Writes the chain circuit for a 2^k domain into `dir` as circuit.r1cs and witness.wtns.
+pub fn write_chain(k: u32, dir: &Path) -> anyhow::Result<()> {
+    anyhow::ensure!((4..=28).contains(&k), "the chain circuit's domain is 2^4..2^28");
+    let (r1cs, witness) = chain_circuit(k);
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("circuit.r1cs"), r1cs.to_bytes())?;
+    std::fs::write(dir.join("witness.wtns"), witness.to_bytes())?;
+    println!(
+        "chain circuit: {} constraints, {} wires, in {}",
+        r1cs.constraints.len(),
+        r1cs.n_wires,
+        dir.display()
+    );
+    Ok(())
 }
 
 /// The chain-K fixtures present, smallest first.
@@ -143,7 +202,12 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let engine = std::sync::Arc::new(Engine::with_backend(*choice));
             let key = std::sync::Arc::new(ProvingKey::read(path.join("circuit.zkey"))?);
             for jobs in [1usize, 4, 16] {
-                let total = if quick { jobs } else { (2 * jobs).max(8) };
+                // About two seconds of proofs (the driver samples utilization every 1/6 s to 1 s).
+                let total = if quick {
+                    jobs
+                } else {
+                    ((2.0 / t) as usize).clamp(2 * jobs, 64.max(2 * jobs))
+                };
                 let service = ProverService::start(
                     engine.clone(),
                     key.clone(),
@@ -160,6 +224,9 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                         .wait()?,
                 ); // bases to the GPU
                 batchcrypt::scheduler::reset_gpu_stats();
+                let monitor = gpu
+                    .then(batchcrypt::backend::nvml::UtilizationMonitor::start)
+                    .and_then(Result::ok);
                 let t = Instant::now();
                 let tickets: Vec<_> = (0..total)
                     .map(|_| {
@@ -173,6 +240,10 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 }
                 let secs = t.elapsed().as_secs_f64();
                 drop(service);
+                let utilization = monitor
+                    .and_then(|m| m.finish())
+                    .map(|u| format!("; {u}"))
+                    .unwrap_or_default();
                 let what = format!("{name}, {jobs} in flight");
                 rep.add(GROUP, &case, &what, total as u64, 0, secs, peer);
                 let memory = batchcrypt::scheduler::gpu_stats()
@@ -187,7 +258,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     })
                     .unwrap_or_default();
                 println!(
-                    "{:<34} {:<36} {:>10.1} proofs/s{memory}",
+                    "{:<34} {:<36} {:>10.1} proofs/s{memory}{utilization}",
                     "",
                     what,
                     total as f64 / secs
@@ -196,4 +267,47 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated circuit and witness are circom's (fixture chain-10 from
+    /// scripts/zk-fixtures.sh): the witness byte for byte, the constraint system byte for byte
+    /// once the terms of each linear combination are in wire order; the witness satisfies it.
+    #[test]
+    fn chain_circuit_is_circoms() {
+        let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+            .join("chain-10");
+        let (r1cs, witness) = chain_circuit(10);
+        assert_eq!(r1cs.unsatisfied(&witness.values), None);
+        let (Ok(want_r1cs), Ok(want_wtns)) = (
+            std::fs::read(dir.join("circuit.r1cs")),
+            std::fs::read(dir.join("witness.wtns")),
+        ) else {
+            assert_ne!(
+                std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref(),
+                Ok("1"),
+                "fixture chain-10 missing: run scripts/zk-fixtures.sh"
+            );
+            eprintln!("note: fixture chain-10 not built (scripts/zk-fixtures.sh); compared with nothing");
+            return;
+        };
+        let in_wire_order = |mut r: R1cs| {
+            for lc in r.constraints.iter_mut().flatten() {
+                lc.sort_by_key(|t| t.0);
+            }
+            r.to_bytes()
+        };
+        assert_eq!(r1cs.to_bytes().len(), want_r1cs.len());
+        let circom = R1cs::parse(&want_r1cs).expect("circom's circuit.r1cs");
+        assert!(
+            in_wire_order(r1cs) == in_wire_order(circom),
+            "circuit.r1cs differs from circom's"
+        );
+        assert!(witness.to_bytes() == want_wtns, "witness.wtns differs from circom's");
+    }
 }

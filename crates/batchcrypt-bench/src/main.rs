@@ -23,10 +23,17 @@ struct Args {
     /// Write every measurement here as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Instead of benchmarking, write the benchmark circuit for a 2^K domain (circom's chain
+    /// circuit, scripts/zk/circuits/chain.circom) and its witness into DIR.
+    #[arg(long, num_args = 2, value_names = ["K", "DIR"])]
+    chain_circuit: Option<Vec<String>>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(v) = &args.chain_circuit {
+        return groth16::write_chain(v[0].parse()?, std::path::Path::new(&v[1]));
+    }
     let mut rep = report::Report::new();
     print!("{}", batchcrypt::describe_hardware());
     for g in &args.groups {

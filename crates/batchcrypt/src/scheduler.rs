@@ -155,6 +155,34 @@ pub fn reset_gpu_stats() {
     }
 }
 
+/// Frees a large host buffer off the caller's path: one background thread (never more than one
+/// reclaimer at a time, so frees do not compete with the work for the allocator and the kernel)
+/// takes values through a short queue; when the queue is full the caller frees it itself, so what
+/// awaits release stays bounded.
+pub fn free_later<T: Send + 'static>(value: T) {
+    use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+    type Garbage = Box<dyn Send>;
+    static QUEUE: std::sync::OnceLock<Option<Mutex<SyncSender<Garbage>>>> =
+        std::sync::OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = sync_channel::<Garbage>(4);
+        std::thread::Builder::new()
+            .name("batchcrypt-reclaim".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let garbage: Garbage = Box::new(value);
+    let left = match queue {
+        Some(tx) => match tx.lock().unwrap_or_else(|p| p.into_inner()).try_send(garbage) {
+            Ok(()) => None,
+            Err(TrySendError::Full(g) | TrySendError::Disconnected(g)) => Some(g),
+        },
+        None => Some(garbage),
+    };
+    drop(left);
+}
+
 /// "1073741824", "512M", "2G", "64k".
 fn parse_bytes(v: &str) -> Result<u64> {
     let v = v.trim();
@@ -244,5 +272,26 @@ mod tests {
             drop(h);
             assert!(waiter.join().unwrap());
         });
+    }
+
+    /// Every value handed to the reclaimer is dropped, whether it queues or the queue is full.
+    #[test]
+    fn free_later_drops_everything() {
+        static DROPPED: AtomicU64 = AtomicU64::new(0);
+        struct Big(#[allow(dead_code)] Vec<u8>);
+        impl Drop for Big {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(2));
+                DROPPED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        for _ in 0..20 {
+            free_later(Big(vec![0; 1 << 20]));
+        }
+        let t = Instant::now();
+        while DROPPED.load(Ordering::SeqCst) < 20 && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(DROPPED.load(Ordering::SeqCst), 20);
     }
 }

@@ -177,6 +177,8 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
             queue: a.queue as usize,
         },
     );
+    // Samples the GPU's utilization while jobs run (where the driver's NVML library is present).
+    let monitor = batchcrypt::backend::nvml::UtilizationMonitor::start();
     // The writer waits on tickets in submission order while this thread reads and submits.
     let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, PathBuf, PathBuf, Option<_>)>();
     let writer = std::thread::spawn(move || {
@@ -231,7 +233,8 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
     let (done, failed) = writer.join().expect("writer thread");
     let secs = service.elapsed();
     drop(service);
-    summarize(&done, failed, secs);
+    let utilization = monitor.map(|m| m.finish());
+    summarize(&done, failed, secs, utilization);
     if let Some(path) = &a.trace {
         let jobs: Vec<_> = done
             .iter()
@@ -248,7 +251,12 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
 }
 
 /// Throughput, latency and each stage's mean over the finished jobs, and the GPU memory budget.
-fn summarize(done: &[(String, Vec<groth16::Stage>)], failed: usize, secs: f64) {
+fn summarize(
+    done: &[(String, Vec<groth16::Stage>)],
+    failed: usize,
+    secs: f64,
+    utilization: std::result::Result<Option<batchcrypt::backend::nvml::Utilization>, String>,
+) {
     if done.is_empty() {
         eprintln!("no proofs ({failed} failed)");
         return;
@@ -295,5 +303,12 @@ fn summarize(done: &[(String, Vec<groth16::Stage>)], failed: usize, secs: f64) {
             m.waits,
             m.waited.as_secs_f64() * 1e3
         );
+    }
+    if on_gpu {
+        match utilization {
+            Ok(Some(u)) => eprintln!("  {u} over the run"),
+            Ok(None) => eprintln!("  GPU utilization: the run was shorter than the driver's sampling period"),
+            Err(why) => eprintln!("  GPU utilization: not measured ({why})"),
+        }
     }
 }

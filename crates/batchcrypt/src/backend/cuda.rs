@@ -222,6 +222,21 @@ impl Gpu {
         &self.budget
     }
 
+    /// The device's PCI bus id (`0000:41:00.0`), which names it to other driver libraries.
+    pub fn pci_bus_id(&self) -> std::result::Result<String, String> {
+        let mut buf = [0 as std::ffi::c_char; 32];
+        // SAFETY: the driver writes a NUL-terminated string of at most `len` bytes.
+        let rc = unsafe {
+            cudarc::driver::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, self.ctx.cu_device())
+        };
+        if rc != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuDeviceGetPCIBusId failed: {rc:?}"));
+        }
+        // SAFETY: NUL-terminated by the driver (checked above).
+        let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+        Ok(id.to_string_lossy().into_owned())
+    }
+
     /// Free and total device memory, as the driver reports them now.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx.mem_get_info().map_err(driver_err("cuMemGetInfo"))

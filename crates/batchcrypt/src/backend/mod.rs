@@ -6,6 +6,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod nvml;
 
 use crate::error::{Error, Result};
 use std::fmt;

@@ -154,7 +154,7 @@ impl Groth16<'_> {
                 .collect();
             Ok((h, None))
         })?;
-        drop(abc);
+        crate::scheduler::free_later(abc);
 
         let msm1 = |clock: &mut Clock, name, bases, scalars: &[Fr]| {
             clock.run(name, || {
@@ -170,6 +170,7 @@ impl Groth16<'_> {
         })?;
         let c = msm1(&mut clock, "MSM C", &pk.c_query, &w[pk.n_public + 1..])?;
         let hc = msm1(&mut clock, "MSM H", &pk.h_query, &h)?;
+        crate::scheduler::free_later(h);
 
         let proved = clock.run("blind and check", || {
             let (r, s) = (Fr::rand(rng), Fr::rand(rng));

@@ -19,6 +19,10 @@ pub struct R1cs {
     pub n_wires: usize,
     /// Public outputs, then public inputs, follow the constant.
     pub n_public: usize,
+    /// How many of the public signals are outputs (the rest are public inputs).
+    pub n_outputs: usize,
+    /// Private inputs, which follow the public signals.
+    pub n_private_inputs: usize,
     /// (A, B, C) per constraint.
     pub constraints: Vec<[Combination; 3]>,
 }
@@ -45,12 +49,13 @@ impl R1cs {
             ));
         }
         let n_wires = h.count()?;
-        let n_public = h.count()? + h.count()?; // outputs, public inputs
-        let _private_inputs = h.count()?;
+        let n_outputs = h.count()?;
+        let n_public = n_outputs + h.count()?; // outputs, public inputs
+        let n_private_inputs = h.count()?;
         let _labels = h.u64()?;
         let n_constraints = h.count()?;
         h.finish("the header")?;
-        if n_wires == 0 || n_public >= n_wires {
+        if n_wires == 0 || n_public + n_private_inputs >= n_wires {
             return Err(Error::Corrupt(format!(
                 "{WHAT}: {n_public} public signals for {n_wires} wires"
             )));
@@ -84,8 +89,40 @@ impl R1cs {
         Ok(R1cs {
             n_wires,
             n_public,
+            n_outputs,
+            n_private_inputs,
             constraints,
         })
+    }
+
+    /// The file as circom writes it: the constraints (section 2) first, then the header, then
+    /// the identity map from wires to labels (section 3).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let count = |out: &mut Vec<u8>, n: usize| out.extend_from_slice(&(n as u32).to_le_bytes());
+        let mut header = Vec::with_capacity(64);
+        count(&mut header, 32);
+        header.extend_from_slice(&<Fr as PrimeField>::MODULUS.to_bytes_le());
+        for n in [
+            self.n_wires,
+            self.n_outputs,
+            self.n_public - self.n_outputs,
+            self.n_private_inputs,
+        ] {
+            count(&mut header, n);
+        }
+        header.extend_from_slice(&(self.n_wires as u64).to_le_bytes()); // labels
+        count(&mut header, self.constraints.len());
+        let terms: usize = self.constraints.iter().flatten().map(Vec::len).sum();
+        let mut body = Vec::with_capacity(12 * self.constraints.len() + 36 * terms);
+        for lc in self.constraints.iter().flatten() {
+            count(&mut body, lc.len());
+            for (wire, v) in lc {
+                body.extend_from_slice(&wire.to_le_bytes());
+                body.extend_from_slice(&v.into_bigint().to_bytes_le());
+            }
+        }
+        let labels = (0..self.n_wires as u64).flat_map(u64::to_le_bytes).collect();
+        super::binfile::write(b"r1cs", 1, &[(2, body), (1, header), (3, labels)])
     }
 
     /// The first constraint `w` does not satisfy, if any (`w` as long as the wires).

@@ -5,7 +5,10 @@
 //! traces.
 //!
 //! Workers' CPU stages run on the one rayon pool (sized to the cores), so more workers overlap
-//! one job's host work with another's GPU work without oversubscribing the CPU.
+//! one job's host work with another's GPU work without oversubscribing the CPU. Device buffers
+//! return to the driver's memory pool (stream-ordered, no device-wide synchronisation), page-locked
+//! staging is kept between calls, and large host buffers are freed by the one reclaimer thread
+//! ([`crate::scheduler::free_later`]).
 
 use super::{Proved, ProvingKey, Stage, Witness};
 use crate::error::{Error, Result};
@@ -87,6 +90,8 @@ impl ProverService {
                                 );
                                 p
                             });
+                        // The witness (32 bytes a signal) is freed off this worker's path.
+                        crate::scheduler::free_later(job.witness);
                         let _ = job.reply.send(result); // the submitter may have gone
                     }
                 })

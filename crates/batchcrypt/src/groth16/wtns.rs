@@ -51,4 +51,18 @@ impl Witness {
         }
         Ok(Witness { values })
     }
+
+    /// The file as circom's witness generators write it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut header = Vec::with_capacity(40);
+        header.extend_from_slice(&32u32.to_le_bytes());
+        header.extend_from_slice(&<Fr as PrimeField>::MODULUS.to_bytes_le());
+        header.extend_from_slice(&(self.values.len() as u32).to_le_bytes());
+        let values = self
+            .values
+            .iter()
+            .flat_map(|v| v.into_bigint().to_bytes_le())
+            .collect();
+        super::binfile::write(b"wtns", 2, &[(1, header), (2, values)])
+    }
 }
