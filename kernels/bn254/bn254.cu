@@ -7,8 +7,8 @@
 
 using namespace bc::bn254;
 
-extern "C" __global__ void bn254_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t* digits, uint32_t* counts) {
-    bc::msm::digits<G1>(scalars, n, c, windows, digits, counts);
+extern "C" __global__ void bn254_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t* digits, uint32_t* counts) {
+    bc::msm::digits<G1>(scalars, n, c, windows, sets, digits, counts);
 }
 
 extern "C" __global__ void bn254_msm_scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) {
@@ -19,8 +19,8 @@ extern "C" __global__ void bn254_msm_scan_add(uint32_t* data, uint64_t m, uint32
     bc::msm::scan_add(data, m, tile, offsets);
 }
 
-extern "C" __global__ void bn254_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
-    bc::msm::scatter(digits, n, c, windows, cursor, entries, keys);
+extern "C" __global__ void bn254_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+    bc::msm::scatter(digits, n, c, windows, sets, stride, cursor, entries, keys);
 }
 
 // The steps that touch points, once per group: bn254_g1_msm_* and bn254_g2_msm_*. The steps
@@ -44,6 +44,10 @@ extern "C" __global__ void bn254_msm_scatter(const uint32_t* digits, uint64_t n,
     extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_sum_groups(                        \
         const bc::Jacobian<C>* in, uint64_t groups, uint32_t m, bc::Jacobian<C>* out) {                      \
         bc::msm::sum_groups<C>(in, groups, m, out);                                                          \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) bn254_##NAME##_msm_shift_bases(                       \
+        const bc::Affine<C>* in, uint64_t n, uint32_t doublings, bc::Affine<C>* out) {                       \
+        bc::msm::shift_bases<C, 4>(in, n, doublings, out);                                                   \
     }
 
 BN254_MSM_POINT_STEPS(g1, G1)

@@ -80,7 +80,7 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
         }
         #[cfg(feature = "cuda")]
         if has_gpu() {
-            let t = batchcrypt::bn254::gpu::kernel_seconds::<P>(bases.device()?, ks, reps)?;
+            let t = batchcrypt::bn254::gpu::kernel_seconds(&bases, ks, reps)?;
             rep.add(
                 GROUP,
                 &case,
@@ -91,7 +91,53 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
                 Some(&peer),
             );
             println!("{:<34} {:<36} {:>10.2} ms", "", "gpu kernels", t * 1e3);
+            drop(bases);
+            precomputed(rep, &case, &peer, &points[..n], ks, reps, &want)?;
         }
+    }
+    Ok(())
+}
+
+/// The same MSM over precomputed bases (a few copies, and one per digit window): the call, the
+/// kernels, and the one-time cost of the copies.
+#[cfg(feature = "cuda")]
+fn precomputed<P: Group>(
+    rep: &mut Report,
+    case: &str,
+    peer: &str,
+    points: &[batchcrypt::bn254::Affine<P>],
+    ks: &[batchcrypt::bn254::Fr],
+    reps: usize,
+    want: &batchcrypt::bn254::Affine<P>,
+) -> anyhow::Result<()> {
+    let engine = Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+    let n = ks.len() as u64;
+    for copies in [4, 64] {
+        let bases = Bases::<P>::new(points.to_vec()).with_precomputation(copies);
+        let t0 = std::time::Instant::now();
+        let held = bases.device()?.copies();
+        let setup = t0.elapsed().as_secs_f64();
+        let got = engine.bn254().msm(&bases, ks)?;
+        anyhow::ensure!(
+            got.value.into_affine() == *want,
+            "precomputed bases ({held} copies) disagree with arkworks on {case}"
+        );
+        let t = time(reps, || {
+            drop(engine.bn254().msm(&bases, ks).expect("MSM failed"))
+        });
+        let label = format!("ours gpu, {held} precomputed copies");
+        rep.add(GROUP, case, &label, n, 0, t, Some(peer));
+        let tk = batchcrypt::bn254::gpu::kernel_seconds(&bases, ks, reps)?;
+        let klabel = format!("gpu kernels, {held} copies");
+        rep.add(GROUP, case, &klabel, n, 0, tk, Some(peer));
+        println!(
+            "{:<34} {:<36} {:>10.2} ms  (kernels {:.2} ms; copies made in {:.0} ms)",
+            "",
+            label,
+            t * 1e3,
+            tk * 1e3,
+            setup * 1e3
+        );
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const GROUP: &str = "groth16";
+/// Copies of the key's bases in the precomputed GPU rows.
+const PRECOMPUTE: u32 = 8;
 
 fn fixtures() -> PathBuf {
     std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
@@ -63,7 +65,10 @@ pub fn chain_circuit(k: u32) -> (R1cs, Witness) {
 
 /// Writes the chain circuit for a 2^k domain into `dir` as circuit.r1cs and witness.wtns.
 pub fn write_chain(k: u32, dir: &Path) -> anyhow::Result<()> {
-    anyhow::ensure!((4..=28).contains(&k), "the chain circuit's domain is 2^4..2^28");
+    anyhow::ensure!(
+        (4..=28).contains(&k),
+        "the chain circuit's domain is 2^4..2^28"
+    );
     let (r1cs, witness) = chain_circuit(k);
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("circuit.r1cs"), r1cs.to_bytes())?;
@@ -142,7 +147,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     );
     let gpu = cfg!(feature = "cuda") && Backend::Cuda.is_available();
     for (k, path) in list {
-        let pk = ProvingKey::read(path.join("circuit.zkey"))?;
         let witness = Witness::read(path.join("witness.wtns"))?;
         let case = format!("prove 2^{k}");
         let threads = batchcrypt::backend::cpu::threads();
@@ -152,15 +156,24 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             rep.add(GROUP, &case, name, 1, 0, s, None);
             name
         });
+        // (label, backend, precomputed copies of the key's bases on the GPU)
         let mut engines = vec![(
             format!("ours cpu (arkworks {threads} threads)"),
             BackendChoice::Cpu,
+            1,
         )];
         if gpu {
-            engines.push(("ours gpu".to_string(), BackendChoice::Exact(Backend::Cuda)));
+            let cuda = BackendChoice::Exact(Backend::Cuda);
+            engines.push(("ours gpu".to_string(), cuda, 1));
+            engines.push((
+                format!("ours gpu, key precomputed x{PRECOMPUTE}"),
+                cuda,
+                PRECOMPUTE,
+            ));
         }
-        engines.push(("ours auto".to_string(), BackendChoice::Auto));
-        for (name, choice) in &engines {
+        engines.push(("ours auto".to_string(), BackendChoice::Auto, 1));
+        for (name, choice, copies) in &engines {
+            let pk = &ProvingKey::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
             let engine = Engine::with_backend(*choice);
             let mut rng = rand::rngs::OsRng;
             let mut prove = || {
@@ -200,7 +213,9 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             }
             // Proofs in flight at once through the prover service (one shared key and engine).
             let engine = std::sync::Arc::new(Engine::with_backend(*choice));
-            let key = std::sync::Arc::new(ProvingKey::read(path.join("circuit.zkey"))?);
+            let key = std::sync::Arc::new(
+                ProvingKey::read(path.join("circuit.zkey"))?.with_precomputation(*copies),
+            );
             for jobs in [1usize, 4, 16] {
                 // About two seconds of proofs (the driver samples utilization every 1/6 s to 1 s).
                 let total = if quick {
@@ -280,7 +295,9 @@ mod tests {
     fn chain_circuit_is_circoms() {
         let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
             .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
+            })
             .join("chain-10");
         let (r1cs, witness) = chain_circuit(10);
         assert_eq!(r1cs.unsatisfied(&witness.values), None);
@@ -293,7 +310,9 @@ mod tests {
                 Ok("1"),
                 "fixture chain-10 missing: run scripts/zk-fixtures.sh"
             );
-            eprintln!("note: fixture chain-10 not built (scripts/zk-fixtures.sh); compared with nothing");
+            eprintln!(
+                "note: fixture chain-10 not built (scripts/zk-fixtures.sh); compared with nothing"
+            );
             return;
         };
         let in_wire_order = |mut r: R1cs| {
@@ -308,6 +327,9 @@ mod tests {
             in_wire_order(r1cs) == in_wire_order(circom),
             "circuit.r1cs differs from circom's"
         );
-        assert!(witness.to_bytes() == want_wtns, "witness.wtns differs from circom's");
+        assert!(
+            witness.to_bytes() == want_wtns,
+            "witness.wtns differs from circom's"
+        );
     }
 }

@@ -174,13 +174,61 @@ pub fn free_later<T: Send + 'static>(value: T) {
     });
     let garbage: Garbage = Box::new(value);
     let left = match queue {
-        Some(tx) => match tx.lock().unwrap_or_else(|p| p.into_inner()).try_send(garbage) {
+        Some(tx) => match tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .try_send(garbage)
+        {
             Ok(()) => None,
             Err(TrySendError::Full(g) | TrySendError::Disconnected(g)) => Some(g),
         },
         None => Some(garbage),
     };
     drop(left);
+}
+
+/// Large host vectors kept for reuse. A fresh allocation's pages fault in on first touch, and on a
+/// machine with many cores those faults serialise: filling a new vector of a hundred megabytes
+/// can cost more than the work that fills it. A vector taken here keeps its old contents (callers
+/// overwrite it whole); at most `keep` idle vectors wait, the others go to the reclaimer.
+pub struct VecPool<T> {
+    free: Mutex<Vec<Vec<T>>>,
+    keep: usize,
+}
+
+impl<T: Clone + Send + 'static> VecPool<T> {
+    pub const fn new(keep: usize) -> Self {
+        VecPool {
+            free: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    /// A vector of `len` elements: the smallest idle one large enough (its elements as left,
+    /// `fill` past its old length), else a new one of `fill`s.
+    pub fn take(&self, len: usize, fill: T) -> Vec<T> {
+        let reused = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            (0..free.len())
+                .filter(|&i| free[i].capacity() >= len)
+                .min_by_key(|&i| free[i].capacity())
+                .map(|i| free.swap_remove(i))
+        };
+        let mut v = reused.unwrap_or_default();
+        v.resize(len, fill);
+        v
+    }
+
+    /// Returns a vector for later calls.
+    pub fn give(&self, v: Vec<T>) {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        if free.len() < self.keep {
+            free.push(v);
+        } else {
+            drop(free);
+            free_later(v);
+        }
+    }
 }
 
 /// "1073741824", "512M", "2G", "64k".
@@ -217,6 +265,31 @@ mod tests {
         for bad in ["", "G", "1.5G", "-1", "12X", "99999999999999999999G"] {
             assert!(parse_bytes(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Vectors come back with their memory: the smallest that fits is reused, at its new
+    /// length, and the pool keeps no more than it was told.
+    #[test]
+    fn vec_pool_reuses_the_smallest_that_fits() {
+        let pool = VecPool::<u64>::new(2);
+        let mut big = pool.take(1000, 7);
+        big[999] = 1;
+        let small = pool.take(10, 7);
+        let (big_ptr, small_ptr) = (big.as_ptr(), small.as_ptr());
+        pool.give(big);
+        pool.give(small);
+        let v = pool.take(8, 0);
+        assert_eq!((v.as_ptr(), v.len()), (small_ptr, 8));
+        assert!(v.iter().all(|&x| x == 7), "old contents kept");
+        let w = pool.take(1200, 3);
+        assert_eq!(w.len(), 1200);
+        assert_ne!(w.as_ptr(), big_ptr, "too small to reuse");
+        let u = pool.take(500, 3);
+        assert_eq!((u.as_ptr(), u.len(), u[499]), (big_ptr, 500, 7));
+        for x in [u, v, w] {
+            pool.give(x);
+        }
+        assert_eq!(pool.free.lock().unwrap().len(), 2);
     }
 
     #[test]

@@ -123,27 +123,52 @@ fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<G2>(&[1 << 12, (1 << 16) + 3]);
 }
 
-/// GPU bases of one group handed to the other's kernels: an error, not a wrong sum.
-#[cfg(feature = "cuda")]
+/// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
+/// whole batch and a prefix, with a few copies and with one per digit window.
 #[test]
-fn gpu_bases_of_the_other_group_are_refused() {
+fn gpu_precomputed_bases_match_arkworks() {
     if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
         return;
     }
-    let (bases, scalars) = batchcrypt::bn254::sample::<G1>(8, 5);
-    let g1 = Bases::new(bases);
-    let dev = g1.device().unwrap();
-    assert!(matches!(
-        batchcrypt::bn254::gpu::kernel_seconds::<G2>(dev, &scalars, 1),
-        Err(Error::InvalidInput(_))
-    ));
-    assert!(batchcrypt::bn254::gpu::kernel_seconds::<G1>(dev, &scalars, 1).is_ok());
+    fn on<P: Group>(n: usize) {
+        let (gpu, cpu) = (
+            common::engine(Backend::Cuda),
+            common::engine(Backend::Arkworks),
+        );
+        for copies in [4, 64] {
+            for (what, bases, scalars) in cases::<P>(n) {
+                let plain = Bases::new(bases.clone());
+                let bases = Bases::new(bases).with_precomputation(copies);
+                for k in [&scalars[..], &scalars[..n / 3]] {
+                    let want = cpu.bn254().msm(&plain, k).unwrap().value;
+                    let got = gpu.bn254().msm(&bases, k).unwrap().value;
+                    assert_eq!(
+                        got.into_affine(),
+                        want.into_affine(),
+                        "{}: {what}, n = {n}, {} scalars, {copies} copies",
+                        P::NAME,
+                        k.len()
+                    );
+                }
+            }
+        }
+    }
+    on::<G1>(1 << 12);
+    on::<G1>((1 << 16) + 3);
+    on::<G2>(1 << 12);
 }
 
 fn prefix_and_errors<P: Group>() {
     let (bases, scalars) = batchcrypt::bn254::sample::<P>(50, 3);
-    let prepared = Bases::new(bases.clone());
-    for b in common::backends(Primitive::Bn254) {
+    for (b, prepared) in common::backends(Primitive::Bn254)
+        .into_iter()
+        .flat_map(|b| {
+            [
+                (b, Bases::new(bases.clone())),
+                (b, Bases::new(bases.clone()).with_precomputation(8)),
+            ]
+        })
+    {
         let engine = common::engine(b);
         let bn = engine.bn254();
         let got = bn.msm(&prepared, &scalars[..20]).unwrap().value;
@@ -185,7 +210,7 @@ mod emulated {
             for (what, bases, scalars) in cases::<P>(n) {
                 let want = naive(&bases, &scalars).into_affine();
                 for &c in windows {
-                    let got = msm(&bases, &scalars, Some(c)).unwrap();
+                    let got = msm(&bases, &scalars, Some(c), 1).unwrap();
                     assert_eq!(
                         got.into_affine(),
                         want,
@@ -194,7 +219,7 @@ mod emulated {
                     );
                 }
                 assert_eq!(
-                    msm(&bases, &scalars, None).unwrap().into_affine(),
+                    msm(&bases, &scalars, None, 1).unwrap().into_affine(),
                     want,
                     "{}: {what}, n = {n}, default window",
                     P::NAME
@@ -222,7 +247,7 @@ mod emulated {
         let want = naive(&bases, &scalars).into_affine();
         for c in [4, 7, 16, 21] {
             assert_eq!(
-                msm(&bases, &scalars, Some(c)).unwrap().into_affine(),
+                msm(&bases, &scalars, Some(c), 1).unwrap().into_affine(),
                 want,
                 "c = {c}"
             );
@@ -230,10 +255,77 @@ mod emulated {
         let (bases, _) = batchcrypt::bn254::sample::<G2>(n, 11);
         let want = naive(&bases, &scalars).into_affine();
         assert_eq!(
-            msm(&bases, &scalars, Some(7)).unwrap().into_affine(),
+            msm(&bases, &scalars, Some(7), 1).unwrap().into_affine(),
             want,
             "g2"
         );
+    }
+
+    /// Precomputed bases: every digit window reads its shifted copy and fills the buckets of
+    /// window w % sets. Copies from 2 (the sets of buckets cover several windows, the last
+    /// copy partly used) to one per digit window (a single set), on every case, with prefixes
+    /// of the bases (stride > n) and the largest scalars.
+    #[test]
+    fn precomputed_kernels_match_the_definition() {
+        fn on<P: Group>(n: usize, c: u32) {
+            let windows = 255u32.div_ceil(c);
+            for (what, bases, scalars) in cases::<P>(n) {
+                for copies in [2, 3, windows - 1, windows, 1000] {
+                    let want = naive(&bases, &scalars).into_affine();
+                    let got = msm(&bases, &scalars, Some(c), copies).unwrap();
+                    assert_eq!(
+                        got.into_affine(),
+                        want,
+                        "{}: {what}, n = {n}, c = {c}, {copies} copies",
+                        P::NAME
+                    );
+                    // The first half of the scalars over all the bases (copies `n` points apart).
+                    let half = &scalars[..n / 2];
+                    let want = naive(&bases[..n / 2], half).into_affine();
+                    let got = msm(&bases, half, Some(c), copies).unwrap();
+                    assert_eq!(
+                        got.into_affine(),
+                        want,
+                        "{}: {what}, prefix, c = {c}, {copies} copies",
+                        P::NAME
+                    );
+                }
+            }
+        }
+        on::<G1>(300, 8);
+        on::<G1>(64, 13);
+        on::<G2>(100, 9);
+        let n = 40;
+        let (bases, _) = batchcrypt::bn254::sample::<G1>(n, 11);
+        let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
+        let want = naive(&bases, &scalars).into_affine();
+        for (c, copies) in [(4, 64), (7, 5), (16, 16), (21, 2)] {
+            assert_eq!(
+                msm(&bases, &scalars, Some(c), copies)
+                    .unwrap()
+                    .into_affine(),
+                want,
+                "c = {c}, {copies} copies"
+            );
+        }
+        // The default choice for precomputed bases.
+        assert_eq!(msm(&bases, &scalars, None, 4).unwrap().into_affine(), want);
+    }
+
+    #[test]
+    fn precomputation_shapes() {
+        // One set of buckets with a copy per digit window; fewer sets with more copies.
+        let s = Shape::precomputed(100, 254, 16, 100, 100).unwrap();
+        assert_eq!((s.windows, s.sets, s.copies(), s.shift()), (16, 1, 16, 16));
+        let s = Shape::precomputed(100, 254, 16, 3, 100).unwrap();
+        assert_eq!((s.sets, s.copies(), s.shift()), (6, 3, 96));
+        assert_eq!(Shape::precomputed(10, 254, 16, 1, 100).unwrap().sets, 16);
+        // More scalars than bases per copy, and copies past 31-bit point indices, are errors.
+        assert!(Shape::precomputed(101, 254, 16, 2, 100).is_err());
+        assert!(Shape::precomputed(1 << 27, 254, 16, 16, 1 << 27).is_err());
+        // Precomputation makes larger windows pay.
+        let w = |copies| batchcrypt::bn254::msm::best_window(1 << 20, 254, copies);
+        assert!(w(16) > w(1), "{} {}", w(16), w(1));
     }
 
     #[test]

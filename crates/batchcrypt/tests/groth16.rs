@@ -162,6 +162,27 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
     }
 }
 
+/// A key whose bases are precomputed on the GPU (shifted copies) gives the very same proof for
+/// the same randomness, on every backend (the CPU reads the bases as they are).
+#[test]
+fn a_precomputed_key_gives_the_same_proofs() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let (pk, witness) = load(&dir);
+        let pre = ProvingKey::read(dir.join("circuit.zkey"))
+            .unwrap()
+            .with_precomputation(8);
+        for b in common::backends(Primitive::Bn254) {
+            let g = common::engine(b);
+            let want = g.groth16().prove(&pk, &witness, &mut rng(9)).unwrap();
+            for _ in 0..2 {
+                let got = g.groth16().prove(&pre, &witness, &mut rng(9)).unwrap();
+                assert_eq!(got.proof, want.proof, "{name} on {b}");
+            }
+        }
+    }
+}
+
 #[test]
 fn our_verifier_agrees_with_snarkjs() {
     for name in CIRCUITS {

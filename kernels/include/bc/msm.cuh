@@ -16,6 +16,12 @@
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings).
 //
+// Fixed bases (a proving key's, reused by every proof) may be precomputed: `copies` shifted
+// copies of the bases, copy j = 2^(c sets j) P_i, one after another `stride` points apart. Digit
+// window w then adds its point from copy w / sets into the buckets of window w % sets, so only
+// `sets` windows of buckets are reduced (step 5) and combined (by the host), however many digit
+// windows the scalars have. Without precomputation sets = windows and every digit uses copy 0.
+//
 // Every kernel walks its items grid-stride and needs no particular block size, so the host
 // emulation (one thread for the whole grid) runs the same code.
 #pragma once
@@ -30,7 +36,7 @@ constexpr uint32_t NEGATIVE = 0x80000000u;
 // are converted here; digits are stored window-major (digits[w * n + i]) so that step 3 reads
 // them coalesced.
 template <class C>
-BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t* out, uint32_t* counts) {
+BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t* out, uint32_t* counts) {
     const uint32_t half = 1u << (c - 1);
     BC_FOR_EACH_ITEM(i, n) {
         typename C::Scalar s;
@@ -49,7 +55,7 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t 
             } else {
                 code = v;
             }
-            if (code) atomicAdd(&counts[w * half + (code & ~NEGATIVE) - 1], 1u);
+            if (code) atomicAdd(&counts[(w % sets) * half + (code & ~NEGATIVE) - 1], 1u);
             out[w * n + i] = code;
         }
     }
@@ -96,16 +102,17 @@ BC_DEVICE void scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_
 }
 
 // Step 3. `cursor` starts as a copy of the bucket offsets and ends as the next bucket's; the order
-// within a bucket depends on the GPU's scheduling, the sum does not.
-BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+// within a bucket depends on the GPU's scheduling, the sum does not. An entry names its base in
+// the (precomputed) copy its digit window reads.
+BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
     const uint32_t half = 1u << (c - 1);
     BC_FOR_EACH_ITEM(j, n * windows) {
         uint32_t code = digits[j];
         if (!code) continue;
         uint32_t w = uint32_t(j / n), i = uint32_t(j % n);
-        uint32_t key = w * half + (code & ~NEGATIVE) - 1;
+        uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
         uint32_t pos = atomicAdd(&cursor[key], 1u);
-        entries[pos] = i | (code & NEGATIVE);
+        entries[pos] = ((w / sets) * stride + i) | (code & NEGATIVE);
         keys[pos] = key;
     }
 }
@@ -205,6 +212,25 @@ BC_DEVICE void sum_groups(const Jacobian<C>* in, uint64_t groups, uint32_t m, Ja
         Jacobian<C> acc = in[g * m];
         for (uint32_t i = 1; i < m; ++i) acc = acc.add(in[g * m + i]);
         out[g] = acc;
+    }
+}
+
+// Precomputation: out[i] = 2^doublings in[i], affine. K points per thread share one inversion.
+template <class C, int K>
+BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, Affine<C>* out) {
+    BC_FOR_EACH_ITEM(g, (n + K - 1) / K) {
+        Jacobian<C> p[K];
+        Affine<C> a[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const uint64_t i = g * K + k;
+            p[k] = i < n ? Jacobian<C>::from(in[i]) : Jacobian<C>::infinity();
+            for (uint32_t d = 0; d < doublings; ++d) p[k] = p[k].dbl();
+        }
+        to_affine_all<C, K>(p, a);
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            if (g * K + k < n) out[g * K + k] = a[k];
     }
 }
 

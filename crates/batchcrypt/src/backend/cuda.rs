@@ -311,3 +311,81 @@ impl Drop for StreamGuard<'_> {
         }
     }
 }
+
+/// Page-locked host buffers kept for reuse: page-locking costs far more than the copies it
+/// speeds up, and concurrent operations each need one. A buffer goes back to the pool when its
+/// guard drops; at most `keep` idle buffers are kept (the largest), the others are freed.
+pub struct PinnedPool {
+    free: Mutex<Vec<cudarc::driver::PinnedHostSlice<u32>>>,
+    /// `CU_MEMHOSTALLOC_WRITECOMBINED` for buffers the host only writes (uploads), 0 otherwise.
+    flags: u32,
+    keep: usize,
+}
+
+/// A buffer of at least the asked length, back to its pool when dropped.
+pub struct Pinned<'a> {
+    pool: &'a PinnedPool,
+    buf: Option<cudarc::driver::PinnedHostSlice<u32>>,
+}
+
+impl PinnedPool {
+    pub const fn new(flags: u32, keep: usize) -> Self {
+        PinnedPool {
+            free: Mutex::new(Vec::new()),
+            flags,
+            keep,
+        }
+    }
+
+    /// A buffer of at least `words` 32-bit words: the smallest idle one that fits, else a new one.
+    pub fn take(&self, gpu: &Gpu, words: usize) -> Result<Pinned<'_>> {
+        let words = words.max(8);
+        let reused = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            let best = (0..free.len())
+                .filter(|&i| free[i].len() >= words)
+                .min_by_key(|&i| free[i].len());
+            best.map(|i| free.swap_remove(i))
+        };
+        let buf = match reused {
+            Some(b) => b,
+            // SAFETY: the caller writes what it reads (uploads fill it, downloads land in it).
+            None => unsafe { gpu.ctx.alloc_pinned_with_flags::<u32>(words, self.flags) }
+                .map_err(driver_err("cuMemHostAlloc"))?,
+        };
+        Ok(Pinned {
+            pool: self,
+            buf: Some(buf),
+        })
+    }
+}
+
+impl std::ops::Deref for Pinned<'_> {
+    type Target = cudarc::driver::PinnedHostSlice<u32>;
+    fn deref(&self) -> &Self::Target {
+        self.buf.as_ref().expect("present until drop")
+    }
+}
+
+impl std::ops::DerefMut for Pinned<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.buf.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        let Some(buf) = self.buf.take() else { return };
+        let mut free = self.pool.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.push(buf);
+        if free.len() > self.pool.keep {
+            // The smallest goes, freed outside the lock.
+            let smallest = (0..free.len())
+                .min_by_key(|&i| free[i].len())
+                .expect("non-empty");
+            let extra = free.swap_remove(smallest);
+            drop(free);
+            drop(extra);
+        }
+    }
+}

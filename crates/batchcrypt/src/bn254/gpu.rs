@@ -6,12 +6,11 @@ use super::msm::{Kernels, Shape, SCAN_THREADS};
 use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
 use super::{point_words, Group};
-use crate::backend::cuda::{driver_err, grid_1d, Gpu, StreamGuard};
+use crate::backend::cuda::{driver_err, grid_1d, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::scheduler::Reservation;
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg,
-    ValidAsZeroBits,
+    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use std::sync::{Arc, Mutex};
 
@@ -27,47 +26,75 @@ macro_rules! launch {
     }};
 }
 
-/// Affine bases in GPU memory (arkworks' Montgomery limbs of x and y).
-pub struct DeviceBases {
+/// Affine bases of group P in GPU memory (arkworks' Montgomery limbs of x and y), with their
+/// precomputed copies one after another (`shape`: the MSM shape of all of them).
+pub struct DeviceBases<P: Group> {
     pts: CudaSlice<u32>,
-    len: usize,
-    words: usize,
+    shape: Shape,
     _memory: Reservation<'static>,
+    _group: std::marker::PhantomData<P>,
 }
 
-impl DeviceBases {
-    /// Bases of `words` 32-bit words each (16 on G1, 32 on G2).
-    pub fn upload(raw: &[u32], words: usize) -> Result<DeviceBases> {
+impl<P: Group> DeviceBases<P> {
+    /// `raw` (16 words a point on G1, 32 on G2) uploaded, and the copies `shape` reads computed
+    /// from it by doublings on the GPU.
+    pub(crate) fn upload(raw: &[u32], shape: &Shape) -> Result<DeviceBases<P>> {
         let gpu = Gpu::available()?;
+        let copies = shape.copies() as usize;
         let memory = gpu
             .budget()
-            .reserve(4 * raw.len().max(16) as u64, "MSM bases")?;
+            .reserve(4 * (copies * raw.len()).max(16) as u64, "MSM bases")?;
         let stream = gpu.stream()?;
-        let pts = stream
-            .clone_htod(if raw.is_empty() { &[0u32; 16][..] } else { raw })
-            .map_err(driver_err("upload bases"))?;
+        let mut pts = alloc::<u32>(&stream, (copies * raw.len()).max(16), false)?;
+        if !raw.is_empty() {
+            stream
+                .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
+                .map_err(driver_err("upload bases"))?;
+        }
+        let (n, shift) = (shape.stride as u64, shape.shift());
+        let f = gpu.function(
+            &crate::kernels::BN254,
+            &format!("bn254_{}_msm_shift_bases", P::NAME),
+        )?;
+        for j in 1..copies {
+            let (prev, mut next) = pts.split_at_mut(j * raw.len());
+            let from = prev.slice((j - 1) * raw.len()..);
+            let mut b = stream.launch_builder(&f);
+            b.arg(&from).arg(&n).arg(&shift).arg(&mut next);
+            // SAFETY: copy j - 1 and copy j, `n` points each, in one buffer sized for all copies.
+            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }.map_err(driver_err("launch"))?;
+        }
         stream.synchronize().map_err(driver_err("sync"))?;
         Ok(DeviceBases {
             pts,
-            len: raw.len() / words,
-            words,
+            shape: *shape,
             _memory: memory,
+            _group: std::marker::PhantomData,
         })
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.stride
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies of the bases held (1: no precomputation).
+    pub fn copies(&self) -> u32 {
+        self.shape.copies()
     }
 
     /// Device bytes held.
     pub fn bytes(&self) -> usize {
-        self.len * self.words * 4
+        self.copies() as usize * self.len() * 64 * P::DEGREE
     }
 }
 
 /// Each window's sum of `sum k_i P_i` on group P (kernel points, one after another).
 pub(crate) fn window_sums<P: Group>(
-    bases: &DeviceBases,
+    bases: &DeviceBases<P>,
     scalars: &[Fr],
     s: &Shape,
 ) -> Result<Vec<u32>> {
@@ -76,53 +103,33 @@ pub(crate) fn window_sums<P: Group>(
     let _memory = gpu
         .budget()
         .reserve(super::msm::device_bytes(s, point_bytes), "an MSM")?;
-    let stream = gpu.stream()?;
-    let dev = upload_scalars(gpu, &stream, scalars)?;
-    super::msm::window_sums(&mut Launcher::new::<P>(gpu, stream, bases)?, s, &dev)
+    let (mut k, dev) = Launcher::with_scalars(gpu, bases, s, scalars)?;
+    super::msm::window_sums(&mut k, s, &dev)
 }
 
 /// Scalars per piece of the staged upload: converting one piece overlaps the copy of the last.
 const UPLOAD_PIECE: usize = 1 << 20;
 
-/// Page-locked staging for scalar uploads, kept between calls (page-locking costs far more than
-/// the copy); one call uses it at a time, a concurrent one copies from pageable memory.
-static STAGING: Mutex<Option<PinnedHostSlice<u32>>> = Mutex::new(None);
+/// Page-locked staging for scalar uploads (write-combined: the host only writes it), one buffer
+/// per concurrent upload, kept between calls.
+static STAGING: PinnedPool =
+    PinnedPool::new(cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED, 16);
 
 /// The scalars in GPU memory as the kernels read them (Montgomery limbs): converted piece by
 /// piece into page-locked staging, each piece's copy running while the next is converted.
 fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result<CudaSlice<u32>> {
     let words = 8 * scalars.len();
     let mut dev = alloc::<u32>(stream, words.max(8), false)?;
-    let Ok(mut staging) = STAGING.try_lock() else {
-        stream
-            .memcpy_htod(&super::raw_scalars(scalars), &mut dev)
-            .map_err(driver_err("upload scalars"))?;
-        return Ok(dev);
-    };
-    if staging.as_ref().is_none_or(|p| p.len() < words) {
-        // Free the old buffer first.
-        *staging = None;
-        // SAFETY: written before it is read; write-combined, as the host only writes it.
-        *staging = Some(
-            unsafe {
-                gpu.context().alloc_pinned_with_flags::<u32>(
-                    words.max(8),
-                    cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
-                )
-            }
-            .map_err(driver_err("cuMemHostAlloc"))?,
-        );
-    }
-    let pinned = staging.as_mut().expect("allocated above");
+    let mut staging = STAGING.take(gpu, words)?;
     // One wait for earlier copies out of the staging buffer, then raw access.
-    let host = pinned.as_mut_slice().map_err(driver_err("pinned"))?;
+    let host = staging.as_mut_slice().map_err(driver_err("pinned"))?;
     let host: &mut [u32] = &mut host[..words];
     for (i, piece) in scalars.chunks(UPLOAD_PIECE).enumerate() {
         let at = i * UPLOAD_PIECE * 8;
         let dst = &mut host[at..at + 8 * piece.len()];
         super::scalars_into(dst, piece);
-        // SAFETY: `dst` stays untouched until the stream synchronises below (the staging lock is
-        // held until then); the copy is ordered before the kernels on the same stream.
+        // SAFETY: `dst` stays untouched until the stream synchronises below (the staging buffer
+        // is ours until then); the copy is ordered before the kernels on the same stream.
         unsafe {
             cudarc::driver::result::memcpy_htod_async(
                 dev.slice_mut(at..at + dst.len()).device_ptr_mut(stream).0,
@@ -138,20 +145,21 @@ fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
 /// `iters` runs (for benchmarks).
-pub fn kernel_seconds<P: Group>(bases: &DeviceBases, scalars: &[Fr], iters: usize) -> Result<f64> {
-    let s = Shape::new(scalars.len(), super::SCALAR_BITS)?;
-    let gpu = Gpu::available()?;
-    let stream = gpu.stream()?;
-    let dev = upload_scalars(gpu, &stream, scalars)?;
-    let st = (*stream).clone();
-    let mut k = Launcher::new::<P>(gpu, stream, bases)?;
+pub fn kernel_seconds<P: Group>(
+    bases: &super::Bases<P>,
+    scalars: &[Fr],
+    iters: usize,
+) -> Result<f64> {
+    let s = bases.shape(scalars.len())?;
+    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, bases.device()?, &s, scalars)?;
+    let st = (*k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::msm::window_sums(&mut k, &s, &dev).map(drop)
     })
 }
 
-/// Page-locked landing space for downloads, kept between calls like [`STAGING`].
-static LANDING: Mutex<Option<PinnedHostSlice<u32>>> = Mutex::new(None);
+/// Page-locked landing space for downloads (cached: the host reads it), like [`STAGING`].
+static LANDING: PinnedPool = PinnedPool::new(0, 16);
 
 /// Field elements from GPU memory (eight limbs each) into `out`.
 fn download_scalars(
@@ -162,35 +170,8 @@ fn download_scalars(
 ) -> Result<()> {
     use rayon::prelude::*;
     let words = 8 * out.len();
-    let from = |raw: &[u32], out: &mut [Fr]| {
-        out.par_iter_mut()
-            .zip(raw.par_chunks_exact(8))
-            .with_min_len(1 << 12)
-            .for_each(|(x, l)| *x = super::fr_from_limbs(l));
-    };
-    let Ok(mut landing) = LANDING.try_lock() else {
-        let raw = stream
-            .clone_dtoh(&dev.slice(0..words))
-            .map_err(driver_err("download"))?;
-        from(&raw, out);
-        return Ok(());
-    };
-    if landing.as_ref().is_none_or(|p| p.len() < words) {
-        *landing = None;
-        // SAFETY: the copy below writes what is read. Cached (not write-combined): the host reads it.
-        *landing = Some(
-            unsafe {
-                gpu.context()
-                    .alloc_pinned_with_flags::<u32>(words.max(8), 0)
-            }
-            .map_err(driver_err("cuMemHostAlloc"))?,
-        );
-    }
-    let host = landing
-        .as_mut()
-        .expect("allocated above")
-        .as_mut_slice()
-        .map_err(driver_err("pinned"))?;
+    let mut landing = LANDING.take(gpu, words)?;
+    let host = landing.as_mut_slice().map_err(driver_err("pinned"))?;
     // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
     // copy is asynchronous until the stream is synchronised.
     let host = &mut host[..words];
@@ -198,7 +179,10 @@ fn download_scalars(
         .memcpy_dtoh(&dev.slice(0..words), host)
         .map_err(driver_err("download"))?;
     stream.synchronize().map_err(driver_err("sync"))?;
-    from(host, out);
+    out.par_iter_mut()
+        .zip(host.par_chunks_exact(8))
+        .with_min_len(1 << 12)
+        .for_each(|(x, l)| *x = super::fr_from_limbs(l));
     Ok(())
 }
 
@@ -415,25 +399,37 @@ struct Launcher<'a> {
 }
 
 impl<'a> Launcher<'a> {
-    /// Fails for bases of the other group (their points have another size).
-    fn new<P: Group>(
+    /// The steps on a new stream, and the scalars uploaded on it. Fails for a shape that reads
+    /// other copies than the bases hold.
+    fn with_scalars<P: Group>(
         gpu: &'static Gpu,
-        stream: StreamGuard<'static>,
-        bases: &'a DeviceBases,
-    ) -> Result<Self> {
-        if bases.words != 16 * P::DEGREE {
+        bases: &'a DeviceBases<P>,
+        s: &Shape,
+        scalars: &[Fr],
+    ) -> Result<(Self, CudaSlice<u32>)> {
+        let held = &bases.shape;
+        if s.n > held.stride {
             return Err(crate::error::Error::invalid(format!(
-                "these GPU bases are not {} points",
-                P::NAME.to_uppercase()
+                "{} scalars for {} bases",
+                s.n, held.stride
             )));
         }
-        Ok(Launcher {
+        if s.copies() > 1 && (s.c, s.sets, s.stride) != (held.c, held.sets, held.stride) {
+            return Err(crate::error::Error::invalid(format!(
+                "an MSM shape (window {}, {} bucket windows) other than the one these precomputed bases were made for (window {}, {})",
+                s.c, s.sets, held.c, held.sets
+            )));
+        }
+        let stream = gpu.stream()?;
+        let dev = upload_scalars(gpu, &stream, scalars)?;
+        let k = Launcher {
             gpu,
             stream,
             bases: &bases.pts,
             group: P::NAME,
             point_bytes: 4 * point_words::<P>(),
-        })
+        };
+        Ok((k, dev))
     }
 
     fn kernel(&self, step: &str) -> String {
@@ -469,6 +465,7 @@ impl Kernels for Launcher<'_> {
             &n,
             &s.c,
             &s.windows,
+            &s.sets,
             digits,
             counts
         )
@@ -525,7 +522,7 @@ impl Kernels for Launcher<'_> {
         entries: &mut CudaSlice<u32>,
         keys: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = s.n as u64;
+        let (n, stride) = (s.n as u64, s.stride as u32);
         launch!(
             self,
             "bn254_msm_scatter",
@@ -534,6 +531,8 @@ impl Kernels for Launcher<'_> {
             &n,
             &s.c,
             &s.windows,
+            &s.sets,
+            &stride,
             cursor,
             entries,
             keys
@@ -594,14 +593,14 @@ impl Kernels for Launcher<'_> {
         out: &mut CudaSlice<u8>,
     ) -> Result<()> {
         let (per_window, per) = (s.buckets_per_window(), s.segment());
-        let items = u64::from(s.windows) * u64::from(per_window / per);
+        let items = u64::from(s.sets) * u64::from(per_window / per);
         launch!(
             self,
             &self.kernel("window_segments"),
             grid_1d(items, 128),
             buckets,
             &per_window,
-            &s.windows,
+            &s.sets,
             &per,
             out
         )

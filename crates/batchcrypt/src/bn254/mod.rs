@@ -44,6 +44,10 @@ pub trait Group: SWCurveConfig<ScalarField = Fr> {
     /// A coordinate as 8 * DEGREE words (Montgomery limbs, c0 first).
     fn coordinate_into(x: &Self::BaseField, out: &mut [u32]);
     fn coordinate_from(raw: &[u32]) -> Self::BaseField;
+    /// The group's MSM kernels compiled for the host.
+    #[cfg(feature = "emulation")]
+    #[doc(hidden)]
+    fn emulated_steps() -> crate::emulation::bn254::PointSteps;
 }
 
 impl Group for G1 {
@@ -55,6 +59,10 @@ impl Group for G1 {
     }
     fn coordinate_from(raw: &[u32]) -> Fq {
         Fq::new_unchecked(bigint_from_limbs(raw))
+    }
+    #[cfg(feature = "emulation")]
+    fn emulated_steps() -> crate::emulation::bn254::PointSteps {
+        crate::emulation::bn254::G1_STEPS
     }
 }
 
@@ -72,6 +80,10 @@ impl Group for G2 {
             Fq::new_unchecked(bigint_from_limbs(&raw[8..])),
         )
     }
+    #[cfg(feature = "emulation")]
+    fn emulated_steps() -> crate::emulation::bn254::PointSteps {
+        crate::emulation::bn254::G2_STEPS
+    }
 }
 
 /// 32-bit words of a kernel's Jacobian point (X, Y, Z) on group P.
@@ -82,10 +94,17 @@ pub(crate) fn point_words<P: Group>() -> usize {
 
 /// Bases prepared for many MSMs (a proving key's queries): kept on the host, and uploaded to GPU
 /// memory by the first MSM that runs there, then reused by every later one.
+///
+/// Fixed bases may also be precomputed ([`Bases::with_precomputation`]): the GPU keeps `copies`
+/// copies of them, each the last doubled `c * sets` times, so that an MSM reduces `sets` windows of
+/// buckets instead of one per digit window and can afford larger windows. It costs `copies` times
+/// the bases' GPU memory and one pass of doublings on upload; it pays when many MSMs reuse them.
 pub struct Bases<P: Group> {
     host: Vec<Affine<P>>,
+    /// Copies the GPU precomputes (1: none).
+    copies: u32,
     #[cfg(feature = "cuda")]
-    device: std::sync::OnceLock<std::result::Result<gpu::DeviceBases, String>>,
+    device: std::sync::OnceLock<std::result::Result<gpu::DeviceBases<P>, String>>,
 }
 
 pub type G1Bases = Bases<G1>;
@@ -95,9 +114,28 @@ impl<P: Group> Bases<P> {
     pub fn new(bases: Vec<Affine<P>>) -> Self {
         Bases {
             host: bases,
+            copies: 1,
             #[cfg(feature = "cuda")]
             device: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Precomputes up to `copies` shifted copies on the GPU (at most one per digit window; 1 is
+    /// none). The CPU backend reads the bases as they are.
+    pub fn with_precomputation(mut self, copies: u32) -> Self {
+        self.copies = copies.max(1);
+        #[cfg(feature = "cuda")]
+        {
+            self.device = std::sync::OnceLock::new(); // made again with the copies
+        }
+        self
+    }
+
+    /// The shape of a GPU MSM of `n` scalars over these bases: with precomputation, the window
+    /// and copies chosen for all the bases, so every call reads the same copies.
+    #[cfg(any(feature = "cuda", feature = "emulation"))]
+    pub(crate) fn shape(&self, n: usize) -> Result<msm::Shape> {
+        msm::Shape::for_bases(n, self.len(), self.copies, SCALAR_BITS)
     }
 
     pub fn len(&self) -> usize {
@@ -120,13 +158,13 @@ impl<P: Group> Bases<P> {
         false
     }
 
-    /// The bases in GPU memory, uploading them on first use.
+    /// The bases in GPU memory (with their precomputed copies), uploading them on first use.
     #[cfg(feature = "cuda")]
-    pub fn device(&self) -> Result<&gpu::DeviceBases> {
+    pub fn device(&self) -> Result<&gpu::DeviceBases<P>> {
         self.device
             .get_or_init(|| {
-                gpu::DeviceBases::upload(&raw_bases(&self.host), 16 * P::DEGREE)
-                    .map_err(|e| e.to_string())
+                let s = self.shape(self.len()).map_err(|e| e.to_string())?;
+                gpu::DeviceBases::upload(&raw_bases(&self.host), &s).map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(|why| Error::BackendUnavailable {
@@ -256,8 +294,8 @@ impl Bn254<'_> {
             Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
             #[cfg(feature = "cuda")]
             Backend::Cuda => {
-                let s = msm::Shape::new(n, SCALAR_BITS)?;
-                combine_windows::<P>(&gpu::window_sums::<P>(bases.device()?, scalars, &s)?, s.c)
+                let s = bases.shape(n)?;
+                combine_windows::<P>(&gpu::window_sums(bases.device()?, scalars, &s)?, s.c)
             }
             other => {
                 return Err(Error::BackendUnavailable {
@@ -410,12 +448,14 @@ pub fn sample<P: Group>(n: usize, seed: u64) -> (Vec<Affine<P>>, Vec<Fr>) {
 }
 
 /// Measures one backend: a small and a larger MSM (one thread for the CPU, bases resident on the
-/// GPU). Pippenger's cost grows a little slower than linearly; the fit is over the sizes where
-/// the crossover lies.
+/// GPU). Pippenger's cost per point falls as batches grow, so a line through two sizes puts a
+/// fixed cost where there is little: the CPU is fitted from 16 points, below where the
+/// crossover lies, so that small batches are not sent to the GPU for a fixed cost the CPU does
+/// not have.
 fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
     let (small, large) = match backend {
         Backend::Cuda => (1 << 10, 1 << 16),
-        _ => (1 << 8, 1 << 12),
+        _ => (1 << 4, 1 << 10),
     };
     let (points, scalars) = sample::<P>(large, 1);
     let bases = Bases::new(points);
@@ -430,7 +470,8 @@ fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
     crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
 }
 
-/// Measures one backend on forward transforms of 2^10 and 2^16 elements (one thread for the CPU).
+/// Measures one backend on forward transforms (one thread for the CPU): 2^10 and 2^16 elements on
+/// the GPU, 2^6 and 2^12 on the CPU (from small sizes, as for the MSM).
 fn calibrate_ntt(backend: Backend) -> Result<Cost> {
     use ark_ff::UniformRand;
     use rand::SeedableRng;
@@ -447,7 +488,10 @@ fn calibrate_ntt(backend: Backend) -> Result<Cost> {
             Ok(())
         }
     };
-    let (small, large) = (ntt::Ntt::forward(1 << 10), ntt::Ntt::forward(1 << 16));
+    let (small, large) = match backend {
+        Backend::Cuda => (ntt::Ntt::forward(1 << 10), ntt::Ntt::forward(1 << 16)),
+        _ => (ntt::Ntt::forward(1 << 6), ntt::Ntt::forward(1 << 12)),
+    };
     let run_small = runner(small);
     let run_large = runner(large);
     crate::dispatch::fit(small.work(1), run_small, large.work(1), run_large)

@@ -16,29 +16,50 @@ const SEGMENT: u32 = 32;
 /// Segment results per thread in the first of the two summing steps.
 const GROUP: u32 = 32;
 
-/// The shape of one MSM: `windows` signed windows of `c` bits, `2^(c-1)` buckets each.
+/// The shape of one MSM: `windows` signed digit windows of `c` bits over `n` scalars, whose
+/// points go to `sets` windows of `2^(c-1)` buckets each. Without precomputed bases
+/// `sets = windows`; with `copies` precomputed copies of the bases (copy j = 2^(c sets j) P,
+/// `stride` points apart), digit window w reads copy w / sets and fills bucket window w % sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub n: usize,
     pub c: u32,
     pub windows: u32,
+    pub sets: u32,
+    /// Points per copy of the bases (their count; at least `n`).
+    pub stride: usize,
+}
+
+/// Window sizes the shapes choose from (the kernels take 4..=24).
+const WINDOWS: std::ops::RangeInclusive<u32> = 4..=22;
+
+/// Estimated additions: one per point and digit window, about three per bucket to combine them.
+fn additions(n: usize, scalar_bits: u32, c: u32, copies: u32) -> f64 {
+    let windows = (scalar_bits + 1).div_ceil(c);
+    let sets = windows.div_ceil(copies);
+    f64::from(windows) * n as f64 + 3.0 * f64::from(sets) * f64::from(1u32 << (c - 1))
 }
 
 impl Shape {
-    /// The window that minimises the estimated additions for `n` points: one per point and
-    /// window, plus about three per bucket to combine the buckets.
+    /// The window that minimises the estimated additions for `n` points.
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
-        let cost = |c: u32| {
-            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)))
-        };
-        let c = (4..=21)
-            .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
-            .expect("non-empty range");
-        Shape::with_window(n, scalar_bits, c)
+        Shape::with_window(n, scalar_bits, best_window(n, scalar_bits, 1))
     }
 
     /// A given window size (4..=24 bits).
     pub fn with_window(n: usize, scalar_bits: u32, c: u32) -> Result<Shape> {
+        Shape::precomputed(n, scalar_bits, c, 1, n)
+    }
+
+    /// The shape for bases precomputed for window `c` with `copies` copies of `stride` points
+    /// each (`copies` = 1: no precomputation).
+    pub fn precomputed(
+        n: usize,
+        scalar_bits: u32,
+        c: u32,
+        copies: u32,
+        stride: usize,
+    ) -> Result<Shape> {
         if !(4..=24).contains(&c) {
             return Err(Error::invalid(format!(
                 "MSM window of {c} bits; use 4 to 24"
@@ -46,13 +67,41 @@ impl Shape {
         }
         // Signed digits carry into one more bit than the scalar has.
         let windows = (scalar_bits + 1).div_ceil(c);
+        let sets = windows.div_ceil(copies.clamp(1, windows));
         // Entries are indexed with 32 bits, point indices with 31 (the top bit is the sign).
-        if n >= 1 << 31 || (n as u64) * u64::from(windows) >= 1 << 32 {
+        let points = u64::from(windows.div_ceil(sets)) * stride as u64;
+        if n > stride || points >= 1 << 31 || (n as u64) * u64::from(windows) >= 1 << 32 {
             return Err(Error::invalid(format!(
                 "an MSM of {n} points is too large for one call; split it"
             )));
         }
-        Ok(Shape { n, c, windows })
+        Ok(Shape {
+            n,
+            c,
+            windows,
+            sets,
+            stride,
+        })
+    }
+
+    /// An MSM of `n` scalars over `len` bases of which the GPU keeps `copies` copies (1: none):
+    /// precomputed bases fix the window for every call (by their count, not by `n`).
+    pub fn for_bases(n: usize, len: usize, copies: u32, scalar_bits: u32) -> Result<Shape> {
+        if copies <= 1 {
+            return Shape::new(n, scalar_bits);
+        }
+        let c = best_window(len, scalar_bits, copies);
+        Shape::precomputed(n, scalar_bits, c, copies, len)
+    }
+
+    /// The copies of the bases this shape reads (1 without precomputation).
+    pub fn copies(&self) -> u32 {
+        self.windows.div_ceil(self.sets)
+    }
+
+    /// Doublings from one copy of the bases to the next.
+    pub fn shift(&self) -> u32 {
+        self.c * self.sets
     }
 
     pub fn buckets_per_window(&self) -> u32 {
@@ -60,7 +109,7 @@ impl Shape {
     }
 
     pub fn buckets(&self) -> u64 {
-        u64::from(self.windows) * u64::from(self.buckets_per_window())
+        u64::from(self.sets) * u64::from(self.buckets_per_window())
     }
 
     /// Buckets per thread of the running-sum step (a power of two dividing the window's buckets).
@@ -83,6 +132,16 @@ impl Shape {
         }
         v
     }
+}
+
+/// The window that minimises [`additions`] for `n` points with `copies` copies of the bases:
+/// more copies leave fewer bucket windows to combine, so larger windows pay.
+pub fn best_window(n: usize, scalar_bits: u32, copies: u32) -> u32 {
+    WINDOWS
+        .min_by(|a, b| {
+            additions(n, scalar_bits, *a, copies).total_cmp(&additions(n, scalar_bits, *b, copies))
+        })
+        .expect("non-empty range")
 }
 
 /// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
@@ -168,7 +227,7 @@ pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
         + 12 * n * w
         + buckets * (4 + point_bytes)
         + 2 * slices * (4 + point_bytes)
-        + 2 * w * u64::from(s.segments_per_window()) * point_bytes
+        + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
         + (1 << 20)
 }
 
@@ -221,13 +280,13 @@ pub(crate) fn window_sums<K: Kernels>(
     drop((entries, keys));
     // Each window: sum m * bucket_m by segments, then the segments summed in two steps.
     let segs = s.segments_per_window();
-    let mut seg_out = k.points(u64::from(s.windows) * u64::from(segs), false)?;
+    let mut seg_out = k.points(u64::from(s.sets) * u64::from(segs), false)?;
     k.window_segments(&buckets, s, &mut seg_out)?;
     let m1 = GROUP.min(segs);
-    let groups1 = u64::from(s.windows) * u64::from(segs / m1);
+    let groups1 = u64::from(s.sets) * u64::from(segs / m1);
     let mut partial = k.points(groups1, false)?;
     k.sum_groups(&seg_out, groups1, m1, &mut partial)?;
-    let mut sums = k.points(u64::from(s.windows), false)?;
-    k.sum_groups(&partial, u64::from(s.windows), segs / m1, &mut sums)?;
-    k.read_points(&sums, s.windows as usize)
+    let mut sums = k.points(u64::from(s.sets), false)?;
+    k.sum_groups(&partial, u64::from(s.sets), segs / m1, &mut sums)?;
+    k.read_points(&sums, s.sets as usize)
 }

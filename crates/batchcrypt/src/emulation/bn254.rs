@@ -12,6 +12,7 @@ extern "C" {
         n: u64,
         c: u32,
         windows: u32,
+        sets: u32,
         digits: *mut u32,
         counts: *mut u32,
     );
@@ -22,6 +23,8 @@ extern "C" {
         n: u64,
         c: u32,
         windows: u32,
+        sets: u32,
+        stride: u32,
         cursor: *mut u32,
         entries: *mut u32,
         keys: *mut u32,
@@ -53,6 +56,7 @@ extern "C" {
         out: *mut u32,
     );
     fn bn254_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+    fn bn254_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_g2_msm_accumulate_points(
         bases: *const u32,
         entries: *const u32,
@@ -80,6 +84,7 @@ extern "C" {
         out: *mut u32,
     );
     fn bn254_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+    fn bn254_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
     fn bn254_ntt_pass(
         data: *mut u32,
@@ -107,8 +112,9 @@ extern "C" {
     );
 }
 
-/// One group's point steps (the kernels instantiated for it).
-struct PointSteps {
+/// One group's point steps (the kernels instantiated for it): [`Group::emulated_steps`].
+#[doc(hidden)]
+pub struct PointSteps {
     accumulate_points: unsafe extern "C" fn(
         *const u32,
         *const u32,
@@ -123,25 +129,24 @@ struct PointSteps {
         unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
     window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
+    shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
 }
 
-fn point_steps<P: Group>() -> PointSteps {
-    match P::NAME {
-        "g1" => PointSteps {
-            accumulate_points: bn254_g1_msm_accumulate_points,
-            accumulate_partials: bn254_g1_msm_accumulate_partials,
-            window_segments: bn254_g1_msm_window_segments,
-            sum_groups: bn254_g1_msm_sum_groups,
-        },
-        "g2" => PointSteps {
-            accumulate_points: bn254_g2_msm_accumulate_points,
-            accumulate_partials: bn254_g2_msm_accumulate_partials,
-            window_segments: bn254_g2_msm_window_segments,
-            sum_groups: bn254_g2_msm_sum_groups,
-        },
-        other => unreachable!("no kernels for group {other}"),
-    }
-}
+pub(crate) const G1_STEPS: PointSteps = PointSteps {
+    accumulate_points: bn254_g1_msm_accumulate_points,
+    accumulate_partials: bn254_g1_msm_accumulate_partials,
+    window_segments: bn254_g1_msm_window_segments,
+    sum_groups: bn254_g1_msm_sum_groups,
+    shift_bases: bn254_g1_msm_shift_bases,
+};
+
+pub(crate) const G2_STEPS: PointSteps = PointSteps {
+    accumulate_points: bn254_g2_msm_accumulate_points,
+    accumulate_partials: bn254_g2_msm_accumulate_partials,
+    window_segments: bn254_g2_msm_window_segments,
+    sum_groups: bn254_g2_msm_sum_groups,
+    shift_bases: bn254_g2_msm_shift_bases,
+};
 
 struct Host<'a> {
     bases: &'a [u32],
@@ -174,6 +179,7 @@ impl Kernels for Host<'_> {
                 s.n as u64,
                 s.c,
                 s.windows,
+                s.sets,
                 digits.as_mut_ptr(),
                 counts.as_mut_ptr(),
             )
@@ -217,6 +223,8 @@ impl Kernels for Host<'_> {
                 s.n as u64,
                 s.c,
                 s.windows,
+                s.sets,
+                s.stride as u32,
                 cursor.as_mut_ptr(),
                 entries.as_mut_ptr(),
                 keys.as_mut_ptr(),
@@ -271,7 +279,7 @@ impl Kernels for Host<'_> {
             (self.steps.window_segments)(
                 buckets.as_ptr(),
                 s.buckets_per_window(),
-                s.windows,
+                s.sets,
                 s.segment(),
                 out.as_mut_ptr(),
             )
@@ -294,21 +302,39 @@ impl Kernels for Host<'_> {
 }
 
 /// `sum scalars[i] * bases[i]` on G1 or G2 through the kernel code, with a given window size
-/// (`None`: the one the GPU path would pick).
+/// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:
+/// none), computed by the kernel code too.
 pub fn msm<P: Group>(
     bases: &[Affine<P>],
     scalars: &[Fr],
     window: Option<u32>,
+    copies: u32,
 ) -> Result<Projective<P>> {
     use crate::bn254::{point_words, raw_bases, raw_scalars, SCALAR_BITS};
+    let (n, len) = (scalars.len(), bases.len());
     let s = match window {
-        Some(c) => Shape::with_window(scalars.len(), SCALAR_BITS, c)?,
-        None => Shape::new(scalars.len(), SCALAR_BITS)?,
+        Some(c) => Shape::precomputed(n, SCALAR_BITS, c, copies, len)?,
+        None => Shape::for_bases(n, len, copies, SCALAR_BITS)?,
     };
-    let raw = raw_bases(&bases[..scalars.len()]);
+    let steps = P::emulated_steps();
+    let one = raw_bases(bases);
+    let mut raw = vec![0u32; one.len() * s.copies() as usize];
+    raw[..one.len()].copy_from_slice(&one);
+    for j in 1..s.copies() as usize {
+        let (prev, next) = raw.split_at_mut(j * one.len());
+        // SAFETY: copy j - 1 and copy j hold `len` points each.
+        unsafe {
+            (steps.shift_bases)(
+                prev[(j - 1) * one.len()..].as_ptr(),
+                len as u64,
+                s.shift(),
+                next.as_mut_ptr(),
+            )
+        };
+    }
     let mut host = Host {
         bases: &raw,
-        steps: point_steps::<P>(),
+        steps,
         point_words: point_words::<P>(),
     };
     let sums = msm::window_sums(&mut host, &s, &raw_scalars(scalars))?;

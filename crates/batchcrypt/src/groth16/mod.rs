@@ -35,9 +35,12 @@ use crate::error::{Error, Result};
 use crate::Engine;
 use ark_ec::pairing::Pairing;
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{FftField, One, PrimeField, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, FftField, One, PrimeField, UniformRand, Zero};
 use rayon::prelude::*;
 use std::time::Instant;
+
+/// The provers' large vectors (the domain's evaluations, the quotient), reused across proofs.
+static SCRATCH: crate::scheduler::VecPool<Fr> = crate::scheduler::VecPool::new(64);
 
 /// The verification key: the points of snarkjs's `verification_key.json`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,11 +134,8 @@ impl Groth16<'_> {
 
         // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
         let mut abc = clock.run("evaluate A, B, C", || {
-            let (a, b) = rayon::join(|| pk.a.times(w), || pk.b.times(w));
-            let mut abc = Vec::with_capacity(3 * n);
-            abc.extend_from_slice(&a);
-            abc.extend_from_slice(&b);
-            abc.par_extend(a.par_iter().zip(&b).map(|(x, y)| *x * y));
+            let mut abc = SCRATCH.take(3 * n, Fr::ZERO);
+            pk.evaluate(w, &mut abc);
             Ok((abc, None))
         })?;
         let odd = Fr::get_root_of_unity(2 * n as u64).expect("2n divides 2^28, checked on load");
@@ -147,14 +147,14 @@ impl Groth16<'_> {
         let h = clock.run("quotient A·B − C", || {
             let (a, rest) = abc.split_at(n);
             let (b, c) = rest.split_at(n);
-            let h: Vec<Fr> = (a, b, c)
+            let mut h = SCRATCH.take(n, Fr::ZERO);
+            (h.as_mut_slice(), a, b, c)
                 .into_par_iter()
                 .with_min_len(1 << 12)
-                .map(|(a, b, c)| *a * b - c)
-                .collect();
+                .for_each(|(h, a, b, c)| *h = *a * b - c);
             Ok((h, None))
         })?;
-        crate::scheduler::free_later(abc);
+        SCRATCH.give(abc);
 
         let msm1 = |clock: &mut Clock, name, bases, scalars: &[Fr]| {
             clock.run(name, || {
@@ -170,7 +170,7 @@ impl Groth16<'_> {
         })?;
         let c = msm1(&mut clock, "MSM C", &pk.c_query, &w[pk.n_public + 1..])?;
         let hc = msm1(&mut clock, "MSM H", &pk.h_query, &h)?;
-        crate::scheduler::free_later(h);
+        SCRATCH.give(h);
 
         let proved = clock.run("blind and check", || {
             let (r, s) = (Fr::rand(rng), Fr::rand(rng));

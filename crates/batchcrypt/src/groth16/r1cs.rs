@@ -121,7 +121,9 @@ impl R1cs {
                 body.extend_from_slice(&v.into_bigint().to_bytes_le());
             }
         }
-        let labels = (0..self.n_wires as u64).flat_map(u64::to_le_bytes).collect();
+        let labels = (0..self.n_wires as u64)
+            .flat_map(u64::to_le_bytes)
+            .collect();
         super::binfile::write(b"r1cs", 1, &[(2, body), (1, header), (3, labels)])
     }
 

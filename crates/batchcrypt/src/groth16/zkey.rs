@@ -12,7 +12,7 @@ use super::binfile::BinFile;
 use super::VerifyingKey;
 use crate::bn254::{Fq, Fq2, Fr, G1Affine, G1Bases, G2Affine, G2Bases};
 use crate::error::{Error, Result};
-use ark_ff::{AdditiveGroup, BigInt, BigInteger, PrimeField};
+use ark_ff::{AdditiveGroup, BigInt, BigInteger, Field, PrimeField};
 use rayon::prelude::*;
 
 const WHAT: &str = "proving key (.zkey)";
@@ -47,22 +47,63 @@ pub(crate) struct Matrix {
 }
 
 impl Matrix {
-    /// `M · w`, one value per row, on all cores.
-    pub fn times(&self, w: &[Fr]) -> Vec<Fr> {
-        (0..self.starts.len() - 1)
-            .into_par_iter()
-            .with_min_len(1 << 10)
-            .map(|row| {
-                self.entries[self.starts[row]..self.starts[row + 1]]
-                    .iter()
-                    .map(|&(s, v)| v * w[s as usize])
-                    .sum()
-            })
-            .collect()
+    /// Row `i` of `M · w`. Most of circom's coefficients are 1 or -1: those terms are added or
+    /// subtracted without a product.
+    fn row(&self, i: usize, w: &[Fr], minus_one: &Fr) -> Fr {
+        let mut acc = Fr::ZERO;
+        for &(s, v) in &self.entries[self.starts[i]..self.starts[i + 1]] {
+            let x = &w[s as usize];
+            if v == Fr::ONE {
+                acc += x;
+            } else if v == *minus_one {
+                acc -= x;
+            } else {
+                acc += v * x;
+            }
+        }
+        acc
     }
 }
 
 impl ProvingKey {
+    /// `[A·w | B·w | (A·w)∘(B·w)]` on the evaluation domain into `abc` (three times the domain
+    /// size), in one pass over the rows on all cores. For a satisfying witness the last third is
+    /// C·w, which the key does not hold.
+    pub(crate) fn evaluate(&self, w: &[Fr], abc: &mut [Fr]) {
+        const ROWS: usize = 1 << 12;
+        let n = self.domain_size;
+        let minus_one = -Fr::ONE;
+        let (a, rest) = abc.split_at_mut(n);
+        let (b, c) = rest.split_at_mut(n);
+        a.par_chunks_mut(ROWS)
+            .zip(b.par_chunks_mut(ROWS))
+            .zip(c.par_chunks_mut(ROWS))
+            .enumerate()
+            .for_each(|(k, ((a, b), c))| {
+                for j in 0..a.len() {
+                    let row = k * ROWS + j;
+                    a[j] = self.a.row(row, w, &minus_one);
+                    b[j] = self.b.row(row, w, &minus_one);
+                    c[j] = a[j] * b[j];
+                }
+            });
+    }
+
+    /// The key with its five MSM bases precomputed on the GPU, `copies` shifted copies each
+    /// ([`crate::bn254::Bases::with_precomputation`]): the key takes about `copies` times its
+    /// points' size in GPU memory (made once, on the first proof there), and each proof's MSMs
+    /// reduce fewer bucket windows. 1 keeps the bases as they are.
+    pub fn with_precomputation(self, copies: u32) -> Self {
+        ProvingKey {
+            a_query: self.a_query.with_precomputation(copies),
+            b_g1_query: self.b_g1_query.with_precomputation(copies),
+            b_g2_query: self.b_g2_query.with_precomputation(copies),
+            c_query: self.c_query.with_precomputation(copies),
+            h_query: self.h_query.with_precomputation(copies),
+            ..self
+        }
+    }
+
     /// Reads a `.zkey` file.
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();
