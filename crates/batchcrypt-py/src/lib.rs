@@ -25,15 +25,7 @@ fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Ve
         }
         _ => rows(obj)?,
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            <[u8; N]>::try_from(r.as_slice()).map_err(|_| {
-                PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))
-            })
-        })
-        .collect()
+    exact(items, what)
 }
 
 pyo3::create_exception!(
@@ -70,6 +62,55 @@ fn digests<'py>(py: Python<'py>, v: Vec<Digest>) -> Bound<'py, PyArray2<u8>> {
     numpy::PyArray1::from_vec(py, flat)
         .reshape([n, 32])
         .expect("n x 32")
+}
+
+/// Rows of equal width as an (n, width) uint8 array.
+fn matrix(py: Python<'_>, rows: Vec<Vec<u8>>, width: usize) -> Bound<'_, PyArray2<u8>> {
+    let n = rows.len();
+    let flat: Vec<u8> = rows.into_iter().flatten().collect();
+    PyArray1::from_vec(py, flat)
+        .reshape([n, width])
+        .expect("n x width")
+}
+
+/// Fixed-size items as an (n, N) uint8 array.
+fn table<const N: usize>(py: Python<'_>, v: Vec<[u8; N]>) -> Bound<'_, PyArray2<u8>> {
+    matrix(py, v.into_iter().map(|r| r.to_vec()).collect(), N)
+}
+
+/// Rows of exactly N bytes.
+fn exact<const N: usize>(rows: Vec<Vec<u8>>, what: &str) -> PyResult<Vec<[u8; N]>> {
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            <[u8; N]>::try_from(r.as_slice()).map_err(|_| {
+                PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))
+            })
+        })
+        .collect()
+}
+
+fn scalar(k: &[u8]) -> PyResult<[u8; 32]> {
+    k.try_into().map_err(|_| {
+        PyValueError::new_err(format!(
+            "the scalar must be 32 bytes big-endian, got {}",
+            k.len()
+        ))
+    })
+}
+
+fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(Vec::as_slice).collect()
+}
+
+fn sig_format(format: &str) -> PyResult<SigFormat> {
+    match format {
+        "der" => Ok(SigFormat::Der),
+        "compact" => Ok(SigFormat::Compact),
+        other => Err(PyValueError::new_err(format!(
+            "format must be \"der\" or \"compact\", not {other:?}"
+        ))),
+    }
 }
 
 /// Input bytes from `bytes`, `bytearray`, `memoryview` or a uint8 numpy array.
@@ -185,15 +226,7 @@ impl Engine {
         format: &str,
         require_low_s: bool,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let format = match format {
-            "der" => SigFormat::Der,
-            "compact" => SigFormat::Compact,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "format must be \"der\" or \"compact\", not {other:?}"
-                )))
-            }
-        };
+        let format = sig_format(format)?;
         let hashes: Vec<[u8; 32]> = fixed_rows(hashes, "hashes")?;
         let (sigs, keys) = (rows(sigs)?, rows(pubkeys)?);
         let opts = EcdsaOptions {
@@ -201,9 +234,8 @@ impl Engine {
             require_low_s,
         };
         let verdicts = self.run(py, |e| {
-            let s: Vec<&[u8]> = sigs.iter().map(|x| x.as_slice()).collect();
-            let k: Vec<&[u8]> = keys.iter().map(|x| x.as_slice()).collect();
-            e.secp256k1().verify_ecdsa(&hashes, &s, &k, &opts)
+            e.secp256k1()
+                .verify_ecdsa(&hashes, &slices(&sigs), &slices(&keys), &opts)
         })?;
         Ok(self.verdicts(py, verdicts))
     }
@@ -281,6 +313,117 @@ impl Engine {
             e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag)
         })?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// SM2 `k·G` for each 32-byte big-endian scalar (each below n): `scalars` n x 32 bytes.
+    /// Returns an (n, 64) uint8 array of affine points, x || y big-endian.
+    fn sm2_mul_base<'py>(
+        &mut self,
+        py: Python<'py>,
+        scalars: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let scalars: Vec<[u8; 32]> = fixed_rows(scalars, "scalars")?;
+        let v = self.run(py, |e| e.sm2().mul_base(&scalars))?;
+        Ok(table(py, v))
+    }
+
+    /// SM2 `k·P` for one secret scalar `k` (32 bytes) over many points: n x 64 affine (x || y)
+    /// or n x 33 SEC1-compressed (answered in the same encoding). Returns (points, ok): a point
+    /// not on the curve gives a zero row and False in `ok` (with the reason in `last_reasons`),
+    /// never a product.
+    fn sm2_mul<'py>(
+        &mut self,
+        py: Python<'py>,
+        k: &[u8],
+        points: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray1<bool>>)> {
+        let k = scalar(k)?;
+        let rows = rows(points)?;
+        let width = rows.first().map_or(64, Vec::len);
+        let out: Vec<Option<Vec<u8>>> = match width {
+            64 => {
+                let pts: Vec<[u8; 64]> = exact(rows, "points")?;
+                let v = self.run(py, |e| e.sm2().mul_shared(&k, &pts))?;
+                v.into_iter().map(|p| p.map(|p| p.to_vec())).collect()
+            }
+            33 => {
+                let pts: Vec<[u8; 33]> = exact(rows, "points")?;
+                let v = self.run(py, |e| e.sm2().mul_compressed(&k, &pts))?;
+                v.into_iter().map(|p| p.map(|p| p.to_vec())).collect()
+            }
+            w => {
+                return Err(PyValueError::new_err(format!(
+                    "points must be 64 bytes (x || y) or 33 (compressed), got {w}"
+                )))
+            }
+        };
+        self.last_reasons = out
+            .iter()
+            .map(|p| {
+                p.is_none()
+                    .then(|| "the point is not on the curve".to_string())
+            })
+            .collect();
+        let ok = out.iter().map(Option::is_some).collect();
+        let table = out
+            .into_iter()
+            .map(|p| p.unwrap_or_else(|| vec![0; width]))
+            .collect();
+        Ok((matrix(py, table, width), PyArray1::from_vec(py, ok)))
+    }
+
+    /// SM2 `k·H(m)` for each message (RFC 9380 hash-to-curve, suite SM2_XMD:SM3_SSWU_RO_, with
+    /// domain separation tag `dst`), fused on the backend: the blinding step of an ECDH-PSI.
+    /// Returns an (n, 33) uint8 array of compressed points.
+    #[pyo3(signature = (k, msgs, dst = batchcrypt::sm2::DEFAULT_DST))]
+    fn sm2_hash_to_curve_mul<'py>(
+        &mut self,
+        py: Python<'py>,
+        k: &[u8],
+        msgs: &Bound<'py, PyAny>,
+        dst: &[u8],
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let k = scalar(k)?;
+        let msgs = rows(msgs)?;
+        let v = self.run(py, |e| {
+            let m: Vec<&[u8]> = msgs.iter().map(|x| x.as_slice()).collect();
+            e.sm2().hash_to_curve_mul(&k, &m, dst)
+        })?;
+        Ok(table(py, v))
+    }
+
+    /// SM2 signature verification (GM/T 0003.2) of messages of any length, the digest
+    /// SM3(Z_A || M) computed here with the signer's identifier `id`: `sigs` DER (or 64-byte
+    /// r || s with format="compact"), `pubkeys` SEC1 keys. A bool array; see `last_reasons`.
+    #[pyo3(signature = (msgs, sigs, pubkeys, id = batchcrypt::sm2::verify::DEFAULT_ID, format = "der"))]
+    fn sm2_verify_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        msgs: &Bound<'py, PyAny>,
+        sigs: &Bound<'py, PyAny>,
+        pubkeys: &Bound<'py, PyAny>,
+        id: &[u8],
+        format: &str,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let format = sig_format(format)?;
+        let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
+        let verdicts = self.run(py, |e| {
+            let (m, s, k) = (slices(&msgs), slices(&sigs), slices(&keys));
+            e.sm2().verify(&m, &s, &k, id, format)
+        })?;
+        Ok(self.verdicts(py, verdicts))
+    }
+
+    /// SM3 of `len(data) // msg_len` messages of `msg_len` bytes; an (n, 32) uint8 array.
+    fn sm3_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        msg_len: usize,
+    ) -> PyResult<Bound<'py, PyArray2<u8>>> {
+        let data = input(data)?;
+        let v = self.run(py, |e| e.sm3().hash_fixed(&data, msg_len))?;
+        Ok(digests(py, v))
     }
 
     /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).

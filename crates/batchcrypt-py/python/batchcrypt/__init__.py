@@ -46,9 +46,35 @@ def verify_schnorr_batch(msgs, sigs, pubkeys):
     return _engine().verify_schnorr_batch(msgs, sigs, pubkeys)
 
 
+def sm2_mul_base(scalars):
+    """SM2 k*G for 32-byte big-endian scalars; an (n, 64) uint8 array of x || y."""
+    return _engine().sm2_mul_base(scalars)
+
+
+def sm2_mul(k, points):
+    """SM2 k*P for one scalar over n x 64 (x || y) or n x 33 (compressed) points; (points, ok)."""
+    return _engine().sm2_mul(k, points)
+
+
+def sm2_hash_to_curve_mul(k, msgs, dst=None):
+    """SM2 k*H(m) (RFC 9380, SM2_XMD:SM3_SSWU_RO_); an (n, 33) array of compressed points."""
+    e = _engine()
+    return e.sm2_hash_to_curve_mul(k, msgs) if dst is None else e.sm2_hash_to_curve_mul(k, msgs, dst)
+
+
+def sm2_verify_batch(msgs, sigs, pubkeys, id=b"1234567812345678", format="der"):
+    """SM2 signatures (GM/T 0003.2) over messages with the signers' identifier; a bool array."""
+    return _engine().sm2_verify_batch(msgs, sigs, pubkeys, id, format)
+
+
+def sm3_batch(data, msg_len):
+    """SM3 of equal-length messages; an (n, 32) uint8 array."""
+    return _engine().sm3_batch(data, msg_len)
+
+
 def merkle_root(txids):
     """Bitcoin merkle root of concatenated 32-byte txids."""
     return _engine().merkle_root(txids)
 
 
-__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "__version__"]
+__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]
