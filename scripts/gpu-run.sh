@@ -42,6 +42,8 @@ root=$(cat "$B/build-root")
 if [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
 
 declare -a summary
+# Stopped from outside (a time limit): keep what ran.
+trap 'summary+=("interrupted"); finish; exit 1' TERM INT
 step() { # name, command...
   local name=$1; shift
   local t0=$SECONDS
@@ -81,6 +83,7 @@ if want sass && command -v cuobjdump >/dev/null; then
 fi
 cp "$B"/kernels/ptxas-report.txt "$OUT/" 2>/dev/null
 
+finish() {
 echo; echo "== logs in $DEST/results.tgz"
 grep -hE '^test result|passed|failed' "$OUT/rust-tests.log" "$OUT/python-tests.log" 2>/dev/null | tail -20
 echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
@@ -89,9 +92,11 @@ echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
-echo; cat "$OUT/psi-gpu.log"
+echo; cat "$OUT/psi-gpu.log" 2>/dev/null
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"
 tar -czf "$DEST/results.tgz" -C "$OUT" .
 cp "$OUT"/*.json "$OUT/summary.txt" "$DEST/" 2>/dev/null
+}
+finish
 grep -q FAIL "$OUT/summary.txt" && exit 1 || exit 0

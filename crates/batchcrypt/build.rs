@@ -145,7 +145,10 @@ fn compile(nvcc: &Path, kernel_dir: &Path, src: &Path, out: &Path, archs: &str) 
         .arg("-O3")
         .arg("-std=c++17")
         .arg("-Xptxas")
-        .arg("-v");
+        .arg("-v")
+        // The targets (sm_80, sm_90, PTX) compile in parallel.
+        .arg("--threads")
+        .arg("0");
     cmd.arg("-I").arg(kernel_dir.join("include"));
     let archs: Vec<&str> = archs
         .split(',')

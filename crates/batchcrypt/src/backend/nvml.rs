@@ -72,7 +72,9 @@ impl Nvml {
             let mut device = std::ptr::null_mut();
             let rc = by_bus(bus.as_ptr(), &mut device);
             if rc != 0 {
-                return Err(format!("NVML does not know the device at {pci_bus_id} ({rc})"));
+                return Err(format!(
+                    "NVML does not know the device at {pci_bus_id} ({rc})"
+                ));
             }
             Ok(Nvml {
                 _lib: lib,
