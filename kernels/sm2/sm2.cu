@@ -49,6 +49,20 @@ BC_DEVICE void load_scalar(uint32_t k[8], const uint32_t* src) {
     for (int i = 0; i < 8; ++i) k[i] = src[i];
 }
 
+// Big-endian 32-byte integers, as the host holds scalars and coordinates (SEC1, GM/T), read and
+// written with one byte swap per word: the host then copies batches without converting them.
+BC_DEVICE void load_scalar_be(uint32_t k[8], const uint32_t* src) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) k[i] = bc::bswap32(src[7 - i]);
+}
+
+BC_DEVICE void store_be(uint32_t* dst, const Fp& x) {
+    uint32_t l[8];
+    x.to_plain(l);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dst[7 - i] = bc::bswap32(l[i]);
+}
+
 }  // namespace
 
 // The fixed-base table (GTable::LEN affine points, Montgomery form), computed once, in parallel.
@@ -57,7 +71,7 @@ extern "C" __global__ void sm2_g_table(PointAffine* table) {
 }
 
 // out[i] = k[i] G, BASE_ITEMS items per thread (thread t: items t * BASE_ITEMS ...): launch
-// ceil(n / BASE_ITEMS) threads.
+// ceil(n / BASE_ITEMS) threads. Scalars in and x || y out are big-endian bytes.
 extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* __restrict__ k, const PointAffine* __restrict__ table, uint32_t* __restrict__ out, uint64_t n) {
     BC_FOR_EACH_ITEM(t, (n + BASE_ITEMS - 1) / BASE_ITEMS) {
         Point acc[BASE_ITEMS];
@@ -65,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* _
         for (int j = 0; j < BASE_ITEMS; ++j) {
             uint64_t i = t * BASE_ITEMS + j;
             uint32_t kk[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            if (i < n) load_scalar(kk, k + 8 * i);
+            if (i < n) load_scalar_be(kk, k + 8 * i);
             acc[j] = GTable::mul(table, kk);
         }
         PointAffine a[BASE_ITEMS];
@@ -74,8 +88,8 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* _
         for (int j = 0; j < BASE_ITEMS; ++j) {
             uint64_t i = t * BASE_ITEMS + j;
             if (i >= n) break;
-            a[j].x.to_plain(out + 16 * i);
-            a[j].y.to_plain(out + 16 * i + 8);
+            store_be(out + 16 * i, a[j].x);
+            store_be(out + 16 * i + 8, a[j].y);
         }
     }
 }

@@ -24,19 +24,30 @@ fn g_table() -> &'static [AffineRaw] {
     })
 }
 
-/// `k[i] G` for each scalar.
+/// `k[i] G` for each scalar (limbs here; the kernel reads and writes big-endian bytes).
 pub fn mul_base(k: &[[u32; 8]]) -> Vec<[u32; 16]> {
+    // Limbs (little-endian) to the big-endian bytes of each 32-byte integer, as 32-bit words.
+    fn swap(limbs: &[u32]) -> impl Iterator<Item = u32> + '_ {
+        limbs
+            .chunks_exact(8)
+            .flat_map(|l| l.iter().rev().map(|w| w.swap_bytes()))
+    }
+    let be: Vec<u32> = swap(k.as_flattened()).collect();
     let mut out = vec![[0u32; 16]; k.len()];
-    // SAFETY: 8 limbs in and 16 out per item; the table is complete.
+    // SAFETY: 8 words in and 16 out per item; the table is complete.
     unsafe {
         sm2_mul_base(
-            k.as_ptr().cast(),
+            be.as_ptr(),
             g_table().as_ptr(),
             out.as_mut_ptr().cast(),
             k.len() as u64,
         )
     };
-    out
+    let limbs: Vec<u32> = swap(out.as_flattened()).collect();
+    limbs
+        .chunks_exact(16)
+        .map(|c| c.try_into().unwrap())
+        .collect()
 }
 
 /// `k P_i` for one scalar over every point; `None` for a point off the curve.

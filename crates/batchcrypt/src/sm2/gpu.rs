@@ -85,8 +85,9 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let n = scalars.len();
     let mut out = crate::backend::cpu::zeroed_arrays::<64>(n);
+    // The kernel reads and writes big-endian bytes: plain copies on both sides.
     let fill = |first: usize, dst: &mut [u8]| {
-        flip_into(dst, scalars[first..first + dst.len() / 32].as_flattened());
+        crate::backend::cpu::par_copy(dst, scalars[first..first + dst.len() / 32].as_flattened());
         Ok(())
     };
     let cfg = PipelineConfig {
@@ -103,7 +104,6 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
         fill,
         |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS),
     )?;
-    flip_each_32(out.as_flattened_mut());
     Ok(out)
 }
 
@@ -290,7 +290,7 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let stream = gpu.stream()?;
     let input = stream
-        .clone_htod(&flipped(scalars))
+        .clone_htod(scalars.as_flattened())
         .map_err(driver_err("upload"))?;
     let mut out = stream
         .alloc_zeros::<u8>(64 * scalars.len())
