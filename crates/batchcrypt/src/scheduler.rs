@@ -309,16 +309,20 @@ mod tests {
         let b = MemoryBudget::new(1000);
         let live = AtomicU64::new(0);
         let most = AtomicU64::new(0);
+        // All start together and hold their memory a moment, so that reservations overlap
+        // however fast the machine starts threads.
+        let start = std::sync::Barrier::new(16);
         std::thread::scope(|s| {
             for t in 0..16u64 {
-                let (b, live, most) = (&b, &live, &most);
+                let (b, live, most, start) = (&b, &live, &most, &start);
                 s.spawn(move || {
+                    start.wait();
                     for i in 0..50 {
                         let bytes = 100 + (t * 37 + i * 11) % 400;
                         let _r = b.reserve(bytes, "work").unwrap();
                         let now = live.fetch_add(bytes, Ordering::SeqCst) + bytes;
                         most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::yield_now();
+                        std::thread::sleep(Duration::from_micros(100));
                         live.fetch_sub(bytes, Ordering::SeqCst);
                     }
                 });

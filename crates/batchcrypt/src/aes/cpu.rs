@@ -21,7 +21,7 @@ use openssl::cipher_ctx::CipherCtx;
 pub const SEG_BYTES: usize = 256 << 10;
 const SEG_BLOCKS: u64 = (SEG_BYTES / 16) as u64;
 
-fn ossl(e: openssl::error::ErrorStack) -> Error {
+pub(crate) fn ossl(e: openssl::error::ErrorStack) -> Error {
     Error::Library {
         library: "OpenSSL",
         message: e.to_string(),

@@ -1,4 +1,5 @@
-//! Bulk AES-128/256 in CTR (SP 800-38A) and GCM (SP 800-38D) over one large buffer.
+//! Bulk AES-128/256 in CTR (SP 800-38A) and GCM (SP 800-38D) over one large buffer, and XTS
+//! (IEEE 1619) over runs of data units ([`xts`], CPU backends only so far).
 //!
 //! Backends: OpenSSL's libcrypto and RustCrypto's crates on all CPU cores ([`cpu`]), and the GPU
 //! (`kernels/aes`: a bank-conflict-free T-table cipher and GHASH with Shoup tables), for data in
@@ -17,6 +18,7 @@ pub mod gf128;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod stream;
+pub mod xts;
 
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
@@ -140,6 +142,7 @@ pub type Tag = [u8; 16];
 
 const OP_CTR: &str = "aes_ctr";
 const OP_GCM: &str = "aes_gcm";
+const OP_XTS: &str = "aes_xts";
 /// CPU backends, fastest first (OpenSSL's assembly beats RustCrypto's intrinsics).
 const CPU_ORDER: [Backend; 2] = [Backend::OpenSsl, Backend::Portable];
 
@@ -338,6 +341,60 @@ impl Aes<'_> {
         Ok(())
     }
 
+    /// XTS-AES encryption (IEEE 1619, SP 800-38E) of a run of data units of `unit` bytes, unit j
+    /// under the tweak `tweak + j` (the first sector's number, 16 bytes little-endian). A unit
+    /// that is not a multiple of 16 bytes is allowed only as the whole buffer (one unit with
+    /// ciphertext stealing); the buffer's last unit may be shorter than `unit` but not than 16
+    /// bytes. Runs on the CPU backends (the GPU kernel is not written yet: forcing it is an error).
+    pub fn xts_encrypt(
+        &self,
+        key: &xts::XtsKey,
+        tweak: &[u8; 16],
+        unit: usize,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<Output<()>> {
+        self.xts(key, tweak, unit, input, output, false)
+    }
+
+    /// XTS-AES decryption, the inverse of [`Aes::xts_encrypt`] with the same tweak and unit.
+    pub fn xts_decrypt(
+        &self,
+        key: &xts::XtsKey,
+        tweak: &[u8; 16],
+        unit: usize,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<Output<()>> {
+        self.xts(key, tweak, unit, input, output, true)
+    }
+
+    fn xts(
+        &self,
+        key: &xts::XtsKey,
+        tweak: &[u8; 16],
+        unit: usize,
+        input: &[u8],
+        output: &mut [u8],
+        decrypt: bool,
+    ) -> Result<Output<()>> {
+        check_lengths(input, output)?;
+        xts::check(unit, input.len())?;
+        let calibrate = |b: Backend| calibrate(OP_XTS, b);
+        let plan = self.engine.dispatcher().plan(
+            &workload(OP_XTS, input.len(), Location::Host),
+            &CPU_ORDER,
+            false,
+            &calibrate,
+        )?;
+        xts::cpu(plan.backend, key, tweak, unit, input, output, decrypt, plan.threads)?;
+        Ok(Output {
+            value: (),
+            backend: plan.backend,
+            threads: plan.threads,
+        })
+    }
+
     fn gcm_pass(
         &self,
         plan: &Plan,
@@ -425,6 +482,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let (small, large) = (64usize << 10, 8usize << 20);
     let key = Key::Aes128([7; 16]);
     let g = gcm::Gcm::new(&key, &[0; 12])?;
+    let xts_key = xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
     #[cfg(feature = "cuda")]
     let mut device = match backend {
         Backend::Cuda => {
@@ -451,6 +509,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         }
         match op {
             OP_CTR => cpu::ctr(backend, &key, &[0; 16], &data[..n], &mut out[..n], 1),
+            OP_XTS => xts::cpu(backend, &xts_key, &[0; 16], 4096, &data[..n], &mut out[..n], false, 1),
             _ => cpu::gcm(backend, &g, &data[..n], &mut out[..n], false, 1).map(|_| ()),
         }
     });

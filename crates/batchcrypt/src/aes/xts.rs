@@ -1,0 +1,271 @@
+//! XTS-AES (IEEE 1619-2018, NIST SP 800-38E), the mode of disk and storage encryption. A buffer
+//! is a run of data units (sectors) of `unit` bytes; unit j is encrypted under the tweak
+//! `tweak + j` (a 128-bit little-endian sector number), block i of a unit under
+//! `E_K2(tweak + j)·α^i` in GF(2^128); a unit whose length is not a whole number of blocks ends
+//! with ciphertext stealing. Units are independent, so they run on all cores.
+
+use super::Key;
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use aes::cipher::consts::U16;
+use aes::cipher::{BlockDecrypt, BlockEncrypt, BlockSizeUser, KeyInit};
+
+/// A block cipher of AES's block size.
+pub(crate) trait Block16: BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16> {}
+impl<C: BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16>> Block16 for C {}
+use openssl::cipher::{Cipher, CipherRef};
+use openssl::cipher_ctx::CipherCtx;
+
+/// Blocks in one data unit at most (IEEE 1619-2018 §5.1): 16 MiB.
+pub const MAX_UNIT_BYTES: usize = 16 << 20;
+
+/// An XTS key: the data key K1 and the tweak key K2, of one size.
+#[derive(Clone, PartialEq, Eq)]
+pub struct XtsKey {
+    pub(crate) data: Key,
+    pub(crate) tweak: Key,
+}
+
+impl std::fmt::Debug for XtsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "XtsKey::Aes{}(..)", self.data.bits())
+    }
+}
+
+impl XtsKey {
+    /// `K1 || K2`: 32 bytes for XTS-AES-128, 64 for XTS-AES-256. Equal halves are refused, as
+    /// SP 800-38E requires (they would make the tweak a known function of the data key).
+    pub fn new(bytes: &[u8]) -> Result<XtsKey> {
+        if bytes.len() != 32 && bytes.len() != 64 {
+            return Err(Error::invalid(format!(
+                "an XTS key is two AES keys, 32 bytes (XTS-AES-128) or 64 (XTS-AES-256), not {}",
+                bytes.len()
+            )));
+        }
+        let (k1, k2) = bytes.split_at(bytes.len() / 2);
+        if k1 == k2 {
+            return Err(Error::invalid(
+                "the two halves of an XTS key must differ (SP 800-38E)",
+            ));
+        }
+        Ok(XtsKey {
+            data: Key::new(k1)?,
+            tweak: Key::new(k2)?,
+        })
+    }
+
+    pub fn bits(&self) -> usize {
+        self.data.bits()
+    }
+}
+
+/// Checks a request: units of at least one block and at most [`MAX_UNIT_BYTES`]; a unit that
+/// is not a whole number of blocks only as the whole buffer; a last unit of at least one block.
+pub(crate) fn check(unit: usize, len: usize) -> Result<()> {
+    if !(16..=MAX_UNIT_BYTES).contains(&unit) {
+        return Err(Error::invalid(format!(
+            "an XTS data unit has 16 to {MAX_UNIT_BYTES} bytes, not {unit}"
+        )));
+    }
+    if len < 16 {
+        return Err(Error::invalid(format!(
+            "XTS needs at least one 16-byte block, got {len} bytes"
+        )));
+    }
+    if unit % 16 != 0 && unit < len {
+        return Err(Error::invalid(format!(
+            "a data unit of {unit} bytes is not a whole number of blocks: use a multiple of 16, or one unit for the whole buffer"
+        )));
+    }
+    let last = len % unit;
+    if last != 0 && last < 16 {
+        return Err(Error::invalid(format!(
+            "the last data unit would have {last} bytes; XTS needs at least 16"
+        )));
+    }
+    Ok(())
+}
+
+/// The tweak of unit `j`: `tweak + j` as 128-bit little-endian integers.
+pub(crate) fn unit_tweak(tweak: &[u8; 16], j: u64) -> [u8; 16] {
+    u128::from_le_bytes(*tweak)
+        .wrapping_add(u128::from(j))
+        .to_le_bytes()
+}
+
+/// t·α in GF(2^128) with IEEE 1619's little-endian bit order.
+pub(crate) fn mul_alpha(t: u128) -> u128 {
+    (t << 1) ^ ((t >> 127) * 0x87)
+}
+
+/// Units grouped for one thread's turn: whole units of about 256 KiB.
+fn group_bytes(unit: usize) -> usize {
+    unit * (super::cpu::SEG_BYTES / unit).max(1)
+}
+
+/// XTS over the buffer on a CPU backend (OpenSSL or RustCrypto's `aes`), on all pool threads
+/// when `threads > 1`.
+pub(crate) fn cpu(
+    backend: Backend,
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    unit: usize,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+    threads: usize,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let group = group_bytes(unit);
+    let per_unit = (group / unit) as u64;
+    let run = |g: usize, a: &[u8], b: &mut [u8]| -> Result<()> {
+        let first = g as u64 * per_unit;
+        match backend {
+            Backend::OpenSsl => openssl_units(key, tweak, first, unit, a, b, decrypt),
+            _ => {
+                portable_units(key, tweak, first, unit, a, b, decrypt);
+                Ok(())
+            }
+        }
+    };
+    if threads <= 1 {
+        input
+            .chunks(group)
+            .zip(output.chunks_mut(group))
+            .enumerate()
+            .try_for_each(|(g, (a, b))| run(g, a, b))
+    } else {
+        input
+            .par_chunks(group)
+            .zip(output.par_chunks_mut(group))
+            .enumerate()
+            .try_for_each(|(g, (a, b))| run(g, a, b))
+    }
+}
+
+/// OpenSSL's XTS (AES-NI/VAES assembly): one context per group, re-initialized with each unit's
+/// tweak; each update call is one whole data unit, as OpenSSL's XTS requires.
+fn openssl_units(
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    first: u64,
+    unit: usize,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<()> {
+    let cipher: &CipherRef = match key.data {
+        Key::Aes128(_) => Cipher::aes_128_xts(),
+        Key::Aes256(_) => Cipher::aes_256_xts(),
+    };
+    let both = [key.data.bytes(), key.tweak.bytes()].concat();
+    let mut ctx = CipherCtx::new().map_err(super::cpu::ossl)?;
+    let init = |ctx: &mut CipherCtx, k: Option<&[u8]>, c: Option<&CipherRef>, iv: Option<&[u8]>| {
+        if decrypt {
+            ctx.decrypt_init(c, k, iv)
+        } else {
+            ctx.encrypt_init(c, k, iv)
+        }
+        .map_err(super::cpu::ossl)
+    };
+    init(&mut ctx, Some(&both), Some(cipher), None)?;
+    for (j, (a, b)) in input.chunks(unit).zip(output.chunks_mut(unit)).enumerate() {
+        init(&mut ctx, None, None, Some(&unit_tweak(tweak, first + j as u64)))?;
+        let n = ctx.cipher_update(a, Some(b)).map_err(super::cpu::ossl)?;
+        debug_assert_eq!(n, a.len());
+    }
+    Ok(())
+}
+
+fn portable_units(
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    first: u64,
+    unit: usize,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) {
+    fn with<C: Block16 + KeyInit>(
+        key: &XtsKey,
+        tweak: &[u8; 16],
+        first: u64,
+        unit: usize,
+        input: &[u8],
+        output: &mut [u8],
+        decrypt: bool,
+    ) {
+        let k1 = C::new_from_slice(key.data.bytes()).expect("key size checked");
+        let k2 = C::new_from_slice(key.tweak.bytes()).expect("key size checked");
+        for (j, (a, b)) in input.chunks(unit).zip(output.chunks_mut(unit)).enumerate() {
+            let mut t = unit_tweak(tweak, first + j as u64).into();
+            k2.encrypt_block(&mut t);
+            xts_unit(&k1, u128::from_le_bytes(t.into()), a, b, decrypt);
+        }
+    }
+    match key.data {
+        Key::Aes128(_) => with::<aes::Aes128>(key, tweak, first, unit, input, output, decrypt),
+        Key::Aes256(_) => with::<aes::Aes256>(key, tweak, first, unit, input, output, decrypt),
+    }
+}
+
+/// One data unit (at least one block) under the encrypted tweak `t`: blocks eight at a time
+/// through the cipher (AES-NI pipelines them), then ciphertext stealing for a partial last block.
+pub(crate) fn xts_unit<C: Block16>(
+    c: &C,
+    mut t: u128,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) {
+    let crypt = |blocks: &mut [aes::Block]| {
+        if decrypt {
+            c.decrypt_blocks(blocks)
+        } else {
+            c.encrypt_blocks(blocks)
+        }
+    };
+    let rest = input.len() % 16;
+    // Blocks handled one for one: all of them, or all but the last whole one when stealing.
+    let whole = input.len() / 16 - usize::from(rest != 0);
+    let mut blocks = [aes::Block::default(); 8];
+    let mut tweaks = [0u128; 8];
+    for (a, b) in input[..16 * whole]
+        .chunks(128)
+        .zip(output[..16 * whole].chunks_mut(128))
+    {
+        let n = a.len() / 16;
+        for i in 0..n {
+            tweaks[i] = t;
+            let x = u128::from_le_bytes(a[16 * i..16 * i + 16].try_into().unwrap()) ^ t;
+            blocks[i] = x.to_le_bytes().into();
+            t = mul_alpha(t);
+        }
+        crypt(&mut blocks[..n]);
+        for i in 0..n {
+            let y = u128::from_le_bytes(blocks[i].into()) ^ tweaks[i];
+            b[16 * i..16 * i + 16].copy_from_slice(&y.to_le_bytes());
+        }
+    }
+    if rest == 0 {
+        return;
+    }
+    // Stealing (IEEE 1619 §5.3.2, §5.4.2): the last whole block goes under T_m when decrypting,
+    // T_{m-1} when encrypting; the partial block borrows the tail of its neighbour's result.
+    let one = |x: [u8; 16], t: u128| -> [u8; 16] {
+        let mut b = [(u128::from_le_bytes(x) ^ t).to_le_bytes().into()];
+        crypt(&mut b);
+        (u128::from_le_bytes(b[0].into()) ^ t).to_le_bytes()
+    };
+    let m = 16 * whole;
+    let (t_first, t_second) = if decrypt {
+        (mul_alpha(t), t)
+    } else {
+        (t, mul_alpha(t))
+    };
+    let cc = one(input[m..m + 16].try_into().unwrap(), t_first);
+    let mut pp = cc;
+    pp[..rest].copy_from_slice(&input[m + 16..]);
+    output[m + 16..].copy_from_slice(&cc[..rest]);
+    output[m..m + 16].copy_from_slice(&one(pp, t_second));
+}
