@@ -39,6 +39,14 @@ fn openssl_gcm(key: &Key, iv: &[u8], input: &[u8], output: &mut [u8]) -> [u8; 16
     tag
 }
 
+/// `n` bytes of a fixed pseudo-random pattern, made on all cores.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n)
+        .into_par_iter()
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
+        .collect()
+}
+
 fn has_gpu() -> bool {
     cfg!(feature = "cuda") && Backend::Cuda.is_available()
 }
@@ -86,10 +94,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     }
     rep.header("AES-128 CTR and GCM over one buffer: ours vs OpenSSL (same key, IV and data; outputs checked equal)");
     let biggest = *sizes.iter().max().unwrap();
-    let data: Vec<u8> = (0..biggest)
-        .into_par_iter()
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
-        .collect();
+    let data = pattern(biggest);
     let mut want = vec![0u8; biggest];
     let mut out = vec![0u8; biggest];
     for &n in sizes {
@@ -381,10 +386,7 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let threads = batchcrypt::backend::cpu::threads();
     rep.header("XTS-AES-128, 4 KiB sectors: ours vs OpenSSL (same key, sectors and data; outputs checked equal)");
     let biggest = *sizes.iter().max().unwrap();
-    let data: Vec<u8> = (0..biggest)
-        .into_par_iter()
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
-        .collect();
+    let data = pattern(biggest);
     let mut want = vec![0u8; biggest];
     let mut out = vec![0u8; biggest];
     for &n in sizes {
@@ -392,7 +394,15 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let (input, blocks) = (&data[..n], (n / 16) as u64);
         let case = format!("xts {} MiB", n >> 20);
         let t = time(reps, || openssl_xts(&raw, 0, input, &mut want[..n]));
-        rep.add(XTS_GROUP, &case, "openssl 1 core", blocks, n as u64, t, None);
+        rep.add(
+            XTS_GROUP,
+            &case,
+            "openssl 1 core",
+            blocks,
+            n as u64,
+            t,
+            None,
+        );
         let piece = n.div_ceil(threads).next_multiple_of(SECTOR);
         let t = time(reps, || {
             input
@@ -401,11 +411,28 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 .enumerate()
                 .for_each(|(i, (a, b))| openssl_xts(&raw, (i * piece / SECTOR) as u64, a, b))
         });
-        anyhow::ensure!(out[..n] == want[..n], "OpenSSL on all cores disagrees on {case}");
-        rep.add(XTS_GROUP, &case, "openssl all cores", blocks, n as u64, t, Some("openssl 1 core"));
+        anyhow::ensure!(
+            out[..n] == want[..n],
+            "OpenSSL on all cores disagrees on {case}"
+        );
+        rep.add(
+            XTS_GROUP,
+            &case,
+            "openssl all cores",
+            blocks,
+            n as u64,
+            t,
+            Some("openssl 1 core"),
+        );
         for (name, choice) in [
-            ("ours openssl backend", BackendChoice::Exact(Backend::OpenSsl)),
-            ("ours portable backend", BackendChoice::Exact(Backend::Portable)),
+            (
+                "ours openssl backend",
+                BackendChoice::Exact(Backend::OpenSsl),
+            ),
+            (
+                "ours portable backend",
+                BackendChoice::Exact(Backend::Portable),
+            ),
             ("ours auto", BackendChoice::Auto),
         ] {
             let e = Engine::with_backend(choice);
@@ -415,8 +442,19 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     .xts_encrypt(&key, &[0; 16], SECTOR, input, &mut out[..n])
                     .unwrap();
             });
-            anyhow::ensure!(out[..n] == want[..n], "{name} disagrees with OpenSSL on {case}");
-            rep.add(XTS_GROUP, &case, name, blocks, n as u64, t, Some("openssl all cores"));
+            anyhow::ensure!(
+                out[..n] == want[..n],
+                "{name} disagrees with OpenSSL on {case}"
+            );
+            rep.add(
+                XTS_GROUP,
+                &case,
+                name,
+                blocks,
+                n as u64,
+                t,
+                Some("openssl all cores"),
+            );
         }
     }
     Ok(())

@@ -56,7 +56,10 @@ fn wycheproof_aes_xts() {
             checked += 1;
         }
     }
-    assert!(checked >= 70 && skipped > 0, "{checked} checked, {skipped} skipped");
+    assert!(
+        checked >= 70 && skipped > 0,
+        "{checked} checked, {skipped} skipped"
+    );
 }
 
 /// The backends agree on random keys, tweaks (near 2^128, where the unit number wraps) and
@@ -90,12 +93,21 @@ fn backends_agree_and_units_are_independent() {
             let mut ct = vec![0u8; len];
             e.aes().xts_encrypt(&key, &tw, unit, &pt, &mut ct).unwrap();
             let mut back = vec![0u8; len];
-            e.aes().xts_decrypt(&key, &tw, unit, &ct, &mut back).unwrap();
-            assert!(back == pt, "{b}: round trip, {len} bytes in units of {unit}");
+            e.aes()
+                .xts_decrypt(&key, &tw, unit, &ct, &mut back)
+                .unwrap();
+            assert!(
+                back == pt,
+                "{b}: round trip, {len} bytes in units of {unit}"
+            );
             outs.push((b, ct));
         }
         for (b, ct) in &outs[1..] {
-            assert!(*ct == outs[0].1, "{b} and {} differ: {len}/{unit}", outs[0].0);
+            assert!(
+                *ct == outs[0].1,
+                "{b} and {} differ: {len}/{unit}",
+                outs[0].0
+            );
         }
         // Unit j alone under tweak + j gives the same bytes.
         let e = common::engine(backends[0]);
@@ -110,7 +122,14 @@ fn backends_agree_and_units_are_independent() {
 
 #[test]
 fn bad_requests_are_errors() {
-    let key = XtsKey::new(&[1u8; 16].iter().chain(&[2u8; 16]).copied().collect::<Vec<_>>()).unwrap();
+    let key = XtsKey::new(
+        &[1u8; 16]
+            .iter()
+            .chain(&[2u8; 16])
+            .copied()
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     assert!(XtsKey::new(&[7u8; 32]).is_err(), "equal halves");
     assert!(XtsKey::new(&[7u8; 48]).is_err(), "XTS-AES-192");
     assert!(XtsKey::new(&[7u8; 16]).is_err());
@@ -120,7 +139,10 @@ fn bad_requests_are_errors() {
         let t = [0u8; 16];
         let mut out = vec![0u8; 100];
         let bad = |r: batchcrypt::Result<batchcrypt::Output<()>>| {
-            matches!(r, Err(Error::InvalidInput(_)) | Err(Error::BackendUnavailable { .. }))
+            matches!(
+                r,
+                Err(Error::InvalidInput(_)) | Err(Error::BackendUnavailable { .. })
+            )
         };
         if b == Backend::Cuda {
             assert!(matches!(
@@ -129,12 +151,34 @@ fn bad_requests_are_errors() {
             ));
             continue;
         }
-        assert!(bad(aes.xts_encrypt(&key, &t, 32, &[0; 15], &mut out[..15])), "{b}: under a block");
-        assert!(bad(aes.xts_encrypt(&key, &t, 8, &[0; 64], &mut out[..64])), "{b}: unit under a block");
-        assert!(bad(aes.xts_encrypt(&key, &t, 40, &[0; 80], &mut out[..80])), "{b}: partial units");
-        assert!(bad(aes.xts_encrypt(&key, &t, 32, &[0; 70], &mut out[..70])), "{b}: 6-byte last unit");
-        assert!(bad(aes.xts_encrypt(&key, &t, 32, &[0; 64], &mut out[..63])), "{b}: lengths");
-        assert!(bad(aes.xts_decrypt(&key, &t, 32 << 20, &[0; 64], &mut out[..64])), "{b}: unit too large");
-        assert!(aes.xts_encrypt(&key, &t, 40, &[0; 40], &mut out[..40]).is_ok(), "{b}: one unit of 40");
+        assert!(
+            bad(aes.xts_encrypt(&key, &t, 32, &[0; 15], &mut out[..15])),
+            "{b}: under a block"
+        );
+        assert!(
+            bad(aes.xts_encrypt(&key, &t, 8, &[0; 64], &mut out[..64])),
+            "{b}: unit under a block"
+        );
+        assert!(
+            bad(aes.xts_encrypt(&key, &t, 40, &[0; 80], &mut out[..80])),
+            "{b}: partial units"
+        );
+        assert!(
+            bad(aes.xts_encrypt(&key, &t, 32, &[0; 70], &mut out[..70])),
+            "{b}: 6-byte last unit"
+        );
+        assert!(
+            bad(aes.xts_encrypt(&key, &t, 32, &[0; 64], &mut out[..63])),
+            "{b}: lengths"
+        );
+        assert!(
+            bad(aes.xts_decrypt(&key, &t, 32 << 20, &[0; 64], &mut out[..64])),
+            "{b}: unit too large"
+        );
+        assert!(
+            aes.xts_encrypt(&key, &t, 40, &[0; 40], &mut out[..40])
+                .is_ok(),
+            "{b}: one unit of 40"
+        );
     }
 }

@@ -387,7 +387,16 @@ impl Aes<'_> {
             false,
             &calibrate,
         )?;
-        xts::cpu(plan.backend, key, tweak, unit, input, output, decrypt, plan.threads)?;
+        xts::cpu(
+            plan.backend,
+            key,
+            tweak,
+            unit,
+            input,
+            output,
+            decrypt,
+            plan.threads,
+        )?;
         Ok(Output {
             value: (),
             backend: plan.backend,
@@ -509,7 +518,16 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         }
         match op {
             OP_CTR => cpu::ctr(backend, &key, &[0; 16], &data[..n], &mut out[..n], 1),
-            OP_XTS => xts::cpu(backend, &xts_key, &[0; 16], 4096, &data[..n], &mut out[..n], false, 1),
+            OP_XTS => xts::cpu(
+                backend,
+                &xts_key,
+                &[0; 16],
+                4096,
+                &data[..n],
+                &mut out[..n],
+                false,
+                1,
+            ),
             _ => cpu::gcm(backend, &g, &data[..n], &mut out[..n], false, 1).map(|_| ()),
         }
     });

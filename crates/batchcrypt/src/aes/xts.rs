@@ -11,7 +11,10 @@ use aes::cipher::consts::U16;
 use aes::cipher::{BlockDecrypt, BlockEncrypt, BlockSizeUser, KeyInit};
 
 /// A block cipher of AES's block size.
-pub(crate) trait Block16: BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16> {}
+pub(crate) trait Block16:
+    BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16>
+{
+}
 impl<C: BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16>> Block16 for C {}
 use openssl::cipher::{Cipher, CipherRef};
 use openssl::cipher_ctx::CipherCtx;
@@ -103,8 +106,33 @@ fn group_bytes(unit: usize) -> usize {
     unit * (super::cpu::SEG_BYTES / unit).max(1)
 }
 
+/// A run of units for one thread: the units from number `first` on.
+struct Units<'a> {
+    key: &'a XtsKey,
+    tweak: &'a [u8; 16],
+    first: u64,
+    unit: usize,
+    decrypt: bool,
+}
+
+impl Units<'_> {
+    /// Each unit with its tweak: `(tweak + first + j, input unit, output unit)`.
+    fn each<'b>(
+        &self,
+        input: &'b [u8],
+        output: &'b mut [u8],
+    ) -> impl Iterator<Item = ([u8; 16], &'b [u8], &'b mut [u8])> + use<'b, '_> {
+        input
+            .chunks(self.unit)
+            .zip(output.chunks_mut(self.unit))
+            .enumerate()
+            .map(|(j, (a, b))| (unit_tweak(self.tweak, self.first + j as u64), a, b))
+    }
+}
+
 /// XTS over the buffer on a CPU backend (OpenSSL or RustCrypto's `aes`), on all pool threads
 /// when `threads > 1`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn cpu(
     backend: Backend,
     key: &XtsKey,
@@ -117,13 +145,18 @@ pub(crate) fn cpu(
 ) -> Result<()> {
     use rayon::prelude::*;
     let group = group_bytes(unit);
-    let per_unit = (group / unit) as u64;
     let run = |g: usize, a: &[u8], b: &mut [u8]| -> Result<()> {
-        let first = g as u64 * per_unit;
+        let units = Units {
+            key,
+            tweak,
+            first: g as u64 * (group / unit) as u64,
+            unit,
+            decrypt,
+        };
         match backend {
-            Backend::OpenSsl => openssl_units(key, tweak, first, unit, a, b, decrypt),
+            Backend::OpenSsl => openssl_units(&units, a, b),
             _ => {
-                portable_units(key, tweak, first, unit, a, b, decrypt);
+                portable_units(&units, a, b);
                 Ok(())
             }
         }
@@ -145,23 +178,15 @@ pub(crate) fn cpu(
 
 /// OpenSSL's XTS (AES-NI/VAES assembly): one context per group, re-initialized with each unit's
 /// tweak; each update call is one whole data unit, as OpenSSL's XTS requires.
-fn openssl_units(
-    key: &XtsKey,
-    tweak: &[u8; 16],
-    first: u64,
-    unit: usize,
-    input: &[u8],
-    output: &mut [u8],
-    decrypt: bool,
-) -> Result<()> {
-    let cipher: &CipherRef = match key.data {
+fn openssl_units(u: &Units<'_>, input: &[u8], output: &mut [u8]) -> Result<()> {
+    let cipher: &CipherRef = match u.key.data {
         Key::Aes128(_) => Cipher::aes_128_xts(),
         Key::Aes256(_) => Cipher::aes_256_xts(),
     };
-    let both = [key.data.bytes(), key.tweak.bytes()].concat();
+    let both = [u.key.data.bytes(), u.key.tweak.bytes()].concat();
     let mut ctx = CipherCtx::new().map_err(super::cpu::ossl)?;
     let init = |ctx: &mut CipherCtx, k: Option<&[u8]>, c: Option<&CipherRef>, iv: Option<&[u8]>| {
-        if decrypt {
+        if u.decrypt {
             ctx.decrypt_init(c, k, iv)
         } else {
             ctx.encrypt_init(c, k, iv)
@@ -169,43 +194,28 @@ fn openssl_units(
         .map_err(super::cpu::ossl)
     };
     init(&mut ctx, Some(&both), Some(cipher), None)?;
-    for (j, (a, b)) in input.chunks(unit).zip(output.chunks_mut(unit)).enumerate() {
-        init(&mut ctx, None, None, Some(&unit_tweak(tweak, first + j as u64)))?;
+    for (t, a, b) in u.each(input, output) {
+        init(&mut ctx, None, None, Some(&t))?;
         let n = ctx.cipher_update(a, Some(b)).map_err(super::cpu::ossl)?;
         debug_assert_eq!(n, a.len());
     }
     Ok(())
 }
 
-fn portable_units(
-    key: &XtsKey,
-    tweak: &[u8; 16],
-    first: u64,
-    unit: usize,
-    input: &[u8],
-    output: &mut [u8],
-    decrypt: bool,
-) {
-    fn with<C: Block16 + KeyInit>(
-        key: &XtsKey,
-        tweak: &[u8; 16],
-        first: u64,
-        unit: usize,
-        input: &[u8],
-        output: &mut [u8],
-        decrypt: bool,
-    ) {
-        let k1 = C::new_from_slice(key.data.bytes()).expect("key size checked");
-        let k2 = C::new_from_slice(key.tweak.bytes()).expect("key size checked");
-        for (j, (a, b)) in input.chunks(unit).zip(output.chunks_mut(unit)).enumerate() {
-            let mut t = unit_tweak(tweak, first + j as u64).into();
+/// RustCrypto's `aes` (AES-NI detected at run time) under our XTS.
+fn portable_units(u: &Units<'_>, input: &[u8], output: &mut [u8]) {
+    fn with<C: Block16 + KeyInit>(u: &Units<'_>, input: &[u8], output: &mut [u8]) {
+        let k1 = C::new_from_slice(u.key.data.bytes()).expect("key size checked");
+        let k2 = C::new_from_slice(u.key.tweak.bytes()).expect("key size checked");
+        for (t, a, b) in u.each(input, output) {
+            let mut t = aes::Block::from(t);
             k2.encrypt_block(&mut t);
-            xts_unit(&k1, u128::from_le_bytes(t.into()), a, b, decrypt);
+            xts_unit(&k1, u128::from_le_bytes(t.into()), a, b, u.decrypt);
         }
     }
-    match key.data {
-        Key::Aes128(_) => with::<aes::Aes128>(key, tweak, first, unit, input, output, decrypt),
-        Key::Aes256(_) => with::<aes::Aes256>(key, tweak, first, unit, input, output, decrypt),
+    match u.key.data {
+        Key::Aes128(_) => with::<aes::Aes128>(u, input, output),
+        Key::Aes256(_) => with::<aes::Aes256>(u, input, output),
     }
 }
 
