@@ -9,7 +9,7 @@
 use ark_ff::{One, Zero};
 use batchcrypt::bn254::Fr;
 use batchcrypt::groth16::{self, Proof, ProvingKey, R1cs, Witness};
-use batchcrypt::{Backend, Error, Primitive};
+use batchcrypt::{Error, Primitive};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
