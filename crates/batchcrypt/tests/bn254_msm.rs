@@ -323,9 +323,10 @@ mod emulated {
         // More scalars than bases per copy, and copies past 31-bit point indices, are errors.
         assert!(Shape::precomputed(101, 254, 16, 2, 100).is_err());
         assert!(Shape::precomputed(1 << 27, 254, 16, 16, 1 << 27).is_err());
-        // Precomputation makes larger windows pay.
-        let w = |copies| batchcrypt::bn254::msm::best_window(1 << 20, 254, copies);
-        assert!(w(16) > w(1), "{} {}", w(16), w(1));
+        // Precomputed bases keep the window of plain bases of their count, with fewer sets.
+        let plain = Shape::new(1 << 20, 254).unwrap();
+        let pre = Shape::for_bases(1000, 1 << 20, 4, 254).unwrap();
+        assert_eq!((pre.c, pre.sets), (plain.c, plain.windows.div_ceil(4)));
     }
 
     #[test]

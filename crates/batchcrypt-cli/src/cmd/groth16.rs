@@ -38,6 +38,13 @@ pub struct ProveArgs {
     /// Write the steps of every proof as a Chrome/Perfetto trace (open in ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    key: KeyOptions,
+}
+
+/// How `prove` and `prove-server` keep the proving key.
+#[derive(clap::Args)]
+struct KeyOptions {
     /// Precompute COPIES shifted copies of the key's MSM bases in GPU memory (1: none): the key
     /// then takes about COPIES times its points' size there, made once, and each proof's MSMs
     /// combine fewer bucket windows.
@@ -45,9 +52,15 @@ pub struct ProveArgs {
     precompute: u32,
 }
 
+impl KeyOptions {
+    fn read(&self, zkey: &std::path::Path) -> Result<ProvingKey> {
+        Ok(ProvingKey::read(zkey)?.with_precomputation(self.precompute))
+    }
+}
+
 pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
     let t = Instant::now();
-    let pk = ProvingKey::read(&a.zkey)?.with_precomputation(a.precompute);
+    let pk = a.key.read(&a.zkey)?;
     let witness = Witness::read(&a.witness)?;
     eprintln!(
         "read {} ({} signals, {} public, domain 2^{}) and the witness in {:.0} ms",
@@ -159,18 +172,15 @@ pub struct ServerArgs {
     /// Write every job's stages as a Chrome/Perfetto trace.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Precompute COPIES shifted copies of the key's MSM bases in GPU memory (1: none): the key
-    /// then takes about COPIES times its points' size there, made once, and each proof's MSMs
-    /// combine fewer bucket windows.
-    #[arg(long, default_value_t = 1, value_name = "COPIES", value_parser = clap::value_parser!(u32).range(1..=64))]
-    precompute: u32,
+    #[command(flatten)]
+    key: KeyOptions,
 }
 
 pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
     use batchcrypt::groth16::{ProverService, ServiceConfig};
     use std::io::BufRead;
     use std::sync::Arc;
-    let pk = Arc::new(ProvingKey::read(&a.zkey)?.with_precomputation(a.precompute));
+    let pk = Arc::new(a.key.read(&a.zkey)?);
     eprintln!(
         "key {}: {} signals, domain 2^{}; {} workers, queue {}",
         a.zkey.display(),

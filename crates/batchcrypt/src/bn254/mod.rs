@@ -98,8 +98,8 @@ pub(crate) fn point_words<P: Group>() -> usize {
 /// Fixed bases may also be precomputed ([`Bases::with_precomputation`]): the GPU keeps `copies`
 /// copies of them, each the last doubled `c * sets` times, so that an MSM reduces `sets` windows of
 /// buckets instead of one per digit window. It costs `copies` times the bases' GPU memory and
-/// one pass of doublings on upload. On an H100 the gain is small (a few percent at 2^20 points:
-/// combining bucket windows is a small part of our MSM), so it is off unless asked for.
+/// one pass of doublings on upload; on an H100 it saved 6–15% of the kernel time from 2^20 points
+/// up (docs/performance.md), so it is for bases many MSMs reuse, and off unless asked for.
 pub struct Bases<P: Group> {
     host: Vec<Affine<P>>,
     /// Copies the GPU precomputes (1: none).

@@ -30,20 +30,17 @@ pub struct Shape {
     pub stride: usize,
 }
 
-/// Window sizes the shapes choose from (the kernels take 4..=24).
-const WINDOWS: std::ops::RangeInclusive<u32> = 4..=22;
-
-/// Estimated additions: one per point and digit window, about three per bucket to combine them.
-fn additions(n: usize, scalar_bits: u32, c: u32, copies: u32) -> f64 {
-    let windows = (scalar_bits + 1).div_ceil(c);
-    let sets = windows.div_ceil(copies);
-    f64::from(windows) * n as f64 + 3.0 * f64::from(sets) * f64::from(1u32 << (c - 1))
-}
-
 impl Shape {
-    /// The window that minimises the estimated additions for `n` points.
+    /// The window that minimises the estimated additions for `n` points: one per point and
+    /// window, plus about three per bucket to combine the buckets.
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
-        Shape::with_window(n, scalar_bits, best_window(n, scalar_bits, 1))
+        let cost = |c: u32| {
+            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)))
+        };
+        let c = (4..=21)
+            .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+            .expect("non-empty range");
+        Shape::with_window(n, scalar_bits, c)
     }
 
     /// A given window size (4..=24 bits).
@@ -90,10 +87,11 @@ impl Shape {
         if copies <= 1 {
             return Shape::new(n, scalar_bits);
         }
-        // The window of plain bases: by the additions alone more copies would pay for larger
-        // windows, but on an H100 those ran up to 45% slower (2^20..2^22 points, a wider gather
-        // over more bases and buckets), so precomputation only removes bucket windows.
-        let c = best_window(len, scalar_bits, 1);
+        // The window of plain bases of this count: by the additions alone more copies would pay
+        // for larger windows, but on an H100 those ran up to 45% slower (2^20..2^22 points, a
+        // wider gather over more bases and buckets), so precomputation only removes bucket
+        // windows.
+        let c = Shape::new(len, scalar_bits)?.c;
         Shape::precomputed(n, scalar_bits, c, copies, len)
     }
 
@@ -135,16 +133,6 @@ impl Shape {
         }
         v
     }
-}
-
-/// The window that minimises [`additions`] for `n` points with `copies` copies of the bases
-/// (more copies leave fewer bucket windows to combine, so by this count larger windows pay).
-pub fn best_window(n: usize, scalar_bits: u32, copies: u32) -> u32 {
-    WINDOWS
-        .min_by(|a, b| {
-            additions(n, scalar_bits, *a, copies).total_cmp(&additions(n, scalar_bits, *b, copies))
-        })
-        .expect("non-empty range")
 }
 
 /// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
