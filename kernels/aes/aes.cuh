@@ -1,5 +1,5 @@
-// AES encryption of counter blocks with one 256-entry T-table in shared memory, and GF(2^128)
-// arithmetic for GHASH. Only the forward cipher is here: CTR and GCM never decrypt a block.
+// AES with 256-entry T-tables in shared memory (the forward cipher for CTR, GCM and XTS, the
+// inverse cipher for XTS decryption), GF(2^128) arithmetic for GHASH, and XTS's tweak steps.
 #pragma once
 #include "bc/common.cuh"
 
@@ -22,7 +22,7 @@ struct Ctr {
     uint64_t bytes;   // bytes in this launch
 };
 
-__constant__ uint8_t SBOX[256] = {
+static __device__ __constant__ uint8_t SBOX[256] = {
     0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76,
     0xca, 0x82, 0xc9, 0x7d, 0xfa, 0x59, 0x47, 0xf0, 0xad, 0xd4, 0xa2, 0xaf, 0x9c, 0xa4, 0x72, 0xc0,
     0xb7, 0xfd, 0x93, 0x26, 0x36, 0x3f, 0xf7, 0xcc, 0x34, 0xa5, 0xe5, 0xf1, 0x71, 0xd8, 0x31, 0x15,
@@ -90,12 +90,17 @@ BC_DEVICE uint32_t entry(LaneTable t, uint32_t w, uint32_t k) {
 #endif
 }
 
+// One output column of a table round: rows 0..3 from the top byte of a, the next of b, …
+// (T1..T3 are T0 rotated).
+BC_DEVICE uint32_t column(LaneTable t, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return entry(t, a, 3) ^ rotr(entry(t, b, 2), 8) ^ rotr(entry(t, c, 1), 16) ^ rotr(entry(t, d, 0), 24);
+}
+
 // Encrypts the block s (big-endian words) in place.
 template <int R>
 BC_DEVICE void encrypt(const Key& k, LaneTable t, uint32_t s[4]) {
     uint32_t s0 = s[0] ^ k.rk[0], s1 = s[1] ^ k.rk[1], s2 = s[2] ^ k.rk[2], s3 = s[3] ^ k.rk[3];
-#define BC_ROUND(a, b, c, d, w) \
-    (entry(t, a, 3) ^ rotr(entry(t, b, 2), 8) ^ rotr(entry(t, c, 1), 16) ^ rotr(entry(t, d, 0), 24) ^ k.rk[w])
+#define BC_ROUND(a, b, c, d, w) (column(t, a, b, c, d) ^ k.rk[w])
 #pragma unroll
     for (int r = 1; r < R; ++r) {
         uint32_t t0 = BC_ROUND(s0, s1, s2, s3, 4 * r), t1 = BC_ROUND(s1, s2, s3, s0, 4 * r + 1);
@@ -111,6 +116,68 @@ BC_DEVICE void encrypt(const Key& k, LaneTable t, uint32_t s[4]) {
     s[1] = BC_LAST(s1, s2, s3, s0, 1);
     s[2] = BC_LAST(s2, s3, s0, s1, 2);
     s[3] = BC_LAST(s3, s0, s1, s2, 3);
+#undef BC_LAST
+}
+
+// The inverse cipher's tables. Td0[x] = (0e·y, 09·y, 0d·y, 0b·y) with y = InvSbox[x], replicated
+// per bank as T0 is (Td1..Td3 are its rotations). The last round needs InvSbox itself, which Td0
+// does not contain: it is stored four entries to a word, each word once per bank (byte x of lane l
+// at byte (x/4)·128 + 4l + x%4), conflict-free in 8 KiB.
+constexpr int INV_SBOX_WORDS = 64 * 32;
+
+// a·b in GF(2^8) for a constant b < 16.
+BC_DEVICE uint32_t gmul(uint32_t a, uint32_t b) {
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i, a = xtime(a))
+        if ((b >> i) & 1) r ^= a;
+    return r;
+}
+
+BC_DEVICE uint32_t inv_sbox_offset(uint32_t x) { return ((x >> 2) << 7) + (x & 3); }
+
+BC_DEVICE void fill_inverse_tables(uint32_t* td, uint32_t* inv_words) {
+    uint8_t* inv = reinterpret_cast<uint8_t*>(inv_words);
+    for (uint32_t i = threadIdx.x; i < 256 * 32; i += blockDim.x) {
+        uint32_t x = i >> 5, y = SBOX[x];
+        inv[inv_sbox_offset(y) + 4 * (i & 31)] = (uint8_t)x;
+    }
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < TABLE_WORDS; i += blockDim.x) {
+        uint32_t y = inv[inv_sbox_offset(i >> 5)];
+        td[i] = (gmul(y, 14) << 24) | (gmul(y, 9) << 16) | (gmul(y, 13) << 8) | gmul(y, 11);
+    }
+}
+
+// InvSbox[byte k of w] from this lane's copy (t from lane_table over the packed table).
+BC_DEVICE uint32_t inv_sbox(LaneTable t, uint32_t w, uint32_t k) {
+    uint32_t off = inv_sbox_offset(__byte_perm(w, 0, 0x4440 + k));
+#ifdef __CUDA_ARCH__
+    uint32_t v;
+    asm("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(t.addr + off));
+    return v;
+#else
+    return reinterpret_cast<const uint8_t*>(t.p)[off];
+#endif
+}
+
+// Decrypts the block s (big-endian words) in place with the equivalent inverse cipher (FIPS 197
+// §5.3.5): k holds the decryption round keys, InvMixColumns already applied to the middle ones.
+template <int R>
+BC_DEVICE void decrypt(const Key& k, LaneTable td, LaneTable inv, uint32_t s[4]) {
+    uint32_t s0 = s[0] ^ k.rk[0], s1 = s[1] ^ k.rk[1], s2 = s[2] ^ k.rk[2], s3 = s[3] ^ k.rk[3];
+#pragma unroll
+    for (int r = 1; r < R; ++r) {
+        // InvShiftRows: row i of column c comes from column c - i.
+        uint32_t t0 = column(td, s0, s3, s2, s1) ^ k.rk[4 * r], t1 = column(td, s1, s0, s3, s2) ^ k.rk[4 * r + 1];
+        uint32_t t2 = column(td, s2, s1, s0, s3) ^ k.rk[4 * r + 2], t3 = column(td, s3, s2, s1, s0) ^ k.rk[4 * r + 3];
+        s0 = t0, s1 = t1, s2 = t2, s3 = t3;
+    }
+#define BC_LAST(a, b, c, d, w) \
+    ((inv_sbox(inv, a, 3) << 24) | (inv_sbox(inv, b, 2) << 16) | (inv_sbox(inv, c, 1) << 8) | inv_sbox(inv, d, 0)) ^ k.rk[4 * R + (w)]
+    s[0] = BC_LAST(s0, s3, s2, s1, 0);
+    s[1] = BC_LAST(s1, s0, s3, s2, 1);
+    s[2] = BC_LAST(s2, s1, s0, s3, 2);
+    s[3] = BC_LAST(s3, s2, s1, s0, 3);
 #undef BC_LAST
 }
 
@@ -155,6 +222,42 @@ BC_DEVICE uint4 apply(uint4 x, const uint32_t ks[4], uint64_t b, uint64_t bytes)
 }
 
 }  // namespace aes
+
+// XTS tweaks (IEEE 1619): GF(2^128) elements as 128-bit little-endian integers, α = x.
+namespace xts {
+
+struct Tweak {
+    uint64_t lo, hi;
+};
+
+BC_DEVICE Tweak from_words(uint4 v) { return Tweak{((uint64_t)v.y << 32) | v.x, ((uint64_t)v.w << 32) | v.z}; }
+BC_DEVICE uint4 to_words(Tweak t) {
+    return make_uint4((uint32_t)t.lo, (uint32_t)(t.lo >> 32), (uint32_t)t.hi, (uint32_t)(t.hi >> 32));
+}
+
+// t·α^n for n ≤ 120 in one step: the n bits shifted past x^127 fold back times
+// x^128 = x^7 + x^2 + x + 1, which for n ≤ 120 cannot overflow again.
+BC_DEVICE Tweak mul_alpha(Tweak t, uint32_t n) {
+    if (n == 0) return t;
+    uint64_t lo, hi, o_lo, o_hi;  // t << n, and t >> (128 - n)
+    if (n < 64) {
+        lo = t.lo << n, hi = (t.hi << n) | (t.lo >> (64 - n));
+        o_lo = t.hi >> (64 - n), o_hi = 0;
+    } else {
+        uint32_t m = n - 64;  // 0..56
+        lo = 0, hi = t.lo << m;
+        o_lo = m ? (t.lo >> (64 - m)) | (t.hi << m) : t.hi;
+        o_hi = m ? t.hi >> (64 - m) : 0;
+    }
+    // o · (x^7 + x^2 + x + 1), o below 2^120.
+    uint64_t r_lo = o_lo ^ (o_lo << 1) ^ (o_lo << 2) ^ (o_lo << 7);
+    uint64_t r_hi = o_hi ^ (o_hi << 1) ^ (o_hi << 2) ^ (o_hi << 7) ^ (o_lo >> 63) ^ (o_lo >> 62) ^ (o_lo >> 57);
+    return Tweak{lo ^ r_lo, hi ^ r_hi};
+}
+
+}  // namespace xts
+
+
 
 // GF(2^128) in GCM's bit order (SP 800-38D §6.3) as four big-endian words: the first bit of the
 // block is x^0, and multiplying by x shifts right.

@@ -371,9 +371,10 @@ fn openssl_xts(key: &[u8], first: u64, input: &[u8], output: &mut [u8]) {
 }
 
 /// XTS-AES-128 over 4 KiB sectors, 1 MiB to 1 GiB: OpenSSL on one core and on all cores (its
-/// EVP interface directly, sectors split across threads) against our CPU backends and auto, on
-/// the same key, sectors and data; outputs checked equal. (No GPU rows: the XTS kernel is not
-/// written yet.)
+/// EVP interface directly, sectors split across threads) against our CPU backends, our GPU
+/// (kernels on data in GPU memory, encryption and decryption; the device call; from pageable and
+/// from page-locked host memory) and auto, on the same key, sectors and data; outputs checked
+/// equal.
 pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     use batchcrypt::aes::xts::XtsKey;
     let sizes: &[usize] = if quick {
@@ -424,7 +425,7 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             t,
             Some("openssl 1 core"),
         );
-        for (name, choice) in [
+        let mut choices = vec![
             (
                 "ours openssl backend",
                 BackendChoice::Exact(Backend::OpenSsl),
@@ -433,29 +434,140 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 "ours portable backend",
                 BackendChoice::Exact(Backend::Portable),
             ),
-            ("ours auto", BackendChoice::Auto),
-        ] {
+        ];
+        if has_gpu() {
+            choices.push((
+                "ours gpu from host memory",
+                BackendChoice::Exact(Backend::Cuda),
+            ));
+        }
+        choices.push(("ours auto", BackendChoice::Auto));
+        for (name, choice) in choices {
             let e = Engine::with_backend(choice);
             out[..n].fill(0);
+            let mut ran = None;
             let t = time(reps, || {
-                e.aes()
-                    .xts_encrypt(&key, &[0; 16], SECTOR, input, &mut out[..n])
-                    .unwrap();
+                ran = Some(
+                    e.aes()
+                        .xts_encrypt(&key, &[0; 16], SECTOR, input, &mut out[..n])
+                        .unwrap()
+                        .backend,
+                );
             });
             anyhow::ensure!(
                 out[..n] == want[..n],
                 "{name} disagrees with OpenSSL on {case}"
             );
+            let name = if choice == BackendChoice::Auto {
+                format!("{name} (ran {})", ran.unwrap())
+            } else {
+                name.to_string()
+            };
             rep.add(
                 XTS_GROUP,
                 &case,
-                name,
+                &name,
                 blocks,
                 n as u64,
                 t,
                 Some("openssl all cores"),
             );
         }
+        #[cfg(feature = "cuda")]
+        if has_gpu() {
+            xts_gpu_resident(rep, &case, &key, input, &want[..n], reps)?;
+        }
     }
+    Ok(())
+}
+
+/// XTS rows for data in GPU memory (kernels alone, event-timed, both directions; the device
+/// call) and from page-locked host memory.
+#[cfg(feature = "cuda")]
+fn xts_gpu_resident(
+    rep: &mut Report,
+    case: &str,
+    key: &batchcrypt::aes::xts::XtsKey,
+    input: &[u8],
+    want: &[u8],
+    reps: usize,
+) -> anyhow::Result<()> {
+    let n = input.len();
+    let blocks = (n / 16) as u64;
+    for (decrypt, name) in [
+        (false, "ours gpu kernel (data in GPU memory)"),
+        (true, "ours gpu kernel, decryption (data in GPU memory)"),
+    ] {
+        let t = batchcrypt::aes::gpu::xts_kernel_seconds(key, n, decrypt, reps.max(5))?;
+        rep.add(
+            XTS_GROUP,
+            case,
+            name,
+            blocks,
+            n as u64,
+            t,
+            Some("openssl all cores"),
+        );
+    }
+    let gpu = batchcrypt::backend::cuda::Gpu::available()?;
+    let stream = gpu.stream()?;
+    let engine = Engine::with_backend(BackendChoice::Gpu);
+    let mut times = Vec::new();
+    let mut got = Vec::new();
+    for i in 0..reps + 1 {
+        let mut d = stream.clone_htod(input)?;
+        stream.synchronize()?;
+        let t0 = std::time::Instant::now();
+        engine
+            .aes()
+            .xts_encrypt_device(key, &[0; 16], SECTOR, &mut d)?;
+        if i > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+        got = stream.clone_dtoh(&d)?;
+    }
+    anyhow::ensure!(
+        got == want,
+        "GPU device call disagrees with OpenSSL on {case}"
+    );
+    times.sort_by(f64::total_cmp);
+    rep.add(
+        XTS_GROUP,
+        case,
+        "ours gpu call (data in GPU memory)",
+        blocks,
+        n as u64,
+        times[times.len() / 2],
+        Some("openssl all cores"),
+    );
+    // SAFETY: both buffers are written before they are read.
+    let (mut pin_in, mut pin_out) = unsafe {
+        (
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+        )
+    };
+    pin_in.as_mut_slice()?[..n].copy_from_slice(input);
+    let pin_in = &pin_in.as_slice()?[..n];
+    let pin_out = &mut pin_out.as_mut_slice()?[..n];
+    let t = time(reps, || {
+        engine
+            .aes()
+            .xts_encrypt(key, &[0; 16], SECTOR, pin_in, pin_out)
+            .expect("XTS call failed");
+    });
+    anyhow::ensure!(
+        pin_out[..] == want[..],
+        "GPU from pinned memory disagrees on {case}"
+    );
+    rep.add(
+        XTS_GROUP,
+        case,
+        "ours gpu from pinned host memory",
+        blocks,
+        n as u64,
+        t,
+        Some("openssl all cores"),
+    );
     Ok(())
 }

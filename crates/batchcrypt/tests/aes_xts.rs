@@ -1,6 +1,6 @@
-//! XTS-AES (IEEE 1619): Wycheproof's vectors on every CPU backend both ways, OpenSSL's and the
-//! portable backend's agreement on random sizes and unit layouts, a run of units equal to the
-//! units one by one, and the errors.
+//! XTS-AES (IEEE 1619): Wycheproof's vectors on every backend both ways, the backends' agreement
+//! on random sizes and unit layouts, a run of units equal to the units one by one, the GPU kernels
+//! (emulated on the CPU, and on a GPU where there is one, in GPU memory too), and the errors.
 
 use batchcrypt::aes::xts::XtsKey;
 use batchcrypt::{Backend, Error, Primitive};
@@ -8,12 +8,8 @@ use rand::{Rng, SeedableRng};
 
 mod common;
 
-/// The CPU backends (the GPU has no XTS kernel yet: forcing it is an error, checked below).
 fn backends() -> Vec<Backend> {
     common::backends(Primitive::Aes)
-        .into_iter()
-        .filter(|b| *b != Backend::Cuda)
-        .collect()
 }
 
 fn tweak(iv: &[u8]) -> [u8; 16] {
@@ -144,13 +140,6 @@ fn bad_requests_are_errors() {
                 Err(Error::InvalidInput(_)) | Err(Error::BackendUnavailable { .. })
             )
         };
-        if b == Backend::Cuda {
-            assert!(matches!(
-                aes.xts_encrypt(&key, &t, 32, &[0; 64], &mut [0; 64]),
-                Err(Error::BackendUnavailable { .. })
-            ));
-            continue;
-        }
         assert!(
             bad(aes.xts_encrypt(&key, &t, 32, &[0; 15], &mut out[..15])),
             "{b}: under a block"
@@ -181,4 +170,108 @@ fn bad_requests_are_errors() {
             "{b}: one unit of 40"
         );
     }
+}
+
+/// Layouts that exercise the kernels' tweak entries (one per 64 blocks), units that are not a
+/// multiple of the entry stride, several entries per unit, stealing in a short last unit.
+const KERNEL_LAYOUTS: [(usize, usize); 9] = [
+    (16, 16),
+    (31, 31),
+    (1000, 1000),
+    (512 * 9, 512),
+    (4096 * 5 + 17, 4096),
+    (1040 * 7, 1040),
+    (65536 * 2 + 48, 65536),
+    (70_000, 1 << 20),
+    (48, 16),
+];
+
+/// XTS through the CPU's own backend, the reference for the kernels.
+fn reference(key: &XtsKey, tw: &[u8; 16], unit: usize, data: &[u8], decrypt: bool) -> Vec<u8> {
+    let e = common::engine(Backend::OpenSsl);
+    let mut out = vec![0u8; data.len()];
+    if decrypt {
+        e.aes().xts_decrypt(key, tw, unit, data, &mut out).unwrap();
+    } else {
+        e.aes().xts_encrypt(key, tw, unit, data, &mut out).unwrap();
+    }
+    out
+}
+
+fn random_case(rng: &mut common::Rng, i: usize, len: usize) -> (XtsKey, [u8; 16], Vec<u8>) {
+    let key = XtsKey::new(&rng.bytes(if i % 2 == 0 { 32 } else { 64 })).unwrap();
+    let mut tw: [u8; 16] = rng.bytes(16).try_into().unwrap();
+    if i % 3 == 0 {
+        tw[..8].fill(0xff); // unit numbers carry into the high half
+    }
+    (key, tw, rng.bytes(len))
+}
+
+#[cfg(feature = "emulation")]
+#[test]
+fn kernels_match_the_cpu() {
+    let mut rng = common::Rng(29);
+    for (i, (len, unit)) in KERNEL_LAYOUTS.into_iter().enumerate() {
+        let (key, tw, data) = random_case(&mut rng, i, len);
+        for decrypt in [false, true] {
+            let got = batchcrypt::emulation::aes::xts(&key, &tw, unit, &data, decrypt);
+            assert!(
+                got == reference(&key, &tw, unit, &data, decrypt),
+                "{len}/{unit}, decrypt {decrypt}"
+            );
+        }
+    }
+}
+
+/// The GPU in GPU memory (the host path is in the tests above, through the dispatcher).
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_memory_matches_the_cpu() {
+    if !backends().contains(&Backend::Cuda) {
+        return;
+    }
+    let gpu = batchcrypt::backend::cuda::Gpu::available().unwrap();
+    let stream = gpu.stream().unwrap();
+    let e = common::engine(Backend::Cuda);
+    let mut rng = common::Rng(31);
+    for (i, (len, unit)) in KERNEL_LAYOUTS
+        .into_iter()
+        .chain([(64 << 20, 4096), ((8 << 20) + 20, 1 << 20)])
+        .enumerate()
+    {
+        let (key, tw, data) = random_case(&mut rng, i, len);
+        let want = reference(&key, &tw, unit, &data, false);
+        let mut d = stream.clone_htod(&data).unwrap();
+        e.aes().xts_encrypt_device(&key, &tw, unit, &mut d).unwrap();
+        assert!(stream.clone_dtoh(&d).unwrap() == want, "{len}/{unit}");
+        e.aes().xts_decrypt_device(&key, &tw, unit, &mut d).unwrap();
+        assert!(
+            stream.clone_dtoh(&d).unwrap() == data,
+            "{len}/{unit}: decryption"
+        );
+    }
+}
+
+/// The GPU from host memory over several pipeline chunks (each with its own tweak entries).
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_host_path_in_several_chunks() {
+    if !backends().contains(&Backend::Cuda) {
+        return;
+    }
+    let e = common::engine(Backend::Cuda);
+    let mut rng = common::Rng(37);
+    let (key, tw, data) = random_case(&mut rng, 1, (150 << 20) + 4096 + 5);
+    let mut ct = vec![0u8; data.len()];
+    let out = e
+        .aes()
+        .xts_encrypt(&key, &tw, 4096, &data, &mut ct)
+        .unwrap();
+    assert_eq!(out.backend, Backend::Cuda);
+    assert!(ct == reference(&key, &tw, 4096, &data, false));
+    let mut back = vec![0u8; data.len()];
+    e.aes()
+        .xts_decrypt(&key, &tw, 4096, &ct, &mut back)
+        .unwrap();
+    assert!(back == data);
 }

@@ -3,7 +3,8 @@
 
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
-use super::{ctr_params, CtrParams, GcmParams, Key};
+use super::xts::{self, XtsKey};
+use super::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{is_pinned, par_copy, run_chunked, run_direct, PipelineConfig};
@@ -28,6 +29,10 @@ const MAX_BLOCKS_PER_THREAD: u64 = 64;
 unsafe impl DeviceRepr for CtrParams {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for GcmParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for XtsParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for XtsTweakParams {}
 
 fn grid(gpu: &Gpu, bytes: u64, per_block_bytes: u64) -> LaunchConfig {
     let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
@@ -63,6 +68,7 @@ fn launch_ctr(
 /// through the pipeline's pinned staging buffers.
 fn stream_host(
     gpu: &Gpu,
+    chunk_bytes: usize,
     input: &[u8],
     output: &mut [u8],
     mut launch: impl FnMut(
@@ -74,7 +80,7 @@ fn stream_host(
     ) -> Result<()>,
 ) -> Result<()> {
     let cfg = PipelineConfig {
-        chunk_items: CHUNK_BYTES,
+        chunk_items: chunk_bytes,
         depth: 3,
     };
     if input.is_empty() {
@@ -109,12 +115,18 @@ fn stream_host(
 pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<()> {
     let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
-    stream_host(gpu, input, output, |stream, i, o, first, bytes| {
-        let p = ctr_params(key, &add128(iv, first as u64 / 16), false, bytes as u64);
-        let (ip, _gi) = i.device_ptr(stream);
-        let (op, _go) = o.device_ptr_mut(stream);
-        launch_ctr(gpu, &f, stream, p, ip, op)
-    })
+    stream_host(
+        gpu,
+        CHUNK_BYTES,
+        input,
+        output,
+        |stream, i, o, first, bytes| {
+            let p = ctr_params(key, &add128(iv, first as u64 / 16), false, bytes as u64);
+            let (ip, _gi) = i.device_ptr(stream);
+            let (op, _go) = o.device_ptr_mut(stream);
+            launch_ctr(gpu, &f, stream, p, ip, op)
+        },
+    )
 }
 
 /// A device buffer's address, checked for the 16-byte alignment the kernels' vector loads need.
@@ -220,7 +232,7 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
         .synchronize()
         .map_err(driver_err("cuStreamSynchronize"))?;
     let first_counter = g.first_counter();
-    stream_host(gpu, input, output, |s, i, o, first, bytes| {
+    stream_host(gpu, CHUNK_BYTES, input, output, |s, i, o, first, bytes| {
         let block0 = first as u64 / 16;
         let p = GcmParams {
             c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64),
@@ -289,6 +301,236 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
         plan.seg_blocks,
         plan.blocks,
     ))
+}
+
+/// Most blocks of one XTS launch: the kernel indexes them with 32-bit words.
+const XTS_MAX_LAUNCH_BLOCKS: u64 = 1 << 31;
+
+/// The XTS kernels and the tweak entries of one call.
+struct XtsRun<'a> {
+    gpu: &'a Gpu,
+    tweaks_fn: CudaFunction,
+    blocks_fn: CudaFunction,
+    key: &'a XtsKey,
+    tweak: &'a [u8; 16],
+    unit: usize,
+    decrypt: bool,
+}
+
+impl<'a> XtsRun<'a> {
+    fn new(key: &'a XtsKey, tweak: &'a [u8; 16], unit: usize, decrypt: bool) -> Result<XtsRun<'a>> {
+        let gpu = Gpu::available()?;
+        let name = if decrypt {
+            "aes_xts_decrypt"
+        } else {
+            "aes_xts_encrypt"
+        };
+        Ok(XtsRun {
+            gpu,
+            tweaks_fn: gpu.function(&crate::kernels::XTS, "aes_xts_tweaks")?,
+            blocks_fn: gpu.function(&crate::kernels::XTS, name)?,
+            key,
+            tweak,
+            unit,
+            decrypt,
+        })
+    }
+
+    /// Tweak entries for `bytes` bytes (16 bytes per entry).
+    fn entries_bytes(&self, bytes: usize) -> usize {
+        let (tp, _) = xts_params(
+            self.key,
+            self.tweak,
+            self.unit,
+            0,
+            (bytes / 16) as u64,
+            false,
+        );
+        16 * tp.units as usize * tp.entries as usize
+    }
+
+    /// XTS over `bytes` whole-block bytes from byte `first` of the buffer (a unit boundary):
+    /// tweak entries into `tweaks` (room for [`Self::entries_bytes`]), then the blocks.
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: u64,
+        output: u64,
+        tweaks: u64,
+        first: usize,
+        bytes: usize,
+    ) -> Result<()> {
+        debug_assert!(first % self.unit == 0 && bytes % 16 == 0);
+        let unit_blocks = (self.unit / 16) as u64;
+        let per_launch = unit_blocks * (XTS_MAX_LAUNCH_BLOCKS / unit_blocks).max(1);
+        let (mut done, total) = (0u64, (bytes / 16) as u64);
+        while done < total {
+            let blocks = per_launch.min(total - done);
+            let first_unit = (first / self.unit) as u64 + done / unit_blocks;
+            let (tp, bp) = xts_params(
+                self.key,
+                self.tweak,
+                self.unit,
+                first_unit,
+                blocks,
+                self.decrypt,
+            );
+            let mut b = stream.launch_builder(&self.tweaks_fn);
+            b.arg(&tp).arg(&tweaks);
+            let cfg = LaunchConfig {
+                grid_dim: ((tp.units).div_ceil(THREADS).max(1), 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: matches `aes_xts_tweaks(XtsTweaks, uint4*)`; the entries buffer holds
+            // units × entries elements (entries_bytes).
+            unsafe { b.launch(cfg) }.map_err(driver_err("launch aes_xts_tweaks"))?;
+            let (i, o) = (input + 16 * done, output + 16 * done);
+            let mut b = stream.launch_builder(&self.blocks_fn);
+            b.arg(&bp).arg(&i).arg(&o).arg(&tweaks);
+            // SAFETY: matches `aes_xts_{en,de}crypt(Xts, in, out, tweaks)`: both buffers cover
+            // `blocks` blocks and the entries were written just before on this stream.
+            unsafe { b.launch(grid(self.gpu, 16 * blocks, 16 * THREADS as u64)) }
+                .map_err(driver_err("launch aes_xts"))?;
+            done += blocks;
+        }
+        Ok(())
+    }
+}
+
+/// XTS over a host buffer: whole blocks through the pipeline in chunks of whole units, the
+/// ciphertext-stealing tail (if any) on the CPU.
+pub fn xts(
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    unit: usize,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<()> {
+    let run = XtsRun::new(key, tweak, unit, decrypt)?;
+    let gpu_bytes = xts::whole_block_bytes(input.len());
+    // Whole units per chunk; a unit that is not a multiple of 16 is the whole buffer.
+    let chunk = if unit % 16 == 0 {
+        unit * (CHUNK_BYTES / unit).max(1)
+    } else {
+        gpu_bytes.max(16)
+    };
+    let stream = run.gpu.stream()?;
+    // One region of tweak entries per chunk (chunks in flight at once must not share one).
+    let per_chunk = run.entries_bytes(chunk.min(gpu_bytes).max(16)).max(16);
+    let chunks = gpu_bytes.div_ceil(chunk).max(1);
+    let tweaks = stream
+        .alloc_zeros::<u8>(per_chunk * chunks)
+        .map_err(driver_err("cuMemAlloc"))?;
+    stream
+        .synchronize()
+        .map_err(driver_err("cuStreamSynchronize"))?;
+    let (head_in, tail_in) = input.split_at(gpu_bytes);
+    let (head_out, tail_out) = output.split_at_mut(gpu_bytes);
+    if gpu_bytes > 0 {
+        stream_host(
+            run.gpu,
+            chunk,
+            head_in,
+            head_out,
+            |s, i, o, first, bytes| {
+                let (ip, _gi) = i.device_ptr(s);
+                let (op, _go) = o.device_ptr_mut(s);
+                let (tp, _gt) = tweaks.device_ptr(s);
+                run.launch(
+                    s,
+                    ip,
+                    op,
+                    tp + (per_chunk * (first / chunk)) as u64,
+                    first,
+                    bytes,
+                )
+            },
+        )?;
+    }
+    if !tail_in.is_empty() {
+        xts::steal_tail(key, tweak, unit, gpu_bytes, tail_in, tail_out, decrypt);
+    }
+    Ok(())
+}
+
+/// XTS in place over `data` in GPU memory; a ciphertext-stealing tail makes a round trip of
+/// its last 16 to 31 bytes through the CPU.
+pub fn xts_device(
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    unit: usize,
+    data: &mut impl DevicePtrMut<u8>,
+    decrypt: bool,
+) -> Result<()> {
+    let run = XtsRun::new(key, tweak, unit, decrypt)?;
+    let len = data.len();
+    let gpu_bytes = xts::whole_block_bytes(len);
+    let stream = run.gpu.stream()?;
+    let tweaks = stream
+        .alloc_zeros::<u8>(run.entries_bytes(gpu_bytes).max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
+    let (ptr, guard) = data.device_ptr_mut(&stream);
+    let ptr = aligned(ptr)?;
+    if gpu_bytes > 0 {
+        let (tp, _gt) = tweaks.device_ptr(&stream);
+        run.launch(&stream, ptr, ptr, tp, 0, gpu_bytes)?;
+    }
+    if gpu_bytes < len {
+        let mut tail = vec![0u8; len - gpu_bytes];
+        // SAFETY: the tail lies inside `data`; the copies are ordered after the kernels on
+        // this stream and synchronized before the host reads.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(
+                &mut tail,
+                ptr + gpu_bytes as u64,
+                stream.cu_stream(),
+            )
+        }
+        .map_err(driver_err("cuMemcpyDtoH"))?;
+        stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))?;
+        let mut out = vec![0u8; tail.len()];
+        xts::steal_tail(key, tweak, unit, gpu_bytes, &tail, &mut out, decrypt);
+        // SAFETY: as above; `out` lives until the synchronization below.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(
+                ptr + gpu_bytes as u64,
+                &out,
+                stream.cu_stream(),
+            )
+        }
+        .map_err(driver_err("cuMemcpyHtoD"))?;
+        stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))?;
+    }
+    drop(guard);
+    stream
+        .synchronize()
+        .map_err(driver_err("cuStreamSynchronize"))
+}
+
+/// Kernel-only time of XTS-4096 over `bytes` bytes in GPU memory (tweak entries included), in
+/// seconds: for the benchmarks.
+pub fn xts_kernel_seconds(key: &XtsKey, bytes: usize, decrypt: bool, iters: usize) -> Result<f64> {
+    let tweak = [0u8; 16];
+    let run = XtsRun::new(key, &tweak, 4096, decrypt)?;
+    let stream = run.gpu.stream()?;
+    let bytes = bytes / 16 * 16;
+    let mut data = stream
+        .alloc_zeros::<u8>(bytes.max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
+    let tweaks = stream
+        .alloc_zeros::<u8>(run.entries_bytes(bytes).max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
+    crate::backend::cuda::time_on_stream(&stream, iters, || {
+        let (ptr, _g) = data.device_ptr_mut(&stream);
+        let (tp, _gt) = tweaks.device_ptr(&stream);
+        run.launch(&stream, ptr, ptr, tp, 0, bytes)
+    })
 }
 
 /// Kernel-only time of CTR (or GCM) over `bytes` bytes resident in GPU memory, in seconds (the

@@ -1,10 +1,11 @@
 //! Bulk AES-128/256 in CTR (SP 800-38A) and GCM (SP 800-38D) over one large buffer, and XTS
-//! (IEEE 1619) over runs of data units ([`xts`], CPU backends only so far).
+//! (IEEE 1619) over runs of data units ([`xts`]).
 //!
 //! Backends: OpenSSL's libcrypto and RustCrypto's crates on all CPU cores ([`cpu`]), and the GPU
 //! (`kernels/aes`: a bank-conflict-free T-table cipher and GHASH with Shoup tables), for data in
 //! host memory (streamed through pinned buffers, upload, kernel and download overlapped) or
-//! already in GPU memory ([`Aes::ctr_device`], [`Aes::gcm_encrypt_device`]). All agree byte for byte.
+//! already in GPU memory ([`Aes::ctr_device`], [`Aes::gcm_encrypt_device`],
+//! [`Aes::xts_encrypt_device`]). All agree byte for byte.
 //! The dispatcher weighs the CPU's measured speed against the GPU's plus the copies, so data in
 //! host memory mostly stays on the CPU and data in GPU memory stays there.
 //!
@@ -95,6 +96,50 @@ impl Key {
         }
         (w, rounds)
     }
+
+    /// The equivalent inverse cipher's round keys (FIPS 197 §5.3.5): the encryption round keys
+    /// in reverse order, InvMixColumns applied to all but the first and last (the GPU's XTS
+    /// decryption uses its T-tables with them).
+    pub fn inverse_round_keys(&self) -> ([u32; 60], u32) {
+        let (w, rounds) = self.round_keys();
+        let r = rounds as usize;
+        let mut d = [0u32; 60];
+        for round in 0..=r {
+            for c in 0..4 {
+                let k = w[4 * (r - round) + c];
+                d[4 * round + c] = if round == 0 || round == r {
+                    k
+                } else {
+                    inv_mix_column(k)
+                };
+            }
+        }
+        (d, rounds)
+    }
+}
+
+/// InvMixColumns of one column (a big-endian word): the circulant (0e, 0b, 0d, 09).
+fn inv_mix_column(w: u32) -> u32 {
+    let a = w.to_be_bytes();
+    u32::from_be_bytes(std::array::from_fn(|i| {
+        gf_mul(a[i], 14)
+            ^ gf_mul(a[(i + 1) % 4], 11)
+            ^ gf_mul(a[(i + 2) % 4], 13)
+            ^ gf_mul(a[(i + 3) % 4], 9)
+    }))
+}
+
+/// a·b in GF(2^8) with the AES polynomial.
+const fn gf_mul(mut a: u8, mut b: u8) -> u8 {
+    let mut r = 0;
+    while b != 0 {
+        if b & 1 != 0 {
+            r ^= a;
+        }
+        a = xtime(a);
+        b >>= 1;
+    }
+    r
 }
 
 const fn xtime(a: u8) -> u8 {
@@ -103,17 +148,6 @@ const fn xtime(a: u8) -> u8 {
 
 /// The AES S-box (FIPS 197 §5.1.1), computed: the inverse in GF(2^8) (a^254) then the affine map.
 const SBOX: [u8; 256] = {
-    const fn mul(mut a: u8, mut b: u8) -> u8 {
-        let mut r = 0;
-        while b != 0 {
-            if b & 1 != 0 {
-                r ^= a;
-            }
-            a = xtime(a);
-            b >>= 1;
-        }
-        r
-    }
     let mut s = [0u8; 256];
     let mut x = 0;
     while x < 256 {
@@ -122,10 +156,10 @@ const SBOX: [u8; 256] = {
         let mut inv = 1u8;
         let mut i = 0;
         while i < 7 {
-            inv = mul(mul(inv, inv), a);
+            inv = gf_mul(gf_mul(inv, inv), a);
             i += 1;
         }
-        inv = mul(inv, inv);
+        inv = gf_mul(inv, inv);
         s[x] = inv
             ^ inv.rotate_left(1)
             ^ inv.rotate_left(2)
@@ -345,7 +379,8 @@ impl Aes<'_> {
     /// under the tweak `tweak + j` (the first sector's number, 16 bytes little-endian). A unit
     /// that is not a multiple of 16 bytes is allowed only as the whole buffer (one unit with
     /// ciphertext stealing); the buffer's last unit may be shorter than `unit` but not than 16
-    /// bytes. Runs on the CPU backends (the GPU kernel is not written yet: forcing it is an error).
+    /// bytes. The dispatcher picks the backend as for CTR; on the GPU a partial last block's
+    /// ciphertext stealing (two blocks) is done on the CPU.
     pub fn xts_encrypt(
         &self,
         key: &xts::XtsKey,
@@ -380,28 +415,44 @@ impl Aes<'_> {
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
         xts::check(unit, input.len())?;
-        let calibrate = |b: Backend| calibrate(OP_XTS, b);
-        let plan = self.engine.dispatcher().plan(
-            &workload(OP_XTS, input.len(), Location::Host),
-            &CPU_ORDER,
-            false,
-            &calibrate,
-        )?;
-        xts::cpu(
-            plan.backend,
-            key,
-            tweak,
-            unit,
-            input,
-            output,
-            decrypt,
-            plan.threads,
-        )?;
+        let plan = self.plan(OP_XTS, input.len(), host_location(input, output))?;
+        match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => gpu::xts(key, tweak, unit, input, output, decrypt)?,
+            b => xts::cpu(b, key, tweak, unit, input, output, decrypt, plan.threads)?,
+        }
         Ok(Output {
             value: (),
             backend: plan.backend,
             threads: plan.threads,
         })
+    }
+
+    /// XTS-AES encryption in place over a buffer in GPU memory (16-byte aligned), with the
+    /// layout rules of [`Aes::xts_encrypt`].
+    #[cfg(feature = "cuda")]
+    pub fn xts_encrypt_device(
+        &self,
+        key: &xts::XtsKey,
+        tweak: &[u8; 16],
+        unit: usize,
+        data: &mut impl cudarc::driver::DevicePtrMut<u8>,
+    ) -> Result<()> {
+        xts::check(unit, data.len())?;
+        gpu::xts_device(key, tweak, unit, data, false)
+    }
+
+    /// XTS-AES decryption in place over a buffer in GPU memory.
+    #[cfg(feature = "cuda")]
+    pub fn xts_decrypt_device(
+        &self,
+        key: &xts::XtsKey,
+        tweak: &[u8; 16],
+        unit: usize,
+        data: &mut impl cudarc::driver::DevicePtrMut<u8>,
+    ) -> Result<()> {
+        xts::check(unit, data.len())?;
+        gpu::xts_device(key, tweak, unit, data, true)
     }
 
     fn gcm_pass(
@@ -442,6 +493,70 @@ pub(crate) struct GcmParams {
     pub(crate) seg_blocks: u64,
     pub(crate) decrypt: u32,
     pub(crate) pad: u32,
+}
+
+/// `Xts` of kernels/aes/xts.cu: one launch over whole blocks from a unit boundary.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct XtsParams {
+    pub(crate) rk: [u32; 60],
+    pub(crate) rounds: u32,
+    pub(crate) unit_blocks: u32,
+    pub(crate) entries: u32,
+    pub(crate) blocks: u64,
+}
+
+/// `XtsTweaks` of kernels/aes/xts.cu: the tweak entries of a launch's units.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct XtsTweakParams {
+    pub(crate) rk: [u32; 60],
+    pub(crate) rounds: u32,
+    pub(crate) tweak: [u32; 4],
+    pub(crate) units: u32,
+    pub(crate) entries: u32,
+}
+
+/// The two launches of XTS over `blocks` whole blocks starting at unit `first_unit`.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn xts_params(
+    key: &xts::XtsKey,
+    tweak: &[u8; 16],
+    unit: usize,
+    first_unit: u64,
+    blocks: u64,
+    decrypt: bool,
+) -> (XtsTweakParams, XtsParams) {
+    let unit_blocks = (unit / 16) as u64;
+    // A launch shorter than a unit (one unit, or its start) needs entries for its blocks only.
+    let entries = unit_blocks.min(blocks).div_ceil(xts::GPU_TWEAK_STRIDE) as u32;
+    let t = xts::unit_tweak(tweak, first_unit);
+    let (trk, trounds) = key.tweak.round_keys();
+    let (rk, rounds) = if decrypt {
+        key.data.inverse_round_keys()
+    } else {
+        key.data.round_keys()
+    };
+    (
+        XtsTweakParams {
+            rk: trk,
+            rounds: trounds,
+            tweak: std::array::from_fn(|i| {
+                u32::from_le_bytes(t[4 * i..4 * i + 4].try_into().unwrap())
+            }),
+            units: blocks.div_ceil(unit_blocks) as u32,
+            entries,
+        },
+        XtsParams {
+            rk,
+            rounds,
+            unit_blocks: unit_blocks as u32,
+            entries,
+            blocks,
+        },
+    )
 }
 
 #[cfg(any(feature = "cuda", feature = "emulation"))]
@@ -513,6 +628,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             let mut view = d.slice_mut(..n);
             return match op {
                 OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
+                OP_XTS => gpu::xts_device(&xts_key, &[0; 16], 4096, &mut view, false),
                 _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
             };
         }

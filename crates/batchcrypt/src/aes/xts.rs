@@ -101,6 +101,62 @@ pub(crate) fn mul_alpha(t: u128) -> u128 {
     (t << 1) ^ ((t >> 127) * 0x87)
 }
 
+/// t·α^n, n shift-and-fold steps at a time (each up to 120 bits, as the GPU kernel does).
+pub(crate) fn mul_alpha_pow(mut t: u128, mut n: u64) -> u128 {
+    while n > 0 {
+        let k = n.min(120) as u32;
+        let over = t >> (128 - k);
+        t = (t << k) ^ over ^ (over << 1) ^ (over << 2) ^ (over << 7);
+        n -= u64::from(k);
+    }
+    t
+}
+
+/// Blocks per tweak entry of the GPU kernel (kernels/aes/xts.cu's TWEAK_STRIDE).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) const GPU_TWEAK_STRIDE: u64 = 64;
+
+/// The bytes a GPU takes: all of them, or when the buffer's last unit ends in a partial block,
+/// all but that unit's last whole block and the partial one, whose ciphertext stealing
+/// [`steal_tail`] does on the CPU.
+pub(crate) fn whole_block_bytes(len: usize) -> usize {
+    match len % 16 {
+        0 => len,
+        rest => len - 16 - rest,
+    }
+}
+
+/// The last `input.len()` bytes of the buffer (one whole block and a partial one, from byte
+/// `offset`), ciphertext stealing included, with RustCrypto's `aes`.
+pub(crate) fn steal_tail(
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    unit: usize,
+    offset: usize,
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) {
+    fn with<C: Block16 + KeyInit>(
+        key: &XtsKey,
+        t: [u8; 16],
+        block: u64,
+        input: &[u8],
+        output: &mut [u8],
+        decrypt: bool,
+    ) {
+        let k1 = C::new_from_slice(key.data.bytes()).expect("key size checked");
+        let t = u128::from_le_bytes(key.tweak.encrypt_block(t));
+        xts_unit(&k1, mul_alpha_pow(t, block), input, output, decrypt);
+    }
+    let t = unit_tweak(tweak, (offset / unit) as u64);
+    let block = ((offset % unit) / 16) as u64;
+    match key.data {
+        Key::Aes128(_) => with::<aes::Aes128>(key, t, block, input, output, decrypt),
+        Key::Aes256(_) => with::<aes::Aes256>(key, t, block, input, output, decrypt),
+    }
+}
+
 /// Units grouped for one thread's turn: whole units of about 256 KiB.
 fn group_bytes(unit: usize) -> usize {
     unit * (super::cpu::SEG_BYTES / unit).max(1)

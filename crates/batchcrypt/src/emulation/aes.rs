@@ -2,9 +2,13 @@
 
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
-use crate::aes::{ctr_params, CtrParams, GcmParams, Key};
+use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
+use crate::aes::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
 
 extern "C" {
+    fn aes_xts_tweaks(p: XtsTweakParams, tweaks: *mut u128);
+    fn aes_xts_encrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
+    fn aes_xts_decrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
     fn aes_gcm(
         p: GcmParams,
@@ -81,4 +85,44 @@ pub fn gcm(g: &Gcm, data: &[u8], decrypt: bool, seg_blocks: u64) -> (Vec<u8>, Gf
         bytes_of(&out, data.len()),
         combine(g.h, &segs, seg_blocks, blocks),
     )
+}
+
+/// XTS as the GPU path runs it: the tweak-entry kernel and the block kernel over the whole
+/// blocks (one launch), then the CPU's ciphertext-stealing tail.
+pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bool) -> Vec<u8> {
+    crate::aes::xts::check(unit, data.len()).expect("a valid XTS layout");
+    let whole = whole_block_bytes(data.len());
+    let input = aligned(&data[..whole]);
+    let mut out = vec![0u128; input.len()];
+    let (tp, bp) = xts_params(key, tweak, unit, 0, (whole / 16) as u64, decrypt);
+    let mut tweaks = vec![0u128; (tp.units as usize * tp.entries as usize).max(1)];
+    // SAFETY: buffers as the kernels document them.
+    unsafe {
+        aes_xts_tweaks(tp, tweaks.as_mut_ptr());
+        let f = if decrypt {
+            aes_xts_decrypt
+        } else {
+            aes_xts_encrypt
+        };
+        f(
+            bp,
+            input.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            tweaks.as_ptr(),
+        );
+    }
+    let mut result = bytes_of(&out, whole);
+    result.resize(data.len(), 0);
+    if whole < data.len() {
+        steal_tail(
+            key,
+            tweak,
+            unit,
+            whole,
+            &data[whole..],
+            &mut result[whole..],
+            decrypt,
+        );
+    }
+    result
 }
