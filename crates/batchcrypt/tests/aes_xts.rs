@@ -261,7 +261,7 @@ fn gpu_host_path_in_several_chunks() {
     }
     let e = common::engine(Backend::Cuda);
     let mut rng = common::Rng(37);
-    let (key, tw, data) = random_case(&mut rng, 1, (150 << 20) + 4096 + 5);
+    let (key, tw, data) = random_case(&mut rng, 1, (150 << 20) + 20);
     let mut ct = vec![0u8; data.len()];
     let out = e
         .aes()
