@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod emulation;
 mod error;
 pub mod groth16;
+pub mod messages;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;

@@ -114,7 +114,13 @@ fn apply<C: KeyIvInit + StreamCipher>(
 }
 
 /// RustCrypto's counter mode: `inc32` for GCM (last 32 bits), else the 128-bit counter.
-fn portable_stream(key: &Key, counter: &[u8; 16], inc32: bool, input: &[u8], output: &mut [u8]) {
+pub(crate) fn portable_stream(
+    key: &Key,
+    counter: &[u8; 16],
+    inc32: bool,
+    input: &[u8],
+    output: &mut [u8],
+) {
     use ctr::{Ctr128BE, Ctr32BE};
     match (key, inc32) {
         (Key::Aes128(k), false) => apply::<Ctr128BE<aes::Aes128>>(k, counter, input, output),
@@ -124,14 +130,14 @@ fn portable_stream(key: &Key, counter: &[u8; 16], inc32: bool, input: &[u8], out
     }
 }
 
-fn ctr_cipher(key: &Key) -> &'static CipherRef {
+pub(crate) fn ctr_cipher(key: &Key) -> &'static CipherRef {
     match key {
         Key::Aes128(_) => Cipher::aes_128_ctr(),
         Key::Aes256(_) => Cipher::aes_256_ctr(),
     }
 }
 
-fn gcm_cipher(key: &Key) -> &'static CipherRef {
+pub(crate) fn gcm_cipher(key: &Key) -> &'static CipherRef {
     match key {
         Key::Aes128(_) => Cipher::aes_128_gcm(),
         Key::Aes256(_) => Cipher::aes_256_gcm(),

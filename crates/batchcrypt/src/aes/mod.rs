@@ -13,6 +13,7 @@
 //! powers of H ([`gcm`]). Decryption checks the tag before returning: on a mismatch the output
 //! is zeroed and [`Error::AuthenticationFailed`] returned, so no unauthenticated plaintext leaks.
 
+pub mod batch;
 pub mod cpu;
 pub mod gcm;
 pub mod gf128;

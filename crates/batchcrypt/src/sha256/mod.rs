@@ -133,104 +133,16 @@ pub enum Mode {
     Double,
 }
 
-/// A validated batch of messages in one buffer.
-#[derive(Clone, Copy, Debug)]
-pub enum Messages<'a> {
-    /// `count` messages of `len` bytes each, back to back.
-    Fixed {
-        data: &'a [u8],
-        len: usize,
-        count: usize,
-    },
-    /// Message `i` is `data[offsets[i]..offsets[i + 1]]`.
-    Var { data: &'a [u8], offsets: &'a [u64] },
-}
+pub use crate::messages::Messages;
 
-impl<'a> Messages<'a> {
-    /// Equal-length messages back to back; `data.len()` must be a non-zero multiple of `len`.
-    pub fn fixed(data: &'a [u8], len: usize) -> Result<Self> {
-        if len == 0 {
-            return Err(Error::invalid(
-                "message length 0 in a fixed-length batch leaves the message count undefined; use the offsets form for empty messages",
-            ));
-        }
-        if data.is_empty() {
-            return Err(Error::EmptyBatch);
-        }
-        if data.len() % len != 0 {
-            return Err(Error::invalid(format!(
-                "buffer of {} bytes is not a whole number of {len}-byte messages",
-                data.len()
-            )));
-        }
-        Ok(Messages::Fixed {
-            data,
-            len,
-            count: data.len() / len,
-        })
-    }
-
-    /// Messages of any length (zero included) delimited by `offsets` (n + 1 non-decreasing entries).
-    pub fn var(data: &'a [u8], offsets: &'a [u64]) -> Result<Self> {
-        if offsets.len() < 2 {
-            return Err(if offsets.len() == 1 {
-                Error::EmptyBatch
-            } else {
-                Error::invalid("offsets must hold n + 1 entries for n messages (at least 2)")
-            });
-        }
-        for (i, w) in offsets.windows(2).enumerate() {
-            if w[1] < w[0] {
-                return Err(Error::invalid(format!(
-                    "offsets decrease at message {i}: {} > {}",
-                    w[0], w[1]
-                )));
-            }
-        }
-        let last = *offsets.last().unwrap();
-        if last > data.len() as u64 {
-            return Err(Error::invalid(format!(
-                "offset {last} is past the end of the {}-byte buffer",
-                data.len()
-            )));
-        }
-        Ok(Messages::Var { data, offsets })
-    }
-
-    pub fn count(&self) -> usize {
-        match self {
-            Messages::Fixed { count, .. } => *count,
-            Messages::Var { offsets, .. } => offsets.len() - 1,
-        }
-    }
-
-    pub fn get(&self, i: usize) -> &'a [u8] {
-        match *self {
-            Messages::Fixed { data, len, .. } => &data[i * len..(i + 1) * len],
-            Messages::Var { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
-        }
-    }
-
-    pub(crate) fn fixed_len(&self) -> bool {
-        matches!(self, Messages::Fixed { .. })
-    }
-
-    fn bytes(&self) -> u64 {
-        match self {
-            Messages::Fixed { data, .. } => data.len() as u64,
-            Messages::Var { offsets, .. } => offsets[offsets.len() - 1] - offsets[0],
-        }
-    }
-
-    /// Compression-function calls the batch needs: the cost model's work unit.
-    fn blocks(&self, mode: Mode) -> u64 {
-        let per = |len: u64| {
-            len / 64 + if len % 64 + 9 <= 64 { 1 } else { 2 } + (mode == Mode::Double) as u64
-        };
-        match self {
-            Messages::Fixed { len, count, .. } => per(*len as u64) * *count as u64,
-            Messages::Var { offsets, .. } => offsets.windows(2).map(|w| per(w[1] - w[0])).sum(),
-        }
+/// Compression-function calls the batch needs: the cost model's work unit.
+fn compressions(msgs: &Messages<'_>, mode: Mode) -> u64 {
+    let per = |len: u64| {
+        len / 64 + if len % 64 + 9 <= 64 { 1 } else { 2 } + (mode == Mode::Double) as u64
+    };
+    match msgs {
+        Messages::Fixed { len, count, .. } => per(*len as u64) * *count as u64,
+        Messages::Var { offsets, .. } => offsets.windows(2).map(|w| per(w[1] - w[0])).sum(),
     }
 }
 
@@ -354,7 +266,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         _ => (64, Mode::Single),
     };
     let data: Vec<u8> = (0..2048 * len).map(|i| (i * 131 + 7) as u8).collect();
-    let units = Messages::fixed(&data[..len], len)?.blocks(mode);
+    let units = compressions(&Messages::fixed(&data[..len], len)?, mode);
     if backend.is_gpu() {
         #[cfg(feature = "cuda")]
         return gpu::calibrate(len, mode, units);
@@ -495,7 +407,7 @@ fn workload(msgs: &Messages<'_>, mode: Mode) -> Workload {
     Workload {
         op: op_key(msgs, mode),
         items: n,
-        units: msgs.blocks(mode),
+        units: compressions(msgs, mode),
         bytes_in: msgs.bytes() + if msgs.fixed_len() { 0 } else { 8 * (n + 1) },
         bytes_out: 32 * n,
         location: Location::Host,

@@ -1,0 +1,130 @@
+//! A batch of messages in one buffer: equal-length messages back to back, or messages of any
+//! length delimited by offsets. The batch APIs of every primitive take this one form.
+
+use crate::error::{Error, Result};
+
+/// A validated batch of messages in one buffer.
+#[derive(Clone, Copy, Debug)]
+pub enum Messages<'a> {
+    /// `count` messages of `len` bytes each, back to back.
+    Fixed {
+        data: &'a [u8],
+        len: usize,
+        count: usize,
+    },
+    /// Message `i` is `data[offsets[i]..offsets[i + 1]]`.
+    Var { data: &'a [u8], offsets: &'a [u64] },
+}
+
+impl<'a> Messages<'a> {
+    /// Equal-length messages back to back; `data.len()` must be a non-zero multiple of `len`.
+    pub fn fixed(data: &'a [u8], len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid(
+                "message length 0 in a fixed-length batch leaves the message count undefined; use the offsets form for empty messages",
+            ));
+        }
+        if data.is_empty() {
+            return Err(Error::EmptyBatch);
+        }
+        if data.len() % len != 0 {
+            return Err(Error::invalid(format!(
+                "buffer of {} bytes is not a whole number of {len}-byte messages",
+                data.len()
+            )));
+        }
+        Ok(Messages::Fixed {
+            data,
+            len,
+            count: data.len() / len,
+        })
+    }
+
+    /// Messages of any length (zero included) delimited by `offsets` (n + 1 non-decreasing entries).
+    pub fn var(data: &'a [u8], offsets: &'a [u64]) -> Result<Self> {
+        if offsets.len() < 2 {
+            return Err(if offsets.len() == 1 {
+                Error::EmptyBatch
+            } else {
+                Error::invalid("offsets must hold n + 1 entries for n messages (at least 2)")
+            });
+        }
+        for (i, w) in offsets.windows(2).enumerate() {
+            if w[1] < w[0] {
+                return Err(Error::invalid(format!(
+                    "offsets decrease at message {i}: {} > {}",
+                    w[0], w[1]
+                )));
+            }
+        }
+        let last = *offsets.last().unwrap();
+        if last > data.len() as u64 {
+            return Err(Error::invalid(format!(
+                "offset {last} is past the end of the {}-byte buffer",
+                data.len()
+            )));
+        }
+        Ok(Messages::Var { data, offsets })
+    }
+
+    pub fn count(&self) -> usize {
+        match self {
+            Messages::Fixed { count, .. } => *count,
+            Messages::Var { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        match *self {
+            Messages::Fixed { data, len, .. } => &data[i * len..(i + 1) * len],
+            Messages::Var { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
+        }
+    }
+
+    pub fn fixed_len(&self) -> bool {
+        matches!(self, Messages::Fixed { .. })
+    }
+
+    /// Bytes the messages span.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Messages::Fixed { data, .. } => data.len() as u64,
+            Messages::Var { offsets, .. } => offsets[offsets.len() - 1] - offsets[0],
+        }
+    }
+}
+
+impl<'a> Messages<'a> {
+    /// The buffer the messages lie in.
+    pub fn data(&self) -> &'a [u8] {
+        match *self {
+            Messages::Fixed { data, .. } | Messages::Var { data, .. } => data,
+        }
+    }
+
+    /// The byte range of message `i` in the buffer.
+    pub fn range(&self, i: usize) -> std::ops::Range<usize> {
+        match *self {
+            Messages::Fixed { len, .. } => i * len..(i + 1) * len,
+            Messages::Var { offsets, .. } => offsets[i] as usize..offsets[i + 1] as usize,
+        }
+    }
+
+    /// The messages' places in `output` (a buffer laid out as the input): one disjoint slice
+    /// per message, in order.
+    pub fn split_mut<'o>(&self, output: &'o mut [u8]) -> Vec<&'o mut [u8]> {
+        let mut v = Vec::with_capacity(self.count());
+        let start = self.range(0).start;
+        let mut rest = &mut output[start..];
+        let mut at = start;
+        for i in 0..self.count() {
+            let r = self.range(i);
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - at);
+            let (m, tail) = tail.split_at_mut(r.len());
+            v.push(m);
+            rest = tail;
+            at = r.end;
+        }
+        v
+    }
+}

@@ -1,0 +1,281 @@
+//! Batches of independent AES messages: every message equal to the one-message API and to
+//! RustCrypto's `aes-gcm` on random layouts (empty messages, unaligned offsets, AES-128 and -256
+//! mixed, one key for all), a tampered message failing alone, and malformed requests as errors.
+
+use aes_gcm::aead::AeadInPlace;
+use aes_gcm::KeyInit;
+use batchcrypt::aes::xts::XtsKey;
+use batchcrypt::aes::Key;
+use batchcrypt::messages::Messages;
+use batchcrypt::{Backend, Error, Primitive};
+
+mod common;
+
+/// The CPU backends (batches have no GPU kernel yet: forcing the GPU is an error, checked below).
+fn cpu_backends() -> Vec<Backend> {
+    common::backends(Primitive::Aes)
+        .into_iter()
+        .filter(|b| *b != Backend::Cuda)
+        .collect()
+}
+
+/// A buffer with `lens.len()` messages at unaligned offsets (a gap of a few bytes before each).
+fn layout(rng: &mut common::Rng, lens: &[usize]) -> (Vec<u8>, Vec<u64>) {
+    let mut offsets = vec![3u64];
+    for &l in lens {
+        let start = *offsets.last().unwrap();
+        offsets.push(start + l as u64);
+    }
+    let data = rng.bytes(*offsets.last().unwrap() as usize);
+    (data, offsets)
+}
+
+fn keys(rng: &mut common::Rng, n: usize) -> Vec<Key> {
+    (0..n)
+        .map(|i| Key::new(&rng.bytes(if i % 3 == 0 { 32 } else { 16 })).unwrap())
+        .collect()
+}
+
+const LENS: [usize; 12] = [0, 1, 15, 16, 17, 64, 100, 1000, 4096, 5000, 70_001, 33];
+
+#[test]
+fn ctr_and_gcm_messages_match_the_single_message_api() {
+    let mut rng = common::Rng(41);
+    let (data, offsets) = layout(&mut rng, &LENS);
+    let msgs = Messages::var(&data, &offsets).unwrap();
+    let n = LENS.len();
+    let keys = keys(&mut rng, n);
+    let ivs: Vec<[u8; 16]> = (0..n)
+        .map(|i| {
+            let mut iv: [u8; 16] = rng.bytes(16).try_into().unwrap();
+            if i % 2 == 0 {
+                iv[8..].fill(0xff); // the 128-bit counter carries
+            }
+            iv
+        })
+        .collect();
+    let nonces: Vec<[u8; 12]> = (0..n).map(|_| rng.bytes(12).try_into().unwrap()).collect();
+    let aad_bytes: Vec<Vec<u8>> = (0..n).map(|i| rng.bytes(i * 7)).collect();
+    let aads: Vec<&[u8]> = aad_bytes.iter().map(|a| a.as_slice()).collect();
+    let one = common::engine(Backend::OpenSsl);
+    for b in cpu_backends() {
+        let e = common::engine(b);
+        let mut out = vec![0u8; data.len()];
+        e.aes().ctr_batch(&keys, &ivs, &msgs, &mut out).unwrap();
+        for i in 0..n {
+            let r = msgs.range(i);
+            let mut want = vec![0u8; r.len()];
+            one.aes()
+                .ctr(&keys[i], &ivs[i], &data[r.clone()], &mut want)
+                .unwrap();
+            assert!(out[r] == want[..], "{b}: CTR message {i}");
+        }
+        let mut ct = vec![0u8; data.len()];
+        let tags = e
+            .aes()
+            .gcm_encrypt_batch(&keys, &nonces, &aads, &msgs, &mut ct)
+            .unwrap()
+            .value;
+        for i in 0..n {
+            let r = msgs.range(i);
+            // RustCrypto's AEAD, independent of our GCM code.
+            let mut want = data[r.clone()].to_vec();
+            let tag = match &keys[i] {
+                Key::Aes128(k) => aes_gcm::Aes128Gcm::new(k.into()).encrypt_in_place_detached(
+                    (&nonces[i]).into(),
+                    aads[i],
+                    &mut want,
+                ),
+                Key::Aes256(k) => aes_gcm::Aes256Gcm::new(k.into()).encrypt_in_place_detached(
+                    (&nonces[i]).into(),
+                    aads[i],
+                    &mut want,
+                ),
+            }
+            .unwrap();
+            assert!(
+                ct[r] == want[..] && tags[i][..] == tag[..],
+                "{b}: GCM message {i}"
+            );
+        }
+        // Decryption, with message 5's tag and message 7's ciphertext damaged.
+        let mut bad_tags = tags.clone();
+        bad_tags[5][0] ^= 1;
+        let mut bad_ct = ct.clone();
+        bad_ct[msgs.range(7).start + 3] ^= 0x80;
+        let mut back = vec![0xeeu8; data.len()];
+        let ok = e
+            .aes()
+            .gcm_decrypt_batch(
+                &keys,
+                &nonces,
+                &aads,
+                &Messages::var(&bad_ct, &offsets).unwrap(),
+                &mut back,
+                &bad_tags,
+            )
+            .unwrap()
+            .value;
+        for i in 0..n {
+            let r = msgs.range(i);
+            if i == 5 || i == 7 {
+                assert!(
+                    !ok[i] && back[r].iter().all(|&x| x == 0),
+                    "{b}: message {i} must fail, zeroed"
+                );
+            } else {
+                assert!(ok[i] && back[r.clone()] == data[r], "{b}: message {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn one_key_for_all_and_fixed_lengths() {
+    let mut rng = common::Rng(43);
+    let data = rng.bytes(64 * 1000);
+    let msgs = Messages::fixed(&data, 64).unwrap();
+    let key = keys(&mut rng, 1);
+    let ivs: Vec<[u8; 16]> = (0..1000u32)
+        .map(|i| {
+            let mut iv = [0u8; 16];
+            iv[..4].copy_from_slice(&i.to_be_bytes());
+            iv
+        })
+        .collect();
+    let mut outs = Vec::new();
+    for b in cpu_backends() {
+        let mut out = vec![0u8; data.len()];
+        common::engine(b)
+            .aes()
+            .ctr_batch(&key, &ivs, &msgs, &mut out)
+            .unwrap();
+        outs.push(out);
+    }
+    assert!(outs.windows(2).all(|w| w[0] == w[1]));
+    let mut want = vec![0u8; 64];
+    common::engine(Backend::Portable)
+        .aes()
+        .ctr(&key[0], &ivs[999], &data[64 * 999..], &mut want)
+        .unwrap();
+    assert!(outs[0][64 * 999..] == want[..]);
+}
+
+#[test]
+fn xts_messages_are_units_under_their_own_keys() {
+    let mut rng = common::Rng(47);
+    let lens = [16usize, 17, 31, 512, 4096, 4100, 65_536, 100];
+    let (data, offsets) = layout(&mut rng, &lens);
+    let msgs = Messages::var(&data, &offsets).unwrap();
+    let keys: Vec<XtsKey> = (0..lens.len())
+        .map(|i| XtsKey::new(&rng.bytes(if i % 2 == 0 { 32 } else { 64 })).unwrap())
+        .collect();
+    let tweaks: Vec<[u8; 16]> = (0..lens.len())
+        .map(|_| rng.bytes(16).try_into().unwrap())
+        .collect();
+    let one = common::engine(Backend::OpenSsl);
+    for b in cpu_backends() {
+        let e = common::engine(b);
+        let mut ct = vec![0u8; data.len()];
+        e.aes()
+            .xts_encrypt_batch(&keys, &tweaks, &msgs, &mut ct)
+            .unwrap();
+        for i in 0..lens.len() {
+            let r = msgs.range(i);
+            let mut want = vec![0u8; r.len()];
+            one.aes()
+                .xts_encrypt(&keys[i], &tweaks[i], r.len(), &data[r.clone()], &mut want)
+                .unwrap();
+            assert!(ct[r] == want[..], "{b}: XTS message {i}");
+        }
+        let mut back = vec![0u8; data.len()];
+        e.aes()
+            .xts_decrypt_batch(
+                &keys,
+                &tweaks,
+                &Messages::var(&ct, &offsets).unwrap(),
+                &mut back,
+            )
+            .unwrap();
+        assert!(back[3..] == data[3..], "{b}: XTS round trip");
+    }
+}
+
+#[test]
+fn malformed_batches_are_errors() {
+    let data = vec![1u8; 100];
+    let offsets = [0u64, 10, 50, 100];
+    let msgs = Messages::var(&data, &offsets).unwrap();
+    let k = Key::Aes128([1; 16]);
+    let xk = XtsKey::new(&[[1u8; 16], [2u8; 16]].concat()).unwrap();
+    let invalid = |r: batchcrypt::Result<()>| matches!(r, Err(Error::InvalidInput(_)));
+    for b in cpu_backends() {
+        let e = common::engine(b);
+        let aes = e.aes();
+        let mut out = vec![0u8; 100];
+        let two_keys = [k.clone(), k.clone()];
+        assert!(
+            invalid(
+                aes.ctr_batch(&two_keys, &[[0; 16]; 3], &msgs, &mut out)
+                    .map(|_| ())
+            ),
+            "{b}: 2 keys for 3"
+        );
+        assert!(
+            invalid(
+                aes.ctr_batch(&[k.clone()], &[[0; 16]; 1], &msgs, &mut out)
+                    .map(|_| ())
+            ),
+            "{b}: one IV for all"
+        );
+        assert!(
+            invalid(
+                aes.ctr_batch(&[k.clone()], &[[0; 16]; 3], &msgs, &mut out[..99])
+                    .map(|_| ())
+            ),
+            "{b}: output length"
+        );
+        assert!(
+            invalid(
+                aes.gcm_encrypt_batch(&[k.clone()], &[[0; 12]; 3], &[b"x"], &msgs, &mut out)
+                    .map(|_| ())
+            ),
+            "{b}: one AAD for 3"
+        );
+        out.fill(0xaa);
+        assert!(
+            invalid(
+                aes.gcm_decrypt_batch(
+                    &[k.clone()],
+                    &[[0; 12]; 3],
+                    &[],
+                    &msgs,
+                    &mut out,
+                    &[[0; 16]; 2]
+                )
+                .map(|_| ())
+            ),
+            "{b}: 2 tags"
+        );
+        assert!(
+            out.iter().all(|&x| x == 0),
+            "{b}: a failed decryption releases nothing"
+        );
+        // XTS: message 0 has 10 bytes, under one block.
+        assert!(
+            invalid(
+                aes.xts_encrypt_batch(&[xk.clone()], &[[0; 16]; 3], &msgs, &mut out)
+                    .map(|_| ())
+            ),
+            "{b}: short XTS message"
+        );
+    }
+    if common::backends(Primitive::Aes).contains(&Backend::Cuda) {
+        let e = common::engine(Backend::Cuda);
+        let mut out = vec![0u8; 100];
+        assert!(matches!(
+            e.aes().ctr_batch(&[k], &[[0; 16]; 3], &msgs, &mut out),
+            Err(Error::BackendUnavailable { .. })
+        ));
+    }
+}
