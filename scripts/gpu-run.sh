@@ -21,7 +21,8 @@ want() { [[ " ${STEPS:-all} " == *" all "* || " ${STEPS:-all} " == *" $1 "* ]]; 
 mkdir -p "$B/zk"
 cp -r "$BUNDLE"/zk/. "$B/zk/"
 for k in ${ZK_BENCH:-16 20}; do
-  want bench || want prove || break
+  # Only the Groth16 benchmark and the prove step use them.
+  want prove || { want bench && [[ " ${BENCH:-groth16} " == *" groth16 "* ]]; } || break
   "$B/bin/batchcrypt-bench" --chain-circuit "$k" "$B/zk/chain-$k" &&
     "$B/bin/batchcrypt" groth16-setup "$B/zk/chain-$k/circuit.r1cs" "$B/zk/chain-$k/circuit.zkey"
 done
@@ -68,7 +69,7 @@ want demo && step demo "$B/bin/batchcrypt" demo
 want merkle && step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 want calibrate && step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
-want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes bn254 ntt groth16}; do
+want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes xts aes-batch bn254 ntt groth16}; do
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
 done
 # One proof of the largest benchmark circuit from the command line, with its trace.

@@ -180,6 +180,22 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 t,
                 Some("openssl 1 core"),
             );
+            // The pipeline's chunk size, end to end (the library's default is 2^18).
+            if n >= 1_000_000 {
+                for log in [16, 17, 18, 19, 20] {
+                    let t = time(5, || got = gpu::mul_base_chunked(&ks, 1 << log).unwrap());
+                    anyhow::ensure!(got[..cpu_n] == want[..], "GPU k G differs from the CPU");
+                    rep.add(
+                        GROUP,
+                        &case,
+                        &format!("batchcrypt cuda (end to end, chunks of 2^{log})"),
+                        n as u64,
+                        0,
+                        t,
+                        Some("openssl 1 core"),
+                    );
+                }
+            }
             let t = gpu::mul_base_kernel_seconds(&ks, reps.max(3))?;
             rep.add(
                 GROUP,

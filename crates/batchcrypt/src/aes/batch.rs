@@ -18,6 +18,7 @@ use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
 use crate::Output;
+use openssl::cipher::CipherRef;
 use openssl::cipher_ctx::CipherCtx;
 use rayon::prelude::*;
 
@@ -61,12 +62,12 @@ fn each<T: Send>(
     msgs: &Messages<'_>,
     output: &mut [u8],
     threads: usize,
-    f: impl Fn(&mut Option<CipherCtx>, usize, &[u8], &mut [u8]) -> Result<T> + Sync + Send,
+    f: impl Fn(&mut Worker, usize, &[u8], &mut [u8]) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     let outs = msgs.split_mut(output);
-    let run = |ctx: &mut Option<CipherCtx>, (i, o): (usize, &mut [u8])| f(ctx, i, msgs.get(i), o);
+    let run = |ctx: &mut Worker, (i, o): (usize, &mut [u8])| f(ctx, i, msgs.get(i), o);
     if threads <= 1 {
-        let mut ctx = None;
+        let mut ctx = Worker::default();
         return outs
             .into_iter()
             .enumerate()
@@ -76,16 +77,35 @@ fn each<T: Send>(
     outs.into_par_iter()
         .enumerate()
         .with_min_len(16)
-        .map_init(|| None, run)
+        .map_init(Worker::default, run)
         .collect()
 }
 
-/// The worker's OpenSSL context, made on first use.
-fn context(ctx: &mut Option<CipherCtx>) -> Result<&mut CipherCtx> {
-    if ctx.is_none() {
-        *ctx = Some(CipherCtx::new().map_err(ossl)?);
+/// A worker's OpenSSL context, and the cipher and direction it was last set up for.
+#[derive(Default)]
+struct Worker {
+    ctx: Option<CipherCtx>,
+    set: Option<(openssl::nid::Nid, bool)>,
+}
+
+/// The worker's context for `cipher`, made on first use. The cipher is set only when it (or the
+/// direction) changes: re-keying alone skips OpenSSL 3's algorithm fetch, which takes a lock
+/// that all workers contend for.
+fn context<'c>(w: &'c mut Worker, cipher: &CipherRef, decrypt: bool) -> Result<&'c mut CipherCtx> {
+    let c = match &mut w.ctx {
+        Some(c) => c,
+        slot => slot.insert(CipherCtx::new().map_err(ossl)?),
+    };
+    if w.set != Some((cipher.nid(), decrypt)) {
+        if decrypt {
+            c.decrypt_init(Some(cipher), None, None)
+        } else {
+            c.encrypt_init(Some(cipher), None, None)
+        }
+        .map_err(ossl)?;
+        w.set = Some((cipher.nid(), decrypt));
     }
-    Ok(ctx.as_mut().unwrap())
+    Ok(c)
 }
 
 fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
@@ -287,7 +307,7 @@ impl Aes<'_> {
 
 fn ctr_one(
     backend: Backend,
-    ctx: &mut Option<CipherCtx>,
+    ctx: &mut Worker,
     key: &Key,
     iv: &[u8; 16],
     input: &[u8],
@@ -295,8 +315,8 @@ fn ctr_one(
 ) -> Result<()> {
     match backend {
         Backend::OpenSsl => {
-            let c = context(ctx)?;
-            c.encrypt_init(Some(ctr_cipher(key)), Some(key.bytes()), Some(iv))
+            let c = context(ctx, ctr_cipher(key), false)?;
+            c.encrypt_init(None, Some(key.bytes()), Some(iv))
                 .map_err(ossl)?;
             c.cipher_update(input, Some(output)).map_err(ossl)?;
         }
@@ -310,7 +330,7 @@ fn ctr_one(
 #[allow(clippy::too_many_arguments)]
 fn gcm_one(
     backend: Backend,
-    ctx: &mut Option<CipherCtx>,
+    ctx: &mut Worker,
     key: &Key,
     nonce: &[u8; 12],
     aad: &[u8],
@@ -320,12 +340,11 @@ fn gcm_one(
 ) -> Result<Tag> {
     match backend {
         Backend::OpenSsl => {
-            let c = context(ctx)?;
-            let cipher = gcm_cipher(key);
+            let c = context(ctx, gcm_cipher(key), check.is_some())?;
             let mut tag = [0u8; 16];
             match check {
                 None => {
-                    c.encrypt_init(Some(cipher), Some(key.bytes()), Some(nonce))
+                    c.encrypt_init(None, Some(key.bytes()), Some(nonce))
                         .map_err(ossl)?;
                     if !aad.is_empty() {
                         c.cipher_update(aad, None).map_err(ossl)?;
@@ -335,7 +354,7 @@ fn gcm_one(
                     c.tag(&mut tag).map_err(ossl)?;
                 }
                 Some(t) => {
-                    c.decrypt_init(Some(cipher), Some(key.bytes()), Some(nonce))
+                    c.decrypt_init(None, Some(key.bytes()), Some(nonce))
                         .map_err(ossl)?;
                     if !aad.is_empty() {
                         c.cipher_update(aad, None).map_err(ossl)?;

@@ -79,6 +79,11 @@ fn launch(
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
 pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
+    mul_base_chunked(scalars, CHUNK)
+}
+
+/// [`mul_base`] with `chunk` scalars per pipeline chunk (the benchmarks sweep it).
+pub fn mul_base_chunked(scalars: &[[u8; 32]], chunk: usize) -> Result<Vec<Point>> {
     check_scalars(scalars)?;
     let gpu = Gpu::available()?;
     let table = g_table(gpu)?;
@@ -91,7 +96,7 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
         Ok(())
     };
     let cfg = PipelineConfig {
-        chunk_items: CHUNK,
+        chunk_items: chunk,
         depth: 3,
     };
     run_chunked(
