@@ -41,13 +41,14 @@ fn main() -> anyhow::Result<()> {
             "sha256" => sha256::run(&mut rep, args.quick)?,
             "secp256k1" => secp256k1::run(&mut rep, args.quick)?,
             "sm2" => sm2::run(&mut rep, args.quick)?,
+            "sm2-chunks" => sm2::run_chunks(&mut rep, args.quick)?,
             "aes" => aes::run(&mut rep, args.quick)?,
             "xts" => aes::run_xts(&mut rep, args.quick)?,
             "aes-batch" => aes::run_batch(&mut rep, args.quick)?,
             "bn254" => bn254::run(&mut rep, args.quick)?,
             "ntt" => bn254::run_ntt(&mut rep, args.quick)?,
             "groth16" => groth16::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, aes, xts, aes-batch, bn254, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

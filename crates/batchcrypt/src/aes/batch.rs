@@ -64,20 +64,19 @@ fn each<T: Send>(
     threads: usize,
     f: impl Fn(&mut Worker, usize, &[u8], &mut [u8]) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
+    thread_local! {
+        /// Each thread's OpenSSL context, kept across messages and batches.
+        static WORKER: std::cell::RefCell<Worker> = std::cell::RefCell::new(Worker::default());
+    }
     let outs = msgs.split_mut(output);
-    let run = |ctx: &mut Worker, (i, o): (usize, &mut [u8])| f(ctx, i, msgs.get(i), o);
+    let run = |(i, o): (usize, &mut [u8])| WORKER.with_borrow_mut(|w| f(w, i, msgs.get(i), o));
     if threads <= 1 {
-        let mut ctx = Worker::default();
-        return outs
-            .into_iter()
-            .enumerate()
-            .map(|x| run(&mut ctx, x))
-            .collect();
+        return outs.into_iter().enumerate().map(run).collect();
     }
     outs.into_par_iter()
         .enumerate()
-        .with_min_len(16)
-        .map_init(Worker::default, run)
+        .with_min_len(64)
+        .map(run)
         .collect()
 }
 
