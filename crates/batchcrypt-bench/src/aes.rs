@@ -5,7 +5,7 @@
 //! host memory (copies both ways included). Outputs are checked equal. The pinned host↔device
 //! bandwidth is measured in the same run, for the end-to-end fraction.
 
-use crate::report::{time, Report};
+use crate::report::{label, time, Report};
 use batchcrypt::aes::Key;
 use batchcrypt::{Backend, BackendChoice, Engine};
 use openssl::cipher::Cipher;
@@ -184,11 +184,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     out[..n] == want[..n] && (mode == "ctr" || tag == want_tag),
                     "{name} disagrees with OpenSSL on {case}"
                 );
-                let name = if choice == BackendChoice::Auto {
-                    format!("{name} (ran {})", ran.unwrap())
-                } else {
-                    name.to_string()
-                };
+                let name = label(name, choice, ran.unwrap());
                 rep.add(
                     GROUP,
                     &case,
@@ -217,6 +213,25 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `f(input, output)` on page-locked copies of `input` and an output buffer of its length.
+#[cfg(feature = "cuda")]
+fn with_pinned(
+    gpu: &batchcrypt::backend::cuda::Gpu,
+    input: &[u8],
+    f: impl FnOnce(&[u8], &mut [u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let n = input.len();
+    // SAFETY: the input buffer is written here, the output before it is read.
+    let (mut pin_in, mut pin_out) = unsafe {
+        (
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+            gpu.context().alloc_pinned::<u8>(n.max(1))?,
+        )
+    };
+    pin_in.as_mut_slice()?[..n].copy_from_slice(input);
+    f(&pin_in.as_slice()?[..n], &mut pin_out.as_mut_slice()?[..n])
 }
 
 /// Rows for data already in GPU memory: the kernel alone (event-timed) and our device call.
@@ -286,67 +301,59 @@ fn gpu_resident(
     );
     // From page-locked host memory to page-locked host memory: the copy engines read and write the
     // buffers directly. Compared with the pinned upload bandwidth measured above.
-    // SAFETY: both buffers are written before they are read.
-    let (mut pin_in, mut pin_out) = unsafe {
-        (
-            gpu.context().alloc_pinned::<u8>(n.max(1))?,
-            gpu.context().alloc_pinned::<u8>(n.max(1))?,
-        )
-    };
-    pin_in.as_mut_slice()?[..n].copy_from_slice(input);
-    let pin_in = &pin_in.as_slice()?[..n];
-    let pin_out = &mut pin_out.as_mut_slice()?[..n];
-    let mut tag = [0u8; 16];
-    let t = time(reps, || {
-        tag = match mode {
-            "ctr" => engine
+    with_pinned(gpu, input, |pin_in, pin_out| {
+        let mut tag = [0u8; 16];
+        let t = time(reps, || {
+            tag = match mode {
+                "ctr" => engine
+                    .aes()
+                    .ctr(key, iv, pin_in, pin_out)
+                    .map(|_| [0u8; 16]),
+                _ => engine
+                    .aes()
+                    .gcm_encrypt(key, nonce, &[], pin_in, pin_out)
+                    .map(|o| o.value),
+            }
+            .expect("AES call failed")
+        });
+        anyhow::ensure!(
+            pin_out[..] == want[..] && (mode == "ctr" || tag == want_tag),
+            "GPU from pinned memory disagrees with OpenSSL on {case}"
+        );
+        rep.add(
+            GROUP,
+            case,
+            "ours gpu from pinned host memory",
+            blocks,
+            n as u64,
+            t,
+            Some("openssl all cores"),
+        );
+        let link = rep
+            .rows
+            .iter()
+            .find(|r| r.case == "link" && r.implementation == "pinned host to device")
+            .map(|r| r.bytes_per_s);
+        if let Some(up) = link {
+            println!(
+                "{case}: from pinned host memory at {:.0}% of the pinned upload bandwidth",
+                100.0 * n as f64 / t / up
+            );
+        }
+        let auto = Engine::with_backend(BackendChoice::Auto);
+        let r = match mode {
+            "ctr" => auto
                 .aes()
                 .ctr(key, iv, pin_in, pin_out)
-                .map(|_| [0u8; 16]),
-            _ => engine
+                .map(|o| o.backend)?,
+            _ => auto
                 .aes()
                 .gcm_encrypt(key, nonce, &[], pin_in, pin_out)
-                .map(|o| o.value),
-        }
-        .expect("AES call failed")
-    });
-    anyhow::ensure!(
-        pin_out[..] == want[..] && (mode == "ctr" || tag == want_tag),
-        "GPU from pinned memory disagrees with OpenSSL on {case}"
-    );
-    rep.add(
-        GROUP,
-        case,
-        "ours gpu from pinned host memory",
-        blocks,
-        n as u64,
-        t,
-        Some("openssl all cores"),
-    );
-    let link = rep
-        .rows
-        .iter()
-        .find(|r| r.case == "link" && r.implementation == "pinned host to device")
-        .map(|r| r.bytes_per_s);
-    if let Some(up) = link {
-        println!(
-            "{case}: from pinned host memory at {:.0}% of the pinned upload bandwidth",
-            100.0 * n as f64 / t / up
-        );
-    }
-    let auto = Engine::with_backend(BackendChoice::Auto);
-    let r = match mode {
-        "ctr" => auto
-            .aes()
-            .ctr(key, iv, pin_in, pin_out)
-            .map(|o| o.backend)?,
-        _ => auto
-            .aes()
-            .gcm_encrypt(key, nonce, &[], pin_in, pin_out)
-            .map(|o| o.backend)?,
-    };
-    println!("{case}: from pinned host memory the dispatcher picks {r}");
-    Ok(())
+                .map(|o| o.backend)?,
+        };
+        println!("{case}: from pinned host memory the dispatcher picks {r}");
+        Ok(())
+    })
 }
 
 const XTS_GROUP: &str = "xts";
@@ -458,11 +465,7 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 out[..n] == want[..n],
                 "{name} disagrees with OpenSSL on {case}"
             );
-            let name = if choice == BackendChoice::Auto {
-                format!("{name} (ran {})", ran.unwrap())
-            } else {
-                name.to_string()
-            };
+            let name = label(name, choice, ran.unwrap());
             rep.add(
                 XTS_GROUP,
                 &case,
@@ -540,36 +543,28 @@ fn xts_gpu_resident(
         times[times.len() / 2],
         Some("openssl all cores"),
     );
-    // SAFETY: both buffers are written before they are read.
-    let (mut pin_in, mut pin_out) = unsafe {
-        (
-            gpu.context().alloc_pinned::<u8>(n.max(1))?,
-            gpu.context().alloc_pinned::<u8>(n.max(1))?,
-        )
-    };
-    pin_in.as_mut_slice()?[..n].copy_from_slice(input);
-    let pin_in = &pin_in.as_slice()?[..n];
-    let pin_out = &mut pin_out.as_mut_slice()?[..n];
-    let t = time(reps, || {
-        engine
-            .aes()
-            .xts_encrypt(key, &[0; 16], SECTOR, pin_in, pin_out)
-            .expect("XTS call failed");
-    });
-    anyhow::ensure!(
-        pin_out[..] == want[..],
-        "GPU from pinned memory disagrees on {case}"
-    );
-    rep.add(
-        XTS_GROUP,
-        case,
-        "ours gpu from pinned host memory",
-        blocks,
-        n as u64,
-        t,
-        Some("openssl all cores"),
-    );
-    Ok(())
+    with_pinned(gpu, input, |pin_in, pin_out| {
+        let t = time(reps, || {
+            engine
+                .aes()
+                .xts_encrypt(key, &[0; 16], SECTOR, pin_in, pin_out)
+                .expect("XTS call failed");
+        });
+        anyhow::ensure!(
+            pin_out[..] == want[..],
+            "GPU from pinned memory disagrees on {case}"
+        );
+        rep.add(
+            XTS_GROUP,
+            case,
+            "ours gpu from pinned host memory",
+            blocks,
+            n as u64,
+            t,
+            Some("openssl all cores"),
+        );
+        Ok(())
+    })
 }
 
 const BATCH_GROUP: &str = "aes-batch";
@@ -707,11 +702,7 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     });
                 });
                 anyhow::ensure!(out == want, "{name} disagrees with OpenSSL on {case}");
-                let name = if choice == BackendChoice::Auto {
-                    format!("{name} (ran {})", ran.unwrap())
-                } else {
-                    name.to_string()
-                };
+                let name = label(name, choice, ran.unwrap());
                 rep.add(
                     BATCH_GROUP,
                     &case,

@@ -70,11 +70,7 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
                 got.value.into_affine() == want,
                 "{label} disagrees with arkworks on {case}"
             );
-            let label = if choice == BackendChoice::Auto {
-                format!("{label} (ran {})", got.backend)
-            } else {
-                label.to_string()
-            };
+            let label = crate::report::label(label, choice, got.backend);
             rep.add(GROUP, &case, &label, n as u64, 0, t, Some(&peer));
             println!("{:<34} {:<36} {:>10.2} ms", "", label, t * 1e3);
         }
@@ -197,11 +193,7 @@ pub fn run_ntt(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 let tg = time(reps, || {
                     drop(engine.bn254().ntt(&mut scratch, &t).expect("NTT failed"))
                 });
-                let name = if choice == BackendChoice::Auto {
-                    format!("{name} (ran {ran})")
-                } else {
-                    name.to_string()
-                };
+                let name = crate::report::label(name, choice, ran);
                 rep.add(NTT_GROUP, &case, &name, n as u64, 0, tg, Some(&peer));
                 println!("{:<34} {:<36} {:>10.3} ms", "", name, tg * 1e3);
             }

@@ -22,6 +22,15 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
+/// A row's implementation name: with the backend that ran appended when the dispatcher chose it.
+pub fn label(name: &str, choice: batchcrypt::BackendChoice, ran: batchcrypt::Backend) -> String {
+    if choice == batchcrypt::BackendChoice::Auto {
+        format!("{name} (ran {ran})")
+    } else {
+        name.to_string()
+    }
+}
+
 /// Median wall time of `reps` runs after one warm-up.
 pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
     f();

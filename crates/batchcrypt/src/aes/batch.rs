@@ -45,17 +45,6 @@ fn nth<T>(v: &[T], i: usize) -> &T {
     &v[if v.len() == 1 { 0 } else { i }]
 }
 
-fn check_output(msgs: &Messages<'_>, output: &[u8]) -> Result<()> {
-    let len = msgs.data().len();
-    if output.len() != len {
-        return Err(Error::invalid(format!(
-            "the output must have the input buffer's length ({len} bytes), not {}",
-            output.len()
-        )));
-    }
-    Ok(())
-}
-
 /// Runs `f(worker context, message index, input, output)` for every message on the plan's
 /// threads; results in message order.
 fn each<T: Send>(
@@ -141,7 +130,7 @@ impl Aes<'_> {
         let n = msgs.count();
         check_count("keys", keys, n, true)?;
         check_count("IVs", ivs, n, false)?;
-        check_output(msgs, output)?;
+        super::check_lengths(msgs.data(), output)?;
         let plan = self.batch_plan(OP_CTR, msgs)?;
         each(msgs, output, plan.threads, |ctx, i, a, b| {
             ctr_one(plan.backend, ctx, nth(keys, i), &ivs[i], a, b)
@@ -236,7 +225,7 @@ impl Aes<'_> {
         if !aads.is_empty() {
             check_count("AADs", aads, n, false)?;
         }
-        check_output(msgs, output)?;
+        super::check_lengths(msgs.data(), output)?;
         for i in 0..n {
             super::gcm::check_len(msgs.range(i).len())?;
         }
@@ -277,7 +266,7 @@ impl Aes<'_> {
         let n = msgs.count();
         check_count("keys", keys, n, true)?;
         check_count("tweaks", tweaks, n, false)?;
-        check_output(msgs, output)?;
+        super::check_lengths(msgs.data(), output)?;
         for i in 0..n {
             let len = msgs.range(i).len();
             xts::check(len.max(16), len)

@@ -338,15 +338,8 @@ impl<'a> XtsRun<'a> {
 
     /// Tweak entries for `bytes` bytes (16 bytes per entry).
     fn entries_bytes(&self, bytes: usize) -> usize {
-        let (tp, _) = xts_params(
-            self.key,
-            self.tweak,
-            self.unit,
-            0,
-            (bytes / 16) as u64,
-            false,
-        );
-        16 * tp.units as usize * tp.entries as usize
+        let (units, entries) = xts::gpu_entries(self.unit, (bytes / 16) as u64);
+        16 * units as usize * entries as usize
     }
 
     /// XTS over `bytes` whole-block bytes from byte `first` of the buffer (a unit boundary):
@@ -477,10 +470,12 @@ pub fn xts_device(
         let (tp, _gt) = tweaks.device_ptr(&stream);
         run.launch(&stream, ptr, ptr, tp, 0, gpu_bytes)?;
     }
+    // The tail's bytes, down and (stolen) back up; `out` outlives the final synchronization.
+    let mut out = vec![0u8; len - gpu_bytes];
     if gpu_bytes < len {
-        let mut tail = vec![0u8; len - gpu_bytes];
-        // SAFETY: the tail lies inside `data`; the copies are ordered after the kernels on
-        // this stream and synchronized before the host reads.
+        let mut tail = vec![0u8; out.len()];
+        // SAFETY: the tail lies inside `data`; the copy is ordered after the kernels on this
+        // stream and synchronized before the host reads.
         unsafe {
             cudarc::driver::result::memcpy_dtoh_async(
                 &mut tail,
@@ -492,7 +487,6 @@ pub fn xts_device(
         stream
             .synchronize()
             .map_err(driver_err("cuStreamSynchronize"))?;
-        let mut out = vec![0u8; tail.len()];
         xts::steal_tail(key, tweak, unit, gpu_bytes, &tail, &mut out, decrypt);
         // SAFETY: as above; `out` lives until the synchronization below.
         unsafe {
@@ -503,9 +497,6 @@ pub fn xts_device(
             )
         }
         .map_err(driver_err("cuMemcpyHtoD"))?;
-        stream
-            .synchronize()
-            .map_err(driver_err("cuStreamSynchronize"))?;
     }
     drop(guard);
     stream

@@ -531,8 +531,7 @@ pub(crate) fn xts_params(
     decrypt: bool,
 ) -> (XtsTweakParams, XtsParams) {
     let unit_blocks = (unit / 16) as u64;
-    // A launch shorter than a unit (one unit, or its start) needs entries for its blocks only.
-    let entries = unit_blocks.min(blocks).div_ceil(xts::GPU_TWEAK_STRIDE) as u32;
+    let (units, entries) = xts::gpu_entries(unit, blocks);
     let t = xts::unit_tweak(tweak, first_unit);
     let (trk, trounds) = key.tweak.round_keys();
     let (rk, rounds) = if decrypt {
@@ -547,7 +546,7 @@ pub(crate) fn xts_params(
             tweak: std::array::from_fn(|i| {
                 u32::from_le_bytes(t[4 * i..4 * i + 4].try_into().unwrap())
             }),
-            units: blocks.div_ceil(unit_blocks) as u32,
+            units,
             entries,
         },
         XtsParams {

@@ -116,6 +116,18 @@ pub(crate) fn mul_alpha_pow(mut t: u128, mut n: u64) -> u128 {
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) const GPU_TWEAK_STRIDE: u64 = 64;
 
+/// The GPU kernel's tweak layout for a launch of `blocks` blocks from a unit boundary: the units
+/// it touches, and the entries per unit (one per [`GPU_TWEAK_STRIDE`] blocks; a launch shorter
+/// than a unit needs entries for its own blocks only).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn gpu_entries(unit: usize, blocks: u64) -> (u32, u32) {
+    let unit_blocks = (unit / 16) as u64;
+    (
+        blocks.div_ceil(unit_blocks) as u32,
+        unit_blocks.min(blocks).div_ceil(GPU_TWEAK_STRIDE) as u32,
+    )
+}
+
 /// The bytes a GPU takes: all of them, or when the buffer's last unit ends in a partial block,
 /// all but that unit's last whole block and the partial one, whose ciphertext stealing
 /// [`steal_tail`] does on the CPU.
