@@ -69,8 +69,10 @@ want demo && step demo "$B/bin/batchcrypt" demo
 want merkle && step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 want calibrate && step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
+# QUICK names groups to run in their short form even without --quick, e.g. QUICK="secp256k1".
 want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes xts aes-batch bn254 ntt groth16}; do
-  step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $quick --json "$OUT/bench-$g.json"
+  q=$quick; [[ " ${QUICK:-} " == *" $g "* ]] && q=--quick
+  step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $q --json "$OUT/bench-$g.json"
 done
 # One proof of the largest benchmark circuit from the command line, with its trace.
 big=$(ls -d "$B"/zk/chain-* 2>/dev/null | sort -t- -k2 -n | tail -1)
@@ -91,6 +93,7 @@ echo; grep -hE 'gpu|cpu ' "$OUT/bench-sha256.log" 2>/dev/null | tail -20
 echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
 echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
+echo; grep -hE '^(ctr|gcm) [0-9]' "$OUT/bench-aes-batch.log" 2>/dev/null | tail -40
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null

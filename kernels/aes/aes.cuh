@@ -96,6 +96,36 @@ BC_DEVICE uint32_t column(LaneTable t, uint32_t a, uint32_t b, uint32_t c, uint3
     return entry(t, a, 3) ^ rotr(entry(t, b, 2), 8) ^ rotr(entry(t, c, 1), 16) ^ rotr(entry(t, d, 0), 24);
 }
 
+// SubWord: the S-box on each byte of w, from T0's second byte (T0[x] = (2s, s, s, 3s)).
+BC_DEVICE uint32_t sub_word(LaneTable t, uint32_t w) {
+    return ((entry(t, w, 3) << 8) & 0xff000000u) | (entry(t, w, 2) & 0x00ff0000u) | (entry(t, w, 1) & 0x0000ff00u) |
+           ((entry(t, w, 0) >> 8) & 0xffu);
+}
+
+// The FIPS 197 key expansion of a 16-byte (R = 10) or 32-byte (R = 14) key given as big-endian
+// words, on the device: for batches whose messages each have their own key, where uploading
+// the raw key costs 16 or 32 bytes and the expanded one 176 or 240. Unrolled, so that the
+// round keys stay in registers.
+template <int R>
+BC_DEVICE void expand(LaneTable t, const uint32_t* raw, Key& k) {
+    constexpr int NK = R - 6;
+#pragma unroll
+    for (int i = 0; i < NK; ++i) k.rk[i] = raw[i];
+    uint32_t rcon = 1;
+#pragma unroll
+    for (int i = NK; i < 4 * (R + 1); ++i) {
+        uint32_t x = k.rk[i - 1];
+        if (i % NK == 0) {
+            x = sub_word(t, rotr(x, 24)) ^ (rcon << 24);
+            rcon = xtime(rcon);
+        } else if (NK > 6 && i % NK == 4) {
+            x = sub_word(t, x);
+        }
+        k.rk[i] = k.rk[i - NK] ^ x;
+    }
+    k.rounds = R;
+}
+
 // Encrypts the block s (big-endian words) in place.
 template <int R>
 BC_DEVICE void encrypt(const Key& k, LaneTable t, uint32_t s[4]) {
@@ -181,24 +211,44 @@ BC_DEVICE void decrypt(const Key& k, LaneTable td, LaneTable inv, uint32_t s[4])
 #undef BC_LAST
 }
 
-// The counter block of the launch's block b.
-BC_DEVICE void counter(const Ctr& p, uint64_t b, uint32_t s[4]) {
-    if (p.inc32) {
-        s[0] = p.ctr[0], s[1] = p.ctr[1], s[2] = p.ctr[2], s[3] = p.ctr[3] + (uint32_t)b;
+// Counter block c plus b: in the last word mod 2^32 (GCM's inc32), or in the whole block mod
+// 2^128 (SP 800-38A).
+BC_DEVICE void add_counter(const uint32_t c[4], uint64_t b, bool inc32, uint32_t s[4]) {
+    if (inc32) {
+        s[0] = c[0], s[1] = c[1], s[2] = c[2], s[3] = c[3] + (uint32_t)b;
     } else {
-        uint64_t lo = ((uint64_t)p.ctr[2] << 32) | p.ctr[3], hi = ((uint64_t)p.ctr[0] << 32) | p.ctr[1];
+        uint64_t lo = ((uint64_t)c[2] << 32) | c[3], hi = ((uint64_t)c[0] << 32) | c[1];
         uint64_t l2 = lo + b;
         hi += l2 < lo;
         s[0] = (uint32_t)(hi >> 32), s[1] = (uint32_t)hi, s[2] = (uint32_t)(l2 >> 32), s[3] = (uint32_t)l2;
     }
 }
 
-// Block b of a buffer of `bytes` bytes as little-endian words, zero-padded past the end.
+// The counter block of the launch's block b.
+BC_DEVICE void counter(const Ctr& p, uint64_t b, uint32_t s[4]) { add_counter(p.ctr, b, p.inc32, s); }
+
+// n ≤ 16 bytes at p as little-endian words, zero-padded (a whole aligned block in one load).
+BC_DEVICE uint4 load_span(const uint8_t* p, uint32_t n) {
+    if (n == 16 && ((uintptr_t)p & 15) == 0) return *reinterpret_cast<const uint4*>(p);
+    uint32_t w[4] = {0, 0, 0, 0};
+    for (uint32_t j = 0; j < n; ++j) w[j >> 2] |= (uint32_t)p[j] << (8 * (j & 3));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+BC_DEVICE void store_span(uint8_t* p, uint32_t n, uint4 v) {
+    if (n == 16 && ((uintptr_t)p & 15) == 0) {
+        *reinterpret_cast<uint4*>(p) = v;
+        return;
+    }
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (uint32_t j = 0; j < n; ++j) p[j] = (uint8_t)(w[j >> 2] >> (8 * (j & 3)));
+}
+
+// Block b of a buffer (16-byte aligned) of `bytes` bytes as little-endian words, zero-padded
+// past the end.
 BC_DEVICE uint4 load_block(const uint8_t* in, uint64_t b, uint64_t bytes) {
     if (16 * (b + 1) <= bytes) return reinterpret_cast<const uint4*>(in)[b];
-    uint32_t w[4] = {0, 0, 0, 0};
-    for (uint64_t j = 16 * b; j < bytes; ++j) w[(j >> 2) & 3] |= (uint32_t)in[j] << (8 * (j & 3));
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    return load_span(in + 16 * b, (uint32_t)(bytes - 16 * b));
 }
 
 BC_DEVICE void store_block(uint8_t* out, uint64_t b, uint64_t bytes, uint4 v) {
@@ -206,8 +256,7 @@ BC_DEVICE void store_block(uint8_t* out, uint64_t b, uint64_t bytes, uint4 v) {
         reinterpret_cast<uint4*>(out)[b] = v;
         return;
     }
-    uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    for (uint64_t j = 16 * b; j < bytes; ++j) out[j] = (uint8_t)(w[(j >> 2) & 3] >> (8 * (j & 3)));
+    store_span(out + 16 * b, (uint32_t)(bytes - 16 * b), v);
 }
 
 // Keystream (big-endian words) applied to little-endian data words; bytes past the end stay zero.

@@ -609,7 +609,7 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let cases: &[(usize, usize)] = if quick {
         &[(64, 1 << 14), (1024, 1 << 12)]
     } else {
-        &[(64, 1 << 20), (1024, 1 << 16)]
+        &[(64, 1 << 20), (64, 1 << 22), (1024, 1 << 16)]
     };
     let threads = batchcrypt::backend::cpu::threads();
     rep.header("AES-128 batches of independent messages, one key and IV each: ours vs OpenSSL (outputs checked equal)");
@@ -675,7 +675,7 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 t,
                 Some("openssl 1 core"),
             );
-            for (name, choice) in [
+            let mut choices = vec![
                 (
                     "ours openssl backend",
                     BackendChoice::Exact(Backend::OpenSsl),
@@ -685,7 +685,14 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     BackendChoice::Exact(Backend::Portable),
                 ),
                 ("ours auto", BackendChoice::Auto),
-            ] {
+            ];
+            if has_gpu() && !gcm {
+                choices.push((
+                    "ours cuda (end to end)",
+                    BackendChoice::Exact(Backend::Cuda),
+                ));
+            }
+            for (name, choice) in choices {
                 let e = Engine::with_backend(choice);
                 let mut ran = None;
                 let t = time(3, || {
@@ -707,6 +714,19 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     BATCH_GROUP,
                     &case,
                     &name,
+                    n as u64,
+                    data.len() as u64,
+                    t,
+                    Some("openssl all cores"),
+                );
+            }
+            #[cfg(feature = "cuda")]
+            if has_gpu() && !gcm {
+                let t = batchcrypt::aes::gpu::ctr_batch_kernel_seconds(&keys, &ivs, &msgs, 5)?;
+                rep.add(
+                    BATCH_GROUP,
+                    &case,
+                    "ours cuda (kernel only)",
                     n as u64,
                     data.len() as u64,
                     t,

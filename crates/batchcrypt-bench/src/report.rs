@@ -45,6 +45,32 @@ pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median wall times of several functions timed in turns: one warm-up each, then `reps` rounds
+/// in which each runs once, the first of each round moving along, so that drift in the host's
+/// speed falls on all of them alike.
+pub fn time_interleaved(reps: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    for f in fs.iter_mut() {
+        f();
+    }
+    let k = fs.len();
+    let mut times = vec![Vec::with_capacity(reps); k];
+    for r in 0..reps.max(1) {
+        for j in 0..k {
+            let i = (r + j) % k;
+            let t = Instant::now();
+            fs[i]();
+            times[i].push(t.elapsed().as_secs_f64());
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect()
+}
+
 impl Report {
     pub fn new() -> Self {
         Report { rows: Vec::new() }

@@ -33,8 +33,8 @@ struct Slot {
     host_out: PinnedHostSlice<u8>,
     dev_in: CudaSlice<u8>,
     dev_out: CudaSlice<u8>,
-    /// The chunk whose output waits in `host_out` (first item, item count).
-    pending: Option<(usize, usize)>,
+    /// The chunk whose output waits in `host_out`.
+    pending: Option<usize>,
 }
 
 impl Slot {
@@ -137,12 +137,57 @@ pub fn run_chunked(
 ) -> Result<()> {
     debug_assert_eq!(output.len(), n * out_size);
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
-    let depth = cfg.depth.clamp(1, n.div_ceil(chunk).max(1));
+    let spans: Vec<Span> = (0..n)
+        .step_by(chunk)
+        .map(|first| {
+            let items = chunk.min(n - first);
+            Span {
+                in_bytes: items * in_size,
+                out_start: first * out_size,
+                out_bytes: items * out_size,
+            }
+        })
+        .collect();
+    let items = |c: usize| chunk.min(n - c * chunk);
+    run_spans(
+        gpu,
+        &spans,
+        output,
+        cfg.depth,
+        |c, dst| fill(c * chunk, dst),
+        |stream, i, o, c| launch(stream, i, o, items(c)),
+    )
+}
+
+/// One chunk of a batch cut into chunks of different sizes (messages of any length): the bytes
+/// staged for its upload, and the part of the output its download fills.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub in_bytes: usize,
+    pub out_start: usize,
+    pub out_bytes: usize,
+}
+
+/// Streams chunks through `launch` on `depth` streams: `fill(c, dst)` writes chunk `c`'s input
+/// into its pinned staging buffer, `launch(stream, dev_in, dev_out, c)` enqueues its kernels, and
+/// its output (`out_bytes` from the start of `dev_out`) lands in `output[out_start..]`.
+pub fn run_spans(
+    gpu: &Gpu,
+    spans: &[Span],
+    output: &mut [u8],
+    depth: usize,
+    mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
+    mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize) -> Result<()>,
+) -> Result<()> {
+    let depth = depth.clamp(1, spans.len().max(1));
     let t_start = std::time::Instant::now();
-    let mut slots = take_slots(gpu, depth, chunk * in_size, chunk * out_size)?;
+    let in_max = spans.iter().map(|s| s.in_bytes).max().unwrap_or(0);
+    let out_max = spans.iter().map(|s| s.out_bytes).max().unwrap_or(0);
+    let mut slots = take_slots(gpu, depth, in_max, out_max)?;
     let mut trace = Trace::default();
     let drain = |slot: &mut Slot, output: &mut [u8], trace: &mut Trace| -> Result<()> {
-        if let Some((first, items)) = slot.pending.take() {
+        if let Some(c) = slot.pending.take() {
+            let span: Span = spans[c];
             let t = std::time::Instant::now();
             slot.stream
                 .synchronize()
@@ -154,46 +199,43 @@ pub fn run_chunked(
                 .as_slice()
                 .map_err(driver_err("pinned read"))?;
             par_copy(
-                &mut output[first * out_size..(first + items) * out_size],
-                &src[..items * out_size],
+                &mut output[span.out_start..span.out_start + span.out_bytes],
+                &src[..span.out_bytes],
             );
             trace.copy_out_s += t.elapsed().as_secs_f64();
         }
         Ok(())
     };
     let mut run = || -> Result<()> {
-        for (c, first) in (0..n).step_by(chunk).enumerate() {
-            let items = chunk.min(n - first);
+        for (c, span) in spans.iter().enumerate() {
             let slot = &mut slots[c % depth];
             drain(slot, output, &mut trace)?;
             let t = std::time::Instant::now();
             fill(
-                first,
+                c,
                 &mut slot
                     .host_in
                     .as_mut_slice()
-                    .map_err(driver_err("pinned write"))?[..items * in_size],
+                    .map_err(driver_err("pinned write"))?[..span.in_bytes],
             )?;
             trace.fill_s += t.elapsed().as_secs_f64();
-            {
-                let src = &slot.host_in;
-                let mut dst = slot.dev_in.slice_mut(..items * in_size);
+            if span.in_bytes > 0 {
+                let src = &slot.host_in.as_slice().map_err(driver_err("pinned"))?[..span.in_bytes];
                 slot.stream
-                    .memcpy_htod(
-                        &src.as_slice().map_err(driver_err("pinned"))?[..items * in_size],
-                        &mut dst,
-                    )
+                    .memcpy_htod(src, &mut slot.dev_in.slice_mut(..span.in_bytes))
                     .map_err(driver_err("cuMemcpyHtoDAsync"))?;
             }
-            launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, items)?;
-            slot.stream
-                .memcpy_dtoh(
-                    &slot.dev_out.slice(..items * out_size),
-                    &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?
-                        [..items * out_size],
-                )
-                .map_err(driver_err("cuMemcpyDtoHAsync"))?;
-            slot.pending = Some((first, items));
+            launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, c)?;
+            if span.out_bytes > 0 {
+                slot.stream
+                    .memcpy_dtoh(
+                        &slot.dev_out.slice(..span.out_bytes),
+                        &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?
+                            [..span.out_bytes],
+                    )
+                    .map_err(driver_err("cuMemcpyDtoHAsync"))?;
+            }
+            slot.pending = Some(c);
         }
         for slot in slots.iter_mut() {
             drain(slot, output, &mut trace)?;
@@ -204,8 +246,9 @@ pub fn run_chunked(
     if tracing() {
         let ms = |s: f64| s * 1e3;
         eprintln!(
-            "pipeline: {n} items in {} chunks of {chunk} (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
-            n.div_ceil(chunk),
+            "pipeline: {} bytes out in {} chunks (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
+            spans.iter().map(|s| s.out_bytes).sum::<usize>(),
+            spans.len(),
             ms(t_start.elapsed().as_secs_f64()),
             ms(trace.fill_s),
             ms(trace.wait_s),

@@ -11,7 +11,8 @@ use batchcrypt::{Backend, Error, Primitive};
 
 mod common;
 
-/// The CPU backends (batches have no GPU kernel yet: forcing the GPU is an error, checked below).
+/// The CPU backends (GCM and XTS batches have no GPU kernel yet: forcing the GPU is an error,
+/// checked below).
 fn cpu_backends() -> Vec<Backend> {
     common::backends(Primitive::Aes)
         .into_iter()
@@ -273,9 +274,123 @@ fn malformed_batches_are_errors() {
     if common::backends(Primitive::Aes).contains(&Backend::Cuda) {
         let e = common::engine(Backend::Cuda);
         let mut out = vec![0u8; 100];
+        assert!(invalid(
+            e.aes()
+                .ctr_batch(&[k.clone()], &[[0; 16]; 2], &msgs, &mut out)
+                .map(|_| ())
+        ));
         assert!(matches!(
-            e.aes().ctr_batch(&[k], &[[0; 16]; 3], &msgs, &mut out),
+            e.aes()
+                .gcm_encrypt_batch(&[k], &[[0; 12]; 3], &[], &msgs, &mut out),
             Err(Error::BackendUnavailable { .. })
         ));
+    }
+}
+
+/// CTR batches as the GPU runs them (layouts of every kind, per-message keys of both sizes or
+/// one key for all), against OpenSSL.
+fn ctr_cases(
+    rng: &mut common::Rng,
+) -> Vec<(Vec<Key>, Vec<[u8; 16]>, Vec<u8>, Option<Vec<u64>>, usize)> {
+    let iv = |rng: &mut common::Rng, i: usize| -> [u8; 16] {
+        let mut iv: [u8; 16] = rng.bytes(16).try_into().unwrap();
+        if i % 2 == 0 {
+            iv[8..].fill(0xff); // the 128-bit counter carries
+        }
+        iv
+    };
+    let mut cases = Vec::new();
+    // Offsets: empty messages, unaligned starts, messages over many thread items.
+    let lens: Vec<usize> = (0..200)
+        .map(|i| match i % 7 {
+            0 => 0,
+            1 => rng.below(16) as usize,
+            2 => 256,
+            3 => 257 + rng.below(600) as usize,
+            _ => rng.below(100) as usize,
+        })
+        .chain(LENS)
+        .collect();
+    let (data, offsets) = layout(rng, &lens);
+    let n = lens.len();
+    let ivs = (0..n).map(|i| iv(rng, i)).collect();
+    cases.push((keys(rng, n), ivs, data, Some(offsets), n));
+    // Fixed lengths, a partial last block, one key for all and one per message.
+    for len in [64usize, 100] {
+        let n = 300;
+        let data = rng.bytes(n * len);
+        let ivs: Vec<[u8; 16]> = (0..n).map(|i| iv(rng, i)).collect();
+        cases.push((keys(rng, 1), ivs.clone(), data.clone(), None, len));
+        cases.push((keys(rng, n), ivs, data, None, len));
+    }
+    cases
+}
+
+fn messages<'a>(data: &'a [u8], offsets: &'a Option<Vec<u64>>, len: usize) -> Messages<'a> {
+    match offsets {
+        Some(o) => Messages::var(data, o).unwrap(),
+        None => Messages::fixed(data, len).unwrap(),
+    }
+}
+
+fn ctr_reference(keys: &[Key], ivs: &[[u8; 16]], msgs: &Messages<'_>) -> Vec<u8> {
+    let mut want = vec![0u8; msgs.data().len()];
+    common::engine(Backend::OpenSsl)
+        .aes()
+        .ctr_batch(keys, ivs, msgs, &mut want)
+        .unwrap();
+    want
+}
+
+/// Only the messages' bytes: the bytes in gaps are the output buffer's own.
+fn message_bytes(msgs: &Messages<'_>, buf: &[u8]) -> Vec<u8> {
+    (0..msgs.count())
+        .flat_map(|i| buf[msgs.range(i)].to_vec())
+        .collect()
+}
+
+#[cfg(feature = "emulation")]
+#[test]
+fn batch_kernel_matches_the_cpu() {
+    let mut rng = common::Rng(47);
+    for (keys, ivs, data, offsets, len) in ctr_cases(&mut rng) {
+        let msgs = messages(&data, &offsets, len);
+        let want = ctr_reference(&keys, &ivs, &msgs);
+        // One chunk, and chunks of about 1 KiB.
+        for chunk_bytes in [usize::MAX, 1024] {
+            let got = batchcrypt::emulation::aes::ctr_batch(&keys, &ivs, &msgs, chunk_bytes);
+            assert!(
+                message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
+                "{} messages, chunks of {chunk_bytes} bytes",
+                msgs.count()
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_ctr_batches_match_the_cpu() {
+    if !common::backends(Primitive::Aes).contains(&Backend::Cuda) {
+        return;
+    }
+    let e = common::engine(Backend::Cuda);
+    let mut rng = common::Rng(53);
+    let mut cases = ctr_cases(&mut rng);
+    // Several pipeline chunks (2^20 messages each at most).
+    let n = (1 << 21) + 3;
+    let data = rng.bytes(16 * n);
+    let ivs: Vec<[u8; 16]> = (0..n).map(|_| rng.bytes(16).try_into().unwrap()).collect();
+    cases.push((keys(&mut rng, n), ivs, data, None, 16));
+    for (keys, ivs, data, offsets, len) in cases {
+        let msgs = messages(&data, &offsets, len);
+        let want = ctr_reference(&keys, &ivs, &msgs);
+        let mut got = vec![0u8; data.len()];
+        let out = e.aes().ctr_batch(&keys, &ivs, &msgs, &mut got).unwrap();
+        assert_eq!(out.backend, Backend::Cuda);
+        assert!(
+            message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
+            "{} messages",
+            msgs.count()
+        );
     }
 }

@@ -5,8 +5,10 @@
 //! message (reusing a CTR or GCM IV under one key gives the keystream away).
 //!
 //! The CPU backends spread the messages over all cores: OpenSSL with one cipher context per
-//! worker, re-keyed per message, or RustCrypto. (The GPU kernels take one message at a time so
-//! far; batches stay on the CPU.)
+//! worker, re-keyed per message, or RustCrypto. CTR batches also run on the GPU
+//! (`kernels/aes/aes_batch.cu`, laid out by [`device`]): messages go up in chunks with their raw
+//! keys and counter blocks, and each GPU thread expands its message's key itself. GCM and XTS
+//! batches stay on the CPU so far.
 
 use super::cpu::{ctr_cipher, gcm_cipher, ossl, portable_stream};
 use super::gcm::Gcm;
@@ -113,9 +115,10 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 impl Aes<'_> {
     fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
         let calibrate = |b: Backend| calibrate(op, b);
+        let gpu = cfg!(feature = "cuda") && op == OP_CTR;
         self.engine
             .dispatcher()
-            .plan(&workload(op, msgs), &CPU_ORDER, false, &calibrate)
+            .plan(&workload(op, msgs), &CPU_ORDER, gpu, &calibrate)
     }
 
     /// CTR over each message: message i under `keys[i]` (or the one key) from counter block
@@ -132,9 +135,15 @@ impl Aes<'_> {
         check_count("IVs", ivs, n, false)?;
         super::check_lengths(msgs.data(), output)?;
         let plan = self.batch_plan(OP_CTR, msgs)?;
-        each(msgs, output, plan.threads, |ctx, i, a, b| {
-            ctr_one(plan.backend, ctx, nth(keys, i), &ivs[i], a, b)
-        })?;
+        match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => super::gpu::ctr_batch(keys, ivs, msgs, output)?,
+            backend => {
+                each(msgs, output, plan.threads, |ctx, i, a, b| {
+                    ctr_one(backend, ctx, nth(keys, i), &ivs[i], a, b)
+                })?;
+            }
+        }
         Ok(Output {
             value: (),
             backend: plan.backend,
@@ -369,10 +378,14 @@ fn gcm_one(
     }
 }
 
-/// Measures one CPU backend on one thread over batches of 1 KiB messages (16 and 512 of them).
+/// Measures one backend over batches of 1 KiB messages: a CPU backend on one thread (16 and 512
+/// messages), the GPU end to end from host memory (16 and 16 384).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     const LEN: usize = 1024;
-    let (small, large) = (16usize, 512usize);
+    let (small, large) = match backend {
+        Backend::Cuda => (16usize, 16_384usize),
+        _ => (16, 512),
+    };
     let data = vec![0x5au8; LEN * large];
     let mut out = vec![0u8; data.len()];
     let key = Key::Aes128([7; 16]);
@@ -380,6 +393,11 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let ivs = vec![[3u8; 16]; large];
     let run = |n: usize, out: &mut [u8]| -> Result<()> {
         let msgs = Messages::fixed(&data[..n * LEN], LEN)?;
+        #[cfg(feature = "cuda")]
+        if backend == Backend::Cuda {
+            let keys = vec![key.clone(); n];
+            return super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, &mut out[..n * LEN]);
+        }
         each(&msgs, &mut out[..n * LEN], 1, |ctx, i, a, b| match op {
             OP_CTR => ctr_one(backend, ctx, &key, &ivs[i], a, b),
             OP_GCM => gcm_one(backend, ctx, &key, &[3; 12], &[], a, b, None).map(|_| ()),
@@ -394,4 +412,189 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         (large * LEN / 16) as u64,
         || run(large, &mut out.borrow_mut()),
     )
+}
+
+/// How the GPU batch kernel (`kernels/aes/aes_batch.cu`) takes messages: in chunks of
+/// consecutive messages, each uploaded as one buffer of sections (16-byte aligned):
+/// counter blocks (16 bytes per message), key records (per-message keys only: the raw key in 32
+/// bytes, then its length as a little-endian u32), byte offsets and first thread items (offsets
+/// form only: n + 1 little-endian u64 each), then the message bytes. The kernel byte-swaps the
+/// counter blocks and keys itself, so every section but the offsets is a plain copy.
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) mod device {
+    use super::{Key, Messages};
+    use std::ops::Range;
+
+    /// Blocks per GPU thread item (`SEG_BLOCKS` of the kernel).
+    pub(crate) const SEG_BLOCKS: u64 = 16;
+    /// Bytes of a key record.
+    const KEY_RECORD: usize = 36;
+    /// A chunk of the GPU path holds at most this many messages, and this many message bytes
+    /// unless it is one longer message: tens of megabytes, so that chunks overlap in the pipeline.
+    pub(crate) const CHUNK_MESSAGES: usize = 1 << 20;
+    pub(crate) const CHUNK_BYTES: usize = 64 << 20;
+
+    /// `CtrBatch` of kernels/aes/aes_batch.cu.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub(crate) struct CtrBatchParams {
+        pub(crate) rk: [u32; 60],
+        pub(crate) rounds: u32,
+        pub(crate) pad: u32,
+        pub(crate) messages: u64,
+        pub(crate) len: u64,
+        pub(crate) segments: u64,
+    }
+
+    /// One chunk: messages `first..first + count`, the sections' places in its upload, and the
+    /// byte range its messages span in the batch's buffer.
+    pub(crate) struct Chunk {
+        first: usize,
+        count: usize,
+        keys_at: Option<usize>,
+        offsets_at: Option<(usize, usize)>,
+        data_at: usize,
+        pub(crate) in_bytes: usize,
+        pub(crate) data: Range<usize>,
+        pub(crate) segments: u64,
+    }
+
+    /// The kernel's arguments after its parameters, as addresses into a chunk's upload at `base`
+    /// (0 for a section the chunk lacks).
+    pub(crate) struct Pointers {
+        pub(crate) ivs: u64,
+        pub(crate) keys: u64,
+        pub(crate) offsets: u64,
+        pub(crate) segments: u64,
+        pub(crate) data: u64,
+    }
+
+    fn items(len: usize) -> u64 {
+        (len as u64).div_ceil(16 * SEG_BLOCKS)
+    }
+
+    /// The chunks of a batch, of at most `max_bytes` message bytes (or one longer message) and
+    /// [`CHUNK_MESSAGES`] messages; `keyed`: one key per message (else one for all).
+    pub(crate) fn chunks(msgs: &Messages<'_>, keyed: bool, max_bytes: usize) -> Vec<Chunk> {
+        let n = msgs.count();
+        let mut v = Vec::new();
+        let mut first = 0;
+        while first < n {
+            let start = msgs.range(first).start;
+            let mut end = first + 1;
+            while end < n
+                && end - first < CHUNK_MESSAGES
+                && msgs.range(end).end - start <= max_bytes
+            {
+                end += 1;
+            }
+            v.push(Chunk::new(msgs, first, end - first, keyed));
+            first = end;
+        }
+        v
+    }
+
+    impl Chunk {
+        pub(crate) fn new(msgs: &Messages<'_>, first: usize, count: usize, keyed: bool) -> Chunk {
+            let up16 = |x: usize| x.next_multiple_of(16);
+            let mut at = 16 * count;
+            let keys_at = keyed.then(|| {
+                let k = at;
+                at = up16(at + KEY_RECORD * count);
+                k
+            });
+            let offsets_at = (!msgs.fixed_len()).then(|| {
+                let o = at;
+                at += 16 * (count + 1);
+                (o, o + 8 * (count + 1))
+            });
+            let data = msgs.range(first).start..msgs.range(first + count - 1).end;
+            Chunk {
+                first,
+                count,
+                keys_at,
+                offsets_at,
+                data_at: at,
+                in_bytes: at + data.len(),
+                segments: (first..first + count)
+                    .map(|i| items(msgs.range(i).len()))
+                    .sum(),
+                data,
+            }
+        }
+
+        /// Writes the chunk's upload into `dst` (`in_bytes` long).
+        pub(crate) fn stage(
+            &self,
+            msgs: &Messages<'_>,
+            keys: &[Key],
+            ivs: &[[u8; 16]],
+            dst: &mut [u8],
+        ) {
+            let msgs_range = self.first..self.first + self.count;
+            dst[..16 * self.count].copy_from_slice(ivs[msgs_range.clone()].as_flattened());
+            if let Some(k) = self.keys_at {
+                for (rec, key) in dst[k..k + KEY_RECORD * self.count]
+                    .chunks_exact_mut(KEY_RECORD)
+                    .zip(&keys[msgs_range.clone()])
+                {
+                    let b = key.bytes();
+                    rec[..b.len()].copy_from_slice(b);
+                    rec[b.len()..32].fill(0);
+                    rec[32..].copy_from_slice(&(b.len() as u32).to_le_bytes());
+                }
+            }
+            if let Some((o, s)) = self.offsets_at {
+                let base = self.data.start;
+                let mut seg = 0u64;
+                for j in 0..=self.count {
+                    let (off, len) = match j < self.count {
+                        true => {
+                            let r = msgs.range(self.first + j);
+                            (r.start, r.len())
+                        }
+                        false => (self.data.end, 0),
+                    };
+                    dst[o + 8 * j..o + 8 * j + 8]
+                        .copy_from_slice(&((off - base) as u64).to_le_bytes());
+                    dst[s + 8 * j..s + 8 * j + 8].copy_from_slice(&seg.to_le_bytes());
+                    seg += items(len);
+                }
+            }
+            crate::backend::cpu::par_copy(
+                &mut dst[self.data_at..self.in_bytes],
+                &msgs.data()[self.data.clone()],
+            );
+        }
+
+        /// The kernel's parameters; `keys` holds the one key for all, or one per message.
+        pub(crate) fn params(&self, msgs: &Messages<'_>, keys: &[Key]) -> CtrBatchParams {
+            let (rk, rounds) = match keys {
+                [one] => one.round_keys(),
+                _ => ([0; 60], 0),
+            };
+            CtrBatchParams {
+                rk,
+                rounds,
+                pad: 0,
+                messages: self.count as u64,
+                len: match msgs {
+                    Messages::Fixed { len, .. } => *len as u64,
+                    Messages::Var { .. } => 0,
+                },
+                segments: self.segments,
+            }
+        }
+
+        pub(crate) fn pointers(&self, base: u64) -> Pointers {
+            let at = |x: Option<usize>| x.map_or(0, |x| base + x as u64);
+            Pointers {
+                ivs: base,
+                keys: at(self.keys_at),
+                offsets: at(self.offsets_at.map(|o| o.0)),
+                segments: at(self.offsets_at.map(|o| o.1)),
+                data: base + self.data_at as u64,
+            }
+        }
+    }
 }

@@ -1,13 +1,17 @@
 //! The GPU backend: `kernels/aes` over host buffers (streamed through the chunked pipeline, so
 //! upload, kernel and download of different chunks overlap) or over buffers already in GPU memory.
 
+use super::batch::device as batch_device;
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
 use super::xts::{self, XtsKey};
 use super::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
-use crate::pipeline::{is_pinned, par_copy, run_chunked, run_direct, PipelineConfig};
+use crate::messages::Messages;
+use crate::pipeline::{
+    is_pinned, par_copy, run_chunked, run_direct, run_spans, PipelineConfig, Span,
+};
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
     PushKernelArg,
@@ -562,4 +566,110 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
             launch_ctr(gpu, &f, &stream, p, ptr, ptr)
         })
     }
+}
+
+// SAFETY: plain old data with the kernel's layout (checked by the emulation tests).
+unsafe impl DeviceRepr for batch_device::CtrBatchParams {}
+
+/// Enqueues the batch kernel over one chunk uploaded at `input` (its message bytes then go to
+/// `output`, laid out as in the upload's data section).
+fn launch_ctr_batch(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    stream: &Arc<CudaStream>,
+    chunk: &batch_device::Chunk,
+    p: batch_device::CtrBatchParams,
+    input: u64,
+    output: u64,
+) -> Result<()> {
+    if chunk.segments == 0 {
+        return Ok(());
+    }
+    let a = chunk.pointers(input);
+    let mut b = stream.launch_builder(f);
+    b.arg(&p)
+        .arg(&a.ivs)
+        .arg(&a.keys)
+        .arg(&a.offsets)
+        .arg(&a.segments)
+        .arg(&a.data)
+        .arg(&output);
+    let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            chunk.segments.div_ceil(THREADS as u64).clamp(1, cap) as u32,
+            1,
+            1,
+        ),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: matches `aes_ctr_batch`; the pointers lie in the chunk's upload as `Chunk` laid it
+    // out, and the output holds its data section's bytes.
+    unsafe { b.launch(cfg) }
+        .map(|_| ())
+        .map_err(driver_err("launch aes_ctr_batch"))
+}
+
+/// CTR over a batch of messages in host memory (keys: one per message, or one for all), chunk
+/// by chunk through the pipeline.
+pub fn ctr_batch(
+    keys: &[Key],
+    ivs: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    output: &mut [u8],
+) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES_BATCH, "aes_ctr_batch")?;
+    let chunks = batch_device::chunks(msgs, keys.len() != 1, batch_device::CHUNK_BYTES);
+    let spans: Vec<Span> = chunks
+        .iter()
+        .map(|c| Span {
+            in_bytes: c.in_bytes,
+            out_start: c.data.start,
+            out_bytes: c.data.len(),
+        })
+        .collect();
+    run_spans(
+        gpu,
+        &spans,
+        output,
+        3,
+        |c, dst| {
+            chunks[c].stage(msgs, keys, ivs, dst);
+            Ok(())
+        },
+        |stream, i, o, c| {
+            let (ip, _gi) = i.device_ptr(stream);
+            let (op, _go) = o.device_ptr_mut(stream);
+            let p = chunks[c].params(msgs, keys);
+            launch_ctr_batch(gpu, &f, stream, &chunks[c], p, ip, op)
+        },
+    )
+}
+
+/// Kernel-only time of a CTR batch whose messages are already in GPU memory (uploaded as one
+/// chunk), in seconds: for the benchmarks.
+pub fn ctr_batch_kernel_seconds(
+    keys: &[Key],
+    ivs: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    iters: usize,
+) -> Result<f64> {
+    let gpu = Gpu::available()?;
+    let f = gpu.function(&crate::kernels::AES_BATCH, "aes_ctr_batch")?;
+    let stream = gpu.stream()?;
+    let chunk = batch_device::Chunk::new(msgs, 0, msgs.count(), keys.len() != 1);
+    let mut up = vec![0u8; chunk.in_bytes];
+    chunk.stage(msgs, keys, ivs, &mut up);
+    let input = stream.clone_htod(&up).map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut out = stream
+        .alloc_zeros::<u8>(chunk.data.len().max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
+    let p = chunk.params(msgs, keys);
+    crate::backend::cuda::time_on_stream(&stream, iters, || {
+        let (ip, _gi) = input.device_ptr(&stream);
+        let (op, _go) = out.device_ptr_mut(&stream);
+        launch_ctr_batch(gpu, &f, &stream, &chunk, p, ip, op)
+    })
 }

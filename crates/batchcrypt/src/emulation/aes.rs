@@ -1,15 +1,26 @@
 //! The AES kernels run on the host: the exact kernel code, one "thread" per block of the grid.
 
+use crate::aes::batch::device::{self, CtrBatchParams};
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
 use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
 use crate::aes::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
+use crate::messages::Messages;
 
 extern "C" {
     fn aes_xts_tweaks(p: XtsTweakParams, tweaks: *mut u128);
     fn aes_xts_encrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_xts_decrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
+    fn aes_ctr_batch(
+        p: CtrBatchParams,
+        ivs: *const u8,
+        keys: *const u8,
+        offsets: *const u8,
+        segments: *const u8,
+        input: *const u8,
+        output: *mut u8,
+    );
     fn aes_gcm(
         p: GcmParams,
         input: *const u8,
@@ -123,6 +134,44 @@ pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bo
             &mut result[whole..],
             decrypt,
         );
+    }
+    result
+}
+
+/// A CTR batch as the GPU path runs it: in chunks of at most `chunk_bytes` message bytes, each
+/// staged as it is uploaded and run through the batch kernel. Returns the output buffer (laid out
+/// as the input; bytes outside the messages stay zero).
+pub fn ctr_batch(
+    keys: &[Key],
+    ivs: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    chunk_bytes: usize,
+) -> Vec<u8> {
+    let mut result = vec![0u8; msgs.data().len()];
+    for c in device::chunks(msgs, keys.len() != 1, chunk_bytes) {
+        let mut up = vec![0u128; c.in_bytes.div_ceil(16).max(1)];
+        // SAFETY: u128 storage viewed as bytes.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(up.as_mut_ptr().cast::<u8>(), c.in_bytes) };
+        c.stage(msgs, keys, ivs, bytes);
+        let mut out = vec![0u128; c.data.len().div_ceil(16).max(1)];
+        let base = up.as_ptr() as u64;
+        let a = c.pointers(base);
+        let ptr = |x: u64| x as *const u8;
+        // SAFETY: the pointers lie in the staged chunk as `Chunk` laid it out (null for a missing
+        // section); the output holds the chunk's message bytes.
+        unsafe {
+            aes_ctr_batch(
+                c.params(msgs, keys),
+                ptr(a.ivs),
+                ptr(a.keys),
+                ptr(a.offsets),
+                ptr(a.segments),
+                ptr(a.data),
+                out.as_mut_ptr().cast(),
+            )
+        };
+        result[c.data.clone()].copy_from_slice(&bytes_of(&out, c.data.len()));
     }
     result
 }
