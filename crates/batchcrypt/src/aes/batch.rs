@@ -27,6 +27,29 @@ use rayon::prelude::*;
 const OP_CTR: &str = "aes_ctr_batch";
 const OP_GCM: &str = "aes_gcm_batch";
 const OP_XTS: &str = "aes_xts_batch";
+/// The same operations on short messages (at most `SHORT_MAX` bytes on average), measured
+/// apart: there the per-message set-up outweighs the bytes, and the backends rank differently
+/// (RustCrypto re-keys faster than OpenSSL, which wins on longer messages).
+const OP_CTR_SHORT: &str = "aes_ctr_batch_short";
+const OP_GCM_SHORT: &str = "aes_gcm_batch_short";
+const OP_XTS_SHORT: &str = "aes_xts_batch_short";
+const SHORT_MAX: u64 = 256;
+
+/// The operation measured on short messages, and the message length each is measured on.
+fn short(op: &'static str) -> &'static str {
+    match op {
+        OP_CTR => OP_CTR_SHORT,
+        OP_GCM => OP_GCM_SHORT,
+        _ => OP_XTS_SHORT,
+    }
+}
+
+fn calibration_len(op: &str) -> usize {
+    match op {
+        OP_CTR_SHORT | OP_GCM_SHORT | OP_XTS_SHORT => 64,
+        _ => 1024,
+    }
+}
 
 /// `v` holds one entry per message, or (where `one_for_all`) one for every message.
 fn check_count<T>(what: &str, v: &[T], n: usize, one_for_all: bool) -> Result<()> {
@@ -114,8 +137,12 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 
 impl Aes<'_> {
     fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
-        let calibrate = |b: Backend| calibrate(op, b);
         let gpu = cfg!(feature = "cuda") && op == OP_CTR;
+        let op = match msgs.bytes() <= SHORT_MAX * msgs.count() as u64 {
+            true => short(op),
+            false => op,
+        };
+        let calibrate = |b: Backend| calibrate(op, b);
         self.engine
             .dispatcher()
             .plan(&workload(op, msgs), &CPU_ORDER, gpu, &calibrate)
@@ -378,38 +405,42 @@ fn gcm_one(
     }
 }
 
-/// Measures one backend over batches of 1 KiB messages: a CPU backend on one thread (16 and 512
-/// messages), the GPU end to end from host memory (16 and 16 384).
+/// Measures one backend over batches of 1 KiB or (for the short-message operations) 64-byte
+/// messages: a CPU backend on one thread (16 or 256 KiB of messages: 16 and 512 of 1 KiB), the
+/// GPU end to end from host memory (16 KiB and 16 MiB).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
-    const LEN: usize = 1024;
+    let len = calibration_len(op);
+    let scale = 1024 / len;
     let (small, large) = match backend {
-        Backend::Cuda => (16usize, 16_384usize),
-        _ => (16, 512),
+        Backend::Cuda => (16 * scale, 16_384 * scale),
+        _ => (16 * scale, 512 * scale),
     };
-    let data = vec![0x5au8; LEN * large];
+    let data = vec![0x5au8; len * large];
     let mut out = vec![0u8; data.len()];
     let key = Key::Aes128([7; 16]);
     let xts_key = XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
     let ivs = vec![[3u8; 16]; large];
     let run = |n: usize, out: &mut [u8]| -> Result<()> {
-        let msgs = Messages::fixed(&data[..n * LEN], LEN)?;
+        let msgs = Messages::fixed(&data[..n * len], len)?;
         #[cfg(feature = "cuda")]
         if backend == Backend::Cuda {
             let keys = vec![key.clone(); n];
-            return super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, &mut out[..n * LEN]);
+            return super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, &mut out[..n * len]);
         }
-        each(&msgs, &mut out[..n * LEN], 1, |ctx, i, a, b| match op {
-            OP_CTR => ctr_one(backend, ctx, &key, &ivs[i], a, b),
-            OP_GCM => gcm_one(backend, ctx, &key, &[3; 12], &[], a, b, None).map(|_| ()),
-            _ => xts::cpu(backend, &xts_key, &ivs[i], LEN, a, b, false, 1),
+        each(&msgs, &mut out[..n * len], 1, |ctx, i, a, b| match op {
+            OP_CTR | OP_CTR_SHORT => ctr_one(backend, ctx, &key, &ivs[i], a, b),
+            OP_GCM | OP_GCM_SHORT => {
+                gcm_one(backend, ctx, &key, &[3; 12], &[], a, b, None).map(|_| ())
+            }
+            _ => xts::cpu(backend, &xts_key, &ivs[i], len, a, b, false, 1),
         })
         .map(|_| ())
     };
     let out = std::cell::RefCell::new(&mut out);
     crate::dispatch::fit(
-        (small * LEN / 16) as u64,
+        (small * len / 16) as u64,
         || run(small, &mut out.borrow_mut()),
-        (large * LEN / 16) as u64,
+        (large * len / 16) as u64,
         || run(large, &mut out.borrow_mut()),
     )
 }
@@ -429,10 +460,11 @@ pub(crate) mod device {
     pub(crate) const SEG_BLOCKS: u64 = 16;
     /// Bytes of a key record.
     const KEY_RECORD: usize = 36;
-    /// A chunk of the GPU path holds at most this many messages, and this many message bytes
-    /// unless it is one longer message: tens of megabytes, so that chunks overlap in the pipeline.
-    pub(crate) const CHUNK_MESSAGES: usize = 1 << 20;
-    pub(crate) const CHUNK_BYTES: usize = 64 << 20;
+    /// Upload bytes per chunk of the GPU path: about an eighth of the batch, so that the staging,
+    /// upload, kernel and download of different chunks overlap, within these bounds (a message
+    /// longer than the upper one is a chunk of its own).
+    pub(crate) const MIN_CHUNK_BYTES: usize = 4 << 20;
+    pub(crate) const MAX_CHUNK_BYTES: usize = 64 << 20;
 
     /// `CtrBatch` of kernels/aes/aes_batch.cu.
     #[repr(C)]
@@ -473,19 +505,37 @@ pub(crate) mod device {
         (len as u64).div_ceil(16 * SEG_BLOCKS)
     }
 
-    /// The chunks of a batch, of at most `max_bytes` message bytes (or one longer message) and
-    /// [`CHUNK_MESSAGES`] messages; `keyed`: one key per message (else one for all).
+    /// Bytes message `i` adds to a chunk's upload (its data and its share of the other sections).
+    fn upload(msgs: &Messages<'_>, i: usize, keyed: bool) -> usize {
+        let len = msgs.range(i).len();
+        16 + len + if keyed { KEY_RECORD } else { 0 } + if msgs.fixed_len() { 0 } else { 16 }
+    }
+
+    /// The GPU path's chunks for a batch; `keyed`: one key per message (else one for all).
+    pub(crate) fn gpu_chunks(msgs: &Messages<'_>, keyed: bool) -> Vec<Chunk> {
+        let total: usize = (0..msgs.count()).map(|i| upload(msgs, i, keyed)).sum();
+        chunks(
+            msgs,
+            keyed,
+            total.div_ceil(8).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
+        )
+    }
+
+    /// Chunks of consecutive messages whose uploads take at most `max_bytes` each (or one longer
+    /// message).
     pub(crate) fn chunks(msgs: &Messages<'_>, keyed: bool, max_bytes: usize) -> Vec<Chunk> {
         let n = msgs.count();
         let mut v = Vec::new();
         let mut first = 0;
         while first < n {
-            let start = msgs.range(first).start;
+            let mut bytes = upload(msgs, first, keyed);
             let mut end = first + 1;
-            while end < n
-                && end - first < CHUNK_MESSAGES
-                && msgs.range(end).end - start <= max_bytes
-            {
+            while end < n {
+                let more = upload(msgs, end, keyed);
+                if bytes + more > max_bytes {
+                    break;
+                }
+                bytes += more;
                 end += 1;
             }
             v.push(Chunk::new(msgs, first, end - first, keyed));
@@ -523,7 +573,8 @@ pub(crate) mod device {
             }
         }
 
-        /// Writes the chunk's upload into `dst` (`in_bytes` long).
+        /// Writes the chunk's upload into `dst` (`in_bytes` long) on all cores: the staging
+        /// buffer is the pipeline's, and filling it is host time no other chunk overlaps with.
         pub(crate) fn stage(
             &self,
             msgs: &Messages<'_>,
@@ -531,18 +582,28 @@ pub(crate) mod device {
             ivs: &[[u8; 16]],
             dst: &mut [u8],
         ) {
-            let msgs_range = self.first..self.first + self.count;
-            dst[..16 * self.count].copy_from_slice(ivs[msgs_range.clone()].as_flattened());
+            use crate::backend::cpu::par_copy;
+            use rayon::prelude::*;
+            const PIECE: usize = 4096;
+            let range = self.first..self.first + self.count;
+            par_copy(
+                &mut dst[..16 * self.count],
+                ivs[range.clone()].as_flattened(),
+            );
             if let Some(k) = self.keys_at {
-                for (rec, key) in dst[k..k + KEY_RECORD * self.count]
-                    .chunks_exact_mut(KEY_RECORD)
-                    .zip(&keys[msgs_range.clone()])
-                {
-                    let b = key.bytes();
-                    rec[..b.len()].copy_from_slice(b);
-                    rec[b.len()..32].fill(0);
-                    rec[32..].copy_from_slice(&(b.len() as u32).to_le_bytes());
-                }
+                let keys = &keys[range];
+                dst[k..k + KEY_RECORD * self.count]
+                    .par_chunks_mut(KEY_RECORD * PIECE)
+                    .zip(keys.par_chunks(PIECE))
+                    .for_each(|(part, keys)| {
+                        for (rec, key) in part.chunks_exact_mut(KEY_RECORD).zip(keys) {
+                            let b = key.bytes();
+                            let mut r = [0u8; KEY_RECORD];
+                            r[..b.len()].copy_from_slice(b);
+                            r[32..].copy_from_slice(&(b.len() as u32).to_le_bytes());
+                            rec.copy_from_slice(&r);
+                        }
+                    });
             }
             if let Some((o, s)) = self.offsets_at {
                 let base = self.data.start;
@@ -561,7 +622,7 @@ pub(crate) mod device {
                     seg += items(len);
                 }
             }
-            crate::backend::cpu::par_copy(
+            par_copy(
                 &mut dst[self.data_at..self.in_bytes],
                 &msgs.data()[self.data.clone()],
             );

@@ -16,10 +16,20 @@ use ctr::cipher::{KeyIvInit, StreamCipher};
 use openssl::cipher::{Cipher, CipherRef};
 use openssl::cipher_ctx::CipherCtx;
 
-/// Bytes per CPU segment: large enough to amortize a cipher context, small enough that the
-/// GHASH pass of the portable backend finds the segment in cache.
+/// Bytes per CPU segment at most: large enough to amortize a cipher context, small enough that
+/// the GHASH pass of the portable backend finds the segment in cache.
 pub const SEG_BYTES: usize = 256 << 10;
-const SEG_BLOCKS: u64 = (SEG_BYTES / 16) as u64;
+/// Bytes per CPU segment at least: a buffer of a few MiB or less is cut into one segment per
+/// thread (at 256 KiB a 1 MiB buffer would keep only four threads busy), but not finer than this.
+pub const MIN_SEG_BYTES: usize = 32 << 10;
+
+/// The segment size for `len` bytes on `threads` threads: a multiple of `MIN_SEG_BYTES` (so
+/// of every block size) from `MIN_SEG_BYTES` to `SEG_BYTES`.
+pub fn seg_bytes(len: usize, threads: usize) -> usize {
+    len.div_ceil(threads.max(1))
+        .next_multiple_of(MIN_SEG_BYTES)
+        .clamp(MIN_SEG_BYTES, SEG_BYTES)
+}
 
 pub(crate) fn ossl(e: openssl::error::ErrorStack) -> Error {
     Error::Library {
@@ -28,26 +38,27 @@ pub(crate) fn ossl(e: openssl::error::ErrorStack) -> Error {
     }
 }
 
-/// Runs `f(segment index, input segment, output segment)` over the buffer, on all pool threads
-/// when `threads > 1`; results in segment order.
+/// Runs `f(segment index, input segment, output segment)` over the buffer in segments of `seg`
+/// bytes, on all pool threads when `threads > 1`; results in segment order.
 fn segments<T: Send>(
     input: &[u8],
     output: &mut [u8],
+    seg: usize,
     threads: usize,
     f: impl Fn(usize, &[u8], &mut [u8]) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     use rayon::prelude::*;
     if threads <= 1 {
         return input
-            .chunks(SEG_BYTES)
-            .zip(output.chunks_mut(SEG_BYTES))
+            .chunks(seg)
+            .zip(output.chunks_mut(seg))
             .enumerate()
             .map(|(i, (a, b))| f(i, a, b))
             .collect();
     }
     input
-        .par_chunks(SEG_BYTES)
-        .zip(output.par_chunks_mut(SEG_BYTES))
+        .par_chunks(seg)
+        .zip(output.par_chunks_mut(seg))
         .enumerate()
         .map(|(i, (a, b))| f(i, a, b))
         .collect()
@@ -62,8 +73,10 @@ pub fn ctr(
     output: &mut [u8],
     threads: usize,
 ) -> Result<()> {
-    segments(input, output, threads, |i, a, b| {
-        let counter = add128(iv, i as u64 * SEG_BLOCKS);
+    let seg = seg_bytes(input.len(), threads);
+    let seg_blocks = (seg / 16) as u64;
+    segments(input, output, seg, threads, |i, a, b| {
+        let counter = add128(iv, i as u64 * seg_blocks);
         match backend {
             Backend::OpenSsl => openssl_stream(ctr_cipher(key), key, &counter, a, b),
             _ => {
@@ -87,19 +100,21 @@ pub fn gcm(
 ) -> Result<Gf128> {
     let blocks = (input.len() as u64).div_ceil(16);
     let first = g.first_counter();
+    let seg = seg_bytes(input.len(), threads);
+    let seg_blocks = (seg / 16) as u64;
     let segs = match backend {
         Backend::OpenSsl => {
             let o = OpenSslGcm::new(g);
-            segments(input, output, threads, |i, a, b| {
-                o.segment(&add32(&first, i as u64 * SEG_BLOCKS), a, b, decrypt)
+            segments(input, output, seg, threads, |i, a, b| {
+                o.segment(&add32(&first, i as u64 * seg_blocks), a, b, decrypt)
             })?
         }
-        _ => segments(input, output, threads, |i, a, b| {
-            portable_stream(&g.key, &add32(&first, i as u64 * SEG_BLOCKS), true, a, b);
+        _ => segments(input, output, seg, threads, |i, a, b| {
+            portable_stream(&g.key, &add32(&first, i as u64 * seg_blocks), true, a, b);
             Ok(ghash(g.h, if decrypt { a } else { b }))
         })?,
     };
-    Ok(super::gcm::combine(g.h, &segs, SEG_BLOCKS, blocks))
+    Ok(super::gcm::combine(g.h, &segs, seg_blocks, blocks))
 }
 
 fn apply<C: KeyIvInit + StreamCipher>(

@@ -621,7 +621,7 @@ pub fn ctr_batch(
 ) -> Result<()> {
     let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::AES_BATCH, "aes_ctr_batch")?;
-    let chunks = batch_device::chunks(msgs, keys.len() != 1, batch_device::CHUNK_BYTES);
+    let chunks = batch_device::gpu_chunks(msgs, keys.len() != 1);
     let spans: Vec<Span> = chunks
         .iter()
         .map(|c| Span {

@@ -210,8 +210,8 @@ fn check_lengths(input: &[u8], output: &[u8]) -> Result<()> {
 }
 
 fn workload(op: &'static str, bytes: usize, location: Location) -> Workload {
-    // Items: the CPU's segments, the unit of its parallelism.
-    let items = bytes.div_ceil(cpu::SEG_BYTES).max(1) as u64;
+    // Items: the CPU's smallest segments, the unit of its parallelism.
+    let items = bytes.div_ceil(cpu::MIN_SEG_BYTES).max(1) as u64;
     Workload {
         op,
         items,

@@ -169,9 +169,9 @@ pub(crate) fn steal_tail(
     }
 }
 
-/// Units grouped for one thread's turn: whole units of about 256 KiB.
-fn group_bytes(unit: usize) -> usize {
-    unit * (super::cpu::SEG_BYTES / unit).max(1)
+/// Units grouped for one thread's turn: whole units of about a CPU segment.
+fn group_bytes(unit: usize, len: usize, threads: usize) -> usize {
+    unit * (super::cpu::seg_bytes(len, threads) / unit).max(1)
 }
 
 /// A run of units for one thread: the units from number `first` on.
@@ -212,7 +212,7 @@ pub(crate) fn cpu(
     threads: usize,
 ) -> Result<()> {
     use rayon::prelude::*;
-    let group = group_bytes(unit);
+    let group = group_bytes(unit, input.len(), threads);
     let run = |g: usize, a: &[u8], b: &mut [u8]| -> Result<()> {
         let units = Units {
             key,

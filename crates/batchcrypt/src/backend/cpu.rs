@@ -44,9 +44,10 @@ pub fn threads() -> usize {
 }
 
 /// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces of
-/// `min_piece` items amortize the scheduling; keep them small (for the signature and curve paths
-/// an item is tens of microseconds, and 64 is enough), so a thread slowed by the system does not
-/// leave the others idle at the end of a batch.
+/// at least `min_piece` items amortize the scheduling where an item costs little; where it costs
+/// tens of microseconds (a signature verification) pass 1 and let rayon split as it balances, so
+/// that a thread slowed by the system does not leave the others idle at the end of a batch
+/// (with 64, a batch of 2^10 items is 16 pieces: one per thread on 16 cores, nothing to balance).
 pub(crate) fn par_map<T: Send>(
     min_piece: usize,
     n: usize,

@@ -138,7 +138,7 @@ pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bo
     result
 }
 
-/// A CTR batch as the GPU path runs it: in chunks of at most `chunk_bytes` message bytes, each
+/// A CTR batch as the GPU path runs it: in chunks of at most `chunk_bytes` upload bytes, each
 /// staged as it is uploaded and run through the batch kernel. Returns the output buffer (laid out
 /// as the input; bytes outside the messages stay zero).
 pub fn ctr_batch(

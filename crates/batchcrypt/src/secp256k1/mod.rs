@@ -65,7 +65,7 @@ impl Secp256k1<'_> {
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
         let plan = self.plan(OP_ECDSA, n, bytes_in)?;
         let results = match plan.backend {
-            Backend::Libsecp256k1 => crate::backend::cpu::par_map(64, n, plan.threads, |i| {
+            Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
             }),
             #[cfg(feature = "cuda")]
@@ -96,7 +96,7 @@ impl Secp256k1<'_> {
         let bytes_in = 96 * n as u64 + total_len(msgs);
         let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
         let results = match plan.backend {
-            Backend::Libsecp256k1 => crate::backend::cpu::par_map(64, n, plan.threads, |i| {
+            Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
             }),
             #[cfg(feature = "cuda")]

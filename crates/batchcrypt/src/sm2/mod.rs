@@ -277,7 +277,7 @@ impl Sm2<'_> {
     ) -> Result<Output<Verdicts>> {
         let plan = self.plan(OP_VERIFY, n, digest_bytes + 72 + 33, 1)?;
         let results = match plan.backend {
-            Backend::Portable => crate::backend::cpu::par_map(64, n, plan.threads, |i| {
+            Backend::Portable => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 make(i).and_then(|it| cpu::verify_item(&it))
             }),
             #[cfg(feature = "cuda")]
