@@ -1,8 +1,9 @@
-// AES-CTR over a batch of independent messages, each from its own counter block and under its own
-// key (or one key for all). A thread takes up to SEG_BLOCKS consecutive blocks of one message, so
-// a message of 64 bytes is one thread and a long one is spread over many; with per-message keys
-// each thread expands its message's key itself (about a quarter of a block's work), which keeps
-// the upload at the raw key.
+// AES-CTR and AES-GCM over a batch of independent messages, each from its own counter block or
+// nonce and under its own key (or one key for all). A thread item is up to SEG_BLOCKS consecutive
+// blocks of one message (every message has at least one item, an empty one too), so a message of
+// 64 bytes is one thread and a long one is spread over many; with per-message keys each thread
+// expands its message's key itself (about a quarter of a block's work), which keeps the upload at
+// the raw key.
 #include "aes.cuh"
 
 using namespace bc;
@@ -10,11 +11,11 @@ using namespace bc;
 // Blocks per thread item.
 constexpr uint32_t SEG_BLOCKS = 16;
 
-struct CtrBatch {
+struct Batch {
     aes::Key key;       // every message's key when the launch has no per-message keys
-    uint32_t pad;
+    uint32_t decrypt;   // GCM: GHASH the input (ciphertext) rather than the output
     uint64_t messages;  // in this launch
-    uint64_t len;       // every message's length; 0: offsets and first segments per message given
+    uint64_t len;       // every message's length; 0: offsets and first items per message given
     uint64_t segments;  // thread items of the launch
 };
 
@@ -22,66 +23,196 @@ struct CtrBatch {
 // length in bytes (16 or 32) as a little-endian word.
 constexpr uint32_t KEY_WORDS = 9;
 
+// A thread item: message i, its bytes [start, start + len) in the launch's buffers, and blocks
+// [b0, b1) of it.
+struct Item {
+    uint64_t i, start, len, b0, b1;
+};
+
+// Thread item g. Fixed-length messages (len != 0) have ceil(len / (16 SEG_BLOCKS)) items each;
+// otherwise offs and segs (n + 1 entries) give each message's bytes and first item.
+BC_DEVICE Item item(uint64_t g, uint64_t messages, uint64_t len, const uint64_t* offs, const uint64_t* segs) {
+    Item it;
+    uint64_t seg0;
+    if (len) {
+        const uint64_t per = (len + 16 * SEG_BLOCKS - 1) / (16 * SEG_BLOCKS);
+        it.i = g / per, seg0 = it.i * per, it.start = it.i * len, it.len = len;
+    } else {
+        // The last message whose first item is at or before g: segs[lo] <= g < segs[hi].
+        uint64_t lo = 0, hi = messages;
+        while (hi - lo > 1) {
+            const uint64_t mid = (lo + hi) / 2;
+            if (segs[mid] <= g) lo = mid;
+            else hi = mid;
+        }
+        it.i = lo, seg0 = segs[lo], it.start = offs[lo] - offs[0], it.len = offs[lo + 1] - offs[lo];
+    }
+    const uint64_t blocks = (it.len + 15) / 16;
+    it.b0 = (g - seg0) * SEG_BLOCKS;
+    it.b1 = it.b0 + SEG_BLOCKS < blocks ? it.b0 + SEG_BLOCKS : blocks;
+    return it;
+}
+
 template <int R>
-BC_DEVICE void ctr_span(const aes::Key& k, aes::LaneTable t, const uint32_t iv[4], uint64_t b0, uint64_t b1, uint64_t len,
-                        const uint8_t* in, uint8_t* out) {
-    for (uint64_t b = b0; b < b1; ++b) {
+struct Rounds {
+    static constexpr int value = R;
+};
+
+// Calls f(key, Rounds<R>{}) with the item's key: its record expanded (rec: per-message keys) or
+// the launch's one key. Each branch expands and uses its key itself, so the round keys stay in
+// registers.
+template <class F>
+BC_DEVICE void with_key(aes::LaneTable t, const uint32_t* rec, const aes::Key& launch_key, F&& f) {
+    if (rec) {
+        uint32_t raw[8];
+#pragma unroll
+        for (int w = 0; w < 8; ++w) raw[w] = bswap32(rec[w]);
+        aes::Key k;
+        if (rec[8] == 32) {
+            aes::expand<14>(t, raw, k);
+            f(k, Rounds<14>{});
+        } else {
+            aes::expand<10>(t, raw, k);
+            f(k, Rounds<10>{});
+        }
+    } else if (launch_key.rounds == 14) {
+        f(launch_key, Rounds<14>{});
+    } else {
+        f(launch_key, Rounds<10>{});
+    }
+}
+
+template <int R>
+BC_DEVICE void ctr_span(const aes::Key& k, aes::LaneTable t, const uint32_t iv[4], const Item& it, const uint8_t* in, uint8_t* out) {
+    for (uint64_t b = it.b0; b < it.b1; ++b) {
         uint32_t s[4];
         aes::add_counter(iv, b, false, s);
         aes::encrypt<R>(k, t, s);
-        const uint32_t n = len - 16 * b < 16 ? (uint32_t)(len - 16 * b) : 16;
+        const uint32_t n = it.len - 16 * b < 16 ? (uint32_t)(it.len - 16 * b) : 16;
         aes::store_span(out + 16 * b, n, aes::apply(aes::load_span(in + 16 * b, n), s, 0, n));
     }
 }
 
 // ivs: one counter block per message, as bytes. keys: a key record per message, or null.
-// offs, segs (when p.len is 0): n + 1 entries each, the messages' byte offsets (relative to
-// offs[0], where in and out start) and their first thread items (an empty message owns none).
+// offs, segs: see item(); null for fixed-length messages.
 extern "C" __global__ void __launch_bounds__(256)
-    aes_ctr_batch(CtrBatch p, const uint4* ivs, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs, const uint8_t* in,
+    aes_ctr_batch(Batch p, const uint4* ivs, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs, const uint8_t* in,
                   uint8_t* out) {
     __shared__ uint32_t table[aes::TABLE_WORDS];
     aes::fill_table(table);
     __syncthreads();
     const aes::LaneTable t = aes::lane_table(table);
     BC_FOR_EACH_ITEM(g, p.segments) {
-        uint64_t i, seg0, start, len;
-        if (p.len) {
-            const uint64_t per = (p.len + 16 * SEG_BLOCKS - 1) / (16 * SEG_BLOCKS);
-            i = g / per, seg0 = i * per, start = i * p.len, len = p.len;
-        } else {
-            // The last message whose first item is at or before g: segs[lo] <= g < segs[hi].
-            uint64_t lo = 0, hi = p.messages;
-            while (hi - lo > 1) {
-                const uint64_t mid = (lo + hi) / 2;
-                if (segs[mid] <= g) lo = mid;
-                else hi = mid;
-            }
-            i = lo, seg0 = segs[i], start = offs[i] - offs[0], len = offs[i + 1] - offs[i];
-        }
-        const uint64_t b0 = (g - seg0) * SEG_BLOCKS, blocks = (len + 15) / 16;
-        const uint64_t b1 = b0 + SEG_BLOCKS < blocks ? b0 + SEG_BLOCKS : blocks;
-        const uint4 v = ivs[i];
+        const Item it = item(g, p.messages, p.len, offs, segs);
+        const uint4 v = ivs[it.i];
         const uint32_t iv[4] = {bswap32(v.x), bswap32(v.y), bswap32(v.z), bswap32(v.w)};
-        const uint8_t* src = in + start;
-        uint8_t* dst = out + start;
-        if (keys) {
-            const uint32_t* rec = keys + KEY_WORDS * i;
-            uint32_t raw[8];
-#pragma unroll
-            for (int w = 0; w < 8; ++w) raw[w] = bswap32(rec[w]);
-            aes::Key k;
-            if (rec[8] == 32) {
-                aes::expand<14>(t, raw, k);
-                ctr_span<14>(k, t, iv, b0, b1, len, src, dst);
-            } else {
-                aes::expand<10>(t, raw, k);
-                ctr_span<10>(k, t, iv, b0, b1, len, src, dst);
+        const uint8_t* src = in + it.start;
+        uint8_t* dst = out + it.start;
+        with_key(t, keys ? keys + KEY_WORDS * it.i : nullptr, p.key,
+                 [&](const aes::Key& k, auto r) { ctr_span<decltype(r)::value>(k, t, iv, it, src, dst); });
+    }
+}
+
+// AES-GCM over a batch (12-byte nonces: J0 = nonce || 1). aes_gcm_batch runs counter mode over
+// the thread items as aes_ctr_batch does and leaves each item's GHASH partial sum
+// S = Σ C_j·H^(b1 - j) over its blocks; the thread of a message's first item also leaves H and
+// E_K(J0). aes_gcm_batch_tags then folds, per message, its AAD and its items' sums by Horner's
+// rule (Y ← Y·H^(blocks of the item) ⊕ S), the length block, and forms the tag.
+// Per message, written by its first item: H, then E_K(J0) (GCM's big-endian words).
+struct GcmMessage {
+    uint4 h, ek_j0;
+};
+
+BC_DEVICE uint4 be_words(uint4 v) { return make_uint4(bswap32(v.x), bswap32(v.y), bswap32(v.z), bswap32(v.w)); }
+
+template <int R>
+BC_DEVICE void gcm_span(const aes::Key& k, aes::LaneTable t, const uint32_t j0[4], const Item& it, bool decrypt, const uint8_t* in,
+                        uint8_t* out, uint4* sum, GcmMessage* msg) {
+    uint32_t s[4] = {0, 0, 0, 0};
+    aes::encrypt<R>(k, t, s);
+    const uint4 h = make_uint4(s[0], s[1], s[2], s[3]);
+    if (it.b0 == 0) {
+        uint32_t e[4] = {j0[0], j0[1], j0[2], j0[3]};
+        aes::encrypt<R>(k, t, e);
+        *msg = GcmMessage{h, make_uint4(e[0], e[1], e[2], e[3])};
+    }
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (uint64_t b = it.b0; b < it.b1; ++b) {
+        aes::add_counter(j0, 1 + b, true, s);
+        aes::encrypt<R>(k, t, s);
+        const uint32_t n = it.len - 16 * b < 16 ? (uint32_t)(it.len - 16 * b) : 16;
+        const uint4 x = aes::load_span(in + 16 * b, n), y = aes::apply(x, s, 0, n);
+        aes::store_span(out + 16 * b, n, y);
+        acc = gf128::mul(gf128::xor4(acc, be_words(decrypt ? x : y)), h);
+    }
+    *sum = acc;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    aes_gcm_batch(Batch p, const uint32_t* nonces, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs, const uint8_t* in,
+                  uint8_t* out, uint4* sums, GcmMessage* msgs) {
+    __shared__ uint32_t table[aes::TABLE_WORDS];
+    aes::fill_table(table);
+    __syncthreads();
+    const aes::LaneTable t = aes::lane_table(table);
+    BC_FOR_EACH_ITEM(g, p.segments) {
+        const Item it = item(g, p.messages, p.len, offs, segs);
+        const uint32_t* nw = nonces + 3 * it.i;
+        const uint32_t j0[4] = {bswap32(nw[0]), bswap32(nw[1]), bswap32(nw[2]), 1};
+        const uint8_t* src = in + it.start;
+        uint8_t* dst = out + it.start;
+        const bool dec = p.decrypt != 0;
+        with_key(t, keys ? keys + KEY_WORDS * it.i : nullptr, p.key, [&](const aes::Key& k, auto r) {
+            gcm_span<decltype(r)::value>(k, t, j0, it, dec, src, dst, sums + g, msgs + it.i);
+        });
+    }
+}
+
+// x^e for e ≥ 1 by squaring and multiplying.
+BC_DEVICE uint4 gf_pow(uint4 x, uint64_t e) {
+    uint4 r = x;
+    int top = 63;
+    while (!((e >> top) & 1)) --top;
+    for (int i = top - 1; i >= 0; --i) {
+        r = gf128::mul(r, r);
+        if ((e >> i) & 1) r = gf128::mul(r, x);
+    }
+    return r;
+}
+
+// The block at p of n ≤ 16 bytes as GCM's big-endian words, zero-padded.
+BC_DEVICE uint4 ghash_block(const uint8_t* p, uint32_t n) { return be_words(aes::load_span(p, n)); }
+
+// One thread per message. aad_offs (n + 1 entries, relative to aad) and aad, or null for none;
+// tags: 16 bytes per message.
+extern "C" __global__ void __launch_bounds__(256)
+    aes_gcm_batch_tags(Batch p, const uint64_t* offs, const uint64_t* segs, const uint64_t* aad_offs, const uint8_t* aad,
+                       const uint4* sums, const GcmMessage* msgs, uint4* tags) {
+    BC_FOR_EACH_ITEM(i, p.messages) {
+        const uint64_t len = p.len ? p.len : offs[i + 1] - offs[i];
+        const uint64_t blocks = (len + 15) / 16, per = (blocks + SEG_BLOCKS - 1) / SEG_BLOCKS;
+        const uint64_t seg0 = p.len ? i * per : segs[i];
+        const uint4 h = msgs[i].h, ek = msgs[i].ek_j0;
+        uint4 y = make_uint4(0, 0, 0, 0);
+        uint64_t alen = 0;
+        if (aad) {
+            const uint8_t* a = aad + aad_offs[i];
+            alen = aad_offs[i + 1] - aad_offs[i];
+            for (uint64_t j = 0; j < alen; j += 16) {
+                const uint32_t n = alen - j < 16 ? (uint32_t)(alen - j) : 16;
+                y = gf128::mul(gf128::xor4(y, ghash_block(a + j, n)), h);
             }
-        } else if (p.key.rounds == 14) {
-            ctr_span<14>(p.key, t, iv, b0, b1, len, src, dst);
-        } else {
-            ctr_span<10>(p.key, t, iv, b0, b1, len, src, dst);
         }
+        if (blocks) {
+            const uint4 h_seg = gf_pow(h, SEG_BLOCKS);
+            for (uint64_t k = 0; k < per; ++k) {
+                const uint64_t nb = k + 1 < per ? SEG_BLOCKS : blocks - SEG_BLOCKS * k;
+                y = gf128::xor4(gf128::mul(y, nb == SEG_BLOCKS ? h_seg : gf_pow(h, nb)), sums[seg0 + k]);
+            }
+        }
+        const uint64_t abits = 8 * alen, cbits = 8 * len;
+        const uint4 lens = make_uint4((uint32_t)(abits >> 32), (uint32_t)abits, (uint32_t)(cbits >> 32), (uint32_t)cbits);
+        y = gf128::xor4(gf128::mul(gf128::xor4(y, lens), h), ek);
+        tags[i] = be_words(y);
     }
 }

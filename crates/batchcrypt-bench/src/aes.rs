@@ -686,7 +686,7 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 ),
                 ("ours auto", BackendChoice::Auto),
             ];
-            if has_gpu() && !gcm {
+            if has_gpu() {
                 choices.push((
                     "ours cuda (end to end)",
                     BackendChoice::Exact(Backend::Cuda),
@@ -721,8 +721,8 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 );
             }
             #[cfg(feature = "cuda")]
-            if has_gpu() && !gcm {
-                let t = batchcrypt::aes::gpu::ctr_batch_kernel_seconds(&keys, &ivs, &msgs, 5)?;
+            if has_gpu() {
+                let t = batchcrypt::aes::gpu::batch_kernel_seconds(gcm, &keys, &ivs, &msgs, 5)?;
                 rep.add(
                     BATCH_GROUP,
                     &case,

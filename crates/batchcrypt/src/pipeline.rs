@@ -38,7 +38,9 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(gpu: &Gpu, in_bytes: usize, out_bytes: usize) -> Result<Slot> {
+    /// Staging for `in_bytes` up and `out_bytes` down; the device output buffer holds
+    /// `dev_out_bytes` (the output and any scratch space the kernels need after it).
+    fn new(gpu: &Gpu, in_bytes: usize, out_bytes: usize, dev_out_bytes: usize) -> Result<Slot> {
         let ctx = gpu.context();
         let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
         // SAFETY: staging buffers are written before they are read. The input side is
@@ -56,8 +58,8 @@ impl Slot {
         };
         let dev_in =
             unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
-        let dev_out =
-            unsafe { stream.alloc::<u8>(out_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+        let dev_out = unsafe { stream.alloc::<u8>(dev_out_bytes.max(out_bytes).max(1)) }
+            .map_err(driver_err("cuMemAlloc"))?;
         Ok(Slot {
             stream,
             host_in,
@@ -68,8 +70,10 @@ impl Slot {
         })
     }
 
-    fn fits(&self, in_bytes: usize, out_bytes: usize) -> bool {
-        self.host_in.len() >= in_bytes && self.host_out.len() >= out_bytes
+    fn fits(&self, in_bytes: usize, out_bytes: usize, dev_out_bytes: usize) -> bool {
+        self.host_in.len() >= in_bytes
+            && self.host_out.len() >= out_bytes
+            && self.dev_out.len() >= dev_out_bytes
     }
 }
 
@@ -79,18 +83,27 @@ static POOL: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
 /// Slots the pool keeps at most (the largest); a chunk is tens of megabytes.
 const POOL_SLOTS: usize = 6;
 
-fn take_slots(gpu: &Gpu, depth: usize, in_bytes: usize, out_bytes: usize) -> Result<Vec<Slot>> {
+fn take_slots(
+    gpu: &Gpu,
+    depth: usize,
+    in_bytes: usize,
+    out_bytes: usize,
+    dev_out_bytes: usize,
+) -> Result<Vec<Slot>> {
     let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
     let mut slots = Vec::with_capacity(depth);
     while slots.len() < depth {
-        match pool.iter().position(|s| s.fits(in_bytes, out_bytes)) {
+        match pool
+            .iter()
+            .position(|s| s.fits(in_bytes, out_bytes, dev_out_bytes))
+        {
             Some(i) => slots.push(pool.swap_remove(i)),
             None => break,
         }
     }
     drop(pool);
     while slots.len() < depth {
-        slots.push(Slot::new(gpu, in_bytes, out_bytes)?);
+        slots.push(Slot::new(gpu, in_bytes, out_bytes, dev_out_bytes)?);
     }
     Ok(slots)
 }
@@ -143,8 +156,8 @@ pub fn run_chunked(
             let items = chunk.min(n - first);
             Span {
                 in_bytes: items * in_size,
-                out_start: first * out_size,
                 out_bytes: items * out_size,
+                scratch_bytes: 0,
             }
         })
         .collect();
@@ -152,42 +165,51 @@ pub fn run_chunked(
     run_spans(
         gpu,
         &spans,
-        output,
         cfg.depth,
         |c, dst| fill(c * chunk, dst),
         |stream, i, o, c| launch(stream, i, o, items(c)),
+        |c, src| {
+            let at = c * chunk * out_size;
+            par_copy(&mut output[at..at + src.len()], src);
+            Ok(())
+        },
     )
 }
 
 /// One chunk of a batch cut into chunks of different sizes (messages of any length): the bytes
-/// staged for its upload, and the part of the output its download fills.
+/// staged for its upload, the bytes its download brings back, and device scratch space its
+/// kernels use after the output (not downloaded).
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
     pub in_bytes: usize,
-    pub out_start: usize,
     pub out_bytes: usize,
+    pub scratch_bytes: usize,
 }
 
 /// Streams chunks through `launch` on `depth` streams: `fill(c, dst)` writes chunk `c`'s input
 /// into its pinned staging buffer, `launch(stream, dev_in, dev_out, c)` enqueues its kernels, and
-/// its output (`out_bytes` from the start of `dev_out`) lands in `output[out_start..]`.
+/// `collect(c, out)` takes its downloaded output (the first `out_bytes` of `dev_out`).
 pub fn run_spans(
     gpu: &Gpu,
     spans: &[Span],
-    output: &mut [u8],
     depth: usize,
     mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
     mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize) -> Result<()>,
+    mut collect: impl FnMut(usize, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let depth = depth.clamp(1, spans.len().max(1));
     let t_start = std::time::Instant::now();
     let in_max = spans.iter().map(|s| s.in_bytes).max().unwrap_or(0);
     let out_max = spans.iter().map(|s| s.out_bytes).max().unwrap_or(0);
-    let mut slots = take_slots(gpu, depth, in_max, out_max)?;
+    let dev_out_max = spans
+        .iter()
+        .map(|s| s.out_bytes + s.scratch_bytes)
+        .max()
+        .unwrap_or(0);
+    let mut slots = take_slots(gpu, depth, in_max, out_max, dev_out_max)?;
     let mut trace = Trace::default();
-    let drain = |slot: &mut Slot, output: &mut [u8], trace: &mut Trace| -> Result<()> {
+    let mut drain = |slot: &mut Slot, trace: &mut Trace| -> Result<()> {
         if let Some(c) = slot.pending.take() {
-            let span: Span = spans[c];
             let t = std::time::Instant::now();
             slot.stream
                 .synchronize()
@@ -198,10 +220,7 @@ pub fn run_spans(
                 .host_out
                 .as_slice()
                 .map_err(driver_err("pinned read"))?;
-            par_copy(
-                &mut output[span.out_start..span.out_start + span.out_bytes],
-                &src[..span.out_bytes],
-            );
+            collect(c, &src[..spans[c].out_bytes])?;
             trace.copy_out_s += t.elapsed().as_secs_f64();
         }
         Ok(())
@@ -209,7 +228,7 @@ pub fn run_spans(
     let mut run = || -> Result<()> {
         for (c, span) in spans.iter().enumerate() {
             let slot = &mut slots[c % depth];
-            drain(slot, output, &mut trace)?;
+            drain(slot, &mut trace)?;
             let t = std::time::Instant::now();
             fill(
                 c,
@@ -238,7 +257,7 @@ pub fn run_spans(
             slot.pending = Some(c);
         }
         for slot in slots.iter_mut() {
-            drain(slot, output, &mut trace)?;
+            drain(slot, &mut trace)?;
         }
         Ok(())
     };

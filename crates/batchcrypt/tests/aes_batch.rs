@@ -11,8 +11,8 @@ use batchcrypt::{Backend, Error, Primitive};
 
 mod common;
 
-/// The CPU backends (GCM and XTS batches have no GPU kernel yet: forcing the GPU is an error,
-/// checked below).
+/// The CPU backends (XTS batches have no GPU kernel yet: forcing the GPU is an error, checked
+/// below; CTR and GCM batches on the GPU are checked against them at the end).
 fn cpu_backends() -> Vec<Backend> {
     common::backends(Primitive::Aes)
         .into_iter()
@@ -281,7 +281,7 @@ fn malformed_batches_are_errors() {
         ));
         assert!(matches!(
             e.aes()
-                .gcm_encrypt_batch(&[k], &[[0; 12]; 3], &[], &msgs, &mut out),
+                .xts_encrypt_batch(&[xk], &[[0; 16]; 3], &msgs, &mut out),
             Err(Error::BackendUnavailable { .. })
         ));
     }
@@ -342,6 +342,31 @@ fn ctr_reference(keys: &[Key], ivs: &[[u8; 16]], msgs: &Messages<'_>) -> Vec<u8>
     want
 }
 
+/// GCM through OpenSSL for the same cases: nonces from the counter blocks, AADs for the
+/// offsets layout; returns the nonces, AADs, output and tags.
+type GcmRef = (Vec<[u8; 12]>, Vec<Vec<u8>>, Vec<u8>, Vec<[u8; 16]>);
+fn gcm_reference(
+    rng: &mut common::Rng,
+    keys: &[Key],
+    ivs: &[[u8; 16]],
+    msgs: &Messages<'_>,
+) -> GcmRef {
+    let n = msgs.count();
+    let nonces: Vec<[u8; 12]> = ivs.iter().map(|iv| iv[..12].try_into().unwrap()).collect();
+    let aads: Vec<Vec<u8>> = match msgs.fixed_len() {
+        true => vec![],
+        false => (0..n).map(|i| rng.bytes(i % 40)).collect(),
+    };
+    let aad_refs: Vec<&[u8]> = aads.iter().map(|a| a.as_slice()).collect();
+    let mut out = vec![0u8; msgs.data().len()];
+    let tags = common::engine(Backend::OpenSsl)
+        .aes()
+        .gcm_encrypt_batch(keys, &nonces, &aad_refs, msgs, &mut out)
+        .unwrap()
+        .value;
+    (nonces, aads, out, tags)
+}
+
 /// Only the messages' bytes: the bytes in gaps are the output buffer's own.
 fn message_bytes(msgs: &Messages<'_>, buf: &[u8]) -> Vec<u8> {
     (0..msgs.count())
@@ -351,19 +376,36 @@ fn message_bytes(msgs: &Messages<'_>, buf: &[u8]) -> Vec<u8> {
 
 #[cfg(feature = "emulation")]
 #[test]
-fn batch_kernel_matches_the_cpu() {
+fn batch_kernels_match_the_cpu() {
+    use batchcrypt::emulation::aes::{ctr_batch, gcm_batch};
     let mut rng = common::Rng(47);
     for (keys, ivs, data, offsets, len) in ctr_cases(&mut rng) {
         let msgs = messages(&data, &offsets, len);
         let want = ctr_reference(&keys, &ivs, &msgs);
+        let (nonces, aads, gcm_want, tags_want) = gcm_reference(&mut rng, &keys, &ivs, &msgs);
+        let aads: Vec<&[u8]> = aads.iter().map(|a| a.as_slice()).collect();
+        let ct_msgs = messages(&gcm_want, &offsets, len);
         // One chunk, and chunks of about 1 KiB.
         for chunk_bytes in [usize::MAX, 1024] {
-            let got = batchcrypt::emulation::aes::ctr_batch(&keys, &ivs, &msgs, chunk_bytes);
+            let what = format!("{} messages, chunks of {chunk_bytes} bytes", msgs.count());
+            let got = ctr_batch(&keys, &ivs, &msgs, chunk_bytes);
             assert!(
                 message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
-                "{} messages, chunks of {chunk_bytes} bytes",
-                msgs.count()
+                "CTR, {what}"
             );
+            let (ct, tags) = gcm_batch(&keys, &nonces, &aads, &msgs, false, chunk_bytes);
+            assert!(
+                message_bytes(&msgs, &ct) == message_bytes(&msgs, &gcm_want),
+                "GCM, {what}"
+            );
+            assert_eq!(tags, tags_want, "GCM tags, {what}");
+            // Decryption: the plaintext back, and the tags over the ciphertext (the input).
+            let (pt, tags) = gcm_batch(&keys, &nonces, &aads, &ct_msgs, true, chunk_bytes);
+            assert!(
+                message_bytes(&msgs, &pt) == message_bytes(&msgs, &data),
+                "GCM decryption, {what}"
+            );
+            assert_eq!(tags, tags_want, "GCM decryption tags, {what}");
         }
     }
 }
@@ -383,14 +425,56 @@ fn gpu_ctr_batches_match_the_cpu() {
     cases.push((keys(&mut rng, n), ivs, data, None, 16));
     for (keys, ivs, data, offsets, len) in cases {
         let msgs = messages(&data, &offsets, len);
+        let what = format!("{} messages", msgs.count());
         let want = ctr_reference(&keys, &ivs, &msgs);
         let mut got = vec![0u8; data.len()];
         let out = e.aes().ctr_batch(&keys, &ivs, &msgs, &mut got).unwrap();
         assert_eq!(out.backend, Backend::Cuda);
         assert!(
             message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
-            "{} messages",
-            msgs.count()
+            "CTR, {what}"
         );
+        // GCM: encryption, then decryption with one message's tag and another's byte altered.
+        let (nonces, aads, ct_want, tags_want) = gcm_reference(&mut rng, &keys, &ivs, &msgs);
+        let aads: Vec<&[u8]> = aads.iter().map(|a| a.as_slice()).collect();
+        let mut ct = vec![0u8; data.len()];
+        let out = e
+            .aes()
+            .gcm_encrypt_batch(&keys, &nonces, &aads, &msgs, &mut ct)
+            .unwrap();
+        assert_eq!(out.backend, Backend::Cuda);
+        assert!(
+            message_bytes(&msgs, &ct) == message_bytes(&msgs, &ct_want),
+            "GCM, {what}"
+        );
+        assert!(out.value == tags_want, "GCM tags, {what}");
+        let mut tags = tags_want.clone();
+        tags[1][0] ^= 1;
+        let last = msgs.count() - 1;
+        let bad_byte = msgs.range(last).start;
+        let tampered_last = !msgs.range(last).is_empty();
+        if tampered_last {
+            ct[bad_byte] ^= 0x80;
+        }
+        let ct_msgs = messages(&ct, &offsets, len);
+        let mut pt = vec![0xaau8; data.len()];
+        let ok = e
+            .aes()
+            .gcm_decrypt_batch(&keys, &nonces, &aads, &ct_msgs, &mut pt, &tags)
+            .unwrap();
+        assert_eq!(ok.backend, Backend::Cuda);
+        for i in 0..msgs.count() {
+            let bad = i == 1 || (i == last && tampered_last);
+            assert_eq!(ok.value[i], !bad, "GCM verdict of message {i}, {what}");
+            let r = msgs.range(i);
+            if bad {
+                assert!(
+                    pt[r].iter().all(|&b| b == 0),
+                    "message {i} released, {what}"
+                );
+            } else {
+                assert!(pt[r.clone()] == data[r], "message {i} decrypted, {what}");
+            }
+        }
     }
 }

@@ -5,10 +5,10 @@
 //! message (reusing a CTR or GCM IV under one key gives the keystream away).
 //!
 //! The CPU backends spread the messages over all cores: OpenSSL with one cipher context per
-//! worker, re-keyed per message, or RustCrypto. CTR batches also run on the GPU
+//! worker, re-keyed per message, or RustCrypto. CTR and GCM batches also run on the GPU
 //! (`kernels/aes/aes_batch.cu`, laid out by [`device`]): messages go up in chunks with their raw
-//! keys and counter blocks, and each GPU thread expands its message's key itself. GCM and XTS
-//! batches stay on the CPU so far.
+//! keys and counter blocks or nonces, and each GPU thread expands its message's key itself; GCM's
+//! tags come back with the output. XTS batches stay on the CPU so far.
 
 use super::cpu::{ctr_cipher, gcm_cipher, ossl, portable_stream};
 use super::gcm::Gcm;
@@ -137,7 +137,7 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 
 impl Aes<'_> {
     fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
-        let gpu = cfg!(feature = "cuda") && op == OP_CTR;
+        let gpu = cfg!(feature = "cuda") && op != OP_XTS;
         let op = match msgs.bytes() <= SHORT_MAX * msgs.count() as u64 {
             true => short(op),
             false => op,
@@ -189,10 +189,14 @@ impl Aes<'_> {
         output: &mut [u8],
     ) -> Result<Output<Vec<Tag>>> {
         let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-        let tags = each(msgs, output, plan.threads, |ctx, i, a, b| {
-            let aad = aads.get(i).copied().unwrap_or_default();
-            gcm_one(plan.backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
-        })?;
+        let tags = match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false)?,
+            backend => each(msgs, output, plan.threads, |ctx, i, a, b| {
+                let aad = aads.get(i).copied().unwrap_or_default();
+                gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
+            })?,
+        };
         Ok(Output {
             value: tags,
             backend: plan.backend,
@@ -216,6 +220,22 @@ impl Aes<'_> {
         let run = |output: &mut [u8]| -> Result<(Plan, Vec<bool>)> {
             check_count("tags", tags, msgs.count(), false)?;
             let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
+            #[cfg(feature = "cuda")]
+            if plan.backend == Backend::Cuda {
+                // The kernels decrypt every message and give the tag of its ciphertext; a
+                // message whose tag differs is zeroed before its output is released.
+                let got = super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true)?;
+                let ok: Vec<bool> = (0..msgs.count())
+                    .map(|i| {
+                        let good = super::gcm::check_tag(&got[i], &tags[i]).is_ok();
+                        if !good {
+                            output[msgs.range(i)].fill(0);
+                        }
+                        good
+                    })
+                    .collect();
+                return Ok((plan, ok));
+            }
             let ok = each(msgs, output, plan.threads, |ctx, i, a, b| {
                 let aad = aads.get(i).copied().unwrap_or_default();
                 let r = gcm_one(
@@ -407,12 +427,12 @@ fn gcm_one(
 
 /// Measures one backend over batches of 1 KiB or (for the short-message operations) 64-byte
 /// messages: a CPU backend on one thread (16 or 256 KiB of messages: 16 and 512 of 1 KiB), the
-/// GPU end to end from host memory (16 KiB and 16 MiB).
+/// GPU end to end from host memory (16 KiB and 64 MiB: its rate still grows at 16 MiB).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let len = calibration_len(op);
     let scale = 1024 / len;
     let (small, large) = match backend {
-        Backend::Cuda => (16 * scale, 16_384 * scale),
+        Backend::Cuda => (16 * scale, 65_536 * scale),
         _ => (16 * scale, 512 * scale),
     };
     let data = vec![0x5au8; len * large];
@@ -425,7 +445,14 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         #[cfg(feature = "cuda")]
         if backend == Backend::Cuda {
             let keys = vec![key.clone(); n];
-            return super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, &mut out[..n * len]);
+            let out = &mut out[..n * len];
+            return match op {
+                OP_CTR | OP_CTR_SHORT => super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, out),
+                _ => {
+                    let nonces = vec![[3u8; 12]; n];
+                    super::gpu::gcm_batch(&keys, &nonces, &[], &msgs, out, false).map(|_| ())
+                }
+            };
         }
         each(&msgs, &mut out[..n * len], 1, |ctx, i, a, b| match op {
             OP_CTR | OP_CTR_SHORT => ctr_one(backend, ctx, &key, &ivs[i], a, b),
@@ -445,18 +472,21 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     )
 }
 
-/// How the GPU batch kernel (`kernels/aes/aes_batch.cu`) takes messages: in chunks of
-/// consecutive messages, each uploaded as one buffer of sections (16-byte aligned):
-/// counter blocks (16 bytes per message), key records (per-message keys only: the raw key in 32
-/// bytes, then its length as a little-endian u32), byte offsets and first thread items (offsets
-/// form only: n + 1 little-endian u64 each), then the message bytes. The kernel byte-swaps the
-/// counter blocks and keys itself, so every section but the offsets is a plain copy.
+/// How the GPU batch kernels (`kernels/aes/aes_batch.cu`) take messages: in chunks of
+/// consecutive messages, each uploaded as one buffer of sections (16-byte aligned): counter
+/// blocks (CTR, 16 bytes per message) or nonces (GCM, 12), key records (per-message keys only:
+/// the raw key in 32 bytes, then its length as a little-endian u32), byte offsets and first thread
+/// items (offsets form only: n + 1 little-endian u64 each), AAD offsets and bytes (GCM with AADs),
+/// then the message bytes. The kernels byte-swap counter blocks, nonces and keys themselves, so
+/// those sections are plain copies. A chunk's download is its message bytes, then (GCM) a tag per
+/// message; after them on the device, GCM's scratch: each thread item's GHASH sum and each
+/// message's H and E_K(J0).
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod device {
     use super::{Key, Messages};
     use std::ops::Range;
 
-    /// Blocks per GPU thread item (`SEG_BLOCKS` of the kernel).
+    /// Blocks per GPU thread item (`SEG_BLOCKS` of the kernels).
     pub(crate) const SEG_BLOCKS: u64 = 16;
     /// Bytes of a key record.
     const KEY_RECORD: usize = 36;
@@ -466,89 +496,128 @@ pub(crate) mod device {
     pub(crate) const MIN_CHUNK_BYTES: usize = 4 << 20;
     pub(crate) const MAX_CHUNK_BYTES: usize = 64 << 20;
 
-    /// `CtrBatch` of kernels/aes/aes_batch.cu.
+    /// `Batch` of kernels/aes/aes_batch.cu.
     #[repr(C)]
     #[derive(Clone, Copy)]
-    pub(crate) struct CtrBatchParams {
+    pub(crate) struct BatchParams {
         pub(crate) rk: [u32; 60],
         pub(crate) rounds: u32,
-        pub(crate) pad: u32,
+        pub(crate) decrypt: u32,
         pub(crate) messages: u64,
         pub(crate) len: u64,
         pub(crate) segments: u64,
     }
 
-    /// One chunk: messages `first..first + count`, the sections' places in its upload, and the
-    /// byte range its messages span in the batch's buffer.
+    /// What a batch carries per message besides its bytes.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Layout<'a> {
+        /// Counter block (16) or nonce (12) bytes.
+        pub(crate) iv_len: usize,
+        /// One key per message (else one for all).
+        pub(crate) keyed: bool,
+        /// GCM: tags and scratch; with the messages' AADs when there are any.
+        pub(crate) gcm: bool,
+        pub(crate) aads: &'a [&'a [u8]],
+    }
+
+    /// One chunk: messages `first..first + count`, the sections' places in its upload and
+    /// download, and the byte range its messages span in the batch's buffer.
     pub(crate) struct Chunk {
         first: usize,
         count: usize,
         keys_at: Option<usize>,
         offsets_at: Option<(usize, usize)>,
+        aads_at: Option<(usize, usize)>,
         data_at: usize,
         pub(crate) in_bytes: usize,
         pub(crate) data: Range<usize>,
         pub(crate) segments: u64,
+        /// Where the tags start in the download (GCM).
+        pub(crate) tags_at: usize,
+        pub(crate) out_bytes: usize,
+        pub(crate) scratch_bytes: usize,
     }
 
-    /// The kernel's arguments after its parameters, as addresses into a chunk's upload at `base`
-    /// (0 for a section the chunk lacks).
+    /// The kernels' pointer arguments, as addresses into a chunk's upload at `input` and its
+    /// download (and scratch) at `output` (0 for a section the chunk lacks).
     pub(crate) struct Pointers {
         pub(crate) ivs: u64,
         pub(crate) keys: u64,
         pub(crate) offsets: u64,
         pub(crate) segments: u64,
+        pub(crate) aad_offsets: u64,
+        pub(crate) aad: u64,
         pub(crate) data: u64,
+        pub(crate) out: u64,
+        pub(crate) tags: u64,
+        pub(crate) sums: u64,
+        pub(crate) per_message: u64,
     }
 
+    /// Thread items of a message: every message has one, an empty one too (GCM's first item
+    /// leaves the message's H and E_K(J0)).
     fn items(len: usize) -> u64 {
-        (len as u64).div_ceil(16 * SEG_BLOCKS)
+        (len as u64).div_ceil(16 * SEG_BLOCKS).max(1)
     }
 
-    /// Bytes message `i` adds to a chunk's upload (its data and its share of the other sections).
-    fn upload(msgs: &Messages<'_>, i: usize, keyed: bool) -> usize {
-        let len = msgs.range(i).len();
-        16 + len + if keyed { KEY_RECORD } else { 0 } + if msgs.fixed_len() { 0 } else { 16 }
+    fn up16(x: usize) -> usize {
+        x.next_multiple_of(16)
     }
 
-    /// The GPU path's chunks for a batch; `keyed`: one key per message (else one for all).
-    pub(crate) fn gpu_chunks(msgs: &Messages<'_>, keyed: bool) -> Vec<Chunk> {
-        let total: usize = (0..msgs.count()).map(|i| upload(msgs, i, keyed)).sum();
+    impl Layout<'_> {
+        /// Bytes message `i` adds to a chunk's upload, about.
+        fn upload(&self, msgs: &Messages<'_>, i: usize) -> usize {
+            let aad = self.aads.get(i).map_or(0, |a| 8 + a.len());
+            self.iv_len
+                + msgs.range(i).len()
+                + aad
+                + if self.keyed { KEY_RECORD } else { 0 }
+                + if msgs.fixed_len() { 0 } else { 16 }
+        }
+    }
+
+    /// The GPU path's chunks for a batch.
+    pub(crate) fn gpu_chunks(msgs: &Messages<'_>, l: &Layout<'_>) -> Vec<Chunk> {
+        let total: usize = (0..msgs.count()).map(|i| l.upload(msgs, i)).sum();
         chunks(
             msgs,
-            keyed,
+            l,
             total.div_ceil(8).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
         )
     }
 
-    /// Chunks of consecutive messages whose uploads take at most `max_bytes` each (or one longer
-    /// message).
-    pub(crate) fn chunks(msgs: &Messages<'_>, keyed: bool, max_bytes: usize) -> Vec<Chunk> {
+    /// Chunks of consecutive messages whose uploads take at most about `max_bytes` each (or one
+    /// longer message).
+    pub(crate) fn chunks(msgs: &Messages<'_>, l: &Layout<'_>, max_bytes: usize) -> Vec<Chunk> {
         let n = msgs.count();
         let mut v = Vec::new();
         let mut first = 0;
         while first < n {
-            let mut bytes = upload(msgs, first, keyed);
+            let mut bytes = l.upload(msgs, first);
             let mut end = first + 1;
             while end < n {
-                let more = upload(msgs, end, keyed);
+                let more = l.upload(msgs, end);
                 if bytes + more > max_bytes {
                     break;
                 }
                 bytes += more;
                 end += 1;
             }
-            v.push(Chunk::new(msgs, first, end - first, keyed));
+            v.push(Chunk::new(msgs, l, first, end - first));
             first = end;
         }
         v
     }
 
     impl Chunk {
-        pub(crate) fn new(msgs: &Messages<'_>, first: usize, count: usize, keyed: bool) -> Chunk {
-            let up16 = |x: usize| x.next_multiple_of(16);
-            let mut at = 16 * count;
-            let keys_at = keyed.then(|| {
+        pub(crate) fn new(
+            msgs: &Messages<'_>,
+            l: &Layout<'_>,
+            first: usize,
+            count: usize,
+        ) -> Chunk {
+            let mut at = up16(l.iv_len * count);
+            let keys_at = l.keyed.then(|| {
                 let k = at;
                 at = up16(at + KEY_RECORD * count);
                 k
@@ -558,28 +627,46 @@ pub(crate) mod device {
                 at += 16 * (count + 1);
                 (o, o + 8 * (count + 1))
             });
+            let aads_at = (l.gcm && !l.aads.is_empty()).then(|| {
+                let o = at;
+                let bytes: usize = l.aads[first..first + count].iter().map(|a| a.len()).sum();
+                at = up16(at + 8 * (count + 1) + bytes);
+                (o, o + 8 * (count + 1))
+            });
             let data = msgs.range(first).start..msgs.range(first + count - 1).end;
+            let segments = (first..first + count)
+                .map(|i| items(msgs.range(i).len()))
+                .sum();
+            let tags_at = up16(data.len());
+            let (out_bytes, scratch_bytes) = match l.gcm {
+                true => (tags_at + 16 * count, 16 * segments as usize + 32 * count),
+                false => (data.len(), 0),
+            };
             Chunk {
                 first,
                 count,
                 keys_at,
                 offsets_at,
+                aads_at,
                 data_at: at,
                 in_bytes: at + data.len(),
-                segments: (first..first + count)
-                    .map(|i| items(msgs.range(i).len()))
-                    .sum(),
+                segments,
+                tags_at,
+                out_bytes,
+                scratch_bytes,
                 data,
             }
         }
 
         /// Writes the chunk's upload into `dst` (`in_bytes` long) on all cores: the staging
         /// buffer is the pipeline's, and filling it is host time no other chunk overlaps with.
+        /// `ivs`: the counter blocks or nonces, `iv_len` bytes each, back to back.
         pub(crate) fn stage(
             &self,
             msgs: &Messages<'_>,
+            l: &Layout<'_>,
             keys: &[Key],
-            ivs: &[[u8; 16]],
+            ivs: &[u8],
             dst: &mut [u8],
         ) {
             use crate::backend::cpu::par_copy;
@@ -587,11 +674,11 @@ pub(crate) mod device {
             const PIECE: usize = 4096;
             let range = self.first..self.first + self.count;
             par_copy(
-                &mut dst[..16 * self.count],
-                ivs[range.clone()].as_flattened(),
+                &mut dst[..l.iv_len * self.count],
+                &ivs[l.iv_len * self.first..l.iv_len * range.end],
             );
             if let Some(k) = self.keys_at {
-                let keys = &keys[range];
+                let keys = &keys[range.clone()];
                 dst[k..k + KEY_RECORD * self.count]
                     .par_chunks_mut(KEY_RECORD * PIECE)
                     .zip(keys.par_chunks(PIECE))
@@ -605,21 +692,33 @@ pub(crate) mod device {
                         }
                     });
             }
+            let put = |dst: &mut [u8], at: usize, v: u64| {
+                dst[at..at + 8].copy_from_slice(&v.to_le_bytes())
+            };
             if let Some((o, s)) = self.offsets_at {
                 let base = self.data.start;
                 let mut seg = 0u64;
                 for j in 0..=self.count {
-                    let (off, len) = match j < self.count {
-                        true => {
-                            let r = msgs.range(self.first + j);
-                            (r.start, r.len())
-                        }
-                        false => (self.data.end, 0),
+                    let off = match j < self.count {
+                        true => msgs.range(self.first + j).start,
+                        false => self.data.end,
                     };
-                    dst[o + 8 * j..o + 8 * j + 8]
-                        .copy_from_slice(&((off - base) as u64).to_le_bytes());
-                    dst[s + 8 * j..s + 8 * j + 8].copy_from_slice(&seg.to_le_bytes());
-                    seg += items(len);
+                    put(dst, o + 8 * j, (off - base) as u64);
+                    put(dst, s + 8 * j, seg);
+                    if j < self.count {
+                        seg += items(msgs.range(self.first + j).len());
+                    }
+                }
+            }
+            if let Some((o, b)) = self.aads_at {
+                let mut at = 0usize;
+                for j in 0..=self.count {
+                    put(dst, o + 8 * j, at as u64);
+                    if j < self.count {
+                        let a = l.aads[self.first + j];
+                        dst[b + at..b + at + a.len()].copy_from_slice(a);
+                        at += a.len();
+                    }
                 }
             }
             par_copy(
@@ -628,16 +727,21 @@ pub(crate) mod device {
             );
         }
 
-        /// The kernel's parameters; `keys` holds the one key for all, or one per message.
-        pub(crate) fn params(&self, msgs: &Messages<'_>, keys: &[Key]) -> CtrBatchParams {
+        /// The kernels' parameters; `keys` holds the one key for all, or one per message.
+        pub(crate) fn params(
+            &self,
+            msgs: &Messages<'_>,
+            keys: &[Key],
+            decrypt: bool,
+        ) -> BatchParams {
             let (rk, rounds) = match keys {
                 [one] => one.round_keys(),
                 _ => ([0; 60], 0),
             };
-            CtrBatchParams {
+            BatchParams {
                 rk,
                 rounds,
-                pad: 0,
+                decrypt: decrypt as u32,
                 messages: self.count as u64,
                 len: match msgs {
                     Messages::Fixed { len, .. } => *len as u64,
@@ -647,15 +751,31 @@ pub(crate) mod device {
             }
         }
 
-        pub(crate) fn pointers(&self, base: u64) -> Pointers {
-            let at = |x: Option<usize>| x.map_or(0, |x| base + x as u64);
+        pub(crate) fn pointers(&self, input: u64, output: u64) -> Pointers {
+            let at = |x: Option<usize>| x.map_or(0, |x| input + x as u64);
+            let sums = up16(self.out_bytes) as u64;
             Pointers {
-                ivs: base,
+                ivs: input,
                 keys: at(self.keys_at),
                 offsets: at(self.offsets_at.map(|o| o.0)),
                 segments: at(self.offsets_at.map(|o| o.1)),
-                data: base + self.data_at as u64,
+                aad_offsets: at(self.aads_at.map(|o| o.0)),
+                aad: at(self.aads_at.map(|o| o.1)),
+                data: input + self.data_at as u64,
+                out: output,
+                tags: output + self.tags_at as u64,
+                sums: output + sums,
+                per_message: output + sums + 16 * self.segments,
             }
+        }
+
+        /// The chunk's tags in its download.
+        pub(crate) fn tags<'o>(&self, out: &'o [u8]) -> &'o [u8] {
+            &out[self.tags_at..self.tags_at + 16 * self.count]
+        }
+
+        pub(crate) fn messages(&self) -> Range<usize> {
+            self.first..self.first + self.count
         }
     }
 }

@@ -5,7 +5,7 @@ use super::batch::device as batch_device;
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
 use super::xts::{self, XtsKey};
-use super::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
+use super::{ctr_params, xts_params, CtrParams, GcmParams, Key, Tag, XtsParams, XtsTweakParams};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
@@ -569,107 +569,183 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
 }
 
 // SAFETY: plain old data with the kernel's layout (checked by the emulation tests).
-unsafe impl DeviceRepr for batch_device::CtrBatchParams {}
+unsafe impl DeviceRepr for batch_device::BatchParams {}
 
-/// Enqueues the batch kernel over one chunk uploaded at `input` (its message bytes then go to
-/// `output`, laid out as in the upload's data section).
-fn launch_ctr_batch(
+/// Enqueues the batch kernels over one chunk uploaded at `input`, its download (and GCM's
+/// scratch) at `output`: `aes_ctr_batch`, or `aes_gcm_batch` then `aes_gcm_batch_tags`.
+fn launch_batch(
     gpu: &Gpu,
-    f: &CudaFunction,
     stream: &Arc<CudaStream>,
     chunk: &batch_device::Chunk,
-    p: batch_device::CtrBatchParams,
+    p: batch_device::BatchParams,
+    gcm: bool,
     input: u64,
     output: u64,
 ) -> Result<()> {
-    if chunk.segments == 0 {
-        return Ok(());
-    }
-    let a = chunk.pointers(input);
-    let mut b = stream.launch_builder(f);
+    let a = chunk.pointers(input, output);
+    let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
+    let cfg = |items: u64| LaunchConfig {
+        grid_dim: (items.div_ceil(THREADS as u64).clamp(1, cap) as u32, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let name = if gcm {
+        "aes_gcm_batch"
+    } else {
+        "aes_ctr_batch"
+    };
+    let f = gpu.function(&crate::kernels::AES_BATCH, name)?;
+    let mut b = stream.launch_builder(&f);
     b.arg(&p)
         .arg(&a.ivs)
         .arg(&a.keys)
         .arg(&a.offsets)
         .arg(&a.segments)
         .arg(&a.data)
-        .arg(&output);
-    let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
-    let cfg = LaunchConfig {
-        grid_dim: (
-            chunk.segments.div_ceil(THREADS as u64).clamp(1, cap) as u32,
-            1,
-            1,
-        ),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: matches `aes_ctr_batch`; the pointers lie in the chunk's upload as `Chunk` laid it
-    // out, and the output holds its data section's bytes.
-    unsafe { b.launch(cfg) }
+        .arg(&a.out);
+    if gcm {
+        b.arg(&a.sums).arg(&a.per_message);
+    }
+    // SAFETY: matches the kernel's signature; the pointers lie in the chunk's upload and
+    // download as `Chunk` laid them out (0 for a section it lacks, which the kernel skips).
+    unsafe { b.launch(cfg(chunk.segments)) }
         .map(|_| ())
-        .map_err(driver_err("launch aes_ctr_batch"))
+        .map_err(driver_err(name))?;
+    if gcm {
+        let f = gpu.function(&crate::kernels::AES_BATCH, "aes_gcm_batch_tags")?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&p)
+            .arg(&a.offsets)
+            .arg(&a.segments)
+            .arg(&a.aad_offsets)
+            .arg(&a.aad)
+            .arg(&a.sums)
+            .arg(&a.per_message)
+            .arg(&a.tags);
+        // SAFETY: as above; it reads what aes_gcm_batch wrote on the same stream.
+        unsafe { b.launch(cfg(p.messages)) }
+            .map(|_| ())
+            .map_err(driver_err("aes_gcm_batch_tags"))?;
+    }
+    Ok(())
 }
 
-/// CTR over a batch of messages in host memory (keys: one per message, or one for all), chunk
-/// by chunk through the pipeline.
+/// A batch of messages in host memory through the batch kernels, chunk by chunk through the
+/// pipeline; `ivs`: counter blocks or nonces back to back. Returns the tags (GCM; computed over
+/// the ciphertext, the input when decrypting).
+#[allow(clippy::too_many_arguments)]
+fn batch(
+    l: &batch_device::Layout<'_>,
+    keys: &[Key],
+    ivs: &[u8],
+    msgs: &Messages<'_>,
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<Vec<Tag>> {
+    let gpu = Gpu::available()?;
+    let chunks = batch_device::gpu_chunks(msgs, l);
+    let spans: Vec<Span> = chunks
+        .iter()
+        .map(|c| Span {
+            in_bytes: c.in_bytes,
+            out_bytes: c.out_bytes,
+            scratch_bytes: c.scratch_bytes,
+        })
+        .collect();
+    let mut tags = vec![[0u8; 16]; if l.gcm { msgs.count() } else { 0 }];
+    run_spans(
+        gpu,
+        &spans,
+        3,
+        |c, dst| {
+            chunks[c].stage(msgs, l, keys, ivs, dst);
+            Ok(())
+        },
+        |stream, i, o, c| {
+            let (ip, _gi) = i.device_ptr(stream);
+            let (op, _go) = o.device_ptr_mut(stream);
+            let p = chunks[c].params(msgs, keys, decrypt);
+            launch_batch(gpu, stream, &chunks[c], p, l.gcm, ip, op)
+        },
+        |c, out| {
+            let ch = &chunks[c];
+            par_copy(&mut output[ch.data.clone()], &out[..ch.data.len()]);
+            if l.gcm {
+                tags[ch.messages()]
+                    .as_flattened_mut()
+                    .copy_from_slice(ch.tags(out));
+            }
+            Ok(())
+        },
+    )?;
+    Ok(tags)
+}
+
+/// CTR over a batch of messages in host memory (keys: one per message, or one for all).
 pub fn ctr_batch(
     keys: &[Key],
     ivs: &[[u8; 16]],
     msgs: &Messages<'_>,
     output: &mut [u8],
 ) -> Result<()> {
-    let gpu = Gpu::available()?;
-    let f = gpu.function(&crate::kernels::AES_BATCH, "aes_ctr_batch")?;
-    let chunks = batch_device::gpu_chunks(msgs, keys.len() != 1);
-    let spans: Vec<Span> = chunks
-        .iter()
-        .map(|c| Span {
-            in_bytes: c.in_bytes,
-            out_start: c.data.start,
-            out_bytes: c.data.len(),
-        })
-        .collect();
-    run_spans(
-        gpu,
-        &spans,
-        output,
-        3,
-        |c, dst| {
-            chunks[c].stage(msgs, keys, ivs, dst);
-            Ok(())
-        },
-        |stream, i, o, c| {
-            let (ip, _gi) = i.device_ptr(stream);
-            let (op, _go) = o.device_ptr_mut(stream);
-            let p = chunks[c].params(msgs, keys);
-            launch_ctr_batch(gpu, &f, stream, &chunks[c], p, ip, op)
-        },
-    )
+    let l = batch_device::Layout {
+        iv_len: 16,
+        keyed: keys.len() != 1,
+        gcm: false,
+        aads: &[],
+    };
+    batch(&l, keys, ivs.as_flattened(), msgs, output, false).map(|_| ())
 }
 
-/// Kernel-only time of a CTR batch whose messages are already in GPU memory (uploaded as one
-/// chunk), in seconds: for the benchmarks.
-pub fn ctr_batch_kernel_seconds(
+/// GCM over a batch of messages in host memory (12-byte nonces; `aads` one per message or
+/// none): the output, and each message's tag over its ciphertext (the input when decrypting:
+/// the caller compares it with the tag it was given).
+pub fn gcm_batch(
+    keys: &[Key],
+    nonces: &[[u8; 12]],
+    aads: &[&[u8]],
+    msgs: &Messages<'_>,
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<Vec<Tag>> {
+    let l = batch_device::Layout {
+        iv_len: 12,
+        keyed: keys.len() != 1,
+        gcm: true,
+        aads,
+    };
+    batch(&l, keys, nonces.as_flattened(), msgs, output, decrypt)
+}
+
+/// Kernel-only time of a CTR or GCM batch whose messages are already in GPU memory (uploaded as
+/// one chunk), in seconds: for the benchmarks.
+pub fn batch_kernel_seconds(
+    gcm: bool,
     keys: &[Key],
     ivs: &[[u8; 16]],
     msgs: &Messages<'_>,
     iters: usize,
 ) -> Result<f64> {
     let gpu = Gpu::available()?;
-    let f = gpu.function(&crate::kernels::AES_BATCH, "aes_ctr_batch")?;
     let stream = gpu.stream()?;
-    let chunk = batch_device::Chunk::new(msgs, 0, msgs.count(), keys.len() != 1);
+    let l = batch_device::Layout {
+        iv_len: if gcm { 12 } else { 16 },
+        keyed: keys.len() != 1,
+        gcm,
+        aads: &[],
+    };
+    let nonces: Vec<u8> = ivs.iter().flat_map(|iv| iv[..l.iv_len].to_vec()).collect();
+    let chunk = batch_device::Chunk::new(msgs, &l, 0, msgs.count());
     let mut up = vec![0u8; chunk.in_bytes];
-    chunk.stage(msgs, keys, ivs, &mut up);
+    chunk.stage(msgs, &l, keys, &nonces, &mut up);
     let input = stream.clone_htod(&up).map_err(driver_err("cuMemcpyHtoD"))?;
     let mut out = stream
-        .alloc_zeros::<u8>(chunk.data.len().max(16))
+        .alloc_zeros::<u8>((chunk.out_bytes + chunk.scratch_bytes).max(16))
         .map_err(driver_err("cuMemAlloc"))?;
-    let p = chunk.params(msgs, keys);
+    let p = chunk.params(msgs, keys, false);
     crate::backend::cuda::time_on_stream(&stream, iters, || {
         let (ip, _gi) = input.device_ptr(&stream);
         let (op, _go) = out.device_ptr_mut(&stream);
-        launch_ctr_batch(gpu, &f, &stream, &chunk, p, ip, op)
+        launch_batch(gpu, &stream, &chunk, p, gcm, ip, op)
     })
 }

@@ -1,6 +1,6 @@
 //! The AES kernels run on the host: the exact kernel code, one "thread" per block of the grid.
 
-use crate::aes::batch::device::{self, CtrBatchParams};
+use crate::aes::batch::device::{self, BatchParams, Layout};
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
 use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
@@ -13,13 +13,34 @@ extern "C" {
     fn aes_xts_decrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
     fn aes_ctr_batch(
-        p: CtrBatchParams,
+        p: BatchParams,
         ivs: *const u8,
         keys: *const u8,
         offsets: *const u8,
         segments: *const u8,
         input: *const u8,
         output: *mut u8,
+    );
+    fn aes_gcm_batch(
+        p: BatchParams,
+        nonces: *const u8,
+        keys: *const u8,
+        offsets: *const u8,
+        segments: *const u8,
+        input: *const u8,
+        output: *mut u8,
+        sums: *mut u8,
+        per_message: *mut u8,
+    );
+    fn aes_gcm_batch_tags(
+        p: BatchParams,
+        offsets: *const u8,
+        segments: *const u8,
+        aad_offsets: *const u8,
+        aad: *const u8,
+        sums: *const u8,
+        per_message: *const u8,
+        tags: *mut u8,
     );
     fn aes_gcm(
         p: GcmParams,
@@ -138,40 +159,108 @@ pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bo
     result
 }
 
-/// A CTR batch as the GPU path runs it: in chunks of at most `chunk_bytes` upload bytes, each
-/// staged as it is uploaded and run through the batch kernel. Returns the output buffer (laid out
-/// as the input; bytes outside the messages stay zero).
+/// A batch as the GPU path runs it: in chunks of at most about `chunk_bytes` upload bytes, each
+/// staged as it is uploaded and run through the batch kernels. Returns the output buffer (laid
+/// out as the input; bytes outside the messages stay zero) and the tags (GCM).
+fn batch(
+    l: &Layout<'_>,
+    keys: &[Key],
+    ivs: &[u8],
+    msgs: &Messages<'_>,
+    decrypt: bool,
+    chunk_bytes: usize,
+) -> (Vec<u8>, Vec<[u8; 16]>) {
+    let mut result = vec![0u8; msgs.data().len()];
+    let mut tags = vec![[0u8; 16]; if l.gcm { msgs.count() } else { 0 }];
+    for c in device::chunks(msgs, l, chunk_bytes) {
+        let mut up = vec![0u128; c.in_bytes.div_ceil(16).max(1)];
+        // SAFETY: u128 storage viewed as bytes.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(up.as_mut_ptr().cast::<u8>(), c.in_bytes) };
+        c.stage(msgs, l, keys, ivs, bytes);
+        let mut out = vec![0u128; (c.out_bytes + c.scratch_bytes).div_ceil(16).max(1)];
+        let a = c.pointers(up.as_ptr() as u64, out.as_mut_ptr() as u64);
+        let p = c.params(msgs, keys, decrypt);
+        let ptr = |x: u64| x as *const u8;
+        let mptr = |x: u64| x as *mut u8;
+        // SAFETY: the pointers lie in the staged chunk and its output as `Chunk` laid them out
+        // (null for a missing section).
+        unsafe {
+            if l.gcm {
+                aes_gcm_batch(
+                    p,
+                    ptr(a.ivs),
+                    ptr(a.keys),
+                    ptr(a.offsets),
+                    ptr(a.segments),
+                    ptr(a.data),
+                    mptr(a.out),
+                    mptr(a.sums),
+                    mptr(a.per_message),
+                );
+                aes_gcm_batch_tags(
+                    p,
+                    ptr(a.offsets),
+                    ptr(a.segments),
+                    ptr(a.aad_offsets),
+                    ptr(a.aad),
+                    ptr(a.sums),
+                    ptr(a.per_message),
+                    mptr(a.tags),
+                );
+            } else {
+                aes_ctr_batch(
+                    p,
+                    ptr(a.ivs),
+                    ptr(a.keys),
+                    ptr(a.offsets),
+                    ptr(a.segments),
+                    ptr(a.data),
+                    mptr(a.out),
+                );
+            }
+        }
+        let out = bytes_of(&out, c.out_bytes);
+        result[c.data.clone()].copy_from_slice(&out[..c.data.len()]);
+        if l.gcm {
+            tags[c.messages()]
+                .as_flattened_mut()
+                .copy_from_slice(c.tags(&out));
+        }
+    }
+    (result, tags)
+}
+
+/// A CTR batch as the GPU path runs it (see `batch`).
 pub fn ctr_batch(
     keys: &[Key],
     ivs: &[[u8; 16]],
     msgs: &Messages<'_>,
     chunk_bytes: usize,
 ) -> Vec<u8> {
-    let mut result = vec![0u8; msgs.data().len()];
-    for c in device::chunks(msgs, keys.len() != 1, chunk_bytes) {
-        let mut up = vec![0u128; c.in_bytes.div_ceil(16).max(1)];
-        // SAFETY: u128 storage viewed as bytes.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(up.as_mut_ptr().cast::<u8>(), c.in_bytes) };
-        c.stage(msgs, keys, ivs, bytes);
-        let mut out = vec![0u128; c.data.len().div_ceil(16).max(1)];
-        let base = up.as_ptr() as u64;
-        let a = c.pointers(base);
-        let ptr = |x: u64| x as *const u8;
-        // SAFETY: the pointers lie in the staged chunk as `Chunk` laid it out (null for a missing
-        // section); the output holds the chunk's message bytes.
-        unsafe {
-            aes_ctr_batch(
-                c.params(msgs, keys),
-                ptr(a.ivs),
-                ptr(a.keys),
-                ptr(a.offsets),
-                ptr(a.segments),
-                ptr(a.data),
-                out.as_mut_ptr().cast(),
-            )
-        };
-        result[c.data.clone()].copy_from_slice(&bytes_of(&out, c.data.len()));
-    }
-    result
+    let l = Layout {
+        iv_len: 16,
+        keyed: keys.len() != 1,
+        gcm: false,
+        aads: &[],
+    };
+    batch(&l, keys, ivs.as_flattened(), msgs, false, chunk_bytes).0
+}
+
+/// A GCM batch as the GPU path runs it: the output and each message's tag over its ciphertext.
+pub fn gcm_batch(
+    keys: &[Key],
+    nonces: &[[u8; 12]],
+    aads: &[&[u8]],
+    msgs: &Messages<'_>,
+    decrypt: bool,
+    chunk_bytes: usize,
+) -> (Vec<u8>, Vec<[u8; 16]>) {
+    let l = Layout {
+        iv_len: 12,
+        keyed: keys.len() != 1,
+        gcm: true,
+        aads,
+    };
+    batch(&l, keys, nonces.as_flattened(), msgs, decrypt, chunk_bytes)
 }
