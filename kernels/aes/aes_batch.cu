@@ -195,6 +195,9 @@ extern "C" __global__ void __launch_bounds__(256)
         const uint4 h = msgs[i].h, ek = msgs[i].ek_j0;
         uint4 y = make_uint4(0, 0, 0, 0);
         uint64_t alen = 0;
+        // Generic products cost about a block's AES each: none is spent on a Y still zero (a
+        // message without AAD starts from its first item's sum).
+        bool zero = true;
         if (aad) {
             const uint8_t* a = aad + aad_offs[i];
             alen = aad_offs[i + 1] - aad_offs[i];
@@ -202,12 +205,17 @@ extern "C" __global__ void __launch_bounds__(256)
                 const uint32_t n = alen - j < 16 ? (uint32_t)(alen - j) : 16;
                 y = gf128::mul(gf128::xor4(y, ghash_block(a + j, n)), h);
             }
+            zero = alen == 0;
         }
         if (blocks) {
-            const uint4 h_seg = gf_pow(h, SEG_BLOCKS);
+            // H^SEG_BLOCKS, unless no product by it follows.
+            const bool need_seg = per > 1 || (!zero && blocks == SEG_BLOCKS);
+            const uint4 h_seg = need_seg ? gf_pow(h, SEG_BLOCKS) : h;
             for (uint64_t k = 0; k < per; ++k) {
                 const uint64_t nb = k + 1 < per ? SEG_BLOCKS : blocks - SEG_BLOCKS * k;
-                y = gf128::xor4(gf128::mul(y, nb == SEG_BLOCKS ? h_seg : gf_pow(h, nb)), sums[seg0 + k]);
+                if (!zero) y = gf128::mul(y, nb == SEG_BLOCKS ? h_seg : gf_pow(h, nb));
+                y = gf128::xor4(y, sums[seg0 + k]);
+                zero = false;
             }
         }
         const uint64_t abits = 8 * alen, cbits = 8 * len;

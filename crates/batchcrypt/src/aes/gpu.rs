@@ -5,7 +5,10 @@ use super::batch::device as batch_device;
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
 use super::xts::{self, XtsKey};
-use super::{ctr_params, xts_params, CtrParams, GcmParams, Key, Tag, XtsParams, XtsTweakParams};
+use super::{
+    ctr_bitsliced_params, ctr_params, xts_params, CtrBitslicedParams, CtrParams, GcmParams, Key,
+    Tag, XtsParams, XtsTweakParams,
+};
 use crate::backend::cuda::{driver_err, Gpu};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
@@ -37,6 +40,8 @@ unsafe impl DeviceRepr for GcmParams {}
 unsafe impl DeviceRepr for XtsParams {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for XtsTweakParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for CtrBitslicedParams {}
 
 fn grid(gpu: &Gpu, bytes: u64, per_block_bytes: u64) -> LaunchConfig {
     let cap = gpu.info().multiprocessors.max(1) as u64 * BLOCKS_PER_SM;
@@ -566,6 +571,52 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
             launch_ctr(gpu, &f, &stream, p, ptr, ptr)
         })
     }
+}
+
+/// CTR over `input` through the bitsliced kernel (kernels/aes/bitsliced.cu), the data resident
+/// in GPU memory: the output, and the kernel's median time over `iters` runs in seconds. The
+/// benchmarks set it beside the T-table kernel, which the library uses (the faster of the two).
+pub fn bitsliced_ctr(
+    key: &Key,
+    iv: &[u8; 16],
+    input: &[u8],
+    iters: usize,
+) -> Result<(Vec<u8>, f64)> {
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let n = input.len();
+    // Whole blocks on the device: the kernel loads full 16-byte blocks.
+    let mut padded = input.to_vec();
+    padded.resize(n.div_ceil(16).max(1) * 16, 0);
+    let dev_in = stream
+        .clone_htod(&padded)
+        .map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut dev_out = stream
+        .alloc_zeros::<u8>(padded.len())
+        .map_err(driver_err("cuMemAlloc"))?;
+    let f = gpu.function(&crate::kernels::BITSLICED, "aes_ctr_bitsliced")?;
+    let p = ctr_bitsliced_params(key, iv, n as u64);
+    // A block of 256 threads is 8 warps of 1024 AES blocks each.
+    let cfg = grid(gpu, n as u64, 8 * 1024 * 16);
+    let t = crate::backend::cuda::time_on_stream(&stream, iters, || {
+        if n == 0 {
+            return Ok(());
+        }
+        let (ip, _gi) = dev_in.device_ptr(&stream);
+        let (op, _go) = dev_out.device_ptr_mut(&stream);
+        let mut b = stream.launch_builder(&f);
+        b.arg(&p).arg(&ip).arg(&op);
+        // SAFETY: matches `aes_ctr_bitsliced(CtrBitsliced, const uint8_t*, uint8_t*)`; both
+        // buffers hold n bytes rounded up to whole blocks.
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(driver_err("launch aes_ctr_bitsliced"))
+    })?;
+    let mut out = stream
+        .clone_dtoh(&dev_out)
+        .map_err(driver_err("cuMemcpyDtoH"))?;
+    out.truncate(n);
+    Ok((out, t))
 }
 
 // SAFETY: plain old data with the kernel's layout (checked by the emulation tests).

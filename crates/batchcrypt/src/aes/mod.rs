@@ -574,6 +574,42 @@ pub(crate) fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64)
     }
 }
 
+/// `CtrBitsliced` of kernels/aes/bitsliced.cu: the counter fields, and every round key as one
+/// mask word per bit (0 or all ones; plane p is bit p % 8 of byte p / 8).
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct CtrBitslicedParams {
+    pub(crate) ctr: [u32; 4],
+    pub(crate) inc32: u32,
+    pub(crate) rounds: u32,
+    pub(crate) bytes: u64,
+    pub(crate) mask: [[u32; 128]; 15],
+}
+
+#[cfg(any(feature = "cuda", feature = "emulation"))]
+pub(crate) fn ctr_bitsliced_params(
+    key: &Key,
+    counter: &[u8; 16],
+    bytes: u64,
+) -> CtrBitslicedParams {
+    let c = ctr_params(key, counter, false, bytes);
+    let mask = std::array::from_fn(|r| {
+        std::array::from_fn(|p| {
+            let (byte, bit) = (p / 8, p % 8);
+            let word = c.rk[4 * r + byte / 4];
+            0u32.wrapping_sub((word >> (24 - 8 * (byte % 4) + bit)) & 1)
+        })
+    });
+    CtrBitslicedParams {
+        ctr: c.ctr,
+        inc32: 0,
+        rounds: c.rounds,
+        bytes,
+        mask,
+    }
+}
+
 /// The kernel's table block for `threads` threads per block: Shoup tables of H^threads (256
 /// elements as big-endian words, then 256 reduction words), then H^1..H^threads.
 #[cfg(any(feature = "cuda", feature = "emulation"))]

@@ -4,7 +4,10 @@ use crate::aes::batch::device::{self, BatchParams, Layout};
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
 use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
-use crate::aes::{ctr_params, xts_params, CtrParams, GcmParams, Key, XtsParams, XtsTweakParams};
+use crate::aes::{
+    ctr_bitsliced_params, ctr_params, xts_params, CtrBitslicedParams, CtrParams, GcmParams, Key,
+    XtsParams, XtsTweakParams,
+};
 use crate::messages::Messages;
 
 extern "C" {
@@ -12,6 +15,7 @@ extern "C" {
     fn aes_xts_encrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_xts_decrypt(p: XtsParams, input: *const u8, output: *mut u8, tweaks: *const u128);
     fn aes_ctr(p: CtrParams, input: *const u8, output: *mut u8);
+    fn aes_ctr_bitsliced(p: CtrBitslicedParams, input: *const u8, output: *mut u8);
     fn aes_ctr_batch(
         p: BatchParams,
         ivs: *const u8,
@@ -79,6 +83,21 @@ pub fn ctr(key: &Key, iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
     unsafe {
         aes_ctr(
             ctr_params(key, iv, false, data.len() as u64),
+            input.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+        )
+    };
+    bytes_of(&out, data.len())
+}
+
+/// CTR through the bitsliced kernel (kernels/aes/bitsliced.cu).
+pub fn ctr_bitsliced(key: &Key, iv: &[u8; 16], data: &[u8]) -> Vec<u8> {
+    let input = aligned(data);
+    let mut out = vec![0u128; input.len()];
+    // SAFETY: both buffers hold data.len() bytes rounded up to whole blocks.
+    unsafe {
+        aes_ctr_bitsliced(
+            ctr_bitsliced_params(key, iv, data.len() as u64),
             input.as_ptr().cast(),
             out.as_mut_ptr().cast(),
         )
