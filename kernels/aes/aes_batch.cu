@@ -224,3 +224,112 @@ extern "C" __global__ void __launch_bounds__(256)
         tags[i] = be_words(y);
     }
 }
+
+// XTS over a batch (IEEE 1619): each message is one data unit of at least one block. The host
+// prepares what costs a key schedule: per message its first block's tweak E_K2(tweak) (tweaks,
+// 16 bytes as little-endian words), and the data key's round keys (keys: XTS_KEY_WORDS words per
+// message, rounds in word 60; the equivalent inverse cipher's when decrypting; null: p.key for
+// all). A message ending in a partial block has its last whole block and the partial one as a
+// ciphertext-stealing pair, taken by the item that holds the partial block.
+constexpr uint32_t XTS_KEY_WORDS = 64;
+
+// t·α^n for any n.
+BC_DEVICE xts::Tweak tweak_at(xts::Tweak t, uint64_t n) {
+    while (n) {
+        const uint32_t s = n < 64 ? (uint32_t)n : 64;
+        t = xts::mul_alpha(t, s);
+        n -= s;
+    }
+    return t;
+}
+
+template <int R, bool Decrypt>
+BC_DEVICE uint4 xts_block(const aes::Key& k, aes::LaneTable t, aes::LaneTable inv, xts::Tweak tw, uint4 x) {
+    const uint4 w = xts::to_words(tw);
+    uint32_t s[4] = {bswap32(x.x ^ w.x), bswap32(x.y ^ w.y), bswap32(x.z ^ w.z), bswap32(x.w ^ w.w)};
+    if (Decrypt) aes::decrypt<R>(k, t, inv, s);
+    else aes::encrypt<R>(k, t, s);
+    return make_uint4(bswap32(s[0]) ^ w.x, bswap32(s[1]) ^ w.y, bswap32(s[2]) ^ w.z, bswap32(s[3]) ^ w.w);
+}
+
+// Bytes [0, r) of a, the rest of b (little-endian words).
+BC_DEVICE uint4 splice(uint4 a, uint4 b, uint32_t r) {
+    const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+    uint32_t o[4];
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) {
+        const uint32_t m = r >= 4 * i + 4 ? ~0u : r <= 4 * i ? 0u : (1u << (8 * (r - 4 * i))) - 1;
+        o[i] = (wa[i] & m) | (wb[i] & ~m);
+    }
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+template <int R, bool Decrypt>
+BC_DEVICE void xts_span(const aes::Key& k, aes::LaneTable t, aes::LaneTable inv, xts::Tweak t0, const Item& it, const uint8_t* in,
+                        uint8_t* out) {
+    const uint64_t full = it.len / 16;
+    const uint32_t r = (uint32_t)(it.len % 16);
+    const uint64_t plain_end = r ? full - 1 : full;  // the blocks before a stolen pair
+    xts::Tweak w = tweak_at(t0, it.b0);
+    for (uint64_t b = it.b0; b < it.b1 && b < plain_end; ++b) {
+        aes::store_span(out + 16 * b, 16, xts_block<R, Decrypt>(k, t, inv, w, aes::load_span(in + 16 * b, 16)));
+        w = xts::mul_alpha(w, 1);
+    }
+    if (r && it.b1 == full + 1) {
+        // Encryption: CC = E(P[m-1]) under T[m-1]; C[m] = CC's first r bytes; C[m-1] = E(P[m] || the
+        // rest of CC) under T[m]. Decryption takes the two tweaks the other way round.
+        const xts::Tweak wa = tweak_at(t0, full - 1), wb = xts::mul_alpha(wa, 1);
+        const uint4 y = xts_block<R, Decrypt>(k, t, inv, Decrypt ? wb : wa, aes::load_span(in + 16 * (full - 1), 16));
+        const uint4 z = splice(aes::load_span(in + 16 * full, r), y, r);
+        aes::store_span(out + 16 * full, r, y);
+        aes::store_span(out + 16 * (full - 1), 16, xts_block<R, Decrypt>(k, t, inv, Decrypt ? wa : wb, z));
+    }
+}
+
+template <bool Decrypt>
+BC_DEVICE void xts_batch(const Batch& p, const uint4* tweaks, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs,
+                         const uint8_t* in, uint8_t* out, aes::LaneTable t, aes::LaneTable inv) {
+    BC_FOR_EACH_ITEM(g, p.segments) {
+        const Item it = item(g, p.messages, p.len, offs, segs);
+        const xts::Tweak t0 = xts::from_words(tweaks[it.i]);
+        const uint8_t* src = in + it.start;
+        uint8_t* dst = out + it.start;
+        if (keys) {
+            const uint4* rec = reinterpret_cast<const uint4*>(keys + XTS_KEY_WORDS * it.i);
+            aes::Key k;
+#pragma unroll
+            for (int j = 0; j < 15; ++j) {
+                const uint4 v = rec[j];
+                k.rk[4 * j] = v.x, k.rk[4 * j + 1] = v.y, k.rk[4 * j + 2] = v.z, k.rk[4 * j + 3] = v.w;
+            }
+            if (rec[15].x == 14) xts_span<14, Decrypt>(k, t, inv, t0, it, src, dst);
+            else xts_span<10, Decrypt>(k, t, inv, t0, it, src, dst);
+        } else if (p.key.rounds == 14) {
+            xts_span<14, Decrypt>(p.key, t, inv, t0, it, src, dst);
+        } else {
+            xts_span<10, Decrypt>(p.key, t, inv, t0, it, src, dst);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    aes_xts_batch_encrypt(Batch p, const uint4* tweaks, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs,
+                          const uint8_t* in, uint8_t* out) {
+    __shared__ uint32_t table[aes::TABLE_WORDS];
+    aes::fill_table(table);
+    __syncthreads();
+    const aes::LaneTable t = aes::lane_table(table);
+    xts_batch<false>(p, tweaks, keys, offs, segs, in, out, t, t);
+}
+
+// Decryption: the inverse cipher's tables (40 KiB of shared memory).
+extern "C" __global__ void __launch_bounds__(256)
+    aes_xts_batch_decrypt(Batch p, const uint4* tweaks, const uint32_t* keys, const uint64_t* offs, const uint64_t* segs,
+                          const uint8_t* in, uint8_t* out) {
+    __shared__ uint32_t table[aes::TABLE_WORDS];
+    __shared__ uint32_t inv[aes::INV_SBOX_WORDS];
+    aes::fill_inverse_tables(table, inv);
+    __syncthreads();
+    const aes::LaneTable t = aes::lane_table(table), i = aes::lane_table(inv);
+    xts_batch<true>(p, tweaks, keys, offs, segs, in, out, t, i);
+}

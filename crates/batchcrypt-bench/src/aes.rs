@@ -618,6 +618,142 @@ fn openssl_messages(
     }
 }
 
+/// OpenSSL's XTS-AES-128 over messages, each one data unit under its own key and tweak (the
+/// cipher set once, re-keyed per message).
+fn openssl_xts_messages(
+    keys: &[Vec<u8>],
+    tweaks: &[[u8; 16]],
+    len: usize,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let mut c = CipherCtx::new().unwrap();
+    c.encrypt_init(Some(Cipher::aes_128_xts()), None, None)
+        .unwrap();
+    for (i, (a, b)) in input.chunks(len).zip(output.chunks_mut(len)).enumerate() {
+        c.encrypt_init(None, Some(&keys[i]), Some(&tweaks[i]))
+            .unwrap();
+        c.cipher_update(a, Some(b)).unwrap();
+    }
+}
+
+/// XTS batches: 512-byte and 4 KiB sectors, each under its own XTS-AES-128 key pair and tweak:
+/// OpenSSL on one core and on all cores, our backends, auto, and the GPU end to end and kernel
+/// only; outputs checked equal.
+fn run_xts_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    use batchcrypt::aes::xts::XtsKey;
+    use batchcrypt::messages::Messages;
+    let threads = batchcrypt::backend::cpu::threads();
+    let cases: &[(usize, usize)] = if quick {
+        &[(1 << 12, 512), (1 << 10, 4096)]
+    } else {
+        &[(1 << 18, 512), (1 << 16, 4096)]
+    };
+    for &(n, len) in cases {
+        let case = format!("xts {n} x {len} B");
+        let data: Vec<u8> = (0..n * len).map(|i| (i * 131 % 251) as u8).collect();
+        let raw: Vec<Vec<u8>> = (0..n)
+            .map(|i| batchcrypt::sha256::digest(&(i as u64).to_le_bytes()).to_vec())
+            .collect();
+        let keys: Vec<XtsKey> = raw.iter().map(|k| XtsKey::new(k).unwrap()).collect();
+        let tweaks: Vec<[u8; 16]> = (0..n).map(|i| (i as u128).to_le_bytes()).collect();
+        let msgs = Messages::fixed(&data, len)?;
+        let mut want = vec![0u8; data.len()];
+        let mut out = vec![0u8; data.len()];
+        let single = (n / 16).max(1);
+        let t = time(3, || {
+            openssl_xts_messages(
+                &raw,
+                &tweaks,
+                len,
+                &data[..single * len],
+                &mut want[..single * len],
+            )
+        });
+        rep.add(
+            BATCH_GROUP,
+            &case,
+            "openssl 1 core",
+            single as u64,
+            (single * len) as u64,
+            t,
+            None,
+        );
+        let per = n.div_ceil(threads);
+        let t = time(3, || {
+            data.par_chunks(per * len)
+                .zip(want.par_chunks_mut(per * len))
+                .enumerate()
+                .for_each(|(j, (a, b))| {
+                    openssl_xts_messages(&raw[j * per..], &tweaks[j * per..], len, a, b)
+                })
+        });
+        rep.add(
+            BATCH_GROUP,
+            &case,
+            "openssl all cores",
+            n as u64,
+            data.len() as u64,
+            t,
+            Some("openssl 1 core"),
+        );
+        let mut choices = vec![
+            (
+                "ours openssl backend",
+                BackendChoice::Exact(Backend::OpenSsl),
+            ),
+            (
+                "ours portable backend",
+                BackendChoice::Exact(Backend::Portable),
+            ),
+            ("ours auto", BackendChoice::Auto),
+        ];
+        if has_gpu() {
+            choices.push((
+                "ours cuda (end to end)",
+                BackendChoice::Exact(Backend::Cuda),
+            ));
+        }
+        for (name, choice) in choices {
+            let e = Engine::with_backend(choice);
+            let mut ran = None;
+            let t = time(3, || {
+                ran = Some(
+                    e.aes()
+                        .xts_encrypt_batch(&keys, &tweaks, &msgs, &mut out)
+                        .unwrap()
+                        .backend,
+                );
+            });
+            anyhow::ensure!(out == want, "{name} disagrees with OpenSSL on {case}");
+            let name = label(name, choice, ran.unwrap());
+            rep.add(
+                BATCH_GROUP,
+                &case,
+                &name,
+                n as u64,
+                data.len() as u64,
+                t,
+                Some("openssl all cores"),
+            );
+        }
+        #[cfg(feature = "cuda")]
+        if has_gpu() {
+            let t = batchcrypt::aes::gpu::xts_batch_kernel_seconds(&keys, &tweaks, &msgs, 5)?;
+            rep.add(
+                BATCH_GROUP,
+                &case,
+                "ours cuda (kernel only)",
+                n as u64,
+                data.len() as u64,
+                t,
+                Some("openssl all cores"),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Batches of independent messages, each under its own AES-128 key and IV: 2^20 of 64 bytes and
 /// 2^16 of 1 KiB, CTR and GCM. OpenSSL re-keying one context per message on one core (a slice)
 /// and on all cores, against our batch call on each CPU backend and auto; outputs checked equal.
@@ -752,5 +888,5 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    run_xts_batch(rep, quick)
 }

@@ -279,12 +279,10 @@ fn malformed_batches_are_errors() {
                 .ctr_batch(&[k.clone()], &[[0; 16]; 2], &msgs, &mut out)
                 .map(|_| ())
         ));
-        // Valid XTS messages (each at least a block): XTS batches have no GPU kernel.
-        let units = Messages::fixed(&data, 50).unwrap();
-        assert!(matches!(
+        assert!(invalid(
             e.aes()
-                .xts_encrypt_batch(&[xk], &[[0; 16]; 2], &units, &mut out),
-            Err(Error::BackendUnavailable { .. })
+                .xts_encrypt_batch(&[xk], &[[0; 16]; 3], &msgs, &mut out)
+                .map(|_| ())
         ));
     }
 }
@@ -478,5 +476,114 @@ fn gpu_ctr_batches_match_the_cpu() {
                 assert!(pt[r.clone()] == data[r], "message {i} decrypted, {what}");
             }
         }
+    }
+}
+
+type XtsCase = (Vec<XtsKey>, Vec<[u8; 16]>, Vec<u8>, Option<Vec<u64>>, usize);
+
+/// XTS batches as the GPU runs them: units ending in a partial block (alone in its thread item
+/// or not), units over many thread items, both key sizes, one key for all and one per message.
+fn xts_cases(rng: &mut common::Rng) -> Vec<XtsCase> {
+    let xts_keys = |rng: &mut common::Rng, n: usize| -> Vec<XtsKey> {
+        (0..n)
+            .map(|i| XtsKey::new(&rng.bytes(if i % 3 == 0 { 64 } else { 32 })).unwrap())
+            .collect()
+    };
+    let tweaks = |rng: &mut common::Rng, n: usize| -> Vec<[u8; 16]> {
+        (0..n).map(|_| rng.bytes(16).try_into().unwrap()).collect()
+    };
+    let mut cases = Vec::new();
+    let lens: Vec<usize> = [
+        16usize, 17, 31, 32, 255, 256, 257, 261, 271, 512, 4096, 4099, 70_001,
+    ]
+    .into_iter()
+    .chain((0..100).map(|_| 16 + rng.below(700) as usize))
+    .collect();
+    let (data, offsets) = layout(rng, &lens);
+    let n = lens.len();
+    cases.push((xts_keys(rng, n), tweaks(rng, n), data, Some(offsets), n));
+    for len in [512usize, 100] {
+        let n = 300;
+        let data = rng.bytes(n * len);
+        let t = tweaks(rng, n);
+        cases.push((xts_keys(rng, 1), t.clone(), data.clone(), None, len));
+        cases.push((xts_keys(rng, n), t, data, None, len));
+    }
+    cases
+}
+
+fn xts_reference(keys: &[XtsKey], tweaks: &[[u8; 16]], msgs: &Messages<'_>) -> Vec<u8> {
+    let mut want = vec![0u8; msgs.data().len()];
+    common::engine(Backend::OpenSsl)
+        .aes()
+        .xts_encrypt_batch(keys, tweaks, msgs, &mut want)
+        .unwrap();
+    want
+}
+
+#[cfg(feature = "emulation")]
+#[test]
+fn xts_batch_kernels_match_the_cpu() {
+    use batchcrypt::emulation::aes::xts_batch;
+    let mut rng = common::Rng(59);
+    for (keys, tweaks, data, offsets, len) in xts_cases(&mut rng) {
+        let msgs = messages(&data, &offsets, len);
+        let want = xts_reference(&keys, &tweaks, &msgs);
+        let ct_msgs = messages(&want, &offsets, len);
+        for chunk_bytes in [usize::MAX, 1024] {
+            let what = format!("{} messages, chunks of {chunk_bytes} bytes", msgs.count());
+            let got = xts_batch(&keys, &tweaks, &msgs, false, chunk_bytes);
+            assert!(
+                message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
+                "XTS, {what}"
+            );
+            let back = xts_batch(&keys, &tweaks, &ct_msgs, true, chunk_bytes);
+            assert!(
+                message_bytes(&msgs, &back) == message_bytes(&msgs, &data),
+                "XTS decryption, {what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_xts_batches_match_the_cpu() {
+    if !common::backends(Primitive::Aes).contains(&Backend::Cuda) {
+        return;
+    }
+    let e = common::engine(Backend::Cuda);
+    let mut rng = common::Rng(61);
+    let mut cases = xts_cases(&mut rng);
+    // Several pipeline chunks of 512-byte sectors, one key per sector.
+    let n = 200_003;
+    let data = rng.bytes(512 * n);
+    let tweaks: Vec<[u8; 16]> = (0..n).map(|i| (i as u128).to_le_bytes()).collect();
+    let keys: Vec<XtsKey> = (0..n)
+        .map(|_| XtsKey::new(&rng.bytes(32)).unwrap())
+        .collect();
+    cases.push((keys, tweaks, data, None, 512));
+    for (keys, tweaks, data, offsets, len) in cases {
+        let msgs = messages(&data, &offsets, len);
+        let what = format!("{} messages", msgs.count());
+        let want = xts_reference(&keys, &tweaks, &msgs);
+        let mut got = vec![0u8; data.len()];
+        let out = e
+            .aes()
+            .xts_encrypt_batch(&keys, &tweaks, &msgs, &mut got)
+            .unwrap();
+        assert_eq!(out.backend, Backend::Cuda);
+        assert!(
+            message_bytes(&msgs, &got) == message_bytes(&msgs, &want),
+            "XTS, {what}"
+        );
+        let ct_msgs = messages(&want, &offsets, len);
+        let mut back = vec![0u8; data.len()];
+        e.aes()
+            .xts_decrypt_batch(&keys, &tweaks, &ct_msgs, &mut back)
+            .unwrap();
+        assert!(
+            message_bytes(&msgs, &back) == message_bytes(&msgs, &data),
+            "XTS decryption, {what}"
+        );
     }
 }

@@ -137,7 +137,7 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 
 impl Aes<'_> {
     fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
-        let gpu = cfg!(feature = "cuda") && op != OP_XTS;
+        let gpu = cfg!(feature = "cuda");
         let op = match msgs.bytes() <= SHORT_MAX * msgs.count() as u64 {
             true => short(op),
             false => op,
@@ -329,18 +329,15 @@ impl Aes<'_> {
                 .map_err(|e| Error::invalid(format!("message {i}: {e}")))?;
         }
         let plan = self.batch_plan(OP_XTS, msgs)?;
-        each(msgs, output, plan.threads, |_, i, a, b| {
-            xts::cpu(
-                plan.backend,
-                nth(keys, i),
-                &tweaks[i],
-                a.len(),
-                a,
-                b,
-                decrypt,
-                1,
-            )
-        })?;
+        match plan.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt)?,
+            backend => {
+                each(msgs, output, plan.threads, |ctx, i, a, b| {
+                    xts_one(backend, ctx, nth(keys, i), &tweaks[i], a, b, decrypt)
+                })?;
+            }
+        }
         Ok(Output {
             value: (),
             backend: plan.backend,
@@ -366,6 +363,35 @@ fn ctr_one(
         }
         _ => portable_stream(key, iv, false, input, output),
     }
+    Ok(())
+}
+
+/// One XTS message (one data unit): OpenSSL through the worker's context, re-keyed.
+fn xts_one(
+    backend: Backend,
+    ctx: &mut Worker,
+    key: &XtsKey,
+    tweak: &[u8; 16],
+    input: &[u8],
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<()> {
+    if backend != Backend::OpenSsl {
+        return xts::cpu(backend, key, tweak, input.len(), input, output, decrypt, 1);
+    }
+    let (k1, k2) = (key.data.bytes(), key.tweak.bytes());
+    let mut both = [0u8; 64];
+    both[..k1.len()].copy_from_slice(k1);
+    both[k1.len()..k1.len() + k2.len()].copy_from_slice(k2);
+    let both = &both[..k1.len() + k2.len()];
+    let c = context(ctx, xts::xts_cipher(key), decrypt)?;
+    if decrypt {
+        c.decrypt_init(None, Some(both), Some(tweak))
+    } else {
+        c.encrypt_init(None, Some(both), Some(tweak))
+    }
+    .map_err(ossl)?;
+    c.cipher_update(input, Some(output)).map_err(ossl)?;
     Ok(())
 }
 
@@ -448,9 +474,13 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             let out = &mut out[..n * len];
             return match op {
                 OP_CTR | OP_CTR_SHORT => super::gpu::ctr_batch(&keys, &ivs[..n], &msgs, out),
-                _ => {
+                OP_GCM | OP_GCM_SHORT => {
                     let nonces = vec![[3u8; 12]; n];
                     super::gpu::gcm_batch(&keys, &nonces, &[], &msgs, out, false).map(|_| ())
+                }
+                _ => {
+                    let keys = vec![xts_key.clone(); n];
+                    super::gpu::xts_batch(&keys, &ivs[..n], &msgs, out, false)
                 }
             };
         }
@@ -459,7 +489,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             OP_GCM | OP_GCM_SHORT => {
                 gcm_one(backend, ctx, &key, &[3; 12], &[], a, b, None).map(|_| ())
             }
-            _ => xts::cpu(backend, &xts_key, &ivs[i], len, a, b, false, 1),
+            _ => xts_one(backend, ctx, &xts_key, &ivs[i], a, b, false),
         })
         .map(|_| ())
     };
@@ -474,22 +504,26 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
 
 /// How the GPU batch kernels (`kernels/aes/aes_batch.cu`) take messages: in chunks of
 /// consecutive messages, each uploaded as one buffer of sections (16-byte aligned): counter
-/// blocks (CTR, 16 bytes per message) or nonces (GCM, 12), key records (per-message keys only:
-/// the raw key in 32 bytes, then its length as a little-endian u32), byte offsets and first thread
-/// items (offsets form only: n + 1 little-endian u64 each), AAD offsets and bytes (GCM with AADs),
-/// then the message bytes. The kernels byte-swap counter blocks, nonces and keys themselves, so
-/// those sections are plain copies. A chunk's download is its message bytes, then (GCM) a tag per
-/// message; after them on the device, GCM's scratch: each thread item's GHASH sum and each
-/// message's H and E_K(J0).
+/// blocks (CTR, 16 bytes per message), nonces (GCM, 12) or first tweaks E_K2(tweak) (XTS, 16),
+/// key records (per-message keys only: for CTR and GCM the raw key in 32 bytes, then its length
+/// as a little-endian u32; for XTS the data key's round keys, then the rounds), byte offsets and
+/// first thread items (offsets form only: n + 1 little-endian u64 each), AAD offsets and bytes
+/// (GCM with AADs), then the message bytes. The kernels byte-swap counter blocks, nonces and keys
+/// themselves, so those sections are plain copies. A chunk's download is its message bytes, then
+/// (GCM) a tag per message; after them on the device, GCM's scratch: each thread item's GHASH sum
+/// and each message's H and E_K(J0).
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod device {
-    use super::{Key, Messages};
+    use super::{Key, Messages, XtsKey};
     use std::ops::Range;
 
     /// Blocks per GPU thread item (`SEG_BLOCKS` of the kernels).
     pub(crate) const SEG_BLOCKS: u64 = 16;
-    /// Bytes of a key record.
-    const KEY_RECORD: usize = 36;
+    /// Bytes of a CTR or GCM key record: the raw key in 32, then its length as a little-endian
+    /// u32 (the kernels expand it).
+    pub(crate) const KEY_RECORD: usize = 36;
+    /// Bytes of an XTS key record: the data key's round keys (60 words), then the rounds.
+    pub(crate) const XTS_KEY_RECORD: usize = 256;
     /// Upload bytes per chunk of the GPU path: about an eighth of the batch, so that the staging,
     /// upload, kernel and download of different chunks overlap, within these bounds (a message
     /// longer than the upper one is a chunk of its own).
@@ -508,16 +542,88 @@ pub(crate) mod device {
         pub(crate) segments: u64,
     }
 
+    /// Which kernels run a batch.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Mode {
+        Ctr,
+        /// Tags and scratch; with the messages' AADs when there are any.
+        Gcm,
+        Xts,
+    }
+
     /// What a batch carries per message besides its bytes.
     #[derive(Clone, Copy)]
     pub(crate) struct Layout<'a> {
-        /// Counter block (16) or nonce (12) bytes.
+        pub(crate) mode: Mode,
+        /// Counter block (16), nonce (12) or first tweak (16) bytes.
         pub(crate) iv_len: usize,
-        /// One key per message (else one for all).
-        pub(crate) keyed: bool,
-        /// GCM: tags and scratch; with the messages' AADs when there are any.
-        pub(crate) gcm: bool,
+        /// Bytes of a key record per message; 0: one key for all, in the parameters.
+        pub(crate) key_record: usize,
         pub(crate) aads: &'a [&'a [u8]],
+    }
+
+    impl Layout<'_> {
+        pub(crate) fn gcm(&self) -> bool {
+            self.mode == Mode::Gcm
+        }
+    }
+
+    /// Writes message `i`'s key record into the slice given (`key_record` bytes).
+    pub(crate) type Records<'r> = &'r (dyn Fn(usize, &mut [u8]) + Sync);
+
+    /// An XTS batch's layout, each message's first tweak E_K2(tweak), and message i's data key
+    /// schedule (the inverse cipher's when decrypting).
+    pub(crate) fn xts_setup<'a>(
+        keys: &'a [XtsKey],
+        tweaks: &[[u8; 16]],
+        decrypt: bool,
+    ) -> (
+        Layout<'static>,
+        Vec<[u8; 16]>,
+        impl Fn(usize) -> ([u32; 60], u32) + Sync + 'a,
+    ) {
+        use rayon::prelude::*;
+        let first = tweaks
+            .par_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                keys[if keys.len() == 1 { 0 } else { i }]
+                    .tweak
+                    .encrypt_block(*t)
+            })
+            .collect();
+        let l = Layout {
+            mode: Mode::Xts,
+            iv_len: 16,
+            key_record: if keys.len() == 1 { 0 } else { XTS_KEY_RECORD },
+            aads: &[],
+        };
+        let schedule = move |i: usize| {
+            let k = &keys[if keys.len() == 1 { 0 } else { i }].data;
+            if decrypt {
+                k.inverse_round_keys()
+            } else {
+                k.round_keys()
+            }
+        };
+        (l, first, schedule)
+    }
+
+    /// The CTR and GCM key record of `key`.
+    pub(crate) fn raw_key_record(key: &Key, rec: &mut [u8]) {
+        let b = key.bytes();
+        rec.fill(0);
+        rec[..b.len()].copy_from_slice(b);
+        rec[32..36].copy_from_slice(&(b.len() as u32).to_le_bytes());
+    }
+
+    /// The XTS key record of a schedule.
+    pub(crate) fn schedule_record((rk, rounds): ([u32; 60], u32), rec: &mut [u8]) {
+        rec.fill(0);
+        for (w, r) in rec.chunks_exact_mut(4).zip(rk) {
+            w.copy_from_slice(&r.to_le_bytes());
+        }
+        rec[240..244].copy_from_slice(&rounds.to_le_bytes());
     }
 
     /// One chunk: messages `first..first + count`, the sections' places in its upload and
@@ -571,7 +677,7 @@ pub(crate) mod device {
             self.iv_len
                 + msgs.range(i).len()
                 + aad
-                + if self.keyed { KEY_RECORD } else { 0 }
+                + self.key_record
                 + if msgs.fixed_len() { 0 } else { 16 }
         }
     }
@@ -617,9 +723,9 @@ pub(crate) mod device {
             count: usize,
         ) -> Chunk {
             let mut at = up16(l.iv_len * count);
-            let keys_at = l.keyed.then(|| {
+            let keys_at = (l.key_record > 0).then(|| {
                 let k = at;
-                at = up16(at + KEY_RECORD * count);
+                at = up16(at + l.key_record * count);
                 k
             });
             let offsets_at = (!msgs.fixed_len()).then(|| {
@@ -627,7 +733,7 @@ pub(crate) mod device {
                 at += 16 * (count + 1);
                 (o, o + 8 * (count + 1))
             });
-            let aads_at = (l.gcm && !l.aads.is_empty()).then(|| {
+            let aads_at = (l.gcm() && !l.aads.is_empty()).then(|| {
                 let o = at;
                 let bytes: usize = l.aads[first..first + count].iter().map(|a| a.len()).sum();
                 at = up16(at + 8 * (count + 1) + bytes);
@@ -638,7 +744,7 @@ pub(crate) mod device {
                 .map(|i| items(msgs.range(i).len()))
                 .sum();
             let tags_at = up16(data.len());
-            let (out_bytes, scratch_bytes) = match l.gcm {
+            let (out_bytes, scratch_bytes) = match l.gcm() {
                 true => (tags_at + 16 * count, 16 * segments as usize + 32 * count),
                 false => (data.len(), 0),
             };
@@ -660,13 +766,14 @@ pub(crate) mod device {
 
         /// Writes the chunk's upload into `dst` (`in_bytes` long) on all cores: the staging
         /// buffer is the pipeline's, and filling it is host time no other chunk overlaps with.
-        /// `ivs`: the counter blocks or nonces, `iv_len` bytes each, back to back.
+        /// `ivs`: the counter blocks, nonces or first tweaks, `iv_len` bytes each, back to back;
+        /// `records` writes message i's key record (per-message keys only).
         pub(crate) fn stage(
             &self,
             msgs: &Messages<'_>,
             l: &Layout<'_>,
-            keys: &[Key],
             ivs: &[u8],
+            records: Records<'_>,
             dst: &mut [u8],
         ) {
             use crate::backend::cpu::par_copy;
@@ -678,17 +785,13 @@ pub(crate) mod device {
                 &ivs[l.iv_len * self.first..l.iv_len * range.end],
             );
             if let Some(k) = self.keys_at {
-                let keys = &keys[range.clone()];
-                dst[k..k + KEY_RECORD * self.count]
-                    .par_chunks_mut(KEY_RECORD * PIECE)
-                    .zip(keys.par_chunks(PIECE))
-                    .for_each(|(part, keys)| {
-                        for (rec, key) in part.chunks_exact_mut(KEY_RECORD).zip(keys) {
-                            let b = key.bytes();
-                            let mut r = [0u8; KEY_RECORD];
-                            r[..b.len()].copy_from_slice(b);
-                            r[32..].copy_from_slice(&(b.len() as u32).to_le_bytes());
-                            rec.copy_from_slice(&r);
+                let size = l.key_record;
+                dst[k..k + size * self.count]
+                    .par_chunks_mut(size * PIECE)
+                    .enumerate()
+                    .for_each(|(piece, part)| {
+                        for (j, rec) in part.chunks_exact_mut(size).enumerate() {
+                            records(range.start + piece * PIECE + j, rec);
                         }
                     });
             }
@@ -727,17 +830,14 @@ pub(crate) mod device {
             );
         }
 
-        /// The kernels' parameters; `keys` holds the one key for all, or one per message.
+        /// The kernels' parameters; `one`: the schedule of the one key for all messages.
         pub(crate) fn params(
             &self,
             msgs: &Messages<'_>,
-            keys: &[Key],
+            one: Option<([u32; 60], u32)>,
             decrypt: bool,
         ) -> BatchParams {
-            let (rk, rounds) = match keys {
-                [one] => one.round_keys(),
-                _ => ([0; 60], 0),
-            };
+            let (rk, rounds) = one.unwrap_or(([0; 60], 0));
             BatchParams {
                 rk,
                 rounds,

@@ -1,7 +1,7 @@
 //! The GPU backend: `kernels/aes` over host buffers (streamed through the chunked pipeline, so
 //! upload, kernel and download of different chunks overlap) or over buffers already in GPU memory.
 
-use super::batch::device as batch_device;
+use super::batch::device::{self as batch_device, Mode};
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
 use super::xts::{self, XtsKey};
@@ -623,13 +623,14 @@ pub fn bitsliced_ctr(
 unsafe impl DeviceRepr for batch_device::BatchParams {}
 
 /// Enqueues the batch kernels over one chunk uploaded at `input`, its download (and GCM's
-/// scratch) at `output`: `aes_ctr_batch`, or `aes_gcm_batch` then `aes_gcm_batch_tags`.
+/// scratch) at `output`: `aes_ctr_batch`; `aes_gcm_batch` then `aes_gcm_batch_tags`; or
+/// `aes_xts_batch_encrypt` / `aes_xts_batch_decrypt`.
 fn launch_batch(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     chunk: &batch_device::Chunk,
     p: batch_device::BatchParams,
-    gcm: bool,
+    mode: Mode,
     input: u64,
     output: u64,
 ) -> Result<()> {
@@ -640,10 +641,11 @@ fn launch_batch(
         block_dim: (THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    let name = if gcm {
-        "aes_gcm_batch"
-    } else {
-        "aes_ctr_batch"
+    let name = match (mode, p.decrypt != 0) {
+        (Mode::Ctr, _) => "aes_ctr_batch",
+        (Mode::Gcm, _) => "aes_gcm_batch",
+        (Mode::Xts, false) => "aes_xts_batch_encrypt",
+        (Mode::Xts, true) => "aes_xts_batch_decrypt",
     };
     let f = gpu.function(&crate::kernels::AES_BATCH, name)?;
     let mut b = stream.launch_builder(&f);
@@ -654,7 +656,7 @@ fn launch_batch(
         .arg(&a.segments)
         .arg(&a.data)
         .arg(&a.out);
-    if gcm {
+    if mode == Mode::Gcm {
         b.arg(&a.sums).arg(&a.per_message);
     }
     // SAFETY: matches the kernel's signature; the pointers lie in the chunk's upload and
@@ -662,7 +664,7 @@ fn launch_batch(
     unsafe { b.launch(cfg(chunk.segments)) }
         .map(|_| ())
         .map_err(driver_err(name))?;
-    if gcm {
+    if mode == Mode::Gcm {
         let f = gpu.function(&crate::kernels::AES_BATCH, "aes_gcm_batch_tags")?;
         let mut b = stream.launch_builder(&f);
         b.arg(&p)
@@ -681,13 +683,30 @@ fn launch_batch(
     Ok(())
 }
 
+/// How a batch's keys reach the kernels: the one key's schedule in the parameters, or a record
+/// per message.
+struct BatchKeys<'a> {
+    one: Option<([u32; 60], u32)>,
+    records: batch_device::Records<'a>,
+}
+
+/// The keys of a CTR or GCM batch (records: the raw keys, expanded by the kernels).
+fn raw_keys<'a>(keys: &'a [Key], write: &'a (dyn Fn(usize, &mut [u8]) + Sync)) -> BatchKeys<'a> {
+    BatchKeys {
+        one: match keys {
+            [one] => Some(one.round_keys()),
+            _ => None,
+        },
+        records: write,
+    }
+}
+
 /// A batch of messages in host memory through the batch kernels, chunk by chunk through the
-/// pipeline; `ivs`: counter blocks or nonces back to back. Returns the tags (GCM; computed over
-/// the ciphertext, the input when decrypting).
-#[allow(clippy::too_many_arguments)]
+/// pipeline; `ivs`: counter blocks, nonces or first tweaks back to back. Returns the tags (GCM;
+/// computed over the ciphertext, the input when decrypting).
 fn batch(
     l: &batch_device::Layout<'_>,
-    keys: &[Key],
+    keys: &BatchKeys<'_>,
     ivs: &[u8],
     msgs: &Messages<'_>,
     output: &mut [u8],
@@ -703,25 +722,25 @@ fn batch(
             scratch_bytes: c.scratch_bytes,
         })
         .collect();
-    let mut tags = vec![[0u8; 16]; if l.gcm { msgs.count() } else { 0 }];
+    let mut tags = vec![[0u8; 16]; if l.gcm() { msgs.count() } else { 0 }];
     run_spans(
         gpu,
         &spans,
         3,
         |c, dst| {
-            chunks[c].stage(msgs, l, keys, ivs, dst);
+            chunks[c].stage(msgs, l, ivs, keys.records, dst);
             Ok(())
         },
         |stream, i, o, c| {
             let (ip, _gi) = i.device_ptr(stream);
             let (op, _go) = o.device_ptr_mut(stream);
-            let p = chunks[c].params(msgs, keys, decrypt);
-            launch_batch(gpu, stream, &chunks[c], p, l.gcm, ip, op)
+            let p = chunks[c].params(msgs, keys.one, decrypt);
+            launch_batch(gpu, stream, &chunks[c], p, l.mode, ip, op)
         },
         |c, out| {
             let ch = &chunks[c];
             par_copy(&mut output[ch.data.clone()], &out[..ch.data.len()]);
-            if l.gcm {
+            if l.gcm() {
                 tags[ch.messages()]
                     .as_flattened_mut()
                     .copy_from_slice(ch.tags(out));
@@ -740,12 +759,25 @@ pub fn ctr_batch(
     output: &mut [u8],
 ) -> Result<()> {
     let l = batch_device::Layout {
+        mode: Mode::Ctr,
         iv_len: 16,
-        keyed: keys.len() != 1,
-        gcm: false,
+        key_record: if keys.len() == 1 {
+            0
+        } else {
+            batch_device::KEY_RECORD
+        },
         aads: &[],
     };
-    batch(&l, keys, ivs.as_flattened(), msgs, output, false).map(|_| ())
+    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
+    batch(
+        &l,
+        &raw_keys(keys, &write),
+        ivs.as_flattened(),
+        msgs,
+        output,
+        false,
+    )
+    .map(|_| ())
 }
 
 /// GCM over a batch of messages in host memory (12-byte nonces; `aads` one per message or
@@ -760,12 +792,43 @@ pub fn gcm_batch(
     decrypt: bool,
 ) -> Result<Vec<Tag>> {
     let l = batch_device::Layout {
+        mode: Mode::Gcm,
         iv_len: 12,
-        keyed: keys.len() != 1,
-        gcm: true,
+        key_record: if keys.len() == 1 {
+            0
+        } else {
+            batch_device::KEY_RECORD
+        },
         aads,
     };
-    batch(&l, keys, nonces.as_flattened(), msgs, output, decrypt)
+    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
+    batch(
+        &l,
+        &raw_keys(keys, &write),
+        nonces.as_flattened(),
+        msgs,
+        output,
+        decrypt,
+    )
+}
+
+/// XTS over a batch of messages in host memory, each one data unit (keys: one per message, or
+/// one for all). The host encrypts each message's tweak under K2 and schedules K1 (the kernels
+/// take round keys).
+pub fn xts_batch(
+    keys: &[XtsKey],
+    tweaks: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    output: &mut [u8],
+    decrypt: bool,
+) -> Result<()> {
+    let (l, first, schedule) = batch_device::xts_setup(keys, tweaks, decrypt);
+    let write = |i: usize, rec: &mut [u8]| batch_device::schedule_record(schedule(i), rec);
+    let k = BatchKeys {
+        one: (keys.len() == 1).then(|| schedule(0)),
+        records: &write,
+    };
+    batch(&l, &k, first.as_flattened(), msgs, output, decrypt).map(|_| ())
 }
 
 /// Kernel-only time of a CTR or GCM batch whose messages are already in GPU memory (uploaded as
@@ -777,26 +840,57 @@ pub fn batch_kernel_seconds(
     msgs: &Messages<'_>,
     iters: usize,
 ) -> Result<f64> {
-    let gpu = Gpu::available()?;
-    let stream = gpu.stream()?;
     let l = batch_device::Layout {
+        mode: if gcm { Mode::Gcm } else { Mode::Ctr },
         iv_len: if gcm { 12 } else { 16 },
-        keyed: keys.len() != 1,
-        gcm,
+        key_record: if keys.len() == 1 {
+            0
+        } else {
+            batch_device::KEY_RECORD
+        },
         aads: &[],
     };
     let nonces: Vec<u8> = ivs.iter().flat_map(|iv| iv[..l.iv_len].to_vec()).collect();
-    let chunk = batch_device::Chunk::new(msgs, &l, 0, msgs.count());
+    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
+    resident_batch_seconds(&l, &raw_keys(keys, &write), &nonces, msgs, iters)
+}
+
+/// Kernel-only time of an XTS encryption batch already in GPU memory, in seconds.
+pub fn xts_batch_kernel_seconds(
+    keys: &[XtsKey],
+    tweaks: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    iters: usize,
+) -> Result<f64> {
+    let (l, first, schedule) = batch_device::xts_setup(keys, tweaks, false);
+    let write = |i: usize, rec: &mut [u8]| batch_device::schedule_record(schedule(i), rec);
+    let k = BatchKeys {
+        one: (keys.len() == 1).then(|| schedule(0)),
+        records: &write,
+    };
+    resident_batch_seconds(&l, &k, first.as_flattened(), msgs, iters)
+}
+
+fn resident_batch_seconds(
+    l: &batch_device::Layout<'_>,
+    keys: &BatchKeys<'_>,
+    ivs: &[u8],
+    msgs: &Messages<'_>,
+    iters: usize,
+) -> Result<f64> {
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let chunk = batch_device::Chunk::new(msgs, l, 0, msgs.count());
     let mut up = vec![0u8; chunk.in_bytes];
-    chunk.stage(msgs, &l, keys, &nonces, &mut up);
+    chunk.stage(msgs, l, ivs, keys.records, &mut up);
     let input = stream.clone_htod(&up).map_err(driver_err("cuMemcpyHtoD"))?;
     let mut out = stream
         .alloc_zeros::<u8>((chunk.out_bytes + chunk.scratch_bytes).max(16))
         .map_err(driver_err("cuMemAlloc"))?;
-    let p = chunk.params(msgs, keys, false);
+    let p = chunk.params(msgs, keys.one, false);
     crate::backend::cuda::time_on_stream(&stream, iters, || {
         let (ip, _gi) = input.device_ptr(&stream);
         let (op, _go) = out.device_ptr_mut(&stream);
-        launch_batch(gpu, &stream, &chunk, p, gcm, ip, op)
+        launch_batch(gpu, &stream, &chunk, p, l.mode, ip, op)
     })
 }

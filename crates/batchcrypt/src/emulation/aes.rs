@@ -1,6 +1,6 @@
 //! The AES kernels run on the host: the exact kernel code, one "thread" per block of the grid.
 
-use crate::aes::batch::device::{self, BatchParams, Layout};
+use crate::aes::batch::device::{self, BatchParams, Layout, Mode};
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
 use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
@@ -35,6 +35,24 @@ extern "C" {
         output: *mut u8,
         sums: *mut u8,
         per_message: *mut u8,
+    );
+    fn aes_xts_batch_encrypt(
+        p: BatchParams,
+        tweaks: *const u8,
+        keys: *const u8,
+        offsets: *const u8,
+        segments: *const u8,
+        input: *const u8,
+        output: *mut u8,
+    );
+    fn aes_xts_batch_decrypt(
+        p: BatchParams,
+        tweaks: *const u8,
+        keys: *const u8,
+        offsets: *const u8,
+        segments: *const u8,
+        input: *const u8,
+        output: *mut u8,
     );
     fn aes_gcm_batch_tags(
         p: BatchParams,
@@ -178,76 +196,91 @@ pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bo
     result
 }
 
-/// A batch as the GPU path runs it: in chunks of at most about `chunk_bytes` upload bytes, each
-/// staged as it is uploaded and run through the batch kernels. Returns the output buffer (laid
-/// out as the input; bytes outside the messages stay zero) and the tags (GCM).
+/// A batch as the GPU path runs it: chunks of at most about `chunk_bytes` of upload, each staged
+/// as the GPU path stages it and run through the kernels; the output and (GCM) the tags.
 fn batch(
     l: &Layout<'_>,
-    keys: &[Key],
+    one: Option<([u32; 60], u32)>,
+    records: device::Records<'_>,
     ivs: &[u8],
     msgs: &Messages<'_>,
     decrypt: bool,
     chunk_bytes: usize,
 ) -> (Vec<u8>, Vec<[u8; 16]>) {
     let mut result = vec![0u8; msgs.data().len()];
-    let mut tags = vec![[0u8; 16]; if l.gcm { msgs.count() } else { 0 }];
+    let mut tags = vec![[0u8; 16]; if l.gcm() { msgs.count() } else { 0 }];
     for c in device::chunks(msgs, l, chunk_bytes) {
         let mut up = vec![0u128; c.in_bytes.div_ceil(16).max(1)];
         // SAFETY: u128 storage viewed as bytes.
         let bytes =
             unsafe { std::slice::from_raw_parts_mut(up.as_mut_ptr().cast::<u8>(), c.in_bytes) };
-        c.stage(msgs, l, keys, ivs, bytes);
+        c.stage(msgs, l, ivs, records, bytes);
         let mut out = vec![0u128; (c.out_bytes + c.scratch_bytes).div_ceil(16).max(1)];
         let a = c.pointers(up.as_ptr() as u64, out.as_mut_ptr() as u64);
-        let p = c.params(msgs, keys, decrypt);
+        let p = c.params(msgs, one, decrypt);
         let ptr = |x: u64| x as *const u8;
         let mptr = |x: u64| x as *mut u8;
+        let args = (
+            ptr(a.ivs),
+            ptr(a.keys),
+            ptr(a.offsets),
+            ptr(a.segments),
+            ptr(a.data),
+            mptr(a.out),
+        );
         // SAFETY: the pointers lie in the staged chunk and its output as `Chunk` laid them out
         // (null for a missing section).
         unsafe {
-            if l.gcm {
-                aes_gcm_batch(
-                    p,
-                    ptr(a.ivs),
-                    ptr(a.keys),
-                    ptr(a.offsets),
-                    ptr(a.segments),
-                    ptr(a.data),
-                    mptr(a.out),
-                    mptr(a.sums),
-                    mptr(a.per_message),
-                );
-                aes_gcm_batch_tags(
-                    p,
-                    ptr(a.offsets),
-                    ptr(a.segments),
-                    ptr(a.aad_offsets),
-                    ptr(a.aad),
-                    ptr(a.sums),
-                    ptr(a.per_message),
-                    mptr(a.tags),
-                );
-            } else {
-                aes_ctr_batch(
-                    p,
-                    ptr(a.ivs),
-                    ptr(a.keys),
-                    ptr(a.offsets),
-                    ptr(a.segments),
-                    ptr(a.data),
-                    mptr(a.out),
-                );
+            match (l.mode, decrypt) {
+                (Mode::Gcm, _) => {
+                    aes_gcm_batch(
+                        p,
+                        args.0,
+                        args.1,
+                        args.2,
+                        args.3,
+                        args.4,
+                        args.5,
+                        mptr(a.sums),
+                        mptr(a.per_message),
+                    );
+                    aes_gcm_batch_tags(
+                        p,
+                        ptr(a.offsets),
+                        ptr(a.segments),
+                        ptr(a.aad_offsets),
+                        ptr(a.aad),
+                        ptr(a.sums),
+                        ptr(a.per_message),
+                        mptr(a.tags),
+                    );
+                }
+                (Mode::Ctr, _) => aes_ctr_batch(p, args.0, args.1, args.2, args.3, args.4, args.5),
+                (Mode::Xts, false) => {
+                    aes_xts_batch_encrypt(p, args.0, args.1, args.2, args.3, args.4, args.5)
+                }
+                (Mode::Xts, true) => {
+                    aes_xts_batch_decrypt(p, args.0, args.1, args.2, args.3, args.4, args.5)
+                }
             }
         }
         let out = bytes_of(&out, c.out_bytes);
         result[c.data.clone()].copy_from_slice(&out[..c.data.len()]);
-        if l.gcm {
+        if l.gcm() {
             tags[c.messages()]
                 .as_flattened_mut()
                 .copy_from_slice(c.tags(&out));
         }
     }
     (result, tags)
+}
+
+/// CTR and GCM keys: the one key's schedule, or raw key records.
+fn raw_keys(keys: &[Key]) -> (Option<([u32; 60], u32)>, usize) {
+    match keys {
+        [one] => (Some(one.round_keys()), 0),
+        _ => (None, device::KEY_RECORD),
+    }
 }
 
 /// A CTR batch as the GPU path runs it (see `batch`).
@@ -257,13 +290,24 @@ pub fn ctr_batch(
     msgs: &Messages<'_>,
     chunk_bytes: usize,
 ) -> Vec<u8> {
+    let (one, key_record) = raw_keys(keys);
     let l = Layout {
+        mode: Mode::Ctr,
         iv_len: 16,
-        keyed: keys.len() != 1,
-        gcm: false,
+        key_record,
         aads: &[],
     };
-    batch(&l, keys, ivs.as_flattened(), msgs, false, chunk_bytes).0
+    let write = |i: usize, rec: &mut [u8]| device::raw_key_record(&keys[i], rec);
+    batch(
+        &l,
+        one,
+        &write,
+        ivs.as_flattened(),
+        msgs,
+        false,
+        chunk_bytes,
+    )
+    .0
 }
 
 /// A GCM batch as the GPU path runs it: the output and each message's tag over its ciphertext.
@@ -275,11 +319,44 @@ pub fn gcm_batch(
     decrypt: bool,
     chunk_bytes: usize,
 ) -> (Vec<u8>, Vec<[u8; 16]>) {
+    let (one, key_record) = raw_keys(keys);
     let l = Layout {
+        mode: Mode::Gcm,
         iv_len: 12,
-        keyed: keys.len() != 1,
-        gcm: true,
+        key_record,
         aads,
     };
-    batch(&l, keys, nonces.as_flattened(), msgs, decrypt, chunk_bytes)
+    let write = |i: usize, rec: &mut [u8]| device::raw_key_record(&keys[i], rec);
+    batch(
+        &l,
+        one,
+        &write,
+        nonces.as_flattened(),
+        msgs,
+        decrypt,
+        chunk_bytes,
+    )
+}
+
+/// An XTS batch as the GPU path runs it.
+pub fn xts_batch(
+    keys: &[XtsKey],
+    tweaks: &[[u8; 16]],
+    msgs: &Messages<'_>,
+    decrypt: bool,
+    chunk_bytes: usize,
+) -> Vec<u8> {
+    let (l, first, schedule) = device::xts_setup(keys, tweaks, decrypt);
+    let write = |i: usize, rec: &mut [u8]| device::schedule_record(schedule(i), rec);
+    let one = (keys.len() == 1).then(|| schedule(0));
+    batch(
+        &l,
+        one,
+        &write,
+        first.as_flattened(),
+        msgs,
+        decrypt,
+        chunk_bytes,
+    )
+    .0
 }
