@@ -68,13 +68,15 @@ pub type Calibrate<'a> = &'a dyn Fn(Backend) -> Result<Cost>;
 /// Batches smaller than this take the operation's preferred CPU backend without measuring.
 const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
 /// Below this much estimated single-thread work a batch runs on one thread (waking the pool's
-/// workers costs more). Measured on AES over 1 MiB (about 100-150 µs on one core): all cores
-/// were 1.6-2x faster than the fewer threads that 100 µs and 25 µs per thread gave.
+/// workers costs more).
 const PARALLEL_MIN_S: f64 = 30e-6;
 /// Batches moving less than this through memory are never bound by its bandwidth.
 const MEMORY_BOUND_MIN_BYTES: u64 = 16 << 20;
-/// Each worker thread should get at least this much work.
-const PER_THREAD_MIN_S: f64 = 8e-6;
+/// Each worker thread should get at least this much work, by the one-thread calibration. Small:
+/// calibrations run on data in cache, while a parallel call meets it cold; on AES over 1 MiB
+/// (50-150 µs on one core in cache) all 16 cores were 1.6-2x faster than the 6-8 threads that
+/// 8-25 µs per thread gave.
+const PER_THREAD_MIN_S: f64 = 2e-6;
 
 pub struct Dispatcher {
     choice: BackendChoice,
