@@ -640,10 +640,103 @@ fn openssl_xts_messages(
 /// XTS batches: 512-byte and 4 KiB sectors, each under its own XTS-AES-128 key pair and tweak:
 /// OpenSSL on one core and on all cores, our backends, auto, and the GPU end to end and kernel
 /// only; outputs checked equal.
+/// The rows of one batch case over `data` (messages of `len` bytes): OpenSSL on one core (a
+/// slice) and on all cores through `peer(first message, input, output)`, then through
+/// `ours(engine, output)` (returning the backend that ran) our two CPU backends, auto and the
+/// GPU end to end, each output checked against the peer's, and the GPU kernel alone (`kernel`,
+/// seconds) where there is a GPU.
+fn batch_rows(
+    rep: &mut Report,
+    case: &str,
+    len: usize,
+    data: &[u8],
+    peer: impl Fn(usize, &[u8], &mut [u8]) + Sync,
+    ours: impl Fn(&Engine, &mut [u8]) -> Backend,
+    #[cfg(feature = "cuda")] kernel: impl FnOnce() -> batchcrypt::Result<f64>,
+) -> anyhow::Result<()> {
+    let n = data.len() / len;
+    let mut want = vec![0u8; data.len()];
+    let mut out = vec![0u8; data.len()];
+    let single = (n / 16).max(1);
+    let t = time(3, || {
+        peer(0, &data[..single * len], &mut want[..single * len])
+    });
+    rep.add(
+        BATCH_GROUP,
+        case,
+        "openssl 1 core",
+        single as u64,
+        (single * len) as u64,
+        t,
+        None,
+    );
+    let per = n.div_ceil(batchcrypt::backend::cpu::threads());
+    let t = time(3, || {
+        data.par_chunks(per * len)
+            .zip(want.par_chunks_mut(per * len))
+            .enumerate()
+            .for_each(|(j, (a, b))| peer(j * per, a, b))
+    });
+    rep.add(
+        BATCH_GROUP,
+        case,
+        "openssl all cores",
+        n as u64,
+        data.len() as u64,
+        t,
+        Some("openssl 1 core"),
+    );
+    let mut choices = vec![
+        (
+            "ours openssl backend",
+            BackendChoice::Exact(Backend::OpenSsl),
+        ),
+        (
+            "ours portable backend",
+            BackendChoice::Exact(Backend::Portable),
+        ),
+        ("ours auto", BackendChoice::Auto),
+    ];
+    if has_gpu() {
+        choices.push((
+            "ours cuda (end to end)",
+            BackendChoice::Exact(Backend::Cuda),
+        ));
+    }
+    for (name, choice) in choices {
+        let e = Engine::with_backend(choice);
+        let mut ran = None;
+        let t = time(3, || ran = Some(ours(&e, &mut out)));
+        anyhow::ensure!(out == want, "{name} disagrees with OpenSSL on {case}");
+        let name = label(name, choice, ran.unwrap());
+        rep.add(
+            BATCH_GROUP,
+            case,
+            &name,
+            n as u64,
+            data.len() as u64,
+            t,
+            Some("openssl all cores"),
+        );
+    }
+    #[cfg(feature = "cuda")]
+    if has_gpu() {
+        rep.add(
+            BATCH_GROUP,
+            case,
+            "ours cuda (kernel only)",
+            n as u64,
+            data.len() as u64,
+            kernel()?,
+            Some("openssl all cores"),
+        );
+    }
+    Ok(())
+}
+
 fn run_xts_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     use batchcrypt::aes::xts::XtsKey;
     use batchcrypt::messages::Messages;
-    let threads = batchcrypt::backend::cpu::threads();
     let cases: &[(usize, usize)] = if quick {
         &[(1 << 12, 512), (1 << 10, 4096)]
     } else {
@@ -658,98 +751,21 @@ fn run_xts_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let keys: Vec<XtsKey> = raw.iter().map(|k| XtsKey::new(k).unwrap()).collect();
         let tweaks: Vec<[u8; 16]> = (0..n).map(|i| (i as u128).to_le_bytes()).collect();
         let msgs = Messages::fixed(&data, len)?;
-        let mut want = vec![0u8; data.len()];
-        let mut out = vec![0u8; data.len()];
-        let single = (n / 16).max(1);
-        let t = time(3, || {
-            openssl_xts_messages(
-                &raw,
-                &tweaks,
-                len,
-                &data[..single * len],
-                &mut want[..single * len],
-            )
-        });
-        rep.add(
-            BATCH_GROUP,
+        batch_rows(
+            rep,
             &case,
-            "openssl 1 core",
-            single as u64,
-            (single * len) as u64,
-            t,
-            None,
-        );
-        let per = n.div_ceil(threads);
-        let t = time(3, || {
-            data.par_chunks(per * len)
-                .zip(want.par_chunks_mut(per * len))
-                .enumerate()
-                .for_each(|(j, (a, b))| {
-                    openssl_xts_messages(&raw[j * per..], &tweaks[j * per..], len, a, b)
-                })
-        });
-        rep.add(
-            BATCH_GROUP,
-            &case,
-            "openssl all cores",
-            n as u64,
-            data.len() as u64,
-            t,
-            Some("openssl 1 core"),
-        );
-        let mut choices = vec![
-            (
-                "ours openssl backend",
-                BackendChoice::Exact(Backend::OpenSsl),
-            ),
-            (
-                "ours portable backend",
-                BackendChoice::Exact(Backend::Portable),
-            ),
-            ("ours auto", BackendChoice::Auto),
-        ];
-        if has_gpu() {
-            choices.push((
-                "ours cuda (end to end)",
-                BackendChoice::Exact(Backend::Cuda),
-            ));
-        }
-        for (name, choice) in choices {
-            let e = Engine::with_backend(choice);
-            let mut ran = None;
-            let t = time(3, || {
-                ran = Some(
-                    e.aes()
-                        .xts_encrypt_batch(&keys, &tweaks, &msgs, &mut out)
-                        .unwrap()
-                        .backend,
-                );
-            });
-            anyhow::ensure!(out == want, "{name} disagrees with OpenSSL on {case}");
-            let name = label(name, choice, ran.unwrap());
-            rep.add(
-                BATCH_GROUP,
-                &case,
-                &name,
-                n as u64,
-                data.len() as u64,
-                t,
-                Some("openssl all cores"),
-            );
-        }
-        #[cfg(feature = "cuda")]
-        if has_gpu() {
-            let t = batchcrypt::aes::gpu::xts_batch_kernel_seconds(&keys, &tweaks, &msgs, 5)?;
-            rep.add(
-                BATCH_GROUP,
-                &case,
-                "ours cuda (kernel only)",
-                n as u64,
-                data.len() as u64,
-                t,
-                Some("openssl all cores"),
-            );
-        }
+            len,
+            &data,
+            |first, a, b| openssl_xts_messages(&raw[first..], &tweaks[first..], len, a, b),
+            |e, out| {
+                e.aes()
+                    .xts_encrypt_batch(&keys, &tweaks, &msgs, out)
+                    .unwrap()
+                    .backend
+            },
+            #[cfg(feature = "cuda")]
+            || batchcrypt::aes::gpu::xts_batch_kernel_seconds(&keys, &tweaks, &msgs, 5),
+        )?;
     }
     Ok(())
 }
@@ -764,7 +780,6 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     } else {
         &[(64, 1 << 20), (64, 1 << 22), (1024, 1 << 16)]
     };
-    let threads = batchcrypt::backend::cpu::threads();
     rep.header("AES-128 batches of independent messages, one key and IV each: ours vs OpenSSL (outputs checked equal)");
     for &(len, n) in cases {
         let data = pattern(len * n);
@@ -786,106 +801,26 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             .collect();
         let nonces: Vec<[u8; 12]> = ivs.iter().map(|iv| iv[..12].try_into().unwrap()).collect();
         let msgs = Messages::fixed(&data, len)?;
-        let mut want = vec![0u8; data.len()];
-        let mut out = vec![0u8; data.len()];
         for gcm in [false, true] {
             let case = format!("{} {n} x {len} B", if gcm { "gcm" } else { "ctr" });
-            let single = (n / 16).max(1);
-            let t = time(3, || {
-                openssl_messages(
-                    gcm,
-                    &keys,
-                    &ivs,
-                    len,
-                    &data[..single * len],
-                    &mut want[..single * len],
-                )
-            });
-            rep.add(
-                BATCH_GROUP,
+            batch_rows(
+                rep,
                 &case,
-                "openssl 1 core",
-                single as u64,
-                (single * len) as u64,
-                t,
-                None,
-            );
-            let per = n.div_ceil(threads);
-            let t = time(3, || {
-                data.par_chunks(per * len)
-                    .zip(want.par_chunks_mut(per * len))
-                    .enumerate()
-                    .for_each(|(j, (a, b))| {
-                        openssl_messages(gcm, &keys[j * per..], &ivs[j * per..], len, a, b)
-                    })
-            });
-            rep.add(
-                BATCH_GROUP,
-                &case,
-                "openssl all cores",
-                n as u64,
-                data.len() as u64,
-                t,
-                Some("openssl 1 core"),
-            );
-            let mut choices = vec![
-                (
-                    "ours openssl backend",
-                    BackendChoice::Exact(Backend::OpenSsl),
-                ),
-                (
-                    "ours portable backend",
-                    BackendChoice::Exact(Backend::Portable),
-                ),
-                ("ours auto", BackendChoice::Auto),
-            ];
-            if has_gpu() {
-                choices.push((
-                    "ours cuda (end to end)",
-                    BackendChoice::Exact(Backend::Cuda),
-                ));
-            }
-            for (name, choice) in choices {
-                let e = Engine::with_backend(choice);
-                let mut ran = None;
-                let t = time(3, || {
-                    ran = Some(if gcm {
+                len,
+                &data,
+                |first, a, b| openssl_messages(gcm, &keys[first..], &ivs[first..], len, a, b),
+                |e, out| match gcm {
+                    true => {
                         e.aes()
-                            .gcm_encrypt_batch(&keys, &nonces, &[], &msgs, &mut out)
+                            .gcm_encrypt_batch(&keys, &nonces, &[], &msgs, out)
                             .unwrap()
                             .backend
-                    } else {
-                        e.aes()
-                            .ctr_batch(&keys, &ivs, &msgs, &mut out)
-                            .unwrap()
-                            .backend
-                    });
-                });
-                anyhow::ensure!(out == want, "{name} disagrees with OpenSSL on {case}");
-                let name = label(name, choice, ran.unwrap());
-                rep.add(
-                    BATCH_GROUP,
-                    &case,
-                    &name,
-                    n as u64,
-                    data.len() as u64,
-                    t,
-                    Some("openssl all cores"),
-                );
-            }
-            #[cfg(feature = "cuda")]
-            if has_gpu() {
-                let t = batchcrypt::aes::gpu::batch_kernel_seconds(gcm, &keys, &ivs, &msgs, 5)?;
-                rep.add(
-                    BATCH_GROUP,
-                    &case,
-                    "ours cuda (kernel only)",
-                    n as u64,
-                    data.len() as u64,
-                    t,
-                    Some("openssl all cores"),
-                );
-            }
+                    }
+                    false => e.aes().ctr_batch(&keys, &ivs, &msgs, out).unwrap().backend,
+                },
+                #[cfg(feature = "cuda")]
+                || batchcrypt::aes::gpu::batch_kernel_seconds(gcm, &keys, &ivs, &msgs, 5),
+            )?;
         }
     }
     run_xts_batch(rep, quick)

@@ -578,29 +578,51 @@ pub(crate) mod device {
         }
     }
 
-    /// Writes message `i`'s key record into the slice given (`key_record` bytes).
-    pub(crate) type Records<'r> = &'r (dyn Fn(usize, &mut [u8]) + Sync);
+    /// How a batch's keys reach the kernels: the one key's schedule in the parameters, or a
+    /// record per message (`records(i, rec)` writes message i's, `key_record` bytes).
+    pub(crate) struct Keys<'a> {
+        pub(crate) one: Option<([u32; 60], u32)>,
+        pub(crate) records: Box<dyn Fn(usize, &mut [u8]) + Sync + 'a>,
+    }
 
-    /// An XTS batch's layout, each message's first tweak E_K2(tweak), and message i's data key
-    /// schedule (the inverse cipher's when decrypting).
-    pub(crate) fn xts_setup<'a>(
+    /// A CTR or GCM batch's layout and keys: the raw keys as records (the kernels expand them),
+    /// or the one key's schedule.
+    pub(crate) fn raw_keys<'a>(
+        mode: Mode,
+        keys: &'a [Key],
+        aads: &'a [&'a [u8]],
+    ) -> (Layout<'a>, Keys<'a>) {
+        let l = Layout {
+            mode,
+            iv_len: if mode == Mode::Gcm { 12 } else { 16 },
+            key_record: if keys.len() == 1 { 0 } else { KEY_RECORD },
+            aads,
+        };
+        let k = Keys {
+            one: (keys.len() == 1).then(|| keys[0].round_keys()),
+            records: Box::new(move |i, rec| {
+                let b = keys[i].bytes();
+                rec.fill(0);
+                rec[..b.len()].copy_from_slice(b);
+                rec[32..36].copy_from_slice(&(b.len() as u32).to_le_bytes());
+            }),
+        };
+        (l, k)
+    }
+
+    /// An XTS batch's layout, each message's first tweak E_K2(tweak), and its keys: the data
+    /// key's schedule (the inverse cipher's when decrypting) as records, or the one key's.
+    pub(crate) fn xts_keys<'a>(
         keys: &'a [XtsKey],
         tweaks: &[[u8; 16]],
         decrypt: bool,
-    ) -> (
-        Layout<'static>,
-        Vec<[u8; 16]>,
-        impl Fn(usize) -> ([u32; 60], u32) + Sync + 'a,
-    ) {
+    ) -> (Layout<'static>, Vec<[u8; 16]>, Keys<'a>) {
         use rayon::prelude::*;
+        let nth = move |i: usize| &keys[if keys.len() == 1 { 0 } else { i }];
         let first = tweaks
             .par_iter()
             .enumerate()
-            .map(|(i, t)| {
-                keys[if keys.len() == 1 { 0 } else { i }]
-                    .tweak
-                    .encrypt_block(*t)
-            })
+            .map(|(i, t)| nth(i).tweak.encrypt_block(*t))
             .collect();
         let l = Layout {
             mode: Mode::Xts,
@@ -608,32 +630,22 @@ pub(crate) mod device {
             key_record: if keys.len() == 1 { 0 } else { XTS_KEY_RECORD },
             aads: &[],
         };
-        let schedule = move |i: usize| {
-            let k = &keys[if keys.len() == 1 { 0 } else { i }].data;
-            if decrypt {
-                k.inverse_round_keys()
-            } else {
-                k.round_keys()
-            }
+        let schedule = move |i: usize| match decrypt {
+            true => nth(i).data.inverse_round_keys(),
+            false => nth(i).data.round_keys(),
         };
-        (l, first, schedule)
-    }
-
-    /// The CTR and GCM key record of `key`.
-    pub(crate) fn raw_key_record(key: &Key, rec: &mut [u8]) {
-        let b = key.bytes();
-        rec.fill(0);
-        rec[..b.len()].copy_from_slice(b);
-        rec[32..36].copy_from_slice(&(b.len() as u32).to_le_bytes());
-    }
-
-    /// The XTS key record of a schedule.
-    pub(crate) fn schedule_record((rk, rounds): ([u32; 60], u32), rec: &mut [u8]) {
-        rec.fill(0);
-        for (w, r) in rec.chunks_exact_mut(4).zip(rk) {
-            w.copy_from_slice(&r.to_le_bytes());
-        }
-        rec[240..244].copy_from_slice(&rounds.to_le_bytes());
+        let k = Keys {
+            one: (keys.len() == 1).then(|| schedule(0)),
+            records: Box::new(move |i, rec| {
+                let (rk, rounds) = schedule(i);
+                rec.fill(0);
+                for (w, r) in rec.chunks_exact_mut(4).zip(rk) {
+                    w.copy_from_slice(&r.to_le_bytes());
+                }
+                rec[240..244].copy_from_slice(&rounds.to_le_bytes());
+            }),
+        };
+        (l, first, k)
     }
 
     /// One chunk: messages `first..first + count`, the sections' places in its upload and
@@ -777,13 +789,13 @@ pub(crate) mod device {
         /// Writes the chunk's upload into `dst` (`in_bytes` long) on all cores: the staging
         /// buffer is the pipeline's, and filling it is host time no other chunk overlaps with.
         /// `ivs`: the counter blocks, nonces or first tweaks, `iv_len` bytes each, back to back;
-        /// `records` writes message i's key record (per-message keys only).
+        /// key records from `keys` (per-message keys only).
         pub(crate) fn stage(
             &self,
             msgs: &Messages<'_>,
             l: &Layout<'_>,
             ivs: &[u8],
-            records: Records<'_>,
+            keys: &Keys<'_>,
             dst: &mut [u8],
         ) {
             use crate::backend::cpu::par_copy;
@@ -801,7 +813,7 @@ pub(crate) mod device {
                     .enumerate()
                     .for_each(|(piece, part)| {
                         for (j, rec) in part.chunks_exact_mut(size).enumerate() {
-                            records(range.start + piece * PIECE + j, rec);
+                            (keys.records)(range.start + piece * PIECE + j, rec);
                         }
                     });
             }
@@ -840,14 +852,14 @@ pub(crate) mod device {
             );
         }
 
-        /// The kernels' parameters; `one`: the schedule of the one key for all messages.
+        /// The kernels' parameters (with the one key for all messages, if there is one).
         pub(crate) fn params(
             &self,
             msgs: &Messages<'_>,
-            one: Option<([u32; 60], u32)>,
+            keys: &Keys<'_>,
             decrypt: bool,
         ) -> BatchParams {
-            let (rk, rounds) = one.unwrap_or(([0; 60], 0));
+            let (rk, rounds) = keys.one.unwrap_or(([0; 60], 0));
             BatchParams {
                 rk,
                 rounds,

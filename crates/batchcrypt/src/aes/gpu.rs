@@ -683,30 +683,12 @@ fn launch_batch(
     Ok(())
 }
 
-/// How a batch's keys reach the kernels: the one key's schedule in the parameters, or a record
-/// per message.
-struct BatchKeys<'a> {
-    one: Option<([u32; 60], u32)>,
-    records: batch_device::Records<'a>,
-}
-
-/// The keys of a CTR or GCM batch (records: the raw keys, expanded by the kernels).
-fn raw_keys<'a>(keys: &'a [Key], write: &'a (dyn Fn(usize, &mut [u8]) + Sync)) -> BatchKeys<'a> {
-    BatchKeys {
-        one: match keys {
-            [one] => Some(one.round_keys()),
-            _ => None,
-        },
-        records: write,
-    }
-}
-
 /// A batch of messages in host memory through the batch kernels, chunk by chunk through the
 /// pipeline; `ivs`: counter blocks, nonces or first tweaks back to back. Returns the tags (GCM;
 /// computed over the ciphertext, the input when decrypting).
 fn batch(
     l: &batch_device::Layout<'_>,
-    keys: &BatchKeys<'_>,
+    keys: &batch_device::Keys<'_>,
     ivs: &[u8],
     msgs: &Messages<'_>,
     output: &mut [u8],
@@ -728,13 +710,13 @@ fn batch(
         &spans,
         3,
         |c, dst| {
-            chunks[c].stage(msgs, l, ivs, keys.records, dst);
+            chunks[c].stage(msgs, l, ivs, keys, dst);
             Ok(())
         },
         |stream, i, o, c| {
             let (ip, _gi) = i.device_ptr(stream);
             let (op, _go) = o.device_ptr_mut(stream);
-            let p = chunks[c].params(msgs, keys.one, decrypt);
+            let p = chunks[c].params(msgs, keys, decrypt);
             launch_batch(gpu, stream, &chunks[c], p, l.mode, ip, op)
         },
         |c, out| {
@@ -758,26 +740,8 @@ pub fn ctr_batch(
     msgs: &Messages<'_>,
     output: &mut [u8],
 ) -> Result<()> {
-    let l = batch_device::Layout {
-        mode: Mode::Ctr,
-        iv_len: 16,
-        key_record: if keys.len() == 1 {
-            0
-        } else {
-            batch_device::KEY_RECORD
-        },
-        aads: &[],
-    };
-    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
-    batch(
-        &l,
-        &raw_keys(keys, &write),
-        ivs.as_flattened(),
-        msgs,
-        output,
-        false,
-    )
-    .map(|_| ())
+    let (l, k) = batch_device::raw_keys(Mode::Ctr, keys, &[]);
+    batch(&l, &k, ivs.as_flattened(), msgs, output, false).map(|_| ())
 }
 
 /// GCM over a batch of messages in host memory (12-byte nonces; `aads` one per message or
@@ -791,25 +755,8 @@ pub fn gcm_batch(
     output: &mut [u8],
     decrypt: bool,
 ) -> Result<Vec<Tag>> {
-    let l = batch_device::Layout {
-        mode: Mode::Gcm,
-        iv_len: 12,
-        key_record: if keys.len() == 1 {
-            0
-        } else {
-            batch_device::KEY_RECORD
-        },
-        aads,
-    };
-    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
-    batch(
-        &l,
-        &raw_keys(keys, &write),
-        nonces.as_flattened(),
-        msgs,
-        output,
-        decrypt,
-    )
+    let (l, k) = batch_device::raw_keys(Mode::Gcm, keys, aads);
+    batch(&l, &k, nonces.as_flattened(), msgs, output, decrypt)
 }
 
 /// XTS over a batch of messages in host memory, each one data unit (keys: one per message, or
@@ -822,12 +769,7 @@ pub fn xts_batch(
     output: &mut [u8],
     decrypt: bool,
 ) -> Result<()> {
-    let (l, first, schedule) = batch_device::xts_setup(keys, tweaks, decrypt);
-    let write = |i: usize, rec: &mut [u8]| batch_device::schedule_record(schedule(i), rec);
-    let k = BatchKeys {
-        one: (keys.len() == 1).then(|| schedule(0)),
-        records: &write,
-    };
+    let (l, first, k) = batch_device::xts_keys(keys, tweaks, decrypt);
     batch(&l, &k, first.as_flattened(), msgs, output, decrypt).map(|_| ())
 }
 
@@ -840,19 +782,9 @@ pub fn batch_kernel_seconds(
     msgs: &Messages<'_>,
     iters: usize,
 ) -> Result<f64> {
-    let l = batch_device::Layout {
-        mode: if gcm { Mode::Gcm } else { Mode::Ctr },
-        iv_len: if gcm { 12 } else { 16 },
-        key_record: if keys.len() == 1 {
-            0
-        } else {
-            batch_device::KEY_RECORD
-        },
-        aads: &[],
-    };
+    let (l, k) = batch_device::raw_keys(if gcm { Mode::Gcm } else { Mode::Ctr }, keys, &[]);
     let nonces: Vec<u8> = ivs.iter().flat_map(|iv| iv[..l.iv_len].to_vec()).collect();
-    let write = |i: usize, rec: &mut [u8]| batch_device::raw_key_record(&keys[i], rec);
-    resident_batch_seconds(&l, &raw_keys(keys, &write), &nonces, msgs, iters)
+    resident_batch_seconds(&l, &k, &nonces, msgs, iters)
 }
 
 /// Kernel-only time of an XTS encryption batch already in GPU memory, in seconds.
@@ -862,18 +794,13 @@ pub fn xts_batch_kernel_seconds(
     msgs: &Messages<'_>,
     iters: usize,
 ) -> Result<f64> {
-    let (l, first, schedule) = batch_device::xts_setup(keys, tweaks, false);
-    let write = |i: usize, rec: &mut [u8]| batch_device::schedule_record(schedule(i), rec);
-    let k = BatchKeys {
-        one: (keys.len() == 1).then(|| schedule(0)),
-        records: &write,
-    };
+    let (l, first, k) = batch_device::xts_keys(keys, tweaks, false);
     resident_batch_seconds(&l, &k, first.as_flattened(), msgs, iters)
 }
 
 fn resident_batch_seconds(
     l: &batch_device::Layout<'_>,
-    keys: &BatchKeys<'_>,
+    keys: &batch_device::Keys<'_>,
     ivs: &[u8],
     msgs: &Messages<'_>,
     iters: usize,
@@ -882,12 +809,12 @@ fn resident_batch_seconds(
     let stream = gpu.stream()?;
     let chunk = batch_device::Chunk::new(msgs, l, 0, msgs.count());
     let mut up = vec![0u8; chunk.in_bytes];
-    chunk.stage(msgs, l, ivs, keys.records, &mut up);
+    chunk.stage(msgs, l, ivs, keys, &mut up);
     let input = stream.clone_htod(&up).map_err(driver_err("cuMemcpyHtoD"))?;
     let mut out = stream
         .alloc_zeros::<u8>((chunk.out_bytes + chunk.scratch_bytes).max(16))
         .map_err(driver_err("cuMemAlloc"))?;
-    let p = chunk.params(msgs, keys.one, false);
+    let p = chunk.params(msgs, keys, false);
     crate::backend::cuda::time_on_stream(&stream, iters, || {
         let (ip, _gi) = input.device_ptr(&stream);
         let (op, _go) = out.device_ptr_mut(&stream);

@@ -200,8 +200,7 @@ pub fn xts(key: &XtsKey, tweak: &[u8; 16], unit: usize, data: &[u8], decrypt: bo
 /// as the GPU path stages it and run through the kernels; the output and (GCM) the tags.
 fn batch(
     l: &Layout<'_>,
-    one: Option<([u32; 60], u32)>,
-    records: device::Records<'_>,
+    keys: &device::Keys<'_>,
     ivs: &[u8],
     msgs: &Messages<'_>,
     decrypt: bool,
@@ -214,10 +213,10 @@ fn batch(
         // SAFETY: u128 storage viewed as bytes.
         let bytes =
             unsafe { std::slice::from_raw_parts_mut(up.as_mut_ptr().cast::<u8>(), c.in_bytes) };
-        c.stage(msgs, l, ivs, records, bytes);
+        c.stage(msgs, l, ivs, keys, bytes);
         let mut out = vec![0u128; (c.out_bytes + c.scratch_bytes).div_ceil(16).max(1)];
         let a = c.pointers(up.as_ptr() as u64, out.as_mut_ptr() as u64);
-        let p = c.params(msgs, one, decrypt);
+        let p = c.params(msgs, keys, decrypt);
         let ptr = |x: u64| x as *const u8;
         let mptr = |x: u64| x as *mut u8;
         let args = (
@@ -275,14 +274,6 @@ fn batch(
     (result, tags)
 }
 
-/// CTR and GCM keys: the one key's schedule, or raw key records.
-fn raw_keys(keys: &[Key]) -> (Option<([u32; 60], u32)>, usize) {
-    match keys {
-        [one] => (Some(one.round_keys()), 0),
-        _ => (None, device::KEY_RECORD),
-    }
-}
-
 /// A CTR batch as the GPU path runs it (see `batch`).
 pub fn ctr_batch(
     keys: &[Key],
@@ -290,24 +281,8 @@ pub fn ctr_batch(
     msgs: &Messages<'_>,
     chunk_bytes: usize,
 ) -> Vec<u8> {
-    let (one, key_record) = raw_keys(keys);
-    let l = Layout {
-        mode: Mode::Ctr,
-        iv_len: 16,
-        key_record,
-        aads: &[],
-    };
-    let write = |i: usize, rec: &mut [u8]| device::raw_key_record(&keys[i], rec);
-    batch(
-        &l,
-        one,
-        &write,
-        ivs.as_flattened(),
-        msgs,
-        false,
-        chunk_bytes,
-    )
-    .0
+    let (l, k) = device::raw_keys(Mode::Ctr, keys, &[]);
+    batch(&l, &k, ivs.as_flattened(), msgs, false, chunk_bytes).0
 }
 
 /// A GCM batch as the GPU path runs it: the output and each message's tag over its ciphertext.
@@ -319,23 +294,8 @@ pub fn gcm_batch(
     decrypt: bool,
     chunk_bytes: usize,
 ) -> (Vec<u8>, Vec<[u8; 16]>) {
-    let (one, key_record) = raw_keys(keys);
-    let l = Layout {
-        mode: Mode::Gcm,
-        iv_len: 12,
-        key_record,
-        aads,
-    };
-    let write = |i: usize, rec: &mut [u8]| device::raw_key_record(&keys[i], rec);
-    batch(
-        &l,
-        one,
-        &write,
-        nonces.as_flattened(),
-        msgs,
-        decrypt,
-        chunk_bytes,
-    )
+    let (l, k) = device::raw_keys(Mode::Gcm, keys, aads);
+    batch(&l, &k, nonces.as_flattened(), msgs, decrypt, chunk_bytes)
 }
 
 /// An XTS batch as the GPU path runs it.
@@ -346,17 +306,6 @@ pub fn xts_batch(
     decrypt: bool,
     chunk_bytes: usize,
 ) -> Vec<u8> {
-    let (l, first, schedule) = device::xts_setup(keys, tweaks, decrypt);
-    let write = |i: usize, rec: &mut [u8]| device::schedule_record(schedule(i), rec);
-    let one = (keys.len() == 1).then(|| schedule(0));
-    batch(
-        &l,
-        one,
-        &write,
-        first.as_flattened(),
-        msgs,
-        decrypt,
-        chunk_bytes,
-    )
-    .0
+    let (l, first, k) = device::xts_keys(keys, tweaks, decrypt);
+    batch(&l, &k, first.as_flattened(), msgs, decrypt, chunk_bytes).0
 }
