@@ -5,7 +5,7 @@
 //! host memory (copies both ways included). Outputs are checked equal. The pinned host↔device
 //! bandwidth is measured in the same run, for the end-to-end fraction.
 
-use crate::report::{label, time, Report};
+use crate::report::{label, time, time_interleaved, Report};
 use batchcrypt::aes::Key;
 use batchcrypt::{Backend, BackendChoice, Engine};
 use openssl::cipher::Cipher;
@@ -37,6 +37,31 @@ fn openssl_gcm(key: &Key, iv: &[u8], input: &[u8], output: &mut [u8]) -> [u8; 16
     let mut tag = [0u8; 16];
     c.tag(&mut tag).unwrap();
     tag
+}
+
+/// OpenSSL on all cores: one piece per thread, CTR at the piece's counter, GCM as independent
+/// messages (the most OpenSSL can do in parallel).
+fn openssl_pieces(
+    mode: &str,
+    key: &Key,
+    iv: &[u8; 16],
+    input: &[u8],
+    output: &mut [u8],
+    piece: usize,
+) {
+    input
+        .par_chunks(piece)
+        .zip(output.par_chunks_mut(piece))
+        .enumerate()
+        .for_each(|(i, (a, b))| match mode {
+            "ctr" => openssl_ctr(
+                key,
+                &batchcrypt::aes::gcm::add128(iv, (i * piece / 16) as u64),
+                a,
+                b,
+            ),
+            _ => drop(openssl_gcm(key, &[i as u8; 12], a, b)),
+        })
 }
 
 /// `n` bytes of a fixed pseudo-random pattern, made on all cores.
@@ -98,7 +123,14 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let mut want = vec![0u8; biggest];
     let mut out = vec![0u8; biggest];
     for &n in sizes {
-        let reps = if n <= 256 << 20 { 5 } else { 2 };
+        // Small calls take tens of microseconds, where thread wake-ups vary by as much: many
+        // rounds, the rows timed in turns.
+        let (reps, turns) = match n {
+            n if n <= 1 << 20 => (5, 300),
+            n if n <= 16 << 20 => (5, 40),
+            n if n <= 256 << 20 => (5, 5),
+            _ => (2, 2),
+        };
         let blocks = n.div_ceil(16) as u64;
         let input = &data[..n];
         for mode in ["ctr", "gcm"] {
@@ -110,39 +142,12 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 _ => want_tag = openssl_gcm(&key, &nonce, input, &mut want[..n]),
             });
             rep.add(GROUP, &case, "openssl 1 core", blocks, n as u64, t, None);
-            // OpenSSL on all cores: one piece per thread.
+            // In turns: OpenSSL on all cores (one piece per thread), then ours with each backend
+            // forced and the dispatcher's choice.
             let piece = n.div_ceil(threads).next_multiple_of(16);
-            let t = time(reps, || {
-                input
-                    .par_chunks(piece)
-                    .zip(out[..n].par_chunks_mut(piece))
-                    .enumerate()
-                    .for_each(|(i, (a, b))| match mode {
-                        "ctr" => openssl_ctr(
-                            &key,
-                            &batchcrypt::aes::gcm::add128(&iv, (i * piece / 16) as u64),
-                            a,
-                            b,
-                        ),
-                        _ => drop(openssl_gcm(&key, &[i as u8; 12], a, b)),
-                    })
-            });
-            if mode == "ctr" {
-                anyhow::ensure!(
-                    out[..n] == want[..n],
-                    "OpenSSL pieces disagree with one OpenSSL call"
-                );
-            }
-            rep.add(
-                GROUP,
-                &case,
-                "openssl all cores",
-                blocks,
-                n as u64,
-                t,
-                Some("openssl 1 core"),
-            );
-            // Ours, each backend forced, then the dispatcher's choice.
+            let shared = std::cell::RefCell::new(&mut out[..n]);
+            let mut peer =
+                || openssl_pieces(mode, &key, &iv, input, &mut shared.borrow_mut(), piece);
             let mut choices = vec![
                 (
                     "ours cpu (openssl backend)",
@@ -160,39 +165,76 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 ));
             }
             choices.push(("ours auto", BackendChoice::Auto));
-            for (name, choice) in choices {
-                let engine = Engine::with_backend(choice);
-                let mut ran = None;
+            let engines: Vec<Engine> = choices.iter().map(|c| Engine::with_backend(c.1)).collect();
+            let ran: Vec<std::cell::Cell<Option<Backend>>> =
+                choices.iter().map(|_| Default::default()).collect();
+            let mut ours: Vec<Box<dyn FnMut() + '_>> = engines
+                .iter()
+                .zip(&ran)
+                .map(|(engine, ran)| {
+                    let (shared, key, iv, nonce) = (&shared, &key, &iv, &nonce);
+                    Box::new(move || {
+                        let out = &mut **shared.borrow_mut();
+                        let r = match mode {
+                            "ctr" => engine.aes().ctr(key, iv, input, out).map(|o| o.backend),
+                            _ => engine
+                                .aes()
+                                .gcm_encrypt(key, nonce, &[], input, out)
+                                .map(|o| o.backend),
+                        };
+                        ran.set(Some(r.expect("AES call failed")));
+                    }) as Box<dyn FnMut()>
+                })
+                .collect();
+            let mut fs: Vec<&mut dyn FnMut()> = vec![&mut peer];
+            fs.extend(ours.iter_mut().map(|f| &mut **f as &mut dyn FnMut()));
+            let t = time_interleaved(turns, &mut fs);
+            drop(fs);
+            drop(ours);
+            rep.add(
+                GROUP,
+                &case,
+                "openssl all cores",
+                blocks,
+                n as u64,
+                t[0],
+                Some("openssl 1 core"),
+            );
+            for (i, (name, choice)) in choices.iter().enumerate() {
+                // Each implementation's output is checked on its own run.
+                let backend = ran[i].get().unwrap();
                 let mut tag = [0u8; 16];
-                let t = time(reps, || {
-                    let r = match mode {
-                        "ctr" => engine
-                            .aes()
-                            .ctr(&key, &iv, input, &mut out[..n])
-                            .map(|o| o.backend),
-                        _ => engine
-                            .aes()
-                            .gcm_encrypt(&key, &nonce, &[], input, &mut out[..n])
-                            .map(|o| {
-                                tag = o.value;
-                                o.backend
-                            }),
-                    };
-                    ran = Some(r.expect("AES call failed"));
-                });
+                let o = match mode {
+                    "ctr" => engines[i]
+                        .aes()
+                        .ctr(&key, &iv, input, &mut out[..n])
+                        .map(|_| ()),
+                    _ => engines[i]
+                        .aes()
+                        .gcm_encrypt(&key, &nonce, &[], input, &mut out[..n])
+                        .map(|o| tag = o.value),
+                };
+                o.map_err(|e| anyhow::anyhow!("{name} on {case}: {e}"))?;
                 anyhow::ensure!(
                     out[..n] == want[..n] && (mode == "ctr" || tag == want_tag),
                     "{name} disagrees with OpenSSL on {case}"
                 );
-                let name = label(name, choice, ran.unwrap());
+                let name = label(name, *choice, backend);
                 rep.add(
                     GROUP,
                     &case,
                     &name,
                     blocks,
                     n as u64,
-                    t,
+                    t[i + 1],
                     Some("openssl all cores"),
+                );
+            }
+            if mode == "ctr" {
+                openssl_pieces(mode, &key, &iv, input, &mut out[..n], piece);
+                anyhow::ensure!(
+                    out[..n] == want[..n],
+                    "OpenSSL pieces disagree with one OpenSSL call"
                 );
             }
             #[cfg(feature = "cuda")]

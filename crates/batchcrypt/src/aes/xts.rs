@@ -16,7 +16,7 @@ pub(crate) trait Block16:
 {
 }
 impl<C: BlockEncrypt + BlockDecrypt + BlockSizeUser<BlockSize = U16>> Block16 for C {}
-use openssl::cipher::{Cipher, CipherRef};
+use openssl::cipher::CipherRef;
 use openssl::cipher_ctx::CipherCtx;
 
 /// Blocks in one data unit at most (IEEE 1619-2018 §5.1): 16 MiB.
@@ -247,15 +247,12 @@ pub(crate) fn cpu(
     }
 }
 
-/// OpenSSL's XTS (AES-NI/VAES assembly): one context per group, re-initialized with each unit's
-/// tweak; each update call is one whole data unit, as OpenSSL's XTS requires.
 pub(crate) fn xts_cipher(key: &XtsKey) -> &'static CipherRef {
-    match key.data {
-        Key::Aes128(_) => Cipher::aes_128_xts(),
-        Key::Aes256(_) => Cipher::aes_256_xts(),
-    }
+    super::cpu::xts_cipher(&key.data)
 }
 
+/// OpenSSL's XTS (AES-NI/VAES assembly): one context per group, re-initialized with each unit's
+/// tweak; each update call is one whole data unit, as OpenSSL's XTS requires.
 fn openssl_units(u: &Units<'_>, input: &[u8], output: &mut [u8]) -> Result<()> {
     let cipher = xts_cipher(u.key);
     let both = [u.key.data.bytes(), u.key.tweak.bytes()].concat();
