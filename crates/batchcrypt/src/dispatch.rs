@@ -50,6 +50,9 @@ pub struct Cost {
 pub struct Link {
     pub h2d: f64,
     pub d2h: f64,
+    /// Each way, when an upload and a download run at once (what a pipeline that overlaps them
+    /// gets; the link is full duplex, the host's memory and I/O path may not be).
+    pub duplex: f64,
 }
 
 /// What the dispatcher decided for one batch.
@@ -265,7 +268,9 @@ impl Dispatcher {
             // Upload and download overlap on separate copy engines.
             Location::Pinned => {
                 let link = self.link_pinned().ok()?;
-                (w.bytes_in as f64 / link.h2d).max(w.bytes_out as f64 / link.d2h)
+                (w.bytes_in as f64 / link.h2d)
+                    .max(w.bytes_out as f64 / link.d2h)
+                    .max(w.bytes_in.min(w.bytes_out) as f64 / link.duplex)
             }
             Location::Device => 0.0,
         };

@@ -422,8 +422,32 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
             message: "round trip corrupted data".into(),
         });
     }
+    // Both directions at once, on two streams (the copy engines are separate).
+    let other = gpu
+        .context()
+        .new_stream()
+        .map_err(driver_err("cuStreamCreate"))?;
+    let mut dev2 = unsafe { other.alloc::<u8>(up.len()) }.map_err(driver_err("cuMemAlloc"))?;
+    other
+        .memcpy_htod(up, &mut dev2)
+        .map_err(driver_err("cuMemcpyHtoD"))?;
+    other.synchronize().map_err(driver_err("sync"))?;
+    let mut both = f64::MAX;
+    for _ in 0..4 {
+        let t = std::time::Instant::now();
+        stream
+            .memcpy_htod(up, &mut dev)
+            .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+        other
+            .memcpy_dtoh(&dev2, down)
+            .map_err(driver_err("cuMemcpyDtoHAsync"))?;
+        stream.synchronize().map_err(driver_err("sync"))?;
+        other.synchronize().map_err(driver_err("sync"))?;
+        both = both.min(t.elapsed().as_secs_f64());
+    }
     Ok(Link {
         h2d: up.len() as f64 / best.0,
         d2h: up.len() as f64 / best.1,
+        duplex: up.len() as f64 / both,
     })
 }

@@ -131,6 +131,56 @@ fn ctr_and_gcm_messages_match_the_single_message_api() {
     }
 }
 
+/// More messages than one CPU worker task takes (1 024), of random lengths after a leading gap:
+/// every task must find its own messages' bytes, results in message order.
+#[test]
+fn many_messages_span_several_worker_tasks() {
+    let mut rng = common::Rng(47);
+    let lens: Vec<usize> = (0..3_000).map(|i| (i * 37 + 11) % 150).collect();
+    let (data, offsets) = layout(&mut rng, &lens);
+    let msgs = Messages::var(&data, &offsets).unwrap();
+    let n = lens.len();
+    let keys = keys(&mut rng, n);
+    let nonces: Vec<[u8; 12]> = (0..n).map(|_| rng.bytes(12).try_into().unwrap()).collect();
+    let one = common::engine(Backend::OpenSsl);
+    for b in cpu_backends() {
+        let e = common::engine(b);
+        let mut out = vec![0u8; data.len()];
+        let tags = e
+            .aes()
+            .gcm_encrypt_batch(&keys, &nonces, &[], &msgs, &mut out)
+            .unwrap()
+            .value;
+        assert_eq!(out[..3], [0u8; 3], "{b}: the gap before the first message is not output");
+        for i in (0..n).step_by(7) {
+            let r = msgs.range(i);
+            let mut want = vec![0u8; r.len()];
+            let tag = one
+                .aes()
+                .gcm_encrypt(&keys[i], &nonces[i], &[], &data[r.clone()], &mut want)
+                .unwrap()
+                .value;
+            assert_eq!(out[r], want[..], "{b}: message {i}");
+            assert_eq!(tags[i], tag, "{b}: tag {i}");
+        }
+        // Decrypting with one tag spoiled fails that message alone.
+        let mut bad = tags.clone();
+        bad[2_500][0] ^= 1;
+        let ct = Messages::var(&out, &offsets).unwrap();
+        let mut back = vec![0u8; data.len()];
+        let ok = e
+            .aes()
+            .gcm_decrypt_batch(&keys, &nonces, &[], &ct, &mut back, &bad)
+            .unwrap()
+            .value;
+        assert!(ok.iter().enumerate().all(|(i, &v)| v == (i != 2_500)), "{b}");
+        for i in (0..n).filter(|&i| i != 2_500) {
+            assert_eq!(back[msgs.range(i)], data[msgs.range(i)], "{b}: message {i}");
+        }
+        assert!(back[msgs.range(2_500)].iter().all(|&x| x == 0), "{b}");
+    }
+}
+
 #[test]
 fn one_key_for_all_and_fixed_lengths() {
     let mut rng = common::Rng(43);

@@ -51,7 +51,7 @@ fn segments<T: Send + Default + Clone>(
 ) -> Result<Vec<T>> {
     use rayon::prelude::*;
     let mut slots = vec![T::default(); input.len().div_ceil(seg)];
-    let run = |((i, (a, b)), slot): ((usize, (&[u8], &mut [u8])), &mut T)| -> Result<()> {
+    let run = |((i, (a, b)), slot): (_, &mut T)| -> Result<()> {
         *slot = f(i, a, b)?;
         Ok(())
     };
