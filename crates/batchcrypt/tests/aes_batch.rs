@@ -151,7 +151,11 @@ fn many_messages_span_several_worker_tasks() {
             .gcm_encrypt_batch(&keys, &nonces, &[], &msgs, &mut out)
             .unwrap()
             .value;
-        assert_eq!(out[..3], [0u8; 3], "{b}: the gap before the first message is not output");
+        assert_eq!(
+            out[..3],
+            [0u8; 3],
+            "{b}: the gap before the first message is not output"
+        );
         for i in (0..n).step_by(7) {
             let r = msgs.range(i);
             let mut want = vec![0u8; r.len()];
@@ -173,7 +177,10 @@ fn many_messages_span_several_worker_tasks() {
             .gcm_decrypt_batch(&keys, &nonces, &[], &ct, &mut back, &bad)
             .unwrap()
             .value;
-        assert!(ok.iter().enumerate().all(|(i, &v)| v == (i != 2_500)), "{b}");
+        assert!(
+            ok.iter().enumerate().all(|(i, &v)| v == (i != 2_500)),
+            "{b}"
+        );
         for i in (0..n).filter(|&i| i != 2_500) {
             assert_eq!(back[msgs.range(i)], data[msgs.range(i)], "{b}: message {i}");
         }

@@ -743,11 +743,21 @@ pub(crate) mod device {
                 + self.key_record
                 + if msgs.fixed_len() { 0 } else { 16 }
         }
+
+        /// What every message adds to an upload, when that is the same for all (equal lengths,
+        /// no AADs).
+        fn uniform(&self, msgs: &Messages<'_>) -> Option<usize> {
+            (msgs.fixed_len() && self.aads.is_empty() && msgs.count() > 0)
+                .then(|| self.upload(msgs, 0))
+        }
     }
 
     /// The GPU path's chunks for a batch.
     pub(crate) fn gpu_chunks(msgs: &Messages<'_>, l: &Layout<'_>) -> Vec<Chunk> {
-        let total: usize = (0..msgs.count()).map(|i| l.upload(msgs, i)).sum();
+        let total: usize = match l.uniform(msgs) {
+            Some(each) => each * msgs.count(),
+            None => (0..msgs.count()).map(|i| l.upload(msgs, i)).sum(),
+        };
         chunks(
             msgs,
             l,
@@ -759,6 +769,14 @@ pub(crate) mod device {
     /// longer message).
     pub(crate) fn chunks(msgs: &Messages<'_>, l: &Layout<'_>, max_bytes: usize) -> Vec<Chunk> {
         let n = msgs.count();
+        if let Some(each) = l.uniform(msgs) {
+            // Equal messages: equal chunks, without a pass over millions of them.
+            let per = (max_bytes / each.max(1)).max(1);
+            return (0..n)
+                .step_by(per)
+                .map(|first| Chunk::new(msgs, l, first, per.min(n - first)))
+                .collect();
+        }
         let mut v = Vec::new();
         let mut first = 0;
         while first < n {
@@ -803,9 +821,12 @@ pub(crate) mod device {
                 (o, o + 8 * (count + 1))
             });
             let data = msgs.range(first).start..msgs.range(first + count - 1).end;
-            let segments = (first..first + count)
-                .map(|i| items(msgs.range(i).len()))
-                .sum();
+            let segments = match msgs.fixed_len() {
+                true => items(msgs.range(first).len()) * count as u64,
+                false => (first..first + count)
+                    .map(|i| items(msgs.range(i).len()))
+                    .sum(),
+            };
             let tags_at = up16(data.len());
             let (out_bytes, scratch_bytes) = match l.gcm() {
                 true => (tags_at + 16 * count, 16 * segments as usize + 32 * count),
