@@ -46,17 +46,26 @@ pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// Median wall times of several functions timed in turns: one warm-up each, then `reps` rounds
-/// in which each runs once, the first of each round moving along, so that drift in the host's
-/// speed falls on all of them alike.
+/// in which each runs once, in an order shuffled per round, so that drift in the host's speed
+/// falls on all of them alike and none always follows the same one (a call leaves the thread
+/// pool and caches in a state the next one pays for: a fixed order charged one row 1.5x).
 pub fn time_interleaved(reps: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
     for f in fs.iter_mut() {
         f();
     }
     let k = fs.len();
     let mut times = vec![Vec::with_capacity(reps); k];
-    for r in 0..reps.max(1) {
-        for j in 0..k {
-            let i = (r + j) % k;
+    let mut order: Vec<usize> = (0..k).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..reps.max(1) {
+        // Fisher–Yates with a fixed-seed xorshift: the same sequence on every run.
+        for j in (1..k).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(j, (seed % (j as u64 + 1)) as usize);
+        }
+        for &i in &order {
             let t = Instant::now();
             fs[i]();
             times[i].push(t.elapsed().as_secs_f64());
