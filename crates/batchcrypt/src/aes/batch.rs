@@ -10,7 +10,7 @@
 //! keys and counter blocks or nonces, and each GPU thread expands its message's key itself; GCM's
 //! tags come back with the output. XTS batches stay on the CPU so far.
 
-use super::cpu::{ctr_cipher, gcm_cipher, ossl, portable_stream};
+use super::cpu::{ctr_cipher, gcm_cipher, ossl, portable_stream, xts_cipher};
 use super::gcm::Gcm;
 use super::gf128::ghash;
 use super::xts::{self, XtsKey};
@@ -422,7 +422,7 @@ fn xts_one(
     both[..k1.len()].copy_from_slice(k1);
     both[k1.len()..k1.len() + k2.len()].copy_from_slice(k2);
     let both = &both[..k1.len() + k2.len()];
-    let c = context(ctx, xts::xts_cipher(key), decrypt)?;
+    let c = context(ctx, xts_cipher(&key.data), decrypt)?;
     if decrypt {
         c.decrypt_init(None, Some(both), Some(tweak))
     } else {

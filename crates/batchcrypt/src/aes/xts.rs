@@ -247,14 +247,10 @@ pub(crate) fn cpu(
     }
 }
 
-pub(crate) fn xts_cipher(key: &XtsKey) -> &'static CipherRef {
-    super::cpu::xts_cipher(&key.data)
-}
-
 /// OpenSSL's XTS (AES-NI/VAES assembly): one context per group, re-initialized with each unit's
 /// tweak; each update call is one whole data unit, as OpenSSL's XTS requires.
 fn openssl_units(u: &Units<'_>, input: &[u8], output: &mut [u8]) -> Result<()> {
-    let cipher = xts_cipher(u.key);
+    let cipher = super::cpu::xts_cipher(&u.key.data);
     let both = [u.key.data.bytes(), u.key.tweak.bytes()].concat();
     let mut ctx = CipherCtx::new().map_err(super::cpu::ossl)?;
     let init = |ctx: &mut CipherCtx, k: Option<&[u8]>, c: Option<&CipherRef>, iv: Option<&[u8]>| {
