@@ -91,13 +91,17 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let gpu = batchcrypt::backend::cuda::Gpu::available()?;
         let pinned = batchcrypt::pipeline::measure_link_pinned(gpu)?;
         let pageable = batchcrypt::pipeline::measure_link(gpu)?;
+        let staged = batchcrypt::pipeline::measure_link_staged(gpu)?;
         println!(
-            "\nhost↔device copy bandwidth (32 MiB): pinned {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once; pageable {:.1} up, {:.1} down",
+            "\nhost↔device copy bandwidth (32 MiB): pinned {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once; pageable {:.1} up, {:.1} down; pageable through staging (128 MiB) {:.1} up, {:.1} down, {:.1} each way at once",
             pinned.h2d / 1e9,
             pinned.d2h / 1e9,
             pinned.duplex / 1e9,
             pageable.h2d / 1e9,
-            pageable.d2h / 1e9
+            pageable.d2h / 1e9,
+            staged.h2d / 1e9,
+            staged.d2h / 1e9,
+            staged.duplex / 1e9
         );
         rep.add(
             GROUP,

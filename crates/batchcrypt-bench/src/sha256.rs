@@ -177,16 +177,21 @@ fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let gpu = batchcrypt::backend::cuda::Gpu::get().map_err(anyhow::Error::msg)?;
     let pinned = batchcrypt::pipeline::measure_link_pinned(gpu)?;
     let pageable = batchcrypt::pipeline::measure_link(gpu)?;
+    let staged = batchcrypt::pipeline::measure_link_staged(gpu)?;
     println!(
-        "\nhost<->device: pinned {:.1} GB/s up, {:.1} GB/s down; pageable {:.1} up, {:.1} down",
+        "\nhost<->device: pinned {:.1} GB/s up, {:.1} GB/s down; pageable {:.1} up, {:.1} down; pageable through staging {:.1} up, {:.1} down, {:.1} each way at once",
         pinned.h2d / 1e9,
         pinned.d2h / 1e9,
         pageable.h2d / 1e9,
-        pageable.d2h / 1e9
+        pageable.d2h / 1e9,
+        staged.h2d / 1e9,
+        staged.d2h / 1e9,
+        staged.duplex / 1e9
     );
     rep.header("SHA256d of 64-byte messages: GPU vs our best CPU path (all cores)");
     let cpu = Engine::with_backend(BackendChoice::Cpu);
     let cuda = Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+    let auto = Engine::with_backend(BackendChoice::Auto);
     let max_log = if quick { 20 } else { 24 };
     for log in (16..=max_log).step_by(2) {
         let n = 1usize << log;
@@ -220,6 +225,27 @@ fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             GROUP,
             &case,
             "gpu end to end (host mem)",
+            n as u64,
+            bytes,
+            t,
+            Some(&base),
+        );
+        // The dispatcher's choice, timed like the rows it chooses between.
+        let mut ran = None;
+        let mut auto_out = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
+        let t = time(reps.min(5), || {
+            ran = Some(
+                auto.sha256()
+                    .hash_fixed_into(&buf, 64, Mode::Double, &mut auto_out)
+                    .unwrap()
+                    .backend,
+            )
+        });
+        anyhow::ensure!(auto_out == cpu_out, "auto and CPU disagree at 2^{log}");
+        rep.add(
+            GROUP,
+            &case,
+            &format!("auto (ran {})", ran.unwrap()),
             n as u64,
             bytes,
             t,

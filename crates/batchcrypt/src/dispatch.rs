@@ -15,8 +15,12 @@ use std::sync::{Mutex, OnceLock};
 /// Where a batch's input is and its output must go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Location {
-    /// Host memory: the GPU pays for copies both ways.
+    /// Host memory that the GPU path streams through the pipeline's page-locked staging: the GPU
+    /// pays for copies both ways at the staged rate.
     Host,
+    /// Host memory that the GPU path copies in one piece, without staging: the GPU pays for
+    /// copies both ways at the pageable rate.
+    Pageable,
     /// Page-locked host memory: the GPU pays for copies at the pinned bandwidth, with no staging.
     Pinned,
     /// Already in GPU memory: no copies.
@@ -53,6 +57,9 @@ pub struct Link {
     /// Each way, when an upload and a download run at once (what a pipeline that overlaps them
     /// gets; the link is full duplex, the host's memory and I/O path may not be).
     pub duplex: f64,
+    /// Seconds for the smallest round trip (a few bytes up and back): what a batch pays for its
+    /// copies however small it is.
+    pub latency: f64,
 }
 
 /// What the dispatcher decided for one batch.
@@ -68,6 +75,9 @@ pub struct Plan {
 /// How an operation measures one backend's cost (compute only, data already where it runs).
 pub type Calibrate<'a> = &'a dyn Fn(Backend) -> Result<Cost>;
 
+/// Bytes per chunk of the host↔GPU pipelines (16-32 MiB; the staged copy rate is measured on
+/// chunks of this size).
+pub const PIPELINE_CHUNK_BYTES: f64 = (16 << 20) as f64;
 /// Batches smaller than this take the operation's preferred CPU backend without measuring.
 const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
 /// Below this much estimated single-thread work a batch runs on one thread (waking the pool's
@@ -85,6 +95,7 @@ pub struct Dispatcher {
     choice: BackendChoice,
     costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
     link: OnceLock<std::result::Result<Link, String>>,
+    link_staged: OnceLock<std::result::Result<Link, String>>,
     link_pinned: OnceLock<std::result::Result<Link, String>>,
     host_bw: OnceLock<f64>,
 }
@@ -95,6 +106,7 @@ impl Dispatcher {
             choice,
             costs: Mutex::new(HashMap::new()),
             link: OnceLock::new(),
+            link_staged: OnceLock::new(),
             link_pinned: OnceLock::new(),
             host_bw: OnceLock::new(),
         }
@@ -256,25 +268,27 @@ impl Dispatcher {
         })
     }
 
-    /// The pipeline overlaps copies with kernels, so a host batch costs the slower of the two
-    /// (copies both ways counted together: conservative where up and down overlap too).
+    /// The GPU's estimate for `w` given its measured compute cost, by where the data is.
     fn gpu_estimate(&self, w: &Workload, c: Cost) -> Option<f64> {
         let compute = c.per_unit_s * w.units as f64;
-        let copies = match w.location {
-            Location::Host => {
-                let link = self.link().ok()?;
-                w.bytes_in as f64 / link.h2d + w.bytes_out as f64 / link.d2h
-            }
-            // Upload and download overlap on separate copy engines.
-            Location::Pinned => {
-                let link = self.link_pinned().ok()?;
-                (w.bytes_in as f64 / link.h2d)
-                    .max(w.bytes_out as f64 / link.d2h)
-                    .max(w.bytes_in.min(w.bytes_out) as f64 / link.duplex)
-            }
-            Location::Device => 0.0,
-        };
-        Some(c.fixed_s + compute.max(copies))
+        let (bytes_in, bytes_out) = (w.bytes_in as f64, w.bytes_out as f64);
+        Some(
+            c.fixed_s
+                + match w.location {
+                    Location::Host => {
+                        pipelined(self.link_staged().ok()?, compute, bytes_in, bytes_out)
+                    }
+                    Location::Pinned => {
+                        pipelined(self.link_pinned().ok()?, compute, bytes_in, bytes_out)
+                    }
+                    // Upload, kernels and download one after another.
+                    Location::Pageable => {
+                        let link = self.link().ok()?;
+                        link.latency + compute + bytes_in / link.h2d + bytes_out / link.d2h
+                    }
+                    Location::Device => compute,
+                },
+        )
     }
 
     /// The measured cost of `backend` on `op`, measuring it on first use. A failed measurement
@@ -315,12 +329,23 @@ impl Dispatcher {
 
     /// Host↔device bandwidth from pageable memory, measured once.
     pub fn link(&self) -> std::result::Result<Link, String> {
-        self.link.get_or_init(|| measure_link(false)).clone()
+        self.link
+            .get_or_init(|| measure_link(LinkKind::Pageable))
+            .clone()
+    }
+
+    /// Host↔device bandwidth from pageable memory through the pipeline's staging, measured once.
+    pub fn link_staged(&self) -> std::result::Result<Link, String> {
+        self.link_staged
+            .get_or_init(|| measure_link(LinkKind::Staged))
+            .clone()
     }
 
     /// Host↔device bandwidth from page-locked memory, measured once.
     pub fn link_pinned(&self) -> std::result::Result<Link, String> {
-        self.link_pinned.get_or_init(|| measure_link(true)).clone()
+        self.link_pinned
+            .get_or_init(|| measure_link(LinkKind::Pinned))
+            .clone()
     }
 
     /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
@@ -335,19 +360,44 @@ impl Dispatcher {
     }
 }
 
+/// Seconds for a batch streamed through a pipeline of [`PIPELINE_CHUNK_BYTES`] chunks: the first
+/// upload and the last download overlap nothing; between them the kernels (`compute` seconds in
+/// all) overlap the other chunks' copies, whose uploads and downloads overlap each other, each
+/// bounded by its own rate and both together by the rate measured with both running (for staged
+/// copies the host's cores copy both ways).
+fn pipelined(link: Link, compute: f64, bytes_in: f64, bytes_out: f64) -> f64 {
+    let first = bytes_in.min(PIPELINE_CHUNK_BYTES);
+    let last = bytes_out.min(PIPELINE_CHUNK_BYTES);
+    let (rest_in, rest_out) = (bytes_in - first, bytes_out - last);
+    let copies = (rest_in / link.h2d)
+        .max(rest_out / link.d2h)
+        .max((rest_in + rest_out) / (2.0 * link.duplex));
+    link.latency + first / link.h2d + last / link.d2h + compute.max(copies)
+}
+
+/// How host memory meets the GPU: a plain copy from pageable memory, the pipeline's staging, or
+/// page-locked memory the copy engines read directly.
+#[derive(Clone, Copy)]
+enum LinkKind {
+    Pageable,
+    Staged,
+    Pinned,
+}
+
 #[cfg(feature = "cuda")]
-fn measure_link(pinned: bool) -> std::result::Result<Link, String> {
+fn measure_link(kind: LinkKind) -> std::result::Result<Link, String> {
+    use crate::pipeline;
     let gpu = crate::backend::cuda::Gpu::get()?;
-    let link = if pinned {
-        crate::pipeline::measure_link_pinned(gpu)
-    } else {
-        crate::pipeline::measure_link(gpu)
-    };
-    link.map_err(|e| e.to_string())
+    match kind {
+        LinkKind::Pageable => pipeline::measure_link(gpu),
+        LinkKind::Staged => pipeline::measure_link_staged(gpu),
+        LinkKind::Pinned => pipeline::measure_link_pinned(gpu),
+    }
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "cuda"))]
-fn measure_link(_pinned: bool) -> std::result::Result<Link, String> {
+fn measure_link(_kind: LinkKind) -> std::result::Result<Link, String> {
     Err("no CUDA backend in this build".into())
 }
 
@@ -377,4 +427,49 @@ pub fn fit(
         fixed_s,
         per_unit_s,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINK: Link = Link {
+        h2d: 50e9,
+        d2h: 50e9,
+        duplex: 40e9,
+        latency: 20e-6,
+    };
+    const MIB: f64 = (1 << 20) as f64;
+
+    #[test]
+    fn a_batch_of_one_chunk_pays_its_copies_and_kernels_in_turn() {
+        let (bytes, compute) = (4.0 * MIB, 1e-3);
+        let want = LINK.latency + 2.0 * bytes / 50e9 + compute;
+        assert!((pipelined(LINK, compute, bytes, bytes) - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_large_batch_runs_at_the_slower_of_copies_and_kernels() {
+        let bytes = 4096.0 * MIB;
+        // Copies both ways at once bound it: each way at the duplex rate.
+        let t = pipelined(LINK, 1e-3, bytes, bytes);
+        assert!((t / (bytes / 40e9) - 1.0).abs() < 0.01, "{t}");
+        // Slow kernels bound it.
+        let t = pipelined(LINK, 1.0, bytes, bytes);
+        assert!((t - 1.0).abs() < 0.01, "{t}");
+        // A download of half the bytes (digests): the upload alone bounds the copies.
+        let t = pipelined(LINK, 1e-3, bytes, bytes / 2.0);
+        assert!((t / (bytes / 50e9) - 1.0).abs() < 0.01, "{t}");
+    }
+
+    #[test]
+    fn estimates_grow_with_the_batch() {
+        let mut last = 0.0;
+        for log in 10..34 {
+            let b = (1u64 << log) as f64;
+            let t = pipelined(LINK, b * 1e-12, b, b);
+            assert!(t > last, "{log}: {t} <= {last}");
+            last = t;
+        }
+    }
 }

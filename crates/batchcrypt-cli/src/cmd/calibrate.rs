@@ -43,13 +43,21 @@ pub fn run(engine: &Engine) -> Result<()> {
             c.per_unit_s * 1e9
         );
     }
-    match engine.dispatcher().link() {
-        Ok(l) => println!(
-            "host<->device copies: {:.1} GB/s up, {:.1} GB/s down (pageable)",
-            l.h2d / 1e9,
-            l.d2h / 1e9
-        ),
-        Err(why) => println!("host<->device copies: not measured ({why})"),
+    let d = engine.dispatcher();
+    for (link, how) in [
+        (d.link(), "pageable, one copy"),
+        (d.link_staged(), "pageable, through page-locked staging"),
+        (d.link_pinned(), "page-locked"),
+    ] {
+        match link {
+            Ok(l) => println!(
+                "host<->device copies ({how}): {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once",
+                l.h2d / 1e9,
+                l.d2h / 1e9,
+                l.duplex / 1e9
+            ),
+            Err(why) => println!("host<->device copies ({how}): not measured ({why})"),
+        }
     }
     Ok(())
 }

@@ -417,7 +417,8 @@ fn ntt_workload(steps: &[ntt::Ntt], batch: usize) -> Workload {
         units: steps.iter().map(|t| t.work(batch)).sum(),
         bytes_in: bytes,
         bytes_out: bytes,
-        location: Location::Host,
+        // The transform's GPU path copies the polynomial up and back in one piece each.
+        location: Location::Pageable,
     }
 }
 

@@ -265,27 +265,43 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         "sha256d-80" => (80, Mode::Double),
         _ => (64, Mode::Single),
     };
-    let data: Vec<u8> = (0..2048 * len).map(|i| (i * 131 + 7) as u8).collect();
-    let units = compressions(&Messages::fixed(&data[..len], len)?, mode);
+    let units = compressions(&Messages::fixed(&[0; 80][..len], len)?, mode);
     if backend.is_gpu() {
         #[cfg(feature = "cuda")]
         return gpu::calibrate(len, mode, units);
         #[cfg(not(feature = "cuda"))]
         return Err(Error::invalid("no CUDA backend in this build"));
     }
-    let run = |n: usize| -> Result<()> {
-        let mut out = crate::backend::cpu::zeroed_arrays::<32>(n);
-        hash_cpu(
-            backend,
-            &Messages::fixed(&data[..n * len], len)?,
-            mode,
-            1,
-            &mut out,
-        );
-        std::hint::black_box(&out);
+    // The fixed cost on one thread (small batches run there); the rate on all of the pool's
+    // threads, reported per thread: the cost model scales a thread's cost by the threads a
+    // batch gets, and all threads together do not reach that many times one thread's rate (16
+    // threads on two threads a core: about 10x with AVX-512).
+    let pool = crate::backend::cpu::threads().max(1);
+    let (small, large) = (64 * pool, 2048 * pool);
+    let data: Vec<u8> = (0..large * len).map(|i| (i * 131 + 7) as u8).collect();
+    let mut out = crate::backend::cpu::zeroed_arrays::<32>(large);
+    let out = std::cell::RefCell::new(&mut out[..]);
+    let run = |n: usize, threads: usize| -> Result<()> {
+        let out = &mut out.borrow_mut()[..n];
+        let msgs = Messages::fixed(&data[..n * len], len)?;
+        hash_cpu(backend, &msgs, mode, threads, out);
+        std::hint::black_box(out);
         Ok(())
     };
-    crate::dispatch::fit(64 * units, || run(64), 2048 * units, || run(2048))
+    let fit = |threads: usize, small: usize, large: usize| {
+        crate::dispatch::fit(
+            small as u64 * units,
+            || run(small, threads),
+            large as u64 * units,
+            || run(large, threads),
+        )
+    };
+    let one = fit(1, 16, 256)?;
+    let all = fit(pool, small, large)?;
+    Ok(Cost {
+        fixed_s: one.fixed_s,
+        per_unit_s: all.per_unit_s * pool as f64,
+    })
 }
 
 /// The SHA-256 family on an [`Engine`].
