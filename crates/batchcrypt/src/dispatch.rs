@@ -276,10 +276,17 @@ impl Dispatcher {
             c.fixed_s
                 + match w.location {
                     Location::Host => {
-                        pipelined(self.link_staged().ok()?, compute, bytes_in, bytes_out)
+                        let (staged, pinned) = (self.link_staged().ok()?, self.link_pinned().ok()?);
+                        let ends = (
+                            1.0 / staged.h2d + 1.0 / pinned.h2d,
+                            1.0 / staged.d2h + 1.0 / pinned.d2h,
+                        );
+                        pipelined(staged, ends, compute, bytes_in, bytes_out)
                     }
                     Location::Pinned => {
-                        pipelined(self.link_pinned().ok()?, compute, bytes_in, bytes_out)
+                        let pinned = self.link_pinned().ok()?;
+                        let ends = (1.0 / pinned.h2d, 1.0 / pinned.d2h);
+                        pipelined(pinned, ends, compute, bytes_in, bytes_out)
                     }
                     // Upload, kernels and download one after another.
                     Location::Pageable => {
@@ -361,18 +368,19 @@ impl Dispatcher {
 }
 
 /// Seconds for a batch streamed through a pipeline of [`PIPELINE_CHUNK_BYTES`] chunks: the first
-/// upload and the last download overlap nothing; between them the kernels (`compute` seconds in
-/// all) overlap the other chunks' copies, whose uploads and downloads overlap each other, each
-/// bounded by its own rate and both together by the rate measured with both running (for staged
-/// copies the host's cores copy both ways).
-fn pipelined(link: Link, compute: f64, bytes_in: f64, bytes_out: f64) -> f64 {
+/// upload and the last download overlap nothing (`ends`: seconds per byte of each; through
+/// staging, a chunk's copy into the staging buffer and its upload run one after the other);
+/// between them the kernels (`compute` seconds in all) overlap the other chunks' copies, whose
+/// uploads and downloads overlap each other, each bounded by its own rate and both together by
+/// the rate measured with both running (for staged copies the host's cores copy both ways).
+fn pipelined(link: Link, ends: (f64, f64), compute: f64, bytes_in: f64, bytes_out: f64) -> f64 {
     let first = bytes_in.min(PIPELINE_CHUNK_BYTES);
     let last = bytes_out.min(PIPELINE_CHUNK_BYTES);
     let (rest_in, rest_out) = (bytes_in - first, bytes_out - last);
     let copies = (rest_in / link.h2d)
         .max(rest_out / link.d2h)
         .max((rest_in + rest_out) / (2.0 * link.duplex));
-    link.latency + first / link.h2d + last / link.d2h + compute.max(copies)
+    link.latency + first * ends.0 + last * ends.1 + compute.max(copies)
 }
 
 /// How host memory meets the GPU: a plain copy from pageable memory, the pipeline's staging, or
@@ -399,6 +407,18 @@ fn measure_link(kind: LinkKind) -> std::result::Result<Link, String> {
 #[cfg(not(feature = "cuda"))]
 fn measure_link(_kind: LinkKind) -> std::result::Result<Link, String> {
     Err("no CUDA backend in this build".into())
+}
+
+/// A CPU backend's cost from two fits: the fixed part on one thread (small batches run there) and
+/// the rate on all of the pool's `threads`, reported per thread. The model scales a thread's cost
+/// by the threads a batch gets, and all threads together reach less than that many times one
+/// thread's rate (two threads a core, shared caches and memory): 16 threads gave SHA256d about
+/// 10x one thread, AES over 1 GiB about 6x.
+pub fn cpu_cost(one_thread: Cost, all_threads: Cost, threads: usize) -> Cost {
+    Cost {
+        fixed_s: one_thread.fixed_s,
+        per_unit_s: all_threads.per_unit_s * threads as f64,
+    }
 }
 
 /// Fits `fixed + units × per_unit` through two timed runs (the median of a few each).
@@ -439,26 +459,27 @@ mod tests {
         duplex: 40e9,
         latency: 20e-6,
     };
+    const ENDS: (f64, f64) = (1.0 / 50e9, 1.0 / 50e9);
     const MIB: f64 = (1 << 20) as f64;
 
     #[test]
     fn a_batch_of_one_chunk_pays_its_copies_and_kernels_in_turn() {
         let (bytes, compute) = (4.0 * MIB, 1e-3);
         let want = LINK.latency + 2.0 * bytes / 50e9 + compute;
-        assert!((pipelined(LINK, compute, bytes, bytes) - want).abs() < 1e-12);
+        assert!((pipelined(LINK, ENDS, compute, bytes, bytes) - want).abs() < 1e-12);
     }
 
     #[test]
     fn a_large_batch_runs_at_the_slower_of_copies_and_kernels() {
         let bytes = 4096.0 * MIB;
         // Copies both ways at once bound it: each way at the duplex rate.
-        let t = pipelined(LINK, 1e-3, bytes, bytes);
+        let t = pipelined(LINK, ENDS, 1e-3, bytes, bytes);
         assert!((t / (bytes / 40e9) - 1.0).abs() < 0.01, "{t}");
         // Slow kernels bound it.
-        let t = pipelined(LINK, 1.0, bytes, bytes);
+        let t = pipelined(LINK, ENDS, 1.0, bytes, bytes);
         assert!((t - 1.0).abs() < 0.01, "{t}");
         // A download of half the bytes (digests): the upload alone bounds the copies.
-        let t = pipelined(LINK, 1e-3, bytes, bytes / 2.0);
+        let t = pipelined(LINK, ENDS, 1e-3, bytes, bytes / 2.0);
         assert!((t / (bytes / 50e9) - 1.0).abs() < 0.01, "{t}");
     }
 
@@ -467,7 +488,7 @@ mod tests {
         let mut last = 0.0;
         for log in 10..34 {
             let b = (1u64 << log) as f64;
-            let t = pipelined(LINK, b * 1e-12, b, b);
+            let t = pipelined(LINK, ENDS, b * 1e-12, b, b);
             assert!(t > last, "{log}: {t} <= {last}");
             last = t;
         }

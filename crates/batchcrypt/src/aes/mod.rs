@@ -636,59 +636,54 @@ pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
         .collect()
 }
 
-/// Measures one backend: CTR or GCM over 64 KiB and 8 MiB, fitted per block. The GPU is measured
-/// on data in its memory (the dispatcher adds the copies a batch's location costs).
+/// Measures one backend: CTR, GCM or XTS fitted per block. The GPU on data in its memory over
+/// 64 KiB and 8 MiB (the dispatcher adds the copies a batch's location costs); a CPU backend on
+/// one thread for its fixed cost and on all of the pool's threads over 8 and 64 MiB (out of
+/// cache, as the buffers the choice matters for) for its rate (see `dispatch::cpu_cost`).
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
-    let (small, large) = (64usize << 10, 8usize << 20);
+    const LARGE: usize = 64 << 20;
     let key = Key::Aes128([7; 16]);
     let g = gcm::Gcm::new(&key, &[0; 12])?;
     let xts_key = xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
-    #[cfg(feature = "cuda")]
-    let mut device = match backend {
-        Backend::Cuda => {
-            let gpu = crate::backend::cuda::Gpu::available()?;
-            Some(
-                gpu.stream()?
-                    .alloc_zeros::<u8>(large)
-                    .map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?,
-            )
-        }
-        _ => None,
+    let fit = |small: usize, large: usize, run: &mut dyn FnMut(usize) -> Result<()>| {
+        let run = std::cell::RefCell::new(run);
+        crate::dispatch::fit(
+            (small / 16) as u64,
+            || run.borrow_mut()(small),
+            (large / 16) as u64,
+            || run.borrow_mut()(large),
+        )
     };
-    // CPU backends run on one thread: the dispatcher scales by the threads it gives a batch.
-    let data = vec![0x5au8; large];
-    let mut out = vec![0u8; large];
-    let run = std::cell::RefCell::new(|n: usize| -> Result<()> {
-        #[cfg(feature = "cuda")]
-        if let Some(d) = device.as_mut() {
+    #[cfg(feature = "cuda")]
+    if backend == Backend::Cuda {
+        let gpu = crate::backend::cuda::Gpu::available()?;
+        let mut d = gpu
+            .stream()?
+            .alloc_zeros::<u8>(8 << 20)
+            .map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?;
+        return fit(64 << 10, 8 << 20, &mut |n| {
             let mut view = d.slice_mut(..n);
-            return match op {
+            match op {
                 OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
                 OP_XTS => gpu::xts_device(&xts_key, &[0; 16], 4096, &mut view, false),
                 _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
-            };
-        }
+            }
+        });
+    }
+    let data = vec![0x5au8; LARGE];
+    let mut out = vec![0u8; LARGE];
+    let mut run = |n: usize, threads: usize| -> Result<()> {
+        let (data, out) = (&data[..n], &mut out[..n]);
         match op {
-            OP_CTR => cpu::ctr(backend, &key, &[0; 16], &data[..n], &mut out[..n], 1),
-            OP_XTS => xts::cpu(
-                backend,
-                &xts_key,
-                &[0; 16],
-                4096,
-                &data[..n],
-                &mut out[..n],
-                false,
-                1,
-            ),
-            _ => cpu::gcm(backend, &g, &data[..n], &mut out[..n], false, 1).map(|_| ()),
+            OP_CTR => cpu::ctr(backend, &key, &[0; 16], data, out, threads),
+            OP_XTS => xts::cpu(backend, &xts_key, &[0; 16], 4096, data, out, false, threads),
+            _ => cpu::gcm(backend, &g, data, out, false, threads).map(|_| ()),
         }
-    });
-    crate::dispatch::fit(
-        (small / 16) as u64,
-        || run.borrow_mut()(small),
-        (large / 16) as u64,
-        || run.borrow_mut()(large),
-    )
+    };
+    let pool = crate::backend::cpu::threads().max(1);
+    let one = fit(64 << 10, 1 << 20, &mut |n| run(n, 1))?;
+    let all = fit(8 << 20, LARGE, &mut |n| run(n, pool))?;
+    Ok(crate::dispatch::cpu_cost(one, all, pool))
 }
 
 #[cfg(test)]

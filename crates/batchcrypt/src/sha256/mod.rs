@@ -272,10 +272,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         #[cfg(not(feature = "cuda"))]
         return Err(Error::invalid("no CUDA backend in this build"));
     }
-    // The fixed cost on one thread (small batches run there); the rate on all of the pool's
-    // threads, reported per thread: the cost model scales a thread's cost by the threads a
-    // batch gets, and all threads together do not reach that many times one thread's rate (16
-    // threads on two threads a core: about 10x with AVX-512).
+    // See `dispatch::cpu_cost`.
     let pool = crate::backend::cpu::threads().max(1);
     let (small, large) = (64 * pool, 2048 * pool);
     let data: Vec<u8> = (0..large * len).map(|i| (i * 131 + 7) as u8).collect();
@@ -296,12 +293,11 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             || run(large, threads),
         )
     };
-    let one = fit(1, 16, 256)?;
-    let all = fit(pool, small, large)?;
-    Ok(Cost {
-        fixed_s: one.fixed_s,
-        per_unit_s: all.per_unit_s * pool as f64,
-    })
+    Ok(crate::dispatch::cpu_cost(
+        fit(1, 16, 256)?,
+        fit(pool, small, large)?,
+        pool,
+    ))
 }
 
 /// The SHA-256 family on an [`Engine`].
