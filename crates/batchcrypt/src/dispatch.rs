@@ -449,6 +449,24 @@ pub fn fit(
     })
 }
 
+/// [`fit`] through one run at two batch sizes (`small` and `large` items of `units` work units
+/// each).
+pub fn fit_sizes(
+    small: usize,
+    large: usize,
+    units: u64,
+    run: impl FnMut(usize) -> Result<()>,
+) -> Result<Cost> {
+    // Both timed closures call the one run, in turn.
+    let run = std::cell::RefCell::new(run);
+    fit(
+        small as u64 * units,
+        || run.borrow_mut()(small),
+        large as u64 * units,
+        || run.borrow_mut()(large),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -552,13 +552,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         })
         .map(|_| ())
     };
-    let out = std::cell::RefCell::new(&mut out);
-    let c = crate::dispatch::fit(
-        (small * len / 16) as u64,
-        || run(small, &mut out.borrow_mut()),
-        (large * len / 16) as u64,
-        || run(large, &mut out.borrow_mut()),
-    )?;
+    let c = crate::dispatch::fit_sizes(small, large, (len / 16) as u64, |n| run(n, &mut out))?;
     Ok(Cost {
         per_unit_s: c.per_unit_s * pool as f64,
         ..c

@@ -645,15 +645,9 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let key = Key::Aes128([7; 16]);
     let g = gcm::Gcm::new(&key, &[0; 12])?;
     let xts_key = xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
-    let fit = |small: usize, large: usize, run: &mut dyn FnMut(usize) -> Result<()>| {
-        let run = std::cell::RefCell::new(run);
-        crate::dispatch::fit(
-            (small / 16) as u64,
-            || run.borrow_mut()(small),
-            (large / 16) as u64,
-            || run.borrow_mut()(large),
-        )
-    };
+    use crate::dispatch::{cpu_cost, fit_sizes};
+    // Runs are sized in 16-byte blocks, the unit of the fit.
+    const BLOCKS_PER_KIB: usize = 1024 / 16;
     #[cfg(feature = "cuda")]
     if backend == Backend::Cuda {
         let gpu = crate::backend::cuda::Gpu::available()?;
@@ -661,8 +655,8 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             .stream()?
             .alloc_zeros::<u8>(8 << 20)
             .map_err(crate::backend::cuda::driver_err("cuMemAlloc"))?;
-        return fit(64 << 10, 8 << 20, &mut |n| {
-            let mut view = d.slice_mut(..n);
+        return fit_sizes(64 * BLOCKS_PER_KIB, 8192 * BLOCKS_PER_KIB, 1, |blocks| {
+            let mut view = d.slice_mut(..16 * blocks);
             match op {
                 OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
                 OP_XTS => gpu::xts_device(&xts_key, &[0; 16], 4096, &mut view, false),
@@ -681,9 +675,13 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         }
     };
     let pool = crate::backend::cpu::threads().max(1);
-    let one = fit(64 << 10, 1 << 20, &mut |n| run(n, 1))?;
-    let all = fit(8 << 20, LARGE, &mut |n| run(n, pool))?;
-    Ok(crate::dispatch::cpu_cost(one, all, pool))
+    let one = fit_sizes(64 * BLOCKS_PER_KIB, 1024 * BLOCKS_PER_KIB, 1, |blocks| {
+        run(16 * blocks, 1)
+    })?;
+    let all = fit_sizes(8192 * BLOCKS_PER_KIB, LARGE / 16, 1, |blocks| {
+        run(16 * blocks, pool)
+    })?;
+    Ok(cpu_cost(one, all, pool))
 }
 
 #[cfg(test)]

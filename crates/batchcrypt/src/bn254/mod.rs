@@ -469,7 +469,7 @@ fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
         }
         Ok(())
     };
-    crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
+    crate::dispatch::fit_sizes(small, large, 1, run)
 }
 
 /// Measures one backend on forward transforms (one thread for the CPU): 2^10 and 2^16 elements on

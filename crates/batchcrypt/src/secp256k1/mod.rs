@@ -228,7 +228,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
                     }),
                 })
             };
-            crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
+            crate::dispatch::fit_sizes(small, large, 1, run)
         }
         // End to end on the device (transfers of these small batches are negligible next to the math).
         #[cfg(feature = "cuda")]
@@ -256,7 +256,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
                 };
                 valid(out.value.all_valid())
             };
-            crate::dispatch::fit(1, || run(1), LARGE as u64, || run(LARGE))
+            crate::dispatch::fit_sizes(1, LARGE, 1, run)
         }
         other => Err(not_implemented(other, op)),
     }

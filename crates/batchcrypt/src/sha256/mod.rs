@@ -279,27 +279,17 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let (small, large) = (1024 * pool, 8192 * pool);
     let data: Vec<u8> = (0..large * len).map(|i| (i * 131 + 7) as u8).collect();
     let mut out = crate::backend::cpu::zeroed_arrays::<32>(large);
-    let out = std::cell::RefCell::new(&mut out[..]);
-    let run = |n: usize, threads: usize| -> Result<()> {
-        let out = &mut out.borrow_mut()[..n];
+    let mut run = |n: usize, threads: usize| -> Result<()> {
+        let out = &mut out[..n];
         let msgs = Messages::fixed(&data[..n * len], len)?;
         hash_cpu(backend, &msgs, mode, threads, out);
         std::hint::black_box(out);
         Ok(())
     };
-    let fit = |threads: usize, small: usize, large: usize| {
-        crate::dispatch::fit(
-            small as u64 * units,
-            || run(small, threads),
-            large as u64 * units,
-            || run(large, threads),
-        )
-    };
-    Ok(crate::dispatch::cpu_cost(
-        fit(1, 16, 256)?,
-        fit(pool, small, large)?,
-        pool,
-    ))
+    use crate::dispatch::{cpu_cost, fit_sizes};
+    let one = fit_sizes(16, 256, units, |n| run(n, 1))?;
+    let all = fit_sizes(small, large, units, |n| run(n, pool))?;
+    Ok(cpu_cost(one, all, pool))
 }
 
 /// The SHA-256 family on an [`Engine`].

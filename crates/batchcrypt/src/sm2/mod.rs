@@ -411,5 +411,5 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         }
         Ok(())
     };
-    crate::dispatch::fit(small as u64, || run(small), large as u64, || run(large))
+    crate::dispatch::fit_sizes(small, large, 1, run)
 }

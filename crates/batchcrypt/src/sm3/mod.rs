@@ -104,10 +104,6 @@ fn calibrate(backend: Backend) -> Result<Cost> {
         engine.sm3().hash_fixed(&data[..64 * n], 64).map(|_| ())
     };
     let (small, large) = (16, 1 << 14);
-    crate::dispatch::fit(
-        2 * small as u64,
-        || run(small),
-        2 * large as u64,
-        || run(large),
-    )
+    // Two compressions per 64-byte message.
+    crate::dispatch::fit_sizes(small, large, 2, run)
 }
