@@ -20,6 +20,11 @@ impl Compressor<8> for Avx2 {
         // SAFETY: `Avx2` exists only when AVX2 was detected.
         unsafe { compress8(state, blocks) }
     }
+
+    fn compress_shared(&self, state: &mut [[u32; 8]; 8], kw: &[u32; 64]) {
+        // SAFETY: as above.
+        unsafe { compress8_shared(state, kw) }
+    }
 }
 
 /// `x >> n` on each lane (`$n` a literal; the left shift of the pair is `32 - n`).
@@ -194,13 +199,27 @@ fn rounds16<const SCHED: bool>(
     step::<15, 7, SCHED>(s, w, bc, k);
 }
 
+/// The eight state vectors of `state`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load_state(state: &[[u32; 8]; 8]) -> [__m256i; 8] {
+    // SAFETY: each word is 32 bytes; unaligned loads.
+    state.map(|word| unsafe { _mm256_loadu_si256(word.as_ptr() as *const __m256i) })
+}
+
+/// The feed-forward: `state = init + s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn add_store(state: &mut [[u32; 8]; 8], init: [__m256i; 8], s: [__m256i; 8]) {
+    for ((word, v), x) in state.iter_mut().zip(init).zip(s) {
+        // SAFETY: `word` is 32 bytes; unaligned store.
+        unsafe { _mm256_storeu_si256(word.as_mut_ptr() as *mut __m256i, _mm256_add_epi32(v, x)) };
+    }
+}
+
 #[target_feature(enable = "avx2")]
 fn compress8(state: &mut [[u32; 8]; 8], blocks: &[&[u8; 64]; 8]) {
-    let mut init = [_mm256_setzero_si256(); 8];
-    for (v, word) in init.iter_mut().zip(state.iter()) {
-        // SAFETY: `word` is 32 bytes; unaligned load.
-        *v = unsafe { _mm256_loadu_si256(word.as_ptr() as *const __m256i) };
-    }
+    let init = load_state(state);
     let mut w = [_mm256_setzero_si256(); 16];
     for g in 0..4 {
         w[4 * g..4 * g + 4].copy_from_slice(&load_group(blocks, g));
@@ -212,10 +231,28 @@ fn compress8(state: &mut [[u32; 8]; 8], blocks: &[&[u8; 64]; 8]) {
     for k in &k[1..] {
         rounds16::<true>(&mut s, &mut w, &mut bc, k);
     }
-    for ((word, v), x) in state.iter_mut().zip(init).zip(s) {
-        // SAFETY: as for the load.
-        unsafe { _mm256_storeu_si256(word.as_mut_ptr() as *mut __m256i, _mm256_add_epi32(v, x)) };
+    add_store(state, init, s);
+}
+
+/// A block the same in every lane (the padding block of equal-length messages), given as
+/// `W[t] + K[t]`: no schedule and no transpose, each round adds one broadcast word.
+#[target_feature(enable = "avx2")]
+fn compress8_shared(state: &mut [[u32; 8]; 8], kw: &[u32; 64]) {
+    let init = load_state(state);
+    let mut s = init;
+    let mut bc = _mm256_xor_si256(s[1], s[2]);
+    let (kw, _) = kw.as_chunks::<8>();
+    for kw in kw {
+        round::<0>(&mut s, &mut bc, _mm256_set1_epi32(kw[0] as i32));
+        round::<1>(&mut s, &mut bc, _mm256_set1_epi32(kw[1] as i32));
+        round::<2>(&mut s, &mut bc, _mm256_set1_epi32(kw[2] as i32));
+        round::<3>(&mut s, &mut bc, _mm256_set1_epi32(kw[3] as i32));
+        round::<4>(&mut s, &mut bc, _mm256_set1_epi32(kw[4] as i32));
+        round::<5>(&mut s, &mut bc, _mm256_set1_epi32(kw[5] as i32));
+        round::<6>(&mut s, &mut bc, _mm256_set1_epi32(kw[6] as i32));
+        round::<7>(&mut s, &mut bc, _mm256_set1_epi32(kw[7] as i32));
     }
+    add_store(state, init, s);
 }
 
 #[cfg(test)]
@@ -259,6 +296,27 @@ mod tests {
             }
             c.compress(&mut state, &refs);
             assert_eq!(state, expect);
+        }
+    }
+
+    /// The shared-block path (broadcast `W[t] + K[t]`) against the ordinary one fed that block in
+    /// every lane.
+    #[test]
+    fn shared_block_matches_compress() {
+        let Some(c) = Avx2::new() else {
+            println!("skipped: this CPU has no AVX2");
+            return;
+        };
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200 {
+            let state: [[u32; 8]; 8] =
+                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u32));
+            let block: [u8; 64] = core::array::from_fn(|_| xorshift(&mut rng) as u8);
+            let mut want = state;
+            c.compress(&mut want, &[&block; 8]);
+            let mut got = state;
+            c.compress_shared(&mut got, &crate::sha256::schedule_plus_k(&block));
+            assert_eq!(got, want);
         }
     }
 
