@@ -76,6 +76,17 @@ fn launch_ctr(
         .map_err(driver_err("launch aes_ctr"))
 }
 
+/// The chunk [`stream_host`] should cut `input` into, from the caller's largest `max_chunk` (whole
+/// `unit`s): smaller on page-locked buffers of a few chunks (see
+/// [`crate::dispatch::direct_chunk_bytes`]), `max_chunk` through staging.
+fn host_chunk(gpu: &Gpu, input: &[u8], output: &[u8], max_chunk: usize, unit: usize) -> usize {
+    if is_pinned(gpu, input) && is_pinned(gpu, output) {
+        crate::dispatch::direct_chunk_bytes(input.len(), max_chunk, unit)
+    } else {
+        max_chunk
+    }
+}
+
 /// Streams a host buffer through `launch(stream, dev_in, dev_out, first byte, bytes)` chunk by
 /// chunk: straight from and to the caller's memory when both buffers are page-locked, else
 /// through the pipeline's pinned staging buffers.
@@ -130,7 +141,7 @@ pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<
     let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
     stream_host(
         gpu,
-        CHUNK_BYTES,
+        host_chunk(gpu, input, output, CHUNK_BYTES, 16),
         input,
         output,
         |stream, i, o, first, bytes| {
@@ -251,7 +262,15 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     // the sums are read back.
     let (tp, gt) = tables.device_ptr(&stream);
     let (sp, gs) = seg_out.device_ptr_mut(&stream);
-    stream_host(gpu, CHUNK_BYTES, input, output, |s, i, o, first, bytes| {
+    // Chunks hold whole segments: each chunk's launch writes its own segments' sums.
+    let chunk = host_chunk(
+        gpu,
+        input,
+        output,
+        CHUNK_BYTES,
+        16 * plan.seg_blocks as usize,
+    );
+    stream_host(gpu, chunk, input, output, |s, i, o, first, bytes| {
         let block0 = first as u64 / 16;
         let p = GcmParams {
             c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64),
@@ -422,8 +441,11 @@ pub fn xts(
     let run = XtsRun::new(key, tweak, unit, decrypt)?;
     let gpu_bytes = xts::whole_block_bytes(input.len());
     // Whole units per chunk; a unit that is not a multiple of 16 is the whole buffer.
+    let (head_in, tail_in) = input.split_at(gpu_bytes);
+    let (head_out, tail_out) = output.split_at_mut(gpu_bytes);
     let chunk = if unit % 16 == 0 {
-        unit * (CHUNK_BYTES / unit).max(1)
+        let most = unit * (CHUNK_BYTES / unit).max(1);
+        host_chunk(run.gpu, head_in, head_out, most, unit)
     } else {
         gpu_bytes.max(16)
     };
@@ -437,8 +459,6 @@ pub fn xts(
     stream
         .synchronize()
         .map_err(driver_err("cuStreamSynchronize"))?;
-    let (head_in, tail_in) = input.split_at(gpu_bytes);
-    let (head_out, tail_out) = output.split_at_mut(gpu_bytes);
     if gpu_bytes > 0 {
         stream_host(
             run.gpu,
