@@ -3,7 +3,7 @@
 //! three-input Boolean function (Ch, Maj, the XORs of the sigmas) is one `vpternlogd`. With 32
 //! registers the 8 state words and the 16-word rolling schedule all stay in registers.
 
-use crate::sha256::{Compressor, K};
+use crate::sha256::{multibuffer, Compressor, Digest, IV, K};
 use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512 F and BW.
@@ -25,6 +25,20 @@ impl Compressor<16> for Avx512 {
     fn compress_shared(&self, state: &mut [[u32; 16]; 8], kw: &[u32; 64]) {
         // SAFETY: as above.
         unsafe { compress16_shared(state, kw) }
+    }
+
+    fn hash_lanes(
+        &self,
+        data: &[&[u8]; 16],
+        len: usize,
+        pad_kw: Option<&[u32; 64]>,
+        double: bool,
+    ) -> [Digest; 16] {
+        match pad_kw {
+            // SAFETY: as above; every lane holds `len` bytes, a multiple of 64.
+            Some(kw) => unsafe { hash_lanes16(data, len / 64, kw, double) },
+            None => multibuffer::hash_lanes_generic(self, data, len, pad_kw, double),
+        }
     }
 }
 
@@ -85,9 +99,6 @@ fn small_sigma1(x: __m512i) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw")]
 fn load_group(blocks: &[&[u8; 64]; 16], g: usize) -> [__m512i; 4] {
     debug_assert!(g < 4);
-    // Reverses the bytes of each 32-bit word (message words are big-endian).
-    let bswap =
-        _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
     // r[i] holds, in its 128-bit quarters 0..4, the four words of lanes i, i + 4, i + 8, i + 12;
     // a 4x4 transpose inside each quarter then finishes the 16x4 transpose.
     let mut r = [_mm512_setzero_si512(); 4];
@@ -105,8 +116,24 @@ fn load_group(blocks: &[&[u8; 64]; 16], g: usize) -> [__m512i; 4] {
         let v = _mm512_inserti32x4::<1>(v, q[1]);
         let v = _mm512_inserti32x4::<2>(v, q[2]);
         let v = _mm512_inserti32x4::<3>(v, q[3]);
-        *r = _mm512_shuffle_epi8(v, bswap);
+        *r = _mm512_shuffle_epi8(v, bswap_words());
     }
+    transpose4(r)
+}
+
+/// `vpshufb` mask that reverses the bytes of each 32-bit word (message and digest words are
+/// big-endian).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn bswap_words() -> __m512i {
+    _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203))
+}
+
+/// A 4x4 transpose of 32-bit words inside each 128-bit quarter: word `j` of row `i` becomes word
+/// `i` of row `j`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn transpose4(r: [__m512i; 4]) -> [__m512i; 4] {
     let t0 = _mm512_unpacklo_epi32(r[0], r[1]); // a0 b0 a1 b1 (in each quarter)
     let t1 = _mm512_unpackhi_epi32(r[0], r[1]); // a2 b2 a3 b3
     let t2 = _mm512_unpacklo_epi32(r[2], r[3]); // c0 d0 c1 d1
@@ -188,46 +215,26 @@ fn rounds16<const SCHED: bool>(s: &mut [__m512i; 8], w: &mut [__m512i; 16], k: &
     step::<15, 7, SCHED>(s, w, k);
 }
 
-/// The eight state vectors of `state`.
+/// One block's 64 rounds from the state `init` with the message words in `w` (overwritten by the
+/// schedule), then the feed-forward.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn load_state(state: &[[u32; 16]; 8]) -> [__m512i; 8] {
-    // SAFETY: each word is 64 bytes; unaligned loads.
-    state.map(|word| unsafe { _mm512_loadu_si512(word.as_ptr().cast()) })
-}
-
-/// The feed-forward: `state = init + s`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw")]
-fn add_store(state: &mut [[u32; 16]; 8], init: [__m512i; 8], s: [__m512i; 8]) {
-    for ((word, v), x) in state.iter_mut().zip(init).zip(s) {
-        // SAFETY: `word` is 64 bytes; unaligned store.
-        unsafe { _mm512_storeu_si512(word.as_mut_ptr().cast(), _mm512_add_epi32(v, x)) };
-    }
-}
-
-#[target_feature(enable = "avx512f,avx512bw")]
-fn compress16(state: &mut [[u32; 16]; 8], blocks: &[&[u8; 64]; 16]) {
-    let init = load_state(state);
-    let mut w = [_mm512_setzero_si512(); 16];
-    for g in 0..4 {
-        w[4 * g..4 * g + 4].copy_from_slice(&load_group(blocks, g));
-    }
+fn block(init: [__m512i; 8], w: &mut [__m512i; 16]) -> [__m512i; 8] {
     let mut s = init;
     let (k, _) = K.as_chunks::<16>();
-    rounds16::<false>(&mut s, &mut w, &k[0]);
+    rounds16::<false>(&mut s, w, &k[0]);
     for k in &k[1..] {
-        rounds16::<true>(&mut s, &mut w, k);
+        rounds16::<true>(&mut s, w, k);
     }
-    add_store(state, init, s);
+    std::array::from_fn(|i| _mm512_add_epi32(init[i], s[i]))
 }
 
 /// A block the same in every lane (the padding block of equal-length messages), given as
 /// `W[t] + K[t]`: no schedule and no transpose, each round adds one broadcast word. For 64-byte
 /// messages this block is half the work, and the schedule is a third of a block's operations.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn compress16_shared(state: &mut [[u32; 16]; 8], kw: &[u32; 64]) {
-    let init = load_state(state);
+fn shared_block(init: [__m512i; 8], kw: &[u32; 64]) -> [__m512i; 8] {
     let mut s = init;
     let (kw, _) = kw.as_chunks::<8>();
     for kw in kw {
@@ -240,7 +247,105 @@ fn compress16_shared(state: &mut [[u32; 16]; 8], kw: &[u32; 64]) {
         round::<6>(&mut s, _mm512_set1_epi32(kw[6] as i32));
         round::<7>(&mut s, _mm512_set1_epi32(kw[7] as i32));
     }
-    add_store(state, init, s);
+    std::array::from_fn(|i| _mm512_add_epi32(init[i], s[i]))
+}
+
+/// The eight state vectors of `state`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn load_state(state: &[[u32; 16]; 8]) -> [__m512i; 8] {
+    // SAFETY: each word is 64 bytes; unaligned loads.
+    state.map(|word| unsafe { _mm512_loadu_si512(word.as_ptr().cast()) })
+}
+
+/// Stores the eight state vectors into `state`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn store_state(state: &mut [[u32; 16]; 8], s: [__m512i; 8]) {
+    for (word, v) in state.iter_mut().zip(s) {
+        // SAFETY: `word` is 64 bytes; unaligned store.
+        unsafe { _mm512_storeu_si512(word.as_mut_ptr().cast(), v) };
+    }
+}
+
+/// The message words of block `b` of every lane's data.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn message(data: &[&[u8]; 16], b: usize) -> [__m512i; 16] {
+    let blocks: [&[u8; 64]; 16] =
+        std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
+    let mut w = [_mm512_setzero_si512(); 16];
+    for g in 0..4 {
+        w[4 * g..4 * g + 4].copy_from_slice(&load_group(&blocks, g));
+    }
+    w
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+fn compress16(state: &mut [[u32; 16]; 8], blocks: &[&[u8; 64]; 16]) {
+    let data: [&[u8]; 16] = std::array::from_fn(|l| &blocks[l][..]);
+    store_state(state, block(load_state(state), &mut message(&data, 0)));
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+fn compress16_shared(state: &mut [[u32; 16]; 8], kw: &[u32; 64]) {
+    store_state(state, shared_block(load_state(state), kw));
+}
+
+/// Whole messages of `blocks` blocks and then the shared padding block (`pad_kw`), one per lane,
+/// with the state in registers throughout. SHA256d's second block is built in registers too: its
+/// first eight words are the first hash's state words. The digests leave through a transpose in
+/// registers rather than word by word.
+#[target_feature(enable = "avx512f,avx512bw")]
+fn hash_lanes16(
+    data: &[&[u8]; 16],
+    blocks: usize,
+    pad_kw: &[u32; 64],
+    double: bool,
+) -> [Digest; 16] {
+    let iv = IV.map(|w| _mm512_set1_epi32(w as i32));
+    let mut s = iv;
+    for b in 0..blocks {
+        s = block(s, &mut message(data, b));
+    }
+    s = shared_block(s, pad_kw);
+    if double {
+        // A 32-byte message: the digest, 0x80, zeros, and its length in bits (256).
+        let mut w = [_mm512_setzero_si512(); 16];
+        w[..8].copy_from_slice(&s);
+        w[8] = _mm512_set1_epi32(0x8000_0000u32 as i32);
+        w[15] = _mm512_set1_epi32(256);
+        s = block(iv, &mut w);
+    }
+    digests(s)
+}
+
+/// The sixteen lanes' digests from the state vectors (word `i` of every lane in `s[i]`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn digests(s: [__m512i; 8]) -> [Digest; 16] {
+    let s = s.map(|v| _mm512_shuffle_epi8(v, bswap_words()));
+    // Quarter q of lo[j] holds words 0-3 of lane 4q + j, of hi[j] words 4-7.
+    let lo = transpose4([s[0], s[1], s[2], s[3]]);
+    let hi = transpose4([s[4], s[5], s[6], s[7]]);
+    let mut out = [[0u8; 32]; 16];
+    for j in 0..4 {
+        // Quarters (lo q0, hi q0, lo q1, hi q1): lanes j and 4 + j; then lanes 8 + j and 12 + j.
+        let first =
+            _mm512_permutex2var_epi64(lo[j], _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), hi[j]);
+        let second =
+            _mm512_permutex2var_epi64(lo[j], _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4), hi[j]);
+        for (lane, v) in [
+            (j, _mm512_castsi512_si256(first)),
+            (4 + j, _mm512_extracti64x4_epi64::<1>(first)),
+            (8 + j, _mm512_castsi512_si256(second)),
+            (12 + j, _mm512_extracti64x4_epi64::<1>(second)),
+        ] {
+            // SAFETY: each digest is 32 bytes; unaligned store.
+            unsafe { _mm256_storeu_si256(out[lane].as_mut_ptr().cast(), v) };
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -305,6 +410,32 @@ mod tests {
             let mut got = state;
             c.compress_shared(&mut got, &crate::sha256::schedule_plus_k(&block));
             assert_eq!(got, want);
+        }
+    }
+
+    /// The fused whole-message path (state and SHA256d's second block in registers, digests
+    /// transposed out) against the block-by-block one.
+    #[test]
+    fn fused_lanes_match_generic() {
+        let Some(c) = Avx512::new() else {
+            println!("skipped: this CPU has no AVX-512 F + BW");
+            return;
+        };
+        let mut rng = 0x0123_4567_89ab_cdefu64;
+        for len in [0usize, 64, 128, 192, 1024] {
+            let msgs: Vec<Vec<u8>> = (0..16)
+                .map(|_| (0..len).map(|_| xorshift(&mut rng) as u8).collect())
+                .collect();
+            let data: [&[u8]; 16] = core::array::from_fn(|l| &msgs[l][..]);
+            let kw = crate::sha256::schedule_plus_k(&crate::sha256::pad_block(len as u64));
+            for double in [false, true] {
+                let want = multibuffer::hash_lanes_generic(&c, &data, len, Some(&kw), double);
+                assert_eq!(
+                    c.hash_lanes(&data, len, Some(&kw), double),
+                    want,
+                    "len {len}"
+                );
+            }
         }
     }
 
