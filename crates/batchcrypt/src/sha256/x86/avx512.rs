@@ -3,7 +3,7 @@
 //! three-input Boolean function (Ch, Maj, the XORs of the sigmas) is one `vpternlogd`. With 32
 //! registers the 8 state words and the 16-word rolling schedule all stay in registers.
 
-use crate::sha256::{multibuffer, Compressor, Digest, IV, K};
+use crate::sha256::{Compressor, Digest, IV, K};
 use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512 F and BW.
@@ -34,11 +34,8 @@ impl Compressor<16> for Avx512 {
         pad_kw: Option<&[u32; 64]>,
         double: bool,
     ) -> [Digest; 16] {
-        match pad_kw {
-            // SAFETY: as above; every lane holds `len` bytes, a multiple of 64.
-            Some(kw) => unsafe { hash_lanes16(data, len / 64, kw, double) },
-            None => multibuffer::hash_lanes_generic(self, data, len, pad_kw, double),
-        }
+        // SAFETY: as above; every lane holds `len` bytes.
+        unsafe { hash_lanes16(data, len, pad_kw, double) }
     }
 }
 
@@ -268,23 +265,20 @@ fn store_state(state: &mut [[u32; 16]; 8], s: [__m512i; 8]) {
     }
 }
 
-/// The message words of block `b` of every lane's data.
+/// The message words of one block per lane.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn message(data: &[&[u8]; 16], b: usize) -> [__m512i; 16] {
-    let blocks: [&[u8; 64]; 16] =
-        std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
+fn message(blocks: &[&[u8; 64]; 16]) -> [__m512i; 16] {
     let mut w = [_mm512_setzero_si512(); 16];
     for g in 0..4 {
-        w[4 * g..4 * g + 4].copy_from_slice(&load_group(&blocks, g));
+        w[4 * g..4 * g + 4].copy_from_slice(&load_group(blocks, g));
     }
     w
 }
 
 #[target_feature(enable = "avx512f,avx512bw")]
 fn compress16(state: &mut [[u32; 16]; 8], blocks: &[&[u8; 64]; 16]) {
-    let data: [&[u8]; 16] = std::array::from_fn(|l| &blocks[l][..]);
-    store_state(state, block(load_state(state), &mut message(&data, 0)));
+    store_state(state, block(load_state(state), &mut message(blocks)));
 }
 
 #[target_feature(enable = "avx512f,avx512bw")]
@@ -292,23 +286,55 @@ fn compress16_shared(state: &mut [[u32; 16]; 8], kw: &[u32; 64]) {
     store_state(state, shared_block(load_state(state), kw));
 }
 
-/// Whole messages of `blocks` blocks and then the shared padding block (`pad_kw`), one per lane,
-/// with the state in registers throughout. SHA256d's second block is built in registers too: its
-/// first eight words are the first hash's state words. The digests leave through a transpose in
-/// registers rather than word by word.
+/// Whole messages of `len` bytes, one per lane, with the state in registers throughout: the body
+/// blocks, then the padding (the shared block `pad_kw` when `len` is a multiple of 64, else each
+/// lane's own tail). SHA256d's second block is built in registers too: its first eight words are
+/// the first hash's state words. The digests leave through a transpose in registers rather than
+/// word by word.
 #[target_feature(enable = "avx512f,avx512bw")]
 fn hash_lanes16(
     data: &[&[u8]; 16],
-    blocks: usize,
-    pad_kw: &[u32; 64],
+    len: usize,
+    pad_kw: Option<&[u32; 64]>,
     double: bool,
 ) -> [Digest; 16] {
     let iv = IV.map(|w| _mm512_set1_epi32(w as i32));
+    let body = len / 64;
     let mut s = iv;
-    for b in 0..blocks {
-        s = block(s, &mut message(data, b));
+    for b in 0..body {
+        let blocks = std::array::from_fn(|l| data[l][64 * b..64 * b + 64].try_into().unwrap());
+        s = block(s, &mut message(&blocks));
     }
-    s = shared_block(s, pad_kw);
+    match pad_kw {
+        Some(kw) => s = shared_block(s, kw),
+        None => {
+            let rest = len % 64;
+            // The padding is the same in every lane: 0x80 after the message, and its length in
+            // bits at the end of a second block when the first has no room for it.
+            let mut pad = [[0u8; 64]; 2];
+            pad[0][rest] = 0x80;
+            let two = rest + 9 > 64;
+            pad[two as usize][56..].copy_from_slice(&(len as u64).wrapping_mul(8).to_be_bytes());
+            // SAFETY: 64 bytes; unaligned load.
+            let pad0 = unsafe { _mm512_loadu_si512(pad[0].as_ptr().cast()) };
+            let mut tails = [[0u8; 64]; 16];
+            for (tail, msg) in tails.iter_mut().zip(data) {
+                // SAFETY: the mask selects the last `rest` bytes of the message, which start at
+                // `64 * body <= len`; masked-off bytes are not read. The store is 64 bytes.
+                unsafe {
+                    let v = _mm512_maskz_loadu_epi8(
+                        (1u64 << rest) - 1,
+                        msg.as_ptr().add(64 * body).cast(),
+                    );
+                    _mm512_storeu_si512(tail.as_mut_ptr().cast(), _mm512_or_si512(v, pad0));
+                }
+            }
+            s = block(s, &mut message(&std::array::from_fn(|l| &tails[l])));
+            if two {
+                s = block(s, &mut message(&[&pad[1]; 16]));
+            }
+        }
+    }
     if double {
         // A 32-byte message: the digest, 0x80, zeros, and its length in bits (256).
         let mut w = [_mm512_setzero_si512(); 16];
@@ -422,19 +448,20 @@ mod tests {
             return;
         };
         let mut rng = 0x0123_4567_89ab_cdefu64;
-        for len in [0usize, 64, 128, 192, 1024] {
+        for len in [
+            0usize, 1, 32, 55, 56, 63, 64, 80, 119, 120, 128, 192, 1000, 1024,
+        ] {
             let msgs: Vec<Vec<u8>> = (0..16)
                 .map(|_| (0..len).map(|_| xorshift(&mut rng) as u8).collect())
                 .collect();
             let data: [&[u8]; 16] = core::array::from_fn(|l| &msgs[l][..]);
-            let kw = crate::sha256::schedule_plus_k(&crate::sha256::pad_block(len as u64));
-            for double in [false, true] {
-                let want = multibuffer::hash_lanes_generic(&c, &data, len, Some(&kw), double);
-                assert_eq!(
-                    c.hash_lanes(&data, len, Some(&kw), double),
-                    want,
-                    "len {len}"
-                );
+            // As the batch driver passes it: the shared padding schedule when len is whole blocks.
+            let kw = (len % 64 == 0)
+                .then(|| crate::sha256::schedule_plus_k(&crate::sha256::pad_block(len as u64)));
+            // Also without the shared schedule where one exists (the lanes' own padding).
+            for (kw, double) in [(kw.as_ref(), false), (kw.as_ref(), true), (None, true)] {
+                let want = multibuffer::hash_lanes_generic(&c, &data, len, kw, double);
+                assert_eq!(c.hash_lanes(&data, len, kw, double), want, "len {len}");
             }
         }
     }
