@@ -382,13 +382,14 @@ pub fn measure_link(gpu: &Gpu) -> Result<Link> {
 /// Pageable host↔device bandwidth through the staged pipeline, as a batch in host memory pays
 /// it: 128 MiB in 16 MiB chunks, each copied by the host's cores into page-locked staging,
 /// uploaded, downloaded and copied out, chunks overlapping. Up alone, down alone, and both (each
-/// way). A plain copy from pageable memory reaches a fraction of this.
+/// way); and one chunk up and back on its own. A plain copy from pageable memory reaches a
+/// fraction of this.
 pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
     const CHUNK: usize = crate::dispatch::PIPELINE_CHUNK_BYTES as usize;
     const BYTES: usize = 8 * CHUNK;
     let src = vec![0x5au8; BYTES];
     let mut dst = vec![0u8; BYTES];
-    let mut pass = |up: bool, down: bool| -> Result<f64> {
+    let mut pass = |up: bool, down: bool, chunks: usize| -> Result<f64> {
         let span = Span {
             in_bytes: if up { CHUNK } else { 0 },
             out_bytes: if down { CHUNK } else { 0 },
@@ -397,7 +398,7 @@ pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
         let t = std::time::Instant::now();
         run_spans(
             gpu,
-            &[span; BYTES / CHUNK],
+            &vec![span; chunks],
             3,
             |c, buf| {
                 par_copy(buf, &src[c * CHUNK..][..buf.len()]);
@@ -420,10 +421,18 @@ pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
     };
     // A warm-up both ways: its staging slots (kept in the pool) serve the one-way passes too.
     // Both ways last in each round, so the output checked below is a round trip.
-    pass(true, true)?;
-    let mut best = [f64::MAX; 3];
+    const CHUNKS: usize = BYTES / CHUNK;
+    pass(true, true, CHUNKS)?;
+    // Up alone, down alone, both; and one chunk up and back on its own (a batch's first and last
+    // chunks, or a batch of one chunk, wait for each step in turn).
+    let mut best = [f64::MAX; 4];
     for _ in 0..5 {
-        let t = [pass(true, false)?, pass(false, true)?, pass(true, true)?];
+        let t = [
+            pass(true, false, CHUNKS)?,
+            pass(false, true, CHUNKS)?,
+            pass(true, true, 1)?,
+            pass(true, true, CHUNKS)?,
+        ];
         for (b, t) in best.iter_mut().zip(t) {
             *b = b.min(t);
         }
@@ -462,7 +471,8 @@ pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
     Ok(Link {
         h2d: BYTES as f64 / best[0],
         d2h: BYTES as f64 / best[1],
-        duplex: BYTES as f64 / best[2],
+        duplex: BYTES as f64 / best[3],
+        alone: best[2] / (2 * CHUNK) as f64,
         latency,
     })
 }
@@ -550,6 +560,7 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
         h2d: up.len() as f64 / best.0,
         d2h: up.len() as f64 / best.1,
         duplex: up.len() as f64 / both,
+        alone: (best.0 + best.1) / (2 * up.len()) as f64,
         latency,
     })
 }

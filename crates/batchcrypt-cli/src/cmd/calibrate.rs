@@ -51,10 +51,11 @@ pub fn run(engine: &Engine) -> Result<()> {
     ] {
         match link {
             Ok(l) => println!(
-                "host<->device copies ({how}): {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once",
+                "host<->device copies ({how}): {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once; one chunk up and back alone {:.1} GB/s each way",
                 l.h2d / 1e9,
                 l.d2h / 1e9,
-                l.duplex / 1e9
+                l.duplex / 1e9,
+                1e-9 / l.alone
             ),
             Err(why) => println!("host<->device copies ({how}): not measured ({why})"),
         }
