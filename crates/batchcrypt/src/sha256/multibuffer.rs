@@ -215,3 +215,31 @@ pub(crate) fn hash_one<C: Compressor<1>>(c: &C, msg: &[u8], double: bool) -> Dig
     };
     c.hash_lanes(&[msg], msg.len(), pad_kw.as_ref(), double)[0]
 }
+
+/// Checks for any backend's tests.
+#[cfg(test)]
+pub(crate) mod checks {
+    use super::*;
+
+    /// The shared-block path (`W[t] + K[t]` given) against the ordinary one fed that block in
+    /// every lane, from random states.
+    pub(crate) fn shared_block_matches_compress<const L: usize, C: Compressor<L>>(c: &C) {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200 {
+            let state: [[u32; L]; 8] =
+                std::array::from_fn(|_| std::array::from_fn(|_| next() as u32));
+            let block: [u8; 64] = std::array::from_fn(|_| next() as u8);
+            let mut want = state;
+            c.compress(&mut want, &[&block; L]);
+            let mut got = state;
+            c.compress_shared(&mut got, &schedule_plus_k(&block));
+            assert_eq!(got, want);
+        }
+    }
+}

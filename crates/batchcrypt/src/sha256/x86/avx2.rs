@@ -307,17 +307,7 @@ mod tests {
             println!("skipped: this CPU has no AVX2");
             return;
         };
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..200 {
-            let state: [[u32; 8]; 8] =
-                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u32));
-            let block: [u8; 64] = core::array::from_fn(|_| xorshift(&mut rng) as u8);
-            let mut want = state;
-            c.compress(&mut want, &[&block; 8]);
-            let mut got = state;
-            c.compress_shared(&mut got, &crate::sha256::schedule_plus_k(&block));
-            assert_eq!(got, want);
-        }
+        multibuffer::checks::shared_block_matches_compress(&c);
     }
 
     #[test]

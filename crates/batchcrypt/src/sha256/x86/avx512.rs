@@ -426,21 +426,9 @@ mod tests {
             println!("skipped: this CPU has no AVX-512 F + BW");
             return;
         };
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..200 {
-            let state: [[u32; 16]; 8] =
-                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u32));
-            let block: [u8; 64] = core::array::from_fn(|_| xorshift(&mut rng) as u8);
-            let mut want = state;
-            c.compress(&mut want, &[&block; 16]);
-            let mut got = state;
-            c.compress_shared(&mut got, &crate::sha256::schedule_plus_k(&block));
-            assert_eq!(got, want);
-        }
+        multibuffer::checks::shared_block_matches_compress(&c);
     }
 
-    /// The fused whole-message path (state and SHA256d's second block in registers, digests
-    /// transposed out) against the block-by-block one.
     #[test]
     fn fused_lanes_match_generic() {
         let Some(c) = Avx512::new() else {
