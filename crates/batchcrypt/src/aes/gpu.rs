@@ -31,7 +31,7 @@ const BLOCKS_PER_SM: u64 = 6;
 /// chunks than in 64 MiB ones: the first upload and the last download, which nothing overlaps,
 /// are shorter. Kernels of consecutive chunks run side by side on their streams, so a chunk
 /// need not fill the GPU.
-const CHUNK_BYTES: usize = 16 << 20;
+const CHUNK_BYTES: usize = crate::dispatch::PIPELINE_CHUNK_BYTES as usize;
 /// Most blocks one thread takes per GCM segment: the segment's one generic GF(2^128) product per
 /// thread costs about three blocks' work, so segments should give each thread many blocks.
 const MAX_BLOCKS_PER_THREAD: u64 = 64;
@@ -76,23 +76,34 @@ fn launch_ctr(
         .map_err(driver_err("launch aes_ctr"))
 }
 
-/// The chunk [`stream_host`] should cut `input` into, from the caller's largest `max_chunk` (whole
-/// `unit`s): smaller on page-locked buffers of a few chunks (see
-/// [`crate::dispatch::direct_chunk_bytes`]), `max_chunk` through staging.
-fn host_chunk(gpu: &Gpu, input: &[u8], output: &[u8], max_chunk: usize, unit: usize) -> usize {
-    if is_pinned(gpu, input) && is_pinned(gpu, output) {
-        crate::dispatch::direct_chunk_bytes(input.len(), max_chunk, unit)
-    } else {
-        max_chunk
+/// How [`stream_host`] moves a host buffer: straight from and to the caller's memory when both
+/// buffers are page-locked, else through the pipeline's staging; and the chunk it cuts it into.
+#[derive(Clone, Copy)]
+struct HostPath {
+    direct: bool,
+    chunk: usize,
+}
+
+impl HostPath {
+    /// The path for `input` and `output`, from the caller's largest chunk `max_chunk` (whole
+    /// `unit`s): smaller on page-locked buffers of a few chunks (see
+    /// [`crate::dispatch::direct_chunk_bytes`]), `max_chunk` through staging.
+    fn new(gpu: &Gpu, input: &[u8], output: &[u8], max_chunk: usize, unit: usize) -> HostPath {
+        let direct = is_pinned(gpu, input) && is_pinned(gpu, output);
+        let chunk = if direct {
+            crate::dispatch::direct_chunk_bytes(input.len(), max_chunk, unit)
+        } else {
+            max_chunk
+        };
+        HostPath { direct, chunk }
     }
 }
 
 /// Streams a host buffer through `launch(stream, dev_in, dev_out, first byte, bytes)` chunk by
-/// chunk: straight from and to the caller's memory when both buffers are page-locked, else
-/// through the pipeline's pinned staging buffers.
+/// chunk, the way `path` says.
 fn stream_host(
     gpu: &Gpu,
-    chunk_bytes: usize,
+    path: HostPath,
     input: &[u8],
     output: &mut [u8],
     mut launch: impl FnMut(
@@ -104,13 +115,13 @@ fn stream_host(
     ) -> Result<()>,
 ) -> Result<()> {
     let cfg = PipelineConfig {
-        chunk_items: chunk_bytes,
+        chunk_items: path.chunk,
         depth: 3,
     };
     if input.is_empty() {
         return Ok(());
     }
-    if is_pinned(gpu, input) && is_pinned(gpu, output) {
+    if path.direct {
         return run_direct(gpu, input, output, cfg, launch);
     }
     let fill = |first: usize, dst: &mut [u8]| {
@@ -141,7 +152,7 @@ pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<
     let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
     stream_host(
         gpu,
-        host_chunk(gpu, input, output, CHUNK_BYTES, 16),
+        HostPath::new(gpu, input, output, CHUNK_BYTES, 16),
         input,
         output,
         |stream, i, o, first, bytes| {
@@ -263,14 +274,14 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     let (tp, gt) = tables.device_ptr(&stream);
     let (sp, gs) = seg_out.device_ptr_mut(&stream);
     // Chunks hold whole segments: each chunk's launch writes its own segments' sums.
-    let chunk = host_chunk(
+    let path = HostPath::new(
         gpu,
         input,
         output,
         CHUNK_BYTES,
         16 * plan.seg_blocks as usize,
     );
-    stream_host(gpu, chunk, input, output, |s, i, o, first, bytes| {
+    stream_host(gpu, path, input, output, |s, i, o, first, bytes| {
         let block0 = first as u64 / 16;
         let p = GcmParams {
             c: ctr_params(&g.key, &add32(&first_counter, block0), true, bytes as u64),
@@ -443,12 +454,13 @@ pub fn xts(
     // Whole units per chunk; a unit that is not a multiple of 16 is the whole buffer.
     let (head_in, tail_in) = input.split_at(gpu_bytes);
     let (head_out, tail_out) = output.split_at_mut(gpu_bytes);
-    let chunk = if unit % 16 == 0 {
-        let most = unit * (CHUNK_BYTES / unit).max(1);
-        host_chunk(run.gpu, head_in, head_out, most, unit)
+    let (most, whole) = if unit % 16 == 0 {
+        (unit * (CHUNK_BYTES / unit).max(1), unit)
     } else {
-        gpu_bytes.max(16)
+        (gpu_bytes.max(16), gpu_bytes.max(16))
     };
+    let path = HostPath::new(run.gpu, head_in, head_out, most, whole);
+    let chunk = path.chunk;
     let stream = run.gpu.stream()?;
     // One region of tweak entries per chunk (chunks in flight at once must not share one).
     let per_chunk = run.entries_bytes(chunk.min(gpu_bytes).max(16)).max(16);
@@ -460,25 +472,19 @@ pub fn xts(
         .synchronize()
         .map_err(driver_err("cuStreamSynchronize"))?;
     if gpu_bytes > 0 {
-        stream_host(
-            run.gpu,
-            chunk,
-            head_in,
-            head_out,
-            |s, i, o, first, bytes| {
-                let (ip, _gi) = i.device_ptr(s);
-                let (op, _go) = o.device_ptr_mut(s);
-                let (tp, _gt) = tweaks.device_ptr(s);
-                run.launch(
-                    s,
-                    ip,
-                    op,
-                    tp + (per_chunk * (first / chunk)) as u64,
-                    first,
-                    bytes,
-                )
-            },
-        )?;
+        stream_host(run.gpu, path, head_in, head_out, |s, i, o, first, bytes| {
+            let (ip, _gi) = i.device_ptr(s);
+            let (op, _go) = o.device_ptr_mut(s);
+            let (tp, _gt) = tweaks.device_ptr(s);
+            run.launch(
+                s,
+                ip,
+                op,
+                tp + (per_chunk * (first / chunk)) as u64,
+                first,
+                bytes,
+            )
+        })?;
     }
     if !tail_in.is_empty() {
         xts::steal_tail(key, tweak, unit, gpu_bytes, tail_in, tail_out, decrypt);

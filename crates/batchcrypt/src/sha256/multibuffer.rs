@@ -32,7 +32,7 @@ impl<'a> Padded<'a> {
     }
 
     /// Only the padded tail of a message of `total_len` bytes whose last `rest.len()` bytes are `rest`.
-    fn tail_only(rest: &'a [u8], total_len: usize) -> Self {
+    pub(crate) fn tail_only(rest: &'a [u8], total_len: usize) -> Self {
         let mut p = Padded::new(rest);
         p.tail[p.blocks * 64 - 8..p.blocks * 64]
             .copy_from_slice(&((total_len as u64) * 8).to_be_bytes());

@@ -3,6 +3,7 @@
 //! three-input Boolean function (Ch, Maj, the XORs of the sigmas) is one `vpternlogd`. With 32
 //! registers the 8 state words and the 16-word rolling schedule all stay in registers.
 
+use crate::sha256::multibuffer::Padded;
 use crate::sha256::{Compressor, Digest, IV, K};
 use core::arch::x86_64::*;
 
@@ -309,14 +310,11 @@ fn hash_lanes16(
         Some(kw) => s = shared_block(s, kw),
         None => {
             let rest = len % 64;
-            // The padding is the same in every lane: 0x80 after the message, and its length in
-            // bits at the end of a second block when the first has no room for it.
-            let mut pad = [[0u8; 64]; 2];
-            pad[0][rest] = 0x80;
-            let two = rest + 9 > 64;
-            pad[two as usize][56..].copy_from_slice(&(len as u64).wrapping_mul(8).to_be_bytes());
+            // The padding is the same in every lane: the padded tail of `rest` zero bytes, into
+            // which each lane's own bytes are OR-ed.
+            let pad = Padded::tail_only(&[0u8; 64][..rest], len);
             // SAFETY: 64 bytes; unaligned load.
-            let pad0 = unsafe { _mm512_loadu_si512(pad[0].as_ptr().cast()) };
+            let pad0 = unsafe { _mm512_loadu_si512(pad.block(0).as_ptr().cast()) };
             let mut tails = [[0u8; 64]; 16];
             for (tail, msg) in tails.iter_mut().zip(data) {
                 // SAFETY: the mask selects the last `rest` bytes of the message, which start at
@@ -330,8 +328,8 @@ fn hash_lanes16(
                 }
             }
             s = block(s, &mut message(&std::array::from_fn(|l| &tails[l])));
-            if two {
-                s = block(s, &mut message(&[&pad[1]; 16]));
+            if pad.blocks() == 2 {
+                s = block(s, &mut message(&[pad.block(1); 16]));
             }
         }
     }
