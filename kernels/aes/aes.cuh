@@ -319,14 +319,19 @@ BC_DEVICE uint32_t byte_at(uint4 v, int i) {
     return (w >> (24 - 8 * (i & 3))) & 0xff;
 }
 
-// x·k with Shoup's 8-bit tables for the fixed k: m[b] = b·k, r[v] = the reduction of the byte v
-// shifted out past x^127, already placed in the first word's top half.
-BC_DEVICE uint4 mul_table(uint4 x, const uint4* m, const uint32_t* r) {
+// What the byte v shifted out past x^127 adds when an element is multiplied by x^8, in the first
+// word's top half: bit j of v is x^(127+8-j) = x^(7-j)·x^128, reduced by x^128 = 1 + x + x^2 + x^7
+// (0xE1 in this bit order), i.e. v·0xE1 carry-less, shifted left by one. Computed rather than
+// looked up: random indices into a shared table conflict on its banks.
+BC_DEVICE uint32_t reduce8(uint32_t v) { return ((v ^ (v << 5) ^ (v << 6) ^ (v << 7)) << 1) << 16; }
+
+// x·k with Shoup's 8-bit table for the fixed k: m[b] = b·k for the byte b in a block's first byte.
+BC_DEVICE uint4 mul_table(uint4 x, const uint4* m) {
     uint4 z = m[byte_at(x, 15)];
 #pragma unroll
     for (int i = 14; i >= 0; --i) {
         uint32_t out = z.w & 0xff;
-        z = make_uint4((z.x >> 8) ^ r[out], (z.y >> 8) | (z.x << 24), (z.z >> 8) | (z.y << 24), (z.w >> 8) | (z.z << 24));
+        z = make_uint4((z.x >> 8) ^ reduce8(out), (z.y >> 8) | (z.x << 24), (z.z >> 8) | (z.y << 24), (z.w >> 8) | (z.z << 24));
         z = xor4(z, m[byte_at(x, i)]);
     }
     return z;

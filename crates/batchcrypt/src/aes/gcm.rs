@@ -92,14 +92,11 @@ pub fn combine(h: Gf128, segs: &[Gf128], seg_blocks: u64, blocks: u64) -> Gf128 
     let Some((last, rest)) = segs.split_last() else {
         return Gf128(0);
     };
+    // Horner's rule over the full segments, one product each: every one is H^seg_blocks apart
+    // from the next, and the last (possibly short) segment's length apart from the end.
     let h_seg = h.pow(seg_blocks as u128);
-    let mut z = *last;
-    let mut weight = h.pow((blocks - rest.len() as u64 * seg_blocks) as u128);
-    for y in rest.iter().rev() {
-        z ^= y.mul(weight);
-        weight = weight.mul(h_seg);
-    }
-    z
+    let z = rest.iter().fold(Gf128(0), |z, &y| z.mul(h_seg) ^ y);
+    z.mul(h.pow((blocks - rest.len() as u64 * seg_blocks) as u128)) ^ *last
 }
 
 /// Checks `tag` (4..=16 bytes, SP 800-38D §5.2.1.2) against the computed one in constant time.

@@ -150,10 +150,10 @@ pub fn ghash(h: Gf128, data: &[u8]) -> Gf128 {
     Gf128::from_block(&g.finalize().into())
 }
 
-/// Shoup's 8-bit tables for multiplying by a fixed `k`: `m[b] = b·k` for each byte value `b` in a
-/// block's first byte, and `r[v]`, what the byte `v` shifted out past x^127 contributes when an
-/// element is multiplied by x^8 (it lands in the first two bytes).
-pub fn shoup_tables(k: Gf128) -> ([Gf128; 256], [u16; 256]) {
+/// Shoup's 8-bit table for multiplying by a fixed `k`: `m[b] = b·k` for each byte value `b` in a
+/// block's first byte. A product takes the other factor a byte at a time, from the last: multiply
+/// by x^8 (a shift, plus [`reduce8`] of the byte shifted out) and add the next byte's entry.
+pub fn shoup_table(k: Gf128) -> [Gf128; 256] {
     let mut m = [Gf128(0); 256];
     let mut bit = k;
     // The first byte's most significant bit is x^0: 0x80 ↦ k, 0x40 ↦ k·x, … 0x01 ↦ k·x^7.
@@ -168,16 +168,15 @@ pub fn shoup_tables(k: Gf128) -> ([Gf128; 256], [u16; 256]) {
             m[b] = m[low] ^ m[b ^ low];
         }
     }
-    let mut r = [0u16; 256];
-    for (v, e) in r.iter_mut().enumerate() {
-        let mut z = Gf128(v as u128);
-        for _ in 0..8 {
-            z = z.mul_x();
-        }
-        debug_assert_eq!(z.0 << 16, 0);
-        *e = (z.0 >> 112) as u16;
-    }
-    (m, r)
+    m
+}
+
+/// What the byte `v` shifted out past x^127 adds when an element is multiplied by x^8, as the top
+/// 16 bits: bit j of `v` is x^(7-j)·x^128, and x^128 = 1 + x + x^2 + x^7 (0xE1 in this bit
+/// order), so it is `v`·0xE1 carry-less, shifted left by one. The GPU kernel computes the same.
+pub fn reduce8(v: u8) -> u16 {
+    let v = v as u16;
+    (v ^ (v << 5) ^ (v << 6) ^ (v << 7)) << 1
 }
 
 #[cfg(test)]
@@ -196,12 +195,13 @@ mod tests {
         z
     }
 
-    fn mul_shoup(x: Gf128, m: &[Gf128; 256], r: &[u16; 256]) -> Gf128 {
+    /// A product as the GPU kernel forms it.
+    fn mul_shoup(x: Gf128, m: &[Gf128; 256]) -> Gf128 {
         let b = x.to_block();
         let mut z = m[b[15] as usize];
         for i in (0..15).rev() {
-            let out = (z.0 & 0xff) as usize;
-            z = Gf128((z.0 >> 8) ^ ((r[out] as u128) << 112)) ^ m[b[i] as usize];
+            let out = z.0 as u8;
+            z = Gf128((z.0 >> 8) ^ ((reduce8(out) as u128) << 112)) ^ m[b[i] as usize];
         }
         z
     }
@@ -214,7 +214,7 @@ mod tests {
         let mut vals: Vec<u128> = (0..40).map(|_| rng.gen()).collect();
         vals.extend(edges);
         for &a in &vals {
-            let (m, r) = shoup_tables(Gf128(a));
+            let m = shoup_table(Gf128(a));
             for &b in &vals {
                 let want = mul_ref(Gf128(a), Gf128(b));
                 assert_eq!(Gf128(a).mul(Gf128(b)), want);
@@ -222,7 +222,7 @@ mod tests {
                 let mut g = GHash::new(&Gf128(b).to_block().into());
                 g.update(&[Gf128(a).to_block().into()]);
                 assert_eq!(Gf128::from_block(&g.finalize().into()), want);
-                assert_eq!(mul_shoup(Gf128(b), &m, &r), want);
+                assert_eq!(mul_shoup(Gf128(b), &m), want);
             }
         }
     }

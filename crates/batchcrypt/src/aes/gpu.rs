@@ -32,8 +32,9 @@ const BLOCKS_PER_SM: u64 = 6;
 /// are shorter. Kernels of consecutive chunks run side by side on their streams, so a chunk
 /// need not fill the GPU.
 const CHUNK_BYTES: usize = crate::dispatch::PIPELINE_CHUNK_BYTES as usize;
-/// Most blocks one thread takes per GCM segment: the segment's one generic GF(2^128) product per
-/// thread costs about three blocks' work, so segments should give each thread many blocks.
+/// Most blocks one thread takes per GCM segment: large buffers stay in many segments (16384 at
+/// 4 GiB), so the last wave of thread blocks is short. Segments of fewer blocks cost little more
+/// in the kernel: each ends in a reduction tree of table products, eight deep at 256 threads.
 const MAX_BLOCKS_PER_THREAD: u64 = 64;
 
 // SAFETY: plain old data with the kernels' layout (checked by the emulation tests).
@@ -242,7 +243,8 @@ fn launch_gcm(
         .arg(&tables)
         .arg(&seg_out);
     // SAFETY: matches `aes_gcm(Gcm, in, out, tables, seg_out)`: the buffers cover p.c.bytes bytes,
-    // the tables hold 1280 + 4·THREADS words, seg_out four words per segment of this launch.
+    // the tables are `gpu_tables` for THREADS threads, seg_out four words per segment of this
+    // launch.
     unsafe { b.launch(grid(gpu, p.c.bytes, 16 * p.seg_blocks)) }
         .map(|_| ())
         .map_err(driver_err("launch aes_gcm"))
@@ -315,7 +317,9 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
 }
 
 /// GCM's counter mode in place over `data` in GPU memory; returns the GHASH of the ciphertext.
+/// With `BATCHCRYPT_TRACE` set it prints where the call's time went.
 pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> Result<Gf128> {
+    let t0 = std::time::Instant::now();
     let gpu = Gpu::available()?;
     let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
     let bytes = data.len() as u64;
@@ -327,6 +331,7 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
     let mut seg_out = stream
         .alloc_zeros::<u32>(4 * plan.segments().max(1))
         .map_err(driver_err("cuMemAlloc"))?;
+    let t1;
     {
         let p = GcmParams {
             c: ctr_params(&g.key, &g.first_counter(), true, bytes),
@@ -338,17 +343,35 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
         let ptr = aligned(ptr)?;
         let (tp, _gt) = tables.device_ptr(&stream);
         let (sp, _gs) = seg_out.device_ptr_mut(&stream);
+        t1 = std::time::Instant::now();
         launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)?;
     }
+    stream
+        .synchronize()
+        .map_err(driver_err("cuStreamSynchronize"))?;
+    let t2 = std::time::Instant::now();
     let words = stream
         .clone_dtoh(&seg_out)
         .map_err(driver_err("cuMemcpyDtoH"))?;
-    Ok(combine(
+    let t3 = std::time::Instant::now();
+    let y = combine(
         g.h,
         &super::segment_sums(&words[..4 * plan.segments()]),
         plan.seg_blocks,
         plan.blocks,
-    ))
+    );
+    if crate::pipeline::tracing() {
+        let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e6;
+        eprintln!(
+            "gcm_device: {bytes} bytes, {} segments: set-up {:.0} µs, kernel {:.0} µs, sums down {:.0} µs, combine {:.0} µs",
+            plan.segments(),
+            us(t0, t1),
+            us(t1, t2),
+            us(t2, t3),
+            us(t3, std::time::Instant::now())
+        );
+    }
+    Ok(y)
 }
 
 /// Most blocks of one XTS launch: the kernel indexes them with 32-bit words.
@@ -569,11 +592,17 @@ pub fn xts_kernel_seconds(key: &XtsKey, bytes: usize, decrypt: bool, iters: usiz
 }
 
 /// Kernel-only time of CTR (or GCM) over `bytes` bytes resident in GPU memory, in seconds (the
-/// median of a few runs, timed by events): for the benchmarks.
+/// median of a few runs, timed by events): for the benchmarks. Input and output are separate
+/// buffers: encrypting in place would alternate the buffer between plaintext and keystream, and
+/// GHASH over an all-zero ciphertext, every other run, finds its table look-ups all on one entry
+/// (a 4 GiB GCM run took 10.8 ms on zeros, 13.5 ms on real ciphertext).
 pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Result<f64> {
     let gpu = Gpu::available()?;
     let stream = gpu.stream()?;
-    let mut data = stream
+    let input = stream
+        .alloc_zeros::<u8>(bytes.max(16))
+        .map_err(driver_err("cuMemAlloc"))?;
+    let mut output = stream
         .alloc_zeros::<u8>(bytes.max(16))
         .map_err(driver_err("cuMemAlloc"))?;
     if gcm {
@@ -593,17 +622,19 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
             pad: 0,
         };
         crate::backend::cuda::time_on_stream(&stream, iters, || {
-            let (ptr, _g) = data.device_ptr_mut(&stream);
+            let (ip, _gi) = input.device_ptr(&stream);
+            let (op, _go) = output.device_ptr_mut(&stream);
             let (tp, _gt) = tables.device_ptr(&stream);
             let (sp, _gs) = seg_out.device_ptr_mut(&stream);
-            launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)
+            launch_gcm(gpu, &f, &stream, p, ip, op, tp, sp)
         })
     } else {
         let f = gpu.function(&crate::kernels::AES, "aes_ctr")?;
         let p = ctr_params(key, &[0; 16], false, bytes as u64);
         crate::backend::cuda::time_on_stream(&stream, iters, || {
-            let (ptr, _g) = data.device_ptr_mut(&stream);
-            launch_ctr(gpu, &f, &stream, p, ptr, ptr)
+            let (ip, _gi) = input.device_ptr(&stream);
+            let (op, _go) = output.device_ptr_mut(&stream);
+            launch_ctr(gpu, &f, &stream, p, ip, op)
         })
     }
 }

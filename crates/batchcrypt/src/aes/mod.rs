@@ -610,20 +610,27 @@ pub(crate) fn ctr_bitsliced_params(
     }
 }
 
-/// The kernel's table block for `threads` threads per block: Shoup tables of H^threads (256
-/// elements as big-endian words, then 256 reduction words), then H^1..H^threads.
+/// The kernel's table block for `threads` threads per block (a power of two), as big-endian
+/// words: Shoup's table of H^threads (256 elements), then those of H^1, H^2, H^4, …
+/// H^(threads/2) (of H^1 alone for one thread), which its reduction tree multiplies by. The
+/// kernel computes the reduction half of the tables.
 #[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
-    let words =
-        |g: gf128::Gf128| -> [u32; 4] { std::array::from_fn(|i| (g.0 >> (96 - 32 * i)) as u32) };
-    let (m, r) = gf128::shoup_tables(h.pow(threads as u128));
-    let mut t = Vec::with_capacity(1280 + 4 * threads);
-    t.extend(m.iter().flat_map(|&g| words(g)));
-    t.extend(r.iter().map(|&v| (v as u32) << 16));
+    debug_assert!(threads.is_power_of_two());
+    let levels = threads.ilog2().max(1) as usize;
+    let mut t = Vec::with_capacity(1024 * (1 + levels));
+    let mut table = |k: gf128::Gf128| {
+        t.extend(
+            gf128::shoup_table(k)
+                .iter()
+                .flat_map(|g| (0..4).map(move |i| (g.0 >> (96 - 32 * i)) as u32)),
+        )
+    };
+    table(h.pow(threads as u128));
     let mut p = h;
-    for _ in 0..threads {
-        t.extend(words(p));
-        p = p.mul(h);
+    for _ in 0..levels {
+        table(p);
+        p = p.square();
     }
     t
 }
