@@ -44,6 +44,11 @@ pub fn run(engine: &Engine) -> Result<()> {
         );
     }
     let d = engine.dispatcher();
+    println!(
+        "host memory: {:.1} GB/s on all cores (bytes read and written, a parallel copy of 64 MiB; last-level cache {} MiB: a copy it holds much of measures the cache)",
+        d.host_bandwidth() / 1e9,
+        batchcrypt::backend::cpu::last_level_cache_bytes() >> 20
+    );
     for (link, how) in [
         (d.link(), "pageable, one copy"),
         (d.link_staged(), "pageable, through page-locked staging"),

@@ -108,6 +108,16 @@ fn huge_pages(p: *mut u8, len: usize) {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn cache_sizes_parse() {
+        assert_eq!(super::cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(super::cache_size("2M"), Some(2 << 20));
+        assert_eq!(super::cache_size("512"), Some(512));
+        assert_eq!(super::cache_size("K"), None);
+        // Whatever this machine says, a last-level cache holds at least hundreds of KiB.
+        assert!(super::last_level_cache_bytes() >= 256 << 10);
+    }
+
+    #[test]
     fn zeroed_arrays_are_zero_and_sized() {
         assert!(super::zeroed_arrays::<64>(0).is_empty());
         for n in [1, 3, 1 << 16] {
@@ -129,4 +139,38 @@ pub fn par_copy(dst: &mut [u8], src: &[u8]) {
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// A cache size as sysfs writes it ("32768K").
+fn cache_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: usize = num.parse().ok()?;
+    Some(match unit {
+        "K" => n << 10,
+        "M" => n << 20,
+        "G" => n << 30,
+        _ => n,
+    })
+}
+
+/// The size of the largest CPU cache (the last level), from Linux's sysfs; 32 MiB where it
+/// cannot be read.
+pub fn last_level_cache_bytes() -> usize {
+    (0..8)
+        .filter_map(|i| {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let level: u32 = std::fs::read_to_string(format!("{dir}/level"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((
+                level,
+                cache_size(&std::fs::read_to_string(format!("{dir}/size")).ok()?)?,
+            ))
+        })
+        .max()
+        .map(|(_, size)| size)
+        .unwrap_or(32 << 20)
 }
