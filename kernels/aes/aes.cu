@@ -67,7 +67,7 @@ BC_DEVICE void gcm_segments(const Gcm& p, const uint8_t* in, uint8_t* out, const
         }
         red[threadIdx.x] = acc;
         __syncthreads();
-        // levels: the Shoup tables of H^(2^j), j = 0 .. log2(T), 256 elements each.
+        // levels: the Shoup tables of H^(2^j), j = 0 .. log2(T) - 1, 256 elements each.
         uint32_t lg = 0;
         while ((1u << lg) < T) ++lg;
         for (uint32_t half = T / 2, j = lg - 1; half > 0; half /= 2, --j) {

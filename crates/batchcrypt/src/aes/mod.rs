@@ -663,12 +663,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         // about a fifth faster than real data.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let noise: Vec<u8> = (0..(8 << 20) / 8)
-            .flat_map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x.to_le_bytes()
-            })
+            .flat_map(|_| crate::backend::cpu::xorshift64(&mut x).to_le_bytes())
             .collect();
         let mut d = gpu
             .stream()?

@@ -141,6 +141,16 @@ pub fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
+/// Marsaglia's xorshift64: a fixed sequence of pseudo-random words from `state` (non-zero), for
+/// test and calibration data that must not be constant, never for secrets.
+#[cfg(any(test, feature = "cuda"))]
+pub(crate) fn xorshift64(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
 /// A cache size as sysfs writes it ("32768K").
 fn cache_size(text: &str) -> Option<usize> {
     let t = text.trim();

@@ -225,12 +225,7 @@ pub(crate) mod checks {
     /// every lane, from random states.
     pub(crate) fn shared_block_matches_compress<const L: usize, C: Compressor<L>>(c: &C) {
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = move || crate::backend::cpu::xorshift64(&mut x);
         for _ in 0..200 {
             let state: [[u32; L]; 8] =
                 std::array::from_fn(|_| std::array::from_fn(|_| next() as u32));

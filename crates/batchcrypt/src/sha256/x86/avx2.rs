@@ -258,14 +258,8 @@ fn compress8_shared(state: &mut [[u32; 8]; 8], kw: &[u32; 64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::xorshift64 as xorshift;
     use crate::sha256::{multibuffer, portable, Messages, IV};
-
-    fn xorshift(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
-    }
 
     #[test]
     fn matches_portable() {
