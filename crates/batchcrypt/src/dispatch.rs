@@ -78,7 +78,27 @@ pub struct Plan {
 }
 
 /// How an operation measures one backend's cost (compute only, data already where it runs).
-pub type Calibrate<'a> = &'a dyn Fn(Backend) -> Result<Cost>;
+/// Any `Fn(Backend) -> Result<Cost>` is one that measures in cache only.
+pub trait Calibration {
+    /// The cost on data the caches hold (CPU backends: see [`cpu_cost`]).
+    fn in_cache(&self, backend: Backend) -> Result<Cost>;
+    /// Seconds per work unit on all of the pool's threads over data that streams from DRAM (a
+    /// batch larger than the last-level cache), where the operation measures it: on a host with
+    /// a 300 MiB cache, AES over 1 GiB ran 1.2-1.5x slower than its in-cache calibration said,
+    /// and 1.15-1.45x slower than a plain streaming pass at DRAM's bandwidth allowed. `None`: the
+    /// memory bandwidth alone bounds such batches.
+    fn streaming(&self, _backend: Backend) -> Option<Result<f64>> {
+        None
+    }
+}
+
+impl<F: Fn(Backend) -> Result<Cost>> Calibration for F {
+    fn in_cache(&self, backend: Backend) -> Result<Cost> {
+        self(backend)
+    }
+}
+
+pub type Calibrate<'a> = &'a dyn Calibration;
 
 /// Bytes per chunk of the host↔GPU pipelines (16-32 MiB; the staged copy rate is measured on
 /// chunks of this size).
@@ -110,6 +130,8 @@ const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
 const PARALLEL_MIN_S: f64 = 30e-6;
 /// Batches moving less than this through memory are never bound by its bandwidth.
 const MEMORY_BOUND_MIN_BYTES: u64 = 16 << 20;
+/// Bytes per buffer of the pass that measures the host's memory bandwidth.
+const STREAM_BYTES: usize = 64 << 20;
 /// Each worker thread should get at least this much work, by the one-thread calibration. Small:
 /// calibrations run on data in cache, while a parallel call meets it cold; on AES over 1 MiB
 /// (50-150 µs on one core in cache) all 16 cores were 1.6-2x faster than the 6-8 threads that
@@ -119,10 +141,12 @@ const PER_THREAD_MIN_S: f64 = 2e-6;
 pub struct Dispatcher {
     choice: BackendChoice,
     costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
+    streaming: Mutex<HashMap<(&'static str, Backend), Option<f64>>>,
     link: OnceLock<std::result::Result<Link, String>>,
     link_staged: OnceLock<std::result::Result<Link, String>>,
     link_pinned: OnceLock<std::result::Result<Link, String>>,
     host_bw: OnceLock<f64>,
+    dram_bw: OnceLock<f64>,
 }
 
 impl Dispatcher {
@@ -130,10 +154,12 @@ impl Dispatcher {
         Dispatcher {
             choice,
             costs: Mutex::new(HashMap::new()),
+            streaming: Mutex::new(HashMap::new()),
             link: OnceLock::new(),
             link_staged: OnceLock::new(),
             link_pinned: OnceLock::new(),
             host_bw: OnceLock::new(),
+            dram_bw: OnceLock::new(),
         }
     }
 
@@ -202,7 +228,10 @@ impl Dispatcher {
 
     /// The CPU plan and the GPU plan for `w`, each with its estimate (`None` where unmeasurable).
     pub fn estimates(&self, w: &Workload, cpu: Backend, calibrate: Calibrate<'_>) -> [Plan; 2] {
-        let mut cpu_plan = self.cpu_plan(w, cpu, self.cost(w.op, cpu, calibrate).ok());
+        let mut cpu_plan = match self.cost(w.op, cpu, calibrate) {
+            Ok(c) => self.cpu_estimate(w, cpu, c, calibrate),
+            Err(_) => self.cpu_plan(w, cpu, None),
+        };
         // Data in GPU memory reaches the CPU and comes back through the link.
         if let (Location::Device, Some(e), Ok(link)) =
             (w.location, cpu_plan.estimate_s, self.link())
@@ -244,7 +273,7 @@ impl Dispatcher {
     }
 
     /// Thread count for a CPU backend from its cost: the one given, else one measured earlier in
-    /// this process, else an estimate by bytes.
+    /// this process, else an estimate by bytes. No time estimate: that is [`Self::cpu_estimate`]'s.
     fn cpu_plan(&self, w: &Workload, backend: Backend, cost: Option<Cost>) -> Plan {
         let cost = cost.or_else(|| self.measured_cost(w.op, backend));
         let pool = crate::backend::cpu::threads().max(1);
@@ -260,36 +289,75 @@ impl Dispatcher {
                 .clamp(1, pool)
                 .min(w.items.max(1) as usize)
         };
-        // All cores together cannot stream bytes faster than the host's memory does.
-        let moved = w.bytes_in + w.bytes_out;
-        let memory_s = if moved >= MEMORY_BOUND_MIN_BYTES {
-            moved as f64 / self.host_bandwidth()
-        } else {
-            0.0
-        };
-        let estimate_s = cost.map(|c| c.fixed_s + (serial_s / threads as f64).max(memory_s));
         Plan {
             backend,
             threads,
-            estimate_s,
+            estimate_s: None,
         }
     }
 
-    /// Host memory bandwidth on all cores (bytes read plus bytes written per second), measured
-    /// once with a parallel copy of 64 MiB.
-    pub fn host_bandwidth(&self) -> f64 {
-        *self.host_bw.get_or_init(|| {
-            const LEN: usize = 64 << 20;
-            let src = vec![1u8; LEN];
-            let mut dst = vec![0u8; LEN];
-            let mut best = f64::MAX;
-            for _ in 0..4 {
-                let t = std::time::Instant::now();
-                crate::backend::cpu::par_copy(&mut dst, &src);
-                best = best.min(t.elapsed().as_secs_f64());
+    /// The CPU plan for `w` with its estimate from `cost` (measured on one thread, data in
+    /// cache), bounded by the host's memory and, for a batch larger than the last-level cache, by
+    /// the operation's cost measured over such data where it has one.
+    fn cpu_estimate(
+        &self,
+        w: &Workload,
+        backend: Backend,
+        cost: Cost,
+        calibrate: Calibrate<'_>,
+    ) -> Plan {
+        let plan = self.cpu_plan(w, backend, Some(cost));
+        let compute_s = cost.per_unit_s * w.units as f64 / plan.threads as f64;
+        let moved = w.bytes_in + w.bytes_out;
+        let mut run_s = self.memory_bound(compute_s, moved);
+        if moved > crate::backend::cpu::last_level_cache_bytes() as u64 {
+            if let Some(per_unit) = self.streaming_cost(w.op, backend, calibrate) {
+                let pool = crate::backend::cpu::threads().max(1) as f64;
+                run_s = run_s.max(per_unit * w.units as f64 * pool / plan.threads as f64);
             }
-            std::hint::black_box(&dst);
-            2.0 * LEN as f64 / best
+        }
+        Plan {
+            estimate_s: Some(cost.fixed_s + run_s),
+            ..plan
+        }
+    }
+
+    /// Seconds for a CPU batch that computes for `compute_s` (as measured on data in cache) while
+    /// moving `moved` bytes through memory. All cores together cannot stream bytes faster than
+    /// the memory holding them: the part of the batch the last-level cache can hold moves at the
+    /// cache's rate, the rest at DRAM's. On a host with a 300 MiB cache, AES-CTR over 1 GiB in
+    /// page-locked memory took 1.2-1.5x what the in-cache calibration said.
+    fn memory_bound(&self, compute_s: f64, moved: u64) -> f64 {
+        if moved < MEMORY_BOUND_MIN_BYTES {
+            return compute_s;
+        }
+        let cache = crate::backend::cpu::last_level_cache_bytes() as u64;
+        let dram = if moved > cache {
+            self.dram_bandwidth()
+        } else {
+            f64::INFINITY
+        };
+        two_level_seconds(compute_s, moved, cache, self.host_bandwidth(), dram)
+    }
+
+    /// Host memory bandwidth on all cores (bytes read plus bytes written per second), measured
+    /// once streaming one 64 MiB buffer into another: on hosts whose last-level cache holds much
+    /// of that, the cache's rate.
+    pub fn host_bandwidth(&self) -> f64 {
+        *self.host_bw.get_or_init(|| stream_bandwidth(STREAM_BYTES))
+    }
+
+    /// DRAM bandwidth on all cores (bytes read plus bytes written per second), measured once
+    /// streaming between buffers of twice the last-level cache each (at most 1 GiB); the
+    /// same figure as [`Self::host_bandwidth`] where that pass already overflows the cache.
+    pub fn dram_bandwidth(&self) -> f64 {
+        *self.dram_bw.get_or_init(|| {
+            let len = (2 * crate::backend::cpu::last_level_cache_bytes()).min(1 << 30);
+            if len <= STREAM_BYTES {
+                self.host_bandwidth()
+            } else {
+                stream_bandwidth(len)
+            }
         })
     }
 
@@ -342,11 +410,28 @@ impl Dispatcher {
                 why,
             });
         }
-        let c = calibrate(backend);
+        let c = calibrate.in_cache(backend);
         self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert(
             (op, backend),
             c.as_ref().map(|c| *c).map_err(|e| e.to_string()),
         );
+        c
+    }
+
+    /// Seconds per unit of `backend` on `op` over data streaming from DRAM, all threads, where
+    /// the operation measures it; measured on first use, a failure remembered as none.
+    fn streaming_cost(
+        &self,
+        op: &'static str,
+        backend: Backend,
+        calibrate: Calibrate<'_>,
+    ) -> Option<f64> {
+        let lock = || self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = lock().get(&(op, backend)) {
+            return *c;
+        }
+        let c = calibrate.streaming(backend).and_then(|r| r.ok());
+        lock().insert((op, backend), c);
         c
     }
 
@@ -380,6 +465,17 @@ impl Dispatcher {
             .clone()
     }
 
+    /// Streaming costs measured so far (seconds per unit, all threads), for `batchcrypt calibrate`.
+    pub fn measured_streaming(&self) -> Vec<(&'static str, Backend, f64)> {
+        let costs = self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = costs
+            .iter()
+            .filter_map(|(&(o, b), c)| c.map(|c| (o, b, c)))
+            .collect();
+        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        v
+    }
+
     /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
     pub fn measured(&self) -> Vec<(&'static str, Backend, Cost)> {
         let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
@@ -405,6 +501,46 @@ fn pipelined(link: Link, chunk: f64, compute: f64, bytes_in: f64, bytes_out: f64
         .max(rest_out / link.d2h)
         .max((rest_in + rest_out) / (2.0 * link.duplex));
     link.latency + (first + last) * link.alone + compute.max(copies)
+}
+
+/// Seconds to compute for `compute_s` while moving `moved` bytes, the first `cache` of them at
+/// `cache_bw` and the rest at `dram_bw` (bytes per second): each part takes the longer of its
+/// share of the compute and its memory traffic.
+fn two_level_seconds(compute_s: f64, moved: u64, cache: u64, cache_bw: f64, dram_bw: f64) -> f64 {
+    let near = moved.min(cache) as f64;
+    let far = moved as f64 - near;
+    let share = compute_s / moved as f64;
+    (share * near).max(near / cache_bw) + (share * far).max(far / dram_bw)
+}
+
+/// Bytes read plus bytes written per second by a parallel pass that reads one `len`-byte buffer
+/// and writes another with ordinary stores, as the CPU cipher and hash paths do: the best of at
+/// least three passes, and of 1 GiB streamed at least (a 64 MiB pass takes a millisecond or two,
+/// short enough for one stall to halve it), after one that maps the pages. Not a copy: the C library's copy of large buffers can
+/// write whole lines without reading them first, which a cipher's stores do not (on a host with
+/// a 300 MiB cache a copy between 600 MiB buffers moved 117 GB/s, where AES-CTR over 1 GiB moved
+/// 82-91 GB/s).
+fn stream_bandwidth(len: usize) -> f64 {
+    use rayon::prelude::*;
+    const PIECE: usize = (1 << 20) / 8;
+    let words = len / 8;
+    let mut src = vec![0u64; words];
+    // Written in parallel: pages only read would all map the kernel's one zero page.
+    src.par_chunks_mut(PIECE).for_each(|c| c.fill(1));
+    let mut dst = vec![0u64; words];
+    let passes = ((1usize << 30) / len.max(1)).clamp(3, 16);
+    let mut best = f64::MAX;
+    for i in 0..=passes {
+        let t = std::time::Instant::now();
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = s ^ 0x5a5a_5a5a));
+        if i > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    std::hint::black_box(&dst);
+    (16 * words) as f64 / best
 }
 
 /// How host memory meets the GPU: a plain copy from pageable memory, the pipeline's staging, or
@@ -552,5 +688,71 @@ mod tests {
             assert!(t > last, "{log}: {t} <= {last}");
             last = t;
         }
+    }
+
+    #[test]
+    fn memory_bounds_batches_by_where_their_bytes_fit() {
+        let m = 1u64 << 20;
+        let (cache, cache_bw, dram_bw) = (300 * m, 115e9, 90e9);
+        let t = |compute, moved| two_level_seconds(compute, moved, cache, cache_bw, dram_bw);
+        // Fast compute in cache: the cache's rate bounds it.
+        assert!((t(1e-4, 256 * m) / (256.0 * MIB / 115e9) - 1.0).abs() < 1e-9);
+        // Slow compute binds wherever the bytes are.
+        assert!((t(1.0, 2048 * m) - 1.0).abs() < 1e-9);
+        // 1 GiB each way: the cache's share at its rate, the rest at DRAM's.
+        let want = 300.0 * MIB / 115e9 + 1748.0 * MIB / 90e9;
+        assert!((t(10e-3, 2048 * m) / want - 1.0).abs() < 1e-9);
+        // Compute between the two rates: it binds the cached share only.
+        let compute = 2048.0 * MIB / 100e9;
+        let want = compute * 300.0 / 2048.0 + 1748.0 * MIB / 90e9;
+        assert!((t(compute, 2048 * m) / want - 1.0).abs() < 1e-9);
+    }
+
+    /// A calibration with fixed costs that counts its streaming measurements.
+    struct Fixed {
+        streamed: std::cell::Cell<u32>,
+    }
+
+    impl Calibration for Fixed {
+        fn in_cache(&self, _: Backend) -> Result<Cost> {
+            Ok(Cost {
+                fixed_s: 1e-6,
+                per_unit_s: 1e-9,
+            })
+        }
+        fn streaming(&self, _: Backend) -> Option<Result<f64>> {
+            self.streamed.set(self.streamed.get() + 1);
+            Some(Ok(1e-6))
+        }
+    }
+
+    #[test]
+    fn batches_beyond_the_cache_cost_what_was_measured_over_such_data() {
+        let d = Dispatcher::new(BackendChoice::Auto);
+        let cal = Fixed {
+            streamed: std::cell::Cell::new(0),
+        };
+        let cost = cal.in_cache(Backend::Portable).unwrap();
+        let work = |bytes: u64| Workload {
+            op: "test",
+            items: bytes / 16,
+            units: bytes / 16,
+            bytes_in: bytes,
+            bytes_out: bytes,
+            location: Location::Pinned,
+        };
+        // In cache: the in-cache cost alone, nothing streamed.
+        let small = d.cpu_estimate(&work(64 << 10), Backend::Portable, cost, &cal);
+        let want = 1e-6 + 4096.0 * 1e-9 / small.threads as f64;
+        assert!((small.estimate_s.unwrap() / want - 1.0).abs() < 1e-9);
+        assert_eq!(cal.streamed.get(), 0);
+        // 1 GiB each way is beyond any last-level cache here: the streaming cost, measured once.
+        let w = work(1 << 30);
+        let large = d.cpu_estimate(&w, Backend::Portable, cost, &cal);
+        let pool = crate::backend::cpu::threads().max(1) as f64;
+        let want = 1e-6 + 1e-6 * w.units as f64 * pool / large.threads as f64;
+        assert!((large.estimate_s.unwrap() / want - 1.0).abs() < 1e-9);
+        d.cpu_estimate(&w, Backend::Portable, cost, &cal);
+        assert_eq!(cal.streamed.get(), 1);
     }
 }

@@ -44,10 +44,19 @@ pub fn run(engine: &Engine) -> Result<()> {
         );
     }
     let d = engine.dispatcher();
+    for (op, b, per_unit) in d.measured_streaming() {
+        println!(
+            "  {op:<12} {:<9} beyond the last-level cache, all threads: {:.3} ns per block",
+            b.name(),
+            per_unit * 1e9
+        );
+    }
+    let cache = batchcrypt::backend::cpu::last_level_cache_bytes();
     println!(
-        "host memory: {:.1} GB/s on all cores (bytes read and written, a parallel copy of 64 MiB; last-level cache {} MiB: a copy it holds much of measures the cache)",
+        "host memory on all cores (bytes read and written): {:.1} GB/s streaming 64 MiB buffers, {:.1} GB/s streaming buffers of twice the {} MiB last-level cache (up to 1 GiB); CPU estimates move the bytes that cache holds at the first rate, the rest at the second",
         d.host_bandwidth() / 1e9,
-        batchcrypt::backend::cpu::last_level_cache_bytes() >> 20
+        d.dram_bandwidth() / 1e9,
+        cache >> 20
     );
     for (link, how) in [
         (d.link(), "pageable, one copy"),

@@ -165,8 +165,14 @@ fn cache_size(text: &str) -> Option<usize> {
 }
 
 /// The size of the largest CPU cache (the last level), from Linux's sysfs; 32 MiB where it
-/// cannot be read.
+/// cannot be read. Read once: the dispatcher asks for every batch, and sixteen sysfs reads cost
+/// more than AES over 1 MiB on all cores.
 pub fn last_level_cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(read_last_level_cache_bytes)
+}
+
+fn read_last_level_cache_bytes() -> usize {
     (0..8)
         .filter_map(|i| {
             let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
