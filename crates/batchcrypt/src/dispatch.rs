@@ -525,8 +525,8 @@ fn stream_bandwidth(len: usize) -> f64 {
     const PIECE: usize = (1 << 20) / 8;
     let words = len / 8;
     let mut src = vec![0u64; words];
-    // Written in parallel: pages only read would all map the kernel's one zero page.
-    src.par_chunks_mut(PIECE).for_each(|c| c.fill(1));
+    // Written: pages only read would all map the kernel's one zero page.
+    crate::backend::cpu::par_fill(&mut src, 1);
     let mut dst = vec![0u64; words];
     let passes = ((1usize << 30) / len.max(1)).clamp(3, 16);
     let mut best = f64::MAX;
@@ -581,6 +581,20 @@ pub fn cpu_cost(one_thread: Cost, all_threads: Cost, threads: usize) -> Cost {
     }
 }
 
+/// The median time of `runs` calls of `f` (odd), after one untimed call that warms up (module
+/// load, page faults, allocator).
+pub fn median_seconds(runs: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64());
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[runs / 2])
+}
+
 /// Fits `fixed + units × per_unit` through two timed runs (the median of a few each).
 pub fn fit(
     small_units: u64,
@@ -588,19 +602,8 @@ pub fn fit(
     large_units: u64,
     mut large: impl FnMut() -> Result<()>,
 ) -> Result<Cost> {
-    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        f()?; // warm-up: module load, page faults, allocator
-        let mut v = Vec::with_capacity(5);
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            f()?;
-            v.push(t.elapsed().as_secs_f64());
-        }
-        v.sort_by(f64::total_cmp);
-        Ok(v[2])
-    };
-    let ts = time(&mut small)?;
-    let tl = time(&mut large)?;
+    let ts = median_seconds(5, &mut small)?;
+    let tl = median_seconds(5, &mut large)?;
     let per_unit_s = ((tl - ts) / (large_units - small_units) as f64).max(1e-15);
     let fixed_s = (ts - per_unit_s * small_units as f64).max(0.0);
     Ok(Cost {

@@ -152,7 +152,7 @@ pub fn ghash(h: Gf128, data: &[u8]) -> Gf128 {
 
 /// Shoup's 8-bit table for multiplying by a fixed `k`: `m[b] = b·k` for each byte value `b` in a
 /// block's first byte. A product takes the other factor a byte at a time, from the last: multiply
-/// by x^8 (a shift, plus [`reduce8`] of the byte shifted out) and add the next byte's entry.
+/// by x^8 (a shift, plus the reduction of the byte shifted out) and add the next byte's entry.
 pub fn shoup_table(k: Gf128) -> [Gf128; 256] {
     let mut m = [Gf128(0); 256];
     let mut bit = k;
@@ -171,14 +171,6 @@ pub fn shoup_table(k: Gf128) -> [Gf128; 256] {
     m
 }
 
-/// What the byte `v` shifted out past x^127 adds when an element is multiplied by x^8, as the top
-/// 16 bits: bit j of `v` is x^(7-j)·x^128, and x^128 = 1 + x + x^2 + x^7 (0xE1 in this bit
-/// order), so it is `v`·0xE1 carry-less, shifted left by one. The GPU kernel computes the same.
-pub fn reduce8(v: u8) -> u16 {
-    let v = v as u16;
-    (v ^ (v << 5) ^ (v << 6) ^ (v << 7)) << 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +185,15 @@ mod tests {
             v = v.mul_x();
         }
         z
+    }
+
+    /// What the byte `v` shifted out past x^127 adds when an element is multiplied by x^8, as the
+    /// top 16 bits: bit j of `v` is x^(7-j)·x^128, and x^128 = 1 + x + x^2 + x^7 (0xE1 in this
+    /// bit order), so it is `v`·0xE1 carry-less, shifted left by one. The GPU kernel computes the
+    /// same.
+    fn reduce8(v: u8) -> u16 {
+        let v = v as u16;
+        (v ^ (v << 5) ^ (v << 6) ^ (v << 7)) << 1
     }
 
     /// A product as the GPU kernel forms it.

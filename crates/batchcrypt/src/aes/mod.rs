@@ -651,11 +651,9 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     use crate::dispatch::{cpu_cost, fit_sizes};
     // Runs are sized in 16-byte blocks, the unit of the fit.
     const BLOCKS_PER_KIB: usize = 1024 / 16;
+    let keys = CalibrationKeys::new()?;
     #[cfg(feature = "cuda")]
     if backend == Backend::Cuda {
-        let key = Key::Aes128([7; 16]);
-        let g = gcm::Gcm::new(&key, &[0; 12])?;
-        let xts_key = xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
         let gpu = crate::backend::cuda::Gpu::available()?;
         // Pseudo-random bytes: encrypted in place, a buffer of zeros (or of one repeated byte)
         // would every other run give GHASH a ciphertext whose table look-ups all hit one entry,
@@ -671,16 +669,16 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         return fit_sizes(64 * BLOCKS_PER_KIB, 8192 * BLOCKS_PER_KIB, 1, |blocks| {
             let mut view = d.slice_mut(..16 * blocks);
             match op {
-                OP_CTR => gpu::ctr_device(&key, &[0; 16], &mut view),
-                OP_XTS => gpu::xts_device(&xts_key, &[0; 16], 4096, &mut view, false),
-                _ => gpu::gcm_device(&g, &mut view, false).map(|_| ()),
+                OP_CTR => gpu::ctr_device(&keys.key, &[0; 16], &mut view),
+                OP_XTS => gpu::xts_device(&keys.xts, &[0; 16], 4096, &mut view, false),
+                _ => gpu::gcm_device(&keys.gcm, &mut view, false).map(|_| ()),
             }
         });
     }
     let data = vec![0x5au8; LARGE];
     let mut out = vec![0u8; LARGE];
     let mut run = |n: usize, threads: usize| -> Result<()> {
-        cpu_pass(op, backend, &data[..n], &mut out[..n], threads)
+        keys.cpu_pass(op, backend, &data[..n], &mut out[..n], threads)
     };
     let pool = crate::backend::cpu::threads().max(1);
     let one = fit_sizes(64 * BLOCKS_PER_KIB, 1024 * BLOCKS_PER_KIB, 1, |blocks| {
@@ -692,24 +690,38 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     Ok(cpu_cost(one, all, pool))
 }
 
-/// One CPU pass of `op` over `data` with a fixed key, for calibration.
-fn cpu_pass(
-    op: &'static str,
-    backend: Backend,
-    data: &[u8],
-    out: &mut [u8],
-    threads: usize,
-) -> Result<()> {
-    let key = Key::Aes128([7; 16]);
-    match op {
-        OP_CTR => cpu::ctr(backend, &key, &[0; 16], data, out, threads),
-        OP_XTS => {
-            let xts_key = xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
-            xts::cpu(backend, &xts_key, &[0; 16], 4096, data, out, false, threads)
-        }
-        _ => {
-            let g = gcm::Gcm::new(&key, &[0; 12])?;
-            cpu::gcm(backend, &g, data, out, false, threads).map(|_| ())
+/// The fixed keys calibration runs under, set up once, outside the timed passes.
+struct CalibrationKeys {
+    key: Key,
+    gcm: gcm::Gcm,
+    xts: xts::XtsKey,
+}
+
+impl CalibrationKeys {
+    fn new() -> Result<Self> {
+        let key = Key::Aes128([7; 16]);
+        Ok(CalibrationKeys {
+            gcm: gcm::Gcm::new(&key, &[0; 12])?,
+            xts: xts::XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?,
+            key,
+        })
+    }
+
+    /// One CPU pass of `op` over `data`.
+    fn cpu_pass(
+        &self,
+        op: &'static str,
+        backend: Backend,
+        data: &[u8],
+        out: &mut [u8],
+        threads: usize,
+    ) -> Result<()> {
+        match op {
+            OP_CTR => cpu::ctr(backend, &self.key, &[0; 16], data, out, threads),
+            OP_XTS => xts::cpu(
+                backend, &self.xts, &[0; 16], 4096, data, out, false, threads,
+            ),
+            _ => cpu::gcm(backend, &self.gcm, data, out, false, threads).map(|_| ()),
         }
     }
 }
@@ -719,22 +731,17 @@ fn cpu_pass(
 /// after one that maps the pages. On a host with a 300 MiB cache, buffers of the cache's size
 /// each (the best of two passes) gave 0.9-1.2x the rate AES then reached over 1 GiB.
 fn calibrate_streaming(op: &'static str, backend: Backend) -> Result<f64> {
-    use rayon::prelude::*;
     let n = (2 * crate::backend::cpu::last_level_cache_bytes()).clamp(64 << 20, 1 << 30) & !4095;
     let mut data = vec![0u8; n];
     // Written in parallel: one thread would take longer than the passes.
-    data.par_chunks_mut(1 << 20).for_each(|c| c.fill(0x5a));
+    crate::backend::cpu::par_fill(&mut data, 0x5a);
     let mut out = vec![0u8; n];
+    let keys = CalibrationKeys::new()?;
     let pool = crate::backend::cpu::threads().max(1);
-    cpu_pass(op, backend, &data, &mut out, pool)?;
-    let mut times = [0.0; 3];
-    for t in &mut times {
-        let start = std::time::Instant::now();
-        cpu_pass(op, backend, &data, &mut out, pool)?;
-        *t = start.elapsed().as_secs_f64();
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[1] / (n / 16) as f64)
+    let s = crate::dispatch::median_seconds(3, &mut || {
+        keys.cpu_pass(op, backend, &data, &mut out, pool)
+    })?;
+    Ok(s / (n / 16) as f64)
 }
 
 /// The AES operations' calibration: in cache for every backend, and over data streaming from

@@ -141,6 +141,14 @@ pub fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
+/// Fills `buf` with `value` on all cores (the pages of a large new buffer are mapped as they are
+/// first written, which one core does slowly).
+pub fn par_fill<T: Copy + Send + Sync>(buf: &mut [T], value: T) {
+    use rayon::prelude::*;
+    buf.par_chunks_mut(((1 << 20) / std::mem::size_of::<T>().max(1)).max(1))
+        .for_each(|c| c.fill(value));
+}
+
 /// Marsaglia's xorshift64: a fixed sequence of pseudo-random words from `state` (non-zero), for
 /// test and calibration data that must not be constant, never for secrets.
 #[cfg(any(test, feature = "cuda"))]
