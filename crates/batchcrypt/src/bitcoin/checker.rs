@@ -1,0 +1,1 @@
+//! Signature checks behind an interface.

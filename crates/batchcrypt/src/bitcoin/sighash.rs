@@ -1,0 +1,1 @@
+//! Signature hashes: legacy, BIP143 (segwit v0) and BIP341 (taproot).

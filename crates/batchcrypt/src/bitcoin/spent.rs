@@ -1,0 +1,1 @@
+//! Spent-output data: bcoin .undo, Floresta .spent.json, Bitcoin Core undo records.

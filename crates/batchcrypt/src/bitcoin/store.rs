@@ -1,0 +1,1 @@
+//! A Bitcoin Core blocks/ directory: blk*.dat (with the xor.dat key) and rev*.dat.
