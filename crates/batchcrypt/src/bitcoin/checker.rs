@@ -1,1 +1,234 @@
-//! Signature checks behind an interface.
+//! Signature checks behind an interface, as in Bitcoin Core: the interpreter asks a
+//! [`SignatureChecker`]; [`TxChecker`] turns each request into a message (the signature hash)
+//! and an encoding-normalized signature, and hands the arithmetic to a [`SigVerifier`], which
+//! may verify at once ([`CpuVerifier`]) or record the check for a batch and answer later
+//! ([`crate::bitcoin::batch`]).
+
+use super::script::{ExecData, ScriptError, SigVersion};
+use super::sighash::{self, Precomputed};
+use super::Tx;
+use crate::secp256k1::EcdsaOptions;
+use crate::sig::SigFormat;
+
+/// What the interpreter asks of the transaction it runs in (Core's BaseSignatureChecker).
+pub trait SignatureChecker {
+    /// An ECDSA check: `sig` with its sighash byte, `script_code` the script from the last
+    /// OP_CODESEPARATOR (after FindAndDelete in legacy scripts). False for anything malformed.
+    fn check_ecdsa(&mut self, sig: &[u8], pubkey: &[u8], script_code: &[u8], sv: SigVersion)
+        -> bool;
+    /// A BIP340 check (key path or tapscript): a 64- or 65-byte signature, else an error.
+    fn check_schnorr(
+        &mut self,
+        sig: &[u8],
+        pubkey: &[u8; 32],
+        sv: SigVersion,
+        exec: &ExecData,
+    ) -> Result<(), ScriptError>;
+    fn check_lock_time(&self, lock_time: i64) -> bool;
+    fn check_sequence(&self, sequence: i64) -> bool;
+}
+
+/// A checker outside any transaction: every signature and lock time fails.
+pub struct NoTxChecker;
+
+impl SignatureChecker for NoTxChecker {
+    fn check_ecdsa(&mut self, _: &[u8], _: &[u8], _: &[u8], _: SigVersion) -> bool {
+        false
+    }
+    fn check_schnorr(
+        &mut self,
+        _: &[u8],
+        _: &[u8; 32],
+        _: SigVersion,
+        _: &ExecData,
+    ) -> Result<(), ScriptError> {
+        Err(ScriptError::SchnorrSig)
+    }
+    fn check_lock_time(&self, _: i64) -> bool {
+        false
+    }
+    fn check_sequence(&self, _: i64) -> bool {
+        false
+    }
+}
+
+/// The arithmetic of one signature, on a message already hashed.
+pub trait SigVerifier {
+    /// `sig` is `r || s` with S made low; `pubkey` SEC1 (02/03 and 33 bytes, or 04 and 65).
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool;
+    fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool;
+}
+
+/// libsecp256k1 on this thread, one check at a time, through the same parsing as the batches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuVerifier;
+
+pub(crate) const BITCOIN_ECDSA: EcdsaOptions = EcdsaOptions {
+    format: SigFormat::Compact,
+    require_low_s: false,
+};
+
+impl SigVerifier for CpuVerifier {
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        crate::secp256k1::cpu::verify_ecdsa_encoded(msg, sig, pubkey, &BITCOIN_ECDSA).is_ok()
+    }
+    fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
+        crate::secp256k1::cpu::verify_schnorr_encoded(sig, pubkey, msg).is_ok()
+    }
+}
+
+/// A public key as Bitcoin Core accepts it for ECDSA: CPubKey's length rule by prefix (02/03:
+/// 33 bytes; 04/06/07: 65), hybrid keys (06/07) with the y parity their prefix states, given to
+/// the verifier as 04. Whether the point is on the curve is the verifier's question.
+pub fn consensus_pubkey(pk: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match (pk.first()?, pk.len()) {
+        (2 | 3, 33) | (4, 65) => Some(pk.into()),
+        (&prefix @ (6 | 7), 65) => {
+            if (pk[64] & 1) != (prefix & 1) {
+                return None;
+            }
+            let mut v = pk.to_vec();
+            v[0] = 4;
+            Some(v.into())
+        }
+        _ => None,
+    }
+}
+
+/// A DER signature (without the sighash byte) as Bitcoin Core parses it for consensus: lax DER
+/// (libsecp256k1's `ecdsa_signature_parse_der_lax`), S made low. An r or s that overflows the
+/// group order parses as zero, which no verifier accepts. None if even lax DER fails.
+pub fn consensus_signature(der: &[u8]) -> Option<[u8; 64]> {
+    let mut sig = secp256k1::ecdsa::Signature::from_der_lax(der).ok()?;
+    sig.normalize_s();
+    Some(sig.serialize_compact())
+}
+
+/// Whether a DER signature (without sighash byte) has a low S (Core's CPubKey::CheckLowS: a
+/// signature that does not even parse laxly is not low).
+pub fn is_low_s(der: &[u8]) -> bool {
+    let Ok(sig) = secp256k1::ecdsa::Signature::from_der_lax(der) else {
+        return false;
+    };
+    let mut normalized = sig;
+    normalized.normalize_s();
+    normalized == sig
+}
+
+/// BIP341: whether `output` is `internal + t·G` with `t = TapTweak(internal || merkle_root)` and
+/// the stated parity.
+pub fn check_tap_tweak(internal: &[u8; 32], merkle_root: &[u8; 32], output: &[u8; 32], odd: bool) -> bool {
+    use secp256k1::{Parity, Scalar, XOnlyPublicKey};
+    let Ok(p) = XOnlyPublicKey::from_byte_array(*internal) else {
+        return false;
+    };
+    let Ok(q) = XOnlyPublicKey::from_byte_array(*output) else {
+        return false;
+    };
+    let t = sighash::tagged_hash("TapTweak", &[internal, merkle_root]);
+    let Ok(t) = Scalar::from_be_bytes(t) else {
+        return false;
+    };
+    p.tweak_add_check(&q, if odd { Parity::Odd } else { Parity::Even }, t)
+}
+
+const SEQUENCE_FINAL: u32 = 0xffff_ffff;
+const LOCKTIME_THRESHOLD: i64 = 500_000_000;
+const SEQUENCE_LOCKTIME_DISABLE_FLAG: i64 = 1 << 31;
+const SEQUENCE_LOCKTIME_TYPE_FLAG: i64 = 1 << 22;
+const SEQUENCE_LOCKTIME_MASK: i64 = 0xffff;
+
+/// The checker of one input of a transaction (Core's TransactionSignatureChecker).
+pub struct TxChecker<'t, 'a, V> {
+    pub tx: &'t Tx<'a>,
+    pub input: usize,
+    /// The value of the output this input spends (BIP143 signs it).
+    pub amount: i64,
+    pub pre: &'t Precomputed,
+    pub verifier: V,
+}
+
+impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
+    fn check_ecdsa(&mut self, sig: &[u8], pubkey: &[u8], script_code: &[u8], sv: SigVersion) -> bool {
+        let Some(key) = consensus_pubkey(pubkey) else {
+            return false;
+        };
+        let Some((&hash_type, der)) = sig.split_last() else {
+            return false;
+        };
+        let Some(rs) = consensus_signature(der) else {
+            return false;
+        };
+        let msg = match sv {
+            SigVersion::Base => sighash::legacy(self.tx, self.input, script_code, hash_type as i32),
+            _ => sighash::segwit_v0(
+                self.tx,
+                self.pre,
+                self.input,
+                script_code,
+                self.amount,
+                hash_type as i32,
+            ),
+        };
+        self.verifier.ecdsa(&msg, &rs, &key)
+    }
+
+    fn check_schnorr(
+        &mut self,
+        sig: &[u8],
+        pubkey: &[u8; 32],
+        sv: SigVersion,
+        exec: &ExecData,
+    ) -> Result<(), ScriptError> {
+        let (rs, hash_type) = match sig.len() {
+            64 => (sig, 0),
+            65 if sig[64] == 0 => return Err(ScriptError::SchnorrSigHashtype),
+            65 => (&sig[..64], sig[64]),
+            _ => return Err(ScriptError::SchnorrSigSize),
+        };
+        let leaf = match (sv, &exec.tapleaf_hash) {
+            (SigVersion::Tapscript, Some(h)) => Some((h, exec.codeseparator_pos)),
+            _ => None,
+        };
+        let msg = sighash::taproot(
+            self.tx,
+            self.pre,
+            self.input,
+            hash_type,
+            exec.annex.as_deref(),
+            leaf,
+        )
+        .ok_or(ScriptError::SchnorrSigHashtype)?;
+        if self.verifier.schnorr(&msg, rs.try_into().unwrap(), pubkey) {
+            Ok(())
+        } else {
+            Err(ScriptError::SchnorrSig)
+        }
+    }
+
+    fn check_lock_time(&self, lock_time: i64) -> bool {
+        let tx_lock = self.tx.lock_time as i64;
+        // Heights and times are not comparable.
+        if (tx_lock < LOCKTIME_THRESHOLD) != (lock_time < LOCKTIME_THRESHOLD) {
+            return false;
+        }
+        if lock_time > tx_lock {
+            return false;
+        }
+        // A final input would let the transaction's own lock time be ignored.
+        self.tx.inputs[self.input].sequence != SEQUENCE_FINAL
+    }
+
+    fn check_sequence(&self, sequence: i64) -> bool {
+        let tx_seq = self.tx.inputs[self.input].sequence as i64;
+        if (self.tx.version as u32) < 2 || tx_seq & SEQUENCE_LOCKTIME_DISABLE_FLAG != 0 {
+            return false;
+        }
+        let mask = SEQUENCE_LOCKTIME_TYPE_FLAG | SEQUENCE_LOCKTIME_MASK;
+        let (have, want) = (tx_seq & mask, sequence & mask);
+        if (have < SEQUENCE_LOCKTIME_TYPE_FLAG) != (want < SEQUENCE_LOCKTIME_TYPE_FLAG) {
+            return false;
+        }
+        want <= have
+    }
+}

@@ -369,3 +369,22 @@ pub(crate) fn read_tx<'a>(r: &mut Reader<'a>) -> Result<Tx<'a>> {
         txid_preimage,
     })
 }
+
+/// Appends a CompactSize integer.
+pub fn write_compact_size(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=0xfc => out.push(n as u8),
+        0xfd..=0xffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(0xfe);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        _ => {
+            out.push(0xff);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+}
