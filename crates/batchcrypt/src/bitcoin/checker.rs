@@ -59,6 +59,15 @@ pub trait SigVerifier {
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool;
 }
 
+impl<V: SigVerifier + ?Sized> SigVerifier for &mut V {
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        (**self).ecdsa(msg, sig, pubkey)
+    }
+    fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
+        (**self).schnorr(msg, sig, pubkey)
+    }
+}
+
 /// libsecp256k1 on this thread, one check at a time, through the same parsing as the batches.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuVerifier;

@@ -4,6 +4,8 @@
 //! block and chain validation on top ([`validate`], [`chain`]), consensus-exact: what Core accepts,
 //! nothing more or less.
 
+pub mod batch;
+pub mod block;
 pub mod checker;
 pub mod script;
 pub mod sighash;

@@ -1,0 +1,348 @@
+//! Script verification of many inputs with their signature checks batched.
+//!
+//! Every input's scripts run on the CPU (all cores). Each signature check the interpreter asks
+//! for is recorded with its message (the sighash) and answered `true`; all recorded checks of
+//! the run then go to the engine as two batches, ECDSA and BIP340, which the dispatcher sends to
+//! the GPU or keeps on the CPU. An input whose checks all hold was evaluated exactly. An input
+//! with a failed check (a bad signature, a multisig whose signatures match later keys, a script
+//! that expects a CHECKSIG to be false) is evaluated again on the CPU, with the batch's verdicts
+//! known and any new check verified at once: so every verdict equals Bitcoin Core's.
+
+use super::checker::{CpuVerifier, SigVerifier, TxChecker, BITCOIN_ECDSA};
+use super::script::{verify_script, Flags, ScriptError};
+use super::sighash::Precomputed;
+use super::{SpentOutput, Tx};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::Engine;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// One transaction to verify: the outputs its inputs spend (one per input) and the rules.
+pub struct TxJob<'t, 'a> {
+    pub tx: &'t Tx<'a>,
+    pub spent: &'t [SpentOutput],
+    pub flags: Flags,
+}
+
+/// A signature check as the interpreter asked for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Check {
+    Ecdsa {
+        msg: [u8; 32],
+        sig: [u8; 64],
+        key: Vec<u8>,
+    },
+    Schnorr {
+        msg: [u8; 32],
+        sig: [u8; 64],
+        key: [u8; 32],
+    },
+}
+
+/// Answers from what is known; records and optimistically accepts what is not.
+struct Deferring<'k> {
+    known: Option<&'k HashMap<Check, bool>>,
+    pending: Vec<Check>,
+}
+
+impl Deferring<'_> {
+    fn ask(&mut self, c: Check) -> bool {
+        if let Some(&v) = self.known.and_then(|k| k.get(&c)) {
+            return v;
+        }
+        self.pending.push(c);
+        true
+    }
+}
+
+impl SigVerifier for Deferring<'_> {
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        self.ask(Check::Ecdsa {
+            msg: *msg,
+            sig: *sig,
+            key: pubkey.to_vec(),
+        })
+    }
+    fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
+        self.ask(Check::Schnorr {
+            msg: *msg,
+            sig: *sig,
+            key: *pubkey,
+        })
+    }
+}
+
+/// The batch's verdicts first, then libsecp256k1 for a check the batch did not hold.
+struct Replay<'k> {
+    known: &'k HashMap<Check, bool>,
+    cpu_checks: usize,
+}
+
+impl SigVerifier for Replay<'_> {
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        let c = Check::Ecdsa {
+            msg: *msg,
+            sig: *sig,
+            key: pubkey.to_vec(),
+        };
+        self.known.get(&c).copied().unwrap_or_else(|| {
+            self.cpu_checks += 1;
+            CpuVerifier.ecdsa(msg, sig, pubkey)
+        })
+    }
+    fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
+        let c = Check::Schnorr {
+            msg: *msg,
+            sig: *sig,
+            key: *pubkey,
+        };
+        self.known.get(&c).copied().unwrap_or_else(|| {
+            self.cpu_checks += 1;
+            CpuVerifier.schnorr(msg, sig, pubkey)
+        })
+    }
+}
+
+/// The first failing input of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputFailure {
+    pub input: usize,
+    pub error: ScriptError,
+}
+
+/// Verdicts of a batch of transactions, and where the work ran.
+#[derive(Clone, Debug)]
+pub struct ScriptReport {
+    /// Per transaction: Ok, or its first failing input.
+    pub verdicts: Vec<std::result::Result<(), InputFailure>>,
+    pub inputs: usize,
+    pub ecdsa_checks: usize,
+    pub schnorr_checks: usize,
+    /// The backends that ran the ECDSA and BIP340 batches (None: no such checks).
+    pub ecdsa_backend: Option<Backend>,
+    pub schnorr_backend: Option<Backend>,
+    /// Inputs evaluated a second time because a batched check failed, and the checks that
+    /// second pass verified on the CPU.
+    pub replayed_inputs: usize,
+    pub replay_cpu_checks: usize,
+    /// Wall time of the interpreter runs with sighashes (CPU), the signature batches, the replays.
+    pub scripts_time: Duration,
+    pub signatures_time: Duration,
+    pub replay_time: Duration,
+}
+
+impl ScriptReport {
+    pub fn all_valid(&self) -> bool {
+        self.verdicts.iter().all(|v| v.is_ok())
+    }
+
+    /// The first failing (transaction, input, error), in transaction order.
+    pub fn first_failure(&self) -> Option<(usize, InputFailure)> {
+        self.verdicts
+            .iter()
+            .enumerate()
+            .find_map(|(t, v)| v.err().map(|f| (t, f)))
+    }
+}
+
+/// Verifies every input of every job; one ECDSA and one BIP340 batch for all of them.
+pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptReport> {
+    for (t, j) in jobs.iter().enumerate() {
+        if j.spent.len() != j.tx.inputs.len() {
+            return Err(Error::invalid(format!(
+                "transaction {t}: {} spent outputs for {} inputs",
+                j.spent.len(),
+                j.tx.inputs.len()
+            )));
+        }
+    }
+    let t0 = Instant::now();
+    // Every (job, input), in order.
+    let index: Vec<(usize, usize)> = jobs
+        .iter()
+        .enumerate()
+        .flat_map(|(t, j)| (0..j.tx.inputs.len()).map(move |i| (t, i)))
+        .collect();
+    let pre: Vec<Precomputed> = jobs
+        .par_iter()
+        .map(|j| Precomputed::new(j.tx, Some(j.spent)))
+        .collect();
+    let run = |k: usize, verifier: &mut dyn SigVerifier| {
+        let (t, i) = index[k];
+        let j = &jobs[t];
+        let mut checker = TxChecker {
+            tx: j.tx,
+            input: i,
+            amount: j.spent[i].value,
+            pre: &pre[t],
+            verifier,
+        };
+        let input = &j.tx.inputs[i];
+        verify_script(
+            input.script_sig,
+            &j.spent[i].script_pubkey,
+            &input.witness,
+            j.flags,
+            &mut checker,
+        )
+    };
+    let first: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = (0..index.len())
+        .into_par_iter()
+        .with_min_len(16)
+        .map(|k| {
+            let mut d = Deferring {
+                known: None,
+                pending: Vec::new(),
+            };
+            let r = run(k, &mut d);
+            (r, d.pending)
+        })
+        .collect();
+    let scripts_time = t0.elapsed();
+
+    // The two batches.
+    let t1 = Instant::now();
+    let mut ecdsa: Vec<&Check> = Vec::new();
+    let mut schnorr: Vec<&Check> = Vec::new();
+    for (_, checks) in &first {
+        for c in checks {
+            match c {
+                Check::Ecdsa { .. } => ecdsa.push(c),
+                Check::Schnorr { .. } => schnorr.push(c),
+            }
+        }
+    }
+    let (ecdsa_ok, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
+    let (schnorr_ok, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
+    let signatures_time = t1.elapsed();
+
+    // Verdicts; inputs with a failed check are replayed exactly.
+    let t2 = Instant::now();
+    let (mut e, mut s) = (0usize, 0usize);
+    let mut replay: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
+    let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(first.len());
+    for (k, (r, checks)) in first.iter().enumerate() {
+        let mut all_hold = true;
+        let mut known = HashMap::new();
+        for c in checks {
+            let ok = match c {
+                Check::Ecdsa { .. } => {
+                    e += 1;
+                    ecdsa_ok[e - 1]
+                }
+                Check::Schnorr { .. } => {
+                    s += 1;
+                    schnorr_ok[s - 1]
+                }
+            };
+            all_hold &= ok;
+            known.insert(c.clone(), ok);
+        }
+        results.push(*r);
+        if !all_hold {
+            replay.push((k, known));
+        }
+    }
+    let replayed: Vec<(usize, std::result::Result<(), ScriptError>, usize)> = replay
+        .par_iter()
+        .map(|(k, known)| {
+            let mut v = Replay {
+                known,
+                cpu_checks: 0,
+            };
+            let r = run(*k, &mut v);
+            (*k, r, v.cpu_checks)
+        })
+        .collect();
+    let mut replay_cpu_checks = 0;
+    for (k, r, n) in replayed {
+        results[k] = r;
+        replay_cpu_checks += n;
+    }
+    let replay_time = t2.elapsed();
+
+    let mut verdicts = vec![Ok(()); jobs.len()];
+    for (k, r) in results.iter().enumerate() {
+        let (t, i) = index[k];
+        if let (Err(error), Ok(())) = (r, verdicts[t]) {
+            verdicts[t] = Err(InputFailure { input: i, error: *error });
+        }
+    }
+    Ok(ScriptReport {
+        verdicts,
+        inputs: index.len(),
+        ecdsa_checks: ecdsa.len(),
+        schnorr_checks: schnorr.len(),
+        ecdsa_backend,
+        schnorr_backend,
+        replayed_inputs: replay.len(),
+        replay_cpu_checks,
+        scripts_time,
+        signatures_time,
+        replay_time,
+    })
+}
+
+fn verify_ecdsa_batch(engine: &Engine, checks: &[&Check]) -> Result<(Vec<bool>, Option<Backend>)> {
+    if checks.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let mut msgs = Vec::with_capacity(checks.len());
+    let mut sigs = Vec::with_capacity(checks.len());
+    let mut keys = Vec::with_capacity(checks.len());
+    for c in checks {
+        if let Check::Ecdsa { msg, sig, key } = c {
+            msgs.push(*msg);
+            sigs.push(&sig[..]);
+            keys.push(&key[..]);
+        }
+    }
+    let out = engine
+        .secp256k1()
+        .verify_ecdsa(&msgs, &sigs, &keys, &BITCOIN_ECDSA)?;
+    let ok = out.value.results.iter().map(|r| r.is_ok()).collect();
+    Ok((ok, Some(out.backend)))
+}
+
+fn verify_schnorr_batch(
+    engine: &Engine,
+    checks: &[&Check],
+) -> Result<(Vec<bool>, Option<Backend>)> {
+    if checks.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let mut msgs = Vec::with_capacity(checks.len());
+    let mut sigs = Vec::with_capacity(checks.len());
+    let mut keys = Vec::with_capacity(checks.len());
+    for c in checks {
+        if let Check::Schnorr { msg, sig, key } = c {
+            msgs.push(&msg[..]);
+            sigs.push(*sig);
+            keys.push(*key);
+        }
+    }
+    let out = engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?;
+    let ok = out.value.results.iter().map(|r| r.is_ok()).collect();
+    Ok((ok, Some(out.backend)))
+}
+
+/// One input verified at once on this thread (libsecp256k1): the reference the batches must equal.
+pub fn verify_input(
+    tx: &Tx,
+    pre: &Precomputed,
+    spent: &[SpentOutput],
+    input: usize,
+    flags: Flags,
+) -> std::result::Result<(), ScriptError> {
+    let mut checker = TxChecker {
+        tx,
+        input,
+        amount: spent[input].value,
+        pre,
+        verifier: CpuVerifier,
+    };
+    let i = &tx.inputs[input];
+    verify_script(i.script_sig, &spent[input].script_pubkey, &i.witness, flags, &mut checker)
+}

@@ -1,0 +1,198 @@
+//! One block validated with the outputs its inputs spend: the context-free checks, the
+//! contextual ones the data allows, every input's amounts and lock times, the sigop cost, and
+//! every script, the signatures of the whole block in one batch.
+
+use super::batch::{verify_scripts, ScriptReport, TxJob};
+use super::script::Flags;
+use super::validate::*;
+use super::{display_hash, Block, Header, SpentOutput};
+use crate::error::{Error, Result};
+use crate::Engine;
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// What is known of a block's place in its chain.
+pub struct BlockContext<'h> {
+    pub network: Network,
+    /// The block's height; None reads it from the coinbase (BIP34), which blocks before BIP34's
+    /// activation do not carry.
+    pub height: Option<u32>,
+    /// Median times past for BIP113 and BIP68 (chain mode knows them; a lone block does not).
+    pub times: &'h dyn MedianTimes,
+    /// Check the header's proof of work against its own target.
+    pub check_pow: bool,
+}
+
+/// Everything a validation found out, valid or not.
+#[derive(Debug)]
+pub struct BlockReport {
+    pub hash: String,
+    pub height: u32,
+    pub flags: Flags,
+    pub verdict: std::result::Result<(), BlockError>,
+    pub txs: usize,
+    pub inputs: usize,
+    pub weight: u64,
+    pub sigop_cost: u64,
+    pub fees: i64,
+    /// Rules the given data could not decide (the verdict holds for every other rule).
+    pub unchecked: Vec<Unchecked>,
+    pub scripts: Option<ScriptReport>,
+    /// Parse to here: txids, merkle root and the context-free checks; inputs; scripts.
+    pub structure_time: Duration,
+    pub inputs_time: Duration,
+    pub scripts_time: Duration,
+}
+
+/// The height a BIP34 coinbase states (its first push as a script number).
+pub fn bip34_height(block: &Block) -> Option<u32> {
+    let ss = block.txs.first()?.inputs.first()?.script_sig;
+    let op = super::script::Ops::new(ss).next()?.ok()?;
+    let n = match op.opcode {
+        0x51..=0x60 => (op.opcode - 0x50) as i64,
+        0x00 => 0,
+        _ => super::script::num::decode(op.data, false, 8).ok()?,
+    };
+    u32::try_from(n).ok()
+}
+
+/// Splits the block's spent outputs (one per non-coinbase input, in block order) per transaction.
+pub fn spent_per_tx<'s>(block: &Block, spent: &'s [SpentOutput]) -> Result<Vec<&'s [SpentOutput]>> {
+    let needed: usize = block.txs.iter().skip(1).map(|t| t.inputs.len()).sum();
+    if spent.len() != needed {
+        return Err(Error::invalid(format!(
+            "the spent-output data has {} records but the block's non-coinbase inputs number {needed}: \
+             is it the data of this block?",
+            spent.len()
+        )));
+    }
+    let mut out = vec![&spent[..0]];
+    let mut at = 0;
+    for t in block.txs.iter().skip(1) {
+        out.push(&spent[at..at + t.inputs.len()]);
+        at += t.inputs.len();
+    }
+    Ok(out)
+}
+
+/// Validates `block` (parsed from its raw bytes) spending `spent`.
+pub fn verify_block(
+    engine: &Engine,
+    block: &Block,
+    spent: &[SpentOutput],
+    ctx: &BlockContext<'_>,
+) -> Result<BlockReport> {
+    let t0 = Instant::now();
+    let params = ctx.network.params();
+    let hash = display_hash(&block.hash());
+    let height = ctx.height.or_else(|| bip34_height(block)).ok_or_else(|| {
+        Error::invalid("the block's height is unknown: its coinbase does not state it (before BIP34); pass it")
+    })?;
+    let flags = params.script_flags(height, &hash);
+    let per_tx = spent_per_tx(block, spent)?;
+    let inputs: usize = block.txs.iter().map(|t| t.inputs.len()).sum();
+    let mut report = BlockReport {
+        hash,
+        height,
+        flags,
+        verdict: Ok(()),
+        txs: block.txs.len(),
+        inputs,
+        weight: block_weight(block),
+        sigop_cost: 0,
+        fees: 0,
+        unchecked: Vec::new(),
+        scripts: None,
+        structure_time: Duration::ZERO,
+        inputs_time: Duration::ZERO,
+        scripts_time: Duration::ZERO,
+    };
+    let fail = |mut r: BlockReport, e: BlockError, t0: Instant| {
+        r.verdict = Err(e);
+        r.structure_time = t0.elapsed();
+        Ok(r)
+    };
+
+    let header = Header::parse(block.header);
+    if ctx.check_pow && !check_proof_of_work(&block.hash(), header.bits, &params.pow_limit) {
+        return fail(report, BlockError { reason: "high-hash".into(), tx: None, input: None }, t0);
+    }
+    let txids: Vec<[u8; 32]> = block.txs.par_iter().map(|t| t.txid()).collect();
+    if let Err(e) = check_block(block, &txids) {
+        return fail(report, e, t0);
+    }
+    let cutoff = if height >= params.csv_height {
+        ctx.times.prev_mtp()
+    } else {
+        Some(header.time as i64)
+    };
+    let wtxids = || block.txs.par_iter().map(|t| t.wtxid()).collect::<Vec<_>>();
+    if let Err(e) = contextual_check_block(block, &wtxids, &params, height, cutoff) {
+        return fail(report, e, t0);
+    }
+    let mut unchecked = HashSet::new();
+    if cutoff.is_none() && block.txs.iter().any(|t| t.lock_time >= 500_000_000) {
+        unchecked.insert(Unchecked::MedianTime);
+    }
+    report.structure_time = t0.elapsed();
+
+    // Inputs: amounts, maturity, BIP68, sigop cost, then the coinbase's claim.
+    let t1 = Instant::now();
+    let enforce_bip68 = height >= params.csv_height;
+    let mut cost = 0u64;
+    for (t, tx) in block.txs.iter().enumerate() {
+        if t > 0 {
+            match check_tx_inputs(tx, per_tx[t], height, enforce_bip68, ctx.times, &mut unchecked) {
+                Ok(fee) => {
+                    report.fees += fee;
+                    if !money_range(report.fees) {
+                        report.verdict = Err(BlockError { reason: "bad-txns-accumulated-fee-outofrange".into(), tx: Some(t), input: None });
+                        break;
+                    }
+                }
+                Err(reason) => {
+                    report.verdict = Err(BlockError { reason: reason.into(), tx: Some(t), input: None });
+                    break;
+                }
+            }
+        }
+        cost += sigop_cost(tx, per_tx[t], flags);
+        if cost > MAX_BLOCK_SIGOPS_COST {
+            report.verdict = Err(BlockError { reason: "bad-blk-sigops".into(), tx: Some(t), input: None });
+            break;
+        }
+    }
+    report.sigop_cost = cost;
+    let claimed: i64 = block.txs[0].outputs.iter().map(|o| o.value).sum();
+    if report.verdict.is_ok() && claimed > report.fees + params.subsidy(height) {
+        report.verdict = Err(BlockError::tx_reason(0, "bad-cb-amount"));
+    }
+    report.unchecked = unchecked.into_iter().collect();
+    report.unchecked.sort_by_key(|u| *u as u8);
+    report.inputs_time = t1.elapsed();
+    if report.verdict.is_err() {
+        return Ok(report);
+    }
+
+    // Scripts: every input of the block, the signatures in one batch.
+    let t2 = Instant::now();
+    let jobs: Vec<TxJob> = block
+        .txs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(t, tx)| TxJob { tx, spent: per_tx[t], flags })
+        .collect();
+    let scripts = verify_scripts(engine, &jobs)?;
+    if let Some((j, f)) = scripts.first_failure() {
+        report.verdict = Err(BlockError {
+            reason: format!("mandatory-script-verify-flag-failed ({})", f.error),
+            tx: Some(j + 1),
+            input: Some(f.input),
+        });
+    }
+    report.scripts = Some(scripts);
+    report.scripts_time = t2.elapsed();
+    Ok(report)
+}
