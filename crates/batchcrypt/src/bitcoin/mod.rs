@@ -12,6 +12,7 @@ pub mod sighash;
 pub mod spent;
 pub mod store;
 pub mod tx;
+pub mod txs;
 pub mod validate;
 
 pub use tx::{parse_block, parse_tx, Block, Header, OutPoint, SpentOutput, Tx, TxIn, TxOut};
