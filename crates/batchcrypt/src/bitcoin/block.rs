@@ -2,7 +2,7 @@
 //! contextual ones the data allows, every input's amounts and lock times, the sigop cost, and
 //! every script, the signatures of the whole block in one batch.
 
-use super::batch::{verify_scripts, ScriptReport, TxJob};
+use super::batch::{verify_scripts, InputFailure, ScriptReport, TxJob};
 use super::script::Flags;
 use super::validate::*;
 use super::{display_hash, Block, Header, SpentOutput};
@@ -76,11 +76,60 @@ pub fn spent_per_tx<'s>(block: &Block, spent: &'s [SpentOutput]) -> Result<Vec<&
     Ok(out)
 }
 
-/// Validates `block` (parsed from its raw bytes) spending `spent`.
+/// Validates `block` (parsed from its raw bytes) spending `spent` (one output per non-coinbase
+/// input, in block order).
 pub fn verify_block(
     engine: &Engine,
     block: &Block,
     spent: &[SpentOutput],
+    ctx: &BlockContext<'_>,
+) -> Result<BlockReport> {
+    let per_tx = spent_per_tx(block, spent)?;
+    let mut report = precheck_block(block, &per_tx, ctx)?;
+    if report.verdict.is_ok() {
+        let t = Instant::now();
+        let jobs = script_jobs(block, &per_tx, report.flags);
+        let scripts = verify_scripts(engine, &jobs)?;
+        report.set_script_verdicts(&scripts.verdicts);
+        report.scripts = Some(scripts);
+        report.scripts_time = t.elapsed();
+    }
+    Ok(report)
+}
+
+/// The scripts of every non-coinbase transaction of a block.
+pub(crate) fn script_jobs<'t, 'a>(
+    block: &'t Block<'a>,
+    per_tx: &[&'t [SpentOutput]],
+    flags: Flags,
+) -> Vec<TxJob<'t, 'a>> {
+    block
+        .txs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(t, tx)| TxJob { tx, spent: per_tx[t], flags })
+        .collect()
+}
+
+impl BlockReport {
+    /// Takes the verdicts of this block's scripts (one per transaction after the coinbase).
+    pub(crate) fn set_script_verdicts(&mut self, verdicts: &[std::result::Result<(), InputFailure>]) {
+        if let Some((j, f)) = verdicts.iter().enumerate().find_map(|(j, v)| v.err().map(|f| (j, f))) {
+            self.verdict = Err(BlockError {
+                reason: format!("mandatory-script-verify-flag-failed ({})", f.error),
+                tx: Some(j + 1),
+                input: Some(f.input),
+            });
+        }
+    }
+}
+
+/// Every check of a block but its scripts: header proof of work, CheckBlock, ContextualCheckBlock,
+/// the inputs' amounts and lock times, sigop cost, the coinbase's claim.
+pub fn precheck_block(
+    block: &Block,
+    per_tx: &[&[SpentOutput]],
     ctx: &BlockContext<'_>,
 ) -> Result<BlockReport> {
     let t0 = Instant::now();
@@ -90,7 +139,6 @@ pub fn verify_block(
         Error::invalid("the block's height is unknown: its coinbase does not state it (before BIP34); pass it")
     })?;
     let flags = params.script_flags(height, &hash);
-    let per_tx = spent_per_tx(block, spent)?;
     let inputs: usize = block.txs.iter().map(|t| t.inputs.len()).sum();
     let mut report = BlockReport {
         hash,
@@ -171,28 +219,5 @@ pub fn verify_block(
     report.unchecked = unchecked.into_iter().collect();
     report.unchecked.sort_by_key(|u| *u as u8);
     report.inputs_time = t1.elapsed();
-    if report.verdict.is_err() {
-        return Ok(report);
-    }
-
-    // Scripts: every input of the block, the signatures in one batch.
-    let t2 = Instant::now();
-    let jobs: Vec<TxJob> = block
-        .txs
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(t, tx)| TxJob { tx, spent: per_tx[t], flags })
-        .collect();
-    let scripts = verify_scripts(engine, &jobs)?;
-    if let Some((j, f)) = scripts.first_failure() {
-        report.verdict = Err(BlockError {
-            reason: format!("mandatory-script-verify-flag-failed ({})", f.error),
-            tx: Some(j + 1),
-            input: Some(f.input),
-        });
-    }
-    report.scripts = Some(scripts);
-    report.scripts_time = t2.elapsed();
     Ok(report)
 }

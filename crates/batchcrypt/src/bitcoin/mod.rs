@@ -6,6 +6,7 @@
 
 pub mod batch;
 pub mod block;
+pub mod chain;
 pub mod checker;
 pub mod script;
 pub mod sighash;
