@@ -16,7 +16,7 @@ an NVIDIA GPU through CUDA, or CPU extensions (SHA-NI, AVX2, AVX-512). By defaul
 measured on this machine picks the backend per batch; --backend forces one.\n\n\
 Start with `batchcrypt info` (what hardware was found) and `batchcrypt demo` (every primitive on \
 built-in data, on every backend, checked against each other, with a throughput table).",
-    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
+    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt bitcoin verify-block block.raw --spent block.undo\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
 )]
 struct Cli {
     /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl.
@@ -34,6 +34,9 @@ enum Command {
     Info,
     /// SHA-256 (or SHA256d) of files, or of each line of a file as one batch.
     Sha256(cmd::sha256::Args),
+    /// Bitcoin validation, consensus-exact: blocks, chains and loose transactions.
+    #[command(subcommand)]
+    Bitcoin(cmd::bitcoin::Command),
     /// Merkle root and txids of a raw Bitcoin block, checked against its header.
     Merkle(cmd::merkle::Args),
     /// Measure the cost model on this machine and show where the CPU/GPU crossover lies.
@@ -62,6 +65,7 @@ fn main() {
         Command::Info => cmd::info::run(),
         Command::Sha256(a) => cmd::sha256::run(&engine, &a),
         Command::Merkle(a) => cmd::merkle::run(&engine, &a),
+        Command::Bitcoin(c) => cmd::bitcoin::run(&engine, &c),
         Command::Calibrate => cmd::calibrate::run(&engine),
         Command::Psi(a) => cmd::psi::run(&engine, &a),
         Command::Encrypt(a) => cmd::aes::run(&engine, &a, false),

@@ -1,4 +1,5 @@
 pub mod aes;
+pub mod bitcoin;
 pub mod calibrate;
 pub mod demo;
 pub mod groth16;

@@ -123,8 +123,9 @@ pub struct ScriptReport {
     /// The backends that ran the ECDSA and BIP340 batches (None: no such checks).
     pub ecdsa_backend: Option<Backend>,
     pub schnorr_backend: Option<Backend>,
-    /// Inputs evaluated a second time because a batched check failed, and the checks that
-    /// second pass verified on the CPU.
+    /// Batch rounds run (1 when every batched check held); inputs evaluated again because a
+    /// batched check failed; checks verified on the CPU after the last round.
+    pub rounds: usize,
     pub replayed_inputs: usize,
     pub replay_cpu_checks: usize,
     /// Wall time of the interpreter runs with sighashes (CPU), the signature batches, the replays.
@@ -218,14 +219,18 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     let (schnorr_ok, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
     let signatures_time = t1.elapsed();
 
-    // Verdicts; inputs with a failed check are replayed exactly.
+    // Verdicts. An input with a failed check runs again with the verdicts known, its new checks
+    // batched again, until a run's new checks all hold (a multisig whose signatures match later
+    // keys takes a round per skipped key). Past MAX_ROUNDS the rest run on the CPU.
+    const MAX_ROUNDS: usize = 8;
     let t2 = Instant::now();
-    let (mut e, mut s) = (0usize, 0usize);
-    let mut replay: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
     let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(first.len());
+    let mut open: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
+    let (mut e, mut s) = (0usize, 0usize);
     for (k, (r, checks)) in first.iter().enumerate() {
-        let mut all_hold = true;
+        results.push(*r);
         let mut known = HashMap::new();
+        let mut all_hold = true;
         for c in checks {
             let ok = match c {
                 Check::Ecdsa { .. } => {
@@ -240,12 +245,60 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             all_hold &= ok;
             known.insert(c.clone(), ok);
         }
-        results.push(*r);
         if !all_hold {
-            replay.push((k, known));
+            open.push((k, known));
         }
     }
-    let replayed: Vec<(usize, std::result::Result<(), ScriptError>, usize)> = replay
+    let replayed_inputs = open.len();
+    let (mut ecdsa_checks, mut schnorr_checks) = (ecdsa.len(), schnorr.len());
+    let mut rounds = 1;
+    while !open.is_empty() && rounds < MAX_ROUNDS {
+        rounds += 1;
+        let runs: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = open
+            .par_iter()
+            .map(|(k, known)| {
+                let mut d = Deferring {
+                    known: Some(known),
+                    pending: Vec::new(),
+                };
+                let r = run(*k, &mut d);
+                (r, d.pending)
+            })
+            .collect();
+        let all: Vec<&Check> = runs.iter().flat_map(|(_, p)| p).collect();
+        let ecdsa: Vec<&Check> = all.iter().copied().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
+        let schnorr: Vec<&Check> = all.iter().copied().filter(|c| matches!(c, Check::Schnorr { .. })).collect();
+        let (eo, _) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let (so, _) = verify_schnorr_batch(engine, &schnorr)?;
+        ecdsa_checks += ecdsa.len();
+        schnorr_checks += schnorr.len();
+        let (mut e, mut s) = (0usize, 0usize);
+        let mut still = Vec::new();
+        for ((k, mut known), (r, pending)) in open.into_iter().zip(runs) {
+            let mut all_hold = true;
+            for c in pending {
+                let ok = match c {
+                    Check::Ecdsa { .. } => {
+                        e += 1;
+                        eo[e - 1]
+                    }
+                    Check::Schnorr { .. } => {
+                        s += 1;
+                        so[s - 1]
+                    }
+                };
+                all_hold &= ok;
+                known.insert(c, ok);
+            }
+            if all_hold {
+                results[k] = r;
+            } else {
+                still.push((k, known));
+            }
+        }
+        open = still;
+    }
+    let replayed: Vec<(usize, std::result::Result<(), ScriptError>, usize)> = open
         .par_iter()
         .map(|(k, known)| {
             let mut v = Replay {
@@ -273,11 +326,12 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     Ok(ScriptReport {
         verdicts,
         inputs: index.len(),
-        ecdsa_checks: ecdsa.len(),
-        schnorr_checks: schnorr.len(),
+        ecdsa_checks,
+        schnorr_checks,
         ecdsa_backend,
         schnorr_backend,
-        replayed_inputs: replay.len(),
+        rounds,
+        replayed_inputs,
         replay_cpu_checks,
         scripts_time,
         signatures_time,

@@ -339,3 +339,41 @@ mod tests {
         }
     }
 }
+
+/// Blocks validated each with the outputs it spends given (undo data), no UTXO set: every rule
+/// but those that need the chain's history; the scripts of all of them in one batch.
+pub fn verify_with_spent(
+    engine: &Engine,
+    network: Network,
+    blocks: &[(&super::Block<'_>, &[SpentOutput], Option<u32>)],
+) -> Result<WindowReport> {
+    let times = super::validate::NoHistory;
+    let mut per_block = Vec::with_capacity(blocks.len());
+    let mut reports = Vec::with_capacity(blocks.len());
+    for (block, spent, height) in blocks {
+        let per_tx = super::block::spent_per_tx(block, spent)?;
+        let ctx = BlockContext { network, height: *height, times: &times, check_pow: true };
+        reports.push(precheck_block(block, &per_tx, &ctx)?);
+        per_block.push(per_tx);
+    }
+    let jobs: Vec<_> = blocks
+        .iter()
+        .zip(&per_block)
+        .zip(&reports)
+        .filter(|(_, r)| r.verdict.is_ok())
+        .flat_map(|(((b, ..), per_tx), r)| script_jobs(b, per_tx, r.flags))
+        .collect();
+    if jobs.is_empty() {
+        return Ok(WindowReport { blocks: reports, scripts: None });
+    }
+    let scripts = verify_scripts(engine, &jobs)?;
+    let mut first = 0;
+    for (k, r) in reports.iter_mut().enumerate() {
+        if r.verdict.is_ok() {
+            let n = blocks[k].0.txs.len() - 1;
+            r.set_script_verdicts(&scripts.verdicts[first..first + n]);
+            first += n;
+        }
+    }
+    Ok(WindowReport { blocks: reports, scripts: Some(scripts) })
+}

@@ -1,0 +1,432 @@
+//! `batchcrypt bitcoin ...`: block, chain and transaction validation, consensus-exact, with the
+//! signature checks batched (on the GPU where the dispatcher finds it faster).
+
+use anyhow::{bail, Context, Result};
+use batchcrypt::bitcoin::batch::ScriptReport;
+use batchcrypt::bitcoin::block::{verify_block, BlockContext, BlockReport};
+use batchcrypt::bitcoin::chain::{verify_with_spent, ChainState, WindowReport};
+use batchcrypt::bitcoin::script::Flags;
+use batchcrypt::bitcoin::spent::read_spent_file;
+use batchcrypt::bitcoin::store::{flatten_block_undo, network_magic, BlocksDir};
+use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
+use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::{display_hash, parse_block, Header, SpentOutput};
+use batchcrypt::Engine;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Validate one block with the outputs it spends; print the verdict and where each stage ran.
+    #[command(
+        name = "verify-block",
+        after_help = "Examples:\n  batchcrypt bitcoin verify-block mainnet-300025.raw --spent mainnet-300025.undo\n  batchcrypt bitcoin verify-block b.raw --spent b.spent.json --network main\n  batchcrypt bitcoin verify-block b.raw --spent b.rev --height 800000 --backend gpu\n\nSPENT formats, by extension: .undo (bcoin: per non-coinbase input, 8-byte amount, script), \
+.spent.json (Floresta: txout, is_coinbase, creation_height, creation_time), .rev (one Bitcoin Core \
+undo record, CBlockUndo). Exit status 0 when valid, 1 when invalid, 2 on bad input."
+    )]
+    VerifyBlock(BlockArgs),
+    /// Validate a run of blocks in order, building the UTXO set as it goes (or from Core's undo data).
+    #[command(
+        name = "verify-chain",
+        after_help = "Examples:\n  batchcrypt bitcoin verify-chain --hex regtest-chain-206.hex --network regtest\n  batchcrypt bitcoin verify-chain --blocks-dir ~/.bitcoin/blocks\n  batchcrypt bitcoin verify-chain --blocks-dir ~/.bitcoin/testnet3/blocks --network test --use-undo --from 2000000 --count 1000\n\n\
+With --blocks-dir the blocks are put in chain order by their parent links (forks: the longest \
+branch). From the genesis block the UTXO set is built as blocks connect; with --use-undo (or \
+when the directory does not reach back to genesis) each block's spent outputs come from the \
+rev*.dat undo records instead, so a range is checked without the blocks before it."
+    )]
+    VerifyChain(ChainArgs),
+    /// Verify loose transactions (JSON lines in, one JSON verdict per line out), all as one batch.
+    #[command(
+        name = "verify-tx",
+        after_help = "Input, one JSON object per line:\n  {\"tx\": \"<hex>\", \"spent\": [{\"value\": <sat>, \"script_pubkey\": \"<hex>\"}, ...], \"flags\": \"P2SH,WITNESS,...\"}\n\
+`flags` is optional: every consensus rule of today's tip by default (P2SH, DERSIG, \
+CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS, NULLDUMMY, TAPROOT). Output, one line per \
+transaction, in order:\n  {\"line\": 1, \"txid\": \"...\", \"valid\": false, \"input\": 0, \"reason\": \"script failed: EQUALVERIFY\"}"
+    )]
+    VerifyTx(TxArgs),
+}
+
+#[derive(clap::Args)]
+pub struct BlockArgs {
+    /// The block in network serialization (binary, or hex if the file is hex text).
+    block: PathBuf,
+    /// The outputs its inputs spend (.undo, .spent.json or .rev; see below).
+    #[arg(long)]
+    spent: PathBuf,
+    /// The block's height (read from the coinbase when omitted; blocks before BIP34 need it).
+    #[arg(long)]
+    height: Option<u32>,
+    /// main, test (testnet3) or regtest: which activation heights apply.
+    #[arg(long, default_value = "main")]
+    network: Network,
+    /// Skip the header's proof-of-work check (for blocks built for tests).
+    #[arg(long)]
+    no_pow: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ChainArgs {
+    /// A file of blocks, one hex-encoded block a line, in order from the block after genesis.
+    #[arg(long, conflicts_with = "blocks_dir")]
+    hex: Option<PathBuf>,
+    /// A Bitcoin Core blocks/ directory (blk*.dat, rev*.dat, xor.dat).
+    #[arg(long)]
+    blocks_dir: Option<PathBuf>,
+    /// main, test (testnet3) or regtest.
+    #[arg(long, default_value = "main")]
+    network: Network,
+    /// Take spent outputs from the rev*.dat undo records instead of building the UTXO set.
+    #[arg(long, requires = "blocks_dir")]
+    use_undo: bool,
+    /// First height to validate (with --use-undo; earlier blocks are skipped).
+    #[arg(long, default_value_t = 0)]
+    from: u32,
+    /// Validate at most this many blocks.
+    #[arg(long)]
+    count: Option<usize>,
+    /// Blocks whose signatures are verified as one batch (more: larger GPU batches, more memory).
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TxArgs {
+    /// JSON lines (or - for standard input).
+    #[arg(default_value = "-")]
+    input: String,
+}
+
+pub fn run(engine: &Engine, cmd: &Command) -> Result<()> {
+    match cmd {
+        Command::VerifyBlock(a) => verify_block_cmd(engine, a),
+        Command::VerifyChain(a) => verify_chain_cmd(engine, a),
+        Command::VerifyTx(a) => verify_tx_cmd(engine, a),
+    }
+}
+
+/// A block file: raw bytes, or hex text.
+fn read_block_file(path: &PathBuf) -> Result<Vec<u8>> {
+    let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = raw.trim_ascii();
+    if !text.is_empty() && text.iter().all(|b| b.is_ascii_hexdigit()) {
+        return hex::decode(text).with_context(|| format!("{}: odd-length hex", path.display()));
+    }
+    Ok(raw)
+}
+
+fn backend_line(s: &ScriptReport) -> String {
+    let b = |x: Option<batchcrypt::Backend>| x.map_or("-".to_string(), |b| b.to_string());
+    format!(
+        "ECDSA {} on {}, BIP340 {} on {}; {} rounds ({} inputs ran again), {} checks on the CPU after them",
+        s.ecdsa_checks,
+        b(s.ecdsa_backend),
+        s.schnorr_checks,
+        b(s.schnorr_backend),
+        s.rounds,
+        s.replayed_inputs,
+        s.replay_cpu_checks
+    )
+}
+
+fn print_block_report(r: &BlockReport, total: std::time::Duration) {
+    println!("block      {} (height {})", r.hash, r.height);
+    println!("rules      {}", r.flags.names());
+    println!(
+        "size       {} txs, {} inputs, weight {}, sigop cost {}, fees {} sat",
+        r.txs, r.inputs, r.weight, r.sigop_cost, r.fees
+    );
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "stages     structure {:.2} ms (CPU), inputs {:.2} ms (CPU), scripts {:.2} ms",
+        ms(r.structure_time),
+        ms(r.inputs_time),
+        ms(r.scripts_time)
+    );
+    if let Some(s) = &r.scripts {
+        println!(
+            "scripts    interpreter and sighashes {:.2} ms on {} CPU threads, signatures {:.2} ms, replays {:.2} ms",
+            ms(s.scripts_time),
+            batchcrypt::backend::cpu::threads(),
+            ms(s.signatures_time),
+            ms(s.replay_time)
+        );
+        println!("signatures {}", backend_line(s));
+    }
+    println!(
+        "throughput {:.0} inputs/s ({:.2} ms in all)",
+        r.inputs as f64 / total.as_secs_f64(),
+        ms(total)
+    );
+    for u in &r.unchecked {
+        println!("unchecked  {u}");
+    }
+    match &r.verdict {
+        Ok(()) => println!("verdict    VALID"),
+        Err(e) => println!("verdict    INVALID: {e}"),
+    }
+}
+
+fn verify_block_cmd(engine: &Engine, a: &BlockArgs) -> Result<()> {
+    let raw = read_block_file(&a.block)?;
+    let block = parse_block(&raw).with_context(|| format!("parsing {}", a.block.display()))?;
+    let spent = read_spent_file(&a.spent, &block)
+        .with_context(|| format!("reading spent outputs from {}", a.spent.display()))?;
+    let t = Instant::now();
+    let ctx = BlockContext { network: a.network, height: a.height, times: &NoHistory, check_pow: !a.no_pow };
+    let r = verify_block(engine, &block, &spent, &ctx)?;
+    print_block_report(&r, t.elapsed());
+    if r.verdict.is_err() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn progress(total: Option<u64>, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} blocks, {per_sec}  {msg}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+struct Tally {
+    blocks: usize,
+    inputs: usize,
+    start: Instant,
+}
+
+impl Tally {
+    /// Counts a window; the first invalid block ends the run.
+    fn add(&mut self, w: &WindowReport, bar: &ProgressBar) -> Result<()> {
+        for b in &w.blocks {
+            if let Err(e) = &b.verdict {
+                bar.abandon();
+                println!("block      {} (height {})", b.hash, b.height);
+                println!("verdict    INVALID: {e}");
+                println!("checked    {} blocks valid before it", self.blocks);
+                std::process::exit(1);
+            }
+            self.blocks += 1;
+            self.inputs += b.inputs;
+        }
+        bar.inc(w.blocks.len() as u64);
+        let secs = self.start.elapsed().as_secs_f64();
+        let mut msg = format!("{:.0} inputs/s", self.inputs as f64 / secs);
+        if let Some(s) = &w.scripts {
+            msg += &format!(" (signatures on {})", s.ecdsa_backend.or(s.schnorr_backend).map_or("-".into(), |b| b.to_string()));
+        }
+        bar.set_message(msg);
+        Ok(())
+    }
+
+    fn finish(&self, bar: &ProgressBar, tip: Option<(u32, String)>) {
+        bar.finish_and_clear();
+        let secs = self.start.elapsed().as_secs_f64();
+        if let Some((h, hash)) = tip {
+            println!("tip        {hash} (height {h})");
+        }
+        println!(
+            "verdict    VALID: {} blocks, {} inputs in {:.2} s ({:.1} blocks/s, {:.0} inputs/s)",
+            self.blocks,
+            self.inputs,
+            secs,
+            self.blocks as f64 / secs,
+            self.inputs as f64 / secs
+        );
+    }
+}
+
+fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
+    let mut tally = Tally { blocks: 0, inputs: 0, start: Instant::now() };
+    if let Some(path) = &a.hex {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut raws = Vec::new();
+        for (n, line) in text.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
+            raws.push(hex::decode(line).with_context(|| format!("{}: line {} is not hex", path.display(), n + 1))?);
+        }
+        raws.truncate(a.count.unwrap_or(usize::MAX));
+        let bar = progress(Some(raws.len() as u64), a.quiet);
+        let mut state = ChainState::at_genesis(a.network);
+        for w in raws.chunks(a.window.max(1)) {
+            tally.add(&state.connect(engine, w)?, &bar)?;
+        }
+        tally.finish(&bar, Some((state.height(), display_hash(&state.tip()))));
+        return Ok(());
+    }
+    let Some(dir) = &a.blocks_dir else {
+        bail!("give --hex FILE or --blocks-dir DIR (see --help)");
+    };
+    let magic = network_magic(match a.network {
+        Network::Main => "main",
+        Network::Test => "test",
+        Network::Regtest => "regtest",
+    })
+    .expect("known network");
+    let store = BlocksDir::open(dir, magic).with_context(|| format!("opening {}", dir.display()))?;
+    eprintln!("reading blocks from {} ...", dir.display());
+    let raws = store.read_blocks()?;
+    let chain = order_chain(&raws)?;
+    let genesis = batchcrypt::bitcoin::chain::ChainState::at_genesis(a.network).tip();
+    let starts_at_genesis = chain.first().is_some_and(|&k| parse_block(&raws[k].2).map(|b| b.hash() == genesis).unwrap_or(false));
+    if starts_at_genesis && !a.use_undo {
+        let selected: Vec<usize> = chain.iter().copied().skip(1).take(a.count.unwrap_or(usize::MAX)).collect();
+        let bar = progress(Some(selected.len() as u64), a.quiet);
+        let mut state = ChainState::at_genesis(a.network);
+        for w in selected.chunks(a.window.max(1)) {
+            let window: Vec<Vec<u8>> = w.iter().map(|&k| raws[k].2.clone()).collect();
+            tally.add(&state.connect(engine, &window)?, &bar)?;
+        }
+        tally.finish(&bar, Some((state.height(), display_hash(&state.tip()))));
+        return Ok(());
+    }
+    // Undo mode: heights from genesis where the directory has it, else from each coinbase (BIP34).
+    let undo = store.undo_index()?;
+    let base = if starts_at_genesis { Some(0u32) } else { None };
+    let selected: Vec<(usize, Option<u32>)> = chain
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k, base.map(|b| b + i as u32)))
+        .filter(|(_, h)| h.is_none_or(|h| h >= a.from.max(1)))
+        .take(a.count.unwrap_or(usize::MAX))
+        .collect();
+    let bar = progress(Some(selected.len() as u64), a.quiet);
+    let mut last = None;
+    for w in selected.chunks(a.window.max(1)) {
+        let blocks: Vec<_> = w.iter().map(|&(k, _)| parse_block(&raws[k].2)).collect::<batchcrypt::Result<_>>()?;
+        let mut spent: Vec<Vec<SpentOutput>> = Vec::new();
+        for b in &blocks {
+            let loc = undo.get(&b.hash()).with_context(|| {
+                format!("no undo record for block {} in {}: run without --use-undo from genesis", display_hash(&b.hash()), dir.display())
+            })?;
+            spent.push(flatten_block_undo(b, store.read_undo(loc)?)?);
+        }
+        let items: Vec<_> = blocks.iter().zip(&spent).zip(w).map(|((b, s), &(_, h))| (b, s.as_slice(), h)).collect();
+        let report = verify_with_spent(engine, a.network, &items)?;
+        if let Some(b) = report.blocks.last() {
+            last = Some((b.height, b.hash.clone()));
+        }
+        tally.add(&report, &bar)?;
+    }
+    tally.finish(&bar, last);
+    Ok(())
+}
+
+/// Indices of `raws` in chain order: from the block whose parent is absent (the genesis block
+/// or the first kept block) along parent links, taking the longest branch at forks.
+fn order_chain(raws: &[(u32, u64, Vec<u8>)]) -> Result<Vec<usize>> {
+    let mut by_hash = HashMap::new();
+    let mut parent = Vec::with_capacity(raws.len());
+    for (k, (_, _, raw)) in raws.iter().enumerate() {
+        if raw.len() < 80 {
+            bail!("a block record of {} bytes is too short for a header", raw.len());
+        }
+        let h: [u8; 80] = raw[..80].try_into().unwrap();
+        by_hash.insert(batchcrypt::sha256::digest_double(&h), k);
+        parent.push(Header::parse(&h).prev_block);
+    }
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (k, p) in parent.iter().enumerate() {
+        match by_hash.get(p) {
+            Some(&pk) => children.entry(pk).or_default().push(k),
+            None => roots.push(k),
+        }
+    }
+    // Depth of the longest branch below each block (iteratively, children before parents).
+    let mut depth = vec![0usize; raws.len()];
+    let mut order = Vec::with_capacity(raws.len());
+    let mut stack: Vec<usize> = roots.clone();
+    while let Some(k) = stack.pop() {
+        order.push(k);
+        stack.extend(children.get(&k).into_iter().flatten());
+    }
+    for &k in order.iter().rev() {
+        depth[k] = 1 + children.get(&k).map_or(0, |c| c.iter().map(|&c| depth[c]).max().unwrap_or(0));
+    }
+    let Some(&root) = roots.iter().max_by_key(|&&r| depth[r]) else {
+        bail!("no blocks found");
+    };
+    let mut chain = vec![root];
+    while let Some(c) = children.get(chain.last().unwrap()) {
+        chain.push(*c.iter().max_by_key(|&&c| depth[c]).unwrap());
+    }
+    Ok(chain)
+}
+
+fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
+    let reader: Box<dyn BufRead> = if a.input == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input))?,
+        ))
+    };
+    let mut items = Vec::new();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        items.push(parse_tx_line(&line).with_context(|| format!("line {}", n + 1))?);
+    }
+    if items.is_empty() {
+        bail!("no transactions in the input: one JSON object a line (see --help)");
+    }
+    let t = Instant::now();
+    let (verdicts, report) = verify_transactions(engine, &items)?;
+    let elapsed = t.elapsed();
+    let mut out = std::io::stdout().lock();
+    for (k, (item, v)) in items.iter().zip(&verdicts).enumerate() {
+        let txid = batchcrypt::bitcoin::parse_tx(&item.raw).map(|t| display_hash(&t.txid())).ok();
+        let mut o = serde_json::json!({ "line": k + 1, "txid": txid, "valid": v.is_ok() });
+        if let Err(e) = v {
+            o["input"] = serde_json::json!(e.input);
+            o["reason"] = serde_json::json!(e.reason);
+        }
+        writeln!(out, "{o}")?;
+    }
+    let valid = verdicts.iter().filter(|v| v.is_ok()).count();
+    eprintln!(
+        "{} transactions ({} valid) in {:.2} ms{}",
+        items.len(),
+        valid,
+        elapsed.as_secs_f64() * 1e3,
+        report.as_ref().map_or(String::new(), |r| format!("; {}", backend_line(r)))
+    );
+    Ok(())
+}
+
+fn parse_tx_line(line: &str) -> Result<LooseTx> {
+    let v: serde_json::Value = serde_json::from_str(line).context("not JSON")?;
+    let raw = hex::decode(v["tx"].as_str().context("\"tx\" (hex) missing")?).context("\"tx\" is not hex")?;
+    let spent = v["spent"]
+        .as_array()
+        .context("\"spent\" (an array of {value, script_pubkey}) missing")?
+        .iter()
+        .map(|s| -> Result<SpentOutput> {
+            let value = s["value"].as_i64().context("spent output without an integer \"value\" (satoshis)")?;
+            let spk = hex::decode(s["script_pubkey"].as_str().context("spent output without \"script_pubkey\" (hex)")?)
+                .context("\"script_pubkey\" is not hex")?;
+            Ok(SpentOutput::new(value, spk))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let flags = match v.get("flags").and_then(|f| f.as_str()) {
+        Some(f) => Flags::parse(f).map_err(anyhow::Error::msg)?,
+        None => Flags::CONSENSUS,
+    };
+    Ok(LooseTx { raw, spent, flags })
+}
