@@ -77,4 +77,15 @@ def merkle_root(txids):
     return _engine().merkle_root(txids)
 
 
-__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]
+def verify_block(block, spent, *, spent_format=None, height=None, network="main", check_pow=True):
+    """Validates a Bitcoin block with the outputs it spends; a dict (see Engine.verify_block)."""
+    return _engine().verify_block(block, spent, spent_format=spent_format, height=height,
+                                  network=network, check_pow=check_pow)
+
+
+def verify_transactions(txs):
+    """Checks loose Bitcoin transactions in one batch; a list of dicts (see Engine.verify_transactions)."""
+    return _engine().verify_transactions(txs)
+
+
+__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]

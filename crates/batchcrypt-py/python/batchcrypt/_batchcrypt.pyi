@@ -1,0 +1,110 @@
+"""Type stubs of the native module (batchcrypt re-exports it)."""
+
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_Bytes = Union[bytes, bytearray, memoryview, npt.NDArray[np.uint8]]
+_Rows = Union[Sequence[_Bytes], npt.NDArray[np.uint8]]
+
+class AuthenticationError(ValueError): ...
+
+class BlockResult(TypedDict):
+    """What Engine.verify_block returns."""
+
+    valid: bool
+    reason: Optional[str]
+    tx: Optional[int]
+    input: Optional[int]
+    hash: str
+    height: int
+    flags: str
+    txs: int
+    inputs: int
+    weight: int
+    sigop_cost: int
+    fees: int
+    unchecked: List[str]
+    scripts_checked: bool
+    ecdsa_checks: int
+    schnorr_checks: int
+    ecdsa_backend: Optional[str]
+    schnorr_backend: Optional[str]
+    replayed_inputs: int
+    structure_time: float
+    inputs_time: float
+    scripts_time: float
+    interpreter_time: float
+    signatures_time: float
+    replay_time: float
+
+class TxResult(TypedDict):
+    """One transaction's verdict from Engine.verify_transactions."""
+
+    valid: bool
+    input: Optional[int]
+    reason: Optional[str]
+
+class Engine:
+    last_backend: Optional[str]
+    last_reasons: List[Optional[str]]
+    def __init__(self, backend: str = "auto") -> None: ...
+    def sha256_batch(self, data: _Bytes, msg_len: int, double: bool = False) -> npt.NDArray[np.uint8]: ...
+    def sha256_batch_var(
+        self, data: _Bytes, offsets: npt.NDArray[np.uint64], double: bool = False
+    ) -> npt.NDArray[np.uint8]: ...
+    def sha256d_64(self, data: _Bytes) -> npt.NDArray[np.uint8]: ...
+    def verify_ecdsa_batch(
+        self,
+        hashes: Union[_Bytes, _Rows],
+        sigs: _Rows,
+        pubkeys: _Rows,
+        format: Literal["der", "compact"] = "der",
+        require_low_s: bool = False,
+    ) -> npt.NDArray[np.bool_]: ...
+    def verify_schnorr_batch(
+        self, msgs: _Rows, sigs: Union[_Bytes, _Rows], pubkeys: Union[_Bytes, _Rows]
+    ) -> npt.NDArray[np.bool_]: ...
+    def aes_ctr(self, key: bytes, iv: bytes, data: _Bytes) -> bytes: ...
+    def aes_gcm_encrypt(self, key: bytes, iv: bytes, data: _Bytes, aad: bytes = b"") -> Tuple[bytes, bytes]: ...
+    def aes_gcm_decrypt(self, key: bytes, iv: bytes, data: _Bytes, tag: bytes, aad: bytes = b"") -> bytes: ...
+    def sm2_mul_base(self, scalars: Union[_Bytes, _Rows]) -> npt.NDArray[np.uint8]: ...
+    def sm2_mul(
+        self, k: bytes, points: _Rows
+    ) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]: ...
+    def sm2_hash_to_curve_mul(self, k: bytes, msgs: _Rows, dst: bytes = ...) -> npt.NDArray[np.uint8]: ...
+    def sm2_verify_batch(
+        self,
+        msgs: _Rows,
+        sigs: _Rows,
+        pubkeys: _Rows,
+        id: bytes = b"1234567812345678",
+        format: Literal["der", "compact"] = "der",
+    ) -> npt.NDArray[np.bool_]: ...
+    def sm3_batch(self, data: _Bytes, msg_len: int) -> npt.NDArray[np.uint8]: ...
+    def merkle_root(self, txids: _Bytes) -> bytes: ...
+    def verify_block(
+        self,
+        block: _Bytes,
+        spent: Union[str, os.PathLike[str], _Bytes],
+        *,
+        spent_format: Optional[Literal["undo", "spent.json", "rev"]] = None,
+        height: Optional[int] = None,
+        network: Literal["main", "mainnet", "test", "testnet", "testnet3", "regtest"] = "main",
+        check_pow: bool = True,
+    ) -> BlockResult:
+        """Validates one Bitcoin block with the outputs its inputs spend (a path, format by its
+        extension: .undo, .spent.json, .rev; or bytes with spent_format). An invalid block gives
+        valid=False with reason/tx/input; unusable data raises ValueError (OSError for a file)."""
+    def verify_transactions(self, txs: Sequence[Dict[str, Any]]) -> List[TxResult]:
+        """Checks loose transactions, each {"tx": hex|bytes, "spent": [{"value": int,
+        "script_pubkey": hex|bytes}, ...], "flags": "P2SH,WITNESS" (optional; default every
+        consensus rule)}, all signatures in one batch; one {"valid", "input", "reason"} each."""
+
+def sha256(data: bytes, double: bool = False) -> bytes: ...
+def backends(primitive: Optional[str] = None) -> List[Tuple[str, Optional[str]]]: ...
+def hardware() -> str: ...
