@@ -23,6 +23,8 @@ tar -cf - -C "$B" tests | xz -T2 -9 > "$B/tests.txz" && rm -rf "$B/tests"
 # The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
 (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
+# Bitcoin's test data (Core's vectors, real blocks with their spent outputs), compressed.
+[ -d ../shared/data/bitcoin ] && tar -cf - -C ../shared/data bitcoin | xz -T2 -9 > "$B/bitcoin-data.txz"
 # Groth16 fixtures (scripts/zk-fixtures.sh): the test circuits, whose keys come from a ceremony;
 # the benchmark circuits are written and keyed there (gpu-run.sh).
 zk=${BATCHCRYPT_ZK_FIXTURES:-target/zk-fixtures}

@@ -2,7 +2,7 @@
 # Runs every GPU test and benchmark in one call on a machine with an NVIDIA GPU, from the bundle
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
-# STEPS picks what runs (default: all): any of tests python demo merkle calibrate bench prove psi
+# STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench prove psi
 # sass, e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ quick=${1:-}
 B=$(mktemp -d)
 tar -xJf "$BUNDLE/bin.txz" -C "$B"
 for f in tests.txz wheels data build-root; do ln -s "$PWD/$BUNDLE/$f" "$B/$f"; done
+[ -f "$BUNDLE/bitcoin-data.txz" ] && [ ! -d "$BUNDLE/data/bitcoin" ] && tar -xJf "$BUNDLE/bitcoin-data.txz" -C "$BUNDLE/data"
 want() { [[ " ${STEPS:-all} " == *" all "* || " ${STEPS:-all} " == *" $1 "* ]]; }
 # Groth16 fixtures: the test circuits as they are; the benchmark circuits (ZK_BENCH: domain
 # sizes 2^K) written here with a development key.
@@ -67,10 +68,16 @@ py_tests() {
 want python && step python-tests py_tests
 want demo && step demo "$B/bin/batchcrypt" demo
 want merkle && step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
+# Bitcoin validation from the command line: one block on each backend, the regtest chain.
+bd=$B/data/bitcoin/blocks
+want bitcoin && [ -d "$bd" ] && for b in auto cpu gpu; do
+  step "bitcoin-block-$b" "$B/bin/batchcrypt" --backend $b bitcoin verify-block "$bd/mainnet-367891.raw" --spent "$bd/mainnet-367891.spent.json"
+done
+want bitcoin && [ -d "$bd" ] && step bitcoin-chain "$B/bin/batchcrypt" bitcoin verify-chain --hex "$bd/regtest-chain-206.hex" --network regtest --quiet
 want calibrate && step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
 # QUICK names groups to run in their short form even without --quick, e.g. QUICK="secp256k1".
-want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes xts aes-batch bn254 ntt groth16}; do
+want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes xts aes-batch bn254 ntt groth16 bitcoin}; do
   q=$quick; [[ " ${QUICK:-} " == *" $g "* ]] && q=--quick
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $q --json "$OUT/bench-$g.json"
 done
@@ -97,6 +104,8 @@ echo; grep -hE '^(ctr|gcm) [0-9]' "$OUT/bench-aes-batch.log" 2>/dev/null | tail 
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null
+echo; cat "$OUT/bench-bitcoin.log" 2>/dev/null | grep -vE '^(CPU|GPU):'
+echo; grep -hE 'signatures|throughput|verdict' "$OUT"/bitcoin-*.log 2>/dev/null
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 mkdir -p "$DEST"
 tar -czf "$DEST/results.tgz" -C "$OUT" .

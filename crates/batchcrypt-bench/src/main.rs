@@ -2,6 +2,7 @@
 //! prints ratios. Results also go to a JSON file for the record.
 
 mod aes;
+mod bitcoin;
 mod bn254;
 mod groth16;
 mod report;
@@ -15,7 +16,7 @@ use clap::Parser;
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run.
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "ntt".to_string(), "groth16".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -48,7 +49,8 @@ fn main() -> anyhow::Result<()> {
             "bn254" => bn254::run(&mut rep, args.quick)?,
             "ntt" => bn254::run_ntt(&mut rep, args.quick)?,
             "groth16" => groth16::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: sha256, secp256k1, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
+            "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, sha256, secp256k1, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

@@ -382,6 +382,30 @@ fn verify_schnorr_batch(
     Ok((ok, Some(out.backend)))
 }
 
+/// The signature checks the scripts of `jobs` ask for in a first (optimistic) run: ECDSA as
+/// (message, low-S `r || s`, SEC1 key) and BIP340 as (message, signature, x-only key). What a
+/// batch verifies; for benchmarks that run a peer on the same signatures.
+pub fn signature_checks(jobs: &[TxJob<'_, '_>]) -> (Vec<([u8; 32], [u8; 64], Vec<u8>)>, Vec<([u8; 32], [u8; 64], [u8; 32])>) {
+    let mut ecdsa = Vec::new();
+    let mut schnorr = Vec::new();
+    for j in jobs {
+        let pre = Precomputed::new(j.tx, Some(j.spent));
+        for i in 0..j.tx.inputs.len() {
+            let mut d = Deferring { known: None, pending: Vec::new() };
+            let mut checker = TxChecker { tx: j.tx, input: i, amount: j.spent[i].value, pre: &pre, verifier: &mut d };
+            let input = &j.tx.inputs[i];
+            let _ = verify_script(input.script_sig, &j.spent[i].script_pubkey, &input.witness, j.flags, &mut checker);
+            for c in d.pending {
+                match c {
+                    Check::Ecdsa { msg, sig, key } => ecdsa.push((msg, sig, key)),
+                    Check::Schnorr { msg, sig, key } => schnorr.push((msg, sig, key)),
+                }
+            }
+        }
+    }
+    (ecdsa, schnorr)
+}
+
 /// One input verified at once on this thread (libsecp256k1): the reference the batches must equal.
 pub fn verify_input(
     tx: &Tx,
