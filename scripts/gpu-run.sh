@@ -58,7 +58,18 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 "$B/bin/batchcrypt" info | tee -a "$OUT/gpu.txt"
 
 tests=$(mktemp -d) && tar -xJf "$B/tests.txz" -C "$tests"
-run_tests() { local rc=0; for t in "$tests"/tests/*; do echo "### $t"; "$t" --test-threads=4 || rc=1; done; return $rc; }
+# TESTS picks test binaries by name prefix (default: all), e.g. TESTS="bitcoin secp256k1".
+run_tests() {
+  local rc=0
+  for t in "$tests"/tests/*; do
+    if [ -n "${TESTS:-}" ]; then
+      local hit=0; for p in $TESTS; do [[ $(basename "$t") == "$p"* ]] && hit=1; done
+      [ $hit = 1 ] || continue
+    fi
+    echo "### $t"; "$t" --test-threads=4 || rc=1
+  done
+  return $rc
+}
 want tests && step rust-tests run_tests
 PYTHON=${PYTHON:-python3}   # needs numpy and pytest
 py_tests() {

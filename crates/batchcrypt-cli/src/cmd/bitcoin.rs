@@ -13,6 +13,7 @@ use batchcrypt::bitcoin::validate::{Network, NoHistory};
 use batchcrypt::bitcoin::{display_hash, parse_block, Header, SpentOutput};
 use batchcrypt::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -306,7 +307,7 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
     let bar = progress(Some(selected.len() as u64), a.quiet);
     let mut last = None;
     for w in selected.chunks(a.window.max(1)) {
-        let blocks: Vec<_> = w.iter().map(|&(k, _)| parse_block(&raws[k].2)).collect::<batchcrypt::Result<_>>()?;
+        let blocks: Vec<_> = w.par_iter().map(|&(k, _)| parse_block(&raws[k].2)).collect::<batchcrypt::Result<_>>()?;
         let mut spent: Vec<Vec<SpentOutput>> = Vec::new();
         for b in &blocks {
             let loc = undo.get(&b.hash()).with_context(|| {

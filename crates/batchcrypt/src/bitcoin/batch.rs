@@ -229,23 +229,20 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     let (mut e, mut s) = (0usize, 0usize);
     for (k, (r, checks)) in first.iter().enumerate() {
         results.push(*r);
-        let mut known = HashMap::new();
-        let mut all_hold = true;
+        let at = (e, s);
+        let all_hold = checks.iter().all(|c| next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok));
+        // Skip the rest of this input's verdicts (`all` stops at the first false).
+        (e, s) = at;
         for c in checks {
-            let ok = match c {
-                Check::Ecdsa { .. } => {
-                    e += 1;
-                    ecdsa_ok[e - 1]
-                }
-                Check::Schnorr { .. } => {
-                    s += 1;
-                    schnorr_ok[s - 1]
-                }
-            };
-            all_hold &= ok;
-            known.insert(c.clone(), ok);
+            next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok);
         }
         if !all_hold {
+            // Only inputs that run again need their verdicts by check.
+            let (mut e2, mut s2) = at;
+            let known = checks
+                .iter()
+                .map(|c| (c.clone(), next_verdict(c, &mut e2, &mut s2, &ecdsa_ok, &schnorr_ok)))
+                .collect();
             open.push((k, known));
         }
     }
@@ -337,6 +334,20 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         signatures_time,
         replay_time,
     })
+}
+
+/// The batch verdict of the next check in order (ECDSA and BIP340 checks count separately).
+fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr: &[bool]) -> bool {
+    match c {
+        Check::Ecdsa { .. } => {
+            *e += 1;
+            ecdsa[*e - 1]
+        }
+        Check::Schnorr { .. } => {
+            *s += 1;
+            schnorr[*s - 1]
+        }
+    }
 }
 
 fn verify_ecdsa_batch(engine: &Engine, checks: &[&Check]) -> Result<(Vec<bool>, Option<Backend>)> {

@@ -347,15 +347,19 @@ pub fn verify_with_spent(
     network: Network,
     blocks: &[(&super::Block<'_>, &[SpentOutput], Option<u32>)],
 ) -> Result<WindowReport> {
-    let times = super::validate::NoHistory;
-    let mut per_block = Vec::with_capacity(blocks.len());
-    let mut reports = Vec::with_capacity(blocks.len());
-    for (block, spent, height) in blocks {
-        let per_tx = super::block::spent_per_tx(block, spent)?;
-        let ctx = BlockContext { network, height: *height, times: &times, check_pow: true };
-        reports.push(precheck_block(block, &per_tx, &ctx)?);
-        per_block.push(per_tx);
-    }
+    use rayon::prelude::*;
+    // Without a UTXO set the blocks are independent: their checks run side by side.
+    let checked: Vec<(Vec<&[SpentOutput]>, BlockReport)> = blocks
+        .par_iter()
+        .map(|(block, spent, height)| {
+            let per_tx = super::block::spent_per_tx(block, spent)?;
+            let times = super::validate::NoHistory;
+            let ctx = BlockContext { network, height: *height, times: &times, check_pow: true };
+            let report = precheck_block(block, &per_tx, &ctx)?;
+            Ok((per_tx, report))
+        })
+        .collect::<Result<_>>()?;
+    let (per_block, mut reports): (Vec<_>, Vec<_>) = checked.into_iter().unzip();
     let jobs: Vec<_> = blocks
         .iter()
         .zip(&per_block)
