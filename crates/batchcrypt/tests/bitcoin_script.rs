@@ -398,3 +398,97 @@ fn script_assets() {
     assert!(cases == 0 || cases > 1000, "only {cases} cases");
     assert!(failures.is_empty(), "{} of {cases} cases differ:\n{}", failures.len(), failures[..failures.len().min(40)].join("\n"));
 }
+
+/// The taproot-era cases through the batch path (`batch::verify_scripts`): every success witness
+/// verifies and every failure witness fails under the case's own flags, the ECDSA and BIP340
+/// checks of all cases in one batch, on every backend.
+#[test]
+fn script_assets_as_one_batch() {
+    use batchcrypt::bitcoin::batch::{verify_scripts, TxJob};
+    let Some(raw) = common::read_shared("bitcoin/script-assets/script_assets_dev.jsonl") else { return };
+    let mut cases = Vec::new(); // (tx bytes, spent, input, flags, expected)
+    for line in std::str::from_utf8(&raw).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let t: Value = serde_json::from_str(line).unwrap();
+        let base_raw = hex::decode(t["tx"].as_str().unwrap()).unwrap();
+        let base = parse_tx(&base_raw).unwrap();
+        let spent: Vec<SpentOutput> = t["prevouts"].as_array().unwrap().iter().map(|p| txout(p.as_str().unwrap())).collect();
+        let idx = t["index"].as_u64().unwrap() as usize;
+        let flags = Flags::parse(t["flags"].as_str().unwrap()).unwrap();
+        for (which, ok) in [("success", true), ("failure", false)] {
+            let Some(w) = t.get(which) else { continue };
+            let script_sig = hex::decode(w["scriptSig"].as_str().unwrap()).unwrap();
+            let witness: Vec<Vec<u8>> = w["witness"].as_array().unwrap().iter().map(|x| hex::decode(x.as_str().unwrap()).unwrap()).collect();
+            cases.push((rebuild(&base, idx, &script_sig, &witness), spent.clone(), idx, flags, ok));
+        }
+    }
+    if cases.is_empty() {
+        return;
+    }
+    let txs: Vec<Tx> = cases.iter().map(|c| parse_tx(&c.0).unwrap()).collect();
+    let jobs: Vec<TxJob> = txs.iter().zip(&cases).map(|(tx, c)| TxJob { tx, spent: &c.1, flags: c.3 }).collect();
+    // Where each case's input lands among all inputs.
+    let mut at = Vec::new();
+    let mut n = 0;
+    for (tx, c) in txs.iter().zip(&cases) {
+        at.push(n + c.2);
+        n += tx.inputs.len();
+    }
+    for b in common::backends(batchcrypt::Primitive::Secp256k1) {
+        let report = verify_scripts(&common::engine(b), &jobs).unwrap();
+        assert!(report.schnorr_checks > 100, "BIP340 checks batched: {}", report.schnorr_checks);
+        let wrong: Vec<String> = cases
+            .iter()
+            .zip(&at)
+            .filter(|(c, &k)| report.input_verdicts[k].is_ok() != c.4)
+            .map(|(c, &k)| format!("expected {} got {:?}", c.4, report.input_verdicts[k]))
+            .collect();
+        assert!(wrong.is_empty(), "{} of {} cases differ on {b}: {:?}", wrong.len(), cases.len(), &wrong[..wrong.len().min(5)]);
+    }
+}
+
+/// `base` with input `idx`'s scriptSig and witness replaced.
+fn rebuild(base: &Tx, idx: usize, script_sig: &[u8], witness: &[Vec<u8>]) -> Vec<u8> {
+    use batchcrypt::bitcoin::tx::write_compact_size as cs;
+    let ins: Vec<(batchcrypt::bitcoin::OutPoint, u32, Vec<u8>, Vec<Vec<u8>>)> = base
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, inp)| {
+            if i == idx {
+                (inp.prevout, inp.sequence, script_sig.to_vec(), witness.to_vec())
+            } else {
+                (inp.prevout, inp.sequence, inp.script_sig.to_vec(), inp.witness.iter().map(|x| x.to_vec()).collect())
+            }
+        })
+        .collect();
+    let segwit = ins.iter().any(|i| !i.3.is_empty());
+    let mut v = base.version.to_le_bytes().to_vec();
+    if segwit {
+        v.extend([0, 1]);
+    }
+    cs(&mut v, ins.len() as u64);
+    for (op, seq, ss, _) in &ins {
+        v.extend(op.txid);
+        v.extend(op.vout.to_le_bytes());
+        cs(&mut v, ss.len() as u64);
+        v.extend(ss);
+        v.extend(seq.to_le_bytes());
+    }
+    cs(&mut v, base.outputs.len() as u64);
+    for o in &base.outputs {
+        v.extend(o.value.to_le_bytes());
+        cs(&mut v, o.script_pubkey.len() as u64);
+        v.extend(o.script_pubkey);
+    }
+    if segwit {
+        for (.., wit) in &ins {
+            cs(&mut v, wit.len() as u64);
+            for x in wit {
+                cs(&mut v, x.len() as u64);
+                v.extend(x);
+            }
+        }
+    }
+    v.extend(base.lock_time.to_le_bytes());
+    v
+}

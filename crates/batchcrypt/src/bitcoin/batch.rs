@@ -117,6 +117,8 @@ pub struct InputFailure {
 pub struct ScriptReport {
     /// Per transaction: Ok, or its first failing input.
     pub verdicts: Vec<std::result::Result<(), InputFailure>>,
+    /// Per input, every job's inputs in order.
+    pub input_verdicts: Vec<std::result::Result<(), ScriptError>>,
     pub inputs: usize,
     pub ecdsa_checks: usize,
     pub schnorr_checks: usize,
@@ -322,6 +324,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     }
     Ok(ScriptReport {
         verdicts,
+        input_verdicts: results,
         inputs: index.len(),
         ecdsa_checks,
         schnorr_checks,
