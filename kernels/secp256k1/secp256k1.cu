@@ -102,14 +102,14 @@ extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
 using namespace bc::verify;
 
 // ECDSA: u1 = e/s, u2 = r/s. Valid iff R is finite and x(R) mod n == r.
-extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     auto dm = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) { return double_mul(gtable, u1, u2, q); };
     BC_FOR_EACH_ITEM(i, n) ok[i] = verdict_x_mod_n<Curve>(items + ITEM_LIMBS * i, N_MOD, dm);
 }
 
 // BIP340: u1 = s, u2 = n - e, the key lifted to even y, r = x(R) expected (below p).
 // Valid iff R is finite, has even y, and x(R) == r.
-extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) {
         const uint32_t* it = items + ITEM_LIMBS * i;
         PointAffine q;

@@ -333,50 +333,7 @@ fn script_assets() {
             let script_sig = hex::decode(w["scriptSig"].as_str().unwrap()).unwrap();
             let witness: Vec<Vec<u8>> = w["witness"].as_array().unwrap().iter().map(|x| hex::decode(x.as_str().unwrap()).unwrap()).collect();
             // The case's transaction with this input's scriptSig and witness put in.
-            let base = parse_tx(&tx_raw).unwrap();
-            let ins: Vec<_> = base
-                .inputs
-                .iter()
-                .enumerate()
-                .map(|(i, inp)| {
-                    let (ss, wit) = if i == idx {
-                        (script_sig.clone(), witness.clone())
-                    } else {
-                        (inp.script_sig.to_vec(), inp.witness.iter().map(|x| x.to_vec()).collect())
-                    };
-                    (inp.prevout, inp.sequence, ss, wit)
-                })
-                .collect();
-            let mut v = base.version.to_le_bytes().to_vec();
-            let segwit = ins.iter().any(|i| !i.3.is_empty());
-            use batchcrypt::bitcoin::tx::write_compact_size as cs;
-            if segwit {
-                v.extend([0, 1]);
-            }
-            cs(&mut v, ins.len() as u64);
-            for (op, seq, ss, _) in &ins {
-                v.extend(op.txid);
-                v.extend(op.vout.to_le_bytes());
-                cs(&mut v, ss.len() as u64);
-                v.extend(ss);
-                v.extend(seq.to_le_bytes());
-            }
-            cs(&mut v, base.outputs.len() as u64);
-            for o in &base.outputs {
-                v.extend(o.value.to_le_bytes());
-                cs(&mut v, o.script_pubkey.len() as u64);
-                v.extend(o.script_pubkey);
-            }
-            if segwit {
-                for (.., wit) in &ins {
-                    cs(&mut v, wit.len() as u64);
-                    for x in wit {
-                        cs(&mut v, x.len() as u64);
-                        v.extend(x);
-                    }
-                }
-            }
-            v.extend(base.lock_time.to_le_bytes());
+            let v = rebuild(&parse_tx(&tx_raw).unwrap(), idx, &script_sig, &witness);
             let tx = parse_tx(&v).unwrap();
             for &flags in &sets {
                 let applies = if expect {

@@ -80,28 +80,23 @@ struct Replay<'k> {
     cpu_checks: usize,
 }
 
-impl SigVerifier for Replay<'_> {
-    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
-        let c = Check::Ecdsa {
-            msg: *msg,
-            sig: *sig,
-            key: pubkey.to_vec(),
-        };
+impl Replay<'_> {
+    fn ask(&mut self, c: Check, verify: impl FnOnce() -> bool) -> bool {
         self.known.get(&c).copied().unwrap_or_else(|| {
             self.cpu_checks += 1;
-            CpuVerifier.ecdsa(msg, sig, pubkey)
+            verify()
         })
     }
+}
+
+impl SigVerifier for Replay<'_> {
+    fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        let c = Check::Ecdsa { msg: *msg, sig: *sig, key: pubkey.to_vec() };
+        self.ask(c, || CpuVerifier.ecdsa(msg, sig, pubkey))
+    }
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
-        let c = Check::Schnorr {
-            msg: *msg,
-            sig: *sig,
-            key: *pubkey,
-        };
-        self.known.get(&c).copied().unwrap_or_else(|| {
-            self.cpu_checks += 1;
-            CpuVerifier.schnorr(msg, sig, pubkey)
-        })
+        let c = Check::Schnorr { msg: *msg, sig: *sig, key: *pubkey };
+        self.ask(c, || CpuVerifier.schnorr(msg, sig, pubkey))
     }
 }
 

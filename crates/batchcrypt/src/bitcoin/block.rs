@@ -166,6 +166,12 @@ pub fn precheck_block(
     if ctx.check_pow && !check_proof_of_work(&block.hash(), header.bits, &params.pow_limit) {
         return fail(report, BlockError { reason: "high-hash".into(), tx: None, input: None }, t0);
     }
+    // Core's ContextualCheckBlockHeader: versions below those BIP34, BIP66 and BIP65 signalled.
+    let version_floor = [(params.bip34_height, 2), (params.bip66_height, 3), (params.bip65_height, 4)];
+    if version_floor.iter().any(|&(h, v)| height >= h && header.version < v) {
+        let e = BlockError { reason: format!("bad-version(0x{:08x})", header.version), tx: None, input: None };
+        return fail(report, e, t0);
+    }
     let txids: Vec<[u8; 32]> = block.txs.par_iter().map(|t| t.txid()).collect();
     if let Err(e) = check_block(block, &txids) {
         return fail(report, e, t0);

@@ -7,7 +7,7 @@
 //! once, in [`Precomputed`], so signing all inputs of a segwit or taproot transaction stays linear.
 //! (Legacy hashes stay quadratic: that is the legacy algorithm itself.)
 
-use super::tx::{OutPoint, SpentOutput, Tx, TxOut};
+use super::tx::{write_compact_size, OutPoint, SpentOutput, Tx, TxOut};
 use crate::sha256::{digest, digest_double, Digest};
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -170,7 +170,7 @@ pub fn legacy(tx: &Tx, input: usize, script_code: &[u8], hash_type: i32) -> Dige
         } else {
             0..tx.inputs.len()
         };
-        put_compact_size(buf, signed.len() as u64);
+        write_compact_size(buf, signed.len() as u64);
         for i in signed {
             let txin = &tx.inputs[i];
             put_outpoint(buf, &txin.prevout);
@@ -192,7 +192,7 @@ pub fn legacy(tx: &Tx, input: usize, script_code: &[u8], hash_type: i32) -> Dige
         } else {
             tx.outputs.len()
         };
-        put_compact_size(buf, n_outputs as u64);
+        write_compact_size(buf, n_outputs as u64);
         for (i, out) in tx.outputs[..n_outputs].iter().enumerate() {
             if single && i != input {
                 // SINGLE: outputs before the signed one are null CTxOuts (value -1, no script).
@@ -420,28 +420,10 @@ fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     })
 }
 
-/// Core's WriteCompactSize.
-fn put_compact_size(buf: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=0xfc => buf.push(n as u8),
-        0xfd..=0xffff => {
-            buf.push(0xfd);
-            buf.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            buf.push(0xfe);
-            buf.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        _ => {
-            buf.push(0xff);
-            buf.extend_from_slice(&n.to_le_bytes());
-        }
-    }
-}
 
 /// A script (or any byte vector) as Core serializes it: compact-size length, then the bytes.
 fn put_script(buf: &mut Vec<u8>, script: &[u8]) {
-    put_compact_size(buf, script.len() as u64);
+    write_compact_size(buf, script.len() as u64);
     buf.extend_from_slice(script);
 }
 
@@ -505,7 +487,7 @@ fn put_script_code_without_separators(buf: &mut Vec<u8>, script: &[u8]) {
             Err(stop) => break stop,
         }
     };
-    put_compact_size(buf, (script.len() - separators.len()) as u64);
+    write_compact_size(buf, (script.len() - separators.len()) as u64);
     let mut start = 0;
     for at in separators {
         buf.extend_from_slice(&script[start..at]);
@@ -577,7 +559,7 @@ mod tests {
             (0x1_0000_0000, vec![0xff, 0, 0, 0, 0, 1, 0, 0, 0]),
         ] {
             let mut buf = Vec::new();
-            put_compact_size(&mut buf, n);
+            write_compact_size(&mut buf, n);
             assert_eq!(buf, want, "{n:#x}");
         }
     }

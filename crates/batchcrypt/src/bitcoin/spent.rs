@@ -12,7 +12,7 @@
 //! Malformed or truncated input is an error naming the record and the offset, never a panic, and
 //! no length field allocates more than the bytes that remain could fill.
 
-use super::tx::{Reader, SpentOutput};
+use super::tx::{write_compact_size, Reader, SpentOutput};
 use crate::error::{Error, Result};
 use std::fmt::Display;
 
@@ -310,23 +310,6 @@ fn write_varint(out: &mut Vec<u8>, mut n: u64) {
     out.extend(digits[..=len].iter().rev());
 }
 
-fn write_compact_size(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=0xfc => out.push(n as u8),
-        0xfd..=0xffff => {
-            out.push(0xfd);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(0xfe);
-            out.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        _ => {
-            out.push(0xff);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-    }
-}
 
 /// Core's CompressScript: the special forms as (size code, payload), or `None` for a script
 /// stored whole. An uncompressed P2PK key is compressed only when it is a valid point, since only

@@ -370,7 +370,17 @@ pub(crate) fn read_tx<'a>(r: &mut Reader<'a>) -> Result<Tx<'a>> {
     })
 }
 
-/// Appends a CompactSize integer.
+/// The length of a CompactSize integer's encoding.
+pub fn compact_size_len(n: u64) -> usize {
+    match n {
+        0..=0xfc => 1,
+        0xfd..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    }
+}
+
+/// Appends a CompactSize integer (Core's WriteCompactSize).
 pub fn write_compact_size(out: &mut Vec<u8>, n: u64) {
     match n {
         0..=0xfc => out.push(n as u8),

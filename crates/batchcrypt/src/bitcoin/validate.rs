@@ -348,7 +348,7 @@ pub fn check_block(block: &super::Block, txids: &[[u8; 32]]) -> Result<(), Block
         return Err(BlockError::block("bad-txns-duplicate"));
     }
     let stripped: u64 = 80
-        + compact_size_len(block.txs.len() as u64)
+        + super::tx::compact_size_len(block.txs.len() as u64) as u64
         + block.txs.iter().map(|t| t.stripped_size() as u64).sum::<u64>();
     if block.txs.is_empty()
         || block.txs.len() as u64 * WITNESS_SCALE_FACTOR > MAX_BLOCK_WEIGHT
@@ -372,18 +372,10 @@ pub fn check_block(block: &super::Block, txids: &[[u8; 32]]) -> Result<(), Block
     Ok(())
 }
 
-fn compact_size_len(n: u64) -> u64 {
-    match n {
-        0..=0xfc => 1,
-        0xfd..=0xffff => 3,
-        0x1_0000..=0xffff_ffff => 5,
-        _ => 9,
-    }
-}
 
 /// Block weight (BIP141): every transaction's weight plus the header and count, times four.
 pub fn block_weight(block: &super::Block) -> u64 {
-    let count = compact_size_len(block.txs.len() as u64);
+    let count = super::tx::compact_size_len(block.txs.len() as u64) as u64;
     (80 + count) * WITNESS_SCALE_FACTOR + block.txs.iter().map(|t| t.weight()).sum::<u64>()
 }
 

@@ -120,8 +120,8 @@ pub(crate) enum Scheme {
 impl Scheme {
     pub(crate) fn kernel(self) -> &'static str {
         match self {
-            Scheme::Ecdsa => "secp256k1_ecdsa_verify",
-            Scheme::Schnorr => "secp256k1_schnorr_verify",
+            Scheme::Ecdsa => "secp256k1_ecdsa_verify_batch",
+            Scheme::Schnorr => "secp256k1_schnorr_verify_batch",
         }
     }
 }

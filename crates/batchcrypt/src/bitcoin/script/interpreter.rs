@@ -639,12 +639,7 @@ fn checkmultisig(
 
 /// The size of the witness stack serialized (BIP342's validation weight budget).
 fn witness_serialized_size(witness: &[&[u8]]) -> usize {
-    let cs = |n: usize| match n {
-        0..=0xfc => 1,
-        0xfd..=0xffff => 3,
-        0x1_0000..=0xffff_ffff => 5,
-        _ => 9,
-    };
+    let cs = |n: usize| crate::bitcoin::tx::compact_size_len(n as u64);
     cs(witness.len()) + witness.iter().map(|w| cs(w.len()) + w.len()).sum::<usize>()
 }
 
