@@ -47,27 +47,52 @@ fn load() -> anyhow::Result<Vec<Loaded>> {
     BLOCKS
         .iter()
         .map(|&(name, ext, network)| {
-            let raw = std::fs::read(dir.join(format!("{name}.raw")))
-                .map_err(|e| anyhow::anyhow!("{}: {e} (set BATCHCRYPT_SHARED_DATA)", dir.join(name).display()))?;
+            let raw = std::fs::read(dir.join(format!("{name}.raw"))).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: {e} (set BATCHCRYPT_SHARED_DATA)",
+                    dir.join(name).display()
+                )
+            })?;
             let block = parse_block(&raw)?;
             let spent = read_spent_file(&dir.join(format!("{name}.{ext}")), &block)?;
             let inputs = block.txs.iter().skip(1).map(|t| t.inputs.len()).sum();
-            Ok(Loaded { name, network, raw: raw.clone(), spent, inputs })
+            Ok(Loaded {
+                name,
+                network,
+                raw: raw.clone(),
+                spent,
+                inputs,
+            })
         })
         .collect()
 }
 
 /// Validates `set` (indices into `blocks`) in windows of `window` blocks; panics unless all valid.
-fn validate_all(engine: &Engine, blocks: &[Loaded], set: &[usize], window: usize) -> Option<Backend> {
+fn validate_all(
+    engine: &Engine,
+    blocks: &[Loaded],
+    set: &[usize],
+    window: usize,
+) -> Option<Backend> {
     let mut ran = None;
     // Windows hold one network's blocks (activation heights are per network).
     let runs = set.chunk_by(|&a, &b| blocks[a].network == blocks[b].network);
     for w in runs.flat_map(|r| r.chunks(window)) {
-        let parsed: Vec<_> = w.par_iter().map(|&k| parse_block(&blocks[k].raw).unwrap()).collect();
+        let parsed: Vec<_> = w
+            .par_iter()
+            .map(|&k| parse_block(&blocks[k].raw).unwrap())
+            .collect();
         let net = blocks[w[0]].network;
-        let items: Vec<_> = parsed.iter().zip(w).map(|(b, &k)| (b, blocks[k].spent.as_slice(), None)).collect();
+        let items: Vec<_> = parsed
+            .iter()
+            .zip(w)
+            .map(|(b, &k)| (b, blocks[k].spent.as_slice(), None))
+            .collect();
         let r = verify_with_spent(engine, net, &items).unwrap();
-        assert!(r.blocks.iter().all(|b| b.verdict.is_ok()), "a test block failed");
+        assert!(
+            r.blocks.iter().all(|b| b.verdict.is_ok()),
+            "a test block failed"
+        );
         if let Some(s) = &r.scripts {
             ran = ran.or(s.ecdsa_backend);
         }
@@ -81,14 +106,27 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let all: Vec<usize> = (0..blocks.len()).collect();
     // mainnet-367891 holds one transaction of 20,000 inputs (840 kB): libbitcoinconsensus parses
     // the whole transaction again for every input, so it is measured with and without it.
-    let without: Vec<usize> = all.iter().copied().filter(|&k| blocks[k].name != "mainnet-367891").collect();
-    for (title, subset) in [("the test blocks", &all), ("the test blocks but mainnet-367891", &without)] {
+    let without: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&k| blocks[k].name != "mainnet-367891")
+        .collect();
+    for (title, subset) in [
+        ("the test blocks", &all),
+        ("the test blocks but mainnet-367891", &without),
+    ] {
         run_case(rep, quick, &blocks, subset, target, title)?;
     }
     // One block's latency on each backend, and the dispatcher's pick.
-    let k = blocks.iter().position(|b| b.name == "mainnet-367891").unwrap();
+    let k = blocks
+        .iter()
+        .position(|b| b.name == "mainnet-367891")
+        .unwrap();
     let one = [k];
-    let lcase = format!("{} ({} inputs), one block", blocks[k].name, blocks[k].inputs);
+    let lcase = format!(
+        "{} ({} inputs), one block",
+        blocks[k].name, blocks[k].inputs
+    );
     rep.header("Bitcoin block validation, one block's latency");
     for choice in [BackendChoice::Cpu, BackendChoice::Gpu, BackendChoice::Auto] {
         if choice == BackendChoice::Gpu && Backend::Cuda.availability().is_err() {
@@ -96,13 +134,27 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
         let engine = Engine::with_backend(choice);
         let mut ran = None;
-        let t = time(if quick { 3 } else { 15 }, || ran = validate_all(&engine, &blocks, &one, 1));
+        let t = time(if quick { 3 } else { 15 }, || {
+            ran = validate_all(&engine, &blocks, &one, 1)
+        });
         let name = match choice {
             BackendChoice::Cpu => "batchcrypt, signatures on the CPU".to_string(),
             BackendChoice::Gpu => "batchcrypt, signatures on the GPU".to_string(),
-            _ => label("batchcrypt auto", choice, ran.unwrap_or(Backend::Libsecp256k1)),
+            _ => label(
+                "batchcrypt auto",
+                choice,
+                ran.unwrap_or(Backend::Libsecp256k1),
+            ),
         };
-        rep.add(GROUP, &lcase, &name, blocks[k].inputs as u64, blocks[k].raw.len() as u64, t, Some("batchcrypt, signatures on the CPU"));
+        rep.add(
+            GROUP,
+            &lcase,
+            &name,
+            blocks[k].inputs as u64,
+            blocks[k].raw.len() as u64,
+            t,
+            Some("batchcrypt, signatures on the CPU"),
+        );
         println!("    {name}: {:.2} ms", t * 1e3);
     }
     Ok(())
@@ -125,7 +177,14 @@ struct PeerInput<'b> {
     flags: u32,
 }
 
-fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], target: usize, title: &str) -> anyhow::Result<()> {
+fn run_case(
+    rep: &mut Report,
+    quick: bool,
+    blocks: &[Loaded],
+    subset: &[usize],
+    target: usize,
+    title: &str,
+) -> anyhow::Result<()> {
     let per_round: usize = subset.iter().map(|&k| blocks[k].inputs).sum();
     let rounds = target.div_ceil(per_round);
     // Each network's blocks together, repeated.
@@ -138,18 +197,30 @@ fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], 
     let inputs: usize = set.iter().map(|&k| blocks[k].inputs).sum();
     let bytes: usize = set.iter().map(|&k| blocks[k].raw.len()).sum();
     let case = format!("{} x{rounds}: {inputs} inputs", title);
-    rep.header(&format!("Bitcoin block validation, end to end: {case} ({} threads)", batchcrypt::backend::cpu::threads()));
+    rep.header(&format!(
+        "Bitcoin block validation, end to end: {case} ({} threads)",
+        batchcrypt::backend::cpu::threads()
+    ));
     let reps = if quick { 1 } else { 3 };
 
     // The blocks parsed once for the peers (their own parsing is not what is compared).
-    let parsed: Vec<_> = blocks.iter().map(|b| parse_block(&b.raw).unwrap()).collect();
-    let per_tx: Vec<Vec<&[SpentOutput]>> = blocks.iter().zip(&parsed).map(|(b, p)| spent_per_tx(p, &b.spent).unwrap()).collect();
+    let parsed: Vec<_> = blocks
+        .iter()
+        .map(|b| parse_block(&b.raw).unwrap())
+        .collect();
+    let per_tx: Vec<Vec<&[SpentOutput]>> = blocks
+        .iter()
+        .zip(&parsed)
+        .map(|(b, p)| spent_per_tx(p, &b.spent).unwrap())
+        .collect();
     let flags: Vec<batchcrypt::bitcoin::script::Flags> = blocks
         .iter()
         .zip(&parsed)
         .map(|(b, p)| {
             let h = batchcrypt::bitcoin::block::bip34_height(p).unwrap_or(0);
-            b.network.params().script_flags(h, &batchcrypt::bitcoin::display_hash(&p.hash()))
+            b.network
+                .params()
+                .script_flags(h, &batchcrypt::bitcoin::display_hash(&p.hash()))
         })
         .collect();
 
@@ -158,7 +229,12 @@ fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], 
     for &k in &set {
         for (t, tx) in parsed[k].txs.iter().enumerate().skip(1) {
             for index in 0..tx.inputs.len() {
-                peer_inputs.push(PeerInput { tx: tx.raw, spent: per_tx[k][t], index, flags: flags[k].0 & SUPPORTED });
+                peer_inputs.push(PeerInput {
+                    tx: tx.raw,
+                    spent: per_tx[k][t],
+                    index,
+                    flags: flags[k].0 & SUPPORTED,
+                });
             }
         }
     }
@@ -175,21 +251,54 @@ fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], 
                 let utxos: Vec<bitcoinconsensus::Utxo> = p
                     .spent
                     .iter()
-                    .map(|s| bitcoinconsensus::Utxo { script_pubkey: s.script_pubkey.as_ptr(), script_pubkey_len: s.script_pubkey.len() as u32, value: s.value })
+                    .map(|s| bitcoinconsensus::Utxo {
+                        script_pubkey: s.script_pubkey.as_ptr(),
+                        script_pubkey_len: s.script_pubkey.len() as u32,
+                        value: s.value,
+                    })
                     .collect();
                 let s = &p.spent[p.index];
-                bitcoinconsensus::verify_with_flags(&s.script_pubkey, s.value as u64, p.tx, Some(&utxos), p.index, p.flags).is_ok() as usize
+                bitcoinconsensus::verify_with_flags(
+                    &s.script_pubkey,
+                    s.value as u64,
+                    p.tx,
+                    Some(&utxos),
+                    p.index,
+                    p.flags,
+                )
+                .is_ok() as usize
             })
             .sum();
-        assert_eq!(ok, inputs, "libbitcoinconsensus refused an input of a valid block");
+        assert_eq!(
+            ok, inputs,
+            "libbitcoinconsensus refused an input of a valid block"
+        );
     });
     const PEER: &str = "libbitcoinconsensus per input (all cores)";
-    rep.add(GROUP, &case, PEER, inputs as u64, bytes as u64, t_peer, None);
+    rep.add(
+        GROUP,
+        &case,
+        PEER,
+        inputs as u64,
+        bytes as u64,
+        t_peer,
+        None,
+    );
 
     // Peer: libsecp256k1 alone on the signatures the blocks hold (no scripts, no sighashes).
     let (mut ecdsa, mut schnorr) = (Vec::new(), Vec::new());
     for &k in &set {
-        let jobs: Vec<TxJob> = parsed[k].txs.iter().enumerate().skip(1).map(|(t, tx)| TxJob { tx, spent: per_tx[k][t], flags: flags[k] }).collect();
+        let jobs: Vec<TxJob> = parsed[k]
+            .txs
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(t, tx)| TxJob {
+                tx,
+                spent: per_tx[k][t],
+                flags: flags[k],
+            })
+            .collect();
         let (e, s) = signature_checks(&jobs);
         ecdsa.extend(e);
         schnorr.extend(s);
@@ -214,8 +323,20 @@ fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], 
         std::hint::black_box(n);
     });
     const SECP: &str = "libsecp256k1 alone, its signatures only";
-    rep.add(GROUP, &case, SECP, inputs as u64, bytes as u64, t_secp, None);
-    println!("    ({sigs} signature checks: {} ECDSA, {} BIP340)", ecdsa.len(), schnorr.len());
+    rep.add(
+        GROUP,
+        &case,
+        SECP,
+        inputs as u64,
+        bytes as u64,
+        t_secp,
+        None,
+    );
+    println!(
+        "    ({sigs} signature checks: {} ECDSA, {} BIP340)",
+        ecdsa.len(),
+        schnorr.len()
+    );
 
     // Ours, end to end (parse, every block rule, scripts, sighashes, signatures).
     for choice in [BackendChoice::Cpu, BackendChoice::Gpu, BackendChoice::Auto] {
@@ -228,10 +349,25 @@ fn run_case(rep: &mut Report, quick: bool, blocks: &[Loaded], subset: &[usize], 
         let name = match choice {
             BackendChoice::Cpu => "batchcrypt, signatures on the CPU".to_string(),
             BackendChoice::Gpu => "batchcrypt, signatures on the GPU".to_string(),
-            _ => label("batchcrypt auto", choice, ran.unwrap_or(Backend::Libsecp256k1)),
+            _ => label(
+                "batchcrypt auto",
+                choice,
+                ran.unwrap_or(Backend::Libsecp256k1),
+            ),
         };
-        rep.add(GROUP, &case, &name, inputs as u64, bytes as u64, t, Some(PEER));
-        println!("    {name}: {:.2}x libsecp256k1 alone on the same signatures", t_secp / t);
+        rep.add(
+            GROUP,
+            &case,
+            &name,
+            inputs as u64,
+            bytes as u64,
+            t,
+            Some(PEER),
+        );
+        println!(
+            "    {name}: {:.2}x libsecp256k1 alone on the same signatures",
+            t_secp / t
+        );
     }
     Ok(())
 }

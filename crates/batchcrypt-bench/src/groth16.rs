@@ -238,7 +238,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                         })
                         .wait()?,
                 ); // bases to the GPU
-                batchcrypt::scheduler::reset_gpu_stats();
+                batchcrypt::backend::gpu::reset_memory_stats();
                 let monitor = gpu
                     .then(batchcrypt::backend::nvml::UtilizationMonitor::start)
                     .and_then(Result::ok);
@@ -261,7 +261,9 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     .unwrap_or_default();
                 let what = format!("{name}, {jobs} in flight");
                 rep.add(GROUP, &case, &what, total as u64, 0, secs, peer);
-                let memory = batchcrypt::scheduler::gpu_stats()
+                let memory = batchcrypt::backend::gpu::memory_stats()
+                    .first()
+                    .copied()
                     .filter(|_| gpu)
                     .map(|m| {
                         format!(

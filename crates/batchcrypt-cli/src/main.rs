@@ -22,6 +22,10 @@ struct Cli {
     /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl.
     #[arg(long, short = 'b', global = true, env = batchcrypt::backend::BACKEND_ENV, default_value = "auto")]
     backend: BackendChoice,
+    /// GPUs to use: all (default), none, or driver ordinals such as 0,2 (`batchcrypt info` lists
+    /// them). A batch large enough is split over all of them in proportion to their measured speed.
+    #[arg(long, global = true, env = batchcrypt::backend::gpu::DEVICES_ENV, value_name = "all|none|0,1,..")]
+    devices: Option<batchcrypt::backend::gpu::DeviceSelection>,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,7 +34,7 @@ struct Cli {
 enum Command {
     /// Run every primitive on built-in data on every backend present, check they agree, print throughput.
     Demo(cmd::demo::Args),
-    /// Show the CPU features and GPU found, and which backends can run.
+    /// Show the CPU features and every GPU found, and which backends can run.
     Info,
     /// SHA-256 (or SHA256d) of files, or of each line of a file as one batch.
     Sha256(cmd::sha256::Args),
@@ -59,6 +63,10 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if let Some(d) = &cli.devices {
+        // Read when the GPUs are first opened, later in this single-threaded start.
+        std::env::set_var(batchcrypt::backend::gpu::DEVICES_ENV, d.to_string());
+    }
     let engine = Engine::with_backend(cli.backend);
     let result: Result<()> = match cli.command {
         Command::Demo(a) => cmd::demo::run(&a),

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn bin() -> Command {
-    Command::new(std::env::var_os("BATCHCRYPT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into()))
+    Command::new(
+        std::env::var_os("BATCHCRYPT_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into()),
+    )
 }
 
 fn blocks() -> Option<PathBuf> {
@@ -23,7 +26,11 @@ fn blocks() -> Option<PathBuf> {
 }
 
 fn out(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -58,7 +65,11 @@ fn verify_block_valid_and_invalid() {
         .unwrap();
     std::fs::remove_file(&tmp).ok();
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("INVALID: mandatory-script-verify-flag-failed"), "{}", out(&o));
+    assert!(
+        out(&o).contains("INVALID: mandatory-script-verify-flag-failed"),
+        "{}",
+        out(&o)
+    );
     assert!(out(&o).contains("(transaction 1, input 0)"), "{}", out(&o));
 
     // A spent-output file of another block is a clear error, not a verdict.
@@ -70,14 +81,27 @@ fn verify_block_valid_and_invalid() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(out(&o).contains("is it the data of this block?"), "{}", out(&o));
+    assert!(
+        out(&o).contains("is it the data of this block?"),
+        "{}",
+        out(&o)
+    );
 }
 
 #[test]
 fn verify_chain_regtest() {
     let Some(d) = blocks() else { return };
     let o = bin()
-        .args(["bitcoin", "verify-chain", "--network", "regtest", "--quiet", "--window", "50", "--hex"])
+        .args([
+            "bitcoin",
+            "verify-chain",
+            "--network",
+            "regtest",
+            "--quiet",
+            "--window",
+            "50",
+            "--hex",
+        ])
         .arg(d.join("regtest-chain-206.hex"))
         .output()
         .unwrap();
@@ -103,7 +127,12 @@ fn verify_tx_json_lines() {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", out(&o));
     let v: Vec<serde_json::Value> = String::from_utf8(o.stdout)
@@ -118,7 +147,13 @@ fn verify_tx_json_lines() {
     assert_eq!(v[1]["reason"], "script failed: EVAL_FALSE");
     assert_eq!(v[2]["reason"], "bad-txns-in-belowout");
     // A bad flag name is an error that says which names exist.
-    let mut child = bin().args(["bitcoin", "verify-tx"]).stdin(Stdio::piped()).stderr(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = bin()
+        .args(["bitcoin", "verify-tx"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     child
         .stdin
         .take()
@@ -127,7 +162,11 @@ fn verify_tx_json_lines() {
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(!o.status.success());
-    assert!(out(&o).contains("unknown script flag \"NOPE\""), "{}", out(&o));
+    assert!(
+        out(&o).contains("unknown script flag \"NOPE\""),
+        "{}",
+        out(&o)
+    );
 }
 
 /// The regtest genesis block (mainnet's with regtest's time, bits and nonce).
@@ -164,7 +203,11 @@ fn verify_chain_from_a_core_blocks_directory() {
     let Some(d) = blocks() else { return };
     let text = std::fs::read_to_string(d.join("regtest-chain-206.hex")).unwrap();
     let mut raws = vec![regtest_genesis()];
-    raws.extend(text.lines().filter(|l| !l.trim().is_empty()).map(|l| hex::decode(l.trim()).unwrap()));
+    raws.extend(
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| hex::decode(l.trim()).unwrap()),
+    );
     let genesis = parse_block(&raws[0]).unwrap();
     assert_eq!(
         batchcrypt::bitcoin::display_hash(&genesis.hash()),
@@ -178,18 +221,30 @@ fn verify_chain_from_a_core_blocks_directory() {
         let mut undo = Vec::new();
         for (t, tx) in b.txs.iter().enumerate() {
             if t > 0 {
-                undo.push(tx.inputs.iter().map(|i| utxo.remove(&i.prevout).unwrap()).collect::<Vec<_>>());
+                undo.push(
+                    tx.inputs
+                        .iter()
+                        .map(|i| utxo.remove(&i.prevout).unwrap())
+                        .collect::<Vec<_>>(),
+                );
             }
             for (v, o) in tx.outputs.iter().enumerate() {
                 let mut coin = SpentOutput::new(o.value, o.script_pubkey.to_vec());
                 coin.height = Some(h as u32);
                 coin.coinbase = Some(t == 0);
-                utxo.insert(OutPoint { txid: tx.txid(), vout: v as u32 }, coin);
+                utxo.insert(
+                    OutPoint {
+                        txid: tx.txid(),
+                        vout: v as u32,
+                    },
+                    coin,
+                );
             }
         }
         if h > 0 {
             let payload = encode_core_block_undo(&undo);
-            let checksum = batchcrypt::sha256::digest_double(&[&b.header[4..36], &payload[..]].concat());
+            let checksum =
+                batchcrypt::sha256::digest_double(&[&b.header[4..36], &payload[..]].concat());
             revs.push((payload, checksum.to_vec()));
         }
     }
@@ -209,7 +264,14 @@ fn verify_chain_from_a_core_blocks_directory() {
 
     let run = |extra: &[&str]| {
         let o = bin()
-            .args(["bitcoin", "verify-chain", "--network", "regtest", "--quiet", "--blocks-dir"])
+            .args([
+                "bitcoin",
+                "verify-chain",
+                "--network",
+                "regtest",
+                "--quiet",
+                "--blocks-dir",
+            ])
             .arg(&dir)
             .args(extra)
             .output()
@@ -217,10 +279,19 @@ fn verify_chain_from_a_core_blocks_directory() {
         (o.status.success(), out(&o))
     };
     let (ok, text) = run(&[]);
-    assert!(ok && text.contains("VALID: 206 blocks"), "UTXO mode: {text}");
+    assert!(
+        ok && text.contains("VALID: 206 blocks"),
+        "UTXO mode: {text}"
+    );
     let (ok, text) = run(&["--use-undo", "--window", "7"]);
-    assert!(ok && text.contains("VALID: 206 blocks"), "undo mode: {text}");
+    assert!(
+        ok && text.contains("VALID: 206 blocks"),
+        "undo mode: {text}"
+    );
     let (ok, text) = run(&["--use-undo", "--from", "100", "--count", "10"]);
-    assert!(ok && text.contains("VALID: 10 blocks") && text.contains("height 109"), "a range: {text}");
+    assert!(
+        ok && text.contains("VALID: 10 blocks") && text.contains("height 109"),
+        "a range: {text}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,11 +2,14 @@
 //!
 //! Each operation reports its workload (items, work units, bytes in and out, where the data lives)
 //! and the backends that implement it. A forced choice (API, CLI flag or `BATCHCRYPT_BACKEND`) is
-//! honoured or refused with a reason. Under `Auto`, when both a CPU and the GPU could run the batch,
-//! the dispatcher measures each once per process — a small and a large run fitted to
-//! `fixed + units × per_unit`, and the host↔device copy bandwidth — and takes the cheaper estimate:
-//! small batches stay on the CPU, large ones go to the GPU.
+//! honoured or refused with a reason. Under `Auto` the candidates are the best CPU backend, each
+//! GPU alone, and all GPUs together: each is measured once per process — a small and a large run
+//! fitted to `fixed + units × per_unit`, and each device's host↔device copy bandwidth — and the
+//! cheapest estimate wins: small batches stay on the CPU, large ones go to the GPUs. A batch
+//! split over several GPUs gives each a share in proportion to its estimated rate on the batch
+//! (transfers included), and runs every share at once ([`Plan::on_gpus`]).
 
+use crate::backend::device::{direct_chunk_bytes, Link, LinkKind, PIPELINE_CHUNK_BYTES};
 use crate::backend::{Backend, BackendChoice};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -40,6 +43,20 @@ pub struct Workload {
     pub location: Location,
 }
 
+impl Workload {
+    /// The part of this batch that `fraction` of its items make up.
+    pub fn share(&self, fraction: f64) -> Workload {
+        let part = |x: u64| (x as f64 * fraction).ceil() as u64;
+        Workload {
+            items: part(self.items),
+            units: part(self.units),
+            bytes_in: part(self.bytes_in),
+            bytes_out: part(self.bytes_out),
+            ..*self
+        }
+    }
+}
+
 /// Measured cost of one backend on one operation, on one thread for CPU backends.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cost {
@@ -47,24 +64,6 @@ pub struct Cost {
     pub fixed_s: f64,
     /// Seconds per work unit.
     pub per_unit_s: f64,
-}
-
-/// Measured host↔device copy bandwidth, bytes per second.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Link {
-    pub h2d: f64,
-    pub d2h: f64,
-    /// Each way, when an upload and a download run at once (what a pipeline that overlaps them
-    /// gets; the link is full duplex, the host's memory and I/O path may not be).
-    pub duplex: f64,
-    /// Seconds per byte, each way, of one chunk sent up and back on its own, each copy waiting for
-    /// the one before: what a pipeline's first and last chunks cost. Through staging that is more
-    /// than the two rates above suggest (the staging copies, the upload and the download run in
-    /// turn on one chunk: 16 MiB batches of SHA256d took 1.3-1.5x the estimate from the rates).
-    pub alone: f64,
-    /// Seconds for the smallest round trip (a few bytes up and back): what a batch pays for its
-    /// copies however small it is.
-    pub latency: f64,
 }
 
 /// What the dispatcher decided for one batch.
@@ -75,6 +74,166 @@ pub struct Plan {
     pub threads: usize,
     /// Estimated seconds, when the cost model was consulted.
     pub estimate_s: Option<f64>,
+    /// The GPUs that run the batch and each one's share (none for a CPU backend).
+    pub gpus: GpuShares,
+}
+
+/// Most GPUs one batch is split over.
+pub const MAX_GPUS: usize = 16;
+
+/// The share of a batch each GPU takes, by index among the process's GPUs
+/// ([`crate::backend::gpu`]); the shares sum to 1 over the GPUs that take part.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuShares([f32; MAX_GPUS]);
+
+impl GpuShares {
+    /// All of the batch on GPU `index`.
+    pub fn one(index: usize) -> Self {
+        let mut s = [0.0; MAX_GPUS];
+        s[index.min(MAX_GPUS - 1)] = 1.0;
+        GpuShares(s)
+    }
+
+    /// Shares in proportion to `weights` (`(index, weight)`, weights positive).
+    pub fn weighted(weights: &[(usize, f64)]) -> Self {
+        let total: f64 = weights.iter().map(|w| w.1.max(0.0)).sum();
+        let mut s = [0.0; MAX_GPUS];
+        for &(i, w) in weights.iter().filter(|w| w.0 < MAX_GPUS) {
+            s[i] = if total > 0.0 {
+                (w.max(0.0) / total) as f32
+            } else {
+                1.0 / weights.len() as f32
+            };
+        }
+        GpuShares(s)
+    }
+
+    /// The GPUs taking part, with their shares, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        self.0.iter().copied().enumerate().filter(|s| s.1 > 0.0)
+    }
+
+    pub fn count(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// The first GPU taking part (0 if none does).
+    pub fn first(&self) -> usize {
+        self.iter().next().map_or(0, |s| s.0)
+    }
+
+    /// `n` items cut into one contiguous range per GPU, in index order, each as near its share as
+    /// whole multiples of `align` items allow (the last takes the rest). GPUs left with nothing
+    /// are left out.
+    pub fn split(&self, n: usize, align: usize) -> Vec<(usize, std::ops::Range<usize>)> {
+        let align = align.max(1);
+        let shares: Vec<(usize, f32)> = self.iter().collect();
+        let mut out = Vec::with_capacity(shares.len());
+        let (mut start, mut acc) = (0usize, 0f64);
+        for (k, &(gpu, share)) in shares.iter().enumerate() {
+            acc += share as f64;
+            let end = if k + 1 == shares.len() {
+                n
+            } else {
+                (((n as f64 * acc) as usize) / align * align).clamp(start, n)
+            };
+            if end > start {
+                out.push((gpu, start..end));
+            }
+            start = end;
+        }
+        if out.is_empty() && n > 0 {
+            out.push((self.first(), 0..n));
+        }
+        out
+    }
+}
+
+impl Plan {
+    /// Runs `f` over the plan's GPUs: each over its slice of the batch's `n` items (ranges cut by
+    /// [`GpuShares::split`] on multiples of `align`), all at once, each on its own thread inside
+    /// its device; the results in slice order. A plan of one GPU runs on the caller's thread.
+    pub fn on_gpus<T: Send>(
+        &self,
+        n: usize,
+        align: usize,
+        f: impl Fn(std::ops::Range<usize>) -> Result<T> + Sync,
+    ) -> Result<Vec<T>> {
+        use crate::backend::gpu::run_on;
+        let parts = self.gpus.split(n, align);
+        if parts.len() <= 1 {
+            let gpu = parts.first().map_or(self.gpus.first(), |p| p.0);
+            return run_on(gpu, || f(0..n)).map(|t| vec![t]);
+        }
+        std::thread::scope(|s| {
+            let f = &f;
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|(gpu, range)| s.spawn(move || run_on(gpu, || f(range))))
+                .collect();
+            // Every thread is joined before the first error is returned: no slice is left
+            // running on a device.
+            let joined: Vec<Result<T>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect();
+            joined.into_iter().collect()
+        })
+    }
+
+    /// [`Self::on_gpus`] for a batch whose output is `out`, `per_item` elements per item: each
+    /// GPU writes its slice's part of `out`.
+    pub fn on_gpus_into<O: Send>(
+        &self,
+        out: &mut [O],
+        per_item: usize,
+        align: usize,
+        f: impl Fn(std::ops::Range<usize>, &mut [O]) -> Result<()> + Sync,
+    ) -> Result<()> {
+        let n = out.len() / per_item.max(1);
+        let parts = self.gpus.split(n, align);
+        let mut rest = out;
+        let mut slices = Vec::with_capacity(parts.len());
+        for (_, r) in &parts {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * per_item);
+            slices.push(std::sync::Mutex::new(Some(head)));
+            rest = tail;
+        }
+        let starts: Vec<usize> = parts.iter().map(|p| p.1.start).collect();
+        self.on_gpus(n, align, |range| {
+            let k = starts.iter().position(|&s| s == range.start).unwrap_or(0);
+            let part = slices[k]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .expect("each slice is run once");
+            f(range, part)
+        })
+        .map(|_| ())
+    }
+
+    /// [`Self::on_gpus`] for an operation that returns one value per item: the slices' values
+    /// joined in order.
+    pub fn map_gpus<T: Send>(
+        &self,
+        n: usize,
+        f: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync,
+    ) -> Result<Vec<T>> {
+        let mut parts = self.on_gpus(n, 1, f)?;
+        if parts.len() == 1 {
+            return Ok(parts.pop().unwrap_or_default());
+        }
+        let mut all = Vec::with_capacity(n);
+        for p in parts {
+            all.extend(p);
+        }
+        Ok(all)
+    }
+
+    /// Runs `f` on the plan's first GPU (for operations that do not split).
+    pub fn on_gpu<T>(&self, f: impl FnOnce() -> T) -> T {
+        crate::backend::gpu::run_on(self.gpus.first(), f)
+    }
 }
 
 /// How an operation measures one backend's cost (compute only, data already where it runs).
@@ -100,29 +259,6 @@ impl<F: Fn(Backend) -> Result<Cost>> Calibration for F {
 
 pub type Calibrate<'a> = &'a dyn Calibration;
 
-/// Bytes per chunk of the host↔GPU pipelines (16-32 MiB; the staged copy rate is measured on
-/// chunks of this size).
-pub const PIPELINE_CHUNK_BYTES: f64 = (16 << 20) as f64;
-/// Smallest chunk of the page-locked pipeline: below it a chunk's fixed cost (copy and launch
-/// set-up) outweighs what its shorter unoverlapped ends save.
-const DIRECT_MIN_CHUNK_BYTES: usize = 2 << 20;
-
-/// Chunk for streaming `total` bytes between page-locked host memory and the GPU, from the
-/// caller's largest `max_chunk` (a multiple of `unit`, the granularity its kernels need). The
-/// first upload and the last download overlap nothing, so a buffer of a few chunks runs faster in
-/// smaller ones: about a sixteenth of the buffer, `max_chunk` halved while the half is a multiple
-/// of `unit` and at least 2 MiB. On two H100 hosts, against one upload of the same bytes: 16 MiB
-/// in 2 MiB chunks 56-57% against 42-44% in one chunk, 64 MiB in 4 MiB 68-73% against 57-66%; from
-/// 256 MiB, 8 and 16 MiB chunks were within a few percent. The staged pipeline keeps whole
-/// chunks: its host copies lose more per chunk than this saves.
-pub fn direct_chunk_bytes(total: usize, max_chunk: usize, unit: usize) -> usize {
-    let mut chunk = max_chunk;
-    while chunk > total / 16 && chunk / 2 >= DIRECT_MIN_CHUNK_BYTES && chunk % (2 * unit) == 0 {
-        chunk /= 2;
-    }
-    chunk
-}
-
 /// Batches smaller than this take the operation's preferred CPU backend without measuring.
 const MEASURE_CPU_MIN_BYTES: u64 = 256 << 10;
 /// Below this much estimated single-thread work a batch runs on one thread (waking the pool's
@@ -138,26 +274,40 @@ const STREAM_BYTES: usize = 64 << 20;
 /// 8-25 µs per thread gave.
 const PER_THREAD_MIN_S: f64 = 2e-6;
 
+/// A cost's key: the operation, the backend, and for the GPU which device (0 for the CPU).
+type CostKey = (&'static str, Backend, usize);
+
+/// A batch is split over several GPUs only from this many items: below it one GPU finishes
+/// before the others would have started.
+const SPLIT_MIN_ITEMS: u64 = 1 << 12;
+
 pub struct Dispatcher {
     choice: BackendChoice,
-    costs: Mutex<HashMap<(&'static str, Backend), std::result::Result<Cost, String>>>,
+    /// The GPUs (indices among the process's) this dispatcher may use; `None`: all of them.
+    gpu_choice: Option<Vec<usize>>,
+    gpus: OnceLock<Vec<usize>>,
+    costs: Mutex<HashMap<CostKey, std::result::Result<Cost, String>>>,
     streaming: Mutex<HashMap<(&'static str, Backend), Option<f64>>>,
-    link: OnceLock<std::result::Result<Link, String>>,
-    link_staged: OnceLock<std::result::Result<Link, String>>,
-    link_pinned: OnceLock<std::result::Result<Link, String>>,
+    links: Mutex<HashMap<(usize, LinkKind), std::result::Result<Link, String>>>,
     host_bw: OnceLock<f64>,
     dram_bw: OnceLock<f64>,
 }
 
 impl Dispatcher {
     pub fn new(choice: BackendChoice) -> Self {
+        Self::with_gpus(choice, None)
+    }
+
+    /// A dispatcher that uses only the GPUs `gpus` names (indices among the process's GPUs, as
+    /// `batchcrypt info` lists them); `None`: all of them. Indices past the last are ignored.
+    pub fn with_gpus(choice: BackendChoice, gpus: Option<Vec<usize>>) -> Self {
         Dispatcher {
             choice,
+            gpu_choice: gpus,
+            gpus: OnceLock::new(),
             costs: Mutex::new(HashMap::new()),
             streaming: Mutex::new(HashMap::new()),
-            link: OnceLock::new(),
-            link_staged: OnceLock::new(),
-            link_pinned: OnceLock::new(),
+            links: Mutex::new(HashMap::new()),
             host_bw: OnceLock::new(),
             dram_bw: OnceLock::new(),
         }
@@ -165,6 +315,17 @@ impl Dispatcher {
 
     pub fn choice(&self) -> BackendChoice {
         self.choice
+    }
+
+    /// The GPUs this dispatcher uses (indices among the process's GPUs); empty without one.
+    pub fn gpus(&self) -> &[usize] {
+        self.gpus.get_or_init(|| {
+            let count = crate::backend::gpu::count().min(MAX_GPUS);
+            match &self.gpu_choice {
+                None => (0..count).collect(),
+                Some(v) => v.iter().copied().filter(|&i| i < count).collect(),
+            }
+        })
     }
 
     /// Chooses the backend for `w`. `cpu_order` lists the CPU backends the operation implements,
@@ -181,11 +342,6 @@ impl Dispatcher {
             backend: b.name().into(),
             why,
         };
-        let gpu_plan = Plan {
-            backend: Backend::Cuda,
-            threads: 1,
-            estimate_s: None,
-        };
         match self.choice {
             BackendChoice::Exact(Backend::Cuda) | BackendChoice::Gpu => {
                 if !gpu {
@@ -197,7 +353,22 @@ impl Dispatcher {
                 Backend::Cuda
                     .availability()
                     .map_err(|why| unavailable(Backend::Cuda, why))?;
-                Ok(gpu_plan)
+                if self.gpus().is_empty() {
+                    return Err(unavailable(
+                        Backend::Cuda,
+                        "none of the GPUs this engine was given exists".into(),
+                    ));
+                }
+                // Alone or on a small batch, nothing to weigh: no measurement.
+                if self.gpus().len() == 1 || w.items < SPLIT_MIN_ITEMS {
+                    return Ok(Plan {
+                        backend: Backend::Cuda,
+                        threads: 1,
+                        estimate_s: None,
+                        gpus: GpuShares::one(self.gpus()[0]),
+                    });
+                }
+                Ok(self.gpu_plan(w, calibrate))
             }
             BackendChoice::Exact(b) => {
                 if !cpu_order.contains(&b) {
@@ -212,7 +383,7 @@ impl Dispatcher {
             BackendChoice::Cpu => Ok(self.cpu_plan(w, best_cpu(), None)),
             BackendChoice::Auto => {
                 let cpu = best_cpu();
-                if !gpu || !Backend::Cuda.is_available() {
+                if !gpu || self.gpus().is_empty() {
                     return Ok(self.cpu_plan(w, cpu, None));
                 }
                 let est = self.estimates(w, cpu, calibrate);
@@ -226,7 +397,8 @@ impl Dispatcher {
         }
     }
 
-    /// The CPU plan and the GPU plan for `w`, each with its estimate (`None` where unmeasurable).
+    /// The CPU plan and the GPU plan for `w` (the best of each GPU alone and all together), each
+    /// with its estimate (`None` where unmeasurable).
     pub fn estimates(&self, w: &Workload, cpu: Backend, calibrate: Calibrate<'_>) -> [Plan; 2] {
         let mut cpu_plan = match self.cost(w.op, cpu, calibrate) {
             Ok(c) => self.cpu_estimate(w, cpu, c, calibrate),
@@ -239,18 +411,47 @@ impl Dispatcher {
             cpu_plan.estimate_s =
                 Some(e + w.bytes_in as f64 / link.d2h + w.bytes_out as f64 / link.h2d);
         }
-        let gpu_est = self
-            .cost(w.op, Backend::Cuda, calibrate)
-            .ok()
-            .and_then(|c| self.gpu_estimate(w, c));
-        [
-            cpu_plan,
-            Plan {
-                backend: Backend::Cuda,
-                threads: 1,
-                estimate_s: gpu_est,
-            },
-        ]
+        [cpu_plan, self.gpu_plan(w, calibrate)]
+    }
+
+    /// The GPU plan for `w`: each GPU alone and, for a batch large enough, all of them together
+    /// with shares in proportion to their rates on it; the fastest estimate. Unmeasurable GPUs
+    /// are left out; when none can be measured, the first GPU without an estimate.
+    fn gpu_plan(&self, w: &Workload, calibrate: Calibrate<'_>) -> Plan {
+        let gpus = self.gpus();
+        let plan = |gpus: GpuShares, estimate_s| Plan {
+            backend: Backend::Cuda,
+            threads: 1,
+            estimate_s,
+            gpus,
+        };
+        let alone: Vec<(usize, f64)> = gpus
+            .iter()
+            .filter_map(|&g| {
+                let c = self.cost_on(w.op, Backend::Cuda, g, calibrate).ok()?;
+                Some((g, self.gpu_estimate(w, c, g)?))
+            })
+            .collect();
+        let Some(&(best, best_s)) = alone.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+            return plan(GpuShares::one(gpus.first().copied().unwrap_or(0)), None);
+        };
+        let mut choice = plan(GpuShares::one(best), Some(best_s));
+        if alone.len() > 1 && w.items >= SPLIT_MIN_ITEMS {
+            let shares =
+                GpuShares::weighted(&alone.iter().map(|&(g, s)| (g, 1.0 / s)).collect::<Vec<_>>());
+            // Each GPU's time on its share; the slowest bounds the batch.
+            let split_s = shares
+                .iter()
+                .filter_map(|(g, share)| {
+                    let c = self.measured_cost_on(w.op, Backend::Cuda, g)?;
+                    self.gpu_estimate(&w.share(share as f64), c, g)
+                })
+                .fold(0.0, f64::max);
+            if split_s > 0.0 && split_s < best_s {
+                choice = plan(shares, Some(split_s));
+            }
+        }
+        choice
     }
 
     /// The CPU backend for `w`: for a small batch the first available in the operation's order
@@ -293,6 +494,7 @@ impl Dispatcher {
             backend,
             threads,
             estimate_s: None,
+            gpus: GpuShares::default(),
         }
     }
 
@@ -361,19 +563,19 @@ impl Dispatcher {
         })
     }
 
-    /// The GPU's estimate for `w` given its measured compute cost, by where the data is.
-    fn gpu_estimate(&self, w: &Workload, c: Cost) -> Option<f64> {
+    /// GPU `gpu`'s estimate for `w` given its measured compute cost, by where the data is.
+    fn gpu_estimate(&self, w: &Workload, c: Cost, gpu: usize) -> Option<f64> {
         let compute = c.per_unit_s * w.units as f64;
         let (bytes_in, bytes_out) = (w.bytes_in as f64, w.bytes_out as f64);
         Some(
             c.fixed_s
                 + match w.location {
                     Location::Host => {
-                        let staged = self.link_staged().ok()?;
+                        let staged = self.link_of(gpu, LinkKind::Staged).ok()?;
                         pipelined(staged, PIPELINE_CHUNK_BYTES, compute, bytes_in, bytes_out)
                     }
                     Location::Pinned => {
-                        let pinned = self.link_pinned().ok()?;
+                        let pinned = self.link_of(gpu, LinkKind::Pinned).ok()?;
                         let chunk = direct_chunk_bytes(
                             w.bytes_in as usize,
                             PIPELINE_CHUNK_BYTES as usize,
@@ -383,7 +585,7 @@ impl Dispatcher {
                     }
                     // Upload, kernels and download one after another.
                     Location::Pageable => {
-                        let link = self.link().ok()?;
+                        let link = self.link_of(gpu, LinkKind::Pageable).ok()?;
                         link.latency + compute + bytes_in / link.h2d + bytes_out / link.d2h
                     }
                     Location::Device => compute,
@@ -391,30 +593,53 @@ impl Dispatcher {
         )
     }
 
-    /// The measured cost of `backend` on `op`, measuring it on first use. A failed measurement
-    /// is remembered too, so later batches do not pay for it again.
+    /// The measured cost of `backend` on `op` (for the GPU, the first of this dispatcher's),
+    /// measuring it on first use.
     pub fn cost(
         &self,
         op: &'static str,
         backend: Backend,
         calibrate: Calibrate<'_>,
     ) -> Result<Cost> {
+        let device = if backend.is_gpu() {
+            self.gpus().first().copied().unwrap_or(0)
+        } else {
+            0
+        };
+        self.cost_on(op, backend, device, calibrate)
+    }
+
+    /// The measured cost of `backend` on `op`, on GPU `device` for the GPU, measuring it on first
+    /// use (the calibration runs with that GPU current). A failed measurement is remembered too,
+    /// so later batches do not pay for it again.
+    pub fn cost_on(
+        &self,
+        op: &'static str,
+        backend: Backend,
+        device: usize,
+        calibrate: Calibrate<'_>,
+    ) -> Result<Cost> {
+        let key = (op, backend, device);
         if let Some(c) = self
             .costs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&(op, backend))
+            .get(&key)
         {
             return c.clone().map_err(|why| Error::BackendUnavailable {
                 backend: backend.name().into(),
                 why,
             });
         }
-        let c = calibrate.in_cache(backend);
-        self.costs.lock().unwrap_or_else(|p| p.into_inner()).insert(
-            (op, backend),
-            c.as_ref().map(|c| *c).map_err(|e| e.to_string()),
-        );
+        let c = if backend.is_gpu() {
+            crate::backend::gpu::run_on(device, || calibrate.in_cache(backend))
+        } else {
+            calibrate.in_cache(backend)
+        };
+        self.costs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, c.as_ref().map(|c| *c).map_err(|e| e.to_string()));
         c
     }
 
@@ -435,34 +660,56 @@ impl Dispatcher {
         c
     }
 
-    /// The cost of `backend` on `op` if it was measured already (never measures).
+    /// The cost of a CPU `backend` on `op` if it was measured already (never measures).
     fn measured_cost(&self, op: &'static str, backend: Backend) -> Option<Cost> {
+        self.measured_cost_on(op, backend, 0)
+    }
+
+    fn measured_cost_on(&self, op: &'static str, backend: Backend, device: usize) -> Option<Cost> {
         self.costs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&(op, backend))
+            .get(&(op, backend, device))
             .and_then(|c| c.as_ref().ok().copied())
     }
 
-    /// Host↔device bandwidth from pageable memory, measured once.
+    /// GPU `gpu`'s host↔device bandwidth by the way host memory meets it, measured once.
+    pub fn link_of(&self, gpu: usize, kind: LinkKind) -> std::result::Result<Link, String> {
+        if let Some(l) = self
+            .links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(gpu, kind))
+        {
+            return l.clone();
+        }
+        // Measured outside the lock: measurements of different devices may run at once.
+        let l = crate::backend::gpu::measure_link(gpu, kind);
+        self.links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((gpu, kind))
+            .or_insert(l)
+            .clone()
+    }
+
+    fn first_gpu(&self) -> usize {
+        self.gpus().first().copied().unwrap_or(0)
+    }
+
+    /// The first GPU's bandwidth from pageable memory, measured once.
     pub fn link(&self) -> std::result::Result<Link, String> {
-        self.link
-            .get_or_init(|| measure_link(LinkKind::Pageable))
-            .clone()
+        self.link_of(self.first_gpu(), LinkKind::Pageable)
     }
 
-    /// Host↔device bandwidth from pageable memory through the pipeline's staging, measured once.
+    /// The first GPU's bandwidth from pageable memory through the pipeline's staging.
     pub fn link_staged(&self) -> std::result::Result<Link, String> {
-        self.link_staged
-            .get_or_init(|| measure_link(LinkKind::Staged))
-            .clone()
+        self.link_of(self.first_gpu(), LinkKind::Staged)
     }
 
-    /// Host↔device bandwidth from page-locked memory, measured once.
+    /// The first GPU's bandwidth from page-locked memory.
     pub fn link_pinned(&self) -> std::result::Result<Link, String> {
-        self.link_pinned
-            .get_or_init(|| measure_link(LinkKind::Pinned))
-            .clone()
+        self.link_of(self.first_gpu(), LinkKind::Pinned)
     }
 
     /// Streaming costs measured so far (seconds per unit, all threads), for `batchcrypt calibrate`.
@@ -476,14 +723,15 @@ impl Dispatcher {
         v
     }
 
-    /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`.
-    pub fn measured(&self) -> Vec<(&'static str, Backend, Cost)> {
+    /// Everything measured so far (failed measurements left out), for `batchcrypt calibrate`:
+    /// operation, backend, GPU index (0 for the CPU) and cost.
+    pub fn measured(&self) -> Vec<(&'static str, Backend, usize, Cost)> {
         let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
         let mut v: Vec<_> = costs
             .iter()
-            .filter_map(|(&(o, b), c)| c.as_ref().ok().map(|&c| (o, b, c)))
+            .filter_map(|(&(o, b, d), c)| c.as_ref().ok().map(|&c| (o, b, d, c)))
             .collect();
-        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        v.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         v
     }
 }
@@ -541,32 +789,6 @@ fn stream_bandwidth(len: usize) -> f64 {
     }
     std::hint::black_box(&dst);
     (16 * words) as f64 / best
-}
-
-/// How host memory meets the GPU: a plain copy from pageable memory, the pipeline's staging, or
-/// page-locked memory the copy engines read directly.
-#[derive(Clone, Copy)]
-enum LinkKind {
-    Pageable,
-    Staged,
-    Pinned,
-}
-
-#[cfg(feature = "cuda")]
-fn measure_link(kind: LinkKind) -> std::result::Result<Link, String> {
-    use crate::pipeline;
-    let gpu = crate::backend::cuda::Gpu::get()?;
-    match kind {
-        LinkKind::Pageable => pipeline::measure_link(gpu),
-        LinkKind::Staged => pipeline::measure_link_staged(gpu),
-        LinkKind::Pinned => pipeline::measure_link_pinned(gpu),
-    }
-    .map_err(|e| e.to_string())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn measure_link(_kind: LinkKind) -> std::result::Result<Link, String> {
-    Err("no CUDA backend in this build".into())
 }
 
 /// A CPU backend's cost from two fits: the fixed part on one thread (small batches run there) and
@@ -666,20 +888,64 @@ mod tests {
     }
 
     #[test]
-    fn direct_chunks_shrink_on_buffers_of_a_few_chunks() {
-        const M: usize = 1 << 20;
-        let chunk = |total| direct_chunk_bytes(total, 16 * M, 16);
-        assert_eq!(chunk(M), 2 * M);
-        assert_eq!(chunk(16 * M), 2 * M);
-        assert_eq!(chunk(64 * M), 4 * M);
-        assert_eq!(chunk(128 * M), 8 * M);
-        assert_eq!(chunk(256 * M), 16 * M);
-        assert_eq!(chunk(4096 * M), 16 * M);
-        // Halves stay whole units: 12 MiB of 3 MiB units stops at one unit, 15 MiB of 5 MiB units
-        // cannot be halved.
-        assert_eq!(direct_chunk_bytes(16 * M, 16 * M, 512 << 10), 2 * M);
-        assert_eq!(direct_chunk_bytes(16 * M, 12 * M, 3 * M), 3 * M);
-        assert_eq!(direct_chunk_bytes(16 * M, 15 * M, 5 * M), 15 * M);
+    fn shares_cut_whole_aligned_ranges() {
+        let even = GpuShares::weighted(&[(0, 1.0), (1, 1.0)]);
+        assert_eq!(even.split(10, 1), vec![(0, 0..5), (1, 5..10)]);
+        assert_eq!(even.split(10, 4), vec![(0, 0..4), (1, 4..10)]);
+        // A GPU twice as fast takes two thirds; a GPU with no share takes nothing.
+        let uneven = GpuShares::weighted(&[(1, 2.0), (3, 1.0)]);
+        assert_eq!(uneven.split(300, 1), vec![(1, 0..200), (3, 200..300)]);
+        assert_eq!(uneven.count(), 2);
+        assert_eq!(uneven.first(), 1);
+        // Too few items for every GPU: the empty slices are left out.
+        assert_eq!(even.split(1, 1), vec![(1, 0..1)]);
+        assert_eq!(even.split(3, 4), vec![(1, 0..3)]);
+        assert!(even.split(0, 1).is_empty());
+        assert_eq!(GpuShares::one(2).split(7, 1), vec![(2, 0..7)]);
+        // The ranges always cover the batch, in order.
+        for n in [1usize, 2, 7, 1000, 1 << 20] {
+            for s in [
+                even,
+                uneven,
+                GpuShares::weighted(&[(0, 0.3), (1, 0.3), (2, 0.4)]),
+            ] {
+                let parts = s.split(n, 16);
+                assert_eq!(parts.first().unwrap().1.start, 0);
+                assert_eq!(parts.last().unwrap().1.end, n);
+                assert!(parts.windows(2).all(|w| w[0].1.end == w[1].1.start));
+            }
+        }
+    }
+
+    #[test]
+    fn slices_run_in_parallel_and_come_back_in_order() {
+        let plan = Plan {
+            backend: Backend::Cuda,
+            threads: 1,
+            estimate_s: None,
+            gpus: GpuShares::weighted(&[(0, 1.0), (1, 1.0), (2, 2.0)]),
+        };
+        let got = plan.on_gpus(1000, 8, |r| Ok(r)).unwrap();
+        assert_eq!(got, vec![0..248, 248..496, 496..1000]);
+        let mut out = vec![0u32; 3000];
+        plan.on_gpus_into(&mut out, 3, 8, |r, part| {
+            assert_eq!(part.len(), 3 * r.len());
+            for (k, x) in part.iter_mut().enumerate() {
+                *x = (3 * r.start + k) as u32;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().enumerate().all(|(i, &x)| x == i as u32));
+        // One slice failing fails the batch, after every slice finished.
+        let err = plan.on_gpus(1000, 8, |r| {
+            if r.start == 248 {
+                Err(Error::invalid("slice failed"))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(err.is_err());
     }
 
     #[test]

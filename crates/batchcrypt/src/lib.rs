@@ -11,10 +11,11 @@
 //! # Ok::<(), batchcrypt::Error>(())
 //! ```
 //!
-//! Layout: `backend` (what hardware exists, how to name it), `dispatch` (which backend runs a batch),
-//! `pipeline` (host↔GPU streaming), `scheduler` (GPU memory admission), and one module per primitive (`sha256`, `secp256k1`, `sm2`, `sm3`,
-//! `aes`, `bn254`), and the
-//! protocols over them: `psi` (ECDH-PSI over SM2) and `groth16` (circom/snarkjs proofs).
+//! Layout: `backend` (what hardware exists — CPU extensions and every GPU — and how to name it),
+//! `dispatch` (which backend, and which GPUs, run a batch), `pipeline` (host↔GPU streaming),
+//! `memory` (GPU memory admission, host buffer reuse), one module per primitive (`sha256`,
+//! `secp256k1`, `sm2`, `sm3`, `aes`, `bn254`), and the protocols and applications over them:
+//! `psi` (ECDH-PSI over SM2), `groth16` (circom/snarkjs proofs), `bitcoin` (block validation).
 
 pub mod aes;
 pub mod backend;
@@ -25,11 +26,11 @@ pub mod dispatch;
 pub mod emulation;
 mod error;
 pub mod groth16;
+pub mod memory;
 pub mod messages;
 #[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;
-pub mod scheduler;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sig;
@@ -74,6 +75,15 @@ impl Engine {
     pub fn with_backend(choice: BackendChoice) -> Self {
         Engine {
             dispatcher: dispatch::Dispatcher::new(choice),
+        }
+    }
+
+    /// An engine that uses only the GPUs `gpus` lists (indices among the process's GPUs, in the
+    /// order `batchcrypt info` lists them). Which GPUs the process sees at all is
+    /// `BATCHCRYPT_DEVICES`' choice.
+    pub fn with_gpus(choice: BackendChoice, gpus: &[usize]) -> Self {
+        Engine {
+            dispatcher: dispatch::Dispatcher::with_gpus(choice, Some(gpus.to_vec())),
         }
     }
 
@@ -131,17 +141,16 @@ pub fn describe_hardware() -> String {
         f.aes_ni,
         f.vaes
     );
-    match Backend::Cuda.availability() {
-        Ok(()) =>
-        {
-            #[cfg(feature = "cuda")]
-            if let Ok(g) = backend::cuda::Gpu::get() {
-                let i = g.info();
+    match backend::gpu::infos() {
+        Ok(gpus) => {
+            for (index, i) in gpus.iter().enumerate() {
                 s += &format!(
-                    "GPU: {} (sm_{}{}), {} SMs, {:.1} GiB, {} MHz\n",
+                    "GPU {index}: {} (device {}, sm_{}{}, {}), {} SMs, {:.1} GiB, {} MHz\n",
                     i.name,
+                    i.ordinal,
                     i.compute_capability.0,
                     i.compute_capability.1,
+                    i.pci_bus_id,
                     i.multiprocessors,
                     i.total_memory as f64 / (1u64 << 30) as f64,
                     i.clock_khz / 1000

@@ -102,6 +102,22 @@ impl<'a> Messages<'a> {
         }
     }
 
+    /// Messages `r` of this batch, as a batch of their own (a slice of a batch split over
+    /// devices).
+    pub fn slice(&self, r: std::ops::Range<usize>) -> Messages<'a> {
+        match *self {
+            Messages::Fixed { data, len, .. } => Messages::Fixed {
+                data: &data[r.start * len..r.end * len],
+                len,
+                count: r.len(),
+            },
+            Messages::Var { data, offsets } => Messages::Var {
+                data,
+                offsets: &offsets[r.start..=r.end],
+            },
+        }
+    }
+
     /// The byte range of message `i` in the buffer.
     pub fn range(&self, i: usize) -> std::ops::Range<usize> {
         match *self {

@@ -3,7 +3,7 @@
 //! at the same time on separate streams.
 
 use crate::backend::cuda::{driver_err, Gpu};
-use crate::dispatch::Link;
+use crate::backend::device::Link;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
 use std::sync::{Arc, Mutex};
@@ -81,7 +81,14 @@ impl Slot {
 /// speeds up (hundreds of milliseconds per gigabyte), and creating streams and device buffers for
 /// every call cost 80-120 µs, a quarter of a 16 MiB call from page-locked memory. A process pays
 /// them once per size, not per batch.
+/// Each device keeps its own ([`Gpu::local`]).
 struct Kept<S>(Mutex<Vec<S>>);
+
+impl<S> Default for Kept<S> {
+    fn default() -> Self {
+        Kept(Mutex::new(Vec::new()))
+    }
+}
 
 /// Slots each pool keeps at most (the largest); a chunk is tens of megabytes.
 const POOL_SLOTS: usize = 6;
@@ -94,10 +101,6 @@ trait PoolSlot {
 }
 
 impl<S: PoolSlot> Kept<S> {
-    const fn new() -> Self {
-        Kept(Mutex::new(Vec::new()))
-    }
-
     /// `depth` slots that `fits` accepts: kept ones first, the rest from `make`.
     fn take(
         &self,
@@ -134,8 +137,6 @@ impl PoolSlot for Slot {
         self.host_in.len() + self.host_out.len()
     }
 }
-
-static STAGED: Kept<Slot> = Kept::new();
 
 /// Where a pipelined call spent its host time (printed when `BATCHCRYPT_TRACE` is set).
 #[derive(Default)]
@@ -228,7 +229,8 @@ pub fn run_spans(
         .map(|s| s.out_bytes + s.scratch_bytes)
         .max()
         .unwrap_or(0);
-    let mut slots = STAGED.take(
+    let staged = gpu.local::<Kept<Slot>>();
+    let mut slots = staged.take(
         depth,
         |s| s.fits(in_max, out_max, dev_out_max),
         || Slot::new(gpu, in_max, out_max, dev_out_max),
@@ -301,7 +303,7 @@ pub fn run_spans(
         );
     }
     if result.is_ok() {
-        STAGED.give(slots);
+        staged.give(slots);
     }
     result
 }
@@ -358,8 +360,6 @@ impl PoolSlot for DirectSlot {
     }
 }
 
-static DIRECT: Kept<DirectSlot> = Kept::new();
-
 /// Streams `input` through the GPU into `output` (equal lengths, both page-locked: see
 /// [`is_pinned`]) in chunks of `cfg.chunk_items` bytes on `cfg.depth` streams. The copy engines
 /// read and write the caller's buffers directly, so the host touches no byte and the upload,
@@ -382,7 +382,8 @@ pub fn run_direct(
     let n = input.len();
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
     let depth = cfg.depth.clamp(1, n.div_ceil(chunk).max(1));
-    let mut slots = DIRECT.take(
+    let direct = gpu.local::<Kept<DirectSlot>>();
+    let mut slots = direct.take(
         depth,
         |s| s.dev_in.len() >= chunk,
         || DirectSlot::new(gpu, chunk),
@@ -423,7 +424,7 @@ pub fn run_direct(
         eprintln!("pipeline (page-locked, direct): {n} bytes in {} chunks of {chunk} (depth {depth}): {:.2} ms", n.div_ceil(chunk), t_start.elapsed().as_secs_f64() * 1e3);
     }
     if result.is_ok() {
-        DIRECT.give(slots);
+        direct.give(slots);
     }
     result
 }
@@ -442,7 +443,7 @@ pub fn measure_link(gpu: &Gpu) -> Result<Link> {
 /// way); and one chunk up and back on its own. A plain copy from pageable memory reaches a
 /// fraction of this.
 pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
-    const CHUNK: usize = crate::dispatch::PIPELINE_CHUNK_BYTES as usize;
+    const CHUNK: usize = crate::backend::device::PIPELINE_CHUNK_BYTES as usize;
     const BYTES: usize = 8 * CHUNK;
     let src = vec![0x5au8; BYTES];
     let mut dst = vec![0u8; BYTES];

@@ -61,5 +61,10 @@ fn a_changed_block_stops_the_chain_there() {
     // A block out of order does not extend the chain.
     let mut state = ChainState::at_genesis(Network::Regtest);
     let r = state.connect(&engine, &blocks[1..3]).unwrap();
-    assert!(r.blocks[0].verdict.as_ref().unwrap_err().reason.contains("does not extend"));
+    assert!(r.blocks[0]
+        .verdict
+        .as_ref()
+        .unwrap_err()
+        .reason
+        .contains("does not extend"));
 }

@@ -50,10 +50,20 @@ fn verify_input(tx: &Tx, spent: &[SpentOutput], i: usize, flags: Flags) -> Resul
         verifier: CpuVerifier,
     };
     let input = &tx.inputs[i];
-    verify_script(input.script_sig, &spent[i].script_pubkey, &input.witness, flags, &mut checker)
+    verify_script(
+        input.script_sig,
+        &spent[i].script_pubkey,
+        &input.witness,
+        flags,
+        &mut checker,
+    )
 }
 
-fn write_tx(version: i32, ins: &[([u8; 32], u32, Vec<u8>, Vec<Vec<u8>>)], outs: &[(i64, Vec<u8>)]) -> Vec<u8> {
+fn write_tx(
+    version: i32,
+    ins: &[([u8; 32], u32, Vec<u8>, Vec<Vec<u8>>)],
+    outs: &[(i64, Vec<u8>)],
+) -> Vec<u8> {
     use batchcrypt::bitcoin::tx::write_compact_size as cs;
     let segwit = ins.iter().any(|i| !i.3.is_empty());
     let mut v = version.to_le_bytes().to_vec();
@@ -109,7 +119,9 @@ fn one_leaf_taproot(leaf_script: &[u8]) -> ([u8; 32], Vec<u8>) {
 
 #[test]
 fn script_tests_json() {
-    let Some(tests) = json("bitcoin/core/script_tests.json") else { return };
+    let Some(tests) = json("bitcoin/core/script_tests.json") else {
+        return;
+    };
     let (mut ran, mut failures) = (0, Vec::new());
     for case in tests.as_array().unwrap() {
         let case = case.as_array().unwrap();
@@ -149,23 +161,42 @@ fn script_tests_json() {
             None => asm::parse(spk_text).unwrap(),
         };
         let flags = Flags::parse(case[pos + 2].as_str().unwrap()).unwrap();
-        let flags = if flags.has(Flags::CLEANSTACK) { fill_flags(flags) } else { flags };
+        let flags = if flags.has(Flags::CLEANSTACK) {
+            fill_flags(flags)
+        } else {
+            flags
+        };
         let want = case[pos + 3].as_str().unwrap();
 
         // Core's crediting and spending transactions.
-        let credit = write_tx(1, &[([0; 32], u32::MAX, vec![0, 0], vec![])], &[(amount, spk.clone())]);
+        let credit = write_tx(
+            1,
+            &[([0; 32], u32::MAX, vec![0, 0], vec![])],
+            &[(amount, spk.clone())],
+        );
         let credit_txid = parse_tx(&credit).unwrap().txid();
-        let spend = write_tx(1, &[(credit_txid, 0, script_sig.clone(), witness.clone())], &[(amount, vec![])]);
+        let spend = write_tx(
+            1,
+            &[(credit_txid, 0, script_sig.clone(), witness.clone())],
+            &[(amount, vec![])],
+        );
         let tx = parse_tx(&spend).unwrap();
         let spent = [SpentOutput::new(amount, spk)];
-        let got = verify_input(&tx, &spent, 0, flags).err().unwrap_or(ScriptError::Ok);
+        let got = verify_input(&tx, &spent, 0, flags)
+            .err()
+            .unwrap_or(ScriptError::Ok);
         ran += 1;
         if got.name() != want {
             failures.push(format!("got {got}, want {want}: {case:?}"));
         }
     }
     assert!(ran > 1000, "only {ran} cases");
-    assert!(failures.is_empty(), "{} of {ran} script_tests cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} script_tests cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 struct TxCase {
@@ -175,16 +206,23 @@ struct TxCase {
 }
 
 fn tx_cases(name: &str) -> Vec<TxCase> {
-    let Some(tests) = json(name) else { return vec![] };
+    let Some(tests) = json(name) else {
+        return vec![];
+    };
     let mut out = Vec::new();
     for case in tests.as_array().unwrap() {
         let case = case.as_array().unwrap();
-        let Some(inputs) = case[0].as_array() else { continue };
+        let Some(inputs) = case[0].as_array() else {
+            continue;
+        };
         let prevouts = inputs
             .iter()
             .map(|i| {
                 let i = i.as_array().unwrap();
-                let mut txid: [u8; 32] = hex::decode(i[0].as_str().unwrap()).unwrap().try_into().unwrap();
+                let mut txid: [u8; 32] = hex::decode(i[0].as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap();
                 txid.reverse();
                 let vout = i[1].as_i64().unwrap() as u32;
                 let spk = asm::parse(i[2].as_str().unwrap()).unwrap();
@@ -244,7 +282,12 @@ fn tx_valid_json() {
         }
     }
     assert!(cases.is_empty() || cases.len() > 100);
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -265,7 +308,10 @@ fn tx_invalid_json() {
         };
         if check_transaction(&tx).is_err() {
             if case.flags != "BADTX" {
-                failures.push(format!("CheckTransaction failed but not BADTX: {}", case.tx_hex));
+                failures.push(format!(
+                    "CheckTransaction failed but not BADTX: {}",
+                    case.tx_hex
+                ));
             }
             continue;
         }
@@ -279,7 +325,12 @@ fn tx_invalid_json() {
         }
     }
     assert!(cases.is_empty() || cases.len() > 80);
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Core's ALL_CONSENSUS_FLAGS: every combination of the consensus flags where WITNESS implies
@@ -301,7 +352,10 @@ fn consensus_flag_sets() -> Vec<Flags> {
                 .filter(|(i, _)| m >> i & 1 == 1)
                 .fold(Flags::NONE, |a, (_, f)| a | *f)
         })
-        .filter(|f| (!f.has(Flags::WITNESS) || f.has(Flags::P2SH)) && (!f.has(Flags::TAPROOT) || f.has(Flags::WITNESS)))
+        .filter(|f| {
+            (!f.has(Flags::WITNESS) || f.has(Flags::P2SH))
+                && (!f.has(Flags::TAPROOT) || f.has(Flags::WITNESS))
+        })
         .collect()
 }
 
@@ -309,20 +363,35 @@ fn txout(hex_str: &str) -> SpentOutput {
     let b = hex::decode(hex_str).unwrap();
     let value = i64::from_le_bytes(b[..8].try_into().unwrap());
     // One-byte or 0xfd lengths are all the data holds.
-    let (len, at) = if b[8] == 0xfd { (u16::from_le_bytes([b[9], b[10]]) as usize, 11) } else { (b[8] as usize, 9) };
+    let (len, at) = if b[8] == 0xfd {
+        (u16::from_le_bytes([b[9], b[10]]) as usize, 11)
+    } else {
+        (b[8] as usize, 9)
+    };
     assert_eq!(b.len(), at + len);
     SpentOutput::new(value, b[at..].to_vec())
 }
 
 #[test]
 fn script_assets() {
-    let Some(raw) = common::read_shared("bitcoin/script-assets/script_assets_dev.jsonl") else { return };
+    let Some(raw) = common::read_shared("bitcoin/script-assets/script_assets_dev.jsonl") else {
+        return;
+    };
     let sets = consensus_flag_sets();
     let (mut cases, mut failures) = (0, Vec::new());
-    for line in std::str::from_utf8(&raw).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+    for line in std::str::from_utf8(&raw)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+    {
         let t: Value = serde_json::from_str(line).unwrap();
         let tx_raw = hex::decode(t["tx"].as_str().unwrap()).unwrap();
-        let spent: Vec<SpentOutput> = t["prevouts"].as_array().unwrap().iter().map(|p| txout(p.as_str().unwrap())).collect();
+        let spent: Vec<SpentOutput> = t["prevouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| txout(p.as_str().unwrap()))
+            .collect();
         let idx = t["index"].as_u64().unwrap() as usize;
         let test_flags = Flags::parse(t["flags"].as_str().unwrap()).unwrap();
         let fin = t.get("final").and_then(Value::as_bool).unwrap_or(false);
@@ -331,7 +400,12 @@ fn script_assets() {
         for (which, expect) in [("success", true), ("failure", false)] {
             let Some(w) = t.get(which) else { continue };
             let script_sig = hex::decode(w["scriptSig"].as_str().unwrap()).unwrap();
-            let witness: Vec<Vec<u8>> = w["witness"].as_array().unwrap().iter().map(|x| hex::decode(x.as_str().unwrap()).unwrap()).collect();
+            let witness: Vec<Vec<u8>> = w["witness"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| hex::decode(x.as_str().unwrap()).unwrap())
+                .collect();
             // The case's transaction with this input's scriptSig and witness put in.
             let v = rebuild(&parse_tx(&tx_raw).unwrap(), idx, &script_sig, &witness);
             let tx = parse_tx(&v).unwrap();
@@ -346,14 +420,22 @@ fn script_assets() {
                 }
                 let got = verify_input(&tx, &spent, idx, flags);
                 if got.is_ok() != expect {
-                    failures.push(format!("{which} under {}: got {got:?} ({comment})", flags.names()));
+                    failures.push(format!(
+                        "{which} under {}: got {got:?} ({comment})",
+                        flags.names()
+                    ));
                     break;
                 }
             }
         }
     }
     assert!(cases == 0 || cases > 1000, "only {cases} cases");
-    assert!(failures.is_empty(), "{} of {cases} cases differ:\n{}", failures.len(), failures[..failures.len().min(40)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases differ:\n{}",
+        failures.len(),
+        failures[..failures.len().min(40)].join("\n")
+    );
 }
 
 /// The taproot-era cases through the batch path (`batch::verify_scripts`): every success witness
@@ -362,27 +444,57 @@ fn script_assets() {
 #[test]
 fn script_assets_as_one_batch() {
     use batchcrypt::bitcoin::batch::{verify_scripts, TxJob};
-    let Some(raw) = common::read_shared("bitcoin/script-assets/script_assets_dev.jsonl") else { return };
+    let Some(raw) = common::read_shared("bitcoin/script-assets/script_assets_dev.jsonl") else {
+        return;
+    };
     let mut cases = Vec::new(); // (tx bytes, spent, input, flags, expected)
-    for line in std::str::from_utf8(&raw).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+    for line in std::str::from_utf8(&raw)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+    {
         let t: Value = serde_json::from_str(line).unwrap();
         let base_raw = hex::decode(t["tx"].as_str().unwrap()).unwrap();
         let base = parse_tx(&base_raw).unwrap();
-        let spent: Vec<SpentOutput> = t["prevouts"].as_array().unwrap().iter().map(|p| txout(p.as_str().unwrap())).collect();
+        let spent: Vec<SpentOutput> = t["prevouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| txout(p.as_str().unwrap()))
+            .collect();
         let idx = t["index"].as_u64().unwrap() as usize;
         let flags = Flags::parse(t["flags"].as_str().unwrap()).unwrap();
         for (which, ok) in [("success", true), ("failure", false)] {
             let Some(w) = t.get(which) else { continue };
             let script_sig = hex::decode(w["scriptSig"].as_str().unwrap()).unwrap();
-            let witness: Vec<Vec<u8>> = w["witness"].as_array().unwrap().iter().map(|x| hex::decode(x.as_str().unwrap()).unwrap()).collect();
-            cases.push((rebuild(&base, idx, &script_sig, &witness), spent.clone(), idx, flags, ok));
+            let witness: Vec<Vec<u8>> = w["witness"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| hex::decode(x.as_str().unwrap()).unwrap())
+                .collect();
+            cases.push((
+                rebuild(&base, idx, &script_sig, &witness),
+                spent.clone(),
+                idx,
+                flags,
+                ok,
+            ));
         }
     }
     if cases.is_empty() {
         return;
     }
     let txs: Vec<Tx> = cases.iter().map(|c| parse_tx(&c.0).unwrap()).collect();
-    let jobs: Vec<TxJob> = txs.iter().zip(&cases).map(|(tx, c)| TxJob { tx, spent: &c.1, flags: c.3 }).collect();
+    let jobs: Vec<TxJob> = txs
+        .iter()
+        .zip(&cases)
+        .map(|(tx, c)| TxJob {
+            tx,
+            spent: &c.1,
+            flags: c.3,
+        })
+        .collect();
     // Where each case's input lands among all inputs.
     let mut at = Vec::new();
     let mut n = 0;
@@ -392,14 +504,24 @@ fn script_assets_as_one_batch() {
     }
     for b in common::backends(batchcrypt::Primitive::Secp256k1) {
         let report = verify_scripts(&common::engine(b), &jobs).unwrap();
-        assert!(report.schnorr_checks > 100, "BIP340 checks batched: {}", report.schnorr_checks);
+        assert!(
+            report.schnorr_checks > 100,
+            "BIP340 checks batched: {}",
+            report.schnorr_checks
+        );
         let wrong: Vec<String> = cases
             .iter()
             .zip(&at)
             .filter(|(c, &k)| report.input_verdicts[k].is_ok() != c.4)
             .map(|(c, &k)| format!("expected {} got {:?}", c.4, report.input_verdicts[k]))
             .collect();
-        assert!(wrong.is_empty(), "{} of {} cases differ on {b}: {:?}", wrong.len(), cases.len(), &wrong[..wrong.len().min(5)]);
+        assert!(
+            wrong.is_empty(),
+            "{} of {} cases differ on {b}: {:?}",
+            wrong.len(),
+            cases.len(),
+            &wrong[..wrong.len().min(5)]
+        );
     }
 }
 
@@ -412,9 +534,19 @@ fn rebuild(base: &Tx, idx: usize, script_sig: &[u8], witness: &[Vec<u8>]) -> Vec
         .enumerate()
         .map(|(i, inp)| {
             if i == idx {
-                (inp.prevout, inp.sequence, script_sig.to_vec(), witness.to_vec())
+                (
+                    inp.prevout,
+                    inp.sequence,
+                    script_sig.to_vec(),
+                    witness.to_vec(),
+                )
             } else {
-                (inp.prevout, inp.sequence, inp.script_sig.to_vec(), inp.witness.iter().map(|x| x.to_vec()).collect())
+                (
+                    inp.prevout,
+                    inp.sequence,
+                    inp.script_sig.to_vec(),
+                    inp.witness.iter().map(|x| x.to_vec()).collect(),
+                )
             }
         })
         .collect();

@@ -5,8 +5,8 @@
 mod common;
 use batchcrypt::bitcoin::block::{spent_per_tx, verify_block, BlockContext, BlockReport};
 use batchcrypt::bitcoin::script::Flags;
-use batchcrypt::bitcoin::validate::sigop_cost;
 use batchcrypt::bitcoin::spent::read_spent_file;
+use batchcrypt::bitcoin::validate::sigop_cost;
 use batchcrypt::bitcoin::validate::{Network, NoHistory};
 use batchcrypt::bitcoin::{parse_block, script, SpentOutput};
 use batchcrypt::{BackendChoice, Engine, Primitive};
@@ -20,15 +20,60 @@ struct Case {
 }
 
 const CASES: &[Case] = &[
-    Case { name: "mainnet-300025", network: Network::Main, spent_ext: "undo", totals: None },
-    Case { name: "mainnet-367891", network: Network::Main, spent_ext: "spent.json", totals: None },
-    Case { name: "testnet3-928816", network: Network::Test, spent_ext: "undo", totals: Some((9_109, 3_568_200)) },
-    Case { name: "testnet3-928828", network: Network::Test, spent_ext: "undo", totals: Some((23_236, 2_481_560)) },
-    Case { name: "testnet3-928831", network: Network::Test, spent_ext: "undo", totals: Some((10_035, 3_992_382)) },
-    Case { name: "testnet3-928848", network: Network::Test, spent_ext: "undo", totals: Some((11_319, 3_992_537)) },
-    Case { name: "testnet3-928849", network: Network::Test, spent_ext: "undo", totals: Some((9_137, 3_682_105)) },
-    Case { name: "testnet3-928927", network: Network::Test, spent_ext: "undo", totals: Some((10_015, 3_992_391)) },
-    Case { name: "testnet3-1087400", network: Network::Test, spent_ext: "undo", totals: Some((1_298, 193_331)) },
+    Case {
+        name: "mainnet-300025",
+        network: Network::Main,
+        spent_ext: "undo",
+        totals: None,
+    },
+    Case {
+        name: "mainnet-367891",
+        network: Network::Main,
+        spent_ext: "spent.json",
+        totals: None,
+    },
+    Case {
+        name: "testnet3-928816",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((9_109, 3_568_200)),
+    },
+    Case {
+        name: "testnet3-928828",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((23_236, 2_481_560)),
+    },
+    Case {
+        name: "testnet3-928831",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((10_035, 3_992_382)),
+    },
+    Case {
+        name: "testnet3-928848",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((11_319, 3_992_537)),
+    },
+    Case {
+        name: "testnet3-928849",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((9_137, 3_682_105)),
+    },
+    Case {
+        name: "testnet3-928927",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((10_015, 3_992_391)),
+    },
+    Case {
+        name: "testnet3-1087400",
+        network: Network::Test,
+        spent_ext: "undo",
+        totals: Some((1_298, 193_331)),
+    },
 ];
 
 fn load(c: &Case) -> Option<(Vec<u8>, Vec<SpentOutput>)> {
@@ -39,9 +84,20 @@ fn load(c: &Case) -> Option<(Vec<u8>, Vec<SpentOutput>)> {
     Some((raw, spent))
 }
 
-fn validate(engine: &Engine, raw: &[u8], spent: &[SpentOutput], net: Network, pow: bool) -> BlockReport {
+fn validate(
+    engine: &Engine,
+    raw: &[u8],
+    spent: &[SpentOutput],
+    net: Network,
+    pow: bool,
+) -> BlockReport {
     let block = parse_block(raw).unwrap();
-    let ctx = BlockContext { network: net, height: None, times: &NoHistory, check_pow: pow };
+    let ctx = BlockContext {
+        network: net,
+        height: None,
+        times: &NoHistory,
+        check_pow: pow,
+    };
     verify_block(engine, &block, spent, &ctx).unwrap()
 }
 
@@ -49,18 +105,38 @@ fn validate(engine: &Engine, raw: &[u8], spent: &[SpentOutput], net: Network, po
 fn real_blocks_are_valid_on_every_backend() {
     for b in common::backends(Primitive::Secp256k1) {
         // The signature backend named; everything else follows from it (CPU or GPU).
-        let engine = Engine::with_backend(if b == batchcrypt::Backend::Cuda { BackendChoice::Gpu } else { BackendChoice::Cpu });
+        let engine = Engine::with_backend(if b == batchcrypt::Backend::Cuda {
+            BackendChoice::Gpu
+        } else {
+            BackendChoice::Cpu
+        });
         for c in CASES {
-            let Some((raw, spent)) = load(c) else { continue };
+            let Some((raw, spent)) = load(c) else {
+                continue;
+            };
             let r = validate(&engine, &raw, &spent, c.network, true);
             assert_eq!(r.verdict, Ok(()), "{} on {b}", c.name);
             if let Some((cost, weight)) = c.totals {
-                assert_eq!((r.sigop_cost, r.weight), (cost, weight), "{} sigop cost and weight", c.name);
+                assert_eq!(
+                    (r.sigop_cost, r.weight),
+                    (cost, weight),
+                    "{} sigop cost and weight",
+                    c.name
+                );
             }
             let s = r.scripts.as_ref().unwrap();
-            assert_eq!(s.inputs, r.inputs - 1, "{}: every non-coinbase input's scripts ran", c.name);
+            assert_eq!(
+                s.inputs,
+                r.inputs - 1,
+                "{}: every non-coinbase input's scripts ran",
+                c.name
+            );
             for backend in [s.ecdsa_backend, s.schnorr_backend].into_iter().flatten() {
-                assert_eq!(backend, b, "{}: the batch ran on the backend asked for", c.name);
+                assert_eq!(
+                    backend, b,
+                    "{}: the batch ran on the backend asked for",
+                    c.name
+                );
             }
         }
     }
@@ -70,14 +146,26 @@ fn real_blocks_are_valid_on_every_backend() {
 fn block_300025_totals() {
     let c = &CASES[0];
     let Some((raw, spent)) = load(c) else { return };
-    let r = validate(&Engine::with_backend(batchcrypt::BackendChoice::Cpu), &raw, &spent, c.network, true);
+    let r = validate(
+        &Engine::with_backend(batchcrypt::BackendChoice::Cpu),
+        &raw,
+        &spent,
+        c.network,
+        true,
+    );
     assert_eq!(r.verdict, Ok(()));
     // bcoin's published 5,280 is the sigop cost of the transactions that spend (its test skips
     // the coinbase); Core's block total adds the coinbase's own P2PKH output: 4 more.
     let block = parse_block(&raw).unwrap();
     let per_tx = spent_per_tx(&block, &spent).unwrap();
     let flags = Flags::P2SH | Flags::WITNESS;
-    let spending: u64 = block.txs.iter().zip(&per_tx).skip(1).map(|(tx, s)| sigop_cost(tx, s, flags)).sum();
+    let spending: u64 = block
+        .txs
+        .iter()
+        .zip(&per_tx)
+        .skip(1)
+        .map(|(tx, s)| sigop_cost(tx, s, flags))
+        .sum();
     assert_eq!(spending, 5_280);
     assert_eq!(r.sigop_cost, 5_280 + sigop_cost(&block.txs[0], &[], flags));
     assert_eq!(sigop_cost(&block.txs[0], &[], flags), 4);
@@ -93,7 +181,9 @@ fn reseal(raw: &[u8]) -> Vec<u8> {
     let block = parse_block(raw).unwrap();
     let mut out = raw.to_vec();
     let cb = &block.txs[0];
-    if let Some(pos) = cb.outputs.iter().rposition(|o| o.script_pubkey.len() >= 38 && o.script_pubkey[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]) {
+    if let Some(pos) = cb.outputs.iter().rposition(|o| {
+        o.script_pubkey.len() >= 38 && o.script_pubkey[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]
+    }) {
         let mut leaves: Vec<[u8; 32]> = block.txs.iter().map(|t| t.wtxid()).collect();
         leaves[0] = [0; 32];
         let (root, _) = batchcrypt::bitcoin::validate::merkle_root(&leaves);
@@ -117,21 +207,31 @@ fn offset(inner: &[u8], outer: &[u8]) -> usize {
 
 /// The first push of a script (the signature of a P2PKH or multisig scriptSig).
 fn first_push(script: &[u8]) -> Option<&[u8]> {
-    script::Ops::new(script).filter_map(Result::ok).map(|op| op.data).find(|d| d.len() >= 9)
+    script::Ops::new(script)
+        .filter_map(Result::ok)
+        .map(|op| op.data)
+        .find(|d| d.len() >= 9)
 }
 
 #[test]
 fn one_bit_changes_are_refused_at_the_input() {
     let engine = Engine::with_backend(batchcrypt::BackendChoice::Auto);
     for c in CASES {
-        let Some((raw, spent)) = load(c) else { continue };
+        let Some((raw, spent)) = load(c) else {
+            continue;
+        };
         let block = parse_block(&raw).unwrap();
         // A few inputs spread over the block, each with a signature we can find.
         let mut k = 0usize; // index into spent
         let mut picked = Vec::new();
         for (t, tx) in block.txs.iter().enumerate().skip(1) {
             for (i, input) in tx.inputs.iter().enumerate() {
-                let sig = input.witness.first().copied().filter(|w| w.len() >= 9).or_else(|| first_push(input.script_sig));
+                let sig = input
+                    .witness
+                    .first()
+                    .copied()
+                    .filter(|w| w.len() >= 9)
+                    .or_else(|| first_push(input.script_sig));
                 if let Some(sig) = sig {
                     if (t * 31 + i) % 97 == 0 || picked.is_empty() {
                         picked.push((t, i, k, offset(sig, &raw) + 10, !input.witness.is_empty()));
@@ -144,9 +244,21 @@ fn one_bit_changes_are_refused_at_the_input() {
         assert!(!picked.is_empty(), "{}: no signature found", c.name);
         for &(t, i, k, sig_at, segwit) in &picked {
             let named = |r: &BlockReport, what: &str| {
-                let e = r.verdict.as_ref().expect_err(&format!("{}: {what} of tx {t} input {i} accepted", c.name));
-                assert_eq!((e.tx, e.input), (Some(t), Some(i)), "{}: {what}: {e}", c.name);
-                assert!(e.reason.starts_with("mandatory-script-verify-flag-failed"), "{}: {what}: {e}", c.name);
+                let e = r
+                    .verdict
+                    .as_ref()
+                    .expect_err(&format!("{}: {what} of tx {t} input {i} accepted", c.name));
+                assert_eq!(
+                    (e.tx, e.input),
+                    (Some(t), Some(i)),
+                    "{}: {what}: {e}",
+                    c.name
+                );
+                assert!(
+                    e.reason.starts_with("mandatory-script-verify-flag-failed"),
+                    "{}: {what}: {e}",
+                    c.name
+                );
             };
             // A signature bit.
             let mut m = raw.clone();

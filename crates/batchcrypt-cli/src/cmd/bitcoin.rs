@@ -179,7 +179,12 @@ fn verify_block_cmd(engine: &Engine, a: &BlockArgs) -> Result<()> {
     let spent = read_spent_file(&a.spent, &block)
         .with_context(|| format!("reading spent outputs from {}", a.spent.display()))?;
     let t = Instant::now();
-    let ctx = BlockContext { network: a.network, height: a.height, times: &NoHistory, check_pow: !a.no_pow };
+    let ctx = BlockContext {
+        network: a.network,
+        height: a.height,
+        times: &NoHistory,
+        check_pow: !a.no_pow,
+    };
     let r = verify_block(engine, &block, &spent, &ctx)?;
     print_block_report(&r, t.elapsed());
     if r.verdict.is_err() {
@@ -197,9 +202,11 @@ fn progress(total: Option<u64>, quiet: bool) -> ProgressBar {
         None => ProgressBar::new_spinner(),
     };
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} blocks, {per_sec}  {msg}")
-            .unwrap()
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} blocks, {per_sec}  {msg}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
     );
     bar
 }
@@ -228,7 +235,12 @@ impl Tally {
         let secs = self.start.elapsed().as_secs_f64();
         let mut msg = format!("{:.0} inputs/s", self.inputs as f64 / secs);
         if let Some(s) = &w.scripts {
-            msg += &format!(" (signatures on {})", s.ecdsa_backend.or(s.schnorr_backend).map_or("-".into(), |b| b.to_string()));
+            msg += &format!(
+                " (signatures on {})",
+                s.ecdsa_backend
+                    .or(s.schnorr_backend)
+                    .map_or("-".into(), |b| b.to_string())
+            );
         }
         bar.set_message(msg);
         Ok(())
@@ -252,12 +264,25 @@ impl Tally {
 }
 
 fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
-    let mut tally = Tally { blocks: 0, inputs: 0, start: Instant::now() };
+    let mut tally = Tally {
+        blocks: 0,
+        inputs: 0,
+        start: Instant::now(),
+    };
     if let Some(path) = &a.hex {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut raws = Vec::new();
-        for (n, line) in text.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
-            raws.push(hex::decode(line).with_context(|| format!("{}: line {} is not hex", path.display(), n + 1))?);
+        for (n, line) in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            raws.push(
+                hex::decode(line)
+                    .with_context(|| format!("{}: line {} is not hex", path.display(), n + 1))?,
+            );
         }
         raws.truncate(a.count.unwrap_or(usize::MAX));
         let bar = progress(Some(raws.len() as u64), a.quiet);
@@ -277,14 +302,24 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
         Network::Regtest => "regtest",
     })
     .expect("known network");
-    let store = BlocksDir::open(dir, magic).with_context(|| format!("opening {}", dir.display()))?;
+    let store =
+        BlocksDir::open(dir, magic).with_context(|| format!("opening {}", dir.display()))?;
     eprintln!("reading blocks from {} ...", dir.display());
     let raws = store.read_blocks()?;
     let chain = order_chain(&raws)?;
     let genesis = batchcrypt::bitcoin::chain::ChainState::at_genesis(a.network).tip();
-    let starts_at_genesis = chain.first().is_some_and(|&k| parse_block(&raws[k].2).map(|b| b.hash() == genesis).unwrap_or(false));
+    let starts_at_genesis = chain.first().is_some_and(|&k| {
+        parse_block(&raws[k].2)
+            .map(|b| b.hash() == genesis)
+            .unwrap_or(false)
+    });
     if starts_at_genesis && !a.use_undo {
-        let selected: Vec<usize> = chain.iter().copied().skip(1).take(a.count.unwrap_or(usize::MAX)).collect();
+        let selected: Vec<usize> = chain
+            .iter()
+            .copied()
+            .skip(1)
+            .take(a.count.unwrap_or(usize::MAX))
+            .collect();
         let bar = progress(Some(selected.len() as u64), a.quiet);
         let mut state = ChainState::at_genesis(a.network);
         for w in selected.chunks(a.window.max(1)) {
@@ -307,15 +342,27 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
     let bar = progress(Some(selected.len() as u64), a.quiet);
     let mut last = None;
     for w in selected.chunks(a.window.max(1)) {
-        let blocks: Vec<_> = w.par_iter().map(|&(k, _)| parse_block(&raws[k].2)).collect::<batchcrypt::Result<_>>()?;
+        let blocks: Vec<_> = w
+            .par_iter()
+            .map(|&(k, _)| parse_block(&raws[k].2))
+            .collect::<batchcrypt::Result<_>>()?;
         let mut spent: Vec<Vec<SpentOutput>> = Vec::new();
         for b in &blocks {
             let loc = undo.get(&b.hash()).with_context(|| {
-                format!("no undo record for block {} in {}: run without --use-undo from genesis", display_hash(&b.hash()), dir.display())
+                format!(
+                    "no undo record for block {} in {}: run without --use-undo from genesis",
+                    display_hash(&b.hash()),
+                    dir.display()
+                )
             })?;
             spent.push(flatten_block_undo(b, store.read_undo(loc)?)?);
         }
-        let items: Vec<_> = blocks.iter().zip(&spent).zip(w).map(|((b, s), &(_, h))| (b, s.as_slice(), h)).collect();
+        let items: Vec<_> = blocks
+            .iter()
+            .zip(&spent)
+            .zip(w)
+            .map(|((b, s), &(_, h))| (b, s.as_slice(), h))
+            .collect();
         let report = verify_with_spent(engine, a.network, &items)?;
         if let Some(b) = report.blocks.last() {
             last = Some((b.height, b.hash.clone()));
@@ -333,7 +380,10 @@ fn order_chain(raws: &[(u32, u64, Vec<u8>)]) -> Result<Vec<usize>> {
     let mut parent = Vec::with_capacity(raws.len());
     for (k, (_, _, raw)) in raws.iter().enumerate() {
         if raw.len() < 80 {
-            bail!("a block record of {} bytes is too short for a header", raw.len());
+            bail!(
+                "a block record of {} bytes is too short for a header",
+                raw.len()
+            );
         }
         let h: [u8; 80] = raw[..80].try_into().unwrap();
         by_hash.insert(batchcrypt::sha256::digest_double(&h), k);
@@ -356,7 +406,9 @@ fn order_chain(raws: &[(u32, u64, Vec<u8>)]) -> Result<Vec<usize>> {
         stack.extend(children.get(&k).into_iter().flatten());
     }
     for &k in order.iter().rev() {
-        depth[k] = 1 + children.get(&k).map_or(0, |c| c.iter().map(|&c| depth[c]).max().unwrap_or(0));
+        depth[k] = 1 + children
+            .get(&k)
+            .map_or(0, |c| c.iter().map(|&c| depth[c]).max().unwrap_or(0));
     }
     let Some(&root) = roots.iter().max_by_key(|&&r| depth[r]) else {
         bail!("no blocks found");
@@ -392,7 +444,9 @@ fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
     let elapsed = t.elapsed();
     let mut out = std::io::stdout().lock();
     for (k, (item, v)) in items.iter().zip(&verdicts).enumerate() {
-        let txid = batchcrypt::bitcoin::parse_tx(&item.raw).map(|t| display_hash(&t.txid())).ok();
+        let txid = batchcrypt::bitcoin::parse_tx(&item.raw)
+            .map(|t| display_hash(&t.txid()))
+            .ok();
         let mut o = serde_json::json!({ "line": k + 1, "txid": txid, "valid": v.is_ok() });
         if let Err(e) = v {
             o["input"] = serde_json::json!(e.input);
@@ -406,22 +460,31 @@ fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
         items.len(),
         valid,
         elapsed.as_secs_f64() * 1e3,
-        report.as_ref().map_or(String::new(), |r| format!("; {}", backend_line(r)))
+        report
+            .as_ref()
+            .map_or(String::new(), |r| format!("; {}", backend_line(r)))
     );
     Ok(())
 }
 
 fn parse_tx_line(line: &str) -> Result<LooseTx> {
     let v: serde_json::Value = serde_json::from_str(line).context("not JSON")?;
-    let raw = hex::decode(v["tx"].as_str().context("\"tx\" (hex) missing")?).context("\"tx\" is not hex")?;
+    let raw = hex::decode(v["tx"].as_str().context("\"tx\" (hex) missing")?)
+        .context("\"tx\" is not hex")?;
     let spent = v["spent"]
         .as_array()
         .context("\"spent\" (an array of {value, script_pubkey}) missing")?
         .iter()
         .map(|s| -> Result<SpentOutput> {
-            let value = s["value"].as_i64().context("spent output without an integer \"value\" (satoshis)")?;
-            let spk = hex::decode(s["script_pubkey"].as_str().context("spent output without \"script_pubkey\" (hex)")?)
-                .context("\"script_pubkey\" is not hex")?;
+            let value = s["value"]
+                .as_i64()
+                .context("spent output without an integer \"value\" (satoshis)")?;
+            let spk = hex::decode(
+                s["script_pubkey"]
+                    .as_str()
+                    .context("spent output without \"script_pubkey\" (hex)")?,
+            )
+            .context("\"script_pubkey\" is not hex")?;
             Ok(SpentOutput::new(value, spk))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -35,10 +35,14 @@ pub fn run(engine: &Engine) -> Result<()> {
     aes_crossovers(engine)?;
     bn254_crossovers(engine)?;
     println!("\nmeasured costs (one thread for CPU backends; compute only, data in place):");
-    for (op, b, c) in engine.dispatcher().measured() {
+    for (op, b, gpu, c) in engine.dispatcher().measured() {
+        let on = if b.is_gpu() {
+            format!("{} {gpu}", b.name())
+        } else {
+            b.name().to_string()
+        };
         println!(
-            "  {op:<12} {:<9} fixed {:>9.1} us   per block {:>8.3} ns",
-            b.name(),
+            "  {op:<12} {on:<12} fixed {:>9.1} us   per block {:>8.3} ns",
             c.fixed_s * 1e6,
             c.per_unit_s * 1e9
         );
@@ -58,20 +62,30 @@ pub fn run(engine: &Engine) -> Result<()> {
         d.dram_bandwidth() / 1e9,
         cache >> 20
     );
-    for (link, how) in [
-        (d.link(), "pageable, one copy"),
-        (d.link_staged(), "pageable, through page-locked staging"),
-        (d.link_pinned(), "page-locked"),
-    ] {
-        match link {
+    use batchcrypt::backend::gpu::LinkKind;
+    let gpus = if d.gpus().is_empty() {
+        &[0][..]
+    } else {
+        d.gpus()
+    };
+    for (&gpu, (kind, how)) in gpus.iter().flat_map(|g| {
+        [
+            (LinkKind::Pageable, "pageable, one copy"),
+            (LinkKind::Staged, "pageable, through page-locked staging"),
+            (LinkKind::Pinned, "page-locked"),
+        ]
+        .into_iter()
+        .map(move |k| (g, k))
+    }) {
+        match d.link_of(gpu, kind) {
             Ok(l) => println!(
-                "host<->device copies ({how}): {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once; one chunk up and back alone {:.1} GB/s each way",
+                "GPU {gpu} host<->device copies ({how}): {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once; one chunk up and back alone {:.1} GB/s each way",
                 l.h2d / 1e9,
                 l.d2h / 1e9,
                 l.duplex / 1e9,
                 1e-9 / l.alone
             ),
-            Err(why) => println!("host<->device copies ({how}): not measured ({why})"),
+            Err(why) => println!("GPU {gpu} host<->device copies ({how}): not measured ({why})"),
         }
     }
     Ok(())

@@ -315,7 +315,11 @@ fn summarize(
         s.iter()
             .any(|x| x.backend == Some(batchcrypt::Backend::Cuda))
     });
-    if let Some(m) = batchcrypt::scheduler::gpu_stats().filter(|_| on_gpu) {
+    if let Some(m) = batchcrypt::backend::gpu::memory_stats()
+        .first()
+        .copied()
+        .filter(|_| on_gpu)
+    {
         eprintln!(
             "  GPU memory: at most {} MiB reserved at once of a {} MiB budget; {} waits for memory ({:.1} ms in all)",
             m.peak >> 20,

@@ -200,7 +200,7 @@ impl Aes<'_> {
         let plan = self.batch_plan(OP_CTR, msgs)?;
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => super::gpu::ctr_batch(keys, ivs, msgs, output)?,
+            Backend::Cuda => plan.on_gpu(|| super::gpu::ctr_batch(keys, ivs, msgs, output))?,
             backend => {
                 each(msgs, output, plan.threads, |ctx, i, a, b| {
                     ctr_one(backend, ctx, nth(keys, i), &ivs[i], a, b)
@@ -227,7 +227,9 @@ impl Aes<'_> {
         let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
         let tags = match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false)?,
+            Backend::Cuda => {
+                plan.on_gpu(|| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false))?
+            }
             backend => each(msgs, output, plan.threads, |ctx, i, a, b| {
                 let aad = aads.get(i).copied().unwrap_or_default();
                 gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
@@ -260,7 +262,8 @@ impl Aes<'_> {
             if plan.backend == Backend::Cuda {
                 // The kernels decrypt every message and give the tag of its ciphertext; a
                 // message whose tag differs is zeroed before its output is released.
-                let got = super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true)?;
+                let got =
+                    plan.on_gpu(|| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true))?;
                 let ok: Vec<bool> = (0..msgs.count())
                     .map(|i| {
                         let good = super::gcm::check_tag(&got[i], &tags[i]).is_ok();
@@ -369,7 +372,9 @@ impl Aes<'_> {
         let plan = self.batch_plan(OP_XTS, msgs)?;
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt)?,
+            Backend::Cuda => {
+                plan.on_gpu(|| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt))?
+            }
             backend => {
                 each(msgs, output, plan.threads, |ctx, i, a, b| {
                     xts_one(backend, ctx, nth(keys, i), &tweaks[i], a, b, decrypt)

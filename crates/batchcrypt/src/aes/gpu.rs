@@ -31,7 +31,7 @@ const BLOCKS_PER_SM: u64 = 6;
 /// chunks than in 64 MiB ones: the first upload and the last download, which nothing overlaps,
 /// are shorter. Kernels of consecutive chunks run side by side on their streams, so a chunk
 /// need not fill the GPU.
-const CHUNK_BYTES: usize = crate::dispatch::PIPELINE_CHUNK_BYTES as usize;
+const CHUNK_BYTES: usize = crate::backend::device::PIPELINE_CHUNK_BYTES as usize;
 /// Most blocks one thread takes per GCM segment: large buffers stay in many segments (16384 at
 /// 4 GiB), so the last wave of thread blocks is short. Segments of fewer blocks cost little more
 /// in the kernel: each ends in a reduction tree of table products, eight deep at 256 threads.
@@ -88,11 +88,11 @@ struct HostPath {
 impl HostPath {
     /// The path for `input` and `output`, from the caller's largest chunk `max_chunk` (whole
     /// `unit`s): smaller on page-locked buffers of a few chunks (see
-    /// [`crate::dispatch::direct_chunk_bytes`]), `max_chunk` through staging.
+    /// [`crate::backend::device::direct_chunk_bytes`]), `max_chunk` through staging.
     fn new(gpu: &Gpu, input: &[u8], output: &[u8], max_chunk: usize, unit: usize) -> HostPath {
         let direct = is_pinned(gpu, input) && is_pinned(gpu, output);
         let chunk = if direct {
-            crate::dispatch::direct_chunk_bytes(input.len(), max_chunk, unit)
+            crate::backend::device::direct_chunk_bytes(input.len(), max_chunk, unit)
         } else {
             max_chunk
         };

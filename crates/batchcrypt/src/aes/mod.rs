@@ -256,7 +256,7 @@ impl Aes<'_> {
         let plan = self.plan(OP_CTR, input.len(), host_location(input, output))?;
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::ctr(key, iv, input, output)?,
+            Backend::Cuda => plan.on_gpu(|| gpu::ctr(key, iv, input, output))?,
             b => cpu::ctr(b, key, iv, input, output, plan.threads)?,
         }
         Ok(Output {
@@ -418,7 +418,7 @@ impl Aes<'_> {
         let plan = self.plan(OP_XTS, input.len(), host_location(input, output))?;
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::xts(key, tweak, unit, input, output, decrypt)?,
+            Backend::Cuda => plan.on_gpu(|| gpu::xts(key, tweak, unit, input, output, decrypt))?,
             b => xts::cpu(b, key, tweak, unit, input, output, decrypt, plan.threads)?,
         }
         Ok(Output {
@@ -465,7 +465,7 @@ impl Aes<'_> {
     ) -> Result<gf128::Gf128> {
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::gcm(g, input, output, decrypt),
+            Backend::Cuda => plan.on_gpu(|| gpu::gcm(g, input, output, decrypt)),
             b => cpu::gcm(b, g, input, output, decrypt, plan.threads),
         }
     }

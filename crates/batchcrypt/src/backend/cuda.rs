@@ -1,13 +1,22 @@
-//! The CUDA device layer: finds the driver without panicking, owns the context, loads the embedded
-//! kernel images (fatbins built by nvcc at compile time) and hands out streams.
+//! The CUDA device layer: finds the driver without panicking, opens every device the process
+//! may use (each with its own context, kernel modules, streams, memory budget and page-locked
+//! pools), loads the embedded kernel images (fatbins built by nvcc at compile time) and hands out
+//! streams.
+//!
+//! GPU code asks for "the current device" ([`Gpu::get`]), as CUDA's own runtime does: device 0 of
+//! the selection unless a caller runs it inside [`Gpu::run`] of another. So one path serves every
+//! device, and a batch split over several GPUs runs each slice on its own thread, inside its
+//! device's `run`.
 
+use super::device::DeviceInfo;
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError};
+use std::any::{Any, TypeId};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Set to a non-empty value other than `0` to hide the GPU from this process.
-pub const DISABLE_ENV: &str = "BATCHCRYPT_DISABLE_CUDA";
+pub use super::device::{DEVICES_ENV, DISABLE_ENV};
 
 /// A kernel image embedded in the library.
 #[derive(Debug)]
@@ -17,23 +26,24 @@ pub struct KernelImage {
     pub fatbin: Option<&'static [u8]>,
 }
 
-/// What the device reports about itself.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub compute_capability: (i32, i32),
-    pub multiprocessors: u32,
-    pub total_memory: usize,
-    pub clock_khz: u32,
-}
-
-/// The GPU this process uses (device 0).
+/// One GPU this process uses.
 pub struct Gpu {
+    /// Position in [`devices`].
+    index: usize,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     streams: Mutex<Vec<Arc<CudaStream>>>,
-    budget: crate::scheduler::MemoryBudget,
+    budget: crate::memory::MemoryBudget,
+    /// Tables computed once on this device ([`device_table`]), by kernel name.
+    tables: Mutex<HashMap<&'static str, std::result::Result<&'static CudaSlice<u8>, String>>>,
+    /// Per-device state of other modules ([`Gpu::local`]), by type.
+    locals: Mutex<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>,
+}
+
+thread_local! {
+    /// The device [`Gpu::get`] answers on this thread (an index into [`devices`]).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
 }
 
 pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
@@ -54,39 +64,45 @@ pub(crate) fn grid_1d(n: u64, threads: u32) -> cudarc::driver::LaunchConfig {
     }
 }
 
-/// A table computed once per process on the device: `kernel(table)` of `image` writes `len`
-/// entries of `entry_bytes` with a grid-stride loop. The result (or why it failed) is kept in
-/// `cell`.
+/// A table computed once per device: `kernel(table)` of `image` writes `len` entries of
+/// `entry_bytes` with a grid-stride loop. The result (or why it failed) is kept by the device
+/// for the life of the process.
 pub(crate) fn device_table(
-    cell: &'static std::sync::OnceLock<std::result::Result<cudarc::driver::CudaSlice<u8>, String>>,
     gpu: &Gpu,
     image: &KernelImage,
     kernel: &'static str,
     len: usize,
     entry_bytes: usize,
-) -> Result<&'static cudarc::driver::CudaSlice<u8>> {
+) -> Result<&'static CudaSlice<u8>> {
     use cudarc::driver::PushKernelArg;
-    cell.get_or_init(|| {
-        let build = || -> Result<cudarc::driver::CudaSlice<u8>> {
-            let f = gpu.function(image, kernel)?;
-            let stream = gpu.stream()?;
-            let mut t = stream
-                .alloc_zeros::<u8>(len * entry_bytes)
-                .map_err(driver_err("cuMemAlloc"))?;
-            let mut b = stream.launch_builder(&f);
-            b.arg(&mut t);
-            // SAFETY: the kernel takes the table alone and writes its `len` entries.
-            unsafe { b.launch(grid_1d(len as u64, 128)) }.map_err(driver_err("launch"))?;
-            stream.synchronize().map_err(driver_err("sync"))?;
-            Ok(t)
-        };
-        build().map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| Error::Cuda {
-        context: kernel,
-        message: e.clone(),
-    })
+    // Held while the table is built: concurrent first users wait for the one build.
+    let mut tables = gpu.tables.lock().unwrap_or_else(|p| p.into_inner());
+    tables
+        .entry(kernel)
+        .or_insert_with(|| {
+            let build = || -> Result<CudaSlice<u8>> {
+                let f = gpu.function(image, kernel)?;
+                let stream = gpu.stream()?;
+                let mut t = stream
+                    .alloc_zeros::<u8>(len * entry_bytes)
+                    .map_err(driver_err("cuMemAlloc"))?;
+                let mut b = stream.launch_builder(&f);
+                b.arg(&mut t);
+                // SAFETY: the kernel takes the table alone and writes its `len` entries.
+                unsafe { b.launch(grid_1d(len as u64, 128)) }.map_err(driver_err("launch"))?;
+                stream.synchronize().map_err(driver_err("sync"))?;
+                Ok(t)
+            };
+            // Leaked: a device lives as long as the process.
+            build()
+                .map(|t| &*Box::leak(Box::new(t)))
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| Error::Cuda {
+            context: kernel,
+            message: e,
+        })
 }
 
 /// Device time of `work` (which enqueues on `stream`): the median of `iters` runs bracketed by
@@ -144,6 +160,58 @@ fn keep_freed_memory(ctx: &CudaContext) {
     }
 }
 
+/// Every GPU this process uses, opened on first call: the devices the driver reports, less those
+/// `BATCHCRYPT_DEVICES` leaves out; or why there is none. Never panics: the driver library is
+/// probed before any driver call (cudarc panics on a missing libcuda).
+pub fn devices() -> std::result::Result<&'static [Gpu], String> {
+    static ALL: OnceLock<std::result::Result<Vec<Gpu>, String>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        if std::env::var(DISABLE_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false) {
+            return Err(format!("disabled by {DISABLE_ENV}"));
+        }
+        if !crate::kernels::BUILT {
+            return Err("this build has no CUDA kernels (nvcc was not found at build time; run scripts/setup.sh and rebuild)".into());
+        }
+        // SAFETY: only probes whether the shared library can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err("no CUDA driver (libcuda) on this machine".into());
+        }
+        std::panic::catch_unwind(open_all)
+            .unwrap_or_else(|_| Err("the CUDA driver library is present but unusable".into()))
+    })
+    .as_deref()
+    .map_err(|e| e.clone())
+}
+
+fn open_all() -> std::result::Result<Vec<Gpu>, String> {
+    let count = CudaContext::device_count()
+        .map_err(|e| format!("CUDA driver initialisation failed: {e:?}"))?;
+    if count < 1 {
+        return Err("the CUDA driver reports no device".into());
+    }
+    let chosen = super::device::DeviceSelection::from_env()
+        .map_err(|e| e.to_string())?
+        .ordinals(count as usize)?;
+    chosen
+        .into_iter()
+        .enumerate()
+        .map(|(index, ordinal)| Gpu::open(ordinal, index))
+        .collect()
+}
+
+fn pci_bus_id(ctx: &CudaContext) -> std::result::Result<String, String> {
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: the driver writes a NUL-terminated string of at most `len` bytes.
+    let rc =
+        unsafe { cudarc::driver::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, ctx.cu_device()) };
+    if rc != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuDeviceGetPCIBusId failed: {rc:?}"));
+    }
+    // SAFETY: NUL-terminated by the driver (checked above).
+    let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Ok(id.to_string_lossy().into_owned())
+}
+
 impl Gpu {
     /// [`Gpu::get`] as the library's error: the CUDA backend is unavailable, and why.
     pub fn available() -> crate::error::Result<&'static Gpu> {
@@ -153,58 +221,75 @@ impl Gpu {
         })
     }
 
-    /// The process-wide GPU, or why there is none. Never panics: the driver library is probed
-    /// before any driver call (cudarc panics on a missing libcuda).
+    /// The current device of this thread (the first of [`devices`] unless inside another's
+    /// [`Gpu::run`]), or why there is none.
     pub fn get() -> std::result::Result<&'static Gpu, String> {
-        static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
-        GPU.get_or_init(|| {
-            if std::env::var(DISABLE_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false) {
-                return Err(format!("disabled by {DISABLE_ENV}"));
-            }
-            if !crate::kernels::BUILT {
-                return Err("this build has no CUDA kernels (nvcc was not found at build time; run scripts/setup.sh and rebuild)".into());
-            }
-            // SAFETY: only probes whether the shared library can be opened.
-            if !unsafe { cudarc::driver::sys::is_culib_present() } {
-                return Err("no CUDA driver (libcuda) on this machine".into());
-            }
-            std::panic::catch_unwind(Gpu::open)
-                .unwrap_or_else(|_| Err("the CUDA driver library is present but unusable".into()))
-        })
-        .as_ref()
-        .map_err(|e| e.clone())
+        let all = devices()?;
+        Ok(&all[CURRENT.with(Cell::get).min(all.len() - 1)])
     }
 
-    fn open() -> std::result::Result<Gpu, String> {
-        let count = CudaContext::device_count()
-            .map_err(|e| format!("CUDA driver initialisation failed: {e:?}"))?;
-        if count < 1 {
-            return Err("the CUDA driver reports no device".into());
+    /// Runs `f` with this device as the thread's current device, then restores the one before.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(usize);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
         }
-        let ctx = CudaContext::new(0)
-            .map_err(|e| format!("cannot create a CUDA context on device 0: {e:?}"))?;
+        let _restore = Restore(CURRENT.with(|c| c.replace(self.index)));
+        f()
+    }
+
+    /// Position in [`devices`].
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The driver's ordinal of this device (what `BATCHCRYPT_DEVICES` and `--devices` name).
+    pub fn ordinal(&self) -> usize {
+        self.info.ordinal
+    }
+
+    /// This device's instance of a module's per-device state (pools, caches), made by
+    /// `T::default()` on first use and kept for the life of the process.
+    pub fn local<T: Default + Send + Sync + 'static>(&self) -> &'static T {
+        let mut locals = self.locals.lock().unwrap_or_else(|p| p.into_inner());
+        let any: &'static (dyn Any + Send + Sync) = *locals
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::leak(Box::new(T::default())));
+        any.downcast_ref::<T>().expect("keyed by its type")
+    }
+
+    fn open(ordinal: usize, index: usize) -> std::result::Result<Gpu, String> {
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| format!("cannot create a CUDA context on device {ordinal}: {e:?}"))?;
         use cudarc::driver::sys::CUdevice_attribute as A;
         let attr = |a| ctx.attribute(a).unwrap_or(0);
         let info = DeviceInfo {
+            ordinal,
             name: ctx.name().unwrap_or_else(|_| "unknown".into()),
             compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
             multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) as u32,
             total_memory: ctx.total_mem().unwrap_or(0),
             clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
+            pci_bus_id: pci_bus_id(&ctx).unwrap_or_else(|e| e),
         };
         keep_freed_memory(&ctx);
         let free = ctx
             .mem_get_info()
-            .map_err(|e| format!("cannot read the device's free memory: {e:?}"))?
+            .map_err(|e| format!("cannot read device {ordinal}'s free memory: {e:?}"))?
             .0;
         let budget =
-            crate::scheduler::MemoryBudget::for_device(free as u64).map_err(|e| e.to_string())?;
+            crate::memory::MemoryBudget::for_device(free as u64).map_err(|e| e.to_string())?;
         Ok(Gpu {
+            index,
             ctx,
             info,
             modules: Mutex::new(HashMap::new()),
             streams: Mutex::new(Vec::new()),
             budget,
+            tables: Mutex::new(HashMap::new()),
+            locals: Mutex::new(HashMap::new()),
         })
     }
 
@@ -217,24 +302,9 @@ impl Gpu {
     }
 
     /// The device memory budget that operations reserve from before they allocate
-    /// ([`crate::scheduler`]).
-    pub fn budget(&self) -> &crate::scheduler::MemoryBudget {
+    /// ([`crate::memory`]).
+    pub fn budget(&self) -> &crate::memory::MemoryBudget {
         &self.budget
-    }
-
-    /// The device's PCI bus id (`0000:41:00.0`), which names it to other driver libraries.
-    pub fn pci_bus_id(&self) -> std::result::Result<String, String> {
-        let mut buf = [0 as std::ffi::c_char; 32];
-        // SAFETY: the driver writes a NUL-terminated string of at most `len` bytes.
-        let rc = unsafe {
-            cudarc::driver::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, self.ctx.cu_device())
-        };
-        if rc != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-            return Err(format!("cuDeviceGetPCIBusId failed: {rc:?}"));
-        }
-        // SAFETY: NUL-terminated by the driver (checked above).
-        let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-        Ok(id.to_string_lossy().into_owned())
     }
 
     /// Free and total device memory, as the driver reports them now.

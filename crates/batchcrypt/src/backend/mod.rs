@@ -1,11 +1,15 @@
 //! The backend layer: what implementations exist, what this machine has, and how a caller names one.
 //!
-//! `cpu` detects instruction-set extensions at run time; `cuda` finds the driver and a device.
-//! Neither panics when the hardware is missing: absence is an ordinary answer.
+//! `cpu` detects instruction-set extensions at run time; `cuda` finds the driver and opens every
+//! device the process may use; `gpu` answers for the GPUs in every build (none, and why, without
+//! CUDA); `device` names and describes them. Nothing panics when the hardware is missing: absence
+//! is an ordinary answer.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod device;
+pub mod gpu;
 pub mod nvml;
 
 use crate::error::{Error, Result};
@@ -150,7 +154,7 @@ impl Backend {
             Backend::ShaNi => need(cpu.sha_ni, "the SHA extensions (SHA-NI)"),
             Backend::Avx2 => need(cpu.avx2, "AVX2"),
             Backend::Avx512 => need(cpu.avx512, "AVX-512 (F and BW)"),
-            Backend::Cuda => gpu_availability(),
+            Backend::Cuda => gpu::availability(),
             // Compiled in from source by the `secp256k1-sys` crate: present in every build.
             Backend::Libsecp256k1 => Ok(()),
             // Linked against the system's libcrypto: present in every build.
@@ -163,16 +167,6 @@ impl Backend {
     pub fn is_available(self) -> bool {
         self.availability().is_ok()
     }
-}
-
-#[cfg(feature = "cuda")]
-fn gpu_availability() -> std::result::Result<(), String> {
-    cuda::Gpu::get().map(|_| ())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn gpu_availability() -> std::result::Result<(), String> {
-    Err("this build has the CUDA backend turned off (feature `cuda`)".into())
 }
 
 impl fmt::Display for Backend {

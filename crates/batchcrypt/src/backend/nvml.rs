@@ -162,7 +162,7 @@ impl UtilizationMonitor {
         #[cfg(feature = "cuda")]
         {
             let gpu = super::cuda::Gpu::get()?;
-            let nvml = Nvml::open(&gpu.pci_bus_id()?)?;
+            let nvml = Nvml::open(&gpu.info().pci_bus_id)?;
             let stop = Arc::new(AtomicBool::new(false));
             let flag = stop.clone();
             let start = now_us();

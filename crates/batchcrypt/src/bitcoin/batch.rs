@@ -91,11 +91,19 @@ impl Replay<'_> {
 
 impl SigVerifier for Replay<'_> {
     fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
-        let c = Check::Ecdsa { msg: *msg, sig: *sig, key: pubkey.to_vec() };
+        let c = Check::Ecdsa {
+            msg: *msg,
+            sig: *sig,
+            key: pubkey.to_vec(),
+        };
         self.ask(c, || CpuVerifier.ecdsa(msg, sig, pubkey))
     }
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
-        let c = Check::Schnorr { msg: *msg, sig: *sig, key: *pubkey };
+        let c = Check::Schnorr {
+            msg: *msg,
+            sig: *sig,
+            key: *pubkey,
+        };
         self.ask(c, || CpuVerifier.schnorr(msg, sig, pubkey))
     }
 }
@@ -227,7 +235,9 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     for (k, (r, checks)) in first.iter().enumerate() {
         results.push(*r);
         let at = (e, s);
-        let all_hold = checks.iter().all(|c| next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok));
+        let all_hold = checks
+            .iter()
+            .all(|c| next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok));
         // Skip the rest of this input's verdicts (`all` stops at the first false).
         (e, s) = at;
         for c in checks {
@@ -238,7 +248,12 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             let (mut e2, mut s2) = at;
             let known = checks
                 .iter()
-                .map(|c| (c.clone(), next_verdict(c, &mut e2, &mut s2, &ecdsa_ok, &schnorr_ok)))
+                .map(|c| {
+                    (
+                        c.clone(),
+                        next_verdict(c, &mut e2, &mut s2, &ecdsa_ok, &schnorr_ok),
+                    )
+                })
                 .collect();
             open.push((k, known));
         }
@@ -260,8 +275,16 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             })
             .collect();
         let all: Vec<&Check> = runs.iter().flat_map(|(_, p)| p).collect();
-        let ecdsa: Vec<&Check> = all.iter().copied().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
-        let schnorr: Vec<&Check> = all.iter().copied().filter(|c| matches!(c, Check::Schnorr { .. })).collect();
+        let ecdsa: Vec<&Check> = all
+            .iter()
+            .copied()
+            .filter(|c| matches!(c, Check::Ecdsa { .. }))
+            .collect();
+        let schnorr: Vec<&Check> = all
+            .iter()
+            .copied()
+            .filter(|c| matches!(c, Check::Schnorr { .. }))
+            .collect();
         let (eo, _) = verify_ecdsa_batch(engine, &ecdsa)?;
         let (so, _) = verify_schnorr_batch(engine, &schnorr)?;
         ecdsa_checks += ecdsa.len();
@@ -314,7 +337,10 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     for (k, r) in results.iter().enumerate() {
         let (t, i) = index[k];
         if let (Err(error), Ok(())) = (r, verdicts[t]) {
-            verdicts[t] = Err(InputFailure { input: i, error: *error });
+            verdicts[t] = Err(InputFailure {
+                input: i,
+                error: *error,
+            });
         }
     }
     Ok(ScriptReport {
@@ -394,16 +420,36 @@ fn verify_schnorr_batch(
 /// The signature checks the scripts of `jobs` ask for in a first (optimistic) run: ECDSA as
 /// (message, low-S `r || s`, SEC1 key) and BIP340 as (message, signature, x-only key). What a
 /// batch verifies; for benchmarks that run a peer on the same signatures.
-pub fn signature_checks(jobs: &[TxJob<'_, '_>]) -> (Vec<([u8; 32], [u8; 64], Vec<u8>)>, Vec<([u8; 32], [u8; 64], [u8; 32])>) {
+pub fn signature_checks(
+    jobs: &[TxJob<'_, '_>],
+) -> (
+    Vec<([u8; 32], [u8; 64], Vec<u8>)>,
+    Vec<([u8; 32], [u8; 64], [u8; 32])>,
+) {
     let mut ecdsa = Vec::new();
     let mut schnorr = Vec::new();
     for j in jobs {
         let pre = Precomputed::new(j.tx, Some(j.spent));
         for i in 0..j.tx.inputs.len() {
-            let mut d = Deferring { known: None, pending: Vec::new() };
-            let mut checker = TxChecker { tx: j.tx, input: i, amount: j.spent[i].value, pre: &pre, verifier: &mut d };
+            let mut d = Deferring {
+                known: None,
+                pending: Vec::new(),
+            };
+            let mut checker = TxChecker {
+                tx: j.tx,
+                input: i,
+                amount: j.spent[i].value,
+                pre: &pre,
+                verifier: &mut d,
+            };
             let input = &j.tx.inputs[i];
-            let _ = verify_script(input.script_sig, &j.spent[i].script_pubkey, &input.witness, j.flags, &mut checker);
+            let _ = verify_script(
+                input.script_sig,
+                &j.spent[i].script_pubkey,
+                &input.witness,
+                j.flags,
+                &mut checker,
+            );
             for c in d.pending {
                 match c {
                     Check::Ecdsa { msg, sig, key } => ecdsa.push((msg, sig, key)),
@@ -431,5 +477,11 @@ pub fn verify_input(
         verifier: CpuVerifier,
     };
     let i = &tx.inputs[input];
-    verify_script(i.script_sig, &spent[input].script_pubkey, &i.witness, flags, &mut checker)
+    verify_script(
+        i.script_sig,
+        &spent[input].script_pubkey,
+        &i.witness,
+        flags,
+        &mut checker,
+    )
 }

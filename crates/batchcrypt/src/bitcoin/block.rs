@@ -108,14 +108,25 @@ pub(crate) fn script_jobs<'t, 'a>(
         .iter()
         .enumerate()
         .skip(1)
-        .map(|(t, tx)| TxJob { tx, spent: per_tx[t], flags })
+        .map(|(t, tx)| TxJob {
+            tx,
+            spent: per_tx[t],
+            flags,
+        })
         .collect()
 }
 
 impl BlockReport {
     /// Takes the verdicts of this block's scripts (one per transaction after the coinbase).
-    pub(crate) fn set_script_verdicts(&mut self, verdicts: &[std::result::Result<(), InputFailure>]) {
-        if let Some((j, f)) = verdicts.iter().enumerate().find_map(|(j, v)| v.err().map(|f| (j, f))) {
+    pub(crate) fn set_script_verdicts(
+        &mut self,
+        verdicts: &[std::result::Result<(), InputFailure>],
+    ) {
+        if let Some((j, f)) = verdicts
+            .iter()
+            .enumerate()
+            .find_map(|(j, v)| v.err().map(|f| (j, f)))
+        {
             self.verdict = Err(BlockError {
                 reason: format!("mandatory-script-verify-flag-failed ({})", f.error),
                 tx: Some(j + 1),
@@ -136,7 +147,9 @@ pub fn precheck_block(
     let params = ctx.network.params();
     let hash = display_hash(&block.hash());
     let height = ctx.height.or_else(|| bip34_height(block)).ok_or_else(|| {
-        Error::invalid("the block's height is unknown: its coinbase does not state it (before BIP34); pass it")
+        Error::invalid(
+            "the block's height is unknown: its coinbase does not state it (before BIP34); pass it",
+        )
     })?;
     let flags = params.script_flags(height, &hash);
     let inputs: usize = block.txs.iter().map(|t| t.inputs.len()).sum();
@@ -164,12 +177,31 @@ pub fn precheck_block(
 
     let header = Header::parse(block.header);
     if ctx.check_pow && !check_proof_of_work(&block.hash(), header.bits, &params.pow_limit) {
-        return fail(report, BlockError { reason: "high-hash".into(), tx: None, input: None }, t0);
+        return fail(
+            report,
+            BlockError {
+                reason: "high-hash".into(),
+                tx: None,
+                input: None,
+            },
+            t0,
+        );
     }
     // Core's ContextualCheckBlockHeader: versions below those BIP34, BIP66 and BIP65 signalled.
-    let version_floor = [(params.bip34_height, 2), (params.bip66_height, 3), (params.bip65_height, 4)];
-    if version_floor.iter().any(|&(h, v)| height >= h && header.version < v) {
-        let e = BlockError { reason: format!("bad-version(0x{:08x})", header.version), tx: None, input: None };
+    let version_floor = [
+        (params.bip34_height, 2),
+        (params.bip66_height, 3),
+        (params.bip65_height, 4),
+    ];
+    if version_floor
+        .iter()
+        .any(|&(h, v)| height >= h && header.version < v)
+    {
+        let e = BlockError {
+            reason: format!("bad-version(0x{:08x})", header.version),
+            tx: None,
+            input: None,
+        };
         return fail(report, e, t0);
     }
     let txids: Vec<[u8; 32]> = block.txs.par_iter().map(|t| t.txid()).collect();
@@ -197,23 +229,42 @@ pub fn precheck_block(
     let mut cost = 0u64;
     for (t, tx) in block.txs.iter().enumerate() {
         if t > 0 {
-            match check_tx_inputs(tx, per_tx[t], height, enforce_bip68, ctx.times, &mut unchecked) {
+            match check_tx_inputs(
+                tx,
+                per_tx[t],
+                height,
+                enforce_bip68,
+                ctx.times,
+                &mut unchecked,
+            ) {
                 Ok(fee) => {
                     report.fees += fee;
                     if !money_range(report.fees) {
-                        report.verdict = Err(BlockError { reason: "bad-txns-accumulated-fee-outofrange".into(), tx: Some(t), input: None });
+                        report.verdict = Err(BlockError {
+                            reason: "bad-txns-accumulated-fee-outofrange".into(),
+                            tx: Some(t),
+                            input: None,
+                        });
                         break;
                     }
                 }
                 Err(reason) => {
-                    report.verdict = Err(BlockError { reason: reason.into(), tx: Some(t), input: None });
+                    report.verdict = Err(BlockError {
+                        reason: reason.into(),
+                        tx: Some(t),
+                        input: None,
+                    });
                     break;
                 }
             }
         }
         cost += sigop_cost(tx, per_tx[t], flags);
         if cost > MAX_BLOCK_SIGOPS_COST {
-            report.verdict = Err(BlockError { reason: "bad-blk-sigops".into(), tx: Some(t), input: None });
+            report.verdict = Err(BlockError {
+                reason: "bad-blk-sigops".into(),
+                tx: Some(t),
+                input: None,
+            });
             break;
         }
     }

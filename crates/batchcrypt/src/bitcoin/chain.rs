@@ -84,7 +84,8 @@ impl MedianTimes for Times<'_> {
     fn prev_mtp(&self) -> Option<i64> {
         let c = self.chain;
         // Only a full 11-block window (or one reaching back to genesis) gives Core's value.
-        (c.from_genesis || c.headers.len() >= 11).then(|| median_time(&c.headers, c.headers.len() - 1))
+        (c.from_genesis || c.headers.len() >= 11)
+            .then(|| median_time(&c.headers, c.headers.len() - 1))
     }
     fn mtp_at(&self, height: u32) -> Option<i64> {
         let c = self.chain;
@@ -109,7 +110,11 @@ fn target_to_compact(t: &BigUint) -> u32 {
     let mut mant: u32 = if size <= 3 {
         (t.to_u64_digits().first().copied().unwrap_or(0) as u32) << (8 * (3 - size))
     } else {
-        (t >> (8 * (size - 3))).to_u64_digits().first().copied().unwrap_or(0) as u32
+        (t >> (8 * (size - 3)))
+            .to_u64_digits()
+            .first()
+            .copied()
+            .unwrap_or(0) as u32
     };
     if mant & 0x0080_0000 != 0 {
         mant >>= 8;
@@ -126,7 +131,11 @@ impl ChainState {
             network,
             params: network.params(),
             utxo: HashMap::new(),
-            headers: vec![HeaderInfo { hash: from_display(hash), time, bits }],
+            headers: vec![HeaderInfo {
+                hash: from_display(hash),
+                time,
+                bits,
+            }],
             base_height: 0,
             from_genesis: true,
         }
@@ -176,8 +185,10 @@ impl ChainState {
             return Some(last.bits);
         }
         let first = (next - INTERVAL).checked_sub(self.base_height)? as usize;
-        let span = (last.time as i64 - self.headers.get(first)?.time as i64).clamp(TIMESPAN / 4, TIMESPAN * 4);
-        let mut t = compact_to_target(last.bits) * BigUint::from(span as u64) / BigUint::from(TIMESPAN as u64);
+        let span = (last.time as i64 - self.headers.get(first)?.time as i64)
+            .clamp(TIMESPAN / 4, TIMESPAN * 4);
+        let mut t = compact_to_target(last.bits) * BigUint::from(span as u64)
+            / BigUint::from(TIMESPAN as u64);
         let limit = BigUint::from_bytes_be(&self.params.pow_limit);
         if t > limit {
             t = limit;
@@ -192,7 +203,10 @@ impl ChainState {
         let blocks = raws
             .iter()
             .enumerate()
-            .map(|(k, r)| parse_block(r).map_err(|e| Error::invalid(format!("block {} after the tip: {e}", k + 1))))
+            .map(|(k, r)| {
+                parse_block(r)
+                    .map_err(|e| Error::invalid(format!("block {} after the tip: {e}", k + 1)))
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut reports: Vec<BlockReport> = Vec::new();
         let mut spent_all: Vec<Vec<Vec<SpentOutput>>> = Vec::new();
@@ -213,9 +227,18 @@ impl ChainState {
                     self.height(),
                     super::display_hash(&self.tip())
                 ))
-            } else if let Some(mtp) = (Times { chain: self }).prev_mtp().filter(|&m| header.time as i64 <= m) {
-                Some(format!("time-too-old (block time {} is not after the median time past {mtp})", header.time))
-            } else if self.required_bits(&header).is_some_and(|b| b != header.bits) {
+            } else if let Some(mtp) = (Times { chain: self })
+                .prev_mtp()
+                .filter(|&m| header.time as i64 <= m)
+            {
+                Some(format!(
+                    "time-too-old (block time {} is not after the median time past {mtp})",
+                    header.time
+                ))
+            } else if self
+                .required_bits(&header)
+                .is_some_and(|b| b != header.bits)
+            {
                 Some("bad-diffbits".to_string())
             } else {
                 None
@@ -243,10 +266,15 @@ impl ChainState {
                 let txid = tx.txid();
                 for (vout, o) in tx.outputs.iter().enumerate() {
                     // Provably unspendable outputs never enter Core's UTXO set.
-                    if o.script_pubkey.first() == Some(&0x6a) || o.script_pubkey.len() > super::script::MAX_SCRIPT_SIZE {
+                    if o.script_pubkey.first() == Some(&0x6a)
+                        || o.script_pubkey.len() > super::script::MAX_SCRIPT_SIZE
+                    {
                         continue;
                     }
-                    let op = OutPoint { txid, vout: vout as u32 };
+                    let op = OutPoint {
+                        txid,
+                        vout: vout as u32,
+                    };
                     let coin = SpentOutput {
                         value: o.value,
                         script_pubkey: o.script_pubkey.to_vec(),
@@ -260,17 +288,27 @@ impl ChainState {
             }
             let refs: Vec<&[SpentOutput]> = per_tx.iter().map(|v| v.as_slice()).collect();
             let times = Times { chain: self };
-            let ctx = BlockContext { network: self.network, height: Some(height), times: &times, check_pow: true };
+            let ctx = BlockContext {
+                network: self.network,
+                height: Some(height),
+                times: &times,
+                check_pow: true,
+            };
             let mut report = precheck_block(block, &refs, &ctx)?;
             // The header is accepted before the block: its errors come first.
-            let fail = |reason: String, tx, input| super::validate::BlockError { reason, tx, input };
+            let fail =
+                |reason: String, tx, input| super::validate::BlockError { reason, tx, input };
             if let Some(e) = header_error {
                 report.verdict = Err(fail(e, None, None));
             } else if let Some((t, i)) = missing {
                 // Unless an earlier transaction, or the block as a whole, failed first.
                 let earlier = matches!(&report.verdict, Err(e) if e.tx.is_none_or(|et| et < t));
                 if !earlier {
-                    report.verdict = Err(fail("bad-txns-inputs-missingorspent".into(), Some(t), Some(i)));
+                    report.verdict = Err(fail(
+                        "bad-txns-inputs-missingorspent".into(),
+                        Some(t),
+                        Some(i),
+                    ));
                 }
             }
             // BIP30 (an unspent output overwritten) cannot happen once BIP34 heights make txids
@@ -283,7 +321,11 @@ impl ChainState {
                 break;
             }
             reports.push(report);
-            self.headers.push(HeaderInfo { hash, time: header.time, bits: header.bits });
+            self.headers.push(HeaderInfo {
+                hash,
+                time: header.time,
+                bits: header.bits,
+            });
             spent_all.push(per_tx);
         }
         // One batch for the scripts of the whole window.
@@ -299,7 +341,10 @@ impl ChainState {
             .collect();
         if jobs.is_empty() {
             reports.extend(failed);
-            return Ok(WindowReport { blocks: reports, scripts: None });
+            return Ok(WindowReport {
+                blocks: reports,
+                scripts: None,
+            });
         }
         let scripts = verify_scripts(engine, &jobs)?;
         let mut first = 0;
@@ -310,11 +355,17 @@ impl ChainState {
             if reports[k].verdict.is_err() {
                 self.rollback(undo.split_off(marks[k]), saved_headers + k);
                 reports.truncate(k + 1);
-                return Ok(WindowReport { blocks: reports, scripts: Some(scripts) });
+                return Ok(WindowReport {
+                    blocks: reports,
+                    scripts: Some(scripts),
+                });
             }
         }
         reports.extend(failed);
-        Ok(WindowReport { blocks: reports, scripts: Some(scripts) })
+        Ok(WindowReport {
+            blocks: reports,
+            scripts: Some(scripts),
+        })
     }
 
     fn rollback(&mut self, undo: Vec<(OutPoint, Option<SpentOutput>)>, headers: usize) {
@@ -354,7 +405,12 @@ pub fn verify_with_spent(
         .map(|(block, spent, height)| {
             let per_tx = super::block::spent_per_tx(block, spent)?;
             let times = super::validate::NoHistory;
-            let ctx = BlockContext { network, height: *height, times: &times, check_pow: true };
+            let ctx = BlockContext {
+                network,
+                height: *height,
+                times: &times,
+                check_pow: true,
+            };
             let report = precheck_block(block, &per_tx, &ctx)?;
             Ok((per_tx, report))
         })
@@ -368,7 +424,10 @@ pub fn verify_with_spent(
         .flat_map(|(((b, ..), per_tx), r)| script_jobs(b, per_tx, r.flags))
         .collect();
     if jobs.is_empty() {
-        return Ok(WindowReport { blocks: reports, scripts: None });
+        return Ok(WindowReport {
+            blocks: reports,
+            scripts: None,
+        });
     }
     let scripts = verify_scripts(engine, &jobs)?;
     let mut first = 0;
@@ -379,5 +438,8 @@ pub fn verify_with_spent(
             first += n;
         }
     }
-    Ok(WindowReport { blocks: reports, scripts: Some(scripts) })
+    Ok(WindowReport {
+        blocks: reports,
+        scripts: Some(scripts),
+    })
 }

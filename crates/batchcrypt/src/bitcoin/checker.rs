@@ -14,8 +14,13 @@ use crate::sig::SigFormat;
 pub trait SignatureChecker {
     /// An ECDSA check: `sig` with its sighash byte, `script_code` the script from the last
     /// OP_CODESEPARATOR (after FindAndDelete in legacy scripts). False for anything malformed.
-    fn check_ecdsa(&mut self, sig: &[u8], pubkey: &[u8], script_code: &[u8], sv: SigVersion)
-        -> bool;
+    fn check_ecdsa(
+        &mut self,
+        sig: &[u8],
+        pubkey: &[u8],
+        script_code: &[u8],
+        sv: SigVersion,
+    ) -> bool;
     /// A BIP340 check (key path or tapscript): a 64- or 65-byte signature, else an error.
     fn check_schnorr(
         &mut self,
@@ -126,7 +131,12 @@ pub fn is_low_s(der: &[u8]) -> bool {
 
 /// BIP341: whether `output` is `internal + t·G` with `t = TapTweak(internal || merkle_root)` and
 /// the stated parity.
-pub fn check_tap_tweak(internal: &[u8; 32], merkle_root: &[u8; 32], output: &[u8; 32], odd: bool) -> bool {
+pub fn check_tap_tweak(
+    internal: &[u8; 32],
+    merkle_root: &[u8; 32],
+    output: &[u8; 32],
+    odd: bool,
+) -> bool {
     use secp256k1::{Parity, Scalar, XOnlyPublicKey};
     let Ok(p) = XOnlyPublicKey::from_byte_array(*internal) else {
         return false;
@@ -158,7 +168,13 @@ pub struct TxChecker<'t, 'a, V> {
 }
 
 impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
-    fn check_ecdsa(&mut self, sig: &[u8], pubkey: &[u8], script_code: &[u8], sv: SigVersion) -> bool {
+    fn check_ecdsa(
+        &mut self,
+        sig: &[u8],
+        pubkey: &[u8],
+        script_code: &[u8],
+        sv: SigVersion,
+    ) -> bool {
         let Some(key) = consensus_pubkey(pubkey) else {
             return false;
         };

@@ -420,7 +420,6 @@ fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     })
 }
 
-
 /// A script (or any byte vector) as Core serializes it: compact-size length, then the bytes.
 fn put_script(buf: &mut Vec<u8>, script: &[u8]) {
     write_compact_size(buf, script.len() as u64);

@@ -310,7 +310,6 @@ fn write_varint(out: &mut Vec<u8>, mut n: u64) {
     out.extend(digits[..=len].iter().rev());
 }
 
-
 /// Core's CompressScript: the special forms as (size code, payload), or `None` for a script
 /// stored whole. An uncompressed P2PK key is compressed only when it is a valid point, since only
 /// then can it be recovered from its x coordinate.

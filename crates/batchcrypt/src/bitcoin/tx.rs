@@ -342,11 +342,15 @@ pub(crate) fn read_tx<'a>(r: &mut Reader<'a>) -> Result<Tx<'a>> {
             }
         }
         if inputs.iter().all(|i| i.witness.is_empty()) {
-            return Err(Error::invalid("superfluous witness record (all witnesses empty)"));
+            return Err(Error::invalid(
+                "superfluous witness record (all witnesses empty)",
+            ));
         }
     }
     if flags != 0 {
-        return Err(Error::invalid("unknown transaction optional data (segwit flag)"));
+        return Err(Error::invalid(
+            "unknown transaction optional data (segwit flag)",
+        ));
     }
     let lock = r.take(4, "locktime")?;
     let raw = &r.buf[start..r.pos];

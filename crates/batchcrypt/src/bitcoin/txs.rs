@@ -30,7 +30,10 @@ pub struct TxRejection {
 pub fn verify_transactions(
     engine: &Engine,
     txs: &[LooseTx],
-) -> Result<(Vec<std::result::Result<(), TxRejection>>, Option<ScriptReport>)> {
+) -> Result<(
+    Vec<std::result::Result<(), TxRejection>>,
+    Option<ScriptReport>,
+)> {
     let reject = |input: Option<usize>, reason: String| Err(TxRejection { input, reason });
     let mut verdicts = Vec::with_capacity(txs.len());
     let mut parsed: Vec<(usize, Tx)> = Vec::new();
@@ -84,7 +87,11 @@ fn precheck(tx: &Tx, spent: &[SpentOutput]) -> std::result::Result<(), TxRejecti
     if spent.len() != tx.inputs.len() {
         return reject(
             None,
-            &format!("{} spent outputs given for {} inputs", spent.len(), tx.inputs.len()),
+            &format!(
+                "{} spent outputs given for {} inputs",
+                spent.len(),
+                tx.inputs.len()
+            ),
         );
     }
     let mut value_in = 0i64;

@@ -58,8 +58,16 @@ pub fn check_transaction(tx: &Tx) -> Result<(), &'static str> {
 /// Legacy sigops of a transaction (Core's GetLegacySigOpCount): every scriptSig and
 /// scriptPubKey, CHECKMULTISIG counted as 20.
 pub fn legacy_sigops(tx: &Tx) -> u64 {
-    let ins: u64 = tx.inputs.iter().map(|i| sigops::count(i.script_sig, false) as u64).sum();
-    let outs: u64 = tx.outputs.iter().map(|o| sigops::count(o.script_pubkey, false) as u64).sum();
+    let ins: u64 = tx
+        .inputs
+        .iter()
+        .map(|i| sigops::count(i.script_sig, false) as u64)
+        .sum();
+    let outs: u64 = tx
+        .outputs
+        .iter()
+        .map(|o| sigops::count(o.script_pubkey, false) as u64)
+        .sum();
     ins + outs
 }
 
@@ -257,7 +265,11 @@ pub fn is_final(tx: &Tx, height: u32, cutoff_time: i64) -> bool {
     if lock == 0 {
         return true;
     }
-    let limit = if lock < 500_000_000 { height as i64 } else { cutoff_time };
+    let limit = if lock < 500_000_000 {
+        height as i64
+    } else {
+        cutoff_time
+    };
     lock < limit || tx.inputs.iter().all(|i| i.sequence == u32::MAX)
 }
 
@@ -349,7 +361,11 @@ pub fn check_block(block: &super::Block, txids: &[[u8; 32]]) -> Result<(), Block
     }
     let stripped: u64 = 80
         + super::tx::compact_size_len(block.txs.len() as u64) as u64
-        + block.txs.iter().map(|t| t.stripped_size() as u64).sum::<u64>();
+        + block
+            .txs
+            .iter()
+            .map(|t| t.stripped_size() as u64)
+            .sum::<u64>();
     if block.txs.is_empty()
         || block.txs.len() as u64 * WITNESS_SCALE_FACTOR > MAX_BLOCK_WEIGHT
         || stripped * WITNESS_SCALE_FACTOR > MAX_BLOCK_WEIGHT
@@ -371,7 +387,6 @@ pub fn check_block(block: &super::Block, txids: &[[u8; 32]]) -> Result<(), Block
     }
     Ok(())
 }
-
 
 /// Block weight (BIP141): every transaction's weight plus the header and count, times four.
 pub fn block_weight(block: &super::Block) -> u64 {
@@ -534,7 +549,11 @@ pub fn check_tx_inputs(
                 continue;
             };
             if seq & (1 << 22) != 0 {
-                let Some(coin_time) = s.time.map(i64::from).or_else(|| times.mtp_at(coin_height.max(1) - 1)) else {
+                let Some(coin_time) = s
+                    .time
+                    .map(i64::from)
+                    .or_else(|| times.mtp_at(coin_height.max(1) - 1))
+                else {
                     unchecked.insert(Unchecked::MedianTime);
                     continue;
                 };

@@ -8,7 +8,7 @@ use super::Fr;
 use super::{point_words, Group};
 use crate::backend::cuda::{driver_err, grid_1d, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
-use crate::scheduler::Reservation;
+use crate::memory::Reservation;
 use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
@@ -111,16 +111,24 @@ pub(crate) fn window_sums<P: Group>(
 const UPLOAD_PIECE: usize = 1 << 20;
 
 /// Page-locked staging for scalar uploads (write-combined: the host only writes it), one buffer
-/// per concurrent upload, kept between calls.
-static STAGING: PinnedPool =
-    PinnedPool::new(cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED, 16);
+/// per concurrent upload, kept between calls; one pool per device.
+struct Staging(PinnedPool);
+
+impl Default for Staging {
+    fn default() -> Self {
+        Staging(PinnedPool::new(
+            cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
+            16,
+        ))
+    }
+}
 
 /// The scalars in GPU memory as the kernels read them (Montgomery limbs): converted piece by
 /// piece into page-locked staging, each piece's copy running while the next is converted.
 fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result<CudaSlice<u32>> {
     let words = 8 * scalars.len();
     let mut dev = alloc::<u32>(stream, words.max(8), false)?;
-    let mut staging = STAGING.take(gpu, words)?;
+    let mut staging = gpu.local::<Staging>().0.take(gpu, words)?;
     // One wait for earlier copies out of the staging buffer, then raw access.
     let host = staging.as_mut_slice().map_err(driver_err("pinned"))?;
     let host: &mut [u32] = &mut host[..words];
@@ -158,8 +166,14 @@ pub fn kernel_seconds<P: Group>(
     })
 }
 
-/// Page-locked landing space for downloads (cached: the host reads it), like [`STAGING`].
-static LANDING: PinnedPool = PinnedPool::new(0, 16);
+/// Page-locked landing space for downloads (cached: the host reads it), like [`Staging`].
+struct Landing(PinnedPool);
+
+impl Default for Landing {
+    fn default() -> Self {
+        Landing(PinnedPool::new(0, 16))
+    }
+}
 
 /// Field elements from GPU memory (eight limbs each) into `out`.
 fn download_scalars(
@@ -170,7 +184,7 @@ fn download_scalars(
 ) -> Result<()> {
     use rayon::prelude::*;
     let words = 8 * out.len();
-    let mut landing = LANDING.take(gpu, words)?;
+    let mut landing = gpu.local::<Landing>().0.take(gpu, words)?;
     let host = landing.as_mut_slice().map_err(driver_err("pinned"))?;
     // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
     // copy is asynchronous until the stream is synchronised.
@@ -186,13 +200,18 @@ fn download_scalars(
     Ok(())
 }
 
-/// The twiddle table of the largest transform so far, shared by every later one, and its hold
-/// on the memory budget.
-type CachedTwiddles = (Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>);
-static TWIDDLES: Mutex<Option<CachedTwiddles>> = Mutex::new(None);
+/// A device's twiddle table of the largest transform so far, shared by every later one, and its
+/// hold on the device's memory budget.
+#[derive(Default)]
+struct CachedTwiddles(Mutex<Option<(Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>)>>);
 
 fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>> {
-    let mut cached = TWIDDLES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cached = k
+        .gpu
+        .local::<CachedTwiddles>()
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some((t, _)) = cached.as_ref().filter(|(t, _)| t.log_max >= log_n) {
         return Ok(t.clone());
     }

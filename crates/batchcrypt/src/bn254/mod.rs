@@ -294,10 +294,14 @@ impl Bn254<'_> {
         let value = match plan.backend {
             Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => {
+            // One GPU: the bases are resident on the device that first ran them.
+            Backend::Cuda => plan.on_gpu(|| -> Result<_> {
                 let s = bases.shape(n)?;
-                combine_windows::<P>(&gpu::window_sums(bases.device()?, scalars, &s)?, s.c)
-            }
+                Ok(combine_windows::<P>(
+                    &gpu::window_sums(bases.device()?, scalars, &s)?,
+                    s.c,
+                ))
+            })?,
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.name().into(),
@@ -356,7 +360,7 @@ impl Bn254<'_> {
                 }
             }
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::ntt(values, steps)?,
+            Backend::Cuda => plan.on_gpu(|| gpu::ntt(values, steps))?,
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.name().into(),

@@ -13,8 +13,18 @@ pub struct AffineRaw([u32; 16]);
 
 extern "C" {
     fn secp256k1_g_table(table: *mut AffineRaw);
-    fn secp256k1_ecdsa_verify_batch(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
-    fn secp256k1_schnorr_verify_batch(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
+    fn secp256k1_ecdsa_verify_batch(
+        items: *const u32,
+        gtable: *const AffineRaw,
+        ok: *mut u8,
+        n: u64,
+    );
+    fn secp256k1_schnorr_verify_batch(
+        items: *const u32,
+        gtable: *const AffineRaw,
+        ok: *mut u8,
+        n: u64,
+    );
     fn secp256k1_field_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64, which: i32);
     fn secp256k1_point_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
     fn secp256k1_split_lambda(k: *const u32, out: *mut u32, n: u64);

@@ -40,7 +40,7 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 /// The provers' large vectors (the domain's evaluations, the quotient), reused across proofs.
-static SCRATCH: crate::scheduler::VecPool<Fr> = crate::scheduler::VecPool::new(64);
+static SCRATCH: crate::memory::VecPool<Fr> = crate::memory::VecPool::new(64);
 
 /// The verification key: the points of snarkjs's `verification_key.json`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Many proofs at once on one proving key: a bounded queue of jobs, worker threads that share
 //! the key (its MSM bases go to GPU memory once, on the first proof that runs there), GPU memory
-//! admission per operation ([`crate::scheduler`]: concurrent jobs wait for memory rather than
+//! admission per operation ([`crate::memory`]: concurrent jobs wait for memory rather than
 //! fail), and each job's waterfall (queue wait, then the prover's stages) on one timeline for
 //! traces.
 //!
@@ -8,7 +8,7 @@
 //! one job's host work with another's GPU work without oversubscribing the CPU. Device buffers
 //! return to the driver's memory pool (stream-ordered, no device-wide synchronisation), page-locked
 //! staging is kept between calls, and large host buffers are freed by the one reclaimer thread
-//! ([`crate::scheduler::free_later`]).
+//! ([`crate::memory::free_later`]).
 
 use super::{Proved, ProvingKey, Stage, Witness};
 use crate::error::{Error, Result};
@@ -91,7 +91,7 @@ impl ProverService {
                                 p
                             });
                         // The witness (32 bytes a signal) is freed off this worker's path.
-                        crate::scheduler::free_later(job.witness);
+                        crate::memory::free_later(job.witness);
                         let _ = job.reply.send(result); // the submitter may have gone
                     }
                 })

@@ -133,13 +133,10 @@ mod device {
     use crate::error::Result;
     use crate::sig::items::device::{self as items, Kernel};
     use cudarc::driver::CudaSlice;
-    use std::sync::OnceLock;
 
     /// The fixed-base table, computed once on the device by `secp256k1_g_table`.
     fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
-        static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
         device_table(
-            &TABLE,
             gpu,
             &crate::kernels::SECP256K1,
             "secp256k1_g_table",

@@ -69,8 +69,11 @@ impl Secp256k1<'_> {
                 cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::verify(gpu::Scheme::Ecdsa, n, |i| {
-                gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts)
+            Backend::Cuda => plan.map_gpus(n, |r| {
+                gpu::verify(gpu::Scheme::Ecdsa, r.len(), |i| {
+                    let i = r.start + i;
+                    gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts)
+                })
             })?,
             other => return Err(not_implemented(other, OP_ECDSA)),
         };
@@ -100,8 +103,11 @@ impl Secp256k1<'_> {
                 cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::verify(gpu::Scheme::Schnorr, n, |i| {
-                gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
+            Backend::Cuda => plan.map_gpus(n, |r| {
+                gpu::verify(gpu::Scheme::Schnorr, r.len(), |i| {
+                    let i = r.start + i;
+                    gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
+                })
             })?,
             other => return Err(not_implemented(other, OP_SCHNORR)),
         };

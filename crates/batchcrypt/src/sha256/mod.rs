@@ -379,7 +379,9 @@ impl Sha256<'_> {
                 })?;
         match plan.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::hash(msgs, mode, out)?,
+            Backend::Cuda => {
+                plan.on_gpus_into(out, 1, 1, |r, out| gpu::hash(&msgs.slice(r), mode, out))?
+            }
             b => hash_cpu(b, msgs, mode, plan.threads, out),
         }
         Ok(Output {

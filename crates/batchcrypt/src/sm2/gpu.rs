@@ -8,21 +8,13 @@ use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 const THREADS: u32 = 128;
 use super::{BASE_ITEMS, G_TABLE_LEN};
 
 fn g_table(gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
-    static TABLE: OnceLock<std::result::Result<CudaSlice<u8>, String>> = OnceLock::new();
-    device_table(
-        &TABLE,
-        gpu,
-        &crate::kernels::SM2,
-        "sm2_g_table",
-        G_TABLE_LEN,
-        64,
-    )
+    device_table(gpu, &crate::kernels::SM2, "sm2_g_table", G_TABLE_LEN, 64)
 }
 
 /// Big-endian 256-bit integers to the kernels' little-endian limbs, or back: both are a byte

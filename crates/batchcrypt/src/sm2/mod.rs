@@ -127,7 +127,7 @@ impl Sm2<'_> {
         let value = match plan.backend {
             Backend::Portable => cpu::mul_base(scalars, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::mul_base(scalars)?,
+            Backend::Cuda => plan.map_gpus(scalars.len(), |r| gpu::mul_base(&scalars[r]))?,
             other => return Err(not_implemented(other)),
         };
         Ok(Output {
@@ -144,7 +144,7 @@ impl Sm2<'_> {
         let value = match plan.backend {
             Backend::Portable => cpu::mul_shared(k, points, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::mul_shared(k, points)?,
+            Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_shared(k, &points[r]))?,
             other => return Err(not_implemented(other)),
         };
         Ok(Output {
@@ -166,7 +166,7 @@ impl Sm2<'_> {
         let value = match plan.backend {
             Backend::Portable => cpu::mul_compressed(k, points, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::mul_compressed(k, points)?,
+            Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_compressed(k, &points[r]))?,
             other => return Err(not_implemented(other)),
         };
         Ok(Output {
@@ -200,7 +200,9 @@ impl Sm2<'_> {
         let value = match plan.backend {
             Backend::Portable => cpu::hash_to_curve_mul(k, msgs, &dst, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::hash_to_curve_mul(k, msgs, &dst)?,
+            Backend::Cuda => {
+                plan.map_gpus(msgs.len(), |r| gpu::hash_to_curve_mul(k, &msgs[r], &dst))?
+            }
             other => return Err(not_implemented(other)),
         };
         Ok(Output {
@@ -281,7 +283,7 @@ impl Sm2<'_> {
                 make(i).and_then(|it| cpu::verify_item(&it))
             }),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::verify(n, make)?,
+            Backend::Cuda => plan.map_gpus(n, |r| gpu::verify(r.len(), |i| make(r.start + i)))?,
             other => return Err(not_implemented(other)),
         };
         Ok(Output {

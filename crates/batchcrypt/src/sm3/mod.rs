@@ -80,7 +80,9 @@ impl Sm3<'_> {
         let value = match plan.backend {
             Backend::Portable => cpu::hash_fixed(data, len, count, plan.threads),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => gpu::hash_fixed(data, len, count)?,
+            Backend::Cuda => plan.map_gpus(count, |r| {
+                gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len())
+            })?,
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.name().into(),

@@ -43,8 +43,14 @@ mod tests {
 
     #[test]
     fn parses_core_forms() {
-        assert_eq!(parse("0 1 16 -1 17").unwrap(), vec![0x00, 0x51, 0x60, 0x4f, 0x01, 0x11]);
-        assert_eq!(parse("DUP OP_HASH160 0x14 0x0102").unwrap(), vec![0x76, 0xa9, 0x14, 1, 2]);
+        assert_eq!(
+            parse("0 1 16 -1 17").unwrap(),
+            vec![0x00, 0x51, 0x60, 0x4f, 0x01, 0x11]
+        );
+        assert_eq!(
+            parse("DUP OP_HASH160 0x14 0x0102").unwrap(),
+            vec![0x76, 0xa9, 0x14, 1, 2]
+        );
         assert_eq!(parse("'ab'").unwrap(), vec![2, b'a', b'b']);
         assert_eq!(parse("NOP2 CHECKSEQUENCEVERIFY").unwrap(), vec![0xb1, 0xb2]);
         assert!(parse("FOO").is_err());

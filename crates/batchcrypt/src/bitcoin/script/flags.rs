@@ -65,7 +65,10 @@ impl Flags {
     }
 
     pub fn name_of(single: Flags) -> Option<&'static str> {
-        Self::NAMES.iter().find(|(_, f)| *f == single).map(|(n, _)| *n)
+        Self::NAMES
+            .iter()
+            .find(|(_, f)| *f == single)
+            .map(|(n, _)| *n)
     }
 
     /// Parses a comma-separated list of names (`"P2SH,WITNESS"`; `""` and `"NONE"` are empty).

@@ -175,7 +175,12 @@ fn checksig_tapscript(
         0 => return Err(ScriptError::TapscriptEmptyPubkey),
         32 => {
             if success {
-                checker.check_schnorr(sig, pubkey.try_into().unwrap(), SigVersion::Tapscript, exec)?;
+                checker.check_schnorr(
+                    sig,
+                    pubkey.try_into().unwrap(),
+                    SigVersion::Tapscript,
+                    exec,
+                )?;
             }
         }
         _ => {
@@ -227,12 +232,27 @@ pub fn eval_script(
         }
         if matches!(
             opcode,
-            OP_CAT | OP_SUBSTR | OP_LEFT | OP_RIGHT | OP_INVERT | OP_AND | OP_OR | OP_XOR
-                | OP_2MUL | OP_2DIV | OP_MUL | OP_DIV | OP_MOD | OP_LSHIFT | OP_RSHIFT
+            OP_CAT
+                | OP_SUBSTR
+                | OP_LEFT
+                | OP_RIGHT
+                | OP_INVERT
+                | OP_AND
+                | OP_OR
+                | OP_XOR
+                | OP_2MUL
+                | OP_2DIV
+                | OP_MUL
+                | OP_DIV
+                | OP_MOD
+                | OP_LSHIFT
+                | OP_RSHIFT
         ) {
             return Err(E::DisabledOpcode);
         }
-        if opcode == OP_CODESEPARATOR && sv == SigVersion::Base && flags.has(Flags::CONST_SCRIPTCODE)
+        if opcode == OP_CODESEPARATOR
+            && sv == SigVersion::Base
+            && flags.has(Flags::CONST_SCRIPTCODE)
         {
             return Err(E::OpCodeSeparator);
         }
@@ -279,7 +299,8 @@ pub fn eval_script(
                     let mut value = false;
                     if executing {
                         let v = stack.last().ok_or(E::InvalidStackOperation)?;
-                        if sv == SigVersion::Tapscript && (v.len() > 1 || (v.len() == 1 && v[0] != 1))
+                        if sv == SigVersion::Tapscript
+                            && (v.len() > 1 || (v.len() == 1 && v[0] != 1))
                         {
                             return Err(E::TapscriptMinimalIf);
                         }
@@ -436,9 +457,19 @@ pub fn eval_script(
                     stack.pop();
                     stack.push(encode(r));
                 }
-                OP_ADD | OP_SUB | OP_BOOLAND | OP_BOOLOR | OP_NUMEQUAL | OP_NUMEQUALVERIFY
-                | OP_NUMNOTEQUAL | OP_LESSTHAN | OP_GREATERTHAN | OP_LESSTHANOREQUAL
-                | OP_GREATERTHANOREQUAL | OP_MIN | OP_MAX => {
+                OP_ADD
+                | OP_SUB
+                | OP_BOOLAND
+                | OP_BOOLOR
+                | OP_NUMEQUAL
+                | OP_NUMEQUALVERIFY
+                | OP_NUMNOTEQUAL
+                | OP_LESSTHAN
+                | OP_GREATERTHAN
+                | OP_LESSTHANOREQUAL
+                | OP_GREATERTHANOREQUAL
+                | OP_MIN
+                | OP_MAX => {
                     need(stack, 2)?;
                     let a = num(top(stack, 2)?)?;
                     let b = num(top(stack, 1)?)?;
@@ -487,7 +518,14 @@ pub fn eval_script(
                     let ok = if sv == SigVersion::Tapscript {
                         checksig_tapscript(sig, pubkey, exec, flags, checker)?
                     } else {
-                        checksig_pre_tapscript(sig, pubkey, &script[code_start..], flags, checker, sv)?
+                        checksig_pre_tapscript(
+                            sig,
+                            pubkey,
+                            &script[code_start..],
+                            flags,
+                            checker,
+                            sv,
+                        )?
                     };
                     stack.truncate(stack.len() - 2);
                     if opcode == OP_CHECKSIGVERIFY {
@@ -726,7 +764,14 @@ fn verify_witness_program(
             if crate::sha256::digest(script)[..] != program[..] {
                 return Err(E::WitnessProgramMismatch);
             }
-            execute_witness_script(stack, script, flags, SigVersion::WitnessV0, checker, &mut exec)
+            execute_witness_script(
+                stack,
+                script,
+                flags,
+                SigVersion::WitnessV0,
+                checker,
+                &mut exec,
+            )
         }
         (0, 20) => {
             if witness.len() != 2 {
@@ -735,7 +780,14 @@ fn verify_witness_program(
             let mut script = vec![OP_DUP, OP_HASH160, 20];
             script.extend_from_slice(program);
             script.extend_from_slice(&[OP_EQUALVERIFY, OP_CHECKSIG]);
-            execute_witness_script(witness, &script, flags, SigVersion::WitnessV0, checker, &mut exec)
+            execute_witness_script(
+                witness,
+                &script,
+                flags,
+                SigVersion::WitnessV0,
+                checker,
+                &mut exec,
+            )
         }
         (0, _) => Err(E::WitnessProgramWrongLength),
         (1, 32) if !is_p2sh => {
@@ -814,7 +866,14 @@ pub fn verify_script(
     }
     let mut exec = ExecData::default();
     let mut stack: Stack = Vec::new();
-    eval_script(&mut stack, script_sig, flags, checker, SigVersion::Base, &mut exec)?;
+    eval_script(
+        &mut stack,
+        script_sig,
+        flags,
+        checker,
+        SigVersion::Base,
+        &mut exec,
+    )?;
     let stack_copy = flags.has(Flags::P2SH).then(|| stack.clone());
     eval_script(&mut stack, spk, flags, checker, SigVersion::Base, &mut exec)?;
     if !stack.last().is_some_and(|v| cast_to_bool(v)) {
@@ -836,8 +895,17 @@ pub fn verify_script(
             return Err(E::SigPushOnly);
         }
         stack = copy;
-        let redeem = stack.pop().expect("the P2SH hash check ran on a non-empty stack");
-        eval_script(&mut stack, &redeem, flags, checker, SigVersion::Base, &mut exec)?;
+        let redeem = stack
+            .pop()
+            .expect("the P2SH hash check ran on a non-empty stack");
+        eval_script(
+            &mut stack,
+            &redeem,
+            flags,
+            checker,
+            SigVersion::Base,
+            &mut exec,
+        )?;
         if !stack.last().is_some_and(|v| cast_to_bool(v)) {
             return Err(E::EvalFalse);
         }

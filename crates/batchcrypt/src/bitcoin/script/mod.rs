@@ -3,9 +3,9 @@
 //! signature check behind [`crate::bitcoin::checker::SignatureChecker`] so checks can be
 //! deferred into a batch.
 
+pub mod asm;
 pub mod error;
 pub mod flags;
-pub mod asm;
 mod interpreter;
 pub mod num;
 pub mod opcodes;
@@ -13,7 +13,9 @@ pub mod sigops;
 
 pub use error::ScriptError;
 pub use flags::Flags;
-pub use interpreter::{eval_script, is_valid_signature_encoding, tapleaf_hash, verify_script, ExecData};
+pub use interpreter::{
+    eval_script, is_valid_signature_encoding, tapleaf_hash, verify_script, ExecData,
+};
 
 use opcodes::*;
 
@@ -184,7 +186,13 @@ mod tests {
     fn ops_stop_at_truncated_pushes() {
         let v: Vec<_> = Ops::new(&[0x02, 0xaa, 0xbb, 0x76, 0x4c]).collect();
         assert_eq!(v.len(), 3);
-        assert_eq!(v[0], Ok(Op { opcode: 2, data: &[0xaa, 0xbb] }));
+        assert_eq!(
+            v[0],
+            Ok(Op {
+                opcode: 2,
+                data: &[0xaa, 0xbb]
+            })
+        );
         assert_eq!(v[2], Err(5));
         assert_eq!(Ops::new(&[0x4d, 0x01]).next(), Some(Err(1)));
         assert_eq!(Ops::new(&[0x03, 0x01]).next(), Some(Err(1)));
@@ -196,12 +204,27 @@ mod tests {
         let cases: &[(&[u8], &[u8], &[u8], usize)] = &[
             (&[0xab, 0xab, 0x61], &[0xab], &[0x61], 2),
             (&[0x03, 0x02, 0xff, 0x03], &[0x03, 0x02, 0xff, 0x03], &[], 1),
-            (&[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03], &[0x03, 0x02, 0xff, 0x03], &[], 2),
-            (&[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03], &[0x02], &[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03], 0),
+            (
+                &[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03],
+                &[0x03, 0x02, 0xff, 0x03],
+                &[],
+                2,
+            ),
+            (
+                &[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03],
+                &[0x02],
+                &[0x03, 0x02, 0xff, 0x03, 0x03, 0x02, 0xff, 0x03],
+                0,
+            ),
             (&[0x01, 0x02, 0x01, 0x02], &[0x01, 0x02], &[], 2),
             (&[0x00, 0x00, 0x61], &[0x00], &[0x61], 2),
             // A match inside a push is not at a boundary.
-            (&[0x02, 0x01, 0x02, 0x01, 0x02], &[0x01, 0x02], &[0x02, 0x01, 0x02], 1),
+            (
+                &[0x02, 0x01, 0x02, 0x01, 0x02],
+                &[0x01, 0x02],
+                &[0x02, 0x01, 0x02],
+                1,
+            ),
         ];
         for &(script, pat, want, n) in cases {
             let mut s = script.to_vec();

@@ -24,7 +24,11 @@ pub fn decode(v: &[u8], require_minimal: bool, max_size: usize) -> Result<i64, S
         r |= (b as i64) << (8 * i);
     }
     let sign_bit = 0x80i64 << (8 * (v.len() - 1));
-    Ok(if r & sign_bit != 0 { -(r & !sign_bit) } else { r })
+    Ok(if r & sign_bit != 0 {
+        -(r & !sign_bit)
+    } else {
+        r
+    })
 }
 
 /// The minimal encoding of `n`.
@@ -68,7 +72,19 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        for n in [0i64, 1, -1, 127, 128, -128, 255, 256, 0x7fff_ffff, -0x7fff_ffff, 1 << 40] {
+        for n in [
+            0i64,
+            1,
+            -1,
+            127,
+            128,
+            -128,
+            255,
+            256,
+            0x7fff_ffff,
+            -0x7fff_ffff,
+            1 << 40,
+        ] {
             assert_eq!(decode(&encode(n), true, 8), Ok(n), "{n}");
         }
         assert_eq!(encode(-1), vec![0x81]);
@@ -83,7 +99,10 @@ mod tests {
         assert_eq!(decode(&[0x80], false, 4), Ok(0));
         assert_eq!(decode(&[0x01, 0x00], true, 4), Err(ScriptError::ScriptNum));
         assert_eq!(decode(&[0x80, 0x00], true, 4), Ok(128));
-        assert_eq!(decode(&[1, 2, 3, 4, 5], false, 4), Err(ScriptError::ScriptNum));
+        assert_eq!(
+            decode(&[1, 2, 3, 4, 5], false, 4),
+            Err(ScriptError::ScriptNum)
+        );
         assert_eq!(decode(&[1, 2, 3, 4, 5], false, 5), Ok(0x05_0403_0201));
     }
 

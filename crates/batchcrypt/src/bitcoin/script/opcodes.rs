@@ -245,7 +245,8 @@ pub fn by_name(name: &str) -> Option<u8> {
         _ => {}
     }
     (0..=255u8).find(|&op| {
-        op > OP_PUSHDATA4 && name_of_op(op).is_some_and(|n| n.strip_prefix("OP_").unwrap_or(&n) == bare)
+        op > OP_PUSHDATA4
+            && name_of_op(op).is_some_and(|n| n.strip_prefix("OP_").unwrap_or(&n) == bare)
     })
 }
 

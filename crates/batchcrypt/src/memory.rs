@@ -1,10 +1,12 @@
+//! Memory: admission of GPU work by device memory, and reuse and release of large host buffers.
+//!
 //! Admission of GPU work by device memory. Every GPU operation states what it will allocate
 //! (its buffers' sizes follow from its shape) and reserves that much of a budget before
 //! allocating; while concurrent operations hold the budget it waits, so many jobs at once queue
 //! for memory instead of failing with out-of-memory. Long-lived buffers (resident MSM bases, the
 //! twiddle table) hold their share for as long as they live.
 //!
-//! The GPU's budget is measured, not assumed: the device's free memory when the process first
+//! Each GPU's budget is measured, not assumed: the device's free memory when the process first
 //! opens it, less a margin for the driver's own allocations, or `BATCHCRYPT_GPU_MEMORY` (bytes,
 //! or with a K/M/G suffix) to share the GPU with other processes.
 
@@ -134,24 +136,6 @@ impl Drop for Reservation<'_> {
         s.used -= self.bytes;
         drop(s);
         self.budget.freed.notify_all();
-    }
-}
-
-/// The GPU's budget as it stands, where there is a GPU (opens it if no call has yet).
-pub fn gpu_stats() -> Option<MemoryStats> {
-    #[cfg(feature = "cuda")]
-    return crate::backend::cuda::Gpu::get()
-        .ok()
-        .map(|g| g.budget().stats());
-    #[cfg(not(feature = "cuda"))]
-    None
-}
-
-/// Starts the GPU budget's peak and wait counts afresh, where there is a GPU.
-pub fn reset_gpu_stats() {
-    #[cfg(feature = "cuda")]
-    if let Ok(g) = crate::backend::cuda::Gpu::get() {
-        g.budget().reset_stats();
     }
 }
 
