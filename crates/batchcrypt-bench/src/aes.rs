@@ -73,7 +73,7 @@ fn pattern(n: usize) -> Vec<u8> {
 }
 
 fn has_gpu() -> bool {
-    cfg!(feature = "cuda") && Backend::Cuda.is_available()
+    Backend::Cuda.is_available()
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
@@ -86,7 +86,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let iv = [7u8; 16];
     let nonce = [9u8; 12];
     let threads = batchcrypt::backend::cpu::threads();
-    #[cfg(feature = "cuda")]
     if has_gpu() {
         let gpu = batchcrypt::backend::cuda::Gpu::available()?;
         let pinned = batchcrypt::pipeline::measure_link_pinned(gpu)?;
@@ -270,7 +269,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     "OpenSSL pieces disagree with one OpenSSL call"
                 );
             }
-            #[cfg(feature = "cuda")]
             if has_gpu() {
                 gpu_resident(
                     rep,
@@ -291,7 +289,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
 }
 
 /// `f(input, output)` on page-locked copies of `input` and an output buffer of its length.
-#[cfg(feature = "cuda")]
 fn with_pinned(
     gpu: &batchcrypt::backend::cuda::Gpu,
     input: &[u8],
@@ -310,7 +307,6 @@ fn with_pinned(
 }
 
 /// Rows for data already in GPU memory: the kernel alone (event-timed) and our device call.
-#[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn gpu_resident(
     rep: &mut Report,
@@ -610,7 +606,6 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 Some("openssl all cores"),
             );
         }
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             xts_gpu_resident(rep, &case, &key, input, &want[..n], reps)?;
         }
@@ -620,7 +615,6 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
 
 /// XTS rows for data in GPU memory (kernels alone, event-timed, both directions; the device
 /// call) and from page-locked host memory.
-#[cfg(feature = "cuda")]
 fn xts_gpu_resident(
     rep: &mut Report,
     case: &str,
@@ -769,7 +763,7 @@ fn batch_rows(
     data: &[u8],
     peer: impl Fn(usize, &[u8], &mut [u8]) + Sync,
     ours: impl Fn(&Engine, &mut [u8]) -> Backend,
-    #[cfg(feature = "cuda")] kernel: impl FnOnce() -> batchcrypt::Result<f64>,
+    kernel: impl FnOnce() -> batchcrypt::Result<f64>,
 ) -> anyhow::Result<()> {
     let n = data.len() / len;
     let mut want = vec![0u8; data.len()];
@@ -836,7 +830,6 @@ fn batch_rows(
             Some("openssl all cores"),
         );
     }
-    #[cfg(feature = "cuda")]
     if has_gpu() {
         rep.add(
             BATCH_GROUP,
@@ -880,7 +873,6 @@ fn run_xts_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     .unwrap()
                     .backend
             },
-            #[cfg(feature = "cuda")]
             || batchcrypt::aes::gpu::xts_batch_kernel_seconds(&keys, &tweaks, &msgs, 5),
         )?;
     }
@@ -935,7 +927,6 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     }
                     false => e.aes().ctr_batch(&keys, &ivs, &msgs, out).unwrap().backend,
                 },
-                #[cfg(feature = "cuda")]
                 || batchcrypt::aes::gpu::batch_kernel_seconds(gcm, &keys, &ivs, &msgs, 5),
             )?;
         }

@@ -12,7 +12,7 @@ use batchcrypt::{Backend, BackendChoice, Engine};
 const GROUP: &str = "bn254";
 
 fn has_gpu() -> bool {
-    cfg!(feature = "cuda") && Backend::Cuda.is_available()
+    Backend::Cuda.is_available()
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
@@ -74,7 +74,6 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
             rep.add(GROUP, &case, &label, n as u64, 0, t, Some(&peer));
             println!("{:<34} {:<36} {:>10.2} ms", "", label, t * 1e3);
         }
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             let t = batchcrypt::bn254::gpu::kernel_seconds(&bases, ks, reps)?;
             rep.add(
@@ -96,7 +95,6 @@ fn run_group<P: Group>(rep: &mut Report, logs: &[u32]) -> anyhow::Result<()> {
 
 /// The same MSM over precomputed bases (a few copies, and one per digit window): the call, the
 /// kernels, and the one-time cost of the copies.
-#[cfg(feature = "cuda")]
 fn precomputed<P: Group>(
     rep: &mut Report,
     case: &str,
@@ -197,7 +195,6 @@ pub fn run_ntt(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 rep.add(NTT_GROUP, &case, &name, n as u64, 0, tg, Some(&peer));
                 println!("{:<34} {:<36} {:>10.3} ms", "", name, tg * 1e3);
             }
-            #[cfg(feature = "cuda")]
             if has_gpu() {
                 let tk = batchcrypt::bn254::gpu::ntt_kernel_seconds(
                     &input[..n],

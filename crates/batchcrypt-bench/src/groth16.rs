@@ -145,7 +145,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     rep.header(
         "Groth16 proofs (circom circuit, snarkjs key): one proof, then proofs in flight at once",
     );
-    let gpu = cfg!(feature = "cuda") && Backend::Cuda.is_available();
+    let gpu = Backend::Cuda.is_available();
     for (k, path) in list {
         let witness = Witness::read(path.join("witness.wtns"))?;
         let case = format!("prove 2^{k}");

@@ -201,7 +201,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     Some("libsecp256k1 1 core"),
                 );
             }
-            #[cfg(feature = "cuda")]
             if Backend::Cuda.is_available()
                 && Backend::Cuda.implements(batchcrypt::backend::Primitive::Secp256k1)
             {

@@ -167,7 +167,6 @@ fn single_message(rep: &mut Report, reps: usize) {
     );
 }
 
-#[cfg(feature = "cuda")]
 fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     use batchcrypt::sha256::{gpu::DeviceBatch, Messages};
     if let Err(why) = Backend::Cuda.availability() {
@@ -280,12 +279,6 @@ fn gpu(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         t,
         None,
     );
-    Ok(())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn gpu(_: &mut Report, _: bool) -> anyhow::Result<()> {
-    println!("\n(no GPU benchmarks: built without the cuda feature)");
     Ok(())
 }
 

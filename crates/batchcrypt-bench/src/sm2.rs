@@ -61,12 +61,11 @@ fn openssl_mul(
 const CPU_MAX: usize = 1 << 17;
 
 fn has_gpu() -> bool {
-    cfg!(feature = "cuda") && batchcrypt::Backend::Cuda.is_available()
+    batchcrypt::Backend::Cuda.is_available()
 }
 
 /// k G for every scalar, on the GPU where there is one (to make inputs quickly).
 fn points_for(ks: &[[u8; 32]]) -> anyhow::Result<Vec<Point>> {
-    #[cfg(feature = "cuda")]
     if has_gpu() {
         return Ok(batchcrypt::sm2::gpu::mul_base(ks)?);
     }
@@ -165,7 +164,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             t,
             Some("openssl 1 core"),
         );
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
@@ -256,7 +254,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             t,
             Some("openssl 1 core"),
         );
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
@@ -306,7 +303,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             openssl_kp,
             "openssl 1 core k P",
         );
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
@@ -367,7 +363,6 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             openssl_kp,
             "openssl 1 core k P",
         );
-        #[cfg(feature = "cuda")]
         if has_gpu() {
             use batchcrypt::sm2::gpu;
             let mut got = Vec::new();
@@ -537,7 +532,6 @@ fn verify_rows(
             Some("openssl 1 core"),
         );
     }
-    #[cfg(feature = "cuda")]
     if has_gpu() {
         // Digests given (computed once per distinct message here), and the kernel alone.
         let digests: Vec<[u8; 32]> = (0..m)
@@ -605,7 +599,6 @@ fn t_openssl_kp(rep: &Report, case: &str) -> f64 {
 /// that the host's drift falls on all of them; the kernel alone for reference. Checked against
 /// the CPU on the first 4 096.
 pub fn run_chunks(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    #[cfg(feature = "cuda")]
     if has_gpu() {
         use batchcrypt::sm2::gpu;
         let n = if quick { 1 << 16 } else { 1_000_000 };

@@ -28,7 +28,6 @@ mod error;
 pub mod groth16;
 pub mod memory;
 pub mod messages;
-#[cfg(feature = "cuda")]
 pub mod pipeline;
 pub mod psi;
 pub mod secp256k1;
@@ -40,14 +39,10 @@ pub mod sm3;
 pub use backend::{Backend, BackendChoice, Primitive};
 pub use error::{Error, Result};
 
-/// Kernel images built from `kernels/` by build.rs (empty when nvcc was absent).
-#[cfg(feature = "cuda")]
+/// Kernel images built from `kernels/` by build.rs (each `None`, and `BUILT` false, when the build
+/// had no nvcc or the `cuda` feature off; `NOT_BUILT` says which).
 pub mod kernels {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-}
-#[cfg(not(feature = "cuda"))]
-pub mod kernels {
-    pub const BUILT: bool = false;
 }
 
 use std::sync::OnceLock;

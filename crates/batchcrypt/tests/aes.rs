@@ -50,7 +50,6 @@ fn sp800_38a_ctr_vectors() {
                 "bitsliced kernel"
             );
         }
-        #[cfg(feature = "cuda")]
         if common::backends(Primitive::Aes).contains(&Backend::Cuda) {
             let (out, _) = batchcrypt::aes::gpu::bitsliced_ctr(&key, &iv, &pt, 1).unwrap();
             assert_eq!(hex::encode(out), ct, "bitsliced kernel on the GPU");
@@ -79,7 +78,6 @@ fn bitsliced_kernel_matches_openssl() {
             batchcrypt::emulation::aes::ctr_bitsliced(&key, &iv, &data) == want,
             "emulated, {n} bytes"
         );
-        #[cfg(feature = "cuda")]
         if common::backends(Primitive::Aes).contains(&Backend::Cuda) {
             let (out, _) = batchcrypt::aes::gpu::bitsliced_ctr(&key, &iv, &data, 1).unwrap();
             assert!(out == want, "GPU, {n} bytes");
@@ -236,7 +234,6 @@ fn every_backend_matches_openssl_and_rustcrypto() {
 /// Page-locked input and output: the copy engines read and write the caller's buffers directly
 /// (`pipeline::run_direct`), in 16 MiB chunks; sizes across chunk boundaries, unaligned tails,
 /// a counter that carries out of the low 64 bits, and the dispatcher's own choice.
-#[cfg(feature = "cuda")]
 #[test]
 fn page_locked_buffers_match_openssl() {
     if !common::backends(Primitive::Aes).contains(&Backend::Cuda) {
@@ -342,7 +339,6 @@ fn gcm_counter_wraps_in_32_bits() {
         let z = batchcrypt::aes::cpu::gcm(b, &g, &want, &mut out, true, 1).unwrap();
         assert!(out == data && z == want_z, "{b} decrypting");
     }
-    #[cfg(feature = "cuda")]
     if common::backends(Primitive::Aes).contains(&Backend::Cuda) {
         let mut out = vec![0u8; data.len()];
         let z = batchcrypt::aes::gpu::gcm(&g, &data, &mut out, false).unwrap();

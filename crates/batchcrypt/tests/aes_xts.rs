@@ -224,7 +224,6 @@ fn kernels_match_the_cpu() {
 }
 
 /// The GPU in GPU memory (the host path is in the tests above, through the dispatcher).
-#[cfg(feature = "cuda")]
 #[test]
 fn gpu_memory_matches_the_cpu() {
     if !backends().contains(&Backend::Cuda) {
@@ -253,7 +252,6 @@ fn gpu_memory_matches_the_cpu() {
 }
 
 /// The GPU from host memory over several pipeline chunks (each with its own tweak entries).
-#[cfg(feature = "cuda")]
 #[test]
 fn gpu_host_path_in_several_chunks() {
     if !backends().contains(&Backend::Cuda) {

@@ -173,7 +173,7 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 
 impl Aes<'_> {
     fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
-        let gpu = cfg!(feature = "cuda");
+        let gpu = true;
         let op = match msgs.bytes() <= SHORT_MAX * msgs.count() as u64 {
             true => short(op),
             false => op,
@@ -199,7 +199,6 @@ impl Aes<'_> {
         super::check_lengths(msgs.data(), output)?;
         let plan = self.batch_plan(OP_CTR, msgs)?;
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.on_gpu(|| super::gpu::ctr_batch(keys, ivs, msgs, output))?,
             backend => {
                 each(msgs, output, plan.threads, |ctx, i, a, b| {
@@ -226,7 +225,6 @@ impl Aes<'_> {
     ) -> Result<Output<Vec<Tag>>> {
         let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
         let tags = match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 plan.on_gpu(|| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false))?
             }
@@ -258,7 +256,6 @@ impl Aes<'_> {
         let run = |output: &mut [u8]| -> Result<(Plan, Vec<bool>)> {
             check_count("tags", tags, msgs.count(), false)?;
             let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-            #[cfg(feature = "cuda")]
             if plan.backend == Backend::Cuda {
                 // The kernels decrypt every message and give the tag of its ciphertext; a
                 // message whose tag differs is zeroed before its output is released.
@@ -371,7 +368,6 @@ impl Aes<'_> {
         }
         let plan = self.batch_plan(OP_XTS, msgs)?;
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 plan.on_gpu(|| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt))?
             }
@@ -527,7 +523,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         })
         .collect();
     let xts_key = XtsKey::new(&[[7u8; 16], [8u8; 16]].concat())?;
-    #[cfg(feature = "cuda")]
     let xts_keys = match op {
         OP_XTS | OP_XTS_SHORT if backend == Backend::Cuda => vec![xts_key.clone(); large],
         _ => Vec::new(),
@@ -536,7 +531,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     let nonces = vec![[3u8; 12]; large];
     let run = |n: usize, out: &mut [u8]| -> Result<()> {
         let msgs = Messages::fixed(&data[..n * len], len)?;
-        #[cfg(feature = "cuda")]
         if backend == Backend::Cuda {
             let out = &mut out[..n * len];
             return match op {
@@ -574,7 +568,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
 /// themselves, so those sections are plain copies. A chunk's download is its message bytes, then
 /// (GCM) a tag per message; after them on the device, GCM's scratch: each thread item's GHASH sum
 /// and each message's H and E_K(J0).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod device {
     use super::{Key, Messages, XtsKey};
     use std::ops::Range;

@@ -17,7 +17,6 @@ pub mod batch;
 pub mod cpu;
 pub mod gcm;
 pub mod gf128;
-#[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod stream;
 pub mod xts;
@@ -188,7 +187,6 @@ pub struct Aes<'e> {
 
 /// Where a host buffer pair lives: page-locked memory lets the GPU skip the staging copies.
 fn host_location(input: &[u8], output: &[u8]) -> Location {
-    #[cfg(feature = "cuda")]
     if let Ok(gpu) = crate::backend::cuda::Gpu::get() {
         if crate::pipeline::is_pinned(gpu, input) && crate::pipeline::is_pinned(gpu, output) {
             return Location::Pinned;
@@ -227,7 +225,7 @@ impl Aes<'_> {
         self.engine.dispatcher().plan(
             &workload(op, bytes, location),
             &CPU_ORDER,
-            cfg!(feature = "cuda"),
+            true,
             &Calibration(op),
         )
     }
@@ -255,7 +253,6 @@ impl Aes<'_> {
         check_lengths(input, output)?;
         let plan = self.plan(OP_CTR, input.len(), host_location(input, output))?;
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.on_gpu(|| gpu::ctr(key, iv, input, output))?,
             b => cpu::ctr(b, key, iv, input, output, plan.threads)?,
         }
@@ -321,7 +318,6 @@ impl Aes<'_> {
     /// CTR in place over a buffer already in GPU memory (a `CudaSlice<u8>` or a 16-byte-aligned
     /// view of one). The data is encrypted where it lives: moving it to the CPU and back would
     /// cost more than the GPU takes to encrypt it.
-    #[cfg(feature = "cuda")]
     pub fn ctr_device(
         &self,
         key: &Key,
@@ -332,7 +328,6 @@ impl Aes<'_> {
     }
 
     /// GCM encryption in place over a buffer in GPU memory; returns the tag.
-    #[cfg(feature = "cuda")]
     pub fn gcm_encrypt_device(
         &self,
         key: &Key,
@@ -348,7 +343,6 @@ impl Aes<'_> {
 
     /// GCM decryption in place over a buffer in GPU memory. On a tag mismatch the buffer is
     /// zeroed and [`Error::AuthenticationFailed`] returned.
-    #[cfg(feature = "cuda")]
     pub fn gcm_decrypt_device(
         &self,
         key: &Key,
@@ -417,7 +411,6 @@ impl Aes<'_> {
         xts::check(unit, input.len())?;
         let plan = self.plan(OP_XTS, input.len(), host_location(input, output))?;
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.on_gpu(|| gpu::xts(key, tweak, unit, input, output, decrypt))?,
             b => xts::cpu(b, key, tweak, unit, input, output, decrypt, plan.threads)?,
         }
@@ -430,7 +423,6 @@ impl Aes<'_> {
 
     /// XTS-AES encryption in place over a buffer in GPU memory (16-byte aligned), with the
     /// layout rules of [`Aes::xts_encrypt`].
-    #[cfg(feature = "cuda")]
     pub fn xts_encrypt_device(
         &self,
         key: &xts::XtsKey,
@@ -443,7 +435,6 @@ impl Aes<'_> {
     }
 
     /// XTS-AES decryption in place over a buffer in GPU memory.
-    #[cfg(feature = "cuda")]
     pub fn xts_decrypt_device(
         &self,
         key: &xts::XtsKey,
@@ -464,7 +455,6 @@ impl Aes<'_> {
         decrypt: bool,
     ) -> Result<gf128::Gf128> {
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.on_gpu(|| gpu::gcm(g, input, output, decrypt)),
             b => cpu::gcm(b, g, input, output, decrypt, plan.threads),
         }
@@ -472,7 +462,6 @@ impl Aes<'_> {
 }
 
 /// `aes::Ctr` of kernels/aes/aes.cuh: what one counter-mode launch takes.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct CtrParams {
@@ -485,7 +474,6 @@ pub(crate) struct CtrParams {
 }
 
 /// `Gcm` of kernels/aes/aes.cu.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct GcmParams {
@@ -496,7 +484,6 @@ pub(crate) struct GcmParams {
 }
 
 /// `Xts` of kernels/aes/xts.cu: one launch over whole blocks from a unit boundary.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct XtsParams {
@@ -508,7 +495,6 @@ pub(crate) struct XtsParams {
 }
 
 /// `XtsTweaks` of kernels/aes/xts.cu: the tweak entries of a launch's units.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct XtsTweakParams {
@@ -520,7 +506,6 @@ pub(crate) struct XtsTweakParams {
 }
 
 /// The two launches of XTS over `blocks` whole blocks starting at unit `first_unit`.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn xts_params(
     key: &xts::XtsKey,
     tweak: &[u8; 16],
@@ -558,7 +543,6 @@ pub(crate) fn xts_params(
     )
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64) -> CtrParams {
     let (rk, rounds) = key.round_keys();
     let ctr =
@@ -575,7 +559,6 @@ pub(crate) fn ctr_params(key: &Key, counter: &[u8; 16], inc32: bool, bytes: u64)
 
 /// `CtrBitsliced` of kernels/aes/bitsliced.cu: the counter fields, and every round key as one
 /// mask word per bit (0 or all ones; plane p is bit p % 8 of byte p / 8).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct CtrBitslicedParams {
@@ -586,7 +569,6 @@ pub(crate) struct CtrBitslicedParams {
     pub(crate) mask: [[u32; 128]; 15],
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn ctr_bitsliced_params(
     key: &Key,
     counter: &[u8; 16],
@@ -613,7 +595,6 @@ pub(crate) fn ctr_bitsliced_params(
 /// words: Shoup's table of H^threads (256 elements), then those of H^1, H^2, H^4, …
 /// H^(threads/2) (of H^1 alone for one thread), which its reduction tree multiplies by. The
 /// kernel computes the reduction half of the tables.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
     debug_assert!(threads.is_power_of_two());
     let levels = threads.ilog2().max(1) as usize;
@@ -634,7 +615,6 @@ pub(crate) fn gpu_tables(h: gf128::Gf128, threads: usize) -> Vec<u32> {
     t
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn segment_sums(words: &[u32]) -> Vec<gf128::Gf128> {
     words
         .chunks_exact(4)
@@ -652,7 +632,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     // Runs are sized in 16-byte blocks, the unit of the fit.
     const BLOCKS_PER_KIB: usize = 1024 / 16;
     let keys = CalibrationKeys::new()?;
-    #[cfg(feature = "cuda")]
     if backend == Backend::Cuda {
         let gpu = crate::backend::cuda::Gpu::available()?;
         // Pseudo-random bytes: encrypted in place, a buffer of zeros (or of one repeated byte)

@@ -102,7 +102,6 @@ pub(crate) fn mul_alpha(t: u128) -> u128 {
 }
 
 /// t·α^n, n shift-and-fold steps at a time (each up to 120 bits, as the GPU kernel does).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn mul_alpha_pow(mut t: u128, mut n: u64) -> u128 {
     while n > 0 {
         let k = n.min(120) as u32;
@@ -114,13 +113,11 @@ pub(crate) fn mul_alpha_pow(mut t: u128, mut n: u64) -> u128 {
 }
 
 /// Blocks per tweak entry of the GPU kernel (kernels/aes/xts.cu's TWEAK_STRIDE).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) const GPU_TWEAK_STRIDE: u64 = 64;
 
 /// The GPU kernel's tweak layout for a launch of `blocks` blocks from a unit boundary: the units
 /// it touches, and the entries per unit (one per [`GPU_TWEAK_STRIDE`] blocks; a launch shorter
 /// than a unit needs entries for its own blocks only).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn gpu_entries(unit: usize, blocks: u64) -> (u32, u32) {
     let unit_blocks = (unit / 16) as u64;
     (
@@ -132,7 +129,6 @@ pub(crate) fn gpu_entries(unit: usize, blocks: u64) -> (u32, u32) {
 /// The bytes a GPU takes: all of them, or when the buffer's last unit ends in a partial block,
 /// all but that unit's last whole block and the partial one, whose ciphertext stealing
 /// [`steal_tail`] does on the CPU.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn whole_block_bytes(len: usize) -> usize {
     match len % 16 {
         0 => len,
@@ -142,7 +138,6 @@ pub(crate) fn whole_block_bytes(len: usize) -> usize {
 
 /// The last `input.len()` bytes of the buffer (one whole block and a partial one, from byte
 /// `offset`), ciphertext stealing included, with RustCrypto's `aes`.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn steal_tail(
     key: &XtsKey,
     tweak: &[u8; 16],

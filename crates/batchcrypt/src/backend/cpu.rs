@@ -151,7 +151,6 @@ pub fn par_fill<T: Copy + Send + Sync>(buf: &mut [T], value: T) {
 
 /// Marsaglia's xorshift64: a fixed sequence of pseudo-random words from `state` (non-zero), for
 /// test and calibration data that must not be constant, never for secrets.
-#[cfg(any(test, feature = "cuda"))]
 pub(crate) fn xorshift64(state: &mut u64) -> u64 {
     *state ^= *state << 13;
     *state ^= *state >> 7;

@@ -166,11 +166,14 @@ fn keep_freed_memory(ctx: &CudaContext) {
 pub fn devices() -> std::result::Result<&'static [Gpu], String> {
     static ALL: OnceLock<std::result::Result<Vec<Gpu>, String>> = OnceLock::new();
     ALL.get_or_init(|| {
-        if std::env::var(DISABLE_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false) {
+        if std::env::var(DISABLE_ENV)
+            .map(|v| !v.is_empty() && v != "0")
+            .unwrap_or(false)
+        {
             return Err(format!("disabled by {DISABLE_ENV}"));
         }
         if !crate::kernels::BUILT {
-            return Err("this build has no CUDA kernels (nvcc was not found at build time; run scripts/setup.sh and rebuild)".into());
+            return Err(crate::kernels::NOT_BUILT.into());
         }
         // SAFETY: only probes whether the shared library can be opened.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {

@@ -1,13 +1,12 @@
-//! The GPUs as the rest of the library sees them, whether or not this build has the CUDA backend:
-//! how many there are, what each is, its memory budget and host link, and running work on one.
-//! In a build without CUDA every answer is "none, and why"; conditional compilation stops here.
+//! The GPUs as the rest of the library sees them: how many there are, what each is, its memory
+//! budget and host link, and running work on one. Where the build has no kernels or the machine
+//! no driver or device, every answer is "none, and why".
 
 pub use super::device::{DeviceInfo, DeviceSelection, Link, LinkKind, DEVICES_ENV, DISABLE_ENV};
 use crate::memory::MemoryStats;
 
 pub use imp::{availability, count, infos, measure_link, memory_stats, reset_memory_stats, run_on};
 
-#[cfg(feature = "cuda")]
 mod imp {
     use super::{DeviceInfo, Link, LinkKind, MemoryStats};
     use crate::backend::cuda::{devices, Gpu};
@@ -61,38 +60,5 @@ mod imp {
             LinkKind::Pinned => pipeline::measure_link_pinned(gpu),
         }
         .map_err(|e| e.to_string())
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-mod imp {
-    use super::{DeviceInfo, Link, LinkKind, MemoryStats};
-
-    const OFF: &str = "this build has the CUDA backend turned off (feature `cuda`)";
-
-    pub fn availability() -> std::result::Result<(), String> {
-        Err(OFF.into())
-    }
-
-    pub fn count() -> usize {
-        0
-    }
-
-    pub fn infos() -> std::result::Result<Vec<DeviceInfo>, String> {
-        Err(OFF.into())
-    }
-
-    pub fn memory_stats() -> Vec<MemoryStats> {
-        Vec::new()
-    }
-
-    pub fn reset_memory_stats() {}
-
-    pub fn run_on<R>(_index: usize, f: impl FnOnce() -> R) -> R {
-        f()
-    }
-
-    pub fn measure_link(_index: usize, _kind: LinkKind) -> std::result::Result<Link, String> {
-        Err(OFF.into())
     }
 }

@@ -6,7 +6,6 @@
 //! is an ordinary answer.
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;
 pub mod gpu;

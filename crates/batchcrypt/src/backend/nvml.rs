@@ -6,29 +6,22 @@
 //! The driver keeps a short history of utilization samples (one per 1/6 s to 1 s); a thread
 //! drains it every half second, so runs of any length are covered.
 
-#[cfg(feature = "cuda")]
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-#[cfg(feature = "cuda")]
 use std::time::{SystemTime, UNIX_EPOCH};
 
-#[cfg(feature = "cuda")]
 type Device = *mut c_void;
-#[cfg(feature = "cuda")]
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct Sample {
     time_us: c_ulonglong,
     value: c_ulonglong, // a union; utilization samples are unsigned ints (its low half)
 }
-#[cfg(feature = "cuda")]
 const GPU_UTILIZATION_SAMPLES: c_int = 1;
-#[cfg(feature = "cuda")]
 const NOT_FOUND: c_int = 6; // no samples since the timestamp given
 
-#[cfg(feature = "cuda")]
 struct Nvml {
     _lib: libloading::Library,
     get_samples: unsafe extern "C" fn(
@@ -43,10 +36,8 @@ struct Nvml {
 }
 // SAFETY: NVML is thread-safe; the handle is a plain pointer valid until nvmlShutdown, which we
 // never call (the library stays loaded for the process).
-#[cfg(feature = "cuda")]
 unsafe impl Send for Nvml {}
 
-#[cfg(feature = "cuda")]
 impl Nvml {
     /// Opens NVML and finds the device with this PCI bus id (as CUDA reports it).
     fn open(pci_bus_id: &str) -> Result<Self, String> {
@@ -147,7 +138,6 @@ pub struct UtilizationMonitor {
     thread: std::thread::JoinHandle<Vec<(u64, u32)>>,
 }
 
-#[cfg(feature = "cuda")]
 fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -157,9 +147,6 @@ fn now_us() -> u64 {
 impl UtilizationMonitor {
     /// Starts sampling the process's GPU, or says why it cannot.
     pub fn start() -> Result<Self, String> {
-        #[cfg(not(feature = "cuda"))]
-        return Err("this build has no CUDA backend".into());
-        #[cfg(feature = "cuda")]
         {
             let gpu = super::cuda::Gpu::get()?;
             let nvml = Nvml::open(&gpu.info().pci_bus_id)?;

@@ -10,9 +10,7 @@
 //! tests/bn254_ntt.rs); the dispatcher picks one per batch.
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod gpu;
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub mod msm;
 pub mod ntt;
 
@@ -87,7 +85,6 @@ impl Group for G2 {
 }
 
 /// 32-bit words of a kernel's Jacobian point (X, Y, Z) on group P.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn point_words<P: Group>() -> usize {
     24 * P::DEGREE
 }
@@ -104,7 +101,6 @@ pub struct Bases<P: Group> {
     host: Vec<Affine<P>>,
     /// Copies the GPU precomputes (1: none).
     copies: u32,
-    #[cfg(feature = "cuda")]
     device: std::sync::OnceLock<std::result::Result<gpu::DeviceBases<P>, String>>,
 }
 
@@ -116,7 +112,6 @@ impl<P: Group> Bases<P> {
         Bases {
             host: bases,
             copies: 1,
-            #[cfg(feature = "cuda")]
             device: std::sync::OnceLock::new(),
         }
     }
@@ -125,7 +120,6 @@ impl<P: Group> Bases<P> {
     /// none). The CPU backend reads the bases as they are.
     pub fn with_precomputation(mut self, copies: u32) -> Self {
         self.copies = copies.max(1);
-        #[cfg(feature = "cuda")]
         {
             self.device = std::sync::OnceLock::new(); // made again with the copies
         }
@@ -134,7 +128,6 @@ impl<P: Group> Bases<P> {
 
     /// The shape of a GPU MSM of `n` scalars over these bases: with precomputation, the window
     /// and copies chosen for all the bases, so every call reads the same copies.
-    #[cfg(any(feature = "cuda", feature = "emulation"))]
     pub(crate) fn shape(&self, n: usize) -> Result<msm::Shape> {
         msm::Shape::for_bases(n, self.len(), self.copies, SCALAR_BITS)
     }
@@ -153,14 +146,10 @@ impl<P: Group> Bases<P> {
 
     /// Whether the bases are in GPU memory already.
     pub fn is_resident(&self) -> bool {
-        #[cfg(feature = "cuda")]
-        return matches!(self.device.get(), Some(Ok(_)));
-        #[cfg(not(feature = "cuda"))]
-        false
+        matches!(self.device.get(), Some(Ok(_)))
     }
 
     /// The bases in GPU memory (with their precomputed copies), uploading them on first use.
-    #[cfg(feature = "cuda")]
     pub fn device(&self) -> Result<&gpu::DeviceBases<P>> {
         self.device
             .get_or_init(|| {
@@ -176,7 +165,6 @@ impl<P: Group> Bases<P> {
 }
 
 /// Scalars as the kernels read them: arkworks' Montgomery limbs, eight 32-bit words each.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn raw_scalars(scalars: &[Fr]) -> Vec<u32> {
     let mut out = vec![0u32; 8 * scalars.len()];
     scalars_into(&mut out, scalars);
@@ -185,7 +173,6 @@ pub(crate) fn raw_scalars(scalars: &[Fr]) -> Vec<u32> {
 
 /// [`raw_scalars`] into `dst` (eight words per scalar), on all cores; writes `dst` only (it may
 /// be write-combined staging).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
     use rayon::prelude::*;
     dst.par_chunks_exact_mut(8)
@@ -195,7 +182,6 @@ pub(crate) fn scalars_into(dst: &mut [u32], scalars: &[Fr]) {
 }
 
 /// Affine bases as the kernels read them: x, y as Fq limbs, infinity as zeros.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn raw_bases<P: Group>(bases: &[Affine<P>]) -> Vec<u32> {
     use rayon::prelude::*;
     let w = 8 * P::DEGREE;
@@ -226,13 +212,11 @@ fn bigint_from_limbs(l: &[u32]) -> ark_ff::BigInt<4> {
 }
 
 /// An element from the kernels' eight limbs (Montgomery form, as arkworks keeps it).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn fr_from_limbs(l: &[u32]) -> Fr {
     Fr::new_unchecked(bigint_from_limbs(l))
 }
 
 /// A kernel's Jacobian point (Fq limbs of X, Y, Z; the same representation as arkworks').
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
     use ark_ff::Zero;
     let w = 8 * P::DEGREE;
@@ -248,7 +232,6 @@ fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
 }
 
 /// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn combine_windows<P: Group>(sums: &[u32], c: u32) -> Projective<P> {
     use ark_ff::AdditiveGroup;
     let mut acc = Projective::<P>::default();
@@ -281,7 +264,7 @@ impl Bn254<'_> {
         let plan = self.engine.dispatcher().plan(
             &workload::<P>(n, bases.is_resident()),
             &[Backend::Arkworks],
-            cfg!(feature = "cuda"),
+            true,
             &calibrate::<P>,
         )?;
         if n == 0 {
@@ -293,7 +276,6 @@ impl Bn254<'_> {
         }
         let value = match plan.backend {
             Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
-            #[cfg(feature = "cuda")]
             // One GPU: the bases are resident on the device that first ran them.
             Backend::Cuda => plan.on_gpu(|| -> Result<_> {
                 let s = bases.shape(n)?;
@@ -342,7 +324,7 @@ impl Bn254<'_> {
         let plan = self.engine.dispatcher().plan(
             &ntt_workload(steps, batch),
             &[Backend::Arkworks],
-            cfg!(feature = "cuda"),
+            true,
             &calibrate_ntt,
         )?;
         // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
@@ -359,7 +341,6 @@ impl Bn254<'_> {
                     cpu::ntt(values, t, plan.threads)
                 }
             }
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.on_gpu(|| gpu::ntt(values, steps))?,
             other => {
                 return Err(Error::BackendUnavailable {

@@ -8,7 +8,6 @@
 use super::Fr;
 use crate::error::{Error, Result};
 use ark_ff::FftField;
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 use ark_ff::Field;
 
 /// log2 of the largest transform: Fr has roots of unity of order up to 2^28.
@@ -89,12 +88,10 @@ impl Ntt {
     }
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// Stages per pass for a transform of 2^log_n: as even as possible, each at most the kernel's
 /// MAX_PASS_BITS (10), so 2^26 takes passes of 9, 9 and 8 stages.
 pub(crate) const MAX_PASS_BITS: u32 = 10;
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn passes(log_n: u32) -> Vec<(u32, u32)> {
     let count = log_n.div_ceil(MAX_PASS_BITS);
     let mut stage = 0;
@@ -108,7 +105,6 @@ pub(crate) fn passes(log_n: u32) -> Vec<(u32, u32)> {
         .collect()
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// How the kernels scale elements as they load (pass 1) or store (the permutation) them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -120,7 +116,6 @@ pub(crate) enum ScaleMode {
     Tables = 2,
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) struct Scaling<'a, E> {
     pub mode: ScaleMode,
     pub lo: &'a E,
@@ -128,7 +123,6 @@ pub(crate) struct Scaling<'a, E> {
     pub lo_bits: u32,
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// The steps of `kernels/include/bc/ntt.cuh`, on buffers of Fr elements (eight 32-bit limbs each).
 pub(crate) trait Kernels {
     type Elems;
@@ -159,7 +153,6 @@ pub(crate) trait Kernels {
     ) -> Result<()>;
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// The powers w^i (i < 2^(log_max - 1)) of the root of unity of order 2^log_max: the twiddle
 /// factors of every transform up to that size, in both directions.
 pub(crate) struct Twiddles<E> {
@@ -167,7 +160,6 @@ pub(crate) struct Twiddles<E> {
     pub table: E,
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 impl<E> Twiddles<E> {
     pub fn build<K: Kernels<Elems = E>>(k: &mut K, log_max: u32) -> Result<Twiddles<E>> {
         let log_max = log_max.max(1);
@@ -185,7 +177,6 @@ impl<E> Twiddles<E> {
     }
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// Runs `t` on `batch` polynomials in `data` (left scrambled) and writes the result to `out`.
 /// `tw` must cover the size (log_max >= log size >= 1).
 pub(crate) fn transform<K: Kernels>(
@@ -257,7 +248,6 @@ pub(crate) fn transform<K: Kernels>(
     k.bitrev(data, out, log_n, batch, last)
 }
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 /// lo[j] = g^j for j < 2^lo_bits and hi[j] = c g^(j 2^lo_bits) for j < 2^(log_n - lo_bits), so
 /// that c g^i = lo[i mod 2^lo_bits] hi[i >> lo_bits].
 fn scale_tables(g: Fr, c: Fr, log_n: u32, lo_bits: u32) -> (Vec<Fr>, Vec<Fr>) {
@@ -271,7 +261,7 @@ fn scale_tables(g: Fr, c: Fr, log_n: u32, lo_bits: u32) -> (Vec<Fr>, Vec<Fr>) {
     (lo, hi)
 }
 
-#[cfg(all(test, any(feature = "cuda", feature = "emulation")))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

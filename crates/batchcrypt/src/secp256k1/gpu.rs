@@ -126,7 +126,6 @@ impl Scheme {
     }
 }
 
-#[cfg(feature = "cuda")]
 mod device {
     use super::{encode_block, HostItem, Reason, Scheme, G_TABLE_LEN};
     use crate::backend::cuda::{device_table, Gpu};
@@ -187,5 +186,4 @@ mod device {
     }
 }
 
-#[cfg(feature = "cuda")]
 pub(crate) use device::{time_kernel, verify};

@@ -10,7 +10,6 @@
 //! [`Prepared`] items.
 
 pub mod cpu;
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod gpu;
 pub mod parse;
 
@@ -68,7 +67,6 @@ impl Secp256k1<'_> {
             Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
             }),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(n, |r| {
                 gpu::verify(gpu::Scheme::Ecdsa, r.len(), |i| {
                     let i = r.start + i;
@@ -102,7 +100,6 @@ impl Secp256k1<'_> {
             Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
             }),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(n, |r| {
                 gpu::verify(gpu::Scheme::Schnorr, r.len(), |i| {
                     let i = r.start + i;
@@ -121,7 +118,6 @@ impl Secp256k1<'_> {
     /// Kernel-only GPU time for ECDSA items (prepared on the host, then resident on the device):
     /// the median of `iters` launches in seconds, and the verdicts. For benchmarks; `verify_ecdsa`
     /// is the API.
-    #[cfg(feature = "cuda")]
     pub fn ecdsa_kernel_seconds(
         &self,
         hashes: &[[u8; 32]],
@@ -145,7 +141,6 @@ impl Secp256k1<'_> {
     }
 
     /// Kernel-only GPU time for BIP340 items, as [`Self::ecdsa_kernel_seconds`].
-    #[cfg(feature = "cuda")]
     pub fn schnorr_kernel_seconds(
         &self,
         msgs: &[&[u8]],
@@ -186,7 +181,7 @@ impl Secp256k1<'_> {
             // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
             let _ = d.cost(op, Backend::Libsecp256k1, &cal);
         }
-        d.plan(&w, CPU_ORDER, cfg!(feature = "cuda"), &cal)
+        d.plan(&w, CPU_ORDER, true, &cal)
     }
 }
 
@@ -237,7 +232,6 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
             crate::dispatch::fit_sizes(small, large, 1, run)
         }
         // End to end on the device (transfers of these small batches are negligible next to the math).
-        #[cfg(feature = "cuda")]
         Backend::Cuda => {
             const LARGE: usize = 1 << 14;
             let engine = crate::Engine::with_backend(BackendChoice::Exact(Backend::Cuda));

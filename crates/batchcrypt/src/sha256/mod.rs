@@ -4,7 +4,6 @@
 //! (8 lanes), `x86::avx512` (16 lanes), and `gpu` (one message per CUDA thread). Every CPU backend is
 //! a [`Compressor`]; `multibuffer` turns any of them into a batch hasher.
 
-#[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod merkle;
 mod multibuffer;
@@ -267,10 +266,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
     };
     let units = compressions(&Messages::fixed(&[0; 80][..len], len)?, mode);
     if backend.is_gpu() {
-        #[cfg(feature = "cuda")]
         return gpu::calibrate(len, mode, units);
-        #[cfg(not(feature = "cuda"))]
-        return Err(Error::invalid("no CUDA backend in this build"));
     }
     // See `dispatch::cpu_cost`.
     let pool = crate::backend::cpu::threads().max(1);
@@ -371,14 +367,11 @@ impl Sha256<'_> {
             )));
         }
         let w = workload(msgs, mode);
-        let plan =
-            self.engine
-                .dispatcher()
-                .plan(&w, cpu_order(n), cfg!(feature = "cuda"), &|b| {
-                    calibrate(w.op, b)
-                })?;
+        let plan = self
+            .engine
+            .dispatcher()
+            .plan(&w, cpu_order(n), true, &|b| calibrate(w.op, b))?;
         match plan.backend {
-            #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 plan.on_gpus_into(out, 1, 1, |r, out| gpu::hash(&msgs.slice(r), mode, out))?
             }

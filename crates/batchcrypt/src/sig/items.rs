@@ -86,7 +86,6 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
     (bytes, reasons)
 }
 
-#[cfg(feature = "cuda")]
 pub(crate) mod device {
     use super::{encode_all, fill_parallel, verdict, FillItems, Reason, ITEM_BYTES};
     use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu, KernelImage};

@@ -3,7 +3,6 @@
 //! `r || s`), SEC1 public keys, and range checks against a curve's n and p. The rules of each
 //! scheme (low S, BIP340's x-only keys, SM2's t = r + s) live with the scheme.
 
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) mod items;
 
 use std::cmp::Ordering;

@@ -15,7 +15,6 @@
 //! - `verify` / `verify_digests`: SM2 signature verification (GM/T 0003.2), see [`verify`].
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod verify;
 
@@ -49,10 +48,8 @@ pub const DEFAULT_DST: &[u8] = b"BATCHCRYPT-PSI-V01-CS01-with-SM2_XMD:SM3_SSWU_R
 
 /// Entries of the GPU fixed-base table of G: 22 signed 12-bit windows of 2048 affine points
 /// (64 bytes each), as `kernels/sm2` defines `GTable`.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
 /// k·G items per GPU thread (`BASE_ITEMS` in `kernels/sm2`).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) const BASE_ITEMS: usize = 2;
 
 const OP_MUL_BASE: &str = "sm2_mul_base";
@@ -91,20 +88,17 @@ pub fn effective_dst(dst: &[u8]) -> Cow<'_, [u8]> {
 
 /// Bytes of one message slot of the hash-to-curve kernel: a 4-byte little-endian length, then the
 /// longest message of the batch, rounded up to whole limbs.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn slot_bytes(msgs: &[&[u8]]) -> usize {
     4 + msgs.iter().map(|m| m.len()).max().unwrap_or(0).div_ceil(4) * 4
 }
 
 /// Writes message `m` into its slot `d` (length, then bytes; the rest is never read).
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn pack_slot(d: &mut [u8], m: &[u8]) {
     d[..4].copy_from_slice(&(m.len() as u32).to_le_bytes());
     d[4..4 + m.len()].copy_from_slice(m);
 }
 
 /// Every message in its slot, back to back.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn pack_slots(msgs: &[&[u8]], slot: usize) -> Vec<u8> {
     let mut packed = vec![0u8; slot * msgs.len()];
     packed
@@ -126,7 +120,6 @@ impl Sm2<'_> {
         let plan = self.plan(OP_MUL_BASE, scalars.len(), 32, 64)?;
         let value = match plan.backend {
             Backend::Portable => cpu::mul_base(scalars, plan.threads),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(scalars.len(), |r| gpu::mul_base(&scalars[r]))?,
             other => return Err(not_implemented(other)),
         };
@@ -143,7 +136,6 @@ impl Sm2<'_> {
         let plan = self.plan(OP_MUL, points.len(), 64, 64)?;
         let value = match plan.backend {
             Backend::Portable => cpu::mul_shared(k, points, plan.threads),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_shared(k, &points[r]))?,
             other => return Err(not_implemented(other)),
         };
@@ -165,7 +157,6 @@ impl Sm2<'_> {
         let plan = self.plan(OP_MUL, points.len(), 33, 33)?;
         let value = match plan.backend {
             Backend::Portable => cpu::mul_compressed(k, points, plan.threads),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_compressed(k, &points[r]))?,
             other => return Err(not_implemented(other)),
         };
@@ -199,7 +190,6 @@ impl Sm2<'_> {
         let dst = effective_dst(dst);
         let value = match plan.backend {
             Backend::Portable => cpu::hash_to_curve_mul(k, msgs, &dst, plan.threads),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => {
                 plan.map_gpus(msgs.len(), |r| gpu::hash_to_curve_mul(k, &msgs[r], &dst))?
             }
@@ -282,7 +272,6 @@ impl Sm2<'_> {
             Backend::Portable => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
                 make(i).and_then(|it| cpu::verify_item(&it))
             }),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(n, |r| gpu::verify(r.len(), |i| make(r.start + i)))?,
             other => return Err(not_implemented(other)),
         };
@@ -297,7 +286,7 @@ impl Sm2<'_> {
         self.engine.dispatcher().plan(
             &workload(op, n, in_bytes, out_bytes),
             &[Backend::Portable],
-            cfg!(feature = "cuda"),
+            true,
             &|b| calibrate(op, b),
         )
     }

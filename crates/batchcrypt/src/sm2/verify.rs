@@ -143,7 +143,6 @@ pub fn sign_digest_with_nonce(d: &[u8; 32], k: &[u8; 32], e: &[u8; 32]) -> Optio
 
 /// Writes items `first..first + reasons.len()` (`make(i)`) as GPU verification items into `dst`,
 /// and each item's failure on the host into `reasons`.
-#[cfg(any(feature = "cuda", feature = "emulation"))]
 pub(crate) fn encode_block(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],

@@ -4,7 +4,6 @@
 //! the dispatcher. SM2 uses it for message digests and hashing to the curve.
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
 pub mod gpu;
 
 use crate::backend::{Backend, BackendChoice};
@@ -71,15 +70,12 @@ impl Sm3<'_> {
             bytes_out: 32 * count as u64,
             location: Location::Host,
         };
-        let plan = self.engine.dispatcher().plan(
-            &w,
-            &[Backend::Portable],
-            cfg!(feature = "cuda"),
-            &calibrate,
-        )?;
+        let plan = self
+            .engine
+            .dispatcher()
+            .plan(&w, &[Backend::Portable], true, &calibrate)?;
         let value = match plan.backend {
             Backend::Portable => cpu::hash_fixed(data, len, count, plan.threads),
-            #[cfg(feature = "cuda")]
             Backend::Cuda => plan.map_gpus(count, |r| {
                 gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len())
             })?,
