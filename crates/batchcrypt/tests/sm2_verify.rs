@@ -4,6 +4,7 @@
 //! the CPU, all giving the same verdict per item.
 
 use batchcrypt::sig::{Reason, SigFormat};
+use batchcrypt::sm2::sign;
 use batchcrypt::sm2::verify::{self, DEFAULT_ID, P};
 use batchcrypt::sm2::N;
 use batchcrypt::{Backend, Primitive};
@@ -79,7 +80,7 @@ fn gmt_0003_example() {
     );
 
     // Signing with the fixed k gives the published (r, s).
-    let sig = verify::sign_digest_with_nonce(&d, &k, &e).unwrap();
+    let sig = sign::sign_digest_with_nonce(&d, &k, &e).unwrap();
     assert_eq!(&sig[..32], &r);
     assert_eq!(&sig[32..], &s);
 
@@ -212,7 +213,7 @@ fn openssl_both_ways() {
         let xy = uncompressed_xy(&keys[i]);
         let e = verify::message_digest(OPENSSL_ID, &xy, &msgs[i]).unwrap();
         let nonce = batchcrypt::sm3::digest(&[&d[..], &e[..]].concat());
-        let Some(sig) = verify::sign_digest_with_nonce(&d, &nonce, &e) else {
+        let Some(sig) = sign::sign_digest_with_nonce(&d, &nonce, &e) else {
             continue;
         };
         let der = der_of(sig[..32].try_into().unwrap(), sig[32..].try_into().unwrap());
@@ -235,7 +236,7 @@ fn random_items_agree_with_rustcrypto() {
     use sm2::dsa::{Signature, VerifyingKey};
     use sm2::elliptic_curve::sec1::ToEncodedPoint;
 
-    let sample = verify::Sample::new(300);
+    let sample = sign::Sample::new(300);
     let mut rng = common::Rng(0x5eed);
     let mut digests = Vec::new();
     let mut sigs = Vec::new();
@@ -285,7 +286,7 @@ fn random_items_agree_with_rustcrypto() {
 
 #[test]
 fn malformed_items_have_their_reason() {
-    let sample = verify::Sample::new(4);
+    let sample = sign::Sample::new(4);
     let (e, sig, key) = (sample.digests[0], sample.sigs[0], sample.keys[0]);
     let with = |r: &[u8; 32], s: &[u8; 32]| -> Vec<u8> { [&r[..], &s[..]].concat() };
     let r: [u8; 32] = sig[..32].try_into().unwrap();

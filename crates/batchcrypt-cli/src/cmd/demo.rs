@@ -344,7 +344,7 @@ fn sm2_psi(n: usize) -> Result<bool> {
 /// accept exactly the intact ones. Returns whether all backends agree.
 fn sm2_signatures(n: usize) -> Result<bool> {
     use batchcrypt::sig::SigFormat;
-    let sample = batchcrypt::sm2::verify::Sample::new(n);
+    let sample = batchcrypt::sm2::sign::Sample::new(n);
     let (mut digests, sigs, keys) = sample.batch(sample.sigs.len());
     let corrupt = |i: usize| i % 16 == 5;
     digests

@@ -1,9 +1,9 @@
 //! The GPU backend: `kernels/aes` over host buffers (streamed through the chunked pipeline, so
 //! upload, kernel and download of different chunks overlap) or over buffers already in GPU memory.
 
-use super::batch::device::{self as batch_device, Mode};
 use super::gcm::{add128, add32, combine, Gcm};
 use super::gf128::Gf128;
+use super::layout::{self as batch_device, Mode};
 use super::xts::{self, XtsKey};
 use super::{
     ctr_bitsliced_params, ctr_params, xts_params, CtrBitslicedParams, CtrParams, GcmParams, Key,

@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod gcm;
 pub mod gf128;
 pub mod gpu;
+pub(crate) mod layout;
 pub mod stream;
 pub mod xts;
 

@@ -42,10 +42,6 @@ pub trait Group: SWCurveConfig<ScalarField = Fr> {
     /// A coordinate as 8 * DEGREE words (Montgomery limbs, c0 first).
     fn coordinate_into(x: &Self::BaseField, out: &mut [u32]);
     fn coordinate_from(raw: &[u32]) -> Self::BaseField;
-    /// The group's MSM kernels compiled for the host.
-    #[cfg(feature = "emulation")]
-    #[doc(hidden)]
-    fn emulated_steps() -> crate::emulation::bn254::PointSteps;
 }
 
 impl Group for G1 {
@@ -57,10 +53,6 @@ impl Group for G1 {
     }
     fn coordinate_from(raw: &[u32]) -> Fq {
         Fq::new_unchecked(bigint_from_limbs(raw))
-    }
-    #[cfg(feature = "emulation")]
-    fn emulated_steps() -> crate::emulation::bn254::PointSteps {
-        crate::emulation::bn254::G1_STEPS
     }
 }
 
@@ -77,10 +69,6 @@ impl Group for G2 {
             Fq::new_unchecked(bigint_from_limbs(&raw[..8])),
             Fq::new_unchecked(bigint_from_limbs(&raw[8..])),
         )
-    }
-    #[cfg(feature = "emulation")]
-    fn emulated_steps() -> crate::emulation::bn254::PointSteps {
-        crate::emulation::bn254::G2_STEPS
     }
 }
 

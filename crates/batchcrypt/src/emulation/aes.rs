@@ -1,8 +1,8 @@
 //! The AES kernels run on the host: the exact kernel code, one "thread" per block of the grid.
 
-use crate::aes::batch::device::{self, BatchParams, Layout, Mode};
 use crate::aes::gcm::{combine, Gcm};
 use crate::aes::gf128::Gf128;
+use crate::aes::layout::{self as device, BatchParams, Layout, Mode};
 use crate::aes::xts::{steal_tail, whole_block_bytes, XtsKey};
 use crate::aes::{
     ctr_bitsliced_params, ctr_params, xts_params, CtrBitslicedParams, CtrParams, GcmParams, Key,

@@ -112,7 +112,7 @@ extern "C" {
     );
 }
 
-/// One group's point steps (the kernels instantiated for it): [`Group::emulated_steps`].
+/// One group's point steps (the kernels instantiated for it): [`steps`].
 #[doc(hidden)]
 pub struct PointSteps {
     accumulate_points: unsafe extern "C" fn(
@@ -130,6 +130,14 @@ pub struct PointSteps {
     window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
     shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
+}
+
+/// The point steps of group `P` (G1's base field is Fq, G2's Fq2).
+fn steps<P: Group>() -> PointSteps {
+    match P::DEGREE {
+        1 => G1_STEPS,
+        _ => G2_STEPS,
+    }
 }
 
 pub(crate) const G1_STEPS: PointSteps = PointSteps {
@@ -316,7 +324,7 @@ pub fn msm<P: Group>(
         Some(c) => Shape::precomputed(n, SCALAR_BITS, c, copies, len)?,
         None => Shape::for_bases(n, len, copies, SCALAR_BITS)?,
     };
-    let steps = P::emulated_steps();
+    let steps = steps::<P>();
     let one = raw_bases(bases);
     let mut raw = vec![0u32; one.len() * s.copies() as usize];
     raw[..one.len()].copy_from_slice(&one);

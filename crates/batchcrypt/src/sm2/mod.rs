@@ -16,6 +16,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod sign;
 pub mod verify;
 
 use crate::backend::{Backend, BackendChoice};
@@ -368,8 +369,8 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         _ => Vec::new(),
     };
     let sample = match op {
-        OP_VERIFY => verify::Sample::new(64),
-        _ => verify::Sample::default(),
+        OP_VERIFY => sign::Sample::new(64),
+        _ => sign::Sample::default(),
     };
     // One thread for the CPU, so the fit is per core; the dispatcher scales by threads.
     let run = |n: usize| -> Result<()> {

@@ -1,10 +1,10 @@
 //! The interpreter: Bitcoin Core's EvalScript, VerifyScript and VerifyWitnessProgram, rule for
 //! rule. Signature checks go through a [`SignatureChecker`], which may verify at once or defer.
 
+use super::check::{check_tap_tweak, is_low_s, SignatureChecker};
 use super::num::{cast_to_bool, clamp_int, decode, encode};
 use super::opcodes::*;
 use super::*;
-use crate::bitcoin::checker::SignatureChecker;
 
 type Stack = Vec<Vec<u8>>;
 
@@ -104,7 +104,7 @@ fn check_signature_encoding(sig: &[u8], flags: Flags) -> Result<(), ScriptError>
     {
         return Err(ScriptError::SigDer);
     }
-    if flags.has(Flags::LOW_S) && !crate::bitcoin::checker::is_low_s(&sig[..sig.len() - 1]) {
+    if flags.has(Flags::LOW_S) && !is_low_s(&sig[..sig.len() - 1]) {
         return Err(ScriptError::SigHighS);
     }
     if flags.has(Flags::STRICTENC) {
@@ -742,7 +742,7 @@ fn verify_taproot_commitment(control: &[u8], program: &[u8], leaf: &[u8; 32]) ->
     }
     let internal: &[u8; 32] = control[1..33].try_into().unwrap();
     let output: &[u8; 32] = program.try_into().unwrap();
-    crate::bitcoin::checker::check_tap_tweak(internal, &k, output, control[0] & 1 == 1)
+    check_tap_tweak(internal, &k, output, control[0] & 1 == 1)
 }
 
 fn verify_witness_program(

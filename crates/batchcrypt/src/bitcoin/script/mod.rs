@@ -1,9 +1,10 @@
 //! Bitcoin Script: one interpreter for every rule set (legacy, P2SH, segwit v0, taproot and
 //! tapscript), switched by [`Flags`] per rule as Bitcoin Core's `interpreter.cpp` is, with every
-//! signature check behind [`crate::bitcoin::checker::SignatureChecker`] so checks can be
+//! signature check behind [`check::SignatureChecker`] so checks can be
 //! deferred into a batch.
 
 pub mod asm;
+pub mod check;
 pub mod error;
 pub mod flags;
 mod interpreter;
