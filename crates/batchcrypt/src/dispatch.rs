@@ -183,13 +183,13 @@ impl Plan {
 
     /// [`Self::on_gpus`] for a batch whose output is `out`, `per_item` elements per item: each
     /// GPU writes its slice's part of `out`.
-    pub fn on_gpus_into<O: Send>(
+    pub fn on_gpus_into<T: Send, O: Send>(
         &self,
         out: &mut [O],
         per_item: usize,
         align: usize,
-        f: impl Fn(std::ops::Range<usize>, &mut [O]) -> Result<()> + Sync,
-    ) -> Result<()> {
+        f: impl Fn(std::ops::Range<usize>, &mut [O]) -> Result<T> + Sync,
+    ) -> Result<Vec<T>> {
         let n = out.len() / per_item.max(1);
         let parts = self.gpus.split(n, align);
         let mut rest = out;
@@ -209,7 +209,6 @@ impl Plan {
                 .expect("each slice is run once");
             f(range, part)
         })
-        .map(|_| ())
     }
 
     /// [`Self::on_gpus`] for an operation that returns one value per item: the slices' values

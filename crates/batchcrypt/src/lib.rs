@@ -28,8 +28,10 @@ mod error;
 pub mod groth16;
 pub mod memory;
 pub mod messages;
+pub mod operation;
 pub mod pipeline;
 pub mod psi;
+pub mod registry;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sig;
@@ -54,6 +56,17 @@ pub struct Output<T> {
     pub backend: Backend,
     /// CPU threads used (1 for the GPU).
     pub threads: usize,
+}
+
+impl<T> Output<T> {
+    /// The same result, its value transformed.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Output<U> {
+        Output {
+            value: f(self.value),
+            backend: self.backend,
+            threads: self.threads,
+        }
+    }
 }
 
 /// The entry point: holds the backend choice and the dispatcher's measurements.
@@ -92,6 +105,83 @@ impl Engine {
 
     pub fn dispatcher(&self) -> &dispatch::Dispatcher {
         &self.dispatcher
+    }
+
+    /// Plans a batch `w` of `op` (CPU backends tried in `cpu_order`, the operation's own order
+    /// unless the batch's shape changes it) and runs it: `cpu(backend, threads)` on a CPU backend,
+    /// or `gpu(items)` on the GPUs, each over its slice where the operation splits (the slices'
+    /// values joined in order) or over the whole batch on the plan's first GPU.
+    pub(crate) fn run<T: operation::Join>(
+        &self,
+        op: &'static operation::Operation,
+        w: &dispatch::Workload,
+        cpu_order: &[Backend],
+        cpu: impl FnOnce(Backend, usize) -> Result<T>,
+        gpu: impl Fn(std::ops::Range<usize>) -> Result<T> + Sync,
+    ) -> Result<Output<T>> {
+        let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
+        let n = w.items as usize;
+        let value = if plan.backend.is_gpu() {
+            if op.splits {
+                T::join(plan.on_gpus(n, 1, gpu)?)
+            } else {
+                plan.on_gpu(|| gpu(0..n))?
+            }
+        } else {
+            cpu(plan.backend, plan.threads)?
+        };
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
+    }
+
+    /// What the dispatcher would do with `items` typical items of `op` at `location`: the best
+    /// CPU plan and the GPU plan with their estimated times (measuring each backend on first
+    /// use). `batchcrypt calibrate` prints these for every operation of the registry.
+    pub fn estimates(
+        &self,
+        op: &'static operation::Operation,
+        items: u64,
+        location: dispatch::Location,
+    ) -> [dispatch::Plan; 2] {
+        let w = dispatch::Workload {
+            location,
+            ..op.typical(items)
+        };
+        let cpu = self.dispatcher.best_cpu(&w, op.cpu, op);
+        self.dispatcher.estimates(&w, cpu, op)
+    }
+
+    /// [`Self::run`] for a batch that also writes `out`: where the operation splits over GPUs,
+    /// each slice writes its part of `out` (`per_item` elements an item); otherwise the one GPU
+    /// or the CPU backend gets all of it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_into<T: operation::Join, O: Send>(
+        &self,
+        op: &'static operation::Operation,
+        w: &dispatch::Workload,
+        cpu_order: &[Backend],
+        out: &mut [O],
+        per_item: usize,
+        cpu: impl FnOnce(Backend, usize, &mut [O]) -> Result<T>,
+        gpu: impl Fn(std::ops::Range<usize>, &mut [O]) -> Result<T> + Sync,
+    ) -> Result<Output<T>> {
+        let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
+        let value = if !plan.backend.is_gpu() {
+            cpu(plan.backend, plan.threads, out)?
+        } else if op.splits {
+            T::join(plan.on_gpus_into(out, per_item, 1, gpu)?)
+        } else {
+            let n = w.items as usize;
+            plan.on_gpu(|| gpu(0..n, out))?
+        };
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+        })
     }
 
     pub fn sha256(&self) -> sha256::Sha256<'_> {

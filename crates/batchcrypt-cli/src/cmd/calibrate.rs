@@ -1,39 +1,35 @@
 use anyhow::Result;
 use batchcrypt::dispatch::Plan;
-use batchcrypt::sha256::Mode;
 use batchcrypt::Engine;
 
-/// Measures the cost model for 64-byte SHA256d (merkle nodes), SM2, AES and BN254 MSM, and prints
-/// the decision per size.
+/// Measures the cost model for every operation of the registry and prints the decision per size.
 pub fn run(engine: &Engine) -> Result<()> {
+    use batchcrypt::dispatch::Location;
     print!("{}", batchcrypt::describe_hardware());
-    println!("\nSHA256d of 64-byte messages in host memory: estimated time per batch");
     println!(
-        "{:>10}  {:>22}  {:>14}  {:>8}",
-        "batch", "best CPU (threads)", "GPU", "choice"
+        "\nEvery operation: estimated time per batch of typical items (best CPU backend on all cores vs the GPUs, one alone or all together), data in host memory unless said"
     );
-    for log in (4..=24).step_by(2) {
-        let n = 1usize << log;
-        let [cpu, gpu] = engine.sha256().estimates(n, 64, Mode::Double)?;
-        let fmt = |e: Option<f64>| {
-            e.map(|s| format!("{:.3} ms", s * 1e3))
-                .unwrap_or_else(|| "-".into())
-        };
-        let choice = match (cpu.estimate_s, gpu.estimate_s) {
-            (Some(c), Some(g)) if g < c => "gpu",
-            _ => "cpu",
-        };
-        println!(
-            "{:>10}  {:>22}  {:>14}  {:>8}",
-            n,
-            format!("{} {} ({})", fmt(cpu.estimate_s), cpu.backend, cpu.threads),
-            fmt(gpu.estimate_s),
-            choice
-        );
+    println!(
+        "{:>22} {:>12}  {:>8}  {:>12}  {:>12}  {:>6}",
+        "operation", "data in", "items", "CPU", "GPU", "choice"
+    );
+    for op in batchcrypt::registry::REGISTRY {
+        let mut places = vec![(Location::Host, "host memory")];
+        // Streamed operations: also from page-locked memory and in GPU memory.
+        if op.streaming.is_some() {
+            places.extend([
+                (Location::Pinned, "page-locked"),
+                (Location::Device, "GPU memory"),
+            ]);
+        }
+        for (loc, name) in places {
+            crossover(
+                &format!("{:>22} {name:>12}", op.key),
+                &powers_of_two(0..=24, |n| n.to_string()),
+                |n| Ok(engine.estimates(op, n as u64, loc)),
+            )?;
+        }
     }
-    sm2_crossovers(engine)?;
-    aes_crossovers(engine)?;
-    bn254_crossovers(engine)?;
     println!("\nmeasured costs (one thread for CPU backends; compute only, data in place):");
     for (op, b, gpu, c) in engine.dispatcher().measured() {
         let on = if b.is_gpu() {
@@ -110,12 +106,16 @@ fn crossover(
         if on_gpu && first_gpu.is_none() {
             first_gpu = Some(label);
         }
-        if i % 4 == 0 {
+        if i % 6 == 0 {
             println!(
                 "{prefix}  {label:>8}  {:>12}  {:>12}  {:>6}",
                 fmt(cpu.estimate_s),
                 fmt(gpu.estimate_s),
-                if on_gpu { "gpu" } else { "cpu" }
+                match (on_gpu, gpu.gpus.count()) {
+                    (false, _) => "cpu".to_string(),
+                    (true, 1) => format!("gpu {}", gpu.gpus.first()),
+                    (true, k) => format!("{k} gpus"),
+                }
             );
         }
     }
@@ -135,79 +135,4 @@ fn powers_of_two(
     label: impl Fn(usize) -> String,
 ) -> Vec<(usize, String)> {
     logs.map(|l| (1usize << l, label(1usize << l))).collect()
-}
-
-/// Per SM2 operation: the estimates at a few batch sizes and the smallest batch sent to the GPU.
-fn sm2_crossovers(engine: &Engine) -> Result<()> {
-    println!("\nSM2 operations in host memory: estimated time per batch (all CPU cores vs GPU)");
-    println!(
-        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
-        "operation", "batch", "CPU", "GPU", "choice"
-    );
-    for op in batchcrypt::sm2::OPERATIONS {
-        crossover(
-            &format!("{op:>16}"),
-            &powers_of_two(0..=20, |n| n.to_string()),
-            |n| Ok(engine.sm2().estimates(op, n)?),
-        )?;
-    }
-    Ok(())
-}
-
-/// AES-128 CTR and GCM: per data location, the estimates at a few sizes and the smallest buffer
-/// sent to the GPU.
-fn aes_crossovers(engine: &Engine) -> Result<()> {
-    use batchcrypt::dispatch::Location;
-    println!(
-        "\nAES-128 over one buffer: estimated time (all CPU cores vs GPU), by where the data is"
-    );
-    println!(
-        "{:>5} {:>12}  {:>8}  {:>12}  {:>12}  {:>6}",
-        "mode", "data in", "size", "CPU", "GPU", "choice"
-    );
-    let sizes = powers_of_two(10..=32, |b| format!("{} KiB", b >> 10));
-    for gcm in [false, true] {
-        let mode = if gcm { "gcm" } else { "ctr" };
-        for (loc, name) in [
-            (Location::Host, "host memory"),
-            (Location::Pinned, "page-locked"),
-            (Location::Device, "GPU memory"),
-        ] {
-            crossover(&format!("{mode:>5} {name:>12}"), &sizes, |bytes| {
-                Ok(engine.aes().estimates(gcm, bytes, loc))
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// BN254 G1 MSM with the bases in GPU memory (a proving key's): the smallest MSM sent to the GPU.
-fn bn254_crossovers(engine: &Engine) -> Result<()> {
-    use batchcrypt::bn254::{G1, G2};
-    println!("\nBN254 MSM, bases in GPU memory: estimated time (all CPU cores vs GPU)");
-    println!(
-        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
-        "operation", "points", "CPU", "GPU", "choice"
-    );
-    let sizes = powers_of_two(4..=24, |n| n.to_string());
-    crossover(&format!("{:>16}", "msm g1"), &sizes, |n| {
-        Ok(engine.bn254().estimates::<G1>(n))
-    })?;
-    crossover(&format!("{:>16}", "msm g2"), &sizes, |n| {
-        Ok(engine.bn254().estimates::<G2>(n))
-    })?;
-    println!("\nBN254 NTT of one polynomial in host memory: estimated time (all CPU cores vs GPU)");
-    println!(
-        "{:>16}  {:>8}  {:>12}  {:>12}  {:>6}",
-        "operation", "size", "CPU", "GPU", "choice"
-    );
-    crossover(
-        &format!("{:>16}", "ntt"),
-        &powers_of_two(4..=26, |n| n.to_string()),
-        |n| {
-            Ok(engine
-                .bn254()
-                .ntt_estimates(&batchcrypt::bn254::ntt::Ntt::forward(n), 1))
-        },
-    )
 }

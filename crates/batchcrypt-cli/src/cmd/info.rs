@@ -1,6 +1,7 @@
 use anyhow::Result;
 use batchcrypt::{Backend, Primitive};
 
+/// The hardware, the backends and the operations, all from the library's own tables.
 pub fn run() -> Result<()> {
     print!("{}", batchcrypt::describe_hardware());
     println!("backends:");
@@ -15,6 +16,23 @@ pub fn run() -> Result<()> {
             Ok(()) => println!("  {:<12} available ({what})", b.name()),
             Err(why) => println!("  {:<12} unavailable ({what}): {why}", b.name()),
         }
+    }
+    println!("operations (backends in the order tried; * available here):");
+    for op in batchcrypt::registry::REGISTRY {
+        let backends: Vec<String> = op
+            .backends()
+            .map(|b| {
+                let mark = if b.is_available() { "*" } else { "" };
+                format!("{}{mark}", b.name())
+            })
+            .collect();
+        let split = if op.splits { ", split over GPUs" } else { "" };
+        println!(
+            "  {:<22} {} [{}{split}]",
+            op.key,
+            op.about,
+            backends.join(", ")
+        );
     }
     Ok(())
 }

@@ -16,9 +16,10 @@ use super::gf128::ghash;
 use super::xts::{self, XtsKey};
 use super::{Aes, Key, Tag, CPU_ORDER};
 use crate::backend::Backend;
-use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
+use crate::operation::Operation;
 use crate::Output;
 use openssl::cipher::CipherRef;
 use openssl::cipher_ctx::CipherCtx;
@@ -35,14 +36,48 @@ const OP_GCM_SHORT: &str = "aes_gcm_batch_short";
 const OP_XTS_SHORT: &str = "aes_xts_batch_short";
 const SHORT_MAX: u64 = 256;
 
-/// The operation measured on short messages, and the message length each is measured on.
-fn short(op: &'static str) -> &'static str {
-    match op {
-        OP_CTR => OP_CTR_SHORT,
-        OP_GCM => OP_GCM_SHORT,
-        _ => OP_XTS_SHORT,
+/// Many messages, each under its own key: they run on one GPU (a batch's chunks already overlap
+/// copies and kernels).
+const fn batch_operation(
+    key: &'static str,
+    about: &'static str,
+    item_bytes: u64,
+    calibrate: fn(Backend) -> Result<Cost>,
+) -> Operation {
+    Operation {
+        key,
+        primitive: crate::backend::Primitive::Aes,
+        about,
+        cpu: &CPU_ORDER,
+        gpu: true,
+        splits: false,
+        item: (item_bytes, item_bytes, item_bytes.div_ceil(16)),
+        calibrate,
+        streaming: None,
     }
 }
+
+pub static CTR_BATCH: Operation = batch_operation(OP_CTR, "AES-CTR, many messages", 1024, |b| {
+    calibrate(OP_CTR, b)
+});
+pub static GCM_BATCH: Operation = batch_operation(OP_GCM, "AES-GCM, many messages", 1024, |b| {
+    calibrate(OP_GCM, b)
+});
+pub static XTS_BATCH: Operation = batch_operation(OP_XTS, "AES-XTS, many data units", 1024, |b| {
+    calibrate(OP_XTS, b)
+});
+pub static CTR_BATCH_SHORT: Operation =
+    batch_operation(OP_CTR_SHORT, "AES-CTR, many short messages", 64, |b| {
+        calibrate(OP_CTR_SHORT, b)
+    });
+pub static GCM_BATCH_SHORT: Operation =
+    batch_operation(OP_GCM_SHORT, "AES-GCM, many short messages", 64, |b| {
+        calibrate(OP_GCM_SHORT, b)
+    });
+pub static XTS_BATCH_SHORT: Operation =
+    batch_operation(OP_XTS_SHORT, "AES-XTS, many short data units", 64, |b| {
+        calibrate(OP_XTS_SHORT, b)
+    });
 
 fn calibration_len(op: &str) -> usize {
     match op {
@@ -172,16 +207,17 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 }
 
 impl Aes<'_> {
-    fn batch_plan(&self, op: &'static str, msgs: &Messages<'_>) -> Result<Plan> {
-        let gpu = true;
-        let op = match msgs.bytes() <= SHORT_MAX * msgs.count() as u64 {
-            true => short(op),
-            false => op,
-        };
-        let calibrate = |b: Backend| calibrate(op, b);
-        self.engine
-            .dispatcher()
-            .plan(&workload(op, msgs), &CPU_ORDER, gpu, &calibrate)
+    /// The operation of a batch of `base` (CTR, GCM or XTS): measured apart on short messages.
+    fn batch_op(&self, base: &'static str, msgs: &Messages<'_>) -> &'static Operation {
+        let short = msgs.bytes() <= SHORT_MAX * msgs.count() as u64;
+        match (base, short) {
+            (OP_CTR, false) => &CTR_BATCH,
+            (OP_CTR, true) => &CTR_BATCH_SHORT,
+            (OP_GCM, false) => &GCM_BATCH,
+            (OP_GCM, true) => &GCM_BATCH_SHORT,
+            (_, false) => &XTS_BATCH,
+            (_, true) => &XTS_BATCH_SHORT,
+        }
     }
 
     /// CTR over each message: message i under `keys[i]` (or the one key) from counter block
@@ -197,20 +233,21 @@ impl Aes<'_> {
         check_count("keys", keys, n, true)?;
         check_count("IVs", ivs, n, false)?;
         super::check_lengths(msgs.data(), output)?;
-        let plan = self.batch_plan(OP_CTR, msgs)?;
-        match plan.backend {
-            Backend::Cuda => plan.on_gpu(|| super::gpu::ctr_batch(keys, ivs, msgs, output))?,
-            backend => {
-                each(msgs, output, plan.threads, |ctx, i, a, b| {
+        let op = self.batch_op(OP_CTR, msgs);
+        self.engine.run_into(
+            op,
+            &workload(op.key, msgs),
+            &CPU_ORDER,
+            output,
+            1,
+            |backend, threads, output| {
+                each(msgs, output, threads, |ctx, i, a, b| {
                     ctr_one(backend, ctx, nth(keys, i), &ivs[i], a, b)
-                })?;
-            }
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+                })
+                .map(drop)
+            },
+            |_, output| super::gpu::ctr_batch(keys, ivs, msgs, output),
+        )
     }
 
     /// GCM encryption of each message under its key and 12-byte nonce, with `aads[i]` (or no
@@ -223,21 +260,21 @@ impl Aes<'_> {
         msgs: &Messages<'_>,
         output: &mut [u8],
     ) -> Result<Output<Vec<Tag>>> {
-        let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-        let tags = match plan.backend {
-            Backend::Cuda => {
-                plan.on_gpu(|| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false))?
-            }
-            backend => each(msgs, output, plan.threads, |ctx, i, a, b| {
-                let aad = aads.get(i).copied().unwrap_or_default();
-                gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
-            })?,
-        };
-        Ok(Output {
-            value: tags,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let op = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
+        self.engine.run_into(
+            op,
+            &workload(op.key, msgs),
+            &CPU_ORDER,
+            output,
+            1,
+            |backend, threads, output| {
+                each(msgs, output, threads, |ctx, i, a, b| {
+                    let aad = aads.get(i).copied().unwrap_or_default();
+                    gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
+                })
+            },
+            |_, output| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false),
+        )
     }
 
     /// GCM decryption of each message, checking `tags[i]` (16 bytes). Returns one verdict per
@@ -253,54 +290,55 @@ impl Aes<'_> {
         output: &mut [u8],
         tags: &[Tag],
     ) -> Result<Output<Vec<bool>>> {
-        let run = |output: &mut [u8]| -> Result<(Plan, Vec<bool>)> {
+        let run = |output: &mut [u8]| -> Result<Output<Vec<bool>>> {
             check_count("tags", tags, msgs.count(), false)?;
-            let plan = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-            if plan.backend == Backend::Cuda {
-                // The kernels decrypt every message and give the tag of its ciphertext; a
-                // message whose tag differs is zeroed before its output is released.
-                let got =
-                    plan.on_gpu(|| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true))?;
-                let ok: Vec<bool> = (0..msgs.count())
-                    .map(|i| {
-                        let good = super::gcm::check_tag(&got[i], &tags[i]).is_ok();
-                        if !good {
-                            output[msgs.range(i)].fill(0);
+            let op = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
+            self.engine.run_into(
+                op,
+                &workload(op.key, msgs),
+                &CPU_ORDER,
+                output,
+                1,
+                |backend, threads, output| {
+                    each(msgs, output, threads, |ctx, i, a, b| {
+                        let aad = aads.get(i).copied().unwrap_or_default();
+                        let r = gcm_one(
+                            backend,
+                            ctx,
+                            nth(keys, i),
+                            &nonces[i],
+                            aad,
+                            a,
+                            b,
+                            Some(&tags[i]),
+                        );
+                        match r {
+                            Ok(_) => Ok(true),
+                            Err(Error::AuthenticationFailed) => {
+                                b.fill(0);
+                                Ok(false)
+                            }
+                            Err(e) => Err(e),
                         }
-                        good
                     })
-                    .collect();
-                return Ok((plan, ok));
-            }
-            let ok = each(msgs, output, plan.threads, |ctx, i, a, b| {
-                let aad = aads.get(i).copied().unwrap_or_default();
-                let r = gcm_one(
-                    plan.backend,
-                    ctx,
-                    nth(keys, i),
-                    &nonces[i],
-                    aad,
-                    a,
-                    b,
-                    Some(&tags[i]),
-                );
-                match r {
-                    Ok(_) => Ok(true),
-                    Err(Error::AuthenticationFailed) => {
-                        b.fill(0);
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
-                }
-            })?;
-            Ok((plan, ok))
+                },
+                // The kernels decrypt every message and give the tag of its ciphertext; a message
+                // whose tag differs is zeroed before its output is released.
+                |_, output| {
+                    let got = super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true)?;
+                    Ok((0..msgs.count())
+                        .map(|i| {
+                            let good = super::gcm::check_tag(&got[i], &tags[i]).is_ok();
+                            if !good {
+                                output[msgs.range(i)].fill(0);
+                            }
+                            good
+                        })
+                        .collect())
+                },
+            )
         };
-        let (plan, ok) = run(output).inspect_err(|_| output.fill(0))?;
-        Ok(Output {
-            value: ok,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        run(output).inspect_err(|_| output.fill(0))
     }
 
     fn gcm_batch_checks(
@@ -310,7 +348,7 @@ impl Aes<'_> {
         aads: &[&[u8]],
         msgs: &Messages<'_>,
         output: &[u8],
-    ) -> Result<Plan> {
+    ) -> Result<&'static Operation> {
         let n = msgs.count();
         check_count("keys", keys, n, true)?;
         check_count("nonces", nonces, n, false)?;
@@ -321,7 +359,7 @@ impl Aes<'_> {
         for i in 0..n {
             super::gcm::check_len(msgs.range(i).len())?;
         }
-        self.batch_plan(OP_GCM, msgs)
+        Ok(self.batch_op(OP_GCM, msgs))
     }
 
     /// XTS encryption of each message as one data unit (16 bytes to 16 MiB, ciphertext stealing
@@ -366,22 +404,21 @@ impl Aes<'_> {
             xts::check(len.max(16), len)
                 .map_err(|e| Error::invalid(format!("message {i}: {e}")))?;
         }
-        let plan = self.batch_plan(OP_XTS, msgs)?;
-        match plan.backend {
-            Backend::Cuda => {
-                plan.on_gpu(|| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt))?
-            }
-            backend => {
-                each(msgs, output, plan.threads, |ctx, i, a, b| {
+        let op = self.batch_op(OP_XTS, msgs);
+        self.engine.run_into(
+            op,
+            &workload(op.key, msgs),
+            &CPU_ORDER,
+            output,
+            1,
+            |backend, threads, output| {
+                each(msgs, output, threads, |ctx, i, a, b| {
                     xts_one(backend, ctx, nth(keys, i), &tweaks[i], a, b, decrypt)
-                })?;
-            }
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+                })
+                .map(drop)
+            },
+            |_, output| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt),
+        )
     }
 }
 

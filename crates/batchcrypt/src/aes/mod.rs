@@ -25,6 +25,7 @@ pub mod xts;
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
+use crate::operation::{Operation, Whole};
 use crate::{Engine, Output};
 use aes::cipher::{BlockEncrypt, KeyInit};
 
@@ -181,6 +182,60 @@ const OP_XTS: &str = "aes_xts";
 /// CPU backends, fastest first (OpenSSL's assembly beats RustCrypto's intrinsics).
 const CPU_ORDER: [Backend; 2] = [Backend::OpenSsl, Backend::Portable];
 
+/// One buffer, streamed: it runs on one GPU (its chunks already overlap copies and kernels).
+const fn stream_operation(
+    key: &'static str,
+    about: &'static str,
+    calibrate: fn(Backend) -> Result<Cost>,
+    streaming: fn(Backend) -> Result<f64>,
+) -> Operation {
+    Operation {
+        key,
+        primitive: crate::backend::Primitive::Aes,
+        about,
+        cpu: &CPU_ORDER,
+        gpu: true,
+        splits: false,
+        item: (
+            cpu::MIN_SEG_BYTES as u64,
+            cpu::MIN_SEG_BYTES as u64,
+            cpu::MIN_SEG_BYTES as u64 / 16,
+        ),
+        calibrate,
+        streaming: Some(streaming),
+    }
+}
+
+/// CTR over one buffer.
+pub static CTR: Operation = stream_operation(
+    OP_CTR,
+    "AES-CTR over one buffer",
+    |b| calibrate(OP_CTR, b),
+    |b| calibrate_streaming(OP_CTR, b),
+);
+/// GCM over one buffer.
+pub static GCM: Operation = stream_operation(
+    OP_GCM,
+    "AES-GCM over one buffer",
+    |b| calibrate(OP_GCM, b),
+    |b| calibrate_streaming(OP_GCM, b),
+);
+/// XTS over one buffer of data units.
+pub static XTS: Operation = stream_operation(
+    OP_XTS,
+    "AES-XTS over one buffer of data units",
+    |b| calibrate(OP_XTS, b),
+    |b| calibrate_streaming(OP_XTS, b),
+);
+
+fn stream_op(key: &str) -> &'static Operation {
+    match key {
+        OP_GCM => &GCM,
+        OP_XTS => &XTS,
+        _ => &CTR,
+    }
+}
+
 /// Bulk AES through an [`Engine`] (`engine.aes()`).
 pub struct Aes<'e> {
     pub(crate) engine: &'e Engine,
@@ -222,23 +277,14 @@ fn workload(op: &'static str, bytes: usize, location: Location) -> Workload {
 }
 
 impl Aes<'_> {
-    fn plan(&self, op: &'static str, bytes: usize, location: Location) -> Result<Plan> {
-        self.engine.dispatcher().plan(
-            &workload(op, bytes, location),
-            &CPU_ORDER,
-            true,
-            &Calibration(op),
-        )
-    }
-
     /// The cost model's estimates for CTR (`gcm = false`) or GCM over `bytes` bytes at
     /// `location`: the best CPU backend on all cores, and the GPU (copies included).
     pub fn estimates(&self, gcm: bool, bytes: usize, location: Location) -> [Plan; 2] {
         let op = if gcm { OP_GCM } else { OP_CTR };
         let w = workload(op, bytes, location);
-        let calibrate = Calibration(op);
+        let op = stream_op(op);
         let d = self.engine.dispatcher();
-        d.estimates(&w, d.best_cpu(&w, &CPU_ORDER, &calibrate), &calibrate)
+        d.estimates(&w, d.best_cpu(&w, &CPU_ORDER, op), op)
     }
 
     /// CTR mode (SP 800-38A): `output = input ⊕ keystream` from counter block `iv`, incremented as
@@ -252,16 +298,16 @@ impl Aes<'_> {
         output: &mut [u8],
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
-        let plan = self.plan(OP_CTR, input.len(), host_location(input, output))?;
-        match plan.backend {
-            Backend::Cuda => plan.on_gpu(|| gpu::ctr(key, iv, input, output))?,
-            b => cpu::ctr(b, key, iv, input, output, plan.threads)?,
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let w = workload(OP_CTR, input.len(), host_location(input, output));
+        self.engine.run_into(
+            &CTR,
+            &w,
+            &CPU_ORDER,
+            output,
+            1,
+            |b, threads, output| cpu::ctr(b, key, iv, input, output, threads),
+            |_, output| gpu::ctr(key, iv, input, output),
+        )
     }
 
     /// GCM encryption (SP 800-38D) of `input` into `output` with `aad` authenticated; returns the
@@ -277,13 +323,8 @@ impl Aes<'_> {
         check_lengths(input, output)?;
         gcm::check_len(input.len())?;
         let g = gcm::Gcm::new(key, iv)?;
-        let plan = self.plan(OP_GCM, input.len(), host_location(input, output))?;
-        let z = self.gcm_pass(&plan, &g, input, output, false)?;
-        Ok(Output {
-            value: g.tag(aad, z, input.len() as u64),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let z = self.gcm_pass(&g, input, output, false)?;
+        Ok(z.map(|z| g.tag(aad, z, input.len() as u64)))
     }
 
     /// GCM decryption: checks `tag` (4, 8 or 12..=16 bytes) and writes the plaintext to `output`.
@@ -299,21 +340,15 @@ impl Aes<'_> {
         tag: &[u8],
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
-        let run = |output: &mut [u8]| -> Result<Plan> {
+        let run = |output: &mut [u8]| -> Result<Output<()>> {
             gcm::check_len(input.len())?;
             let g = gcm::Gcm::new(key, iv)?;
-            let plan = self.plan(OP_GCM, input.len(), host_location(input, output))?;
-            let z = self.gcm_pass(&plan, &g, input, output, true)?;
-            gcm::check_tag(&g.tag(aad, z, input.len() as u64), tag)?;
-            Ok(plan)
+            let z = self.gcm_pass(&g, input, output, true)?;
+            gcm::check_tag(&g.tag(aad, z.value, input.len() as u64), tag)?;
+            Ok(z.map(drop))
         };
         // Whatever failed, the output holds no plaintext.
-        let plan = run(output).inspect_err(|_| output.fill(0))?;
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        run(output).inspect_err(|_| output.fill(0))
     }
 
     /// CTR in place over a buffer already in GPU memory (a `CudaSlice<u8>` or a 16-byte-aligned
@@ -410,16 +445,16 @@ impl Aes<'_> {
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
         xts::check(unit, input.len())?;
-        let plan = self.plan(OP_XTS, input.len(), host_location(input, output))?;
-        match plan.backend {
-            Backend::Cuda => plan.on_gpu(|| gpu::xts(key, tweak, unit, input, output, decrypt))?,
-            b => xts::cpu(b, key, tweak, unit, input, output, decrypt, plan.threads)?,
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let w = workload(OP_XTS, input.len(), host_location(input, output));
+        self.engine.run_into(
+            &XTS,
+            &w,
+            &CPU_ORDER,
+            output,
+            1,
+            |b, threads, output| xts::cpu(b, key, tweak, unit, input, output, decrypt, threads),
+            |_, output| gpu::xts(key, tweak, unit, input, output, decrypt),
+        )
     }
 
     /// XTS-AES encryption in place over a buffer in GPU memory (16-byte aligned), with the
@@ -447,18 +482,27 @@ impl Aes<'_> {
         gpu::xts_device(key, tweak, unit, data, true)
     }
 
+    /// GCM's keystream pass over `input` on the backend the engine picks; returns the GHASH
+    /// of the ciphertext.
     fn gcm_pass(
         &self,
-        plan: &Plan,
         g: &gcm::Gcm,
         input: &[u8],
         output: &mut [u8],
         decrypt: bool,
-    ) -> Result<gf128::Gf128> {
-        match plan.backend {
-            Backend::Cuda => plan.on_gpu(|| gpu::gcm(g, input, output, decrypt)),
-            b => cpu::gcm(b, g, input, output, decrypt, plan.threads),
-        }
+    ) -> Result<Output<gf128::Gf128>> {
+        let w = workload(OP_GCM, input.len(), host_location(input, output));
+        self.engine
+            .run_into(
+                &GCM,
+                &w,
+                &CPU_ORDER,
+                output,
+                1,
+                |b, threads, output| cpu::gcm(b, g, input, output, decrypt, threads).map(Whole),
+                |_, output| gpu::gcm(g, input, output, decrypt).map(Whole),
+            )
+            .map(|o| o.map(|z| z.0))
     }
 }
 
@@ -724,20 +768,6 @@ fn calibrate_streaming(op: &'static str, backend: Backend) -> Result<f64> {
     Ok(s / (n / 16) as f64)
 }
 
-/// The AES operations' calibration: in cache for every backend, and over data streaming from
-/// DRAM for the CPU backends (large buffers on hosts with large caches).
-struct Calibration(&'static str);
-
-impl crate::dispatch::Calibration for Calibration {
-    fn in_cache(&self, backend: Backend) -> Result<Cost> {
-        calibrate(self.0, backend)
-    }
-
-    fn streaming(&self, backend: Backend) -> Option<Result<f64>> {
-        (backend != Backend::Cuda).then(|| calibrate_streaming(self.0, backend))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -745,15 +775,19 @@ mod tests {
     #[test]
     fn cpu_backends_are_measured_beyond_the_cache_and_the_gpu_is_not() {
         use crate::dispatch::Calibration as _;
-        for op in [OP_CTR, OP_GCM, OP_XTS] {
-            let per_block = Calibration(op)
+        for op in [&CTR, &GCM, &XTS] {
+            let per_block = op
                 .streaming(Backend::Portable)
                 .expect("AES measures its CPU backends beyond the cache")
                 .unwrap();
             // Between 1 ps and 1 µs a block on all threads: a real time, not a placeholder.
-            assert!((1e-12..1e-6).contains(&per_block), "{op}: {per_block}");
+            assert!(
+                (1e-12..1e-6).contains(&per_block),
+                "{}: {per_block}",
+                op.key
+            );
         }
-        assert!(Calibration(OP_CTR).streaming(Backend::Cuda).is_none());
+        assert!(CTR.streaming(Backend::Cuda).is_none());
     }
 
     #[test]

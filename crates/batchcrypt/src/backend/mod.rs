@@ -37,7 +37,8 @@ pub enum Backend {
     Arkworks,
 }
 
-/// A family of operations. Each backend implements some of them; [`Backend::implements`] says which.
+/// A family of operations. Each backend implements some of them; [`Backend::implements`] (from
+/// the operation registry, [`crate::operation`]) says which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Primitive {
     /// SHA-256, SHA256d, merkle roots (module `sha256`).
@@ -115,22 +116,6 @@ impl Backend {
             Backend::Libsecp256k1 => "libsecp256k1",
             Backend::OpenSsl => "openssl",
             Backend::Arkworks => "arkworks",
-        }
-    }
-
-    /// Whether this build has `p` on this backend (whether the machine can run it is
-    /// [`availability`](Self::availability)). Each primitive's module lists the same backends in its
-    /// dispatch order; this table lets callers (tests, `info`, benchmarks) ask without running one.
-    pub fn implements(self, p: Primitive) -> bool {
-        match p {
-            Primitive::Sha256 => !matches!(
-                self,
-                Backend::Libsecp256k1 | Backend::OpenSsl | Backend::Arkworks
-            ),
-            Primitive::Secp256k1 => matches!(self, Backend::Libsecp256k1 | Backend::Cuda),
-            Primitive::Sm2 | Primitive::Sm3 => matches!(self, Backend::Portable | Backend::Cuda),
-            Primitive::Aes => matches!(self, Backend::Portable | Backend::OpenSsl | Backend::Cuda),
-            Primitive::Bn254 => matches!(self, Backend::Arkworks | Backend::Cuda),
         }
     }
 

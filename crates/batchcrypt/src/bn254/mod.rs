@@ -22,6 +22,7 @@ pub use ark_ec::short_weierstrass::{Affine, Projective};
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
+use crate::operation::{Operation, Whole};
 use crate::{Engine, Output};
 use ark_ec::short_weierstrass::SWCurveConfig;
 use ark_ec::AffineRepr;
@@ -30,6 +31,32 @@ use ark_ec::AffineRepr;
 pub const SCALAR_BITS: u32 = 254;
 
 const OP_NTT: &str = "bn254_ntt";
+
+const fn operation(
+    key: &'static str,
+    about: &'static str,
+    item: (u64, u64, u64),
+    calibrate: fn(Backend) -> Result<Cost>,
+) -> Operation {
+    Operation {
+        key,
+        primitive: crate::backend::Primitive::Bn254,
+        about,
+        cpu: &[Backend::Arkworks],
+        gpu: true,
+        splits: false,
+        item,
+        calibrate,
+        streaming: None,
+    }
+}
+
+/// Multi-scalar multiplication on G1 (bases resident on the GPU).
+pub static MSM_G1: Operation = operation(G1::OP, "BN254 G1 MSM", (32, 0, 1), calibrate::<G1>);
+/// Multi-scalar multiplication on G2 (bases resident on the GPU).
+pub static MSM_G2: Operation = operation(G2::OP, "BN254 G2 MSM", (32, 0, 1), calibrate::<G2>);
+/// Number-theoretic transforms over Fr.
+pub static NTT: Operation = operation(OP_NTT, "BN254 Fr NTT", (32, 32, 8), calibrate_ntt);
 
 /// A BN254 group the MSM runs on: [`G1`] over Fq or [`G2`] over Fq2. Points cross to the kernels as their coordinates' Fq limbs.
 pub trait Group: SWCurveConfig<ScalarField = Fr> {
@@ -42,6 +69,8 @@ pub trait Group: SWCurveConfig<ScalarField = Fr> {
     /// A coordinate as 8 * DEGREE words (Montgomery limbs, c0 first).
     fn coordinate_into(x: &Self::BaseField, out: &mut [u32]);
     fn coordinate_from(raw: &[u32]) -> Self::BaseField;
+    /// The group's MSM as the engine runs it.
+    fn operation() -> &'static Operation;
 }
 
 impl Group for G1 {
@@ -53,6 +82,9 @@ impl Group for G1 {
     }
     fn coordinate_from(raw: &[u32]) -> Fq {
         Fq::new_unchecked(bigint_from_limbs(raw))
+    }
+    fn operation() -> &'static Operation {
+        &MSM_G1
     }
 }
 
@@ -69,6 +101,9 @@ impl Group for G2 {
             Fq::new_unchecked(bigint_from_limbs(&raw[..8])),
             Fq::new_unchecked(bigint_from_limbs(&raw[8..])),
         )
+    }
+    fn operation() -> &'static Operation {
+        &MSM_G2
     }
 }
 
@@ -249,41 +284,30 @@ impl Bn254<'_> {
             )));
         }
         let n = scalars.len();
-        let plan = self.engine.dispatcher().plan(
+        let op = P::operation();
+        let out = self.engine.run(
+            op,
             &workload::<P>(n, bases.is_resident()),
-            &[Backend::Arkworks],
-            true,
-            &calibrate::<P>,
-        )?;
-        if n == 0 {
-            return Ok(Output {
-                value: Projective::default(),
-                backend: plan.backend,
-                threads: plan.threads,
-            });
-        }
-        let value = match plan.backend {
-            Backend::Arkworks => cpu::msm(bases.as_slice(), scalars, plan.threads),
+            op.cpu,
+            |_, threads| {
+                Ok(Whole(match n {
+                    0 => Projective::default(),
+                    _ => cpu::msm(bases.as_slice(), scalars, threads),
+                }))
+            },
             // One GPU: the bases are resident on the device that first ran them.
-            Backend::Cuda => plan.on_gpu(|| -> Result<_> {
+            |_| {
+                if n == 0 {
+                    return Ok(Whole(Projective::default()));
+                }
                 let s = bases.shape(n)?;
-                Ok(combine_windows::<P>(
+                Ok(Whole(combine_windows::<P>(
                     &gpu::window_sums(bases.device()?, scalars, &s)?,
                     s.c,
-                ))
-            })?,
-            other => {
-                return Err(Error::BackendUnavailable {
-                    backend: other.name().into(),
-                    why: "BN254 MSM runs on arkworks and cuda".into(),
-                })
-            }
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+                )))
+            },
+        )?;
+        Ok(out.map(|w| w.0))
     }
 
     /// The transform `t` on each polynomial of `values`, in place (`values.len()` a multiple of
@@ -309,39 +333,27 @@ impl Bn254<'_> {
                 )));
             }
         }
-        let plan = self.engine.dispatcher().plan(
-            &ntt_workload(steps, batch),
-            &[Backend::Arkworks],
-            true,
-            &calibrate_ntt,
-        )?;
         // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
-        if values.is_empty() || first.size == 1 {
-            return Ok(Output {
-                value: (),
-                backend: plan.backend,
-                threads: plan.threads,
-            });
-        }
-        match plan.backend {
-            Backend::Arkworks => {
-                for t in steps {
-                    cpu::ntt(values, t, plan.threads)
+        let nothing = values.is_empty() || first.size == 1;
+        self.engine.run_into(
+            &NTT,
+            &ntt_workload(steps, batch),
+            NTT.cpu,
+            values,
+            1,
+            |_, threads, values| {
+                if !nothing {
+                    for t in steps {
+                        cpu::ntt(values, t, threads)
+                    }
                 }
-            }
-            Backend::Cuda => plan.on_gpu(|| gpu::ntt(values, steps))?,
-            other => {
-                return Err(Error::BackendUnavailable {
-                    backend: other.name().into(),
-                    why: "BN254 NTT runs on arkworks and cuda".into(),
-                })
-            }
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+                Ok(())
+            },
+            |_, values| match nothing {
+                true => Ok(()),
+                false => gpu::ntt(values, steps),
+            },
+        )
     }
 
     /// The estimated time of `t` on `batch` polynomials on all CPU cores and on the GPU (data
@@ -350,7 +362,7 @@ impl Bn254<'_> {
         self.engine.dispatcher().estimates(
             &ntt_workload(std::slice::from_ref(t), batch),
             Backend::Arkworks,
-            &calibrate_ntt,
+            &NTT,
         )
     }
 
@@ -360,7 +372,7 @@ impl Bn254<'_> {
         self.engine.dispatcher().estimates(
             &workload::<P>(n, true),
             Backend::Arkworks,
-            &calibrate::<P>,
+            P::operation(),
         )
     }
 }

@@ -16,14 +16,41 @@ pub mod parse;
 pub use crate::sig::{SigFormat, Verdicts};
 pub use parse::{Prepared, Reason, SchnorrPrepared};
 
-use crate::backend::{Backend, BackendChoice};
-use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::backend::{Backend, BackendChoice, Primitive};
+use crate::dispatch::{Cost, Workload};
 use crate::error::{Error, Result};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 
 /// Cost-model keys of the two operations.
 pub const OP_ECDSA: &str = "secp256k1-ecdsa";
 pub const OP_SCHNORR: &str = "secp256k1-schnorr";
+
+/// ECDSA verification: DER or compact signatures, SEC1 keys, 32-byte message hashes.
+pub static ECDSA: Operation = Operation {
+    key: OP_ECDSA,
+    primitive: Primitive::Secp256k1,
+    about: "ECDSA verification (DER or compact signatures, SEC1 keys)",
+    cpu: CPU_ORDER,
+    gpu: true,
+    splits: true,
+    item: (32 + 72 + 33, 1, 1),
+    calibrate: |b| calibrate(OP_ECDSA, b),
+    streaming: None,
+};
+
+/// BIP340 Schnorr verification: x-only keys, messages of any length.
+pub static SCHNORR: Operation = Operation {
+    key: OP_SCHNORR,
+    primitive: Primitive::Secp256k1,
+    about: "BIP340 Schnorr verification (x-only keys)",
+    cpu: CPU_ORDER,
+    gpu: true,
+    splits: true,
+    item: (32 + 64 + 32, 1, 1),
+    calibrate: |b| calibrate(OP_SCHNORR, b),
+    streaming: None,
+};
 
 /// CPU backends, fastest first.
 const CPU_ORDER: &[Backend] = &[Backend::Libsecp256k1];
@@ -62,24 +89,24 @@ impl Secp256k1<'_> {
             ("public keys", pubkeys.len()),
         ])?;
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
-        let plan = self.plan(OP_ECDSA, n, bytes_in)?;
-        let results = match plan.backend {
-            Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
-                cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
-            }),
-            Backend::Cuda => plan.map_gpus(n, |r| {
+        let w = self.workload(&ECDSA, n, bytes_in);
+        let out = self.engine.run(
+            &ECDSA,
+            &w,
+            CPU_ORDER,
+            |_, threads| {
+                Ok(crate::backend::cpu::par_map(1, n, threads, |i| {
+                    cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
+                }))
+            },
+            |r| {
                 gpu::verify(gpu::Scheme::Ecdsa, r.len(), |i| {
                     let i = r.start + i;
                     gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts)
                 })
-            })?,
-            other => return Err(not_implemented(other, OP_ECDSA)),
-        };
-        Ok(Output {
-            value: Verdicts { results },
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+            },
+        )?;
+        Ok(out.map(|results| Verdicts { results }))
     }
 
     /// Verifies BIP340 signature `i` over `msgs[i]` (any length) with x-only key `pubkeys[i]`.
@@ -95,24 +122,24 @@ impl Secp256k1<'_> {
             ("public keys", pubkeys.len()),
         ])?;
         let bytes_in = 96 * n as u64 + total_len(msgs);
-        let plan = self.plan(OP_SCHNORR, n, bytes_in)?;
-        let results = match plan.backend {
-            Backend::Libsecp256k1 => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
-                cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
-            }),
-            Backend::Cuda => plan.map_gpus(n, |r| {
+        let w = self.workload(&SCHNORR, n, bytes_in);
+        let out = self.engine.run(
+            &SCHNORR,
+            &w,
+            CPU_ORDER,
+            |_, threads| {
+                Ok(crate::backend::cpu::par_map(1, n, threads, |i| {
+                    cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
+                }))
+            },
+            |r| {
                 gpu::verify(gpu::Scheme::Schnorr, r.len(), |i| {
                     let i = r.start + i;
                     gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
                 })
-            })?,
-            other => return Err(not_implemented(other, OP_SCHNORR)),
-        };
-        Ok(Output {
-            value: Verdicts { results },
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+            },
+        )?;
+        Ok(out.map(|results| Verdicts { results }))
     }
 
     /// Kernel-only GPU time for ECDSA items (prepared on the host, then resident on the device):
@@ -162,26 +189,19 @@ impl Secp256k1<'_> {
         Ok((t, Verdicts { results }))
     }
 
-    fn plan(&self, op: &'static str, n: usize, bytes_in: u64) -> Result<Plan> {
-        let w = Workload {
-            op,
-            items: n as u64,
-            units: n as u64,
-            bytes_in,
-            bytes_out: n as u64,
-            location: Location::Host,
-        };
+    /// The batch as the cost model sees it; from [`MEASURE_MIN_ITEMS`] items the CPU cost is
+    /// measured first where the CPU may run it.
+    fn workload(&self, op: &'static Operation, n: usize, bytes_in: u64) -> Workload {
         let d = self.engine.dispatcher();
-        let cal = |b| calibrate(op, b);
         let may_run_on_cpu = matches!(
             d.choice(),
             BackendChoice::Auto | BackendChoice::Cpu | BackendChoice::Exact(Backend::Libsecp256k1)
         );
         if n >= MEASURE_MIN_ITEMS && may_run_on_cpu {
             // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
-            let _ = d.cost(op, Backend::Libsecp256k1, &cal);
+            let _ = d.cost(op.key, Backend::Libsecp256k1, op);
         }
-        d.plan(&w, CPU_ORDER, true, &cal)
+        op.workload(n as u64, bytes_in, n as u64, n as u64)
     }
 }
 

@@ -11,9 +11,10 @@ pub mod portable;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Primitive};
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 use rayon::prelude::*;
 
@@ -247,23 +248,74 @@ pub(crate) fn hash_cpu(
     }
 }
 
-/// Cost-model key of a batch: GPU kernels specialise 64- and 80-byte SHA256d.
-fn op_key(msgs: &Messages<'_>, mode: Mode) -> &'static str {
-    match (msgs, mode) {
-        (Messages::Fixed { len: 64, .. }, Mode::Double) => "sha256d-64",
-        (Messages::Fixed { len: 80, .. }, Mode::Double) => "sha256d-80",
-        (Messages::Fixed { .. }, _) => "sha256-fixed",
-        (Messages::Var { .. }, _) => "sha256-var",
+/// The CPU backends in their order for large batches.
+const CPU_BACKENDS: &[Backend] = &[
+    Backend::Avx512,
+    Backend::Avx2,
+    Backend::ShaNi,
+    Backend::Portable,
+];
+
+const fn operation(
+    key: &'static str,
+    about: &'static str,
+    item: (u64, u64, u64),
+    calibrate: fn(Backend) -> Result<Cost>,
+) -> Operation {
+    Operation {
+        key,
+        primitive: Primitive::Sha256,
+        about,
+        cpu: CPU_BACKENDS,
+        gpu: true,
+        splits: true,
+        item,
+        calibrate,
+        streaming: None,
     }
 }
 
-/// Measures one backend on batches shaped like the workload's operation (compute only).
-fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
-    let (len, mode) = match op {
-        "sha256d-64" => (64, Mode::Double),
-        "sha256d-80" => (80, Mode::Double),
-        _ => (64, Mode::Single),
-    };
+/// SHA256d of 64-byte messages (merkle nodes): the GPU kernels specialise it.
+pub static SHA256D_64: Operation = operation(
+    "sha256d-64",
+    "SHA256d of 64-byte messages (merkle nodes)",
+    (64, 32, 3),
+    |b| calibrate(64, Mode::Double, b),
+);
+/// SHA256d of 80-byte messages (block headers).
+pub static SHA256D_80: Operation = operation(
+    "sha256d-80",
+    "SHA256d of 80-byte messages (block headers)",
+    (80, 32, 4),
+    |b| calibrate(80, Mode::Double, b),
+);
+/// SHA-256 or SHA256d of equal-length messages.
+pub static SHA256_FIXED: Operation = operation(
+    "sha256-fixed",
+    "SHA-256 of equal-length messages",
+    (64, 32, 2),
+    |b| calibrate(64, Mode::Single, b),
+);
+/// SHA-256 or SHA256d of messages of any lengths (offsets).
+pub static SHA256_VAR: Operation = operation(
+    "sha256-var",
+    "SHA-256 of messages of any lengths",
+    (72, 32, 2),
+    |b| calibrate(64, Mode::Single, b),
+);
+
+/// The operation of a batch: GPU kernels specialise 64- and 80-byte SHA256d.
+fn operation_of(msgs: &Messages<'_>, mode: Mode) -> &'static Operation {
+    match (msgs, mode) {
+        (Messages::Fixed { len: 64, .. }, Mode::Double) => &SHA256D_64,
+        (Messages::Fixed { len: 80, .. }, Mode::Double) => &SHA256D_80,
+        (Messages::Fixed { .. }, _) => &SHA256_FIXED,
+        (Messages::Var { .. }, _) => &SHA256_VAR,
+    }
+}
+
+/// Measures one backend on `len`-byte messages (compute only).
+fn calibrate(len: usize, mode: Mode, backend: Backend) -> Result<Cost> {
     let units = compressions(&Messages::fixed(&[0; 80][..len], len)?, mode);
     if backend.is_gpu() {
         return gpu::calibrate(len, mode, units);
@@ -366,22 +418,18 @@ impl Sha256<'_> {
                 out.len()
             )));
         }
-        let w = workload(msgs, mode);
-        let plan = self
-            .engine
-            .dispatcher()
-            .plan(&w, cpu_order(n), true, &|b| calibrate(w.op, b))?;
-        match plan.backend {
-            Backend::Cuda => {
-                plan.on_gpus_into(out, 1, 1, |r, out| gpu::hash(&msgs.slice(r), mode, out))?
-            }
-            b => hash_cpu(b, msgs, mode, plan.threads, out),
-        }
-        Ok(Output {
-            value: (),
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        self.engine.run_into(
+            operation_of(msgs, mode),
+            &workload(msgs, mode),
+            cpu_order(n),
+            out,
+            1,
+            |b, threads, out| {
+                hash_cpu(b, msgs, mode, threads, out);
+                Ok(())
+            },
+            |r, out| gpu::hash(&msgs.slice(r), mode, out),
+        )
     }
 
     /// What the dispatcher would do with `n` messages of `len` bytes in host memory: the best
@@ -394,17 +442,17 @@ impl Sha256<'_> {
         w.units *= n as u64;
         w.bytes_in *= n as u64;
         w.bytes_out *= n as u64;
-        let cal = |b| calibrate(w.op, b);
+        let op = operation_of(&one, mode);
         let d = self.engine.dispatcher();
-        let cpu = d.best_cpu(&w, cpu_order(n), &cal);
-        Ok(d.estimates(&w, cpu, &cal))
+        let cpu = d.best_cpu(&w, cpu_order(n), op);
+        Ok(d.estimates(&w, cpu, op))
     }
 }
 
 fn workload(msgs: &Messages<'_>, mode: Mode) -> Workload {
     let n = msgs.count() as u64;
     Workload {
-        op: op_key(msgs, mode),
+        op: operation_of(msgs, mode).key,
         items: n,
         units: compressions(msgs, mode),
         bytes_in: msgs.bytes() + if msgs.fixed_len() { 0 } else { 8 * (n + 1) },

@@ -19,9 +19,10 @@ pub mod gpu;
 pub mod sign;
 pub mod verify;
 
-use crate::backend::{Backend, BackendChoice};
-use crate::dispatch::{Cost, Location, Plan, Workload};
+use crate::backend::{Backend, BackendChoice, Primitive};
+use crate::dispatch::{Cost, Plan};
 use crate::error::{Error, Result};
+use crate::operation::Operation;
 use crate::sig::{Reason, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::borrow::Cow;
@@ -118,33 +119,25 @@ impl Sm2<'_> {
     /// `k·G` for each scalar (each below n).
     pub fn mul_base(&self, scalars: &[[u8; 32]]) -> Result<Output<Vec<Point>>> {
         check_scalars(scalars)?;
-        let plan = self.plan(OP_MUL_BASE, scalars.len(), 32, 64)?;
-        let value = match plan.backend {
-            Backend::Portable => cpu::mul_base(scalars, plan.threads),
-            Backend::Cuda => plan.map_gpus(scalars.len(), |r| gpu::mul_base(&scalars[r]))?,
-            other => return Err(not_implemented(other)),
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        self.run(
+            &MUL_BASE,
+            scalars.len(),
+            (32, 64),
+            |threads| cpu::mul_base(scalars, threads),
+            |r| gpu::mul_base(&scalars[r]),
+        )
     }
 
     /// `k·P` for one scalar over every affine point; `None` for a point not on the curve.
     pub fn mul_shared(&self, k: &[u8; 32], points: &[Point]) -> Result<Output<Vec<Option<Point>>>> {
         check_key(k, points.len())?;
-        let plan = self.plan(OP_MUL, points.len(), 64, 64)?;
-        let value = match plan.backend {
-            Backend::Portable => cpu::mul_shared(k, points, plan.threads),
-            Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_shared(k, &points[r]))?,
-            other => return Err(not_implemented(other)),
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        self.run(
+            &MUL,
+            points.len(),
+            (64, 64),
+            |threads| cpu::mul_shared(k, points, threads),
+            |r| gpu::mul_shared(k, &points[r]),
+        )
     }
 
     /// `k·P` for one scalar over every compressed point (decompressed by the backend); `None` for
@@ -155,17 +148,13 @@ impl Sm2<'_> {
         points: &[Compressed],
     ) -> Result<Output<Vec<Option<Compressed>>>> {
         check_key(k, points.len())?;
-        let plan = self.plan(OP_MUL, points.len(), 33, 33)?;
-        let value = match plan.backend {
-            Backend::Portable => cpu::mul_compressed(k, points, plan.threads),
-            Backend::Cuda => plan.map_gpus(points.len(), |r| gpu::mul_compressed(k, &points[r]))?,
-            other => return Err(not_implemented(other)),
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        self.run(
+            &MUL,
+            points.len(),
+            (33, 33),
+            |threads| cpu::mul_compressed(k, points, threads),
+            |r| gpu::mul_compressed(k, &points[r]),
+        )
     }
 
     /// `k·H(m)` for each message, compressed, with `H` the [`SUITE`] hash-to-curve under `dst`.
@@ -182,25 +171,14 @@ impl Sm2<'_> {
             ));
         }
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
-        let plan = self.plan(
-            OP_HASH_MUL,
-            msgs.len(),
-            (bytes / msgs.len() as u64).max(1),
-            33,
-        )?;
         let dst = effective_dst(dst);
-        let value = match plan.backend {
-            Backend::Portable => cpu::hash_to_curve_mul(k, msgs, &dst, plan.threads),
-            Backend::Cuda => {
-                plan.map_gpus(msgs.len(), |r| gpu::hash_to_curve_mul(k, &msgs[r], &dst))?
-            }
-            other => return Err(not_implemented(other)),
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        self.run(
+            &HASH_MUL,
+            msgs.len(),
+            ((bytes / msgs.len() as u64).max(1), 33),
+            |threads| cpu::hash_to_curve_mul(k, msgs, &dst, threads),
+            |r| gpu::hash_to_curve_mul(k, &msgs[r], &dst),
+        )
     }
 
     /// `H(m)` for each message, compressed (the multiplication by one).
@@ -268,66 +246,100 @@ impl Sm2<'_> {
         digest_bytes: u64,
         make: impl Fn(usize) -> std::result::Result<verify::Item, Reason> + Sync,
     ) -> Result<Output<Verdicts>> {
-        let plan = self.plan(OP_VERIFY, n, digest_bytes + 72 + 33, 1)?;
-        let results = match plan.backend {
-            Backend::Portable => crate::backend::cpu::par_map(1, n, plan.threads, |i| {
-                make(i).and_then(|it| cpu::verify_item(&it))
-            }),
-            Backend::Cuda => plan.map_gpus(n, |r| gpu::verify(r.len(), |i| make(r.start + i)))?,
-            other => return Err(not_implemented(other)),
-        };
-        Ok(Output {
-            value: Verdicts { results },
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let out = self.run(
+            &VERIFY,
+            n,
+            (digest_bytes + 72 + 33, 1),
+            |threads| {
+                crate::backend::cpu::par_map(1, n, threads, |i| {
+                    make(i).and_then(|it| cpu::verify_item(&it))
+                })
+            },
+            |r| gpu::verify(r.len(), |i| make(r.start + i)),
+        )?;
+        Ok(out.map(|results| Verdicts { results }))
     }
 
-    fn plan(&self, op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Result<Plan> {
-        self.engine.dispatcher().plan(
-            &workload(op, n, in_bytes, out_bytes),
-            &[Backend::Portable],
-            true,
-            &|b| calibrate(op, b),
-        )
+    /// A batch of `n` items of `op`, `(bytes in, bytes out)` each, on the backend the engine
+    /// picks: `cpu(threads)` or `gpu(items)` on each GPU's slice.
+    fn run<T: Send>(
+        &self,
+        op: &'static Operation,
+        n: usize,
+        (bytes_in, bytes_out): (u64, u64),
+        cpu: impl FnOnce(usize) -> Vec<T>,
+        gpu: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync,
+    ) -> Result<Output<Vec<T>>> {
+        let n64 = n as u64;
+        let w = op.workload(n64, bytes_in * n64, bytes_out * n64, n64);
+        self.engine
+            .run(op, &w, op.cpu, |_, threads| Ok(cpu(threads)), gpu)
     }
 
     /// The estimated time of a batch of `n` items of `op` (one of [`OPERATIONS`], with typical
     /// item sizes) on all CPU cores and on the GPU, measuring each backend on first use: where
     /// the dispatcher's crossover lies (`batchcrypt calibrate`).
     pub fn estimates(&self, op: &str, n: usize) -> Result<[Plan; 2]> {
-        let (op, in_bytes, out_bytes) = match OPERATIONS.iter().find(|o| **o == op) {
-            Some(&OP_MUL_BASE) => (OP_MUL_BASE, 32, 64),
-            Some(&OP_MUL) => (OP_MUL, 33, 33),
-            Some(&OP_HASH_MUL) => (OP_HASH_MUL, 24, 33),
-            Some(&OP_VERIFY) => (OP_VERIFY, 32 + 72 + 33, 1),
-            _ => {
-                return Err(Error::invalid(format!(
-                    "unknown SM2 operation {op:?}; one of {OPERATIONS:?}"
-                )))
-            }
+        let Some(op) = OPERATIONS.iter().copied().find(|o| o.key == op) else {
+            let keys: Vec<&str> = OPERATIONS.iter().map(|o| o.key).collect();
+            return Err(Error::invalid(format!(
+                "unknown SM2 operation {op:?}; one of {keys:?}"
+            )));
         };
-        let w = workload(op, n, in_bytes, out_bytes);
         Ok(self
             .engine
             .dispatcher()
-            .estimates(&w, Backend::Portable, &|b| calibrate(op, b)))
+            .estimates(&op.typical(n as u64), Backend::Portable, op))
     }
 }
 
-/// The SM2 operations as the cost model names them: k·G, k·P, hash-to-curve + k·H(m), verify.
-pub const OPERATIONS: [&str; 4] = [OP_MUL_BASE, OP_MUL, OP_HASH_MUL, OP_VERIFY];
-
-fn workload(op: &'static str, n: usize, in_bytes: u64, out_bytes: u64) -> Workload {
-    Workload {
-        op,
-        items: n as u64,
-        units: n as u64,
-        bytes_in: in_bytes * n as u64,
-        bytes_out: out_bytes * n as u64,
-        location: Location::Host,
+const fn operation(
+    key: &'static str,
+    about: &'static str,
+    item: (u64, u64, u64),
+    calibrate: fn(Backend) -> Result<Cost>,
+) -> Operation {
+    Operation {
+        key,
+        primitive: Primitive::Sm2,
+        about,
+        cpu: &[Backend::Portable],
+        gpu: true,
+        splits: true,
+        item,
+        calibrate,
+        streaming: None,
     }
 }
+
+/// k·G for many scalars.
+pub static MUL_BASE: Operation = operation(OP_MUL_BASE, "SM2 k·G", (32, 64, 1), |b| {
+    calibrate(OP_MUL_BASE, b)
+});
+/// k·P for one scalar over many points.
+pub static MUL: Operation = operation(
+    OP_MUL,
+    "SM2 k·P, one k over many points",
+    (33, 33, 1),
+    |b| calibrate(OP_MUL, b),
+);
+/// Hash-to-curve, then k·H(m).
+pub static HASH_MUL: Operation = operation(
+    OP_HASH_MUL,
+    "SM2 hash-to-curve and k·H(m)",
+    (24, 33, 1),
+    |b| calibrate(OP_HASH_MUL, b),
+);
+/// Signature verification.
+pub static VERIFY: Operation = operation(
+    OP_VERIFY,
+    "SM2 signature verification",
+    (32 + 72 + 33, 1, 1),
+    |b| calibrate(OP_VERIFY, b),
+);
+
+/// The SM2 operations: k·G, k·P, hash-to-curve + k·H(m), verify.
+pub const OPERATIONS: [&Operation; 4] = [&MUL_BASE, &MUL, &HASH_MUL, &VERIFY];
 
 fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
     check_scalars(std::slice::from_ref(k))?;
@@ -335,13 +347,6 @@ fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
         return Err(Error::EmptyBatch);
     }
     Ok(())
-}
-
-fn not_implemented(b: Backend) -> Error {
-    Error::BackendUnavailable {
-        backend: b.name().into(),
-        why: "SM2 runs on portable and cuda".into(),
-    }
 }
 
 /// Measures one backend (compute only, on one thread for the CPU): a small and a larger batch.

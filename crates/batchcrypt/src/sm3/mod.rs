@@ -6,14 +6,26 @@
 pub mod cpu;
 pub mod gpu;
 
-use crate::backend::{Backend, BackendChoice};
-use crate::dispatch::{Cost, Location, Workload};
+use crate::backend::{Backend, BackendChoice, Primitive};
+use crate::dispatch::Cost;
 use crate::error::{Error, Result};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 
 pub type Digest = [u8; 32];
 
-const OP_FIXED: &str = "sm3_fixed";
+/// Batches of equal-length messages.
+pub static FIXED: Operation = Operation {
+    key: "sm3_fixed",
+    primitive: Primitive::Sm3,
+    about: "SM3 of equal-length messages",
+    cpu: &[Backend::Portable],
+    gpu: true,
+    splits: true,
+    item: (64, 32, 2),
+    calibrate,
+    streaming: None,
+};
 
 /// The SM3 digest of one message.
 pub fn digest(msg: &[u8]) -> Digest {
@@ -62,35 +74,19 @@ impl Sm3<'_> {
                 data.len()
             )));
         }
-        let w = Workload {
-            op: OP_FIXED,
-            items: count as u64,
-            units: count as u64 * blocks(len),
-            bytes_in: data.len() as u64,
-            bytes_out: 32 * count as u64,
-            location: Location::Host,
-        };
-        let plan = self
-            .engine
-            .dispatcher()
-            .plan(&w, &[Backend::Portable], true, &calibrate)?;
-        let value = match plan.backend {
-            Backend::Portable => cpu::hash_fixed(data, len, count, plan.threads),
-            Backend::Cuda => plan.map_gpus(count, |r| {
-                gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len())
-            })?,
-            other => {
-                return Err(Error::BackendUnavailable {
-                    backend: other.name().into(),
-                    why: "SM3 runs on portable and cuda".into(),
-                })
-            }
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-        })
+        let w = FIXED.workload(
+            count as u64,
+            data.len() as u64,
+            32 * count as u64,
+            count as u64 * blocks(len),
+        );
+        self.engine.run(
+            &FIXED,
+            &w,
+            FIXED.cpu,
+            |_, threads| Ok(cpu::hash_fixed(data, len, count, threads)),
+            |r| gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len()),
+        )
     }
 }
 
