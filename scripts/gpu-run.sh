@@ -115,6 +115,7 @@ echo; grep -hE '^(ctr|gcm) [0-9]' "$OUT/bench-aes-batch.log" 2>/dev/null | tail 
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null
+echo; cat "$OUT/bench-scaling.log" 2>/dev/null | grep -vE "^(CPU|GPU [0-9]+):"
 echo; cat "$OUT/bench-bitcoin.log" 2>/dev/null | grep -vE '^(CPU|GPU):'
 echo; grep -hE 'signatures|throughput|verdict' "$OUT"/bitcoin-*.log 2>/dev/null
 echo; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

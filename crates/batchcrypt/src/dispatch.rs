@@ -229,6 +229,22 @@ impl Plan {
         Ok(all)
     }
 
+    /// The GPUs that run a batch of `n` items under this plan: those [`Self::on_gpus`] gives a
+    /// slice (`split`), or the first alone; none for a CPU backend.
+    pub fn ran_on(&self, n: usize, split: bool) -> Vec<usize> {
+        match (self.backend.is_gpu(), split) {
+            (false, _) => Vec::new(),
+            (true, false) => vec![self.gpus.first()],
+            (true, true) => {
+                let parts = self.gpus.split(n, 1);
+                match parts.len() {
+                    0 => vec![self.gpus.first()],
+                    _ => parts.into_iter().map(|p| p.0).collect(),
+                }
+            }
+        }
+    }
+
     /// Runs `f` on the plan's first GPU (for operations that do not split).
     pub fn on_gpu<T>(&self, f: impl FnOnce() -> T) -> T {
         crate::backend::gpu::run_on(self.gpus.first(), f)

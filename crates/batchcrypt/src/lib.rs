@@ -56,6 +56,8 @@ pub struct Output<T> {
     pub backend: Backend,
     /// CPU threads used (1 for the GPU).
     pub threads: usize,
+    /// The GPUs that ran it (indices among the process's GPUs; empty on the CPU).
+    pub gpus: Vec<usize>,
 }
 
 impl<T> Output<T> {
@@ -65,6 +67,7 @@ impl<T> Output<T> {
             value: f(self.value),
             backend: self.backend,
             threads: self.threads,
+            gpus: self.gpus,
         }
     }
 }
@@ -134,6 +137,7 @@ impl Engine {
             value,
             backend: plan.backend,
             threads: plan.threads,
+            gpus: plan.ran_on(n, op.splits),
         })
     }
 
@@ -181,6 +185,7 @@ impl Engine {
             value,
             backend: plan.backend,
             threads: plan.threads,
+            gpus: plan.ran_on(w.items as usize, op.splits),
         })
     }
 

@@ -14,20 +14,21 @@ impl Sha256<'_> {
             return Err(Error::EmptyBatch);
         }
         let mut level: Vec<Digest> = txids.to_vec();
-        let mut first: Option<(crate::Backend, usize)> = None;
+        let mut first: Option<(crate::Backend, usize, Vec<usize>)> = None;
         while level.len() > 1 {
             if level.len() % 2 == 1 {
                 level.push(*level.last().unwrap());
             }
             let out = self.hash_fixed(level.as_flattened(), 64, Mode::Double)?;
-            first.get_or_insert((out.backend, out.threads));
+            first.get_or_insert((out.backend, out.threads, out.gpus));
             level = out.value;
         }
-        let (backend, threads) = first.unwrap_or((crate::Backend::Portable, 1));
+        let (backend, threads, gpus) = first.unwrap_or((crate::Backend::Portable, 1, Vec::new()));
         Ok(Output {
             value: level[0],
             backend,
             threads,
+            gpus,
         })
     }
 }

@@ -385,11 +385,7 @@ impl Sha256<'_> {
     pub fn hash(&self, msgs: &Messages<'_>, mode: Mode) -> Result<Output<Vec<Digest>>> {
         let mut out = crate::backend::cpu::zeroed_arrays::<32>(msgs.count());
         let done = self.hash_into(msgs, mode, &mut out)?;
-        Ok(Output {
-            value: out,
-            backend: done.backend,
-            threads: done.threads,
-        })
+        Ok(done.map(|()| out))
     }
 
     /// [`Self::hash_fixed`] into a caller's buffer of `data.len() / msg_len` digests (no

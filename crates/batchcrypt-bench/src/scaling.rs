@@ -1,0 +1,224 @@
+//! Scaling over the GPUs of one machine, in one process: the same batch on one GPU, then on 2, 4,
+//! ... (every GPU the process sees), each engine forced onto the GPUs; the ratio is against one
+//! GPU. Host-memory batches are split by the dispatcher; the device-resident SHA256d case keeps
+//! each GPU's share in its own memory and runs the kernels only. Each GPU's host link is printed
+//! beside, for the cases the link bounds.
+
+use crate::report::{time, Report};
+use batchcrypt::backend::gpu::{self, LinkKind};
+use batchcrypt::secp256k1::EcdsaOptions;
+use batchcrypt::sha256::Mode;
+use batchcrypt::{BackendChoice, Engine};
+use rayon::prelude::*;
+
+const GROUP: &str = "scaling";
+
+/// 1, 2, 4, ... GPUs, and all of them.
+fn gpu_sets(count: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..)
+        .map(|k| 1usize << k)
+        .take_while(|&k| k < count)
+        .collect();
+    v.push(count);
+    v
+}
+
+pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    if let Err(why) = gpu::availability() {
+        println!("\n(scaling skipped: no GPU: {why})");
+        return Ok(());
+    }
+    let count = gpu::count();
+    let sets = gpu_sets(count);
+    let engines: Vec<(usize, Engine)> = sets
+        .iter()
+        .map(|&k| {
+            let all: Vec<usize> = (0..k).collect();
+            (k, Engine::with_gpus(BackendChoice::Gpu, &all))
+        })
+        .collect();
+    let name = |k: usize| format!("ours, {k} GPU{}", if k == 1 { "" } else { "s" });
+    let reps = if quick { 3 } else { 5 };
+    rep.header(&format!(
+        "Scaling over {count} GPU{} (same batch, one process; ratio against one GPU)",
+        if count == 1 { "" } else { "s" }
+    ));
+    let d = engines[0].1.dispatcher();
+    for g in 0..count {
+        match d.link_of(g, LinkKind::Staged) {
+            Ok(l) => println!(
+                "GPU {g} host link through staging: {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once",
+                l.h2d / 1e9,
+                l.d2h / 1e9,
+                l.duplex / 1e9
+            ),
+            Err(why) => println!("GPU {g} host link: not measured ({why})"),
+        }
+    }
+
+    // ECDSA and BIP340: 2^20 distinct signatures (2^16 quick), repeated to the batch size; a
+    // block of its own, so their memory is freed before the hashing.
+    {
+        let (distinct, n) = if quick {
+            (1 << 16, 1 << 20)
+        } else {
+            (1 << 20, 1 << 24)
+        };
+        let s = signatures(distinct);
+        let hashes: Vec<[u8; 32]> = (0..n).map(|i| s.hashes[i % distinct]).collect();
+        let der: Vec<&[u8]> = (0..n).map(|i| s.der[i % distinct].as_slice()).collect();
+        let keys: Vec<&[u8]> = (0..n).map(|i| s.keys[i % distinct].as_slice()).collect();
+        let sigs: Vec<[u8; 64]> = (0..n).map(|i| s.schnorr[i % distinct]).collect();
+        let xonly: Vec<[u8; 32]> = (0..n).map(|i| s.xonly[i % distinct]).collect();
+        let msgs: Vec<&[u8]> = hashes.iter().map(|h| h.as_slice()).collect();
+        let opts = EcdsaOptions::default();
+        let case = format!("ecdsa verify 2^{}", n.trailing_zeros());
+        for (k, e) in &engines {
+            let mut ok = (true, 0);
+            let t = time(reps, || {
+                let out = e
+                    .secp256k1()
+                    .verify_ecdsa(&hashes, &der, &keys, &opts)
+                    .expect("ECDSA batch");
+                ok = (out.value.all_valid(), out.gpus.len());
+            });
+            anyhow::ensure!(ok.0, "{k} GPUs: valid signatures rejected");
+            anyhow::ensure!(ok.1 == *k, "{k} GPUs asked, {} ran the batch", ok.1);
+            rep.add(GROUP, &case, &name(*k), n as u64, 0, t, Some(&name(1)));
+        }
+        let case = format!("bip340 verify 2^{}", n.trailing_zeros());
+        for (k, e) in &engines {
+            let mut ok = (true, 0);
+            let t = time(reps, || {
+                let out = e
+                    .secp256k1()
+                    .verify_schnorr(&msgs, &sigs, &xonly)
+                    .expect("BIP340 batch");
+                ok = (out.value.all_valid(), out.gpus.len());
+            });
+            anyhow::ensure!(ok.0, "{k} GPUs: valid signatures rejected");
+            anyhow::ensure!(ok.1 == *k, "{k} GPUs asked, {} ran the batch", ok.1);
+            rep.add(GROUP, &case, &name(*k), n as u64, 0, t, Some(&name(1)));
+        }
+    }
+
+    // SHA256d of 64-byte messages, 2^26 (2^22 quick): from host memory, then resident.
+    let n = if quick { 1usize << 22 } else { 1 << 26 };
+    let mut data = vec![0u8; 64 * n];
+    data.par_chunks_mut(1 << 16).enumerate().for_each(|(i, c)| {
+        c.iter_mut()
+            .enumerate()
+            .for_each(|(j, b)| *b = (i * 31 + j * 7) as u8)
+    });
+    let want = engines[0].1.sha256().sha256d_64(&data)?.value;
+    let mut out = vec![[0u8; 32]; n];
+    let case = format!("sha256d-64 2^{} host memory", n.trailing_zeros());
+    for (k, e) in &engines {
+        let mut ran = 0;
+        let t = time(reps, || {
+            ran = e
+                .sha256()
+                .hash_fixed_into(&data, 64, Mode::Double, &mut out)
+                .expect("SHA256d batch")
+                .gpus
+                .len();
+        });
+        anyhow::ensure!(out == want, "{k} GPUs: digests differ from one GPU's");
+        anyhow::ensure!(ran == *k, "{k} GPUs asked, {ran} ran the batch");
+        rep.add(
+            GROUP,
+            &case,
+            &name(*k),
+            n as u64,
+            64 * n as u64,
+            t,
+            Some(&name(1)),
+        );
+    }
+    let case = format!("sha256d-64 2^{} in GPU memory", n.trailing_zeros());
+    for &k in &sets {
+        let share = n.div_ceil(k);
+        let mut batches = (0..k)
+            .map(|g| {
+                let part = &data[64 * (g * share).min(n)..64 * ((g + 1) * share).min(n)];
+                gpu::run_on(g, || {
+                    batchcrypt::sha256::gpu::DeviceBatch::upload(
+                        &batchcrypt::sha256::Messages::fixed(part, 64)?,
+                    )
+                })
+            })
+            .collect::<batchcrypt::Result<Vec<_>>>()?;
+        let t = time(reps, || {
+            std::thread::scope(|s| {
+                for (g, b) in batches.iter_mut().enumerate() {
+                    s.spawn(move || gpu::run_on(g, || b.run(Mode::Double).expect("kernel")));
+                }
+            })
+        });
+        let got: Vec<[u8; 32]> = batches
+            .iter()
+            .map(|b| b.download())
+            .collect::<batchcrypt::Result<Vec<_>>>()?
+            .concat();
+        anyhow::ensure!(got == want, "{k} GPUs resident: digests differ");
+        rep.add(
+            GROUP,
+            &case,
+            &name(k),
+            n as u64,
+            64 * n as u64,
+            t,
+            Some(&name(1)),
+        );
+    }
+    Ok(())
+}
+
+struct Signatures {
+    hashes: Vec<[u8; 32]>,
+    der: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    schnorr: Vec<[u8; 64]>,
+    xonly: Vec<[u8; 32]>,
+}
+
+/// `n` valid ECDSA (DER, compressed keys) and BIP340 signatures over distinct hashes, signed on
+/// all cores.
+fn signatures(n: usize) -> Signatures {
+    use secp256k1::{ecdsa, schnorr, Keypair, Message, SecretKey};
+    let items: Vec<_> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| {
+            let mut seed = [0u8; 32];
+            seed[..8].copy_from_slice(&(i + 1).to_le_bytes());
+            seed[31] = 2;
+            let sk = SecretKey::from_secret_bytes(seed).expect("nonzero key below n");
+            let hash = batchcrypt::sha256::digest(&seed);
+            let kp = Keypair::from_secret_key(&sk);
+            (
+                hash,
+                ecdsa::sign(Message::from_digest(hash), &sk)
+                    .serialize_der()
+                    .to_vec(),
+                kp.public_key().serialize().to_vec(),
+                schnorr::sign_no_aux_rand(&hash, &kp).to_byte_array(),
+                kp.x_only_public_key().0.to_byte_array(),
+            )
+        })
+        .collect();
+    let mut s = Signatures {
+        hashes: vec![],
+        der: vec![],
+        keys: vec![],
+        schnorr: vec![],
+        xonly: vec![],
+    };
+    for (h, d, k, sg, x) in items {
+        s.hashes.push(h);
+        s.der.push(d);
+        s.keys.push(k);
+        s.schnorr.push(sg);
+        s.xonly.push(x);
+    }
+    s
+}

@@ -1,0 +1,225 @@
+//! Batches split over every GPU of the machine give exactly what one GPU and the CPU give, and the
+//! split really happens (each result names the GPUs that ran it). On a machine with one GPU the
+//! split tests check one GPU against the CPU; without a GPU they are skipped with a note.
+
+use batchcrypt::backend::gpu;
+use batchcrypt::secp256k1::EcdsaOptions;
+use batchcrypt::sha256::Mode;
+use batchcrypt::{Backend, BackendChoice, Engine};
+
+/// Every GPU of the process, or `None` (with a note) where there is none; with
+/// `BATCHCRYPT_REQUIRE_GPU=1` (the GPU test script) a missing GPU fails instead.
+fn gpus() -> Option<Vec<usize>> {
+    match gpu::availability() {
+        Ok(()) => Some((0..gpu::count()).collect()),
+        Err(why) if std::env::var("BATCHCRYPT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("BATCHCRYPT_REQUIRE_GPU=1 but there is no GPU: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: no GPU ({why})");
+            None
+        }
+    }
+}
+
+/// One engine on GPU 0 alone, one on every GPU, each forced onto the GPU.
+fn engines(all: &[usize]) -> (Engine, Engine) {
+    (
+        Engine::with_gpus(BackendChoice::Gpu, &[0]),
+        Engine::with_gpus(BackendChoice::Gpu, all),
+    )
+}
+
+/// The GPUs a result names: GPU 0 alone for the one-GPU engine, all of them (from two) for the
+/// other.
+fn check_split<T>(one: &batchcrypt::Output<T>, many: &batchcrypt::Output<T>, all: &[usize]) {
+    assert_eq!(one.backend, Backend::Cuda);
+    assert_eq!(one.gpus, vec![0]);
+    assert_eq!(many.backend, Backend::Cuda);
+    assert_eq!(many.gpus, all, "the batch ran on every GPU");
+}
+
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
+}
+
+#[test]
+fn every_gpu_is_listed_once() {
+    let Some(all) = gpus() else { return };
+    let infos = gpu::infos().unwrap();
+    assert_eq!(infos.len(), all.len());
+    let mut ordinals: Vec<usize> = infos.iter().map(|i| i.ordinal).collect();
+    ordinals.dedup();
+    assert_eq!(ordinals.len(), infos.len());
+    let text = batchcrypt::describe_hardware();
+    for i in &all {
+        assert!(text.contains(&format!("GPU {i}:")), "{text}");
+    }
+}
+
+#[test]
+fn sha256_batches_split_over_gpus_match_one_gpu_and_the_cpu() {
+    let Some(all) = gpus() else { return };
+    let (one, many) = engines(&all);
+    let cpu = Engine::with_backend(BackendChoice::Cpu);
+    // Fixed length: merkle nodes; an odd count so the slices are uneven.
+    let data = bytes(64 * ((1 << 18) + 3), 1);
+    let want = cpu.sha256().sha256d_64(&data).unwrap().value;
+    let a = one.sha256().sha256d_64(&data).unwrap();
+    let b = many.sha256().sha256d_64(&data).unwrap();
+    check_split(&a, &b, &all);
+    assert_eq!(a.value, want);
+    assert_eq!(b.value, want);
+    // Any lengths: each slice takes its messages' offsets.
+    let n = 100_001;
+    let mut offsets = vec![0u64];
+    for i in 0..n {
+        offsets.push(offsets[i] + (i as u64 * 7919) % 300);
+    }
+    let data = bytes(*offsets.last().unwrap() as usize, 2);
+    let want = cpu
+        .sha256()
+        .hash_var(&data, &offsets, Mode::Single)
+        .unwrap()
+        .value;
+    let a = one
+        .sha256()
+        .hash_var(&data, &offsets, Mode::Single)
+        .unwrap();
+    let b = many
+        .sha256()
+        .hash_var(&data, &offsets, Mode::Single)
+        .unwrap();
+    check_split(&a, &b, &all);
+    assert_eq!(a.value, want);
+    assert_eq!(b.value, want);
+}
+
+#[test]
+fn signature_batches_split_over_gpus_keep_every_verdict_in_place() {
+    use secp256k1::{ecdsa, schnorr, Keypair, Message, SecretKey};
+    let Some(all) = gpus() else { return };
+    let (one, many) = engines(&all);
+    let cpu = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1));
+    let n = 50_001;
+    let (mut hashes, mut der, mut keys, mut sigs, mut xonly) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for i in 0..n as u64 {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&(i + 1).to_le_bytes());
+        seed[31] = 1;
+        let sk = SecretKey::from_secret_bytes(seed).unwrap();
+        let hash = batchcrypt::sha256::digest(&seed);
+        let kp = Keypair::from_secret_key(&sk);
+        let mut d = ecdsa::sign(Message::from_digest(hash), &sk)
+            .serialize_der()
+            .to_vec();
+        let mut s = schnorr::sign_no_aux_rand(&hash, &kp).to_byte_array();
+        // Bad signatures scattered over every slice, at its edges too.
+        if i % 997 == 0 || i == n as u64 / 2 || i == n as u64 / 2 - 1 || i + 1 == n as u64 {
+            let last = d.len() - 1;
+            d[last] ^= 1;
+            s[63] ^= 1;
+        }
+        hashes.push(hash);
+        der.push(d);
+        keys.push(kp.public_key().serialize().to_vec());
+        sigs.push(s);
+        xonly.push(kp.x_only_public_key().0.to_byte_array());
+    }
+    let d: Vec<&[u8]> = der.iter().map(|v| v.as_slice()).collect();
+    let k: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
+    let opts = EcdsaOptions::default();
+    let want = cpu
+        .secp256k1()
+        .verify_ecdsa(&hashes, &d, &k, &opts)
+        .unwrap()
+        .value;
+    assert!(!want.all_valid() && want.valid_count() > n / 2);
+    let a = one
+        .secp256k1()
+        .verify_ecdsa(&hashes, &d, &k, &opts)
+        .unwrap();
+    let b = many
+        .secp256k1()
+        .verify_ecdsa(&hashes, &d, &k, &opts)
+        .unwrap();
+    check_split(&a, &b, &all);
+    assert_eq!(a.value, want);
+    assert_eq!(b.value, want);
+
+    let msgs: Vec<&[u8]> = hashes.iter().map(|h| h.as_slice()).collect();
+    let want = cpu
+        .secp256k1()
+        .verify_schnorr(&msgs, &sigs, &xonly)
+        .unwrap()
+        .value;
+    assert!(!want.all_valid());
+    let a = one
+        .secp256k1()
+        .verify_schnorr(&msgs, &sigs, &xonly)
+        .unwrap();
+    let b = many
+        .secp256k1()
+        .verify_schnorr(&msgs, &sigs, &xonly)
+        .unwrap();
+    check_split(&a, &b, &all);
+    assert_eq!(a.value, want);
+    assert_eq!(b.value, want);
+}
+
+#[test]
+fn sm2_and_sm3_batches_split_over_gpus_match_the_cpu() {
+    use batchcrypt::sig::SigFormat;
+    let Some(all) = gpus() else { return };
+    let (one, many) = engines(&all);
+    let cpu = Engine::with_backend(BackendChoice::Cpu);
+    let sample = batchcrypt::sm2::sign::Sample::new(20_001);
+    let (digests, mut sigs, keys) = sample.batch(20_001);
+    let mut bad = sigs[10_000].to_vec();
+    bad[5] ^= 1;
+    sigs[10_000] = &bad;
+    let want = cpu
+        .sm2()
+        .verify_digests(&digests, &sigs, &keys, SigFormat::Compact)
+        .unwrap()
+        .value;
+    assert_eq!(want.valid_count(), 20_000);
+    let a = one
+        .sm2()
+        .verify_digests(&digests, &sigs, &keys, SigFormat::Compact)
+        .unwrap();
+    let b = many
+        .sm2()
+        .verify_digests(&digests, &sigs, &keys, SigFormat::Compact)
+        .unwrap();
+    check_split(&a, &b, &all);
+    assert_eq!(a.value, want);
+    assert_eq!(b.value, want);
+
+    let scalars: Vec<[u8; 32]> = (0..20_001u32)
+        .map(|i| {
+            let mut k = batchcrypt::sm3::digest(&i.to_le_bytes());
+            k[0] = 1;
+            k
+        })
+        .collect();
+    let want = cpu.sm2().mul_base(&scalars).unwrap().value;
+    let b = many.sm2().mul_base(&scalars).unwrap();
+    assert_eq!(b.gpus, all);
+    assert_eq!(b.value, want);
+
+    let data = bytes(64 * 30_001, 3);
+    let want = cpu.sm3().hash_fixed(&data, 64).unwrap().value;
+    let b = many.sm3().hash_fixed(&data, 64).unwrap();
+    assert_eq!(b.gpus, all);
+    assert_eq!(b.value, want);
+}
