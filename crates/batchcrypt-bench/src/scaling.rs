@@ -102,6 +102,39 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     }
 
+    // G1 MSM, 2^24 points (2^20 quick): each GPU holds its slice of the bases (uploaded in the
+    // warm-up run, as a proving key's are), the scalars come from host memory.
+    {
+        use batchcrypt::bn254::{sample, Bases, G1};
+        let n = if quick { 1usize << 20 } else { 1 << 24 };
+        let (points, scalars) = sample::<G1>(n, 11);
+        let bases = Bases::<G1>::new(points);
+        let case = format!("g1 msm 2^{}", n.trailing_zeros());
+        let mut first = None;
+        for (k, e) in &engines {
+            let mut got = None;
+            let t = time(reps, || {
+                let out = e.bn254().msm(&bases, &scalars).expect("MSM");
+                got = Some((out.value, out.gpus.len()));
+            });
+            let (value, ran) = got.expect("timed");
+            anyhow::ensure!(ran == *k, "{k} GPUs asked, {ran} ran the MSM");
+            anyhow::ensure!(
+                *first.get_or_insert(value) == value,
+                "{k} GPUs: the MSM differs from one GPU's"
+            );
+            rep.add(
+                GROUP,
+                &case,
+                &name(*k),
+                n as u64,
+                32 * n as u64,
+                t,
+                Some(&name(1)),
+            );
+        }
+    }
+
     // SHA256d of 64-byte messages, 2^26 (2^22 quick): from host memory, then resident.
     let n = if quick { 1usize << 22 } else { 1 << 26 };
     let mut data = vec![0u8; 64 * n];

@@ -78,6 +78,18 @@ pub struct Plan {
     pub gpus: GpuShares,
 }
 
+/// How a batch of an operation spreads over several GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Its items are independent: each GPU takes a contiguous slice, the values joined in order.
+    Items,
+    /// Its GPU path spreads the batch itself over the GPUs it is given (an MSM: each GPU holds a
+    /// slice of the bases, and the partial sums are added).
+    Itself,
+    /// One GPU runs it all (a stream whose chunks already overlap copies and kernels).
+    No,
+}
+
 /// Most GPUs one batch is split over.
 pub const MAX_GPUS: usize = 16;
 
@@ -230,13 +242,15 @@ impl Plan {
     }
 
     /// The GPUs that run a batch of `n` items under this plan: those [`Self::on_gpus`] gives a
-    /// slice (`split`), or the first alone; none for a CPU backend.
-    pub fn ran_on(&self, n: usize, split: bool) -> Vec<usize> {
+    /// slice (items split, on multiples of `align`), all of them (an operation that spreads
+    /// itself), or the first alone; none for a CPU backend.
+    pub fn ran_on(&self, n: usize, split: Split, align: usize) -> Vec<usize> {
         match (self.backend.is_gpu(), split) {
             (false, _) => Vec::new(),
-            (true, false) => vec![self.gpus.first()],
-            (true, true) => {
-                let parts = self.gpus.split(n, 1);
+            (true, Split::No) => vec![self.gpus.first()],
+            (true, Split::Itself) => self.gpus.iter().map(|s| s.0).collect(),
+            (true, Split::Items) => {
+                let parts = self.gpus.split(n, align);
                 match parts.len() {
                     0 => vec![self.gpus.first()],
                     _ => parts.into_iter().map(|p| p.0).collect(),
@@ -383,7 +397,7 @@ impl Dispatcher {
                         gpus: GpuShares::one(self.gpus()[0]),
                     });
                 }
-                Ok(self.gpu_plan(w, calibrate))
+                Ok(self.gpu_plan(w, calibrate, true))
             }
             BackendChoice::Exact(b) => {
                 if !cpu_order.contains(&b) {
@@ -426,13 +440,14 @@ impl Dispatcher {
             cpu_plan.estimate_s =
                 Some(e + w.bytes_in as f64 / link.d2h + w.bytes_out as f64 / link.h2d);
         }
-        [cpu_plan, self.gpu_plan(w, calibrate)]
+        [cpu_plan, self.gpu_plan(w, calibrate, false)]
     }
 
     /// The GPU plan for `w`: each GPU alone and, for a batch large enough, all of them together
-    /// with shares in proportion to their rates on it; the fastest estimate. Unmeasurable GPUs
-    /// are left out; when none can be measured, the first GPU without an estimate.
-    fn gpu_plan(&self, w: &Workload, calibrate: Calibrate<'_>) -> Plan {
+    /// with shares in proportion to their rates on it; the fastest estimate, or (`split`: the
+    /// caller asked for the GPUs) all of them together. Unmeasurable GPUs are left out; when none
+    /// can be measured, the first GPU alone, or all in equal shares.
+    fn gpu_plan(&self, w: &Workload, calibrate: Calibrate<'_>, split: bool) -> Plan {
         let gpus = self.gpus();
         let plan = |gpus: GpuShares, estimate_s| Plan {
             backend: Backend::Cuda,
@@ -448,6 +463,10 @@ impl Dispatcher {
             })
             .collect();
         let Some(&(best, best_s)) = alone.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+            if split && gpus.len() > 1 && w.items >= SPLIT_MIN_ITEMS {
+                let even: Vec<(usize, f64)> = gpus.iter().map(|&g| (g, 1.0)).collect();
+                return plan(GpuShares::weighted(&even), None);
+            }
             return plan(GpuShares::one(gpus.first().copied().unwrap_or(0)), None);
         };
         let mut choice = plan(GpuShares::one(best), Some(best_s));
@@ -462,7 +481,7 @@ impl Dispatcher {
                     self.gpu_estimate(&w.share(share as f64), c, g)
                 })
                 .fold(0.0, f64::max);
-            if split_s > 0.0 && split_s < best_s {
+            if split_s > 0.0 && (split || split_s < best_s) {
                 choice = plan(shares, Some(split_s));
             }
         }

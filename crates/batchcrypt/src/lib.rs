@@ -98,6 +98,16 @@ impl Engine {
         }
     }
 
+    /// An engine that runs everything on `backend` alone, on the thread's current GPU for the
+    /// GPU: what a calibration measures (the dispatcher calibrates each GPU with it current).
+    pub fn measuring(backend: Backend) -> Self {
+        let choice = BackendChoice::Exact(backend);
+        match backend.is_gpu() {
+            true => Engine::with_gpus(choice, &[backend::gpu::current()]),
+            false => Engine::with_backend(choice),
+        }
+    }
+
     /// A process-wide engine with the environment's choice (`auto` if the variable is malformed).
     pub fn global() -> &'static Engine {
         static E: OnceLock<Engine> = OnceLock::new();
@@ -112,32 +122,35 @@ impl Engine {
 
     /// Plans a batch `w` of `op` (CPU backends tried in `cpu_order`, the operation's own order
     /// unless the batch's shape changes it) and runs it: `cpu(backend, threads)` on a CPU backend,
-    /// or `gpu(items)` on the GPUs, each over its slice where the operation splits (the slices'
-    /// values joined in order) or over the whole batch on the plan's first GPU.
+    /// or `gpu(items, gpus)` on the GPUs, as the operation splits ([`operation::Split`]): each
+    /// GPU over its slice of the items (values joined in order, `gpus` that GPU alone), or once
+    /// over all items with the first GPU current and `gpus` all the plan's.
     pub(crate) fn run<T: operation::Join>(
         &self,
         op: &'static operation::Operation,
         w: &dispatch::Workload,
         cpu_order: &[Backend],
         cpu: impl FnOnce(Backend, usize) -> Result<T>,
-        gpu: impl Fn(std::ops::Range<usize>) -> Result<T> + Sync,
+        gpu: impl Fn(std::ops::Range<usize>, &dispatch::GpuShares) -> Result<T> + Sync,
     ) -> Result<Output<T>> {
+        use operation::Split;
         let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
         let n = w.items as usize;
-        let value = if plan.backend.is_gpu() {
-            if op.splits {
-                T::join(plan.on_gpus(n, 1, gpu)?)
-            } else {
-                plan.on_gpu(|| gpu(0..n))?
+        let value = match (plan.backend.is_gpu(), op.split) {
+            (false, _) => cpu(plan.backend, plan.threads)?,
+            (true, Split::Items) => T::join(plan.on_gpus(n, 1, |r| {
+                gpu(r, &dispatch::GpuShares::one(backend::gpu::current()))
+            })?),
+            (true, Split::Itself) => plan.on_gpu(|| gpu(0..n, &plan.gpus))?,
+            (true, Split::No) => {
+                plan.on_gpu(|| gpu(0..n, &dispatch::GpuShares::one(plan.gpus.first())))?
             }
-        } else {
-            cpu(plan.backend, plan.threads)?
         };
         Ok(Output {
             value,
             backend: plan.backend,
             threads: plan.threads,
-            gpus: plan.ran_on(n, op.splits),
+            gpus: plan.ran_on(n, op.split, 1),
         })
     }
 
@@ -158,9 +171,9 @@ impl Engine {
         self.dispatcher.estimates(&w, cpu, op)
     }
 
-    /// [`Self::run`] for a batch that also writes `out`: where the operation splits over GPUs,
-    /// each slice writes its part of `out` (`per_item` elements an item); otherwise the one GPU
-    /// or the CPU backend gets all of it.
+    /// [`Self::run`] for a batch that also writes `out`: where the operation splits its items over
+    /// GPUs, each slice (a multiple of `align` items) writes its part of `out` (`per_item`
+    /// elements an item); otherwise the CPU backend or the GPU path gets all of it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_into<T: operation::Join, O: Send>(
         &self,
@@ -168,24 +181,29 @@ impl Engine {
         w: &dispatch::Workload,
         cpu_order: &[Backend],
         out: &mut [O],
-        per_item: usize,
+        (per_item, align): (usize, usize),
         cpu: impl FnOnce(Backend, usize, &mut [O]) -> Result<T>,
-        gpu: impl Fn(std::ops::Range<usize>, &mut [O]) -> Result<T> + Sync,
+        gpu: impl Fn(std::ops::Range<usize>, &mut [O], &dispatch::GpuShares) -> Result<T> + Sync,
     ) -> Result<Output<T>> {
+        use operation::Split;
         let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
-        let value = if !plan.backend.is_gpu() {
-            cpu(plan.backend, plan.threads, out)?
-        } else if op.splits {
-            T::join(plan.on_gpus_into(out, per_item, 1, gpu)?)
-        } else {
-            let n = w.items as usize;
-            plan.on_gpu(|| gpu(0..n, out))?
+        let n = w.items as usize;
+        let value = match (plan.backend.is_gpu(), op.split) {
+            (false, _) => cpu(plan.backend, plan.threads, out)?,
+            (true, Split::Items) => T::join(plan.on_gpus_into(out, per_item, align, |r, o| {
+                gpu(r, o, &dispatch::GpuShares::one(backend::gpu::current()))
+            })?),
+            (true, Split::Itself) => plan.on_gpu(|| gpu(0..n, out, &plan.gpus))?,
+            (true, Split::No) => {
+                let one = dispatch::GpuShares::one(plan.gpus.first());
+                plan.on_gpu(|| gpu(0..n, out, &one))?
+            }
         };
         Ok(Output {
             value,
             backend: plan.backend,
             threads: plan.threads,
-            gpus: plan.ran_on(w.items as usize, op.splits),
+            gpus: plan.ran_on(n, op.split, align),
         })
     }
 

@@ -7,6 +7,7 @@
 //! [`crate::registry`] lists them all.
 
 use crate::backend::{Backend, Primitive};
+pub use crate::dispatch::Split;
 use crate::dispatch::{Calibration, Cost, Location, Workload};
 use crate::error::Result;
 
@@ -21,9 +22,8 @@ pub struct Operation {
     pub cpu: &'static [Backend],
     /// Whether it has a GPU path.
     pub gpu: bool,
-    /// Whether a batch may be split over several GPUs (items are independent); otherwise it runs
-    /// on the plan's first GPU.
-    pub splits: bool,
+    /// How a batch spreads over several GPUs.
+    pub split: Split,
     /// A typical item: bytes in, bytes out and work units (for estimates at a batch size).
     pub item: (u64, u64, u64),
     /// Measures one backend on data where it runs (CPU backends on one thread).

@@ -223,3 +223,48 @@ fn sm2_and_sm3_batches_split_over_gpus_match_the_cpu() {
     assert_eq!(b.gpus, all);
     assert_eq!(b.value, want);
 }
+
+#[test]
+fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
+    use batchcrypt::bn254::{ntt::Ntt, sample, Bases, Fr, G1, G2};
+    let Some(all) = gpus() else { return };
+    let (one, many) = engines(&all);
+    let cpu = Engine::with_backend(BackendChoice::Cpu);
+    // Each GPU holds a slice of the bases; an MSM over fewer scalars than bases leaves the last
+    // GPUs' slices out.
+    let (points, scalars) = sample::<G1>((1 << 16) + 5, 7);
+    let bases = Bases::<G1>::new(points);
+    for n in [scalars.len(), 40_000, 1000] {
+        let want = cpu.bn254().msm(&bases, &scalars[..n]).unwrap().value;
+        let a = one.bn254().msm(&bases, &scalars[..n]).unwrap();
+        let b = many.bn254().msm(&bases, &scalars[..n]).unwrap();
+        assert_eq!(a.gpus, vec![0]);
+        // From 4,096 items a forced GPU choice spreads the batch over every GPU.
+        if n >= 4096 {
+            assert_eq!(b.gpus, all);
+        }
+        assert_eq!(a.value, want, "{n} scalars, one GPU");
+        assert_eq!(b.value, want, "{n} scalars, every GPU");
+    }
+    // Precomputed copies on every GPU's slice, and G2.
+    let (points, scalars) = sample::<G1>(1 << 15, 8);
+    let bases = Bases::<G1>::new(points).with_precomputation(4);
+    let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
+    assert_eq!(many.bn254().msm(&bases, &scalars).unwrap().value, want);
+    let (points, scalars) = sample::<G2>(1 << 13, 9);
+    let bases = Bases::<G2>::new(points);
+    let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
+    assert_eq!(many.bn254().msm(&bases, &scalars).unwrap().value, want);
+
+    // A batch of transforms: whole polynomials to each GPU.
+    let t = Ntt::forward(1 << 12);
+    let polys = 9;
+    let mut want: Vec<Fr> = (0..polys * t.size as u64)
+        .map(|i| Fr::from(i * 7919 + 1))
+        .collect();
+    let mut got = want.clone();
+    cpu.bn254().ntt(&mut want, &t).unwrap();
+    let out = many.bn254().ntt(&mut got, &t).unwrap();
+    assert_eq!(out.gpus, all);
+    assert_eq!(got, want);
+}

@@ -26,7 +26,11 @@ pub fn run() -> Result<()> {
                 format!("{}{mark}", b.name())
             })
             .collect();
-        let split = if op.splits { ", split over GPUs" } else { "" };
+        let split = match op.split {
+            batchcrypt::dispatch::Split::Items => ", items split over GPUs",
+            batchcrypt::dispatch::Split::Itself => ", spread over GPUs",
+            batchcrypt::dispatch::Split::No => "",
+        };
         println!(
             "  {:<22} {} [{}{split}]",
             op.key,

@@ -19,7 +19,7 @@ use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
-use crate::operation::Operation;
+use crate::operation::{Operation, Split};
 use crate::Output;
 use openssl::cipher::CipherRef;
 use openssl::cipher_ctx::CipherCtx;
@@ -50,7 +50,7 @@ const fn batch_operation(
         about,
         cpu: &CPU_ORDER,
         gpu: true,
-        splits: false,
+        split: Split::No,
         item: (item_bytes, item_bytes, item_bytes.div_ceil(16)),
         calibrate,
         streaming: None,
@@ -239,14 +239,14 @@ impl Aes<'_> {
             &workload(op.key, msgs),
             &CPU_ORDER,
             output,
-            1,
+            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     ctr_one(backend, ctx, nth(keys, i), &ivs[i], a, b)
                 })
                 .map(drop)
             },
-            |_, output| super::gpu::ctr_batch(keys, ivs, msgs, output),
+            |_, output, _| super::gpu::ctr_batch(keys, ivs, msgs, output),
         )
     }
 
@@ -266,14 +266,14 @@ impl Aes<'_> {
             &workload(op.key, msgs),
             &CPU_ORDER,
             output,
-            1,
+            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     let aad = aads.get(i).copied().unwrap_or_default();
                     gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
                 })
             },
-            |_, output| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false),
+            |_, output, _| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false),
         )
     }
 
@@ -298,7 +298,7 @@ impl Aes<'_> {
                 &workload(op.key, msgs),
                 &CPU_ORDER,
                 output,
-                1,
+                (1, 1),
                 |backend, threads, output| {
                     each(msgs, output, threads, |ctx, i, a, b| {
                         let aad = aads.get(i).copied().unwrap_or_default();
@@ -324,7 +324,7 @@ impl Aes<'_> {
                 },
                 // The kernels decrypt every message and give the tag of its ciphertext; a message
                 // whose tag differs is zeroed before its output is released.
-                |_, output| {
+                |_, output, _| {
                     let got = super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true)?;
                     Ok((0..msgs.count())
                         .map(|i| {
@@ -410,14 +410,14 @@ impl Aes<'_> {
             &workload(op.key, msgs),
             &CPU_ORDER,
             output,
-            1,
+            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     xts_one(backend, ctx, nth(keys, i), &tweaks[i], a, b, decrypt)
                 })
                 .map(drop)
             },
-            |_, output| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt),
+            |_, output, _| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt),
         )
     }
 }

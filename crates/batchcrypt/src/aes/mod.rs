@@ -25,7 +25,7 @@ pub mod xts;
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Whole};
+use crate::operation::{Operation, Split, Whole};
 use crate::{Engine, Output};
 use aes::cipher::{BlockEncrypt, KeyInit};
 
@@ -195,7 +195,7 @@ const fn stream_operation(
         about,
         cpu: &CPU_ORDER,
         gpu: true,
-        splits: false,
+        split: Split::No,
         item: (
             cpu::MIN_SEG_BYTES as u64,
             cpu::MIN_SEG_BYTES as u64,
@@ -304,9 +304,9 @@ impl Aes<'_> {
             &w,
             &CPU_ORDER,
             output,
-            1,
+            (1, 1),
             |b, threads, output| cpu::ctr(b, key, iv, input, output, threads),
-            |_, output| gpu::ctr(key, iv, input, output),
+            |_, output, _| gpu::ctr(key, iv, input, output),
         )
     }
 
@@ -451,9 +451,9 @@ impl Aes<'_> {
             &w,
             &CPU_ORDER,
             output,
-            1,
+            (1, 1),
             |b, threads, output| xts::cpu(b, key, tweak, unit, input, output, decrypt, threads),
-            |_, output| gpu::xts(key, tweak, unit, input, output, decrypt),
+            |_, output, _| gpu::xts(key, tweak, unit, input, output, decrypt),
         )
     }
 
@@ -498,9 +498,9 @@ impl Aes<'_> {
                 &w,
                 &CPU_ORDER,
                 output,
-                1,
+                (1, 1),
                 |b, threads, output| cpu::gcm(b, g, input, output, decrypt, threads).map(Whole),
-                |_, output| gpu::gcm(g, input, output, decrypt).map(Whole),
+                |_, output, _| gpu::gcm(g, input, output, decrypt).map(Whole),
             )
             .map(|o| o.map(|z| z.0))
     }

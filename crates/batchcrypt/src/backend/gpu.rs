@@ -5,7 +5,9 @@
 pub use super::device::{DeviceInfo, DeviceSelection, Link, LinkKind, DEVICES_ENV, DISABLE_ENV};
 use crate::memory::MemoryStats;
 
-pub use imp::{availability, count, infos, measure_link, memory_stats, reset_memory_stats, run_on};
+pub use imp::{
+    availability, count, current, infos, measure_link, memory_stats, reset_memory_stats, run_on,
+};
 
 mod imp {
     use super::{DeviceInfo, Link, LinkKind, MemoryStats};
@@ -38,6 +40,11 @@ mod imp {
         for g in devices().unwrap_or_default() {
             g.budget().reset_stats();
         }
+    }
+
+    /// The thread's current GPU (its index among the process's; 0 where there is none).
+    pub fn current() -> usize {
+        Gpu::get().map(|g| g.index()).unwrap_or(0)
     }
 
     /// Runs `f` with GPU `index` (of the selection) as the thread's current device.

@@ -159,7 +159,8 @@ pub fn kernel_seconds<P: Group>(
     iters: usize,
 ) -> Result<f64> {
     let s = bases.shape(scalars.len())?;
-    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, bases.device()?, &s, scalars)?;
+    let held = bases.device()?;
+    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
     let st = (*k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::msm::window_sums(&mut k, &s, &dev).map(drop)

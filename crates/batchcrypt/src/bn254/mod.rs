@@ -19,13 +19,14 @@ pub use ark_bn254::{g1::Config as G1, g2::Config as G2};
 pub use ark_bn254::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 pub use ark_ec::short_weierstrass::{Affine, Projective};
 
-use crate::backend::{Backend, BackendChoice};
+use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Whole};
+use crate::operation::{Operation, Split, Whole};
 use crate::{Engine, Output};
 use ark_ec::short_weierstrass::SWCurveConfig;
 use ark_ec::AffineRepr;
+use std::sync::Arc;
 
 /// Bits of the scalar field's modulus r.
 pub const SCALAR_BITS: u32 = 254;
@@ -44,7 +45,7 @@ const fn operation(
         about,
         cpu: &[Backend::Arkworks],
         gpu: true,
-        splits: false,
+        split: Split::No,
         item,
         calibrate,
         streaming: None,
@@ -52,11 +53,20 @@ const fn operation(
 }
 
 /// Multi-scalar multiplication on G1 (bases resident on the GPU).
-pub static MSM_G1: Operation = operation(G1::OP, "BN254 G1 MSM", (32, 0, 1), calibrate::<G1>);
+pub static MSM_G1: Operation = Operation {
+    split: Split::Itself,
+    ..operation(G1::OP, "BN254 G1 MSM", (32, 0, 1), calibrate::<G1>)
+};
 /// Multi-scalar multiplication on G2 (bases resident on the GPU).
-pub static MSM_G2: Operation = operation(G2::OP, "BN254 G2 MSM", (32, 0, 1), calibrate::<G2>);
+pub static MSM_G2: Operation = Operation {
+    split: Split::Itself,
+    ..operation(G2::OP, "BN254 G2 MSM", (32, 0, 1), calibrate::<G2>)
+};
 /// Number-theoretic transforms over Fr.
-pub static NTT: Operation = operation(OP_NTT, "BN254 Fr NTT", (32, 32, 8), calibrate_ntt);
+pub static NTT: Operation = Operation {
+    split: Split::Items,
+    ..operation(OP_NTT, "BN254 Fr NTT", (32, 32, 8), calibrate_ntt)
+};
 
 /// A BN254 group the MSM runs on: [`G1`] over Fq or [`G2`] over Fq2. Points cross to the kernels as their coordinates' Fq limbs.
 pub trait Group: SWCurveConfig<ScalarField = Fr> {
@@ -124,7 +134,23 @@ pub struct Bases<P: Group> {
     host: Vec<Affine<P>>,
     /// Copies the GPU precomputes (1: none).
     copies: u32,
-    device: std::sync::OnceLock<std::result::Result<gpu::DeviceBases<P>, String>>,
+    /// The bases in GPU memory, by the set of GPUs that holds them (a bitmask of GPU indices): an
+    /// MSM on one GPU keeps them all there; one over several GPUs gives each a contiguous slice.
+    resident: std::sync::Mutex<std::collections::HashMap<u64, Arc<Resident<P>>>>,
+}
+
+/// Bases in GPU memory: each part is a GPU, the bases it holds (a range of the host's), and
+/// their device copy.
+pub struct Resident<P: Group> {
+    pub parts: Vec<(usize, std::ops::Range<usize>, gpu::DeviceBases<P>)>,
+}
+
+impl<P: Group> std::ops::Deref for Resident<P> {
+    type Target = gpu::DeviceBases<P>;
+    /// The first part: all of the bases where one GPU holds them.
+    fn deref(&self) -> &gpu::DeviceBases<P> {
+        &self.parts[0].2
+    }
 }
 
 pub type G1Bases = Bases<G1>;
@@ -135,7 +161,7 @@ impl<P: Group> Bases<P> {
         Bases {
             host: bases,
             copies: 1,
-            device: std::sync::OnceLock::new(),
+            resident: Default::default(),
         }
     }
 
@@ -143,9 +169,7 @@ impl<P: Group> Bases<P> {
     /// none). The CPU backend reads the bases as they are.
     pub fn with_precomputation(mut self, copies: u32) -> Self {
         self.copies = copies.max(1);
-        {
-            self.device = std::sync::OnceLock::new(); // made again with the copies
-        }
+        self.resident = Default::default(); // made again with the copies
         self
     }
 
@@ -167,23 +191,62 @@ impl<P: Group> Bases<P> {
         &self.host
     }
 
-    /// Whether the bases are in GPU memory already.
+    /// Whether the bases are in GPU memory already (on some GPUs).
     pub fn is_resident(&self) -> bool {
-        matches!(self.device.get(), Some(Ok(_)))
+        !self
+            .resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 
-    /// The bases in GPU memory (with their precomputed copies), uploading them on first use.
-    pub fn device(&self) -> Result<&gpu::DeviceBases<P>> {
-        self.device
-            .get_or_init(|| {
-                let s = self.shape(self.len()).map_err(|e| e.to_string())?;
-                gpu::DeviceBases::upload(&raw_bases(&self.host), &s).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|why| Error::BackendUnavailable {
+    /// The bases in the current GPU's memory (with their precomputed copies), uploading them
+    /// on first use.
+    pub fn device(&self) -> Result<Arc<Resident<P>>> {
+        self.resident_on(&crate::dispatch::GpuShares::one(
+            crate::backend::gpu::current(),
+        ))
+    }
+
+    /// The bases in the memory of `gpus`, each holding a contiguous slice in proportion to its
+    /// share, uploaded (all GPUs at once) on first use for that set.
+    pub fn resident_on(&self, gpus: &crate::dispatch::GpuShares) -> Result<Arc<Resident<P>>> {
+        let key = gpus.iter().fold(0u64, |m, (g, _)| m | 1 << g);
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = held.get(&key) {
+            return Ok(r.clone());
+        }
+        let parts = gpus.split(self.len().max(1), 1);
+        let uploaded: Vec<Result<_>> = std::thread::scope(|s| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|(g, range)| {
+                    let range = range.start.min(self.len())..range.end.min(self.len());
+                    s.spawn(move || {
+                        crate::backend::gpu::run_on(g, || {
+                            let len = range.len();
+                            let shape = msm::Shape::for_bases(len, len, self.copies, SCALAR_BITS)?;
+                            let raw = raw_bases(&self.host[range.clone()]);
+                            gpu::DeviceBases::upload(&raw, &shape).map(|b| (g, range, b))
+                        })
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let parts = uploaded
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Error::BackendUnavailable {
                 backend: "cuda".into(),
-                why: why.clone(),
-            })
+                why: e.to_string(),
+            })?;
+        let r = Arc::new(Resident { parts });
+        held.insert(key, r.clone());
+        Ok(r)
     }
 }
 
@@ -295,16 +358,46 @@ impl Bn254<'_> {
                     _ => cpu::msm(bases.as_slice(), scalars, threads),
                 }))
             },
-            // One GPU: the bases are resident on the device that first ran them.
-            |_| {
+            // Each GPU of the plan holds a slice of the bases and sums its scalars' share; the
+            // partial sums are added.
+            |_, gpus| {
                 if n == 0 {
                     return Ok(Whole(Projective::default()));
                 }
-                let s = bases.shape(n)?;
-                Ok(Whole(combine_windows::<P>(
-                    &gpu::window_sums(bases.device()?, scalars, &s)?,
-                    s.c,
-                )))
+                let resident = bases.resident_on(gpus)?;
+                let sums: Vec<Result<Projective<P>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = resident
+                        .parts
+                        .iter()
+                        .filter(|(_, range, _)| range.start < n)
+                        .map(|(g, range, held)| {
+                            let part = &scalars[range.start..range.end.min(n)];
+                            s.spawn(move || {
+                                crate::backend::gpu::run_on(*g, || {
+                                    let shape = msm::Shape::for_bases(
+                                        part.len(),
+                                        range.len(),
+                                        bases.copies,
+                                        SCALAR_BITS,
+                                    )?;
+                                    Ok(combine_windows::<P>(
+                                        &gpu::window_sums(held, part, &shape)?,
+                                        shape.c,
+                                    ))
+                                })
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        .collect()
+                });
+                let mut total = Projective::<P>::default();
+                for s in sums {
+                    total += s?;
+                }
+                Ok(Whole(total))
             },
         )?;
         Ok(out.map(|w| w.0))
@@ -340,7 +433,8 @@ impl Bn254<'_> {
             &ntt_workload(steps, batch),
             NTT.cpu,
             values,
-            1,
+            // Whole polynomials to each GPU.
+            (1, first.size.max(1)),
             |_, threads, values| {
                 if !nothing {
                     for t in steps {
@@ -349,7 +443,7 @@ impl Bn254<'_> {
                 }
                 Ok(())
             },
-            |_, values| match nothing {
+            |_, values, _| match nothing {
                 true => Ok(()),
                 false => gpu::ntt(values, steps),
             },
@@ -446,7 +540,7 @@ fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
     };
     let (points, scalars) = sample::<P>(large, 1);
     let bases = Bases::new(points);
-    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let engine = Engine::measuring(backend);
     let run = |n: usize| -> Result<()> {
         match backend {
             Backend::Arkworks => drop(cpu::msm(bases.as_slice(), &scalars[..n], 1)),
@@ -463,7 +557,7 @@ fn calibrate_ntt(backend: Backend) -> Result<Cost> {
     use ark_ff::UniformRand;
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let engine = Engine::measuring(backend);
     let mut runner = |t: ntt::Ntt| {
         let mut values: Vec<Fr> = (0..t.size).map(|_| Fr::rand(&mut rng)).collect();
         let engine = &engine;

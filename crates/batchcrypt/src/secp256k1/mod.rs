@@ -19,7 +19,7 @@ pub use parse::{Prepared, Reason, SchnorrPrepared};
 use crate::backend::{Backend, BackendChoice, Primitive};
 use crate::dispatch::{Cost, Workload};
 use crate::error::{Error, Result};
-use crate::operation::Operation;
+use crate::operation::{Operation, Split};
 use crate::{Engine, Output};
 
 /// Cost-model keys of the two operations.
@@ -33,7 +33,7 @@ pub static ECDSA: Operation = Operation {
     about: "ECDSA verification (DER or compact signatures, SEC1 keys)",
     cpu: CPU_ORDER,
     gpu: true,
-    splits: true,
+    split: Split::Items,
     item: (32 + 72 + 33, 1, 1),
     calibrate: |b| calibrate(OP_ECDSA, b),
     streaming: None,
@@ -46,7 +46,7 @@ pub static SCHNORR: Operation = Operation {
     about: "BIP340 Schnorr verification (x-only keys)",
     cpu: CPU_ORDER,
     gpu: true,
-    splits: true,
+    split: Split::Items,
     item: (32 + 64 + 32, 1, 1),
     calibrate: |b| calibrate(OP_SCHNORR, b),
     streaming: None,
@@ -99,7 +99,7 @@ impl Secp256k1<'_> {
                     cpu::verify_ecdsa_encoded(&hashes[i], sigs[i], pubkeys[i], opts)
                 }))
             },
-            |r| {
+            |r, _| {
                 gpu::verify(gpu::Scheme::Ecdsa, r.len(), |i| {
                     let i = r.start + i;
                     gpu::ecdsa_item(&hashes[i], sigs[i], pubkeys[i], opts)
@@ -132,7 +132,7 @@ impl Secp256k1<'_> {
                     cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
                 }))
             },
-            |r| {
+            |r, _| {
                 gpu::verify(gpu::Scheme::Schnorr, r.len(), |i| {
                     let i = r.start + i;
                     gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
@@ -254,7 +254,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         // End to end on the device (transfers of these small batches are negligible next to the math).
         Backend::Cuda => {
             const LARGE: usize = 1 << 14;
-            let engine = crate::Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+            let engine = crate::Engine::measuring(Backend::Cuda);
             let m = sample.hashes.len();
             let pick = |n: usize| (0..n).map(|i| i % m);
             let run = |n: usize| -> Result<()> {

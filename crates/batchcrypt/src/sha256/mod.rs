@@ -14,7 +14,7 @@ pub(crate) mod x86;
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
-use crate::operation::Operation;
+use crate::operation::{Operation, Split};
 use crate::{Engine, Output};
 use rayon::prelude::*;
 
@@ -268,7 +268,7 @@ const fn operation(
         about,
         cpu: CPU_BACKENDS,
         gpu: true,
-        splits: true,
+        split: Split::Items,
         item,
         calibrate,
         streaming: None,
@@ -419,12 +419,12 @@ impl Sha256<'_> {
             &workload(msgs, mode),
             cpu_order(n),
             out,
-            1,
+            (1, 1),
             |b, threads, out| {
                 hash_cpu(b, msgs, mode, threads, out);
                 Ok(())
             },
-            |r, out| gpu::hash(&msgs.slice(r), mode, out),
+            |r, out, _| gpu::hash(&msgs.slice(r), mode, out),
         )
     }
 

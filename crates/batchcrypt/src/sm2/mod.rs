@@ -19,10 +19,10 @@ pub mod gpu;
 pub mod sign;
 pub mod verify;
 
-use crate::backend::{Backend, BackendChoice, Primitive};
+use crate::backend::{Backend, Primitive};
 use crate::dispatch::{Cost, Plan};
 use crate::error::{Error, Result};
-use crate::operation::Operation;
+use crate::operation::{Operation, Split};
 use crate::sig::{Reason, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::borrow::Cow;
@@ -273,7 +273,7 @@ impl Sm2<'_> {
         let n64 = n as u64;
         let w = op.workload(n64, bytes_in * n64, bytes_out * n64, n64);
         self.engine
-            .run(op, &w, op.cpu, |_, threads| Ok(cpu(threads)), gpu)
+            .run(op, &w, op.cpu, |_, threads| Ok(cpu(threads)), |r, _| gpu(r))
     }
 
     /// The estimated time of a batch of `n` items of `op` (one of [`OPERATIONS`], with typical
@@ -305,7 +305,7 @@ const fn operation(
         about,
         cpu: &[Backend::Portable],
         gpu: true,
-        splits: true,
+        split: Split::Items,
         item,
         calibrate,
         streaming: None,
@@ -351,7 +351,7 @@ fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
 
 /// Measures one backend (compute only, on one thread for the CPU): a small and a larger batch.
 fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
-    let engine = Engine::with_backend(BackendChoice::Exact(backend));
+    let engine = Engine::measuring(backend);
     let sm2 = engine.sm2();
     let (small, large) = match backend {
         Backend::Cuda => (1, 1 << 14),

@@ -6,10 +6,10 @@
 pub mod cpu;
 pub mod gpu;
 
-use crate::backend::{Backend, BackendChoice, Primitive};
+use crate::backend::{Backend, Primitive};
 use crate::dispatch::Cost;
 use crate::error::{Error, Result};
-use crate::operation::Operation;
+use crate::operation::{Operation, Split};
 use crate::{Engine, Output};
 
 pub type Digest = [u8; 32];
@@ -21,7 +21,7 @@ pub static FIXED: Operation = Operation {
     about: "SM3 of equal-length messages",
     cpu: &[Backend::Portable],
     gpu: true,
-    splits: true,
+    split: Split::Items,
     item: (64, 32, 2),
     calibrate,
     streaming: None,
@@ -85,7 +85,7 @@ impl Sm3<'_> {
             &w,
             FIXED.cpu,
             |_, threads| Ok(cpu::hash_fixed(data, len, count, threads)),
-            |r| gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len()),
+            |r, _| gpu::hash_fixed(&data[r.start * len..r.end * len], len, r.len()),
         )
     }
 }
@@ -94,7 +94,7 @@ impl Sm3<'_> {
 fn calibrate(backend: Backend) -> Result<Cost> {
     let data = vec![0x5au8; 64 << 14];
     let run = |n: usize| -> Result<()> {
-        let engine = Engine::with_backend(BackendChoice::Exact(backend));
+        let engine = Engine::measuring(backend);
         engine.sm3().hash_fixed(&data[..64 * n], 64).map(|_| ())
     };
     let (small, large) = (16, 1 << 14);
