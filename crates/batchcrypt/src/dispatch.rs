@@ -204,6 +204,10 @@ impl Plan {
     ) -> Result<Vec<T>> {
         let n = out.len() / per_item.max(1);
         let parts = self.gpus.split(n, align);
+        if parts.len() <= 1 {
+            let gpu = parts.first().map_or(self.gpus.first(), |p| p.0);
+            return crate::backend::gpu::run_on(gpu, || f(0..n, out)).map(|t| vec![t]);
+        }
         let mut rest = out;
         let mut slices = Vec::with_capacity(parts.len());
         for (_, r) in &parts {
@@ -971,6 +975,13 @@ mod tests {
         })
         .unwrap();
         assert!(out.iter().enumerate().all(|(i, &x)| x == i as u32));
+        // An empty batch runs once, over nothing.
+        let mut none: Vec<u32> = Vec::new();
+        let runs = plan
+            .on_gpus_into(&mut none, 3, 8, |r, part| Ok((r, part.len())))
+            .unwrap();
+        assert_eq!(runs, vec![(0..0, 0)]);
+        assert_eq!(plan.on_gpus(0, 8, |r| Ok(r)).unwrap(), vec![0..0]);
         // One slice failing fails the batch, after every slice finished.
         let err = plan.on_gpus(1000, 8, |r| {
             if r.start == 248 {

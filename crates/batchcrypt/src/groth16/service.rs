@@ -4,6 +4,10 @@
 //! fail), and each job's waterfall (queue wait, then the prover's stages) on one timeline for
 //! traces.
 //!
+//! With several GPUs the jobs spread over them: worker `i` proves on GPU `i mod count` alone, so
+//! each GPU holds the whole key and runs whole proofs (one proof's MSMs are too small to gain
+//! from a split, and proofs in flight on every GPU keep all of them busy).
+//!
 //! Workers' CPU stages run on the one rayon pool (sized to the cores), so more workers overlap
 //! one job's host work with another's GPU work without oversubscribing the CPU. Device buffers
 //! return to the driver's memory pool (stream-ordered, no device-wide synchronisation), page-locked
@@ -65,9 +69,19 @@ impl ProverService {
     pub fn start(engine: Arc<Engine>, key: Arc<ProvingKey>, config: ServiceConfig) -> Self {
         let (tx, rx) = bounded::<Job>(config.queue);
         let origin = Instant::now();
+        // One engine per GPU, shared by the workers pinned to it (and its calibrations with them).
+        let gpus = engine.dispatcher().gpus().to_vec();
+        let engines: Vec<Arc<Engine>> = match gpus.len() {
+            0 | 1 => vec![engine],
+            _ => gpus
+                .iter()
+                .map(|&g| Arc::new(Engine::with_gpus(engine.dispatcher().choice(), &[g])))
+                .collect(),
+        };
         let workers = (0..config.workers.max(1))
-            .map(|_| {
-                let (rx, engine, key) = (rx.clone(), engine.clone(), key.clone());
+            .map(|w| {
+                let engine = engines[w % engines.len()].clone();
+                let (rx, key) = (rx.clone(), key.clone());
                 std::thread::spawn(move || {
                     for job in rx {
                         let started = Instant::now();
