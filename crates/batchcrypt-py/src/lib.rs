@@ -8,11 +8,92 @@ use batchcrypt::bitcoin::{parse_block, spent, store, SpentOutput};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use std::path::PathBuf;
+
+/// Items as Python holds them, borrowed where their memory allows it: a C-contiguous (n, width)
+/// uint8 array or a `bytes` of n * width bytes is read in place (no copy, no allocation per
+/// item); any other sequence of bytes-like objects is copied once, item by item.
+enum Items<'py> {
+    Array(numpy::PyReadonlyArray2<'py, u8>),
+    Bytes(Bound<'py, PyBytes>),
+    Owned(Vec<Vec<u8>>),
+}
+
+impl<'py> Items<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'py, u8>>() {
+            if a.as_slice().is_ok() {
+                return Ok(Items::Array(a));
+            }
+        }
+        if let Ok(b) = obj.downcast::<PyBytes>() {
+            return Ok(Items::Bytes(b.clone()));
+        }
+        rows(obj).map(Items::Owned)
+    }
+
+    /// The items' bytes in one contiguous buffer and the width of each, where they are so.
+    fn flat(&self) -> Option<(&[u8], usize)> {
+        match self {
+            Items::Array(a) => Some((a.as_slice().ok()?, a.shape()[1])),
+            Items::Bytes(_) | Items::Owned(_) => None,
+        }
+    }
+
+    /// One slice per item.
+    fn slices(&self, what: &str) -> PyResult<Vec<&[u8]>> {
+        Ok(match self {
+            Items::Array(_) => {
+                let (buf, width) = self.flat().expect("contiguous");
+                match width {
+                    0 => vec![&[][..]; self.array_rows()],
+                    w => buf.chunks_exact(w).collect(),
+                }
+            }
+            Items::Bytes(_) => {
+                return Err(PyValueError::new_err(format!(
+                    "{what}: one bytes object does not say where its items end; pass a sequence of bytes, or an (n, width) uint8 array"
+                )))
+            }
+            Items::Owned(v) => v.iter().map(Vec::as_slice).collect(),
+        })
+    }
+
+    fn array_rows(&self) -> usize {
+        match self {
+            Items::Array(a) => a.shape()[0],
+            _ => 0,
+        }
+    }
+
+    /// Items of exactly N bytes, in place where they are contiguous (an (n, N) array, or a
+    /// `bytes` of n * N bytes), else copied.
+    fn fixed<const N: usize>(&self, what: &str) -> PyResult<std::borrow::Cow<'_, [[u8; N]]>> {
+        use std::borrow::Cow;
+        let whole = match self {
+            Items::Array(_) => self.flat().filter(|f| f.1 == N).map(|f| f.0),
+            Items::Bytes(b) if b.as_bytes().len() % N == 0 => Some(b.as_bytes()),
+            _ => None,
+        };
+        if let Some(buf) = whole {
+            return Ok(Cow::Borrowed(buf.as_chunks::<N>().0));
+        }
+        let owned: Vec<Vec<u8>> = match self {
+            Items::Bytes(b) => {
+                return Err(PyValueError::new_err(format!(
+                    "{what}: {} bytes are not a whole number of {N}-byte items",
+                    b.as_bytes().len()
+                )))
+            }
+            _ => self.slices(what)?.into_iter().map(<[u8]>::to_vec).collect(),
+        };
+        exact(owned, what).map(Cow::Owned)
+    }
+}
 
 /// One byte string per item, from a sequence of bytes-like objects or a 2-D uint8 array.
 fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
@@ -105,10 +186,6 @@ fn scalar(k: &[u8]) -> PyResult<[u8; 32]> {
     })
 }
 
-fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
-    v.iter().map(Vec::as_slice).collect()
-}
-
 fn sig_format(format: &str) -> PyResult<SigFormat> {
     match format {
         "der" => Ok(SigFormat::Der),
@@ -116,6 +193,43 @@ fn sig_format(format: &str) -> PyResult<SigFormat> {
         other => Err(PyValueError::new_err(format!(
             "format must be \"der\" or \"compact\", not {other:?}"
         ))),
+    }
+}
+
+/// Input bytes read in place from `bytes` or a C-contiguous uint8 array; copied from anything
+/// else bytes-like (bytearray, memoryview, a non-contiguous array).
+enum Data<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Array1(PyReadonlyArray1<'py, u8>),
+    Array2(numpy::PyReadonlyArray2<'py, u8>),
+    Owned(Vec<u8>),
+}
+
+impl<'py> Data<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = obj.downcast::<PyBytes>() {
+            return Ok(Data::Bytes(b.clone()));
+        }
+        if let Ok(a) = obj.extract::<PyReadonlyArray1<'py, u8>>() {
+            if a.as_slice().is_ok() {
+                return Ok(Data::Array1(a));
+            }
+        }
+        if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'py, u8>>() {
+            if a.as_slice().is_ok() {
+                return Ok(Data::Array2(a));
+            }
+        }
+        input(obj).map(Data::Owned)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Bytes(b) => b.as_bytes(),
+            Data::Array1(a) => a.as_slice().expect("contiguous"),
+            Data::Array2(a) => a.as_slice().expect("contiguous"),
+            Data::Owned(v) => v,
+        }
     }
 }
 
@@ -321,12 +435,17 @@ impl Engine {
 
 #[pymethods]
 impl Engine {
+    /// `backend`: auto, cpu, gpu or a backend's name. `gpus`: the GPUs to use (indices as
+    /// `batchcrypt info` lists them); all of them by default.
     #[new]
-    #[pyo3(signature = (backend = "auto"))]
-    fn new(backend: &str) -> PyResult<Self> {
+    #[pyo3(signature = (backend = "auto", gpus = None))]
+    fn new(backend: &str, gpus: Option<Vec<usize>>) -> PyResult<Self> {
         let choice: BackendChoice = backend.parse().map_err(to_py)?;
         Ok(Engine {
-            inner: CoreEngine::with_backend(choice),
+            inner: match gpus {
+                Some(g) => CoreEngine::with_gpus(choice, &g),
+                None => CoreEngine::with_backend(choice),
+            },
             last_backend: None,
             last_reasons: Vec::new(),
         })
@@ -341,7 +460,8 @@ impl Engine {
         msg_len: usize,
         double: bool,
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let v = self.run(py, |e| e.sha256().hash_fixed(&data, msg_len, mode(double)))?;
         Ok(digests(py, v))
     }
@@ -355,7 +475,8 @@ impl Engine {
         offsets: PyReadonlyArray1<'py, u64>,
         double: bool,
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let offsets = offsets.as_slice()?.to_vec();
         let v = self.run(py, |e| e.sha256().hash_var(&data, &offsets, mode(double)))?;
         Ok(digests(py, v))
@@ -371,7 +492,8 @@ impl Engine {
     }
 
     /// Batch ECDSA verification over secp256k1. `hashes`: n x 32 bytes (bytes or (n, 32) array);
-    /// `sigs`, `pubkeys`: sequences of bytes (or 2-D uint8 arrays, one row each). `format`: "der"
+    /// `sigs`, `pubkeys`: sequences of bytes (or 2-D uint8 arrays, one row each). C-contiguous
+    /// arrays and `bytes` are read in place, without a copy. `format`: "der"
     /// or "compact". Returns a bool array; `last_reasons` holds why each failed item failed.
     #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false))]
     fn verify_ecdsa_batch<'py>(
@@ -384,21 +506,24 @@ impl Engine {
         require_low_s: bool,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let format = sig_format(format)?;
-        let hashes: Vec<[u8; 32]> = fixed_rows(hashes, "hashes")?;
-        let (sigs, keys) = (rows(sigs)?, rows(pubkeys)?);
+        let hashes = Items::new(hashes)?;
+        let hashes = hashes.fixed::<32>("hashes")?;
+        let (sigs, keys) = (Items::new(sigs)?, Items::new(pubkeys)?);
+        let (sigs, keys) = (sigs.slices("sigs")?, keys.slices("pubkeys")?);
         let opts = EcdsaOptions {
             format,
             require_low_s,
         };
         let verdicts = self.run(py, |e| {
-            e.secp256k1()
-                .verify_ecdsa(&hashes, &slices(&sigs), &slices(&keys), &opts)
+            e.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts)
         })?;
         Ok(self.verdicts(py, verdicts))
     }
 
-    /// Batch BIP340 verification: `msgs` a sequence of bytes (any lengths), `sigs` n x 64 bytes,
-    /// `pubkeys` n x 32 bytes (x-only). Returns a bool array; see `last_reasons`.
+    /// Batch BIP340 verification: `msgs` a sequence of bytes (any lengths) or an (n, width) uint8
+    /// array, `sigs` n x 64 bytes and `pubkeys` n x 32 bytes (x-only), each an (n, 64) / (n, 32)
+    /// uint8 array, one `bytes` of all of them, or a sequence. C-contiguous arrays and `bytes` are
+    /// read in place, without a copy. Returns a bool array; see `last_reasons`.
     fn verify_schnorr_batch<'py>(
         &mut self,
         py: Python<'py>,
@@ -406,13 +531,12 @@ impl Engine {
         sigs: &Bound<'py, PyAny>,
         pubkeys: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let msgs = rows(msgs)?;
-        let sigs: Vec<[u8; 64]> = fixed_rows(sigs, "sigs")?;
-        let keys: Vec<[u8; 32]> = fixed_rows(pubkeys, "pubkeys")?;
-        let verdicts = self.run(py, |e| {
-            let m: Vec<&[u8]> = msgs.iter().map(|x| x.as_slice()).collect();
-            e.secp256k1().verify_schnorr(&m, &sigs, &keys)
-        })?;
+        let msgs = Items::new(msgs)?;
+        let msgs = msgs.slices("msgs")?;
+        let (sigs, keys) = (Items::new(sigs)?, Items::new(pubkeys)?);
+        let sigs = sigs.fixed::<64>("sigs")?;
+        let keys = keys.fixed::<32>("pubkeys")?;
+        let verdicts = self.run(py, |e| e.secp256k1().verify_schnorr(&msgs, &sigs, &keys))?;
         Ok(self.verdicts(py, verdicts))
     }
 
@@ -429,7 +553,8 @@ impl Engine {
         let iv: [u8; 16] = iv
             .try_into()
             .map_err(|_| PyValueError::new_err(format!("iv must be 16 bytes, got {}", iv.len())))?;
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let mut out = vec![0u8; data.len()];
         self.run(py, |e| e.aes().ctr(&key, &iv, &data, &mut out))?;
         Ok(PyBytes::new(py, &out))
@@ -446,7 +571,8 @@ impl Engine {
         aad: &[u8],
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let mut out = vec![0u8; data.len()];
         let tag = self.run(py, |e| e.aes().gcm_encrypt(&key, iv, aad, &data, &mut out))?;
         Ok((PyBytes::new(py, &out), PyBytes::new(py, &tag)))
@@ -464,7 +590,8 @@ impl Engine {
         aad: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let mut out = vec![0u8; data.len()];
         self.run(py, |e| {
             e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag)
@@ -541,11 +668,9 @@ impl Engine {
         dst: &[u8],
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let k = scalar(k)?;
-        let msgs = rows(msgs)?;
-        let v = self.run(py, |e| {
-            let m: Vec<&[u8]> = msgs.iter().map(|x| x.as_slice()).collect();
-            e.sm2().hash_to_curve_mul(&k, &m, dst)
-        })?;
+        let msgs = Items::new(msgs)?;
+        let m = msgs.slices("msgs")?;
+        let v = self.run(py, |e| e.sm2().hash_to_curve_mul(&k, &m, dst))?;
         Ok(table(py, v))
     }
 
@@ -563,11 +688,13 @@ impl Engine {
         format: &str,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let format = sig_format(format)?;
-        let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
-        let verdicts = self.run(py, |e| {
-            let (m, s, k) = (slices(&msgs), slices(&sigs), slices(&keys));
-            e.sm2().verify(&m, &s, &k, id, format)
-        })?;
+        let (msgs, sigs, keys) = (Items::new(msgs)?, Items::new(sigs)?, Items::new(pubkeys)?);
+        let (m, s, k) = (
+            msgs.slices("msgs")?,
+            sigs.slices("sigs")?,
+            keys.slices("pubkeys")?,
+        );
+        let verdicts = self.run(py, |e| e.sm2().verify(&m, &s, &k, id, format))?;
         Ok(self.verdicts(py, verdicts))
     }
 
@@ -578,7 +705,8 @@ impl Engine {
         data: &Bound<'py, PyAny>,
         msg_len: usize,
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
-        let data = input(data)?;
+        let data = Data::new(data)?;
+        let data = data.bytes();
         let v = self.run(py, |e| e.sm3().hash_fixed(&data, msg_len))?;
         Ok(digests(py, v))
     }

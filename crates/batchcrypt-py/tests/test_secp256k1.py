@@ -60,3 +60,29 @@ def test_bip340_vectors(backend):
     assert list(ok) == [r["verification result"] == "TRUE" for r in rows]
     with pytest.raises(ValueError, match="expected 64"):
         e.verify_schnorr_batch(msgs[:1], [sigs[0][:63]], keys[:1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arrays_and_buffers_give_what_lists_give(backend):
+    """Contiguous arrays and flat bytes are read in place, other layouts copied: same verdicts."""
+    with open(os.path.join(DATA, "bip340-test-vectors.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if len(r["message"]) == 64]
+    msgs = [bytes.fromhex(r["message"]) for r in rows]
+    sigs = [bytes.fromhex(r["signature"]) for r in rows]
+    keys = [bytes.fromhex(r["public key"]) for r in rows]
+    e = batchcrypt.Engine(backend)
+    want = list(e.verify_schnorr_batch(msgs, sigs, keys))
+    assert True in want and False in want
+    rows_of = lambda items, w: np.frombuffer(b"".join(items), dtype=np.uint8).reshape(-1, w)
+    m, s, k = rows_of(msgs, 32), rows_of(sigs, 64), rows_of(keys, 32)
+    assert list(e.verify_schnorr_batch(m, s, k)) == want
+    assert list(e.verify_schnorr_batch(m, b"".join(sigs), b"".join(keys))) == want
+    # Every other column of a wider array: not contiguous, so copied.
+    wide = np.zeros((len(sigs), 128), dtype=np.uint8)
+    wide[:, ::2] = s
+    assert not wide[:, ::2].flags["C_CONTIGUOUS"]
+    assert list(e.verify_schnorr_batch(m, wide[:, ::2], k)) == want
+    with pytest.raises(ValueError, match="where its items end"):
+        e.verify_schnorr_batch(b"".join(msgs), s, k)
+    with pytest.raises(ValueError, match="whole number"):
+        e.verify_schnorr_batch(m, b"".join(sigs)[:-1], k)
