@@ -2,7 +2,7 @@
 # Runs every GPU test and benchmark in one call on a machine with an NVIDIA GPU, from the bundle
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
-# STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench prove psi
+# STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench pybench prove psi
 # sass, e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,11 +72,14 @@ run_tests() {
 }
 want tests && step rust-tests run_tests
 PYTHON=${PYTHON:-python3}   # needs numpy and pytest
+py_install() { "$PYTHON" -m pip install -q --no-index --no-deps --upgrade --target /tmp/bc-site "$B"/wheels/*.whl; }
 py_tests() {
-  "$PYTHON" -m pip install -q --no-index --no-deps --upgrade --target /tmp/bc-site "$B"/wheels/*.whl &&
-  PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
+  py_install && PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
 }
 want python && step python-tests py_tests
+# BIP340 from Python (numpy arrays, flat bytes, lists); compare with bench-secp256k1's Rust figures.
+py_bench() { py_install && PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/verify_throughput.py 20 gpu; }
+want pybench && step python-bench py_bench
 want demo && step demo "$B/bin/batchcrypt" demo
 want merkle && step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 # Bitcoin validation from the command line: one block on each backend, the regtest chain.
@@ -115,6 +118,7 @@ echo; grep -hE '^(ctr|gcm) [0-9]' "$OUT/bench-aes-batch.log" 2>/dev/null | tail 
 echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null
+echo; cat "$OUT/python-bench.log" 2>/dev/null
 echo; cat "$OUT/bench-scaling.log" 2>/dev/null | grep -vE "^(CPU|GPU [0-9]+):"
 echo; cat "$OUT/bench-bitcoin.log" 2>/dev/null | grep -vE '^(CPU|GPU):'
 echo; grep -hE 'signatures|throughput|verdict' "$OUT"/bitcoin-*.log 2>/dev/null
