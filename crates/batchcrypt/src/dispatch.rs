@@ -227,24 +227,6 @@ impl Plan {
         })
     }
 
-    /// [`Self::on_gpus`] for an operation that returns one value per item: the slices' values
-    /// joined in order.
-    pub fn map_gpus<T: Send>(
-        &self,
-        n: usize,
-        f: impl Fn(std::ops::Range<usize>) -> Result<Vec<T>> + Sync,
-    ) -> Result<Vec<T>> {
-        let mut parts = self.on_gpus(n, 1, f)?;
-        if parts.len() == 1 {
-            return Ok(parts.pop().unwrap_or_default());
-        }
-        let mut all = Vec::with_capacity(n);
-        for p in parts {
-            all.extend(p);
-        }
-        Ok(all)
-    }
-
     /// The GPUs that run a batch of `n` items under this plan: those [`Self::on_gpus`] gives a
     /// slice (items split, on multiples of `align`), all of them (an operation that spreads
     /// itself), or the first alone; none for a CPU backend.
@@ -738,16 +720,6 @@ impl Dispatcher {
     /// The first GPU's bandwidth from pageable memory, measured once.
     pub fn link(&self) -> std::result::Result<Link, String> {
         self.link_of(self.first_gpu(), LinkKind::Pageable)
-    }
-
-    /// The first GPU's bandwidth from pageable memory through the pipeline's staging.
-    pub fn link_staged(&self) -> std::result::Result<Link, String> {
-        self.link_of(self.first_gpu(), LinkKind::Staged)
-    }
-
-    /// The first GPU's bandwidth from page-locked memory.
-    pub fn link_pinned(&self) -> std::result::Result<Link, String> {
-        self.link_of(self.first_gpu(), LinkKind::Pinned)
     }
 
     /// Streaming costs measured so far (seconds per unit, all threads), for `batchcrypt calibrate`.

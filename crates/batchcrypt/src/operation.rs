@@ -34,6 +34,30 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// An operation with a GPU path whose items split over GPUs ([`Split::Items`]) and no
+    /// measurement beyond the cache; operations that differ change those fields
+    /// (`Operation { split: Split::No, ..Operation::new(..) }`).
+    pub const fn new(
+        key: &'static str,
+        primitive: Primitive,
+        about: &'static str,
+        cpu: &'static [Backend],
+        item: (u64, u64, u64),
+        calibrate: fn(Backend) -> Result<Cost>,
+    ) -> Operation {
+        Operation {
+            key,
+            primitive,
+            about,
+            cpu,
+            gpu: true,
+            split: Split::Items,
+            item,
+            calibrate,
+            streaming: None,
+        }
+    }
+
     /// Every backend that implements it in a build with kernels: the CPU ones, then the GPU.
     pub fn backends(&self) -> impl Iterator<Item = Backend> + '_ {
         self.cpu

@@ -44,16 +44,17 @@ const fn batch_operation(
     item_bytes: u64,
     calibrate: fn(Backend) -> Result<Cost>,
 ) -> Operation {
+    let item = (item_bytes, item_bytes, item_bytes.div_ceil(16));
     Operation {
-        key,
-        primitive: crate::backend::Primitive::Aes,
-        about,
-        cpu: &CPU_ORDER,
-        gpu: true,
         split: Split::No,
-        item: (item_bytes, item_bytes, item_bytes.div_ceil(16)),
-        calibrate,
-        streaming: None,
+        ..Operation::new(
+            key,
+            crate::backend::Primitive::Aes,
+            about,
+            &CPU_ORDER,
+            item,
+            calibrate,
+        )
     }
 }
 

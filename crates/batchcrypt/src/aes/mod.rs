@@ -189,20 +189,19 @@ const fn stream_operation(
     calibrate: fn(Backend) -> Result<Cost>,
     streaming: fn(Backend) -> Result<f64>,
 ) -> Operation {
+    let seg = cpu::MIN_SEG_BYTES as u64;
+    let item = (seg, seg, seg / 16);
     Operation {
-        key,
-        primitive: crate::backend::Primitive::Aes,
-        about,
-        cpu: &CPU_ORDER,
-        gpu: true,
         split: Split::No,
-        item: (
-            cpu::MIN_SEG_BYTES as u64,
-            cpu::MIN_SEG_BYTES as u64,
-            cpu::MIN_SEG_BYTES as u64 / 16,
-        ),
-        calibrate,
         streaming: Some(streaming),
+        ..Operation::new(
+            key,
+            crate::backend::Primitive::Aes,
+            about,
+            &CPU_ORDER,
+            item,
+            calibrate,
+        )
     }
 }
 

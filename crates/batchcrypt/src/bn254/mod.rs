@@ -40,15 +40,15 @@ const fn operation(
     calibrate: fn(Backend) -> Result<Cost>,
 ) -> Operation {
     Operation {
-        key,
-        primitive: crate::backend::Primitive::Bn254,
-        about,
-        cpu: &[Backend::Arkworks],
-        gpu: true,
         split: Split::No,
-        item,
-        calibrate,
-        streaming: None,
+        ..Operation::new(
+            key,
+            crate::backend::Primitive::Bn254,
+            about,
+            &[Backend::Arkworks],
+            item,
+            calibrate,
+        )
     }
 }
 

@@ -19,7 +19,7 @@ pub use parse::{Prepared, Reason, SchnorrPrepared};
 use crate::backend::{Backend, BackendChoice, Primitive};
 use crate::dispatch::{Cost, Workload};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Split};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 
 /// Cost-model keys of the two operations.
@@ -27,30 +27,24 @@ pub const OP_ECDSA: &str = "secp256k1-ecdsa";
 pub const OP_SCHNORR: &str = "secp256k1-schnorr";
 
 /// ECDSA verification: DER or compact signatures, SEC1 keys, 32-byte message hashes.
-pub static ECDSA: Operation = Operation {
-    key: OP_ECDSA,
-    primitive: Primitive::Secp256k1,
-    about: "ECDSA verification (DER or compact signatures, SEC1 keys)",
-    cpu: CPU_ORDER,
-    gpu: true,
-    split: Split::Items,
-    item: (32 + 72 + 33, 1, 1),
-    calibrate: |b| calibrate(OP_ECDSA, b),
-    streaming: None,
-};
+pub static ECDSA: Operation = Operation::new(
+    OP_ECDSA,
+    Primitive::Secp256k1,
+    "ECDSA verification (DER or compact signatures, SEC1 keys)",
+    CPU_ORDER,
+    (32 + 72 + 33, 1, 1),
+    |b| calibrate(OP_ECDSA, b),
+);
 
 /// BIP340 Schnorr verification: x-only keys, messages of any length.
-pub static SCHNORR: Operation = Operation {
-    key: OP_SCHNORR,
-    primitive: Primitive::Secp256k1,
-    about: "BIP340 Schnorr verification (x-only keys)",
-    cpu: CPU_ORDER,
-    gpu: true,
-    split: Split::Items,
-    item: (32 + 64 + 32, 1, 1),
-    calibrate: |b| calibrate(OP_SCHNORR, b),
-    streaming: None,
-};
+pub static SCHNORR: Operation = Operation::new(
+    OP_SCHNORR,
+    Primitive::Secp256k1,
+    "BIP340 Schnorr verification (x-only keys)",
+    CPU_ORDER,
+    (32 + 64 + 32, 1, 1),
+    |b| calibrate(OP_SCHNORR, b),
+);
 
 /// CPU backends, fastest first.
 const CPU_ORDER: &[Backend] = &[Backend::Libsecp256k1];

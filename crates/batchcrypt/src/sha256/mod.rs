@@ -14,7 +14,7 @@ pub(crate) mod x86;
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Split};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 use rayon::prelude::*;
 
@@ -262,17 +262,7 @@ const fn operation(
     item: (u64, u64, u64),
     calibrate: fn(Backend) -> Result<Cost>,
 ) -> Operation {
-    Operation {
-        key,
-        primitive: Primitive::Sha256,
-        about,
-        cpu: CPU_BACKENDS,
-        gpu: true,
-        split: Split::Items,
-        item,
-        calibrate,
-        streaming: None,
-    }
+    Operation::new(key, Primitive::Sha256, about, CPU_BACKENDS, item, calibrate)
 }
 
 /// SHA256d of 64-byte messages (merkle nodes): the GPU kernels specialise it.

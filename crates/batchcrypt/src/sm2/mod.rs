@@ -22,7 +22,7 @@ pub mod verify;
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::{Cost, Plan};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Split};
+use crate::operation::Operation;
 use crate::sig::{Reason, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::borrow::Cow;
@@ -299,17 +299,14 @@ const fn operation(
     item: (u64, u64, u64),
     calibrate: fn(Backend) -> Result<Cost>,
 ) -> Operation {
-    Operation {
+    Operation::new(
         key,
-        primitive: Primitive::Sm2,
+        Primitive::Sm2,
         about,
-        cpu: &[Backend::Portable],
-        gpu: true,
-        split: Split::Items,
+        &[Backend::Portable],
         item,
         calibrate,
-        streaming: None,
-    }
+    )
 }
 
 /// k·G for many scalars.

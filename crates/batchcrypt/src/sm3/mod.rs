@@ -9,23 +9,20 @@ pub mod gpu;
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::Cost;
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Split};
+use crate::operation::Operation;
 use crate::{Engine, Output};
 
 pub type Digest = [u8; 32];
 
 /// Batches of equal-length messages.
-pub static FIXED: Operation = Operation {
-    key: "sm3_fixed",
-    primitive: Primitive::Sm3,
-    about: "SM3 of equal-length messages",
-    cpu: &[Backend::Portable],
-    gpu: true,
-    split: Split::Items,
-    item: (64, 32, 2),
+pub static FIXED: Operation = Operation::new(
+    "sm3_fixed",
+    Primitive::Sm3,
+    "SM3 of equal-length messages",
+    &[Backend::Portable],
+    (64, 32, 2),
     calibrate,
-    streaming: None,
-};
+);
 
 /// The SM3 digest of one message.
 pub fn digest(msg: &[u8]) -> Digest {
