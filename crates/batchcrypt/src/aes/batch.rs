@@ -19,7 +19,7 @@ use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Workload};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
-use crate::operation::{Operation, Split};
+use crate::operation::{Join, Operation, Split};
 use crate::Output;
 use openssl::cipher::CipherRef;
 use openssl::cipher_ctx::CipherCtx;
@@ -208,6 +208,23 @@ fn workload(op: &'static str, msgs: &Messages<'_>) -> Workload {
 }
 
 impl Aes<'_> {
+    /// A batch of `op` over `msgs` on the backend the engine picks, its results in `output`
+    /// (laid out as the messages): `cpu(backend, threads, output)` or `gpu(output)` on one GPU.
+    fn run_batch<T: Join>(
+        &self,
+        op: &'static Operation,
+        msgs: &Messages<'_>,
+        output: &mut [u8],
+        cpu: impl FnOnce(Backend, usize, &mut [u8]) -> Result<T>,
+        gpu: impl Fn(&mut [u8]) -> Result<T> + Sync,
+    ) -> Result<Output<T>> {
+        let w = workload(op.key, msgs);
+        self.engine
+            .run_into(op, &w, &CPU_ORDER, output, (1, 1), cpu, |_, out, _| {
+                gpu(out)
+            })
+    }
+
     /// The operation of a batch of `base` (CTR, GCM or XTS): measured apart on short messages.
     fn batch_op(&self, base: &'static str, msgs: &Messages<'_>) -> &'static Operation {
         let short = msgs.bytes() <= SHORT_MAX * msgs.count() as u64;
@@ -235,19 +252,17 @@ impl Aes<'_> {
         check_count("IVs", ivs, n, false)?;
         super::check_lengths(msgs.data(), output)?;
         let op = self.batch_op(OP_CTR, msgs);
-        self.engine.run_into(
+        self.run_batch(
             op,
-            &workload(op.key, msgs),
-            &CPU_ORDER,
+            msgs,
             output,
-            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     ctr_one(backend, ctx, nth(keys, i), &ivs[i], a, b)
                 })
                 .map(drop)
             },
-            |_, output, _| super::gpu::ctr_batch(keys, ivs, msgs, output),
+            |output| super::gpu::ctr_batch(keys, ivs, msgs, output),
         )
     }
 
@@ -262,19 +277,17 @@ impl Aes<'_> {
         output: &mut [u8],
     ) -> Result<Output<Vec<Tag>>> {
         let op = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-        self.engine.run_into(
+        self.run_batch(
             op,
-            &workload(op.key, msgs),
-            &CPU_ORDER,
+            msgs,
             output,
-            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     let aad = aads.get(i).copied().unwrap_or_default();
                     gcm_one(backend, ctx, nth(keys, i), &nonces[i], aad, a, b, None)
                 })
             },
-            |_, output, _| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false),
+            |output| super::gpu::gcm_batch(keys, nonces, aads, msgs, output, false),
         )
     }
 
@@ -294,12 +307,10 @@ impl Aes<'_> {
         let run = |output: &mut [u8]| -> Result<Output<Vec<bool>>> {
             check_count("tags", tags, msgs.count(), false)?;
             let op = self.gcm_batch_checks(keys, nonces, aads, msgs, output)?;
-            self.engine.run_into(
+            self.run_batch(
                 op,
-                &workload(op.key, msgs),
-                &CPU_ORDER,
+                msgs,
                 output,
-                (1, 1),
                 |backend, threads, output| {
                     each(msgs, output, threads, |ctx, i, a, b| {
                         let aad = aads.get(i).copied().unwrap_or_default();
@@ -325,7 +336,7 @@ impl Aes<'_> {
                 },
                 // The kernels decrypt every message and give the tag of its ciphertext; a message
                 // whose tag differs is zeroed before its output is released.
-                |_, output, _| {
+                |output| {
                     let got = super::gpu::gcm_batch(keys, nonces, aads, msgs, output, true)?;
                     Ok((0..msgs.count())
                         .map(|i| {
@@ -406,19 +417,17 @@ impl Aes<'_> {
                 .map_err(|e| Error::invalid(format!("message {i}: {e}")))?;
         }
         let op = self.batch_op(OP_XTS, msgs);
-        self.engine.run_into(
+        self.run_batch(
             op,
-            &workload(op.key, msgs),
-            &CPU_ORDER,
+            msgs,
             output,
-            (1, 1),
             |backend, threads, output| {
                 each(msgs, output, threads, |ctx, i, a, b| {
                     xts_one(backend, ctx, nth(keys, i), &tweaks[i], a, b, decrypt)
                 })
                 .map(drop)
             },
-            |_, output, _| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt),
+            |output| super::gpu::xts_batch(keys, tweaks, msgs, output, decrypt),
         )
     }
 }

@@ -25,7 +25,7 @@ pub mod xts;
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
-use crate::operation::{Operation, Split, Whole};
+use crate::operation::{Join, Operation, Split, Whole};
 use crate::{Engine, Output};
 use aes::cipher::{BlockEncrypt, KeyInit};
 
@@ -297,15 +297,12 @@ impl Aes<'_> {
         output: &mut [u8],
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
-        let w = workload(OP_CTR, input.len(), host_location(input, output));
-        self.engine.run_into(
+        self.run_stream(
             &CTR,
-            &w,
-            &CPU_ORDER,
+            input,
             output,
-            (1, 1),
             |b, threads, output| cpu::ctr(b, key, iv, input, output, threads),
-            |_, output, _| gpu::ctr(key, iv, input, output),
+            |output| gpu::ctr(key, iv, input, output),
         )
     }
 
@@ -444,15 +441,12 @@ impl Aes<'_> {
     ) -> Result<Output<()>> {
         check_lengths(input, output)?;
         xts::check(unit, input.len())?;
-        let w = workload(OP_XTS, input.len(), host_location(input, output));
-        self.engine.run_into(
+        self.run_stream(
             &XTS,
-            &w,
-            &CPU_ORDER,
+            input,
             output,
-            (1, 1),
             |b, threads, output| xts::cpu(b, key, tweak, unit, input, output, decrypt, threads),
-            |_, output, _| gpu::xts(key, tweak, unit, input, output, decrypt),
+            |output| gpu::xts(key, tweak, unit, input, output, decrypt),
         )
     }
 
@@ -481,6 +475,23 @@ impl Aes<'_> {
         gpu::xts_device(key, tweak, unit, data, true)
     }
 
+    /// `op` over the buffer `input` on the backend the engine picks, into `output`:
+    /// `cpu(backend, threads, output)` or `gpu(output)` on one GPU.
+    fn run_stream<T: Join>(
+        &self,
+        op: &'static Operation,
+        input: &[u8],
+        output: &mut [u8],
+        cpu: impl FnOnce(Backend, usize, &mut [u8]) -> Result<T>,
+        gpu: impl Fn(&mut [u8]) -> Result<T> + Sync,
+    ) -> Result<Output<T>> {
+        let w = workload(op.key, input.len(), host_location(input, output));
+        self.engine
+            .run_into(op, &w, &CPU_ORDER, output, (1, 1), cpu, |_, out, _| {
+                gpu(out)
+            })
+    }
+
     /// GCM's keystream pass over `input` on the backend the engine picks; returns the GHASH
     /// of the ciphertext.
     fn gcm_pass(
@@ -490,18 +501,14 @@ impl Aes<'_> {
         output: &mut [u8],
         decrypt: bool,
     ) -> Result<Output<gf128::Gf128>> {
-        let w = workload(OP_GCM, input.len(), host_location(input, output));
-        self.engine
-            .run_into(
-                &GCM,
-                &w,
-                &CPU_ORDER,
-                output,
-                (1, 1),
-                |b, threads, output| cpu::gcm(b, g, input, output, decrypt, threads).map(Whole),
-                |_, output, _| gpu::gcm(g, input, output, decrypt).map(Whole),
-            )
-            .map(|o| o.map(|z| z.0))
+        self.run_stream(
+            &GCM,
+            input,
+            output,
+            |b, threads, output| cpu::gcm(b, g, input, output, decrypt, threads).map(Whole),
+            |output| gpu::gcm(g, input, output, decrypt).map(Whole),
+        )
+        .map(|o| o.map(|z| z.0))
     }
 }
 
