@@ -16,7 +16,7 @@ an NVIDIA GPU through CUDA, or CPU extensions (SHA-NI, AVX2, AVX-512). By defaul
 measured on this machine picks the backend per batch; --backend forces one.\n\n\
 Start with `batchcrypt info` (what hardware was found) and `batchcrypt demo` (every primitive on \
 built-in data, on every backend, checked against each other, with a throughput table).",
-    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt bitcoin verify-block block.raw --spent block.undo\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
+    after_help = "Examples:\n  batchcrypt demo\n  batchcrypt sha256 --double file1 file2\n  batchcrypt sha256 --lines ids.txt --backend gpu\n  batchcrypt merkle block.raw\n  batchcrypt bitcoin verify-block block.raw --spent block.undo\n  batchcrypt psi --listen 127.0.0.1:7766 --input mine.txt --output common.txt\n  batchcrypt encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt decrypt --key-file k.hex -i backup.tar.bcg -o backup.tar\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  batchcrypt serve\n  batchcrypt client hash --lines ids.txt\n  BATCHCRYPT_BACKEND=cpu batchcrypt demo"
 )]
 struct Cli {
     /// Backend: auto, cpu, gpu, or one of portable, sha-ni, avx2, avx512, cuda, libsecp256k1, openssl.
@@ -59,6 +59,10 @@ enum Command {
     /// Many Groth16 proofs on one key: jobs from standard input, run concurrently, with a waterfall trace.
     #[command(name = "prove-server")]
     ProveServer(cmd::groth16::ServerArgs),
+    /// Serve over gRPC to many clients: small requests merged into GPU batches, proofs queued durably.
+    Serve(cmd::serve::Args),
+    /// Call a running `batchcrypt serve`.
+    Client(cmd::client::Args),
 }
 
 fn main() {
@@ -81,6 +85,8 @@ fn main() {
         Command::Prove(a) => cmd::groth16::prove(&engine, &a),
         Command::Groth16Setup(a) => cmd::groth16::setup(&a),
         Command::ProveServer(a) => cmd::groth16::serve(engine, &a),
+        Command::Serve(a) => cmd::serve::run(engine, &a),
+        Command::Client(a) => cmd::client::run(&a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -1,9 +1,11 @@
 pub mod aes;
 pub mod bitcoin;
 pub mod calibrate;
+pub mod client;
 pub mod demo;
 pub mod groth16;
 pub mod info;
 pub mod merkle;
 pub mod psi;
+pub mod serve;
 pub mod sha256;

@@ -191,6 +191,20 @@ impl<P: Group> Bases<P> {
         &self.host
     }
 
+    /// GPU memory the bases take on the GPUs that hold them, their precomputed copies included.
+    pub fn device_bytes(&self) -> u64 {
+        self.len() as u64 * (64 * P::DEGREE) as u64 * self.copies as u64
+    }
+
+    /// Frees the bases' GPU copies on every GPU (a service evicting a key for another's room);
+    /// the next MSM uploads them again. An MSM running now keeps its copy until it ends.
+    pub fn release_device(&self) {
+        self.resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// Whether the bases are in GPU memory already (on some GPUs).
     pub fn is_resident(&self) -> bool {
         !self

@@ -104,6 +104,31 @@ impl ProvingKey {
         }
     }
 
+    /// GPU memory the key's five MSM bases take once resident.
+    pub fn device_bytes(&self) -> u64 {
+        self.a_query.device_bytes()
+            + self.b_g1_query.device_bytes()
+            + self.b_g2_query.device_bytes()
+            + self.c_query.device_bytes()
+            + self.h_query.device_bytes()
+    }
+
+    /// A bound on one proof's GPU working memory beside the key: the domain's three evaluation
+    /// vectors and their NTT scratch, the MSMs' scalars and buckets.
+    pub fn proof_device_bytes(&self) -> u64 {
+        const BUCKETS: u64 = 64 << 20;
+        8 * 32 * self.domain_size as u64 + 2 * 32 * self.n_vars as u64 + BUCKETS
+    }
+
+    /// Frees the key's GPU copies (see [`crate::bn254::Bases::release_device`]).
+    pub fn release_device(&self) {
+        self.a_query.release_device();
+        self.b_g1_query.release_device();
+        self.b_g2_query.release_device();
+        self.c_query.release_device();
+        self.h_query.release_device();
+    }
+
     /// Reads a `.zkey` file.
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();

@@ -71,7 +71,7 @@ impl Verdicts {
 }
 
 /// How a signature `(r, s)` is encoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum SigFormat {
     /// Strict DER `SEQUENCE { INTEGER r, INTEGER s }` (BIP66's rules; GM/T 0009's encoding for
     /// SM2), as OpenSSL and Bitcoin transactions carry them (without a sighash byte).

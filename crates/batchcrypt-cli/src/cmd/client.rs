@@ -1,0 +1,256 @@
+//! `batchcrypt client ...`: calls to a running `batchcrypt serve`.
+
+use anyhow::{bail, Context, Result};
+use batchcrypt::secp256k1::SigFormat;
+use batchcrypt_serve::client::{Client, Options};
+use batchcrypt_serve::proto::{HashAlgorithm, JobState};
+use std::io::BufRead;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Call a running `batchcrypt serve`",
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+)]
+pub struct Args {
+    /// The server's address.
+    #[arg(long, global = true, env = "BATCHCRYPT_SERVER", default_value = "127.0.0.1:7700")]
+    server: String,
+    /// Bearer token (also BATCHCRYPT_TOKEN).
+    #[arg(long, global = true, env = "BATCHCRYPT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// PEM certificate of the authority that signed the server's TLS certificate.
+    #[arg(long, global = true)]
+    tls_ca: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Whether the server is up and serving.
+    Health,
+    /// SHA-256 (or SHA256d, SM3) of each line of a file, one digest per line.
+    Hash {
+        #[arg(long)]
+        lines: PathBuf,
+        #[arg(long, conflicts_with = "sm3")]
+        double: bool,
+        #[arg(long)]
+        sm3: bool,
+    },
+    /// ECDSA over secp256k1: lines of `HASH SIGNATURE PUBKEY` in hex (DER signatures unless
+    /// --compact); prints `valid` or `invalid: reason` per line.
+    VerifyEcdsa {
+        file: PathBuf,
+        #[arg(long)]
+        compact: bool,
+    },
+    /// BIP340: lines of `MESSAGE SIGNATURE XONLY_PUBKEY` in hex.
+    VerifySchnorr { file: PathBuf },
+    /// Register a circuit's proving key; prints its id.
+    Register {
+        zkey: PathBuf,
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// Prove and wait: writes proof.json and public.json as snarkjs does.
+    Prove {
+        circuit: String,
+        witness: PathBuf,
+        #[arg(default_value = "proof.json")]
+        proof: PathBuf,
+        #[arg(default_value = "public.json")]
+        public: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+    },
+    /// Queue a proof and print the job's id without waiting.
+    Submit {
+        circuit: String,
+        witness: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        /// Resubmitting with the same id returns the same job.
+        #[arg(long, default_value = "")]
+        request_id: String,
+    },
+    /// Wait for a job and write its proof.
+    Wait {
+        job: String,
+        #[arg(default_value = "proof.json")]
+        proof: PathBuf,
+        #[arg(default_value = "public.json")]
+        public: PathBuf,
+    },
+    /// A job's state.
+    Job { job: String },
+    /// Cancel a job.
+    Cancel { job: String },
+    /// Write a finished job's stages as a Chrome/Perfetto trace.
+    Trace { job: String, output: PathBuf },
+}
+
+fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
+    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parts = line
+            .split_whitespace()
+            .map(hex::decode)
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("{}:{}: not hex", file.display(), n + 1))?;
+        if parts.len() != fields {
+            bail!("{}:{}: expected {fields} hex fields", file.display(), n + 1);
+        }
+        out.push(parts);
+    }
+    Ok(out)
+}
+
+fn print_verdicts(v: &[Result<(), String>]) {
+    for r in v {
+        match r {
+            Ok(()) => println!("valid"),
+            Err(why) => println!("invalid: {why}"),
+        }
+    }
+}
+
+fn write_proof(reply: &batchcrypt_serve::proto::ProofReply, proof: &PathBuf, public: &PathBuf) -> Result<()> {
+    let job = reply.job.clone().unwrap_or_default();
+    let state = JobState::try_from(job.state).unwrap_or(JobState::Failed);
+    if state != JobState::Done {
+        bail!("job {} is {}: {}", job.job_id, state.as_str_name().to_lowercase(), job.error);
+    }
+    std::fs::write(proof, &reply.proof_json)?;
+    std::fs::write(public, &reply.public_json)?;
+    eprintln!("job {}: proof in {}, public signals in {}", job.job_id, proof.display(), public.display());
+    Ok(())
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let options = Options {
+            token: a.token.clone(),
+            tls_ca: match &a.tls_ca {
+                Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+                None => None,
+            },
+            max_message_bytes: None,
+        };
+        let mut c = Client::connect_with(&a.server, options)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        match &a.command {
+            Command::Health => {
+                let ok = c.ready().await?;
+                println!("{}", if ok { "serving" } else { "not serving" });
+                if !ok {
+                    std::process::exit(1);
+                }
+            }
+            Command::Hash { lines, double, sm3 } => {
+                let text = std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
+                let msgs: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+                let alg = match (double, sm3) {
+                    (_, true) => HashAlgorithm::Sm3,
+                    (true, _) => HashAlgorithm::Sha256d,
+                    _ => HashAlgorithm::Sha256,
+                };
+                for d in c.hash(alg, &msgs).await? {
+                    println!("{}", hex::encode(d));
+                }
+            }
+            Command::VerifyEcdsa { file, compact } => {
+                let rows = hex_lines(file, 3)?;
+                let hashes = rows
+                    .iter()
+                    .map(|r| <[u8; 32]>::try_from(r[0].as_slice()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .context("every message hash must be 32 bytes")?;
+                let sigs: Vec<&[u8]> = rows.iter().map(|r| r[1].as_slice()).collect();
+                let keys: Vec<&[u8]> = rows.iter().map(|r| r[2].as_slice()).collect();
+                let format = if *compact { SigFormat::Compact } else { SigFormat::Der };
+                print_verdicts(&c.verify_ecdsa(&hashes, &sigs, &keys, format, false).await?);
+            }
+            Command::VerifySchnorr { file } => {
+                let rows = hex_lines(file, 3)?;
+                let r = c
+                    .raw()
+                    .verify_schnorr(batchcrypt_serve::proto::VerifySchnorrRequest {
+                        messages: rows.iter().map(|r| r[0].clone()).collect(),
+                        signatures: rows.iter().map(|r| r[1].clone()).collect(),
+                        public_keys: rows.iter().map(|r| r[2].clone()).collect(),
+                    })
+                    .await?
+                    .into_inner();
+                let v: Vec<Result<(), String>> = r
+                    .valid
+                    .into_iter()
+                    .zip(r.reason)
+                    .map(|(ok, why)| if ok { Ok(()) } else { Err(why) })
+                    .collect();
+                print_verdicts(&v);
+            }
+            Command::Register { zkey, name } => {
+                let bytes = std::fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
+                let r = c.register(bytes, name).await?;
+                eprintln!(
+                    "circuit: {} signals, domain 2^{}; GPU memory: key {} MiB, each proof {} MiB",
+                    r.signals,
+                    r.constraints_domain.trailing_zeros(),
+                    r.key_bytes >> 20,
+                    r.proof_bytes >> 20
+                );
+                println!("{}", r.circuit_id);
+            }
+            Command::Prove { circuit, witness, proof, public, priority } => {
+                let w = std::fs::read(witness).with_context(|| format!("reading {}", witness.display()))?;
+                let reply = c.prove(circuit, w, *priority).await?;
+                write_proof(&reply, proof, public)?;
+            }
+            Command::Submit { circuit, witness, priority, request_id } => {
+                let w = std::fs::read(witness).with_context(|| format!("reading {}", witness.display()))?;
+                println!("{}", c.submit(circuit, w, request_id, *priority).await?.job_id);
+            }
+            Command::Wait { job, proof, public } => {
+                let reply = c.wait(job, false).await?;
+                write_proof(&reply, proof, public)?;
+            }
+            Command::Job { job } | Command::Cancel { job } => {
+                let j = if matches!(a.command, Command::Cancel { .. }) {
+                    c.raw()
+                        .cancel_job(batchcrypt_serve::proto::JobRef { job_id: job.clone() })
+                        .await?
+                        .into_inner()
+                } else {
+                    c.job(job).await?
+                };
+                let state = JobState::try_from(j.state).unwrap_or(JobState::Failed);
+                println!(
+                    "{} {} attempts={}{}",
+                    j.job_id,
+                    state.as_str_name().to_lowercase(),
+                    j.attempts,
+                    if j.error.is_empty() { String::new() } else { format!(" error: {}", j.error) }
+                );
+            }
+            Command::Trace { job, output } => {
+                let t = c
+                    .raw()
+                    .job_trace(batchcrypt_serve::proto::JobRef { job_id: job.clone() })
+                    .await?
+                    .into_inner();
+                std::fs::write(output, t.chrome_trace_json)?;
+                eprintln!("trace in {} (open it in ui.perfetto.dev)", output.display());
+            }
+        }
+        Ok(())
+    })
+}

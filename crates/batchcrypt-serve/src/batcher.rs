@@ -1,0 +1,289 @@
+//! Dynamic batching: requests of one operation from every client merged into one batch for the
+//! engine, then split back into one reply per request.
+//!
+//! A batch forms when the first request arrives. Under no load (no batch of the operation
+//! running) it runs at once with whatever is already queued, so a lone small request does not
+//! wait. Under load it gathers more requests until `max_delay` after its first one or until
+//! `max_items`, then waits for one of `in_flight` slots; requests that arrive meanwhile join it.
+//! A request larger than `max_items` runs alone. Requests whose client went away before their
+//! batch ran are dropped from it. Within a batch, requests are grouped by their options (a
+//! signature format, a PSI party's scalar) and each group runs as one engine call.
+
+use crate::metrics::Metrics;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tonic::Status;
+
+/// How batches form; the same for every operation.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchConfig {
+    /// Under load, the longest a request waits for others to join its batch.
+    pub max_delay: Duration,
+    /// Items at which a batch stops gathering.
+    pub max_items: usize,
+    /// Batches of one operation running at once (2 overlaps one batch's host work with another's
+    /// GPU work).
+    pub in_flight: usize,
+    /// Items queued per operation beyond which requests are refused (RESOURCE_EXHAUSTED).
+    pub max_queued_items: usize,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            max_delay: Duration::from_millis(2),
+            max_items: 1 << 20,
+            in_flight: 2,
+            max_queued_items: 1 << 24,
+        }
+    }
+}
+
+/// An operation the batcher can merge: the items of many requests with the same `Group` run as
+/// one call.
+pub trait Batched: Send + Sync + 'static {
+    type Group: Eq + Hash + Clone + Send + 'static;
+    type Item: Send + 'static;
+    type Out: Send + 'static;
+    /// Runs the items of one group; exactly one output per item, in order, and the backend.
+    fn run(&self, group: &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Self::Out>, String>;
+}
+
+pub struct Ran<O> {
+    pub outs: Vec<O>,
+    pub backend: String,
+}
+
+/// What a request gets back.
+pub struct Reply<O> {
+    pub outs: Vec<O>,
+    pub backend: String,
+    /// Items in the group the request ran in.
+    pub batch_items: usize,
+}
+
+struct Request<B: Batched> {
+    group: B::Group,
+    items: Vec<B::Item>,
+    arrived: Instant,
+    reply: oneshot::Sender<Result<Reply<B::Out>, Status>>,
+}
+
+pub struct Batcher<B: Batched> {
+    op: &'static str,
+    tx: mpsc::UnboundedSender<Request<B>>,
+    queued: Arc<AtomicUsize>,
+    config: BatchConfig,
+    metrics: Arc<Metrics>,
+}
+
+impl<B: Batched> Batcher<B> {
+    /// Starts the operation's batching task on the current tokio runtime.
+    pub fn start(op: &'static str, inner: B, config: BatchConfig, metrics: Arc<Metrics>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(form_batches(
+            op,
+            Arc::new(inner),
+            rx,
+            queued.clone(),
+            config,
+            metrics.clone(),
+        ));
+        Batcher {
+            op,
+            tx,
+            queued,
+            config,
+            metrics,
+        }
+    }
+
+    /// Queues `items` and waits for their outputs.
+    pub async fn submit(&self, group: B::Group, items: Vec<B::Item>) -> Result<Reply<B::Out>, Status> {
+        let n = items.len();
+        if n == 0 {
+            return Ok(Reply {
+                outs: Vec::new(),
+                backend: String::new(),
+                batch_items: 0,
+            });
+        }
+        let before = self.queued.fetch_add(n, Ordering::SeqCst);
+        if before + n > self.config.max_queued_items {
+            self.queued.fetch_sub(n, Ordering::SeqCst);
+            return Err(Status::resource_exhausted(format!(
+                "{}: {before} items already queued (limit {}); retry later",
+                self.op, self.config.max_queued_items
+            )));
+        }
+        self.metrics
+            .queued_items
+            .get_or_create(&Metrics::op(self.op))
+            .set(self.queued.load(Ordering::SeqCst) as i64);
+        let (reply, rx) = oneshot::channel();
+        let request = Request {
+            group,
+            items,
+            arrived: Instant::now(),
+            reply,
+        };
+        if self.tx.send(request).is_err() {
+            self.queued.fetch_sub(n, Ordering::SeqCst);
+            return Err(Status::unavailable("the server is shutting down"));
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(Status::internal("the batch was dropped before it ran")))
+    }
+}
+
+/// The operation's loop: forms batches and hands them to blocking threads.
+async fn form_batches<B: Batched>(
+    op: &'static str,
+    inner: Arc<B>,
+    mut rx: mpsc::UnboundedReceiver<Request<B>>,
+    queued: Arc<AtomicUsize>,
+    config: BatchConfig,
+    metrics: Arc<Metrics>,
+) {
+    let slots = Arc::new(Semaphore::new(config.in_flight.max(1)));
+    let running = Arc::new(AtomicUsize::new(0));
+    let mut carry: Option<Request<B>> = None;
+    loop {
+        let first = match carry.take() {
+            Some(r) => r,
+            None => match rx.recv().await {
+                Some(r) => r,
+                None => break, // every sender gone: the server stopped
+            },
+        };
+        let mut items = first.items.len();
+        let until = first.arrived + config.max_delay;
+        let mut batch = vec![first];
+        // Whatever is queued already joins.
+        while items < config.max_items {
+            match rx.try_recv() {
+                Ok(r) => take(&mut batch, &mut items, &mut carry, r, config.max_items),
+                Err(_) => break,
+            }
+            if carry.is_some() {
+                break;
+            }
+        }
+        // Under load, wait a little for more.
+        if running.load(Ordering::SeqCst) > 0 && carry.is_none() {
+            while items < config.max_items && carry.is_none() {
+                tokio::select! {
+                    r = rx.recv() => match r {
+                        Some(r) => take(&mut batch, &mut items, &mut carry, r, config.max_items),
+                        None => break,
+                    },
+                    _ = tokio::time::sleep_until(until.into()) => break,
+                }
+            }
+        }
+        let permit = slots.clone().acquire_owned().await.expect("never closed");
+        // Requests that came while waiting for a slot join too.
+        while items < config.max_items && carry.is_none() {
+            match rx.try_recv() {
+                Ok(r) => take(&mut batch, &mut items, &mut carry, r, config.max_items),
+                Err(_) => break,
+            }
+        }
+        queued.fetch_sub(items, Ordering::SeqCst);
+        metrics
+            .queued_items
+            .get_or_create(&Metrics::op(op))
+            .set(queued.load(Ordering::SeqCst) as i64);
+        running.fetch_add(1, Ordering::SeqCst);
+        let (inner, running, metrics) = (inner.clone(), running.clone(), metrics.clone());
+        tokio::task::spawn_blocking(move || {
+            run_batch(op, &*inner, batch, &metrics);
+            running.fetch_sub(1, Ordering::SeqCst);
+            drop(permit);
+        });
+    }
+}
+
+/// Adds `r` to the batch, or keeps it for the next one when it would overflow a batch that has
+/// items already.
+fn take<B: Batched>(
+    batch: &mut Vec<Request<B>>,
+    items: &mut usize,
+    carry: &mut Option<Request<B>>,
+    r: Request<B>,
+    max_items: usize,
+) {
+    if *items + r.items.len() > max_items && *items > 0 {
+        *carry = Some(r);
+    } else {
+        *items += r.items.len();
+        batch.push(r);
+    }
+}
+
+/// Runs one batch group by group and answers each request.
+fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, metrics: &Metrics) {
+    let started = Instant::now();
+    let mut groups: HashMap<B::Group, Vec<Request<B>>> = HashMap::new();
+    for r in batch {
+        if r.reply.is_closed() {
+            continue; // its client went away: nothing to compute
+        }
+        metrics.stage(op, "queue", (started - r.arrived).as_secs_f64());
+        groups.entry(r.group.clone()).or_default().push(r);
+    }
+    for (group, requests) in groups {
+        let counts: Vec<usize> = requests.iter().map(|r| r.items.len()).collect();
+        let total: usize = counts.iter().sum();
+        let mut items = Vec::with_capacity(total);
+        let mut replies = Vec::with_capacity(requests.len());
+        for r in requests {
+            items.extend(r.items);
+            replies.push((r.reply, r.arrived));
+        }
+        metrics
+            .batch_items
+            .get_or_create(&Metrics::op(op))
+            .observe(total as f64);
+        let t = Instant::now();
+        let ran = inner.run(&group, items);
+        let seconds = t.elapsed().as_secs_f64();
+        metrics.stage(op, "run", seconds);
+        match ran {
+            Ok(ran) if ran.outs.len() == total => {
+                metrics
+                    .busy_seconds
+                    .get_or_create(&vec![("op", op.to_string()), ("backend", ran.backend.clone())])
+                    .inc_by(seconds);
+                let mut outs = ran.outs.into_iter();
+                for ((reply, arrived), n) in replies.into_iter().zip(counts) {
+                    let outs: Vec<B::Out> = outs.by_ref().take(n).collect();
+                    metrics.stage(op, "total", arrived.elapsed().as_secs_f64());
+                    let _ = reply.send(Ok(Reply {
+                        outs,
+                        backend: ran.backend.clone(),
+                        batch_items: total,
+                    }));
+                }
+            }
+            Ok(ran) => {
+                let why = format!("{op}: {} outputs for {total} items", ran.outs.len());
+                for (reply, _) in replies {
+                    let _ = reply.send(Err(Status::internal(why.clone())));
+                }
+            }
+            Err(why) => {
+                // A batch of checked requests fails only on an engine fault (a GPU error): every
+                // request in it gets the error, none a wrong answer.
+                for (reply, _) in replies {
+                    let _ = reply.send(Err(Status::internal(format!("{op}: {why}"))));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! batchcrypt as a service: `batchcrypt serve` owns the machine's GPUs and serves many clients
+//! over gRPC (proto/batchcrypt/v1/batchcrypt.proto), merging their small requests into the large
+//! batches a GPU needs, and queueing proofs durably, admitted by the GPU memory they need.
+//!
+//! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
+//! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
+//! is the gRPC face with its guards and [`metrics`]; [`client`] is the Rust client.
+
+pub mod aes;
+pub mod batcher;
+pub mod client;
+pub mod metrics;
+pub mod ops;
+pub mod prover;
+pub mod server;
+pub mod store;
+
+pub mod proto {
+    #![allow(clippy::all)]
+    tonic::include_proto!("batchcrypt.v1");
+}
+
+pub use client::Client;
+pub use server::{start, Running, ServerConfig};

@@ -1,0 +1,736 @@
+//! The gRPC server: the `BatchCrypt` service over the batchers and the prover, the standard
+//! health service, the metrics listener, and the guards in front of them (bearer token, TLS,
+//! request size and rate limits).
+//!
+//! Safe by default: it listens on loopback; on any other address it refuses to start without
+//! TLS and a token unless told the network is trusted. Shutdown is graceful: readiness turns
+//! NOT_SERVING, new calls are refused, calls in flight (their batches included) finish, running
+//! proofs finish; queued proofs stay in the store for the next start.
+
+use crate::batcher::{BatchConfig, Batcher};
+use crate::metrics::Metrics;
+use crate::ops::{self, HashKind};
+use crate::prover::{Prover, ProverConfig};
+use crate::proto::batch_crypt_server::{BatchCrypt, BatchCryptServer};
+use crate::proto::*;
+use batchcrypt::secp256k1::SigFormat;
+use batchcrypt::Engine;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use tonic::{Request, Response, Status};
+
+/// Everything `batchcrypt serve` can be told.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Where `/metrics` is served (None: not at all).
+    pub metrics: Option<SocketAddr>,
+    pub batch: BatchConfig,
+    pub prover: ProverConfig,
+    /// Clients must send `authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// PEM certificate chain and private key.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Listen beyond loopback without TLS or a token (a trusted network).
+    pub allow_insecure: bool,
+    /// Largest request message.
+    pub max_message_bytes: usize,
+    /// Most items in one request.
+    pub max_request_items: usize,
+    /// Requests per second per client address (0: no limit).
+    pub rate_limit: u32,
+}
+
+impl ServerConfig {
+    pub fn new(data_dir: PathBuf) -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
+            metrics: Some(SocketAddr::from(([127, 0, 0, 1], 7701))),
+            batch: BatchConfig::default(),
+            prover: ProverConfig {
+                workers: 4,
+                memory: default_proof_memory(),
+                data_dir,
+                hold: Duration::ZERO,
+            },
+            token: None,
+            tls: None,
+            allow_insecure: false,
+            max_message_bytes: 64 << 20,
+            max_request_items: 1 << 20,
+            rate_limit: 0,
+        }
+    }
+
+    /// Refuses an exposed listener without TLS and a token, unless the network is trusted.
+    fn check_exposure(&self) -> Result<(), String> {
+        let exposed = |a: &SocketAddr| !a.ip().is_loopback();
+        if self.allow_insecure {
+            return Ok(());
+        }
+        if exposed(&self.listen) && (self.tls.is_none() || self.token.is_none()) {
+            return Err(format!(
+                "{} is reachable from other machines: give --tls-cert, --tls-key and --token (or \
+                 --allow-insecure on a trusted network)",
+                self.listen
+            ));
+        }
+        if self.metrics.is_some_and(|m| exposed(&m)) {
+            return Err("the metrics listener has no authentication: keep it on loopback (or \
+                        --allow-insecure)"
+                .into());
+        }
+        Ok(())
+    }
+}
+
+/// The GPU memory proofs may use: the smallest GPU's budget (every GPU may hold every key), or
+/// 16 GiB of host memory's worth of admission where there is no GPU.
+pub fn default_proof_memory() -> u64 {
+    batchcrypt::backend::gpu::memory_stats()
+        .iter()
+        .map(|s| s.limit)
+        .min()
+        .unwrap_or(16 << 30)
+}
+
+/// A running server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    /// Jobs a crash had left running, queued again at start.
+    pub requeued: usize,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl Running {
+    /// Stops gracefully and waits until it has.
+    pub async fn shutdown(mut self) -> Result<(), String> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.done.await.map_err(|e| e.to_string())?
+    }
+
+    /// Runs until `signal` resolves, then stops gracefully.
+    pub async fn until(self, signal: impl std::future::Future<Output = ()>) -> Result<(), String> {
+        signal.await;
+        self.shutdown().await
+    }
+}
+
+/// Binds the listeners and starts serving on the current tokio runtime.
+pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running, String> {
+    config.check_exposure()?;
+    let metrics = Arc::new(Metrics::default());
+    let (prover, requeued) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<BatchCryptServer<Service>>().await;
+
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let stop = async {
+        let _ = stop_rx.await;
+    };
+    let (metrics_addr, metrics_stop) = match config.metrics {
+        Some(m) => {
+            let l = tokio::net::TcpListener::bind(m)
+                .await
+                .map_err(|e| format!("cannot serve metrics on {m}: {e}"))?;
+            let at = l.local_addr().map_err(|e| e.to_string())?;
+            let (tx, rx) = oneshot::channel::<()>();
+            tokio::spawn(crate::metrics::serve(l, metrics.clone(), async {
+                let _ = rx.await;
+            }));
+            (Some(at), Some(tx))
+        }
+        None => (None, None),
+    };
+
+    let service = Service::new(engine, prover.clone(), &config, metrics, addr.ip().is_loopback());
+    let grpc = BatchCryptServer::new(service)
+        .max_decoding_message_size(config.max_message_bytes)
+        .max_encoding_message_size(config.max_message_bytes);
+    let guard = Arc::new(Guard::new(config.token.clone(), config.rate_limit));
+    let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
+    let mut builder = tonic::transport::Server::builder();
+    if let Some((cert, key)) = &config.tls {
+        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+        let identity = tonic::transport::Identity::from_pem(read(cert)?, read(key)?);
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .map_err(|e| format!("TLS: {e}"))?;
+    }
+    let router = builder.add_service(health_service).add_service(grpc);
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let done = tokio::spawn(async move {
+        let served = router.serve_with_incoming_shutdown(incoming, async move {
+            stop.await;
+            // Readiness goes first, so balancers stop sending while calls in flight finish.
+            health.set_not_serving::<BatchCryptServer<Service>>().await;
+        });
+        let served = served.await.map_err(|e| e.to_string());
+        let p = prover.clone();
+        tokio::task::spawn_blocking(move || p.drain())
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Some(m) = metrics_stop {
+            let _ = m.send(());
+        }
+        served
+    });
+    Ok(Running {
+        addr,
+        metrics_addr,
+        requeued,
+        stop: Some(stop_tx),
+        done,
+    })
+}
+
+/// Bearer token and per-address rate limit, checked before a call is decoded further.
+struct Guard {
+    token: Option<String>,
+    rate: u32,
+    buckets: Mutex<HashMap<std::net::IpAddr, (f64, Instant)>>,
+}
+
+impl Guard {
+    fn new(token: Option<String>, rate: u32) -> Self {
+        Guard {
+            token,
+            rate,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn check(&self, r: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(token) = &self.token {
+            let given = r
+                .metadata()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            let ok = given.is_some_and(|g| {
+                // Compared in time independent of where the strings differ.
+                g.len() == token.len()
+                    && g.bytes().zip(token.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+            });
+            if !ok {
+                return Err(Status::unauthenticated(
+                    "missing or wrong bearer token (metadata `authorization: Bearer <token>`)",
+                ));
+            }
+        }
+        if self.rate > 0 {
+            let ip = r.remote_addr().map(|a| a.ip()).unwrap_or([0u8; 4].into());
+            let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+            if b.len() > 100_000 {
+                b.clear(); // bounded: forget idle addresses rather than grow without end
+            }
+            let rate = self.rate as f64;
+            let now = Instant::now();
+            let (tokens, at) = b.entry(ip).or_insert((rate, now));
+            *tokens = (*tokens + rate * (now - *at).as_secs_f64()).min(rate);
+            *at = now;
+            if *tokens < 1.0 {
+                return Err(Status::resource_exhausted(format!(
+                    "rate limit: {} requests per second per client address; retry later",
+                    self.rate
+                )));
+            }
+            *tokens -= 1.0;
+        }
+        Ok(r)
+    }
+}
+
+/// The service's state: a batcher per batched operation, the prover, the limits.
+pub struct Service {
+    engine: Arc<Engine>,
+    ecdsa: Batcher<ops::Ecdsa>,
+    schnorr: Batcher<ops::Schnorr>,
+    sm2: Batcher<ops::Sm2Verify>,
+    hash: Batcher<ops::Hash>,
+    hash_mul: Batcher<ops::Sm2HashMul>,
+    mul: Batcher<ops::Sm2Mul>,
+    txs: Batcher<ops::Transactions>,
+    prover: Arc<Prover>,
+    metrics: Arc<Metrics>,
+    max_items: usize,
+    /// Clients may name server-side paths only on a loopback listener.
+    local: bool,
+}
+
+impl Service {
+    fn new(
+        engine: Arc<Engine>,
+        prover: Arc<Prover>,
+        config: &ServerConfig,
+        metrics: Arc<Metrics>,
+        local: bool,
+    ) -> Self {
+        let b = config.batch;
+        let m = || metrics.clone();
+        Service {
+            ecdsa: Batcher::start("verify_ecdsa", ops::Ecdsa(engine.clone()), b, m()),
+            schnorr: Batcher::start("verify_schnorr", ops::Schnorr(engine.clone()), b, m()),
+            sm2: Batcher::start("verify_sm2", ops::Sm2Verify(engine.clone()), b, m()),
+            hash: Batcher::start("hash", ops::Hash(engine.clone()), b, m()),
+            hash_mul: Batcher::start("sm2_hash_to_curve_mul", ops::Sm2HashMul(engine.clone()), b, m()),
+            mul: Batcher::start("sm2_mul_compressed", ops::Sm2Mul(engine.clone()), b, m()),
+            txs: Batcher::start("verify_transactions", ops::Transactions(engine.clone()), b, m()),
+            engine,
+            prover,
+            max_items: config.max_request_items,
+            local,
+            metrics,
+        }
+    }
+
+    /// Counts the call by operation and status code.
+    fn count<T>(&self, op: &str, r: Result<T, Status>) -> Result<Response<T>, Status> {
+        let code = match &r {
+            Ok(_) => "OK".to_string(),
+            Err(s) => format!("{:?}", s.code()),
+        };
+        self.metrics
+            .requests
+            .get_or_create(&vec![("op", op.to_string()), ("code", code)])
+            .inc();
+        r.map(Response::new)
+    }
+
+    /// The common item count of a request's lists.
+    fn items(&self, lists: &[(&str, usize)]) -> Result<usize, Status> {
+        let n = lists[0].1;
+        if let Some((what, len)) = lists.iter().find(|(_, l)| *l != n) {
+            return Err(Status::invalid_argument(format!(
+                "{n} {} but {len} {what}: every item needs one of each",
+                lists[0].0
+            )));
+        }
+        if n > self.max_items {
+            return Err(Status::resource_exhausted(format!(
+                "{n} items in one request; the limit is {}: split it",
+                self.max_items
+            )));
+        }
+        Ok(n)
+    }
+
+    async fn ecdsa(&self, r: VerifyEcdsaRequest) -> Result<VerifyReply, Status> {
+        self.items(&[
+            ("hashes", r.hashes.len()),
+            ("signatures", r.signatures.len()),
+            ("public keys", r.public_keys.len()),
+        ])?;
+        let hashes = r
+            .hashes
+            .iter()
+            .map(|h| <[u8; 32]>::try_from(h.as_slice()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| Status::invalid_argument("every message hash must be 32 bytes"))?;
+        let items = hashes
+            .into_iter()
+            .zip(r.signatures)
+            .zip(r.public_keys)
+            .map(|((h, s), k)| (h, s, k))
+            .collect();
+        let reply = self
+            .ecdsa
+            .submit((format(r.format)?, r.require_low_s), items)
+            .await?;
+        Ok(verify_reply(reply))
+    }
+
+    async fn schnorr(&self, r: VerifySchnorrRequest) -> Result<VerifyReply, Status> {
+        self.items(&[
+            ("messages", r.messages.len()),
+            ("signatures", r.signatures.len()),
+            ("public keys", r.public_keys.len()),
+        ])?;
+        let items = r
+            .messages
+            .into_iter()
+            .zip(r.signatures)
+            .zip(r.public_keys)
+            .map(|((m, s), k)| ops::schnorr_item(m, &s, &k))
+            .collect();
+        Ok(verify_reply(self.schnorr.submit((), items).await?))
+    }
+
+    async fn sm2_verify(&self, r: VerifySm2Request) -> Result<VerifyReply, Status> {
+        self.items(&[
+            ("messages", r.messages.len()),
+            ("signatures", r.signatures.len()),
+            ("public keys", r.public_keys.len()),
+        ])?;
+        let id = if r.id.is_empty() {
+            batchcrypt::sm2::verify::DEFAULT_ID.to_vec()
+        } else {
+            r.id
+        };
+        if id.len() > 8191 {
+            return Err(Status::invalid_argument("an SM2 identifier is at most 8191 bytes"));
+        }
+        let items = r
+            .messages
+            .into_iter()
+            .zip(r.signatures)
+            .zip(r.public_keys)
+            .map(|((m, s), k)| (m, s, k))
+            .collect();
+        Ok(verify_reply(self.sm2.submit((format(r.format)?, id), items).await?))
+    }
+
+    async fn hashes(&self, r: HashRequest) -> Result<HashReply, Status> {
+        self.items(&[("messages", r.messages.len())])?;
+        let kind = match HashAlgorithm::try_from(r.algorithm) {
+            Ok(HashAlgorithm::Sha256) => HashKind::Sha256,
+            Ok(HashAlgorithm::Sha256d) => HashKind::Sha256d,
+            Ok(HashAlgorithm::Sm3) => HashKind::Sm3,
+            Err(_) => return Err(Status::invalid_argument(format!("no hash algorithm {}", r.algorithm))),
+        };
+        let reply = self.hash.submit(kind, r.messages).await?;
+        Ok(HashReply {
+            digests: reply.outs.iter().map(|d| d.to_vec()).collect(),
+            backend: reply.backend,
+            batch_items: reply.batch_items as u64,
+        })
+    }
+
+    async fn hash_to_curve_mul(&self, r: Sm2HashToCurveMulRequest) -> Result<PointsReply, Status> {
+        self.items(&[("messages", r.messages.len())])?;
+        let k = scalar(&r.scalar)?;
+        if r.dst.is_empty() {
+            return Err(Status::invalid_argument(
+                "the domain separation tag must not be empty (RFC 9380 §3.1)",
+            ));
+        }
+        Ok(points_reply(self.hash_mul.submit((k, r.dst), r.messages).await?))
+    }
+
+    async fn mul_compressed(&self, r: Sm2MulCompressedRequest) -> Result<PointsReply, Status> {
+        self.items(&[("points", r.points.len())])?;
+        let k = scalar(&r.scalar)?;
+        let items = r.points.iter().map(|p| p.as_slice().try_into().ok()).collect();
+        Ok(points_reply(self.mul.submit(k, items).await?))
+    }
+
+    async fn transactions(
+        &self,
+        r: VerifyTransactionsRequest,
+    ) -> Result<VerifyTransactionsReply, Status> {
+        self.items(&[("transactions", r.transactions.len())])?;
+        let items = r
+            .transactions
+            .into_iter()
+            .map(|t| {
+                let flags = if t.flags.is_empty() {
+                    batchcrypt::bitcoin::script::Flags::CONSENSUS
+                } else {
+                    batchcrypt::bitcoin::script::Flags::parse(&t.flags)
+                        .map_err(|e| Status::invalid_argument(format!("flags: {e}")))?
+                };
+                Ok(batchcrypt::bitcoin::txs::LooseTx {
+                    raw: t.tx,
+                    spent: t.spent.into_iter().map(spent_output).collect(),
+                    flags,
+                })
+            })
+            .collect::<Result<Vec<_>, Status>>()?;
+        let reply = self.txs.submit((), items).await?;
+        Ok(VerifyTransactionsReply {
+            verdicts: reply
+                .outs
+                .into_iter()
+                .map(|v| match v {
+                    Ok(()) => TransactionVerdict {
+                        valid: true,
+                        reason: String::new(),
+                        input: -1,
+                    },
+                    Err(e) => TransactionVerdict {
+                        valid: false,
+                        reason: e.reason,
+                        input: e.input.map_or(-1, |i| i as i64),
+                    },
+                })
+                .collect(),
+            batch_items: reply.batch_items as u64,
+        })
+    }
+
+    async fn block(&self, r: VerifyBlockRequest) -> Result<VerifyBlockReply, Status> {
+        use batchcrypt::bitcoin::validate::{Network as Net, NoHistory};
+        let network = match Network::try_from(r.network) {
+            Ok(Network::Main) => Net::Main,
+            Ok(Network::Test) => Net::Test,
+            Ok(Network::Regtest) => Net::Regtest,
+            Err(_) => return Err(Status::invalid_argument(format!("no network {}", r.network))),
+        };
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let block = batchcrypt::bitcoin::parse_block(&r.block)
+                .map_err(|e| Status::invalid_argument(format!("block: {e}")))?;
+            let spent: Vec<_> = r.spent.into_iter().map(spent_output).collect();
+            let ctx = batchcrypt::bitcoin::block::BlockContext {
+                network,
+                height: (r.height > 0).then_some(r.height),
+                times: &NoHistory,
+                check_pow: !r.skip_proof_of_work,
+            };
+            let report = batchcrypt::bitcoin::block::verify_block(&engine, &block, &spent, &ctx)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            Ok(VerifyBlockReply {
+                valid: report.verdict.is_ok(),
+                reason: report.verdict.err().map(|e| e.to_string()).unwrap_or_default(),
+                hash: report.hash,
+                height: report.height,
+                inputs: report.inputs as u64,
+            })
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+    }
+
+    async fn register(&self, r: RegisterCircuitRequest) -> Result<RegisterCircuitReply, Status> {
+        if r.zkey.is_empty() && !r.zkey_path.is_empty() && !self.local {
+            return Err(Status::permission_denied(
+                "server-side paths are accepted on a loopback listener only: send the key's bytes",
+            ));
+        }
+        let prover = self.prover.clone();
+        let c = tokio::task::spawn_blocking(move || {
+            let path = PathBuf::from(&r.zkey_path);
+            let bytes = (!r.zkey.is_empty()).then_some(r.zkey.as_slice());
+            let path = (!r.zkey_path.is_empty()).then_some(path.as_path());
+            prover.register(bytes, path, &r.name)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(Status::invalid_argument)?;
+        Ok(RegisterCircuitReply {
+            circuit_id: c.id,
+            constraints_domain: c.domain,
+            signals: c.signals,
+            key_bytes: c.key_bytes,
+            proof_bytes: c.proof_bytes,
+        })
+    }
+
+    fn job(&self, id: &str) -> Result<crate::store::JobRow, Status> {
+        self.prover
+            .store
+            .job(id)
+            .map_err(Status::internal)?
+            .ok_or_else(|| Status::not_found(format!("no job {id}")))
+    }
+
+    async fn wait(&self, r: WaitProofRequest) -> Result<ProofReply, Status> {
+        self.job(&r.job_id)?;
+        // Dropped with the call when the client goes away before the job ends.
+        struct Abandon<'a>(&'a Prover, &'a str, bool);
+        impl Drop for Abandon<'_> {
+            fn drop(&mut self) {
+                if self.2 {
+                    let _ = self.0.cancel(self.1, "its client went away");
+                }
+            }
+        }
+        let mut guard = Abandon(&self.prover, &r.job_id, r.cancel_if_abandoned);
+        let job = self.prover.wait(&r.job_id).await.map_err(Status::unavailable)?;
+        guard.2 = false;
+        let job = job.ok_or_else(|| Status::not_found(format!("no job {}", r.job_id)))?;
+        let result = self.prover.store.result(&job.id).map_err(Status::internal)?;
+        Ok(ProofReply {
+            proof_json: result.as_ref().map(|r| r.proof.clone()).unwrap_or_default(),
+            public_json: result.map(|r| r.public).unwrap_or_default(),
+            job: Some(job_message(&job)),
+        })
+    }
+}
+
+fn format(f: i32) -> Result<SigFormat, Status> {
+    match SignatureFormat::try_from(f) {
+        Ok(SignatureFormat::Der) => Ok(SigFormat::Der),
+        Ok(SignatureFormat::Compact) => Ok(SigFormat::Compact),
+        Err(_) => Err(Status::invalid_argument(format!("no signature format {f}"))),
+    }
+}
+
+fn scalar(k: &[u8]) -> Result<[u8; 32], Status> {
+    k.try_into()
+        .map_err(|_| Status::invalid_argument("the scalar must be 32 bytes"))
+}
+
+fn spent_output(s: crate::proto::SpentOutput) -> batchcrypt::bitcoin::SpentOutput {
+    let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey);
+    o.height = s.height;
+    o.coinbase = s.coinbase;
+    o
+}
+
+fn verify_reply(r: crate::batcher::Reply<ops::Verdict>) -> VerifyReply {
+    VerifyReply {
+        valid: r.outs.iter().map(|v| v.is_ok()).collect(),
+        reason: r
+            .outs
+            .into_iter()
+            .map(|v| v.err().unwrap_or_default())
+            .collect(),
+        backend: r.backend,
+        batch_items: r.batch_items as u64,
+    }
+}
+
+fn points_reply(r: crate::batcher::Reply<Option<[u8; 33]>>) -> PointsReply {
+    PointsReply {
+        points: r
+            .outs
+            .into_iter()
+            .map(|p| p.map_or_else(Vec::new, |p| p.to_vec()))
+            .collect(),
+        backend: r.backend,
+        batch_items: r.batch_items as u64,
+    }
+}
+
+fn job_message(j: &crate::store::JobRow) -> Job {
+    Job {
+        job_id: j.id.clone(),
+        circuit_id: j.circuit.clone(),
+        state: j.state as i32,
+        error: j.error.clone(),
+        priority: j.priority,
+        attempts: j.attempts,
+    }
+}
+
+#[tonic::async_trait]
+impl BatchCrypt for Service {
+    async fn verify_ecdsa(&self, r: Request<VerifyEcdsaRequest>) -> Result<Response<VerifyReply>, Status> {
+        let out = self.ecdsa(r.into_inner()).await;
+        self.count("verify_ecdsa", out)
+    }
+
+    async fn verify_schnorr(&self, r: Request<VerifySchnorrRequest>) -> Result<Response<VerifyReply>, Status> {
+        let out = self.schnorr(r.into_inner()).await;
+        self.count("verify_schnorr", out)
+    }
+
+    async fn verify_sm2(&self, r: Request<VerifySm2Request>) -> Result<Response<VerifyReply>, Status> {
+        let out = self.sm2_verify(r.into_inner()).await;
+        self.count("verify_sm2", out)
+    }
+
+    async fn hash(&self, r: Request<HashRequest>) -> Result<Response<HashReply>, Status> {
+        let out = self.hashes(r.into_inner()).await;
+        self.count("hash", out)
+    }
+
+    async fn sm2_hash_to_curve_mul(
+        &self,
+        r: Request<Sm2HashToCurveMulRequest>,
+    ) -> Result<Response<PointsReply>, Status> {
+        let out = self.hash_to_curve_mul(r.into_inner()).await;
+        self.count("sm2_hash_to_curve_mul", out)
+    }
+
+    async fn sm2_mul_compressed(
+        &self,
+        r: Request<Sm2MulCompressedRequest>,
+    ) -> Result<Response<PointsReply>, Status> {
+        let out = self.mul_compressed(r.into_inner()).await;
+        self.count("sm2_mul_compressed", out)
+    }
+
+    type AesStream = tokio_stream::wrappers::ReceiverStream<Result<AesReply, Status>>;
+
+    async fn aes(
+        &self,
+        r: Request<tonic::Streaming<AesRequest>>,
+    ) -> Result<Response<Self::AesStream>, Status> {
+        let out = crate::aes::serve(self.engine.clone(), r.into_inner()).await;
+        self.count("aes", out)
+    }
+
+    async fn verify_transactions(
+        &self,
+        r: Request<VerifyTransactionsRequest>,
+    ) -> Result<Response<VerifyTransactionsReply>, Status> {
+        let out = self.transactions(r.into_inner()).await;
+        self.count("verify_transactions", out)
+    }
+
+    async fn verify_block(&self, r: Request<VerifyBlockRequest>) -> Result<Response<VerifyBlockReply>, Status> {
+        let out = self.block(r.into_inner()).await;
+        self.count("verify_block", out)
+    }
+
+    async fn register_circuit(
+        &self,
+        r: Request<RegisterCircuitRequest>,
+    ) -> Result<Response<RegisterCircuitReply>, Status> {
+        let out = self.register(r.into_inner()).await;
+        self.count("register_circuit", out)
+    }
+
+    async fn submit_proof(&self, r: Request<SubmitProofRequest>) -> Result<Response<Job>, Status> {
+        let r = r.into_inner();
+        let prover = self.prover.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            prover.submit(&r.circuit_id, &r.witness, &r.request_id, r.priority, r.deadline_unix_ms)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))
+        .and_then(|r| r)
+        .map(|j| job_message(&j));
+        self.count("submit_proof", out)
+    }
+
+    async fn wait_proof(&self, r: Request<WaitProofRequest>) -> Result<Response<ProofReply>, Status> {
+        let out = self.wait(r.into_inner()).await;
+        self.count("wait_proof", out)
+    }
+
+    async fn get_job(&self, r: Request<JobRef>) -> Result<Response<Job>, Status> {
+        let out = self.job(&r.into_inner().job_id).map(|j| job_message(&j));
+        self.count("get_job", out)
+    }
+
+    async fn cancel_job(&self, r: Request<JobRef>) -> Result<Response<Job>, Status> {
+        let id = r.into_inner().job_id;
+        let out = self
+            .job(&id)
+            .and_then(|_| self.prover.cancel(&id, "cancelled by a client").map_err(Status::internal))
+            .and_then(|j| j.ok_or_else(|| Status::not_found(format!("no job {id}"))))
+            .map(|j| job_message(&j));
+        self.count("cancel_job", out)
+    }
+
+    async fn job_trace(&self, r: Request<JobRef>) -> Result<Response<TraceReply>, Status> {
+        let id = r.into_inner().job_id;
+        let out = self.job(&id).and_then(|j| {
+            match self.prover.store.result(&id).map_err(Status::internal)? {
+                Some(res) => Ok(TraceReply {
+                    chrome_trace_json: res.trace,
+                }),
+                None => Err(Status::failed_precondition(format!(
+                    "job {id} is {}: a trace exists once it is done",
+                    j.state.as_str_name().to_lowercase()
+                ))),
+            }
+        });
+        self.count("job_trace", out)
+    }
+}
