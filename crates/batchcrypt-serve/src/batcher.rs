@@ -287,3 +287,116 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// An operation that doubles numbers, holding each batch until the test opens its gate.
+    struct Gated {
+        gate: Mutex<std::sync::mpsc::Receiver<()>>,
+        started: Mutex<std::sync::mpsc::Sender<()>>,
+    }
+
+    impl Batched for Gated {
+        type Group = u8;
+        type Item = u32;
+        type Out = u32;
+        fn run(&self, g: &u8, items: Vec<u32>) -> Result<Ran<u32>, String> {
+            let _ = self.started.lock().unwrap().send(());
+            self.gate.lock().unwrap().recv().map_err(|e| e.to_string())?;
+            Ok(Ran {
+                outs: items.iter().map(|x| 2 * x + *g as u32).collect(),
+                backend: "test".into(),
+            })
+        }
+    }
+
+    type Started = std::sync::mpsc::Receiver<()>;
+
+    /// The batcher, the gate's key, and a signal for each batch that started.
+    fn gated(config: BatchConfig) -> (Arc<Batcher<Gated>>, std::sync::mpsc::Sender<()>, Started) {
+        let (open, gate) = std::sync::mpsc::channel();
+        let (started, signal) = std::sync::mpsc::channel();
+        let op = Gated {
+            gate: Mutex::new(gate),
+            started: Mutex::new(started),
+        };
+        (Arc::new(Batcher::start("test", op, config, Arc::default())), open, signal)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_that_arrive_while_a_batch_runs_merge() {
+        let (b, open, started) = gated(BatchConfig {
+            max_delay: Duration::from_secs(30),
+            max_items: 6,
+            in_flight: 1,
+            max_queued_items: 100,
+        });
+        let submit = |group: u8, items: Vec<u32>| {
+            let b = b.clone();
+            tokio::spawn(async move { b.submit(group, items).await })
+        };
+        let first = submit(0, vec![1]);
+        // The first runs, held at the gate; the others queue behind it.
+        tokio::task::spawn_blocking(move || started.recv()).await.unwrap().unwrap();
+        let two = submit(0, vec![10, 11]);
+        let three = submit(0, vec![20, 21, 22]);
+        let four = submit(1, vec![30]);
+        while b.queued.load(Ordering::SeqCst) < 6 {
+            tokio::task::yield_now().await;
+        }
+        // The first batch, then the second's two groups.
+        for _ in 0..3 {
+            open.send(()).unwrap();
+        }
+        let first = first.await.unwrap().unwrap();
+        assert_eq!((first.outs, first.batch_items), (vec![2], 1));
+        let (two, three, four) = (two.await.unwrap().unwrap(), three.await.unwrap().unwrap(), four.await.unwrap().unwrap());
+        assert_eq!(two.outs, vec![20, 22]);
+        assert_eq!(three.outs, vec![40, 42, 44]);
+        assert_eq!(four.outs, vec![61]);
+        // Two and three ran as one call of five items; four, with other options, as its own.
+        assert_eq!((two.batch_items, three.batch_items, four.batch_items), (5, 5, 1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_request_does_not_wait_for_the_delay() {
+        let (b, open, _) = gated(BatchConfig {
+            max_delay: Duration::from_secs(30),
+            ..BatchConfig::default()
+        });
+        open.send(()).unwrap();
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(10), b.submit(3, vec![4, 5]))
+            .await
+            .expect("ran without waiting for the 30 s delay")
+            .unwrap();
+        assert_eq!(r.outs, vec![11, 13]);
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_queue_refuses_with_resource_exhausted() {
+        let (b, _open, started) = gated(BatchConfig {
+            max_queued_items: 4,
+            in_flight: 1,
+            ..BatchConfig::default()
+        });
+        let _held = tokio::spawn({
+            let b = b.clone();
+            async move { b.submit(0, vec![1]).await }
+        });
+        tokio::task::spawn_blocking(move || started.recv()).await.unwrap().unwrap();
+        let _queued = tokio::spawn({
+            let b = b.clone();
+            async move { b.submit(0, vec![1, 2, 3]).await }
+        });
+        while b.queued.load(Ordering::SeqCst) < 3 {
+            tokio::task::yield_now().await;
+        }
+        let e = b.submit(0, vec![0; 2]).await.err().expect("refused");
+        assert_eq!(e.code(), tonic::Code::ResourceExhausted);
+    }
+}

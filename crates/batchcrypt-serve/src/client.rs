@@ -169,7 +169,7 @@ impl Client {
                 signatures: sigs.iter().map(|s| s.to_vec()).collect(),
                 public_keys: keys.iter().map(|k| k.to_vec()).collect(),
                 format: format(sig_format),
-                id: id.to_vec(),
+                id: Some(id.to_vec()),
             })
             .await?;
         Ok(verdicts(r.into_inner()))

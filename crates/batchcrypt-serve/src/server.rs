@@ -374,11 +374,9 @@ impl Service {
             ("signatures", r.signatures.len()),
             ("public keys", r.public_keys.len()),
         ])?;
-        let id = if r.id.is_empty() {
-            batchcrypt::sm2::verify::DEFAULT_ID.to_vec()
-        } else {
-            r.id
-        };
+        let id = r
+            .id
+            .unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
         if id.len() > 8191 {
             return Err(Status::invalid_argument("an SM2 identifier is at most 8191 bytes"));
         }

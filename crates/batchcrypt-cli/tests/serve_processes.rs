@@ -1,0 +1,164 @@
+//! `batchcrypt serve` as a process, killed with SIGKILL in the middle of a proof and started
+//! again on the same data: every accepted job finishes, exactly once, and its proof verifies;
+//! and `batchcrypt client` against it. Every wait is bounded.
+
+use batchcrypt_serve::client::Client;
+use batchcrypt_serve::proto::JobState;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    std::env::var_os("BATCHCRYPT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into())
+}
+
+fn fixture(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+        .join(name);
+    if dir.join("circuit.zkey").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
+        panic!("fixture {} missing: run scripts/zk-fixtures.sh", dir.display());
+    }
+    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
+    None
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(data: &Path, port: u16, hold_ms: u64) -> Server {
+    let child = Command::new(bin())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--metrics-listen", "none"])
+        .arg("--data")
+        .arg(data)
+        .args(["--workers", "1"])
+        .env("BATCHCRYPT_SERVE_HOLD_MS", hold_ms.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("batchcrypt serve starts");
+    Server(child)
+}
+
+async fn connect(port: u16) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match Client::connect(&format!("127.0.0.1:{port}")).await {
+            Ok(c) if c.ready().await.unwrap_or(false) => return c,
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Ok(_) => panic!("the server never became ready"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
+    let Some(chain) = fixture("chain-10") else { return };
+    let data = std::env::temp_dir().join(format!("batchcrypt-serve-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let port = free_port();
+    let zkey = std::fs::read(chain.join("circuit.zkey")).unwrap();
+    let witness = std::fs::read(chain.join("witness.wtns")).unwrap();
+
+    // Each proof holds 700 ms after it starts: the kill lands mid-proof.
+    let mut server = serve(&data, port, 700);
+    let mut c = connect(port).await;
+    let circuit = c.register(zkey.clone(), "chain").await.unwrap().circuit_id;
+    let mut jobs = Vec::new();
+    for i in 0..4 {
+        let j = c.submit(&circuit, witness.clone(), &format!("req-{i}"), 0).await.unwrap();
+        jobs.push(j.job_id);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if c.job(&jobs[0]).await.unwrap().state == JobState::Running as i32 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first job never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.0.kill().unwrap(); // SIGKILL
+    server.0.wait().unwrap();
+    drop(server);
+
+    let _server = serve(&data, port, 0);
+    let mut c = connect(port).await;
+    // Resubmitting under the same request ids finds the same jobs; nothing runs twice.
+    for (i, id) in jobs.iter().enumerate() {
+        let j = c.submit(&circuit, witness.clone(), &format!("req-{i}"), 0).await.unwrap();
+        assert_eq!(&j.job_id, id);
+    }
+    let key = batchcrypt::groth16::ProvingKey::read(chain.join("circuit.zkey")).unwrap();
+    for id in &jobs {
+        let r = tokio::time::timeout(Duration::from_secs(120), c.wait(id, false))
+            .await
+            .expect("bounded")
+            .unwrap();
+        let job = r.job.clone().unwrap();
+        assert_eq!(job.state, JobState::Done as i32, "{job:?}");
+        let proof = batchcrypt::groth16::Proof::from_json(&r.proof_json).unwrap();
+        let public = batchcrypt::groth16::public_from_json(&r.public_json).unwrap();
+        assert!(batchcrypt::groth16::verify(&key.vk, &public, &proof).unwrap());
+    }
+    // The interrupted job ran twice and was recorded once; the others ran once.
+    assert_eq!(c.job(&jobs[0]).await.unwrap().attempts, 2);
+    drop(_server);
+    let (store, _) = batchcrypt_serve::store::Store::open(&data.join("jobs.sqlite")).unwrap();
+    let rows = store.jobs().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert_eq!((r.state, r.completions), (JobState::Done, 1), "{r:?}");
+    }
+
+    // The command-line client against a fresh server on the same data: the circuit is still
+    // registered, proofs come back as files.
+    let _server = serve(&data, port, 0);
+    connect(port).await;
+    let dir = data.join("cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Command::new(bin())
+        .args(["client", "--server", &format!("127.0.0.1:{port}"), "prove", &circuit])
+        .arg(chain.join("witness.wtns"))
+        .arg(dir.join("proof.json"))
+        .arg(dir.join("public.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let proof = batchcrypt::groth16::Proof::from_json(&std::fs::read_to_string(dir.join("proof.json")).unwrap()).unwrap();
+    let public = batchcrypt::groth16::public_from_json(&std::fs::read_to_string(dir.join("public.json")).unwrap()).unwrap();
+    assert!(batchcrypt::groth16::verify(&key.vk, &public, &proof).unwrap());
+    std::fs::write(dir.join("ids.txt"), "abc\nhello\n").unwrap();
+    let o = Command::new(bin())
+        .args(["client", "--server", &format!("127.0.0.1:{port}"), "hash", "--lines"])
+        .arg(dir.join("ids.txt"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().next(),
+        Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    );
+    let _ = std::fs::remove_dir_all(&data);
+}

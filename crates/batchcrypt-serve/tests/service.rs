@@ -1,0 +1,752 @@
+//! The service end to end on loopback: many clients at once with replies checked item by item
+//! against the library; malformed, oversized and unauthenticated requests; clients that go
+//! away; AES streams; a Bitcoin block; proofs with a tiny memory budget, key eviction, exactly
+//! one completion per job and graceful shutdown. Every wait is bounded.
+
+use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
+use batchcrypt::{BackendChoice, Engine};
+use batchcrypt_serve::client::{Client, Options};
+use batchcrypt_serve::proto::*;
+use batchcrypt_serve::store::Store;
+use batchcrypt_serve::{start, Running, ServerConfig};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tonic::Code;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+fn engine() -> Arc<Engine> {
+    static E: OnceLock<Arc<Engine>> = OnceLock::new();
+    E.get_or_init(|| Arc::new(Engine::with_backend(BackendChoice::Auto)))
+        .clone()
+}
+
+fn data_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "batchcrypt-serve-test-{name}-{}-{}",
+        std::process::id(),
+        hex::encode(rand::random::<[u8; 4]>())
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn config(name: &str) -> ServerConfig {
+    let mut c = ServerConfig::new(data_dir(name));
+    c.listen = "127.0.0.1:0".parse().unwrap();
+    c.metrics = Some("127.0.0.1:0".parse().unwrap());
+    c
+}
+
+async fn serve(c: ServerConfig) -> (Running, Client) {
+    let r = start(engine(), c).await.expect("server starts");
+    let client = Client::connect(&r.addr.to_string()).await.expect("client connects");
+    (r, client)
+}
+
+async fn bounded<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f).await.expect("finished within the bound")
+}
+
+/// Signatures over distinct hashes, every 7th ECDSA signature altered (a mismatch or bad DER),
+/// every 11th key cut short, every 13th BIP340 signature altered.
+struct Sigs {
+    hashes: Vec<[u8; 32]>,
+    der: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    schnorr: Vec<[u8; 64]>,
+    xonly: Vec<[u8; 32]>,
+}
+
+fn sigs(n: usize) -> Sigs {
+    use secp256k1::{Keypair, Message, PublicKey, SecretKey};
+    let mut s = Sigs {
+        hashes: vec![],
+        der: vec![],
+        keys: vec![],
+        schnorr: vec![],
+        xonly: vec![],
+    };
+    for i in 0..n {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&(i as u64 + 77).to_le_bytes());
+        seed[31] = 3;
+        let sk = SecretKey::from_secret_bytes(seed).unwrap();
+        let hash = batchcrypt::sha256::digest(&seed);
+        let mut der = secp256k1::ecdsa::sign(Message::from_digest(hash), &sk)
+            .serialize_der()
+            .to_vec();
+        let mut key = PublicKey::from_secret_key(&sk).serialize().to_vec();
+        let kp = Keypair::from_secret_key(&sk);
+        let mut sch = secp256k1::schnorr::sign_no_aux_rand(&hash, &kp).to_byte_array();
+        if i % 7 == 3 {
+            let at = 4 + i % (der.len() - 4);
+            der[at] ^= 0x40;
+        }
+        if i % 11 == 5 {
+            key.truncate(20);
+        }
+        if i % 13 == 2 {
+            sch[40] ^= 1;
+        }
+        s.hashes.push(hash);
+        s.der.push(der);
+        s.keys.push(key);
+        s.schnorr.push(sch);
+        s.xonly.push(kp.x_only_public_key().0.to_byte_array());
+    }
+    s
+}
+
+fn strings(v: Vec<Result<(), batchcrypt::secp256k1::Reason>>) -> Vec<Result<(), String>> {
+    v.into_iter().map(|r| r.map_err(|e| e.to_string())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_clients_get_what_the_library_gives() {
+    let (server, client) = serve(config("many")).await;
+    let n = 3000;
+    let s = Arc::new(sigs(n));
+    let e = engine();
+    let der: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
+    let keys: Vec<&[u8]> = s.keys.iter().map(|v| v.as_slice()).collect();
+    let want_ecdsa = strings(
+        e.secp256k1()
+            .verify_ecdsa(&s.hashes, &der, &keys, &EcdsaOptions::default())
+            .unwrap()
+            .value
+            .results,
+    );
+    let msgs: Vec<&[u8]> = s.hashes.iter().map(|h| h.as_slice()).collect();
+    let want_schnorr = strings(
+        e.secp256k1()
+            .verify_schnorr(&msgs, &s.schnorr, &s.xonly)
+            .unwrap()
+            .value
+            .results,
+    );
+    assert!(want_ecdsa.iter().any(|v| v.is_ok()) && want_ecdsa.iter().any(|v| v.is_err()));
+    assert!(want_schnorr.iter().any(|v| v.is_ok()) && want_schnorr.iter().any(|v| v.is_err()));
+    let (want_ecdsa, want_schnorr) = (Arc::new(want_ecdsa), Arc::new(want_schnorr));
+
+    let clients = 48;
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (mut client, s) = (client.clone(), s.clone());
+        let (we, ws) = (want_ecdsa.clone(), want_schnorr.clone());
+        tasks.push(tokio::spawn(async move {
+            for round in 0..3usize {
+                let start = (c * 131 + round * 977) % (n - 300);
+                let len = 1 + (c * 37 + round * 11) % 256;
+                let r = start..start + len;
+                let der: Vec<&[u8]> = s.der[r.clone()].iter().map(|v| v.as_slice()).collect();
+                let keys: Vec<&[u8]> = s.keys[r.clone()].iter().map(|v| v.as_slice()).collect();
+                let got = client
+                    .verify_ecdsa(&s.hashes[r.clone()], &der, &keys, SigFormat::Der, false)
+                    .await
+                    .unwrap();
+                assert_eq!(got, we[r.clone()], "ECDSA client {c} round {round}");
+                let msgs: Vec<&[u8]> = s.hashes[r.clone()].iter().map(|h| h.as_slice()).collect();
+                let got = client
+                    .verify_schnorr(&msgs, &s.schnorr[r.clone()], &s.xonly[r.clone()])
+                    .await
+                    .unwrap();
+                assert_eq!(got, ws[r.clone()], "BIP340 client {c} round {round}");
+                // Messages of many lengths, 0 and block boundaries included.
+                let texts: Vec<Vec<u8>> = (0..len)
+                    .map(|i| vec![(c + i) as u8; (i * 13 + c) % 130])
+                    .collect();
+                let t: Vec<&[u8]> = texts.iter().map(|m| m.as_slice()).collect();
+                for alg in [HashAlgorithm::Sha256, HashAlgorithm::Sha256d, HashAlgorithm::Sm3] {
+                    let got = client.hash(alg, &t).await.unwrap();
+                    for (m, d) in t.iter().zip(&got) {
+                        let want = match alg {
+                            HashAlgorithm::Sha256 => batchcrypt::sha256::digest(m),
+                            HashAlgorithm::Sha256d => batchcrypt::sha256::digest_double(m),
+                            HashAlgorithm::Sm3 => batchcrypt::sm3::digest(m),
+                        };
+                        assert_eq!(*d, want, "{alg:?} of {} bytes", m.len());
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sm2_and_psi_operations_match_the_library() {
+    use openssl::ec::{EcGroup, EcKey, PointConversionForm};
+    use openssl::hash::MessageDigest;
+    use openssl::pkey::PKey;
+    use openssl::sign::Signer;
+    let (server, mut client) = serve(config("sm2")).await;
+    let group = EcGroup::from_curve_name(openssl::nid::Nid::SM2).unwrap();
+    let mut ctx = openssl::bn::BigNumContext::new().unwrap();
+    let (mut msgs, mut sigs, mut keys) = (vec![], vec![], vec![]);
+    for i in 0..40usize {
+        let ec = EcKey::generate(&group).unwrap();
+        keys.push(
+            ec.public_key()
+                .to_bytes(&group, PointConversionForm::COMPRESSED, &mut ctx)
+                .unwrap(),
+        );
+        let pkey = PKey::from_ec_key(ec).unwrap();
+        let msg = format!("payment {i}").into_bytes();
+        let mut signer = Signer::new(MessageDigest::sm3(), &pkey).unwrap();
+        signer.update(&msg).unwrap();
+        let mut sig = signer.sign_to_vec().unwrap();
+        if i % 5 == 1 {
+            let last = sig.len() - 1;
+            sig[last] ^= 1;
+        }
+        sigs.push(sig);
+        msgs.push(msg);
+    }
+    let m: Vec<&[u8]> = msgs.iter().map(|v| v.as_slice()).collect();
+    let s: Vec<&[u8]> = sigs.iter().map(|v| v.as_slice()).collect();
+    let k: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
+    // OpenSSL signs with the empty identifier.
+    let got = client.verify_sm2(&m, &s, &k, b"", SigFormat::Der).await.unwrap();
+    let want = engine().sm2().verify(&m, &s, &k, b"", SigFormat::Der).unwrap();
+    assert_eq!(got, strings(want.value.results));
+    assert_eq!(got.iter().filter(|v| v.is_ok()).count(), 32);
+
+    // A PSI party's two steps, against the library.
+    let k1 = batchcrypt::psi::random_key();
+    let ids: Vec<Vec<u8>> = (0..300).map(|i| format!("user-{i}@example.com").into_bytes()).collect();
+    let r = client
+        .raw()
+        .sm2_hash_to_curve_mul(Sm2HashToCurveMulRequest {
+            scalar: k1.to_vec(),
+            messages: ids.clone(),
+            dst: b"batchcrypt-test".to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let idr: Vec<&[u8]> = ids.iter().map(|v| v.as_slice()).collect();
+    let want = engine().sm2().hash_to_curve_mul(&k1, &idr, b"batchcrypt-test").unwrap().value;
+    let got: Vec<[u8; 33]> = r.points.iter().map(|p| p.as_slice().try_into().unwrap()).collect();
+    assert_eq!(got, want);
+    let k2 = batchcrypt::psi::random_key();
+    let mut points = r.points.clone();
+    points.push(vec![2; 33]); // x = 0x0202..: no such point? either way the library decides
+    points.push(vec![5; 33]); // bad prefix
+    points.push(vec![2; 7]); // wrong length
+    let r2 = client
+        .raw()
+        .sm2_mul_compressed(Sm2MulCompressedRequest {
+            scalar: k2.to_vec(),
+            points: points.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let lib_in: Vec<[u8; 33]> = points[..points.len() - 1]
+        .iter()
+        .map(|p| p.as_slice().try_into().unwrap())
+        .collect();
+    let want = engine().sm2().mul_compressed(&k2, &lib_in).unwrap().value;
+    let mut want: Vec<Vec<u8>> = want.into_iter().map(|p| p.map_or(vec![], |p| p.to_vec())).collect();
+    want.push(vec![]);
+    assert_eq!(r2.points, want);
+    assert!(r2.points[points.len() - 2].is_empty(), "bad prefix is not a point");
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_oversized_requests_get_clear_codes() {
+    let mut c = config("malformed");
+    c.max_message_bytes = 1 << 20;
+    c.max_request_items = 100;
+    let (server, mut client) = serve(c).await;
+    let s = sigs(4);
+    let raw = client.raw();
+    let bad = |r: Result<tonic::Response<VerifyReply>, tonic::Status>| r.unwrap_err().code();
+    // Lists of different lengths.
+    let r = raw
+        .verify_ecdsa(VerifyEcdsaRequest {
+            hashes: s.hashes.iter().map(|h| h.to_vec()).collect(),
+            signatures: s.der[..3].to_vec(),
+            public_keys: s.keys.clone(),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(bad(r), Code::InvalidArgument);
+    // A hash that is not 32 bytes.
+    let r = raw
+        .verify_ecdsa(VerifyEcdsaRequest {
+            hashes: vec![vec![1; 31]],
+            signatures: vec![s.der[0].clone()],
+            public_keys: vec![s.keys[0].clone()],
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(bad(r), Code::InvalidArgument);
+    // An unknown signature format.
+    let r = raw
+        .verify_ecdsa(VerifyEcdsaRequest {
+            hashes: vec![s.hashes[0].to_vec()],
+            signatures: vec![s.der[0].clone()],
+            public_keys: vec![s.keys[0].clone()],
+            format: 9,
+            require_low_s: false,
+        })
+        .await;
+    assert_eq!(bad(r), Code::InvalidArgument);
+    // Too many items.
+    let r = raw
+        .hash(HashRequest {
+            algorithm: 0,
+            messages: vec![vec![0; 4]; 101],
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
+    // Over the size limit (gRPC's decoder answers OUT_OF_RANGE).
+    let r = raw
+        .hash(HashRequest {
+            algorithm: 0,
+            messages: vec![vec![0; 2 << 20]],
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::OutOfRange);
+    // Items with wrong lengths are verdicts of their own; the others are still checked.
+    let r = raw
+        .verify_schnorr(VerifySchnorrRequest {
+            messages: vec![s.hashes[0].to_vec(), s.hashes[1].to_vec(), s.hashes[2].to_vec()],
+            signatures: vec![s.schnorr[0][..63].to_vec(), s.schnorr[1].to_vec(), s.schnorr[2].to_vec()],
+            public_keys: vec![s.xonly[0].to_vec(), s.xonly[1].to_vec(), s.xonly[2][..31].to_vec()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.valid, [false, true, false]);
+    assert!(r.reason[0].contains("64 bytes"), "{:?}", r.reason);
+    // An empty request is an empty reply.
+    let r = raw.verify_schnorr(VerifySchnorrRequest::default()).await.unwrap();
+    assert!(r.into_inner().valid.is_empty());
+    // Unknown circuit and job.
+    let r = raw
+        .submit_proof(SubmitProofRequest {
+            circuit_id: "nope".into(),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::NotFound);
+    let r = raw.get_job(JobRef { job_id: "nope".into() }).await;
+    assert_eq!(r.unwrap_err().code(), Code::NotFound);
+    // A key that is not a .zkey.
+    let r = raw
+        .register_circuit(RegisterCircuitRequest {
+            zkey: b"zkey\x01\x00\x00\x00garbage".to_vec(),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
+    // The server still serves.
+    let d = client.hash(HashAlgorithm::Sha256, &[b"abc"]).await.unwrap();
+    assert_eq!(d[0], batchcrypt::sha256::digest(b"abc"));
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_and_rate_limit() {
+    let mut c = config("auth");
+    c.token = Some("s3cret-token".into());
+    c.rate_limit = 3;
+    let (server, mut anonymous) = serve(c).await;
+    let addr = server.addr.to_string();
+    let e = anonymous.hash(HashAlgorithm::Sha256, &[b"x"]).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let opts = |t: &str| Options {
+        token: Some(t.into()),
+        ..Default::default()
+    };
+    let mut wrong = Client::connect_with(&addr, opts("s3cret-tokeN")).await.unwrap();
+    assert_eq!(
+        wrong.hash(HashAlgorithm::Sha256, &[b"x"]).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    // Wait for the bucket to refill after the two refused calls.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut good = Client::connect_with(&addr, opts("s3cret-token")).await.unwrap();
+    let mut codes = Vec::new();
+    for _ in 0..12 {
+        codes.push(match good.hash(HashAlgorithm::Sha256, &[b"x"]).await {
+            Ok(_) => Code::Ok,
+            Err(s) => s.code(),
+        });
+    }
+    assert_eq!(codes[0], Code::Ok);
+    assert!(codes.contains(&Code::ResourceExhausted), "{codes:?}");
+    assert!(codes.iter().all(|c| matches!(c, Code::Ok | Code::ResourceExhausted)));
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exposed_listener_needs_tls_and_token() {
+    let mut c = config("exposed");
+    c.listen = "0.0.0.0:0".parse().unwrap();
+    let e = start(engine(), c.clone()).await.err().expect("refused");
+    assert!(e.contains("--tls-cert"), "{e}");
+    c.listen = "127.0.0.1:0".parse().unwrap();
+    c.metrics = Some("0.0.0.0:0".parse().unwrap());
+    assert!(start(engine(), c).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_leaves_the_server_serving() {
+    let (server, client) = serve(config("away")).await;
+    let s = sigs(2000);
+    let hashes: Vec<[u8; 32]> = (0..40).flat_map(|_| s.hashes.clone()).collect();
+    let der: Vec<&[u8]> = (0..40).flat_map(|_| s.der.iter().map(|v| v.as_slice())).collect();
+    let keys: Vec<&[u8]> = (0..40).flat_map(|_| s.keys.iter().map(|v| v.as_slice())).collect();
+    let mut c1 = client.clone();
+    // Dropped a few milliseconds in: its request is still queued or running.
+    let r = tokio::time::timeout(
+        Duration::from_millis(5),
+        c1.verify_ecdsa(&hashes, &der, &keys, SigFormat::Der, false),
+    )
+    .await;
+    assert!(r.is_err(), "80,000 verifications do not finish in 5 ms");
+    let mut c2 = client.clone();
+    let der: Vec<&[u8]> = s.der[..50].iter().map(|v| v.as_slice()).collect();
+    let keys: Vec<&[u8]> = s.keys[..50].iter().map(|v| v.as_slice()).collect();
+    let got = bounded(c2.verify_ecdsa(&s.hashes[..50], &der, &keys, SigFormat::Der, false))
+        .await
+        .unwrap();
+    let want = engine()
+        .secp256k1()
+        .verify_ecdsa(&s.hashes[..50], &der, &keys, &EcdsaOptions::default())
+        .unwrap();
+    assert_eq!(got, strings(want.value.results));
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aes_streams_match_the_library_and_reject_tampering() {
+    use batchcrypt::aes::{stream, Key};
+    let (server, mut client) = serve(config("aes")).await;
+    let key_bytes = [7u8; 32];
+    let key = Key::new(&key_bytes).unwrap();
+    let data: Vec<u8> = (0..300_001u32).map(|i| (i * 31 % 251) as u8).collect();
+    async fn call(client: &mut Client, start: AesStart, parts: Vec<Vec<u8>>) -> Result<Vec<u8>, tonic::Status> {
+        let mut msgs = vec![AesRequest {
+            part: Some(aes_request::Part::Start(start)),
+        }];
+        msgs.extend(parts.into_iter().map(|d| AesRequest {
+            part: Some(aes_request::Part::Data(d)),
+        }));
+        let mut replies = client.raw().aes(tokio_stream::iter(msgs)).await?.into_inner();
+        let mut out = Vec::new();
+        while let Some(r) = replies.message().await? {
+            out.extend(r.data);
+        }
+        Ok(out)
+    }
+    let parts: Vec<Vec<u8>> = data.chunks(70_000).map(|c| c.to_vec()).collect();
+    let sealed = bounded(call(
+        &mut client,
+        AesStart {
+            key: key_bytes.to_vec(),
+            mode: AesMode::GcmChunked as i32,
+            decrypt: false,
+            iv: vec![],
+        },
+        parts.clone(),
+    ))
+    .await
+    .unwrap();
+    let mut opened = Vec::new();
+    stream::open(&engine().aes(), &key, &sealed[..], &mut opened, |_| {}).unwrap();
+    assert_eq!(opened, data);
+    let back = bounded(call(
+        &mut client,
+        AesStart {
+            key: key_bytes.to_vec(),
+            mode: AesMode::GcmChunked as i32,
+            decrypt: true,
+            iv: vec![],
+        },
+        vec![sealed.clone()],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(back, data);
+    let mut tampered = sealed.clone();
+    let at = tampered.len() / 2;
+    tampered[at] ^= 1;
+    let e = bounded(call(
+        &mut client,
+        AesStart {
+            key: key_bytes.to_vec(),
+            mode: AesMode::GcmChunked as i32,
+            decrypt: true,
+            iv: vec![],
+        },
+        vec![tampered],
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::DataLoss, "{e}");
+    // CTR: what the library writes.
+    let iv = [9u8; 16];
+    let got = bounded(call(
+        &mut client,
+        AesStart {
+            key: key_bytes.to_vec(),
+            mode: AesMode::Ctr as i32,
+            decrypt: false,
+            iv: iv.to_vec(),
+        },
+        parts,
+    ))
+    .await
+    .unwrap();
+    let mut want = Vec::new();
+    stream::ctr(&engine().aes(), &key, &iv, &data[..], &mut want, |_| {}).unwrap();
+    assert_eq!(got, want);
+    // The first message must say what to do.
+    let e = call(
+        &mut client,
+        AesStart {
+            key: vec![1; 5],
+            ..Default::default()
+        },
+        vec![],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    bounded(server.shutdown()).await.unwrap();
+}
+
+fn shared_blocks() -> Option<PathBuf> {
+    let d = std::env::var_os("BATCHCRYPT_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+        .join("bitcoin/blocks");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        eprintln!("note: shared bitcoin data not present; skipped");
+        None
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bitcoin_block_and_its_transactions() {
+    let Some(d) = shared_blocks() else { return };
+    let (server, mut client) = serve(config("block")).await;
+    let raw = std::fs::read(d.join("testnet3-928816.raw")).unwrap();
+    let block = batchcrypt::bitcoin::parse_block(&raw).unwrap();
+    let spent = batchcrypt::bitcoin::spent::read_spent_file(&d.join("testnet3-928816.undo"), &block).unwrap();
+    let to_proto = |s: &batchcrypt::bitcoin::SpentOutput| SpentOutput {
+        value: s.value,
+        script_pubkey: s.script_pubkey.clone(),
+        height: s.height,
+        coinbase: s.coinbase,
+    };
+    let request = VerifyBlockRequest {
+        block: raw.clone(),
+        spent: spent.iter().map(to_proto).collect(),
+        network: Network::Test as i32,
+        height: 928816,
+        skip_proof_of_work: false,
+    };
+    let r = bounded(client.raw().verify_block(request.clone())).await.unwrap().into_inner();
+    assert!(r.valid, "{}", r.reason);
+    assert_eq!(r.height, 928816);
+    // One spent script changed: invalid.
+    let mut bad = request;
+    let i = bad.spent.len() / 2;
+    let last = bad.spent[i].script_pubkey.len() - 1;
+    bad.spent[i].script_pubkey[last] ^= 1;
+    let r = bounded(client.raw().verify_block(bad)).await.unwrap().into_inner();
+    assert!(!r.valid);
+
+    // Its transactions as loose ones, from two clients at once, one with a wrong amount.
+    let per_tx = batchcrypt::bitcoin::block::spent_per_tx(&block, &spent).unwrap();
+    let txs: Vec<LooseTransaction> = block.txs[1..]
+        .iter()
+        .zip(&per_tx[1..])
+        .map(|(tx, s)| LooseTransaction {
+            tx: tx.raw.to_vec(),
+            spent: s.iter().map(to_proto).collect(),
+            flags: String::new(),
+        })
+        .collect();
+    let half = txs.len() / 2;
+    let (mut c1, mut c2) = (client.clone(), client.clone());
+    let (a, b) = (txs[..half].to_vec(), txs[half..].to_vec());
+    let mut b_bad = b.clone();
+    b_bad[0].spent[0].value += 1;
+    let (ra, rb) = tokio::join!(
+        c1.raw().verify_transactions(VerifyTransactionsRequest { transactions: a }),
+        c2.raw().verify_transactions(VerifyTransactionsRequest { transactions: b_bad })
+    );
+    let (ra, rb) = (ra.unwrap().into_inner(), rb.unwrap().into_inner());
+    assert!(ra.verdicts.iter().all(|v| v.valid), "{:?}", ra.verdicts.iter().find(|v| !v.valid));
+    assert!(!rb.verdicts[0].valid);
+    assert!(rb.verdicts[1..].iter().all(|v| v.valid));
+    bounded(server.shutdown()).await.unwrap();
+}
+
+fn fixture(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+        .join(name);
+    if dir.join("circuit.zkey").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
+        panic!("fixture {} missing: run scripts/zk-fixtures.sh", dir.display());
+    }
+    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
+    None
+}
+
+fn check_proof(zkey: &std::path::Path, reply: &ProofReply) {
+    use batchcrypt::groth16;
+    let job = reply.job.as_ref().unwrap();
+    assert_eq!(job.state, JobState::Done as i32, "{job:?}");
+    let key = groth16::ProvingKey::read(zkey).unwrap();
+    let proof = groth16::Proof::from_json(&reply.proof_json).unwrap();
+    let public = groth16::public_from_json(&reply.public_json).unwrap();
+    assert!(groth16::verify(&key.vk, &public, &proof).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
+    let (Some(chain), Some(mix)) = (fixture("chain-10"), fixture("mix")) else { return };
+    let mut c = config("proofs");
+    c.prover.memory = 1; // every job needs more: they run one at a time, evicting each other's keys
+    let data = c.prover.data_dir.clone();
+    let (server, mut client) = serve(c).await;
+    let metrics = server.metrics_addr.unwrap();
+    let mut ids = Vec::new();
+    for d in [&chain, &mix] {
+        let r = client
+            .register(std::fs::read(d.join("circuit.zkey")).unwrap(), "")
+            .await
+            .unwrap();
+        ids.push(r.circuit_id);
+    }
+    // Registering again gives the same circuit.
+    let again = client
+        .register(std::fs::read(chain.join("circuit.zkey")).unwrap(), "again")
+        .await
+        .unwrap();
+    assert_eq!(again.circuit_id, ids[0]);
+    let mut tasks = Vec::new();
+    for j in 0..12usize {
+        let mut client = client.clone();
+        let (dir, id) = if j % 2 == 0 { (chain.clone(), ids[0].clone()) } else { (mix.clone(), ids[1].clone()) };
+        tasks.push(tokio::spawn(async move {
+            let w = std::fs::read(dir.join("witness.wtns")).unwrap();
+            let reply = client.prove(&id, w, (j % 3) as i32).await.unwrap();
+            check_proof(&dir.join("circuit.zkey"), &reply);
+            reply.job.unwrap().job_id
+        }));
+    }
+    let mut jobs = Vec::new();
+    for t in tasks {
+        jobs.push(bounded(t).await.unwrap());
+    }
+    // A trace for each finished job.
+    let t = client
+        .raw()
+        .job_trace(JobRef { job_id: jobs[0].clone() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(t.chrome_trace_json.contains("traceEvents") && t.chrome_trace_json.contains("queue wait"));
+    // A witness of the other circuit is refused, not queued.
+    let e = client
+        .submit(&ids[0], std::fs::read(mix.join("witness.wtns")).unwrap(), "", 0)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let text = reqwest_metrics(metrics).await;
+    let evictions = metric(&text, "batchcrypt_key_evictions_total");
+    assert!(evictions >= 1.0, "keys were evicted under the tiny budget:\n{text}");
+    assert!(text.contains("batchcrypt_proof_jobs{state=\"done\"} 12"), "{text}");
+    bounded(server.shutdown()).await.unwrap();
+    let (store, requeued) = Store::open(&data.join("jobs.sqlite")).unwrap();
+    assert_eq!(requeued, 0);
+    let rows = store.jobs().unwrap();
+    assert_eq!(rows.len(), 12);
+    for r in rows {
+        assert_eq!((r.state, r.completions, r.attempts), (JobState::Done, 1, 1), "{r:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
+    let Some(chain) = fixture("chain-10") else { return };
+    let mut c = config("drain");
+    c.prover.workers = 1;
+    c.prover.hold = Duration::from_millis(1500);
+    let data = c.prover.data_dir.clone();
+    let (server, mut client) = serve(c).await;
+    let id = client
+        .register(std::fs::read(chain.join("circuit.zkey")).unwrap(), "chain")
+        .await
+        .unwrap()
+        .circuit_id;
+    let w = std::fs::read(chain.join("witness.wtns")).unwrap();
+    let first = client.submit(&id, w.clone(), "first", 0).await.unwrap();
+    let second = client.submit(&id, w.clone(), "second", 0).await.unwrap();
+    // The same request id is the same job.
+    assert_eq!(client.submit(&id, w.clone(), "second", 0).await.unwrap().job_id, second.job_id);
+    // A waiter that gives up on the second job (queued behind the first) cancels it.
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), client.wait(&second.job_id, true)).await;
+    assert!(gave_up.is_err());
+    let mut state = JobState::Queued as i32;
+    for _ in 0..100 {
+        state = client.job(&second.job_id).await.unwrap().state;
+        if state == JobState::Cancelled as i32 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state, JobState::Cancelled as i32);
+    // Stopping while the first runs: it finishes before the server is down.
+    for _ in 0..200 {
+        if client.job(&first.job_id).await.unwrap().state == JobState::Running as i32 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let third = client.submit(&id, w, "third", 0).await.unwrap();
+    bounded(server.shutdown()).await.unwrap();
+    let (store, requeued) = Store::open(&data.join("jobs.sqlite")).unwrap();
+    assert_eq!(requeued, 0, "nothing was left running");
+    let state = |j: &str| store.job(j).unwrap().unwrap().state;
+    assert_eq!(state(&first.job_id), JobState::Done);
+    assert_eq!(state(&second.job_id), JobState::Cancelled);
+    assert_eq!(state(&third.job_id), JobState::Queued, "queued jobs stay for the next start");
+}
+
+async fn reqwest_metrics(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
