@@ -5,6 +5,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::var_os("PROTOC").is_none() {
         std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
     }
-    tonic_prost_build::configure().compile_protos(&["proto/batchcrypt/v1/batchcrypt.proto"], &["proto"])?;
+    tonic_prost_build::configure()
+        // Packed hash input stays one buffer that the items slice, not a copy per message.
+        .bytes(".batchcrypt.v1.HashRequest.packed")
+        .compile_protos(&["proto/batchcrypt/v1/batchcrypt.proto"], &["proto"])?;
     Ok(())
 }

@@ -11,10 +11,10 @@ use secp256k1::{
 
 const GROUP: &str = "secp256k1";
 
-struct Batch {
-    hashes: Vec<[u8; 32]>,
-    sigs: Vec<Vec<u8>>,
-    keys: Vec<Vec<u8>>,
+pub(crate) struct Batch {
+    pub(crate) hashes: Vec<[u8; 32]>,
+    pub(crate) sigs: Vec<Vec<u8>>,
+    pub(crate) keys: Vec<Vec<u8>>,
     parsed: Vec<(Message, Signature, PublicKey)>,
     // BIP340 over the same hashes as 32-byte messages, with the same secret keys.
     schnorr: Vec<[u8; 64]>,
@@ -24,7 +24,7 @@ struct Batch {
 
 /// `n` valid signatures over random hashes with random keys (DER, compressed keys), and BIP340
 /// signatures of the same hashes.
-fn batch(n: usize) -> Batch {
+pub(crate) fn batch(n: usize) -> Batch {
     type Item = (
         [u8; 32],
         Vec<u8>,

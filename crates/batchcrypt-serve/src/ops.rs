@@ -143,9 +143,9 @@ pub struct Hash(pub Arc<Engine>);
 
 impl Batched for Hash {
     type Group = HashKind;
-    type Item = Vec<u8>;
+    type Item = bytes::Bytes;
     type Out = [u8; 32];
-    fn run(&self, kind: &HashKind, items: Vec<Vec<u8>>) -> Result<Ran<[u8; 32]>, String> {
+    fn run(&self, kind: &HashKind, items: Vec<bytes::Bytes>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
         let data: Vec<u8> = items.concat();
         let fixed = items.iter().all(|m| m.len() == items[0].len());

@@ -170,7 +170,8 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
             .map_err(|e| format!("TLS: {e}"))?;
     }
     let router = builder.add_service(health_service).add_service(grpc);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // No Nagle: small replies go out at once, not after the peer's delayed ACK.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let done = tokio::spawn(async move {
         let served = router.serve_with_incoming_shutdown(incoming, async move {
             stop.await;
@@ -391,16 +392,41 @@ impl Service {
     }
 
     async fn hashes(&self, r: HashRequest) -> Result<HashReply, Status> {
-        self.items(&[("messages", r.messages.len())])?;
         let kind = match HashAlgorithm::try_from(r.algorithm) {
             Ok(HashAlgorithm::Sha256) => HashKind::Sha256,
             Ok(HashAlgorithm::Sha256d) => HashKind::Sha256d,
             Ok(HashAlgorithm::Sm3) => HashKind::Sm3,
             Err(_) => return Err(Status::invalid_argument(format!("no hash algorithm {}", r.algorithm))),
         };
-        let reply = self.hash.submit(kind, r.messages).await?;
+        let packed = !r.packed.is_empty() || r.message_len > 0;
+        let items: Vec<bytes::Bytes> = if packed {
+            if !r.messages.is_empty() {
+                return Err(Status::invalid_argument("send messages one by one or packed, not both"));
+            }
+            let len = r.message_len as usize;
+            if len == 0 || r.packed.len() % len != 0 {
+                return Err(Status::invalid_argument(format!(
+                    "{} packed bytes are not a whole number of {len}-byte messages",
+                    r.packed.len()
+                )));
+            }
+            self.items(&[("messages", r.packed.len() / len)])?;
+            (0..r.packed.len() / len)
+                .map(|i| r.packed.slice(i * len..(i + 1) * len))
+                .collect()
+        } else {
+            self.items(&[("messages", r.messages.len())])?;
+            r.messages.into_iter().map(bytes::Bytes::from).collect()
+        };
+        let reply = self.hash.submit(kind, items).await?;
+        let (digests, packed_digests) = if packed {
+            (Vec::new(), reply.outs.concat())
+        } else {
+            (reply.outs.iter().map(|d| d.to_vec()).collect(), Vec::new())
+        };
         Ok(HashReply {
-            digests: reply.outs.iter().map(|d| d.to_vec()).collect(),
+            digests,
+            packed_digests,
             backend: reply.backend,
             batch_items: reply.batch_items as u64,
         })

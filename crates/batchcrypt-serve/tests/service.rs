@@ -159,6 +159,19 @@ async fn many_clients_get_what_the_library_gives() {
                     .collect();
                 let t: Vec<&[u8]> = texts.iter().map(|m| m.as_slice()).collect();
                 for alg in [HashAlgorithm::Sha256, HashAlgorithm::Sha256d, HashAlgorithm::Sm3] {
+                    // The packed form: messages of one length back to back.
+                    let one_len = 1 + (c * 5 + round) % 100;
+                    let packed: Vec<u8> = (0..len * one_len).map(|i| (i * 3 + c) as u8).collect();
+                    let got = client.hash_packed(alg, packed.clone(), one_len).await.unwrap();
+                    assert_eq!(got.len(), 32 * len);
+                    for (m, d) in packed.chunks(one_len).zip(got.chunks(32)) {
+                        let want = match alg {
+                            HashAlgorithm::Sha256 => batchcrypt::sha256::digest(m),
+                            HashAlgorithm::Sha256d => batchcrypt::sha256::digest_double(m),
+                            HashAlgorithm::Sm3 => batchcrypt::sm3::digest(m),
+                        };
+                        assert_eq!(d, want, "packed {alg:?} of {one_len} bytes");
+                    }
                     let got = client.hash(alg, &t).await.unwrap();
                     for (m, d) in t.iter().zip(&got) {
                         let want = match alg {
@@ -304,6 +317,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         .hash(HashRequest {
             algorithm: 0,
             messages: vec![vec![0; 4]; 101],
+            ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
@@ -312,9 +326,22 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         .hash(HashRequest {
             algorithm: 0,
             messages: vec![vec![0; 2 << 20]],
+            ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::OutOfRange);
+    // Packed messages that are not a whole number of messages, or both forms at once.
+    for (packed, message_len, messages) in [(vec![0u8; 65], 64, vec![]), (vec![0u8; 64], 0, vec![]), (vec![0u8; 64], 64, vec![vec![1]])] {
+        let r = raw
+            .hash(HashRequest {
+                algorithm: 1,
+                messages,
+                packed: packed.into(),
+                message_len,
+            })
+            .await;
+        assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
+    }
     // Items with wrong lengths are verdicts of their own; the others are still checked.
     let r = raw
         .verify_schnorr(VerifySchnorrRequest {

@@ -1,0 +1,343 @@
+//! The service under load, in one process with its baseline: a server on loopback and many
+//! clients, against one large library batch of the same items.
+//!
+//! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
+//! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and send
+//! the next, for R rounds. The served rate is all items over the wall time; the baseline is one
+//! library call on the C × 256 items of a round. Latency is each request's, send to reply.
+//! With C × 256 items always outstanding, Little's law bounds latency from below by that many
+//! items over the throughput.
+//!
+//! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
+//! three domains, development keys), with a GPU memory budget that holds two of the three keys,
+//! so keys are evicted and uploaded again: proofs/s, latency per circuit, evictions, peak GPU
+//! memory and failures.
+
+use crate::report::{time, Report};
+use batchcrypt::secp256k1::EcdsaOptions;
+use batchcrypt::sha256::{Messages, Mode};
+use batchcrypt::{BackendChoice, Engine};
+use batchcrypt_serve::client::Client;
+use batchcrypt_serve::proto::HashAlgorithm;
+use batchcrypt_serve::ServerConfig;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const GROUP: &str = "serve";
+const PER_REQUEST: usize = 256;
+
+/// Raises the open-files limit toward `want` (two descriptors per loopback connection).
+fn raise_open_files(want: u64) -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write and read the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 1024;
+        }
+        if r.rlim_cur < want {
+            let raised = libc::rlimit {
+                rlim_cur: want.min(r.rlim_max),
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                r = raised;
+            }
+        }
+    }
+    r.rlim_cur
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Latencies in ms: (p50, p99, max).
+fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (
+        1e3 * percentile(&v, 0.5),
+        1e3 * percentile(&v, 0.99),
+        1e3 * v[v.len() - 1],
+    )
+}
+
+/// One client per connection where the open-files limit allows, else clients share connections.
+async fn connect_clients(addr: &str, clients: usize) -> anyhow::Result<Vec<Client>> {
+    let limit = raise_open_files(2 * clients as u64 + 512);
+    let conns = clients.min(((limit.saturating_sub(256)) / 2).max(1) as usize);
+    let mut pool = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        pool.push(Client::connect(addr).await.map_err(anyhow::Error::msg)?);
+    }
+    if conns < clients {
+        println!("  ({clients} clients over {conns} connections: the open-files limit is {limit})");
+    }
+    Ok((0..clients).map(|c| pool[c % conns].clone()).collect())
+}
+
+/// Runs `rounds` closed-loop rounds of every client's request; returns (seconds, latencies,
+/// mean items per batch formed).
+async fn closed_loop<F, Fut>(clients: Vec<Client>, rounds: usize, call: F) -> (f64, Vec<f64>, f64)
+where
+    F: Fn(Client, usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = u64> + Send,
+{
+    let t = Instant::now();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(c, client)| {
+            let call = call.clone();
+            tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(rounds);
+                let mut batch = 0u64;
+                for _ in 0..rounds {
+                    let s = Instant::now();
+                    batch += call(client.clone(), c).await;
+                    lat.push(s.elapsed().as_secs_f64());
+                }
+                (lat, batch)
+            })
+        })
+        .collect();
+    let (mut lat, mut batch, mut n) = (Vec::new(), 0u64, 0u64);
+    for t in tasks {
+        let (l, b) = t.await.expect("client task");
+        n += l.len() as u64;
+        lat.extend(l);
+        batch += b;
+    }
+    (t.elapsed().as_secs_f64(), lat, batch as f64 / n as f64)
+}
+
+pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(run_async(rep, quick))
+}
+
+async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
+    let data = std::env::temp_dir().join(format!("batchcrypt-bench-serve-{}", std::process::id()));
+    let mut config = ServerConfig::new(data.clone());
+    config.listen = "127.0.0.1:0".parse()?;
+    config.metrics = Some("127.0.0.1:0".parse()?);
+    let server = batchcrypt_serve::start(engine.clone(), config)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let addr = server.addr.to_string();
+    let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
+    let n = clients * PER_REQUEST;
+
+    // ECDSA.
+    rep.header(&format!(
+        "service: {clients} clients x {PER_REQUEST} ECDSA signatures, {rounds} rounds, against one batch of {n}"
+    ));
+    let b = Arc::new(crate::secp256k1::batch(n));
+    let case = format!("ECDSA verify, {clients} x {PER_REQUEST}");
+    let sigs: Vec<&[u8]> = b.sigs.iter().map(|v| v.as_slice()).collect();
+    let keys: Vec<&[u8]> = b.keys.iter().map(|v| v.as_slice()).collect();
+    let opts = EcdsaOptions::default();
+    let mut ran = None;
+    let s = time(5, || {
+        let o = engine.secp256k1().verify_ecdsa(&b.hashes, &sigs, &keys, &opts).unwrap();
+        assert!(o.value.all_valid());
+        ran = Some(o.backend);
+    });
+    let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+    rep.add(GROUP, &case, &base, n as u64, 0, s, None);
+    let conns = connect_clients(&addr, clients).await?;
+    let call = {
+        let b = b.clone();
+        move |mut client: Client, c: usize| {
+            let b = b.clone();
+            async move {
+                let r = c * PER_REQUEST..(c + 1) * PER_REQUEST;
+                let sigs: Vec<&[u8]> = b.sigs[r.clone()].iter().map(|v| v.as_slice()).collect();
+                let keys: Vec<&[u8]> = b.keys[r.clone()].iter().map(|v| v.as_slice()).collect();
+                let v = client
+                    .raw()
+                    .verify_ecdsa(batchcrypt_serve::proto::VerifyEcdsaRequest {
+                        hashes: b.hashes[r.clone()].iter().map(|h| h.to_vec()).collect(),
+                        signatures: sigs.iter().map(|s| s.to_vec()).collect(),
+                        public_keys: keys.iter().map(|k| k.to_vec()).collect(),
+                        format: 0,
+                        require_low_s: false,
+                    })
+                    .await
+                    .expect("served")
+                    .into_inner();
+                assert!(v.valid.iter().all(|&ok| ok));
+                v.batch_items
+            }
+        }
+    };
+    closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
+    let (secs, lat, mean_batch) = closed_loop(conns.clone(), rounds, call).await;
+    let served = format!("served, {clients} clients");
+    rep.add(GROUP, &case, &served, (n * rounds) as u64, 0, secs, Some(&base));
+    let (p50, p99, max) = latencies(lat);
+    println!(
+        "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
+        1e3 * secs / rounds as f64
+    );
+
+    // SHA256d of 64-byte messages.
+    rep.header(&format!(
+        "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes, {rounds} rounds, against one batch of {n}"
+    ));
+    let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
+    let case = format!("SHA256d-64, {clients} x {PER_REQUEST}");
+    let mut ran = None;
+    let s = time(5, || {
+        let m = Messages::fixed(&msgs, 64).unwrap();
+        ran = Some(engine.sha256().hash(&m, Mode::Double).unwrap().backend);
+    });
+    let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+    rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
+    let call = {
+        let msgs = msgs.clone();
+        move |mut client: Client, c: usize| {
+            let msgs = msgs.clone();
+            async move {
+                let data = &msgs[c * PER_REQUEST * 64..(c + 1) * PER_REQUEST * 64];
+                // The packed form: one buffer per request, not a field per message.
+                let r = client
+                    .raw()
+                    .hash(batchcrypt_serve::proto::HashRequest {
+                        algorithm: HashAlgorithm::Sha256d as i32,
+                        messages: Vec::new(),
+                        packed: data.to_vec().into(),
+                        message_len: 64,
+                    })
+                    .await
+                    .expect("served")
+                    .into_inner();
+                assert_eq!(r.packed_digests.len(), 32 * PER_REQUEST);
+                r.batch_items
+            }
+        }
+    };
+    closed_loop(conns.clone(), 1, call.clone()).await;
+    let (secs, lat, mean_batch) = closed_loop(conns, rounds, call).await;
+    rep.add(GROUP, &case, &served, (n * rounds) as u64, (64 * n * rounds) as u64, secs, Some(&base));
+    let (p50, p99, max) = latencies(lat);
+    println!(
+        "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
+    );
+    server.shutdown().await.map_err(anyhow::Error::msg)?;
+    let _ = std::fs::remove_dir_all(&data);
+
+    proofs(rep, engine, quick).await
+}
+
+/// 64 clients proving on three circuits at once under a budget that holds two of their keys.
+async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::Result<()> {
+    let ks: [u32; 3] = if quick { [8, 9, 10] } else { [12, 14, 16] };
+    let (clients, per_client) = if quick { (8, 1) } else { (64, 3) };
+    rep.header(&format!(
+        "service: {clients} clients proving on chain circuits 2^{}, 2^{}, 2^{} at once",
+        ks[0], ks[1], ks[2]
+    ));
+    let mut circuits = Vec::new();
+    for &k in &ks {
+        let (r1cs, witness) = crate::groth16::chain_circuit(k);
+        let zkey = batchcrypt::groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
+        let key = batchcrypt::groth16::ProvingKey::parse(&zkey)?;
+        circuits.push((k, zkey, witness.to_bytes(), key.device_bytes(), key.proof_device_bytes()));
+    }
+    let workers = 4u64;
+    let mut keys: Vec<u64> = circuits.iter().map(|c| c.3).collect();
+    keys.sort();
+    let proof_max = circuits.iter().map(|c| c.4).max().unwrap_or(0);
+    let budget = keys[1] + keys[2] + workers * proof_max;
+    let data = std::env::temp_dir().join(format!("batchcrypt-bench-prove-{}", std::process::id()));
+    let mut config = ServerConfig::new(data.clone());
+    config.listen = "127.0.0.1:0".parse()?;
+    config.metrics = Some("127.0.0.1:0".parse()?);
+    config.prover.workers = workers as usize;
+    config.prover.memory = budget;
+    batchcrypt::backend::gpu::reset_memory_stats();
+    let server = batchcrypt_serve::start(engine, config).await.map_err(anyhow::Error::msg)?;
+    let addr = server.addr.to_string();
+    let mut c = Client::connect(&addr).await.map_err(anyhow::Error::msg)?;
+    let mut ids = Vec::new();
+    for (k, zkey, ..) in &circuits {
+        ids.push(c.register(zkey.clone(), &format!("chain-{k}")).await?.circuit_id);
+    }
+    println!(
+        "  keys {} MiB; budget {} MiB holds two keys and {workers} proofs",
+        keys.iter().map(|k| (k >> 20).to_string()).collect::<Vec<_>>().join(" + "),
+        budget >> 20
+    );
+    let circuits = Arc::new(circuits);
+    let ids = Arc::new(ids);
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let (c, circuits, ids) = (c.clone(), circuits.clone(), ids.clone());
+            tokio::spawn(async move {
+                let mut c = c;
+                let mut out = Vec::new();
+                for j in 0..per_client {
+                    let which = (client + j) % 3;
+                    let s = Instant::now();
+                    let r = c.prove(&ids[which], circuits[which].2.clone(), 0).await;
+                    let ok = r.as_ref().is_ok_and(|r| {
+                        r.job.as_ref().is_some_and(|j| j.state == batchcrypt_serve::proto::JobState::Done as i32)
+                    });
+                    out.push((which, s.elapsed().as_secs_f64(), ok));
+                }
+                out
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for t in tasks {
+        results.extend(tokio::time::timeout(Duration::from_secs(1800), t).await??);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let failures = results.iter().filter(|r| !r.2).count();
+    rep.add(GROUP, "Groth16, 3 circuits at once", &format!("served, {clients} clients"), results.len() as u64, 0, secs, None);
+    for (i, k) in ks.iter().enumerate() {
+        let lat: Vec<f64> = results.iter().filter(|r| r.0 == i).map(|r| r.1).collect();
+        let (p50, p99, max) = latencies(lat);
+        println!("  chain 2^{k}: latency p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms");
+    }
+    let metrics = server
+        .metrics_addr
+        .map(|m| async move { http_get(m).await })
+        .unwrap();
+    let text = metrics.await.unwrap_or_default();
+    let evictions = text
+        .lines()
+        .find_map(|l| l.strip_prefix("batchcrypt_key_evictions_total "))
+        .unwrap_or("?")
+        .to_string();
+    let peak = batchcrypt::backend::gpu::memory_stats()
+        .iter()
+        .map(|s| s.peak)
+        .max()
+        .map_or("no GPU".to_string(), |p| format!("{} MiB", p >> 20));
+    println!(
+        "  {} proofs in {secs:.1} s ({:.1}/s), {failures} failed; key evictions {evictions}; peak GPU memory {peak}",
+        results.len(),
+        results.len() as f64 / secs
+    );
+    server.shutdown().await.map_err(anyhow::Error::msg)?;
+    let _ = std::fs::remove_dir_all(&data);
+    anyhow::ensure!(failures == 0, "{failures} proofs failed");
+    Ok(())
+}
+
+async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    Ok(out)
+}
