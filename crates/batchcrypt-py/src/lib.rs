@@ -14,6 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use std::path::PathBuf;
 
+mod client;
+
 /// Items as Python holds them, borrowed where their memory allows it: a C-contiguous (n, width)
 /// uint8 array or a `bytes` of n * width bytes is read in place (no copy, no allocation per
 /// item); any other sequence of bytes-like objects is copied once, item by item.
@@ -913,6 +915,7 @@ fn hardware() -> String {
 #[pymodule]
 fn _batchcrypt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
+    m.add_class::<client::Client>()?;
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(hardware, m)?)?;

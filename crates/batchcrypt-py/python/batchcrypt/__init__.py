@@ -6,10 +6,14 @@
     >>> d.shape, e.last_backend
     ((1000, 32), '...')
 
-Module-level functions use one shared auto engine.
+Module-level functions use one shared auto engine. `Client` calls a running `batchcrypt serve`
+instead (many processes sharing one machine's GPUs):
+
+    >>> c = batchcrypt.Client("127.0.0.1:7700")
+    >>> c.hash([b"abc"], "sha256d")
 """
 
-from ._batchcrypt import AuthenticationError, Engine, __version__, backends, hardware, sha256
+from ._batchcrypt import AuthenticationError, Client, Engine, __version__, backends, hardware, sha256
 
 _default = None
 
@@ -88,4 +92,4 @@ def verify_transactions(txs):
     return _engine().verify_transactions(txs)
 
 
-__all__ = ["AuthenticationError", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]
+__all__ = ["AuthenticationError", "Client", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]

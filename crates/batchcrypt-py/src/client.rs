@@ -1,0 +1,289 @@
+//! `batchcrypt.Client`: calls to a running `batchcrypt serve`, through the Rust client. Each
+//! call releases the GIL while it waits on the network.
+
+use super::{input, rows, sig_format};
+use batchcrypt_serve::client::{Client as Inner, Options};
+use batchcrypt_serve::proto::{HashAlgorithm, Job, JobState};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+/// A connection to a running `batchcrypt serve`.
+#[pyclass(module = "batchcrypt")]
+pub struct Client {
+    rt: tokio::runtime::Runtime,
+    inner: Inner,
+}
+
+fn status(e: tonic::Status) -> PyErr {
+    PyRuntimeError::new_err(format!("{:?}: {}", e.code(), e.message()))
+}
+
+fn algorithm(name: &str) -> PyResult<HashAlgorithm> {
+    match name {
+        "sha256" => Ok(HashAlgorithm::Sha256),
+        "sha256d" => Ok(HashAlgorithm::Sha256d),
+        "sm3" => Ok(HashAlgorithm::Sm3),
+        o => Err(PyValueError::new_err(format!(
+            "algorithm must be \"sha256\", \"sha256d\" or \"sm3\", not {o:?}"
+        ))),
+    }
+}
+
+/// Bytes, or the contents of the file a str or path names.
+fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
+        let p: std::path::PathBuf = obj.extract()?;
+        return std::fs::read(&p)
+            .map_err(|e| PyValueError::new_err(format!("{what}: cannot read {}: {e}", p.display())));
+    }
+    input(obj)
+}
+
+fn verdicts(v: Vec<Result<(), String>>) -> Vec<Option<String>> {
+    v.into_iter().map(|r| r.err()).collect()
+}
+
+fn job_dict<'py>(py: Python<'py>, j: &Job) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let state = JobState::try_from(j.state).unwrap_or(JobState::Failed);
+    d.set_item("job_id", &j.job_id)?;
+    d.set_item("circuit_id", &j.circuit_id)?;
+    d.set_item("state", state.as_str_name().to_lowercase())?;
+    d.set_item("error", (!j.error.is_empty()).then_some(&j.error))?;
+    d.set_item("priority", j.priority)?;
+    d.set_item("attempts", j.attempts)?;
+    Ok(d)
+}
+
+impl Client {
+    /// Runs `f` on the client's runtime with the GIL released.
+    fn call<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl for<'a> FnOnce(&'a mut Inner) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tonic::Status>> + Send + 'a>>
+            + Send,
+    ) -> PyResult<T> {
+        let mut inner = self.inner.clone();
+        py.allow_threads(|| self.rt.block_on(f(&mut inner))).map_err(status)
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// Connects to `address` (host:port). `token`: the server's bearer token; `tls_ca`: PEM of
+    /// the authority that signed the server's certificate (bytes or a path), for TLS.
+    #[new]
+    #[pyo3(signature = (address = "127.0.0.1:7700", token = None, tls_ca = None))]
+    fn new(
+        py: Python<'_>,
+        address: &str,
+        token: Option<String>,
+        tls_ca: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let tls_ca = tls_ca.map(|c| bytes_or_path(c, "tls_ca")).transpose()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let options = Options {
+            token,
+            tls_ca,
+            max_message_bytes: None,
+        };
+        let inner = py
+            .allow_threads(|| rt.block_on(Inner::connect_with(address, options)))
+            .map_err(PyRuntimeError::new_err)?;
+        Ok(Client { rt, inner })
+    }
+
+    /// Whether the server reports itself serving.
+    fn ready(&self, py: Python<'_>) -> PyResult<bool> {
+        self.call(py, |c| Box::pin(async move { c.ready().await }))
+    }
+
+    /// secp256k1 ECDSA over 32-byte hashes; per item None (valid) or the reason it is not.
+    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false))]
+    fn verify_ecdsa(
+        &self,
+        py: Python<'_>,
+        hashes: &Bound<'_, PyAny>,
+        sigs: &Bound<'_, PyAny>,
+        pubkeys: &Bound<'_, PyAny>,
+        format: &str,
+        require_low_s: bool,
+    ) -> PyResult<Vec<Option<String>>> {
+        let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
+        let (sigs, keys, format) = (rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
+        let v = self.call(py, |c| {
+            Box::pin(async move {
+                let s: Vec<&[u8]> = sigs.iter().map(Vec::as_slice).collect();
+                let k: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                c.verify_ecdsa(&hashes, &s, &k, format, require_low_s).await
+            })
+        })?;
+        Ok(verdicts(v))
+    }
+
+    /// BIP340 over messages of any length; per item None (valid) or the reason.
+    fn verify_schnorr(
+        &self,
+        py: Python<'_>,
+        msgs: &Bound<'_, PyAny>,
+        sigs: &Bound<'_, PyAny>,
+        pubkeys: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Option<String>>> {
+        let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
+        let r = self.call(py, |c| {
+            Box::pin(async move {
+                c.raw()
+                    .verify_schnorr(batchcrypt_serve::proto::VerifySchnorrRequest {
+                        messages: msgs,
+                        signatures: sigs,
+                        public_keys: keys,
+                    })
+                    .await
+                    .map(|r| r.into_inner())
+            })
+        })?;
+        Ok(r.valid
+            .into_iter()
+            .zip(r.reason)
+            .map(|(ok, why)| (!ok).then_some(why))
+            .collect())
+    }
+
+    /// SM2 over messages with the signers' identifier (None: GM/T 0009's default).
+    #[pyo3(signature = (msgs, sigs, pubkeys, id = None, format = "der"))]
+    fn verify_sm2(
+        &self,
+        py: Python<'_>,
+        msgs: &Bound<'_, PyAny>,
+        sigs: &Bound<'_, PyAny>,
+        pubkeys: &Bound<'_, PyAny>,
+        id: Option<Vec<u8>>,
+        format: &str,
+    ) -> PyResult<Vec<Option<String>>> {
+        let (msgs, sigs, keys, format) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
+        let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
+        let v = self.call(py, |c| {
+            Box::pin(async move {
+                let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+                let s: Vec<&[u8]> = sigs.iter().map(Vec::as_slice).collect();
+                let k: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                c.verify_sm2(&m, &s, &k, &id, format).await
+            })
+        })?;
+        Ok(verdicts(v))
+    }
+
+    /// Digests of each message ("sha256", "sha256d" or "sm3"), 32 bytes each.
+    #[pyo3(signature = (messages, algorithm = "sha256"))]
+    fn hash<'py>(&self, py: Python<'py>, messages: &Bound<'_, PyAny>, algorithm: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let (msgs, alg) = (rows(messages)?, self::algorithm(algorithm)?);
+        let d = self.call(py, |c| {
+            Box::pin(async move {
+                let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+                c.hash(alg, &m).await
+            })
+        })?;
+        Ok(d.iter().map(|d| PyBytes::new(py, d)).collect())
+    }
+
+    /// Digests of messages of `message_len` bytes each, back to back in `data` (the fast form):
+    /// 32 bytes per message, back to back.
+    #[pyo3(signature = (data, message_len, algorithm = "sha256"))]
+    fn hash_packed<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        message_len: usize,
+        algorithm: &str,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let (data, alg) = (input(data)?, self::algorithm(algorithm)?);
+        let d = self.call(py, |c| Box::pin(async move { c.hash_packed(alg, data, message_len).await }))?;
+        Ok(PyBytes::new(py, &d))
+    }
+
+    /// Registers a circuit by its .zkey (bytes or a path); a dict with its `circuit_id`, sizes
+    /// and GPU memory needs.
+    #[pyo3(signature = (zkey, name = ""))]
+    fn register<'py>(&self, py: Python<'py>, zkey: &Bound<'_, PyAny>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let (zkey, name) = (bytes_or_path(zkey, "zkey")?, name.to_string());
+        let r = self.call(py, |c| Box::pin(async move { c.register(zkey, &name).await }))?;
+        let d = PyDict::new(py);
+        d.set_item("circuit_id", r.circuit_id)?;
+        d.set_item("domain", r.constraints_domain)?;
+        d.set_item("signals", r.signals)?;
+        d.set_item("key_bytes", r.key_bytes)?;
+        d.set_item("proof_bytes", r.proof_bytes)?;
+        Ok(d)
+    }
+
+    /// A proof, end to end: (proof.json, public.json) as snarkjs writes them. The job runs once
+    /// even across a restart of the server.
+    #[pyo3(signature = (circuit_id, witness, priority = 0))]
+    fn prove(&self, py: Python<'_>, circuit_id: &str, witness: &Bound<'_, PyAny>, priority: i32) -> PyResult<(String, String)> {
+        let (w, id) = (bytes_or_path(witness, "witness")?, circuit_id.to_string());
+        let r = self.call(py, |c| Box::pin(async move { c.prove(&id, w, priority).await }))?;
+        proof_pair(r)
+    }
+
+    /// Queues a proof without waiting; the job's id.
+    #[pyo3(signature = (circuit_id, witness, request_id = "", priority = 0))]
+    fn submit(
+        &self,
+        py: Python<'_>,
+        circuit_id: &str,
+        witness: &Bound<'_, PyAny>,
+        request_id: &str,
+        priority: i32,
+    ) -> PyResult<String> {
+        let (w, id, rid) = (bytes_or_path(witness, "witness")?, circuit_id.to_string(), request_id.to_string());
+        let j = self.call(py, |c| Box::pin(async move { c.submit(&id, w, &rid, priority).await }))?;
+        Ok(j.job_id)
+    }
+
+    /// Waits for a job: (proof.json, public.json); an error if it failed or was cancelled.
+    fn wait(&self, py: Python<'_>, job_id: &str) -> PyResult<(String, String)> {
+        let id = job_id.to_string();
+        let r = self.call(py, |c| Box::pin(async move { c.wait(&id, false).await }))?;
+        proof_pair(r)
+    }
+
+    /// A job's state as a dict.
+    fn job<'py>(&self, py: Python<'py>, job_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let id = job_id.to_string();
+        let j = self.call(py, |c| Box::pin(async move { c.job(&id).await }))?;
+        job_dict(py, &j)
+    }
+
+    /// Cancels a job; its state after.
+    fn cancel<'py>(&self, py: Python<'py>, job_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let id = job_id.to_string();
+        let j = self.call(py, |c| {
+            Box::pin(async move {
+                c.raw()
+                    .cancel_job(batchcrypt_serve::proto::JobRef { job_id: id })
+                    .await
+                    .map(|r| r.into_inner())
+            })
+        })?;
+        job_dict(py, &j)
+    }
+}
+
+fn proof_pair(r: batchcrypt_serve::proto::ProofReply) -> PyResult<(String, String)> {
+    let job = r.job.unwrap_or_default();
+    if job.state != JobState::Done as i32 {
+        let state = JobState::try_from(job.state).unwrap_or(JobState::Failed);
+        return Err(PyRuntimeError::new_err(format!(
+            "job {} is {}: {}",
+            job.job_id,
+            state.as_str_name().to_lowercase(),
+            job.error
+        )));
+    }
+    Ok((r.proof_json, r.public_json))
+}
