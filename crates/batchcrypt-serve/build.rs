@@ -6,8 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::env::set_var("PROTOC", protoc_bin_vendored::protoc_bin_path()?);
     }
     tonic_prost_build::configure()
-        // Packed hash input stays one buffer that the items slice, not a copy per message.
-        .bytes(".batchcrypt.v1.HashRequest.packed")
+        // Byte fields as `Bytes`: the items of a request slice its buffer instead of copying.
+        .bytes(".")
         .compile_protos(&["proto/batchcrypt/v1/batchcrypt.proto"], &["proto"])?;
     Ok(())
 }

@@ -117,11 +117,7 @@ impl Client {
         let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
         let (sigs, keys, format) = (rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
         let v = self.call(py, |c| {
-            Box::pin(async move {
-                let s: Vec<&[u8]> = sigs.iter().map(Vec::as_slice).collect();
-                let k: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                c.verify_ecdsa(&hashes, &s, &k, format, require_low_s).await
-            })
+            Box::pin(async move { c.verify_ecdsa(&hashes, &sigs, &keys, format, require_low_s).await })
         })?;
         Ok(verdicts(v))
     }
@@ -135,23 +131,8 @@ impl Client {
         pubkeys: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<Option<String>>> {
         let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
-        let r = self.call(py, |c| {
-            Box::pin(async move {
-                c.raw()
-                    .verify_schnorr(batchcrypt_serve::proto::VerifySchnorrRequest {
-                        messages: msgs,
-                        signatures: sigs,
-                        public_keys: keys,
-                    })
-                    .await
-                    .map(|r| r.into_inner())
-            })
-        })?;
-        Ok(r.valid
-            .into_iter()
-            .zip(r.reason)
-            .map(|(ok, why)| (!ok).then_some(why))
-            .collect())
+        let v = self.call(py, |c| Box::pin(async move { c.verify_schnorr(&msgs, &sigs, &keys).await }))?;
+        Ok(verdicts(v))
     }
 
     /// SM2 over messages with the signers' identifier (None: GM/T 0009's default).
@@ -167,14 +148,7 @@ impl Client {
     ) -> PyResult<Vec<Option<String>>> {
         let (msgs, sigs, keys, format) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
         let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
-        let v = self.call(py, |c| {
-            Box::pin(async move {
-                let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-                let s: Vec<&[u8]> = sigs.iter().map(Vec::as_slice).collect();
-                let k: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                c.verify_sm2(&m, &s, &k, &id, format).await
-            })
-        })?;
+        let v = self.call(py, |c| Box::pin(async move { c.verify_sm2(&msgs, &sigs, &keys, &id, format).await }))?;
         Ok(verdicts(v))
     }
 
@@ -182,12 +156,7 @@ impl Client {
     #[pyo3(signature = (messages, algorithm = "sha256"))]
     fn hash<'py>(&self, py: Python<'py>, messages: &Bound<'_, PyAny>, algorithm: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let (msgs, alg) = (rows(messages)?, self::algorithm(algorithm)?);
-        let d = self.call(py, |c| {
-            Box::pin(async move {
-                let m: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-                c.hash(alg, &m).await
-            })
-        })?;
+        let d = self.call(py, |c| Box::pin(async move { c.hash(alg, &msgs).await }))?;
         Ok(d.iter().map(|d| PyBytes::new(py, d)).collect())
     }
 
@@ -202,7 +171,18 @@ impl Client {
         algorithm: &str,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let (data, alg) = (input(data)?, self::algorithm(algorithm)?);
-        let d = self.call(py, |c| Box::pin(async move { c.hash_packed(alg, data, message_len).await }))?;
+        if message_len == 0 || data.len() % message_len != 0 {
+            return Err(PyValueError::new_err(format!(
+                "{} bytes are not a whole number of {message_len}-byte messages",
+                data.len()
+            )));
+        }
+        let column = batchcrypt_serve::proto::Column {
+            data: data.into(),
+            width: message_len as u32,
+            ends: Vec::new(),
+        };
+        let d = self.call(py, |c| Box::pin(async move { c.hash_column(alg, column).await }))?;
         Ok(PyBytes::new(py, &d))
     }
 

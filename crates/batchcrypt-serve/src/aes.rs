@@ -18,8 +18,8 @@ use tonic::{Status, Streaming};
 const DEPTH: usize = 8;
 
 struct Incoming {
-    rx: mpsc::Receiver<Vec<u8>>,
-    buf: Vec<u8>,
+    rx: mpsc::Receiver<bytes::Bytes>,
+    buf: bytes::Bytes,
     at: usize,
 }
 
@@ -46,7 +46,9 @@ struct Outgoing(mpsc::Sender<Result<AesReply, Status>>);
 impl Write for Outgoing {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.0
-            .blocking_send(Ok(AesReply { data: data.to_vec() }))
+            .blocking_send(Ok(AesReply {
+                data: bytes::Bytes::copy_from_slice(data),
+            }))
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
         Ok(data.len())
     }
@@ -71,12 +73,12 @@ pub async fn serve(
     let mode = AesMode::try_from(start.mode)
         .map_err(|_| Status::invalid_argument(format!("no AES mode {}", start.mode)))?;
     let iv: Option<[u8; 16]> = match mode {
-        AesMode::Ctr => Some(start.iv.as_slice().try_into().map_err(|_| {
+        AesMode::Ctr => Some(start.iv[..].try_into().map_err(|_| {
             Status::invalid_argument("CTR needs a 16-byte iv (the first counter block)")
         })?),
         AesMode::GcmChunked => None,
     };
-    let (data_tx, data_rx) = mpsc::channel::<Vec<u8>>(DEPTH);
+    let (data_tx, data_rx) = mpsc::channel::<bytes::Bytes>(DEPTH);
     let (out_tx, out_rx) = mpsc::channel(DEPTH);
     let failed = out_tx.clone();
     tokio::spawn(async move {
@@ -104,7 +106,7 @@ pub async fn serve(
     tokio::task::spawn_blocking(move || {
         let input = Incoming {
             rx: data_rx,
-            buf: Vec::new(),
+            buf: bytes::Bytes::new(),
             at: 0,
         };
         let output = Outgoing(out_tx.clone());

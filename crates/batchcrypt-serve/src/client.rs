@@ -44,12 +44,49 @@ pub struct Client {
 /// A verdict: Ok, or why the item is not valid.
 pub type Verdict = Result<(), String>;
 
-fn verdicts(r: VerifyReply) -> Vec<Verdict> {
-    r.valid
-        .into_iter()
-        .zip(r.reason)
-        .map(|(ok, why)| if ok { Ok(()) } else { Err(why) })
-        .collect()
+/// The reply's verdicts in item order.
+pub fn verdicts(r: VerifyReply) -> Vec<Verdict> {
+    let mut v: Vec<Verdict> = r
+        .valid
+        .iter()
+        .map(|&ok| if ok { Ok(()) } else { Err(String::new()) })
+        .collect();
+    for f in r.failures {
+        if let Some(slot) = v.get_mut(f.index as usize) {
+            *slot = Err(f.reason);
+        }
+    }
+    v
+}
+
+/// Items packed into one column (the fast form): a width where all have one nonzero length,
+/// else their ends.
+pub fn column<T: AsRef<[u8]>>(items: &[T]) -> Column {
+    let total = items.iter().map(|i| i.as_ref().len()).sum();
+    let mut data = Vec::with_capacity(total);
+    for i in items {
+        data.extend_from_slice(i.as_ref());
+    }
+    let width = items.first().map_or(0, |i| i.as_ref().len());
+    if width > 0 && items.iter().all(|i| i.as_ref().len() == width) {
+        return Column {
+            data: data.into(),
+            width: width as u32,
+            ends: Vec::new(),
+        };
+    }
+    let mut end = 0u32;
+    Column {
+        data: data.into(),
+        width: 0,
+        ends: items
+            .iter()
+            .map(|i| {
+                end += i.as_ref().len() as u32;
+                end
+            })
+            .collect(),
+    }
 }
 
 fn format(f: SigFormat) -> i32 {
@@ -116,96 +153,107 @@ impl Client {
         Ok(r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
     }
 
-    pub async fn verify_ecdsa(
+    /// ECDSA over 32-byte hashes (sent packed).
+    pub async fn verify_ecdsa<S: AsRef<[u8]>, K: AsRef<[u8]>>(
         &mut self,
         hashes: &[[u8; 32]],
-        sigs: &[&[u8]],
-        keys: &[&[u8]],
+        sigs: &[S],
+        keys: &[K],
         sig_format: SigFormat,
         require_low_s: bool,
     ) -> Result<Vec<Verdict>, Status> {
         let r = self
             .raw
             .verify_ecdsa(VerifyEcdsaRequest {
-                hashes: hashes.iter().map(|h| h.to_vec()).collect(),
-                signatures: sigs.iter().map(|s| s.to_vec()).collect(),
-                public_keys: keys.iter().map(|k| k.to_vec()).collect(),
+                hashes_packed: Some(column(hashes)),
+                signatures_packed: Some(column(sigs)),
+                public_keys_packed: Some(column(keys)),
                 format: format(sig_format),
                 require_low_s,
+                ..Default::default()
             })
             .await?;
         Ok(verdicts(r.into_inner()))
     }
 
-    pub async fn verify_schnorr(
+    /// BIP340 (sent packed); signatures and keys of the wrong length get verdicts of their own.
+    pub async fn verify_schnorr<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
         &mut self,
-        msgs: &[&[u8]],
-        sigs: &[[u8; 64]],
-        keys: &[[u8; 32]],
+        msgs: &[M],
+        sigs: &[S],
+        keys: &[K],
     ) -> Result<Vec<Verdict>, Status> {
         let r = self
             .raw
             .verify_schnorr(VerifySchnorrRequest {
-                messages: msgs.iter().map(|m| m.to_vec()).collect(),
-                signatures: sigs.iter().map(|s| s.to_vec()).collect(),
-                public_keys: keys.iter().map(|k| k.to_vec()).collect(),
+                messages_packed: Some(column(msgs)),
+                signatures_packed: Some(column(sigs)),
+                public_keys_packed: Some(column(keys)),
+                ..Default::default()
             })
             .await?;
         Ok(verdicts(r.into_inner()))
     }
 
-    pub async fn verify_sm2(
+    /// SM2 with the signer's identifier `id` (sent packed).
+    pub async fn verify_sm2<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
         &mut self,
-        msgs: &[&[u8]],
-        sigs: &[&[u8]],
-        keys: &[&[u8]],
+        msgs: &[M],
+        sigs: &[S],
+        keys: &[K],
         id: &[u8],
         sig_format: SigFormat,
     ) -> Result<Vec<Verdict>, Status> {
         let r = self
             .raw
             .verify_sm2(VerifySm2Request {
-                messages: msgs.iter().map(|m| m.to_vec()).collect(),
-                signatures: sigs.iter().map(|s| s.to_vec()).collect(),
-                public_keys: keys.iter().map(|k| k.to_vec()).collect(),
+                messages_packed: Some(column(msgs)),
+                signatures_packed: Some(column(sigs)),
+                public_keys_packed: Some(column(keys)),
                 format: format(sig_format),
-                id: Some(id.to_vec()),
+                id: Some(bytes::Bytes::copy_from_slice(id)),
+                ..Default::default()
             })
             .await?;
         Ok(verdicts(r.into_inner()))
     }
 
-    pub async fn hash(&mut self, algorithm: HashAlgorithm, msgs: &[&[u8]]) -> Result<Vec<[u8; 32]>, Status> {
+    /// Digests of each message, sent one by one.
+    pub async fn hash<M: AsRef<[u8]>>(&mut self, algorithm: HashAlgorithm, msgs: &[M]) -> Result<Vec<[u8; 32]>, Status> {
         let r = self
             .raw
             .hash(HashRequest {
                 algorithm: algorithm as i32,
-                messages: msgs.iter().map(|m| m.to_vec()).collect(),
-                ..Default::default()
+                messages: msgs.iter().map(|m| bytes::Bytes::copy_from_slice(m.as_ref())).collect(),
+                messages_packed: None,
             })
             .await?
             .into_inner();
         r.digests
             .iter()
-            .map(|d| d.as_slice().try_into())
+            .map(|d| d[..].try_into())
             .collect::<Result<_, _>>()
             .map_err(|_| Status::internal("a digest is not 32 bytes"))
     }
 
-    /// Digests of messages of `len` bytes each, back to back in `packed` (the fast form for many
-    /// short messages): 32 bytes per message, back to back.
-    pub async fn hash_packed(&mut self, algorithm: HashAlgorithm, packed: Vec<u8>, len: usize) -> Result<Vec<u8>, Status> {
+    /// Digests of messages sent packed (the fast form for many short messages): 32 bytes per
+    /// message, back to back.
+    pub async fn hash_packed<M: AsRef<[u8]>>(&mut self, algorithm: HashAlgorithm, msgs: &[M]) -> Result<Vec<u8>, Status> {
+        self.hash_column(algorithm, column(msgs)).await
+    }
+
+    /// Digests of the messages of a column already packed.
+    pub async fn hash_column(&mut self, algorithm: HashAlgorithm, messages: Column) -> Result<Vec<u8>, Status> {
         let r = self
             .raw
             .hash(HashRequest {
                 algorithm: algorithm as i32,
                 messages: Vec::new(),
-                packed: packed.into(),
-                message_len: len as u32,
+                messages_packed: Some(messages),
             })
             .await?
             .into_inner();
-        Ok(r.packed_digests)
+        Ok(r.packed_digests.to_vec())
     }
 
     /// Registers a circuit by its .zkey's bytes.
@@ -213,7 +261,7 @@ impl Client {
         Ok(self
             .raw
             .register_circuit(RegisterCircuitRequest {
-                zkey,
+                zkey: zkey.into(),
                 zkey_path: String::new(),
                 name: name.into(),
             })
@@ -233,7 +281,7 @@ impl Client {
             .raw
             .submit_proof(SubmitProofRequest {
                 circuit_id: circuit_id.into(),
-                witness,
+                witness: witness.into(),
                 request_id: request_id.into(),
                 priority,
                 deadline_unix_ms: 0,

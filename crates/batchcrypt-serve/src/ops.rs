@@ -8,6 +8,7 @@ use crate::batcher::{Batched, Ran};
 use batchcrypt::secp256k1::{EcdsaOptions, Reason, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{Engine, Output};
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// A verdict as the reply carries it: empty where valid, else the reason.
@@ -56,12 +57,12 @@ pub struct Ecdsa(pub Arc<Engine>);
 impl Batched for Ecdsa {
     type Group = (SigFormat, bool);
     /// (message hash, signature, SEC1 key)
-    type Item = ([u8; 32], Vec<u8>, Vec<u8>);
+    type Item = ([u8; 32], Bytes, Bytes);
     type Out = Verdict;
     fn run(&self, &(format, require_low_s): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
         let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
-        let sigs: Vec<&[u8]> = items.iter().map(|i| i.1.as_slice()).collect();
-        let keys: Vec<&[u8]> = items.iter().map(|i| i.2.as_slice()).collect();
+        let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
+        let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
         let opts = EcdsaOptions {
             format,
             require_low_s,
@@ -83,11 +84,11 @@ pub struct Schnorr(pub Arc<Engine>);
 impl Batched for Schnorr {
     type Group = ();
     /// (message, signature, x-only key), or the item's verdict when its lengths are wrong.
-    type Item = Result<(Vec<u8>, [u8; 64], [u8; 32]), Verdict>;
+    type Item = Result<(Bytes, [u8; 64], [u8; 32]), Verdict>;
     type Out = Verdict;
     fn run(&self, _: &(), items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
         with_prechecked(items, |good| {
-            let msgs: Vec<&[u8]> = good.iter().map(|i| i.0.as_slice()).collect();
+            let msgs: Vec<&[u8]> = good.iter().map(|i| &i.0[..]).collect();
             let sigs: Vec<[u8; 64]> = good.iter().map(|i| i.1).collect();
             let keys: Vec<[u8; 32]> = good.iter().map(|i| i.2).collect();
             let out = self
@@ -101,7 +102,7 @@ impl Batched for Schnorr {
 }
 
 /// A Schnorr item from the request's bytes.
-pub fn schnorr_item(msg: Vec<u8>, sig: &[u8], key: &[u8]) -> <Schnorr as Batched>::Item {
+pub fn schnorr_item(msg: Bytes, sig: &[u8], key: &[u8]) -> <Schnorr as Batched>::Item {
     let sig: [u8; 64] = sig.try_into().map_err(|_| Err(Reason::BadLength.to_string()))?;
     let key: [u8; 32] = key
         .try_into()
@@ -113,13 +114,13 @@ pub struct Sm2Verify(pub Arc<Engine>);
 
 impl Batched for Sm2Verify {
     /// (format, distinguishing identifier)
-    type Group = (SigFormat, Vec<u8>);
-    type Item = (Vec<u8>, Vec<u8>, Vec<u8>);
+    type Group = (SigFormat, Bytes);
+    type Item = (Bytes, Bytes, Bytes);
     type Out = Verdict;
     fn run(&self, (format, id): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
-        let msgs: Vec<&[u8]> = items.iter().map(|i| i.0.as_slice()).collect();
-        let sigs: Vec<&[u8]> = items.iter().map(|i| i.1.as_slice()).collect();
-        let keys: Vec<&[u8]> = items.iter().map(|i| i.2.as_slice()).collect();
+        let msgs: Vec<&[u8]> = items.iter().map(|i| &i.0[..]).collect();
+        let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
+        let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
         let out = self
             .0
             .sm2()
@@ -143,9 +144,9 @@ pub struct Hash(pub Arc<Engine>);
 
 impl Batched for Hash {
     type Group = HashKind;
-    type Item = bytes::Bytes;
+    type Item = Bytes;
     type Out = [u8; 32];
-    fn run(&self, kind: &HashKind, items: Vec<bytes::Bytes>) -> Result<Ran<[u8; 32]>, String> {
+    fn run(&self, kind: &HashKind, items: Vec<Bytes>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
         let data: Vec<u8> = items.concat();
         let fixed = items.iter().all(|m| m.len() == items[0].len());
@@ -205,11 +206,11 @@ pub struct Sm2HashMul(pub Arc<Engine>);
 
 impl Batched for Sm2HashMul {
     /// (scalar, domain separation tag)
-    type Group = ([u8; 32], Vec<u8>);
-    type Item = Vec<u8>;
+    type Group = ([u8; 32], Bytes);
+    type Item = Bytes;
     type Out = Option<[u8; 33]>;
-    fn run(&self, (k, dst): &Self::Group, items: Vec<Vec<u8>>) -> Result<Ran<Self::Out>, String> {
-        let msgs: Vec<&[u8]> = items.iter().map(|m| m.as_slice()).collect();
+    fn run(&self, (k, dst): &Self::Group, items: Vec<Bytes>) -> Result<Ran<Self::Out>, String> {
+        let msgs: Vec<&[u8]> = items.iter().map(|m| &m[..]).collect();
         let out = self
             .0
             .sm2()

@@ -15,6 +15,7 @@ use crate::proto::batch_crypt_server::{BatchCrypt, BatchCryptServer};
 use crate::proto::*;
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt::Engine;
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -328,22 +329,68 @@ impl Service {
         Ok(n)
     }
 
+    /// A request's list, given one by one or packed (not both), as slices of its buffer.
+    fn list(&self, what: &str, one_by_one: Vec<Bytes>, packed: Option<Column>) -> Result<Vec<Bytes>, Status> {
+        let Some(c) = packed else {
+            return Ok(one_by_one);
+        };
+        if !one_by_one.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "{what}: give them one by one or packed, not both"
+            )));
+        }
+        let bad = |why: String| Err(Status::invalid_argument(format!("{what} (packed): {why}")));
+        let n = match (c.width as usize, c.ends.len()) {
+            (0, n) => n,
+            (w, 0) if c.data.len() % w == 0 => c.data.len() / w,
+            (w, 0) => return bad(format!("{} bytes are not a whole number of {w}-byte items", c.data.len())),
+            _ => return bad("a width or ends, not both".into()),
+        };
+        // Checked before anything is made per item.
+        if n > self.max_items {
+            return Err(Status::resource_exhausted(format!(
+                "{n} items in one request; the limit is {}: split it",
+                self.max_items
+            )));
+        }
+        if c.width > 0 {
+            let w = c.width as usize;
+            return Ok((0..n).map(|i| c.data.slice(i * w..(i + 1) * w)).collect());
+        }
+        let mut start = 0usize;
+        let mut out = Vec::with_capacity(n);
+        for &end in &c.ends {
+            let end = end as usize;
+            if end < start || end > c.data.len() {
+                return bad(format!("ends must rise within the {} bytes of data", c.data.len()));
+            }
+            out.push(c.data.slice(start..end));
+            start = end;
+        }
+        if start != c.data.len() {
+            return bad(format!("the last end is {start}, the data {} bytes", c.data.len()));
+        }
+        Ok(out)
+    }
+
     async fn ecdsa(&self, r: VerifyEcdsaRequest) -> Result<VerifyReply, Status> {
+        let hashes = self.list("hashes", r.hashes, r.hashes_packed)?;
+        let sigs = self.list("signatures", r.signatures, r.signatures_packed)?;
+        let keys = self.list("public keys", r.public_keys, r.public_keys_packed)?;
         self.items(&[
-            ("hashes", r.hashes.len()),
-            ("signatures", r.signatures.len()),
-            ("public keys", r.public_keys.len()),
+            ("hashes", hashes.len()),
+            ("signatures", sigs.len()),
+            ("public keys", keys.len()),
         ])?;
-        let hashes = r
-            .hashes
+        let hashes = hashes
             .iter()
-            .map(|h| <[u8; 32]>::try_from(h.as_slice()))
+            .map(|h| <[u8; 32]>::try_from(&h[..]))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| Status::invalid_argument("every message hash must be 32 bytes"))?;
         let items = hashes
             .into_iter()
-            .zip(r.signatures)
-            .zip(r.public_keys)
+            .zip(sigs)
+            .zip(keys)
             .map(|((h, s), k)| (h, s, k))
             .collect();
         let reply = self
@@ -354,38 +401,42 @@ impl Service {
     }
 
     async fn schnorr(&self, r: VerifySchnorrRequest) -> Result<VerifyReply, Status> {
+        let msgs = self.list("messages", r.messages, r.messages_packed)?;
+        let sigs = self.list("signatures", r.signatures, r.signatures_packed)?;
+        let keys = self.list("public keys", r.public_keys, r.public_keys_packed)?;
         self.items(&[
-            ("messages", r.messages.len()),
-            ("signatures", r.signatures.len()),
-            ("public keys", r.public_keys.len()),
+            ("messages", msgs.len()),
+            ("signatures", sigs.len()),
+            ("public keys", keys.len()),
         ])?;
-        let items = r
-            .messages
+        let items = msgs
             .into_iter()
-            .zip(r.signatures)
-            .zip(r.public_keys)
+            .zip(sigs)
+            .zip(keys)
             .map(|((m, s), k)| ops::schnorr_item(m, &s, &k))
             .collect();
         Ok(verify_reply(self.schnorr.submit((), items).await?))
     }
 
     async fn sm2_verify(&self, r: VerifySm2Request) -> Result<VerifyReply, Status> {
+        let msgs = self.list("messages", r.messages, r.messages_packed)?;
+        let sigs = self.list("signatures", r.signatures, r.signatures_packed)?;
+        let keys = self.list("public keys", r.public_keys, r.public_keys_packed)?;
         self.items(&[
-            ("messages", r.messages.len()),
-            ("signatures", r.signatures.len()),
-            ("public keys", r.public_keys.len()),
+            ("messages", msgs.len()),
+            ("signatures", sigs.len()),
+            ("public keys", keys.len()),
         ])?;
         let id = r
             .id
-            .unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
+            .unwrap_or_else(|| Bytes::from_static(batchcrypt::sm2::verify::DEFAULT_ID));
         if id.len() > 8191 {
             return Err(Status::invalid_argument("an SM2 identifier is at most 8191 bytes"));
         }
-        let items = r
-            .messages
+        let items = msgs
             .into_iter()
-            .zip(r.signatures)
-            .zip(r.public_keys)
+            .zip(sigs)
+            .zip(keys)
             .map(|((m, s), k)| (m, s, k))
             .collect();
         Ok(verify_reply(self.sm2.submit((format(r.format)?, id), items).await?))
@@ -398,31 +449,17 @@ impl Service {
             Ok(HashAlgorithm::Sm3) => HashKind::Sm3,
             Err(_) => return Err(Status::invalid_argument(format!("no hash algorithm {}", r.algorithm))),
         };
-        let packed = !r.packed.is_empty() || r.message_len > 0;
-        let items: Vec<bytes::Bytes> = if packed {
-            if !r.messages.is_empty() {
-                return Err(Status::invalid_argument("send messages one by one or packed, not both"));
-            }
-            let len = r.message_len as usize;
-            if len == 0 || r.packed.len() % len != 0 {
-                return Err(Status::invalid_argument(format!(
-                    "{} packed bytes are not a whole number of {len}-byte messages",
-                    r.packed.len()
-                )));
-            }
-            self.items(&[("messages", r.packed.len() / len)])?;
-            (0..r.packed.len() / len)
-                .map(|i| r.packed.slice(i * len..(i + 1) * len))
-                .collect()
-        } else {
-            self.items(&[("messages", r.messages.len())])?;
-            r.messages.into_iter().map(bytes::Bytes::from).collect()
-        };
+        let packed = r.messages_packed.is_some();
+        let items = self.list("messages", r.messages, r.messages_packed)?;
+        self.items(&[("messages", items.len())])?;
         let reply = self.hash.submit(kind, items).await?;
         let (digests, packed_digests) = if packed {
-            (Vec::new(), reply.outs.concat())
+            (Vec::new(), Bytes::from(reply.outs.concat()))
         } else {
-            (reply.outs.iter().map(|d| d.to_vec()).collect(), Vec::new())
+            (
+                reply.outs.iter().map(|d| Bytes::copy_from_slice(d)).collect(),
+                Bytes::new(),
+            )
         };
         Ok(HashReply {
             digests,
@@ -446,7 +483,7 @@ impl Service {
     async fn mul_compressed(&self, r: Sm2MulCompressedRequest) -> Result<PointsReply, Status> {
         self.items(&[("points", r.points.len())])?;
         let k = scalar(&r.scalar)?;
-        let items = r.points.iter().map(|p| p.as_slice().try_into().ok()).collect();
+        let items = r.points.iter().map(|p| p[..].try_into().ok()).collect();
         Ok(points_reply(self.mul.submit(k, items).await?))
     }
 
@@ -466,7 +503,7 @@ impl Service {
                         .map_err(|e| Status::invalid_argument(format!("flags: {e}")))?
                 };
                 Ok(batchcrypt::bitcoin::txs::LooseTx {
-                    raw: t.tx,
+                    raw: t.tx.to_vec(),
                     spent: t.spent.into_iter().map(spent_output).collect(),
                     flags,
                 })
@@ -536,7 +573,7 @@ impl Service {
         let prover = self.prover.clone();
         let c = tokio::task::spawn_blocking(move || {
             let path = PathBuf::from(&r.zkey_path);
-            let bytes = (!r.zkey.is_empty()).then_some(r.zkey.as_slice());
+            let bytes = (!r.zkey.is_empty()).then_some(&r.zkey[..]);
             let path = (!r.zkey_path.is_empty()).then_some(path.as_path());
             prover.register(bytes, path, &r.name)
         })
@@ -598,7 +635,7 @@ fn scalar(k: &[u8]) -> Result<[u8; 32], Status> {
 }
 
 fn spent_output(s: crate::proto::SpentOutput) -> batchcrypt::bitcoin::SpentOutput {
-    let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey);
+    let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey.to_vec());
     o.height = s.height;
     o.coinbase = s.coinbase;
     o
@@ -607,10 +644,16 @@ fn spent_output(s: crate::proto::SpentOutput) -> batchcrypt::bitcoin::SpentOutpu
 fn verify_reply(r: crate::batcher::Reply<ops::Verdict>) -> VerifyReply {
     VerifyReply {
         valid: r.outs.iter().map(|v| v.is_ok()).collect(),
-        reason: r
+        failures: r
             .outs
             .into_iter()
-            .map(|v| v.err().unwrap_or_default())
+            .enumerate()
+            .filter_map(|(i, v)| {
+                v.err().map(|reason| Failure {
+                    index: i as u32,
+                    reason,
+                })
+            })
             .collect(),
         backend: r.backend,
         batch_items: r.batch_items as u64,
@@ -622,7 +665,7 @@ fn points_reply(r: crate::batcher::Reply<Option<[u8; 33]>>) -> PointsReply {
         points: r
             .outs
             .into_iter()
-            .map(|p| p.map_or_else(Vec::new, |p| p.to_vec()))
+            .map(|p| p.map_or_else(Bytes::new, |p| Bytes::copy_from_slice(&p)))
             .collect(),
         backend: r.backend,
         batch_items: r.batch_items as u64,

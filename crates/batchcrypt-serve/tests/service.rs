@@ -9,12 +9,21 @@ use batchcrypt_serve::client::{Client, Options};
 use batchcrypt_serve::proto::*;
 use batchcrypt_serve::store::Store;
 use batchcrypt_serve::{start, Running, ServerConfig};
+use bytes::Bytes;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tonic::Code;
 
 const LIMIT: Duration = Duration::from_secs(180);
+
+fn b(v: impl AsRef<[u8]>) -> Bytes {
+    Bytes::copy_from_slice(v.as_ref())
+}
+
+fn bs<T: AsRef<[u8]>>(v: &[T]) -> Vec<Bytes> {
+    v.iter().map(b).collect()
+}
 
 fn engine() -> Arc<Engine> {
     static E: OnceLock<Arc<Engine>> = OnceLock::new();
@@ -162,7 +171,10 @@ async fn many_clients_get_what_the_library_gives() {
                     // The packed form: messages of one length back to back.
                     let one_len = 1 + (c * 5 + round) % 100;
                     let packed: Vec<u8> = (0..len * one_len).map(|i| (i * 3 + c) as u8).collect();
-                    let got = client.hash_packed(alg, packed.clone(), one_len).await.unwrap();
+                    let got = client
+                        .hash_packed(alg, &packed.chunks(one_len).collect::<Vec<_>>())
+                        .await
+                        .unwrap();
                     assert_eq!(got.len(), 32 * len);
                     for (m, d) in packed.chunks(one_len).zip(got.chunks(32)) {
                         let want = match alg {
@@ -235,26 +247,26 @@ async fn sm2_and_psi_operations_match_the_library() {
     let r = client
         .raw()
         .sm2_hash_to_curve_mul(Sm2HashToCurveMulRequest {
-            scalar: k1.to_vec(),
-            messages: ids.clone(),
-            dst: b"batchcrypt-test".to_vec(),
+            scalar: b(k1),
+            messages: bs(&ids),
+            dst: b(b"batchcrypt-test"),
         })
         .await
         .unwrap()
         .into_inner();
     let idr: Vec<&[u8]> = ids.iter().map(|v| v.as_slice()).collect();
     let want = engine().sm2().hash_to_curve_mul(&k1, &idr, b"batchcrypt-test").unwrap().value;
-    let got: Vec<[u8; 33]> = r.points.iter().map(|p| p.as_slice().try_into().unwrap()).collect();
+    let got: Vec<[u8; 33]> = r.points.iter().map(|p| p[..].try_into().unwrap()).collect();
     assert_eq!(got, want);
     let k2 = batchcrypt::psi::random_key();
     let mut points = r.points.clone();
-    points.push(vec![2; 33]); // x = 0x0202..: no such point? either way the library decides
-    points.push(vec![5; 33]); // bad prefix
-    points.push(vec![2; 7]); // wrong length
+    points.push(b([2; 33])); // x = 0x0202..: no such point? either way the library decides
+    points.push(b([5; 33])); // bad prefix
+    points.push(b([2; 7])); // wrong length
     let r2 = client
         .raw()
         .sm2_mul_compressed(Sm2MulCompressedRequest {
-            scalar: k2.to_vec(),
+            scalar: b(k2),
             points: points.clone(),
         })
         .await
@@ -262,11 +274,11 @@ async fn sm2_and_psi_operations_match_the_library() {
         .into_inner();
     let lib_in: Vec<[u8; 33]> = points[..points.len() - 1]
         .iter()
-        .map(|p| p.as_slice().try_into().unwrap())
+        .map(|p| p[..].try_into().unwrap())
         .collect();
     let want = engine().sm2().mul_compressed(&k2, &lib_in).unwrap().value;
-    let mut want: Vec<Vec<u8>> = want.into_iter().map(|p| p.map_or(vec![], |p| p.to_vec())).collect();
-    want.push(vec![]);
+    let mut want: Vec<Bytes> = want.into_iter().map(|p| p.map_or(Bytes::new(), b)).collect();
+    want.push(Bytes::new());
     assert_eq!(r2.points, want);
     assert!(r2.points[points.len() - 2].is_empty(), "bad prefix is not a point");
     bounded(server.shutdown()).await.unwrap();
@@ -284,9 +296,9 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     // Lists of different lengths.
     let r = raw
         .verify_ecdsa(VerifyEcdsaRequest {
-            hashes: s.hashes.iter().map(|h| h.to_vec()).collect(),
-            signatures: s.der[..3].to_vec(),
-            public_keys: s.keys.clone(),
+            hashes: bs(&s.hashes),
+            signatures: bs(&s.der[..3]),
+            public_keys: bs(&s.keys),
             ..Default::default()
         })
         .await;
@@ -294,9 +306,9 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     // A hash that is not 32 bytes.
     let r = raw
         .verify_ecdsa(VerifyEcdsaRequest {
-            hashes: vec![vec![1; 31]],
-            signatures: vec![s.der[0].clone()],
-            public_keys: vec![s.keys[0].clone()],
+            hashes: vec![b([1; 31])],
+            signatures: vec![b(&s.der[0])],
+            public_keys: vec![b(&s.keys[0])],
             ..Default::default()
         })
         .await;
@@ -304,11 +316,11 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     // An unknown signature format.
     let r = raw
         .verify_ecdsa(VerifyEcdsaRequest {
-            hashes: vec![s.hashes[0].to_vec()],
-            signatures: vec![s.der[0].clone()],
-            public_keys: vec![s.keys[0].clone()],
+            hashes: vec![b(s.hashes[0])],
+            signatures: vec![b(&s.der[0])],
+            public_keys: vec![b(&s.keys[0])],
             format: 9,
-            require_low_s: false,
+            ..Default::default()
         })
         .await;
     assert_eq!(bad(r), Code::InvalidArgument);
@@ -316,7 +328,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     let r = raw
         .hash(HashRequest {
             algorithm: 0,
-            messages: vec![vec![0; 4]; 101],
+            messages: vec![b([0; 4]); 101],
             ..Default::default()
         })
         .await;
@@ -325,35 +337,66 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     let r = raw
         .hash(HashRequest {
             algorithm: 0,
-            messages: vec![vec![0; 2 << 20]],
+            messages: vec![b(vec![0; 2 << 20])],
             ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::OutOfRange);
     // Packed messages that are not a whole number of messages, or both forms at once.
-    for (packed, message_len, messages) in [(vec![0u8; 65], 64, vec![]), (vec![0u8; 64], 0, vec![]), (vec![0u8; 64], 64, vec![vec![1]])] {
+    let column = |data: Vec<u8>, width: u32, ends: Vec<u32>| Some(Column { data: data.into(), width, ends });
+    for (packed, messages) in [
+        (column(vec![0; 65], 64, vec![]), vec![]),
+        (column(vec![0; 64], 64, vec![64]), vec![]),
+        (column(vec![0; 64], 0, vec![30, 20, 64]), vec![]),
+        (column(vec![0; 64], 0, vec![30, 63]), vec![]),
+        (column(vec![0; 64], 0, vec![30, 65]), vec![]),
+        (column(vec![0; 64], 64, vec![]), vec![b([1])]),
+    ] {
         let r = raw
             .hash(HashRequest {
                 algorithm: 1,
                 messages,
-                packed: packed.into(),
-                message_len,
+                messages_packed: packed,
             })
             .await;
         assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
     }
+    // A packed column whose item count is over the limit is refused before it is split.
+    let r = raw
+        .hash(HashRequest {
+            algorithm: 1,
+            messages: vec![],
+            messages_packed: column(vec![0; 101], 1, vec![]),
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
+    // Packed with ends: empty messages included.
+    let r = raw
+        .hash(HashRequest {
+            algorithm: 0,
+            messages: vec![],
+            messages_packed: column(b"abcxyz".to_vec(), 0, vec![3, 3, 6]),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(&r.packed_digests[..32], batchcrypt::sha256::digest(b"abc"));
+    assert_eq!(&r.packed_digests[32..64], batchcrypt::sha256::digest(b""));
+    assert_eq!(&r.packed_digests[64..], batchcrypt::sha256::digest(b"xyz"));
     // Items with wrong lengths are verdicts of their own; the others are still checked.
     let r = raw
         .verify_schnorr(VerifySchnorrRequest {
-            messages: vec![s.hashes[0].to_vec(), s.hashes[1].to_vec(), s.hashes[2].to_vec()],
-            signatures: vec![s.schnorr[0][..63].to_vec(), s.schnorr[1].to_vec(), s.schnorr[2].to_vec()],
-            public_keys: vec![s.xonly[0].to_vec(), s.xonly[1].to_vec(), s.xonly[2][..31].to_vec()],
+            messages: bs(&s.hashes[..3]),
+            signatures: vec![b(&s.schnorr[0][..63]), b(s.schnorr[1]), b(s.schnorr[2])],
+            public_keys: vec![b(s.xonly[0]), b(s.xonly[1]), b(&s.xonly[2][..31])],
+            ..Default::default()
         })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(r.valid, [false, true, false]);
-    assert!(r.reason[0].contains("64 bytes"), "{:?}", r.reason);
+    assert_eq!(r.failures.iter().map(|f| f.index).collect::<Vec<_>>(), [0, 2]);
+    assert!(r.failures[0].reason.contains("64 bytes"), "{:?}", r.failures);
     // An empty request is an empty reply.
     let r = raw.verify_schnorr(VerifySchnorrRequest::default()).await.unwrap();
     assert!(r.into_inner().valid.is_empty());
@@ -370,7 +413,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     // A key that is not a .zkey.
     let r = raw
         .register_circuit(RegisterCircuitRequest {
-            zkey: b"zkey\x01\x00\x00\x00garbage".to_vec(),
+            zkey: b(b"zkey\x01\x00\x00\x00garbage"),
             ..Default::default()
         })
         .await;
@@ -463,6 +506,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let key = Key::new(&key_bytes).unwrap();
     let data: Vec<u8> = (0..300_001u32).map(|i| (i * 31 % 251) as u8).collect();
     async fn call(client: &mut Client, start: AesStart, parts: Vec<Vec<u8>>) -> Result<Vec<u8>, tonic::Status> {
+        let parts: Vec<Bytes> = parts.into_iter().map(Bytes::from).collect();
         let mut msgs = vec![AesRequest {
             part: Some(aes_request::Part::Start(start)),
         }];
@@ -480,10 +524,10 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let sealed = bounded(call(
         &mut client,
         AesStart {
-            key: key_bytes.to_vec(),
+            key: b(key_bytes),
             mode: AesMode::GcmChunked as i32,
             decrypt: false,
-            iv: vec![],
+            iv: Bytes::new(),
         },
         parts.clone(),
     ))
@@ -495,10 +539,10 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let back = bounded(call(
         &mut client,
         AesStart {
-            key: key_bytes.to_vec(),
+            key: b(key_bytes),
             mode: AesMode::GcmChunked as i32,
             decrypt: true,
-            iv: vec![],
+            iv: Bytes::new(),
         },
         vec![sealed.clone()],
     ))
@@ -511,10 +555,10 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let e = bounded(call(
         &mut client,
         AesStart {
-            key: key_bytes.to_vec(),
+            key: b(key_bytes),
             mode: AesMode::GcmChunked as i32,
             decrypt: true,
-            iv: vec![],
+            iv: Bytes::new(),
         },
         vec![tampered],
     ))
@@ -526,10 +570,10 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let got = bounded(call(
         &mut client,
         AesStart {
-            key: key_bytes.to_vec(),
+            key: b(key_bytes),
             mode: AesMode::Ctr as i32,
             decrypt: false,
-            iv: iv.to_vec(),
+            iv: b(iv),
         },
         parts,
     ))
@@ -542,7 +586,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let e = call(
         &mut client,
         AesStart {
-            key: vec![1; 5],
+            key: b([1; 5]),
             ..Default::default()
         },
         vec![],
@@ -575,12 +619,12 @@ async fn a_bitcoin_block_and_its_transactions() {
     let spent = batchcrypt::bitcoin::spent::read_spent_file(&d.join("testnet3-928816.undo"), &block).unwrap();
     let to_proto = |s: &batchcrypt::bitcoin::SpentOutput| SpentOutput {
         value: s.value,
-        script_pubkey: s.script_pubkey.clone(),
+        script_pubkey: b(&s.script_pubkey),
         height: s.height,
         coinbase: s.coinbase,
     };
     let request = VerifyBlockRequest {
-        block: raw.clone(),
+        block: b(&raw),
         spent: spent.iter().map(to_proto).collect(),
         network: Network::Test as i32,
         height: 928816,
@@ -592,8 +636,9 @@ async fn a_bitcoin_block_and_its_transactions() {
     // One spent script changed: invalid.
     let mut bad = request;
     let i = bad.spent.len() / 2;
-    let last = bad.spent[i].script_pubkey.len() - 1;
-    bad.spent[i].script_pubkey[last] ^= 1;
+    let mut spk = bad.spent[i].script_pubkey.to_vec();
+    *spk.last_mut().unwrap() ^= 1;
+    bad.spent[i].script_pubkey = spk.into();
     let r = bounded(client.raw().verify_block(bad)).await.unwrap().into_inner();
     assert!(!r.valid);
 
@@ -603,7 +648,7 @@ async fn a_bitcoin_block_and_its_transactions() {
         .iter()
         .zip(&per_tx[1..])
         .map(|(tx, s)| LooseTransaction {
-            tx: tx.raw.to_vec(),
+            tx: b(tx.raw),
             spent: s.iter().map(to_proto).collect(),
             flags: String::new(),
         })
@@ -776,4 +821,93 @@ fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
         .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn priorities_order_the_queue_and_deadlines_expire() {
+    let Some(chain) = fixture("chain-10") else { return };
+    let mut c = config("priority");
+    c.prover.workers = 1;
+    c.prover.hold = Duration::from_millis(400);
+    let (server, mut client) = serve(c).await;
+    let id = client
+        .register(std::fs::read(chain.join("circuit.zkey")).unwrap(), "chain")
+        .await
+        .unwrap()
+        .circuit_id;
+    let w = std::fs::read(chain.join("witness.wtns")).unwrap();
+    let running = client.submit(&id, w.clone(), "", 0).await.unwrap();
+    for _ in 0..200 {
+        if client.job(&running.job_id).await.unwrap().state == JobState::Running as i32 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Queued behind it: a low, a high priority job, and one that must start within 50 ms.
+    let low = client.submit(&id, w.clone(), "", 0).await.unwrap();
+    let high = client.submit(&id, w.clone(), "", 5).await.unwrap();
+    let late = client
+        .raw()
+        .submit_proof(SubmitProofRequest {
+            circuit_id: id.clone(),
+            witness: b(&w),
+            deadline_unix_ms: batchcrypt_serve::store::now_ms() + 50,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for j in [&running, &low, &high] {
+        bounded(client.wait(&j.job_id, false)).await.unwrap();
+    }
+    let expired = bounded(client.wait(&late.job_id, false)).await.unwrap();
+    assert_eq!(expired.job.unwrap().state, JobState::Expired as i32);
+    // The high-priority job, submitted after the low one, waited less.
+    let waited = |trace: &str| -> f64 {
+        let v: serde_json::Value = serde_json::from_str(trace).unwrap();
+        v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "queue wait")
+            .map(|e| e["dur"].as_f64().unwrap())
+            .unwrap()
+    };
+    let trace = |j: &str| {
+        let mut c = client.clone();
+        let j = j.to_string();
+        async move { c.raw().job_trace(JobRef { job_id: j }).await.unwrap().into_inner().chrome_trace_json }
+    };
+    let (tl, th) = (trace(&low.job_id).await, trace(&high.job_id).await);
+    assert!(waited(&th) < waited(&tl), "high {} µs, low {} µs", waited(&th), waited(&tl));
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_token_off_loopback() {
+    let dir = data_dir("tls");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+    let mut c = config("tls");
+    c.tls = Some((dir.join("cert.pem"), dir.join("key.pem")));
+    c.token = Some("t0ken".into());
+    let server = start(engine(), c).await.unwrap();
+    let addr = server.addr.to_string();
+    let options = Options {
+        token: Some("t0ken".into()),
+        tls_ca: Some(cert.cert.pem().into_bytes()),
+        max_message_bytes: None,
+    };
+    let mut client = Client::connect_with(&addr, options).await.unwrap();
+    let d = client.hash(HashAlgorithm::Sm3, &[b"abc"]).await.unwrap();
+    assert_eq!(d[0], batchcrypt::sm3::digest(b"abc"));
+    // Plain HTTP/2 to a TLS listener gets no answer.
+    let plain = Client::connect(&addr).await;
+    let failed = match plain {
+        Err(_) => true,
+        Ok(mut p) => p.hash(HashAlgorithm::Sha256, &[b"x"]).await.is_err(),
+    };
+    assert!(failed);
+    bounded(server.shutdown()).await.unwrap();
 }

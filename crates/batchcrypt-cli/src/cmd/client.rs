@@ -181,22 +181,8 @@ pub fn run(a: &Args) -> Result<()> {
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
-                let r = c
-                    .raw()
-                    .verify_schnorr(batchcrypt_serve::proto::VerifySchnorrRequest {
-                        messages: rows.iter().map(|r| r[0].clone()).collect(),
-                        signatures: rows.iter().map(|r| r[1].clone()).collect(),
-                        public_keys: rows.iter().map(|r| r[2].clone()).collect(),
-                    })
-                    .await?
-                    .into_inner();
-                let v: Vec<Result<(), String>> = r
-                    .valid
-                    .into_iter()
-                    .zip(r.reason)
-                    .map(|(ok, why)| if ok { Ok(()) } else { Err(why) })
-                    .collect();
-                print_verdicts(&v);
+                let col = |k: usize| rows.iter().map(|r| r[k].as_slice()).collect::<Vec<_>>();
+                print_verdicts(&c.verify_schnorr(&col(0), &col(1), &col(2)).await?);
             }
             Command::Register { zkey, name } => {
                 let bytes = std::fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
