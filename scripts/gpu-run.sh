@@ -3,7 +3,7 @@
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
 # STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench pybench prove psi
-# sass, e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
+# sass sanitize (compute-sanitizer over test binaries; only when named), e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=.gpu-bundle
@@ -71,6 +71,25 @@ run_tests() {
   return $rc
 }
 want tests && step rust-tests run_tests
+# compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones; the
+# tools in SANITIZE_TOOLS, default all four): each run must report 0 errors. Slow (the kernels run
+# instrumented), so only when named in STEPS.
+sanitize() {
+  local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} rc=0
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    for t in "$tests"/tests/*; do
+      local hit=0; for p in ${SANITIZE_TESTS:-aes}; do [[ $(basename "$t") == "$p"* ]] && hit=1; done
+      [ $hit = 1 ] || continue
+      echo "### $tool $(basename "$t")"
+      "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$t" --test-threads=1 2>&1 | tail -40
+      local r=${PIPESTATUS[0]}
+      echo "### $tool $(basename "$t"): exit $r"
+      [ "$r" = 0 ] || rc=1
+    done
+  done
+  return $rc
+}
+[[ " ${STEPS:-} " == *" sanitize "* ]] && step sanitize sanitize
 PYTHON=${PYTHON:-python3}   # needs numpy and pytest
 py_install() { "$PYTHON" -m pip install -q --no-index --no-deps --upgrade --target /tmp/bc-site "$B"/wheels/*.whl; }
 py_tests() {
