@@ -3,7 +3,8 @@
 //!
 //! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and send
-//! the next, for R rounds. The served rate is all items over the wall time; the baseline is one
+//! the next, for R rounds; then ECDSA open loop (each client paced at half the rate just served,
+//! whatever the replies) and SHA256d in requests 16 times larger. The served rate is all items over the wall time; the baseline is one
 //! library call on the C × 256 items of a round. Latency is each request's, send to reply.
 //! With C × 256 items always outstanding, Little's law bounds latency from below by that many
 //! items over the throughput.
@@ -113,6 +114,48 @@ where
     (t.elapsed().as_secs_f64(), lat, batch as f64 / n as f64)
 }
 
+/// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
+/// evenly over one interval), whether or not its earlier ones were answered; returns (seconds,
+/// latencies).
+async fn open_loop<F, Fut>(clients: Vec<Client>, rounds: usize, interval: Duration, call: F) -> (f64, Vec<f64>)
+where
+    F: Fn(Client, usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = u64> + Send + 'static,
+{
+    let t = Instant::now();
+    let n = clients.len();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(c, client)| {
+            let call = call.clone();
+            tokio::spawn(async move {
+                let start = tokio::time::Instant::now() + interval.mul_f64(c as f64 / n as f64);
+                let mut sent = Vec::with_capacity(rounds);
+                for r in 0..rounds {
+                    tokio::time::sleep_until(start + interval * r as u32).await;
+                    let (call, client) = (call.clone(), client.clone());
+                    sent.push(tokio::spawn(async move {
+                        let s = Instant::now();
+                        call(client, c).await;
+                        s.elapsed().as_secs_f64()
+                    }));
+                }
+                let mut lat = Vec::with_capacity(rounds);
+                for h in sent {
+                    lat.push(h.await.expect("request task"));
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.expect("client task"));
+    }
+    (t.elapsed().as_secs_f64(), lat)
+}
+
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run_async(rep, quick))
@@ -180,7 +223,7 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     };
     closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
-    let (secs, lat, mean_batch) = closed_loop(conns.clone(), rounds, call).await;
+    let (secs, lat, mean_batch) = closed_loop(conns.clone(), rounds, call.clone()).await;
     let served = format!("served, {clients} clients");
     rep.add(GROUP, &case, &served, (n * rounds) as u64, 0, secs, Some(&base));
     let (p50, p99, max) = latencies(lat);
@@ -189,6 +232,15 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         1e3 * secs / rounds as f64
     );
     println!("  {}", stages(server.metrics_addr, "verify_ecdsa").await);
+    // The same clients paced at half the rate just served: latency when the server keeps up.
+    let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
+    let (secs2, lat) = open_loop(conns.clone(), rounds, interval, call).await;
+    rep.add(GROUP, &case, "served, open loop at half that rate", (n * rounds) as u64, 0, secs2, Some(&base));
+    let (p50, p99, max) = latencies(lat);
+    println!(
+        "  open loop: each client every {:.0} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+        1e3 * interval.as_secs_f64()
+    );
 
     // SHA256d of 64-byte messages.
     rep.header(&format!(
@@ -205,6 +257,7 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
     let all = bytes::Bytes::from(msgs.to_vec());
     let call = {
+        let all = all.clone();
         move |mut client: Client, c: usize| {
             // The packed form: one buffer per request, not a field per message.
             let messages = batchcrypt_serve::proto::Column {
@@ -236,6 +289,42 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
     );
     println!("  {}", stages(server.metrics_addr, "hash").await);
+    // The same items in requests 16 times larger.
+    let big = PER_REQUEST * 16;
+    let few = n / big;
+    let call = {
+        let all = all.clone();
+        move |mut client: Client, c: usize| {
+            let messages = batchcrypt_serve::proto::Column {
+                data: all.slice(c * big * 64..(c + 1) * big * 64),
+                width: 64,
+                ends: Vec::new(),
+            };
+            async move {
+                let r = client
+                    .raw()
+                    .hash(batchcrypt_serve::proto::HashRequest {
+                        algorithm: HashAlgorithm::Sha256d as i32,
+                        messages: Vec::new(),
+                        messages_packed: Some(messages),
+                    })
+                    .await
+                    .expect("served")
+                    .into_inner();
+                assert_eq!(r.packed_digests.len(), 32 * big);
+                r.batch_items
+            }
+        }
+    };
+    let conns_few = connect_clients(&addr, few).await?;
+    closed_loop(conns_few.clone(), 1, call.clone()).await;
+    let (secs, lat, mean_batch) = closed_loop(conns_few, rounds, call).await;
+    let items = few * big * rounds;
+    rep.add(GROUP, &case, &format!("served, {few} clients x {big}"), items as u64, 64 * items as u64, secs, Some(&base));
+    let (p50, p99, max) = latencies(lat);
+    println!(
+        "  {few} clients x {big}: latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
+    );
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
 
