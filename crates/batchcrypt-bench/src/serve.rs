@@ -156,6 +156,35 @@ where
     (t.elapsed().as_secs_f64(), lat)
 }
 
+/// A client's SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
+/// request, not a field per message); the reply's batch size.
+fn sha256d_call(
+    all: bytes::Bytes,
+    per: usize,
+) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>> + Clone + Send + Sync + 'static {
+    move |mut client: Client, c: usize| {
+        let messages = batchcrypt_serve::proto::Column {
+            data: all.slice(c * per * 64..(c + 1) * per * 64),
+            width: 64,
+            ends: Vec::new(),
+        };
+        Box::pin(async move {
+            let r = client
+                .raw()
+                .hash(batchcrypt_serve::proto::HashRequest {
+                    algorithm: HashAlgorithm::Sha256d as i32,
+                    messages: Vec::new(),
+                    messages_packed: Some(messages),
+                })
+                .await
+                .expect("served")
+                .into_inner();
+            assert_eq!(r.packed_digests.len(), 32 * per);
+            r.batch_items
+        })
+    }
+}
+
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run_async(rep, quick))
@@ -256,31 +285,7 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
     rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
     let all = bytes::Bytes::from(msgs.to_vec());
-    let call = {
-        let all = all.clone();
-        move |mut client: Client, c: usize| {
-            // The packed form: one buffer per request, not a field per message.
-            let messages = batchcrypt_serve::proto::Column {
-                data: all.slice(c * PER_REQUEST * 64..(c + 1) * PER_REQUEST * 64),
-                width: 64,
-                ends: Vec::new(),
-            };
-            async move {
-                let r = client
-                    .raw()
-                    .hash(batchcrypt_serve::proto::HashRequest {
-                        algorithm: HashAlgorithm::Sha256d as i32,
-                        messages: Vec::new(),
-                        messages_packed: Some(messages),
-                    })
-                    .await
-                    .expect("served")
-                    .into_inner();
-                assert_eq!(r.packed_digests.len(), 32 * PER_REQUEST);
-                r.batch_items
-            }
-        }
-    };
+    let call = sha256d_call(all.clone(), PER_REQUEST);
     closed_loop(conns.clone(), 1, call.clone()).await;
     let (secs, lat, mean_batch) = closed_loop(conns, rounds, call).await;
     rep.add(GROUP, &case, &served, (n * rounds) as u64, (64 * n * rounds) as u64, secs, Some(&base));
@@ -292,30 +297,7 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     // The same items in requests 16 times larger.
     let big = PER_REQUEST * 16;
     let few = n / big;
-    let call = {
-        let all = all.clone();
-        move |mut client: Client, c: usize| {
-            let messages = batchcrypt_serve::proto::Column {
-                data: all.slice(c * big * 64..(c + 1) * big * 64),
-                width: 64,
-                ends: Vec::new(),
-            };
-            async move {
-                let r = client
-                    .raw()
-                    .hash(batchcrypt_serve::proto::HashRequest {
-                        algorithm: HashAlgorithm::Sha256d as i32,
-                        messages: Vec::new(),
-                        messages_packed: Some(messages),
-                    })
-                    .await
-                    .expect("served")
-                    .into_inner();
-                assert_eq!(r.packed_digests.len(), 32 * big);
-                r.batch_items
-            }
-        }
-    };
+    let call = sha256d_call(all, big);
     let conns_few = connect_clients(&addr, few).await?;
     closed_loop(conns_few.clone(), 1, call.clone()).await;
     let (secs, lat, mean_batch) = closed_loop(conns_few, rounds, call).await;
