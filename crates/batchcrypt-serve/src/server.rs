@@ -273,6 +273,14 @@ pub struct Service {
 }
 
 impl Service {
+    /// The service without a listener: the handlers [`start`] serves, with the same batchers,
+    /// prover and limits, to call in process (the fuzz targets do). Needs a tokio runtime.
+    pub fn in_process(engine: Arc<Engine>, config: &ServerConfig) -> Result<Service, String> {
+        let metrics = Arc::new(Metrics::default());
+        let (prover, _) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
+        Ok(Service::new(engine, prover, config, metrics, true))
+    }
+
     fn new(
         engine: Arc<Engine>,
         prover: Arc<Prover>,

@@ -64,7 +64,7 @@ impl XtsKey {
 
 /// Checks a request: units of at least one block and at most [`MAX_UNIT_BYTES`]; a unit that
 /// is not a whole number of blocks only as the whole buffer; a last unit of at least one block.
-pub(crate) fn check(unit: usize, len: usize) -> Result<()> {
+pub fn check(unit: usize, len: usize) -> Result<()> {
     if !(16..=MAX_UNIT_BYTES).contains(&unit) {
         return Err(Error::invalid(format!(
             "an XTS data unit has 16 to {MAX_UNIT_BYTES} bytes, not {unit}"

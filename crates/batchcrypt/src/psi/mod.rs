@@ -14,7 +14,7 @@
 //! backend (GPU or CPU).
 
 mod items;
-mod wire;
+pub mod wire;
 
 pub use items::{Chunk, ItemFile};
 
