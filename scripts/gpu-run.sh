@@ -72,8 +72,9 @@ run_tests() {
 }
 want tests && step rust-tests run_tests
 # compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones; the
-# tools in SANITIZE_TOOLS, default all four): each run must report 0 errors. Slow (the kernels run
-# instrumented), so only when named in STEPS.
+# tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a test-name filter passed to each
+# binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
+# in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished.
 sanitize() {
   local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} rc=0
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
@@ -81,10 +82,14 @@ sanitize() {
       local hit=0; for p in ${SANITIZE_TESTS:-aes}; do [[ $(basename "$t") == "$p"* ]] && hit=1; done
       [ $hit = 1 ] || continue
       echo "### $tool $(basename "$t")"
-      "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$t" --test-threads=1 2>&1 | tail -40
+      timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+        "$t" --test-threads=1 ${SANITIZE_FILTER:-} 2>&1 | tail -40
       local r=${PIPESTATUS[0]}
-      echo "### $tool $(basename "$t"): exit $r"
-      [ "$r" = 0 ] || rc=1
+      case $r in
+        0) echo "### $tool $(basename "$t"): 0 errors" ;;
+        124) echo "### $tool $(basename "$t"): NOT FINISHED (over ${SANITIZE_TIMEOUT:-300} s)" ;;
+        *) echo "### $tool $(basename "$t"): exit $r"; rc=1 ;;
+      esac
     done
   done
   return $rc

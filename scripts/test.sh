@@ -18,6 +18,9 @@ cargo test --workspace --exclude batchcrypt-py --features batchcrypt/emulation
 echo "== Rust: library without the CUDA backend"
 cargo test -p batchcrypt --no-default-features --lib
 
+echo "== Fuzz targets: each for 20 s from its seeds (a crash, hang or memory blow-up fails)"
+scripts/fuzz.sh 20
+
 echo "== Python package"
 (. .venv/bin/activate && maturin develop --release -q -m crates/batchcrypt-py/Cargo.toml >/dev/null)
 .venv/bin/python -m pytest -q crates/batchcrypt-py/tests

@@ -197,18 +197,41 @@ fn gcm_files_round_trip_and_detect_every_change() {
             err.contains("authentication") || err.contains("truncated"),
             "{what}: {err}"
         );
-        // Only chunks that authenticated before the failure were written.
-        let written = std::fs::read(&out).unwrap_or_default();
-        assert!(
-            written.len() % 4096 == 0 && written[..] == data(10_000, 2)[..written.len()],
-            "{what}: unauthenticated output"
-        );
+        // Nothing under the output's name, and no temporary file left beside it.
+        assert!(err.contains("nothing was written"), "{what}: {err}");
+        assert!(!out.exists(), "{what}: a failed decryption left {}", out.display());
+        let partial = std::fs::read_dir(&d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with(".bad.out."));
+        assert!(!partial, "{what}: a temporary file was left behind");
     }
     let o = run(&["decrypt", "--key", KEY128, "-i", s(&d.join("gcm-1.bcg"))]);
     assert!(
         !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("AES-256"),
         "a key of the wrong size is named"
     );
+}
+
+/// An encryption killed midway leaves nothing under the output's name (only a temporary
+/// `.NAME.*.partial` beside it, which no reader takes for the finished file).
+#[test]
+fn an_interrupted_encryption_leaves_no_output() {
+    use std::io::Write;
+    let d = dir().join("killed");
+    std::fs::create_dir_all(&d).unwrap();
+    let out = d.join("never.bcg");
+    let mut child = bin()
+        .args(["encrypt", "--key", KEY256, "--chunk-log2", "12", "-o", s(&out), "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("run batchcrypt");
+    // Some chunks in, the input still open: the process is mid-stream when it is killed.
+    child.stdin.as_mut().unwrap().write_all(&data(100_000, 3)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.exists(), "a killed encryption left {}", out.display());
 }
 
 #[test]

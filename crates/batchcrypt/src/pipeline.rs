@@ -2,7 +2,7 @@
 //! host copy into pinned staging, the upload, the kernel and the download of different chunks run
 //! at the same time on separate streams.
 
-use crate::backend::cuda::{driver_err, Gpu};
+use crate::backend::cuda::{DriverResult, Gpu};
 use crate::backend::device::Link;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
@@ -42,7 +42,7 @@ impl Slot {
     /// `dev_out_bytes` (the output and any scratch space the kernels need after it).
     fn new(gpu: &Gpu, in_bytes: usize, out_bytes: usize, dev_out_bytes: usize) -> Result<Slot> {
         let ctx = gpu.context();
-        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        let stream = ctx.new_stream().driver("cuStreamCreate")?;
         // SAFETY: staging buffers are written before they are read. The input side is
         // write-combined: the host only writes it, and the upload reads it faster.
         let (host_in, host_out) = unsafe {
@@ -51,15 +51,15 @@ impl Slot {
                     in_bytes.max(1),
                     cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
                 )
-                .map_err(driver_err("cuMemHostAlloc"))?,
+                .driver("cuMemHostAlloc")?,
                 ctx.alloc_pinned_with_flags::<u8>(out_bytes.max(1), 0)
-                    .map_err(driver_err("cuMemHostAlloc"))?,
+                    .driver("cuMemHostAlloc")?,
             )
         };
         let dev_in =
-            unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.map_err(driver_err("cuMemAlloc"))?;
+            unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.driver("cuMemAlloc")?;
         let dev_out = unsafe { stream.alloc::<u8>(dev_out_bytes.max(out_bytes).max(1)) }
-            .map_err(driver_err("cuMemAlloc"))?;
+            .driver("cuMemAlloc")?;
         Ok(Slot {
             stream,
             host_in,
@@ -241,13 +241,13 @@ pub fn run_spans(
             let t = std::time::Instant::now();
             slot.stream
                 .synchronize()
-                .map_err(driver_err("cuStreamSynchronize"))?;
+                .driver("cuStreamSynchronize")?;
             trace.wait_s += t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
             let src = slot
                 .host_out
                 .as_slice()
-                .map_err(driver_err("pinned read"))?;
+                .driver("pinned read")?;
             collect(c, &src[..spans[c].out_bytes])?;
             trace.copy_out_s += t.elapsed().as_secs_f64();
         }
@@ -263,24 +263,24 @@ pub fn run_spans(
                 &mut slot
                     .host_in
                     .as_mut_slice()
-                    .map_err(driver_err("pinned write"))?[..span.in_bytes],
+                    .driver("pinned write")?[..span.in_bytes],
             )?;
             trace.fill_s += t.elapsed().as_secs_f64();
             if span.in_bytes > 0 {
-                let src = &slot.host_in.as_slice().map_err(driver_err("pinned"))?[..span.in_bytes];
+                let src = &slot.host_in.as_slice().driver("pinned")?[..span.in_bytes];
                 slot.stream
                     .memcpy_htod(src, &mut slot.dev_in.slice_mut(..span.in_bytes))
-                    .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+                    .driver("cuMemcpyHtoDAsync")?;
             }
             launch(&slot.stream, &slot.dev_in, &mut slot.dev_out, c)?;
             if span.out_bytes > 0 {
                 slot.stream
                     .memcpy_dtoh(
                         &slot.dev_out.slice(..span.out_bytes),
-                        &mut slot.host_out.as_mut_slice().map_err(driver_err("pinned"))?
+                        &mut slot.host_out.as_mut_slice().driver("pinned")?
                             [..span.out_bytes],
                     )
-                    .map_err(driver_err("cuMemcpyDtoHAsync"))?;
+                    .driver("cuMemcpyDtoHAsync")?;
             }
             slot.pending = Some(c);
         }
@@ -341,12 +341,12 @@ impl DirectSlot {
         let stream = gpu
             .context()
             .new_stream()
-            .map_err(driver_err("cuStreamCreate"))?;
+            .driver("cuStreamCreate")?;
         // SAFETY: each buffer is written (upload, kernel) before it is read.
         let (a, b) = unsafe { (stream.alloc::<u8>(chunk), stream.alloc::<u8>(chunk)) };
         Ok(DirectSlot {
-            dev_in: a.map_err(driver_err("cuMemAlloc"))?,
-            dev_out: b.map_err(driver_err("cuMemAlloc"))?,
+            dev_in: a.driver("cuMemAlloc")?,
+            dev_out: b.driver("cuMemAlloc")?,
             stream,
         })
     }
@@ -403,11 +403,11 @@ pub fn run_direct(
             let len = src.len();
             stream
                 .memcpy_htod(src, &mut dev_in.slice_mut(..len))
-                .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+                .driver("cuMemcpyHtoDAsync")?;
             launch(stream, dev_in, dev_out, c * chunk, len)?;
             stream
                 .memcpy_dtoh(&dev_out.slice(..len), dst)
-                .map_err(driver_err("cuMemcpyDtoHAsync"))?;
+                .driver("cuMemcpyDtoHAsync")?;
         }
         Ok(())
     };
@@ -416,7 +416,7 @@ pub fn run_direct(
     for s in &slots {
         s.stream
             .synchronize()
-            .map_err(driver_err("cuStreamSynchronize"))?;
+            .driver("cuStreamSynchronize")?;
     }
     if tracing() {
         eprintln!("pipeline (page-locked, direct): {n} bytes in {} chunks of {chunk} (depth {depth}): {:.2} ms", n.div_ceil(chunk), t_start.elapsed().as_secs_f64() * 1e3);
@@ -464,7 +464,7 @@ pub fn measure_link_staged(gpu: &Gpu) -> Result<Link> {
                 if up && down {
                     stream
                         .memcpy_dtod(&dev_in.slice(..CHUNK), &mut dev_out.slice_mut(..CHUNK))
-                        .map_err(driver_err("cuMemcpyDtoDAsync"))?;
+                        .driver("cuMemcpyDtoDAsync")?;
                 }
                 Ok(())
             },
@@ -540,34 +540,34 @@ pub fn measure_link_pinned(gpu: &Gpu) -> Result<Link> {
     let (mut up, mut down) = unsafe {
         (
             ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0)
-                .map_err(driver_err("cuMemHostAlloc"))?,
+                .driver("cuMemHostAlloc")?,
             ctx.alloc_pinned_with_flags::<u8>(LINK_BYTES, 0)
-                .map_err(driver_err("cuMemHostAlloc"))?,
+                .driver("cuMemHostAlloc")?,
         )
     };
-    up.as_mut_slice().map_err(driver_err("pinned"))?.fill(0x5a);
-    let down = down.as_mut_slice().map_err(driver_err("pinned"))?;
-    time_copies(gpu, up.as_slice().map_err(driver_err("pinned"))?, down)
+    up.as_mut_slice().driver("pinned")?.fill(0x5a);
+    let down = down.as_mut_slice().driver("pinned")?;
+    time_copies(gpu, up.as_slice().driver("pinned")?, down)
 }
 
 const LINK_BYTES: usize = 32 << 20;
 
 fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
     let stream = gpu.stream()?;
-    let mut dev = unsafe { stream.alloc::<u8>(up.len()) }.map_err(driver_err("cuMemAlloc"))?;
+    let mut dev = unsafe { stream.alloc::<u8>(up.len()) }.driver("cuMemAlloc")?;
     let mut best = (f64::MAX, f64::MAX);
     for _ in 0..4 {
         let t = std::time::Instant::now();
         stream
             .memcpy_htod(up, &mut dev)
-            .map_err(driver_err("cuMemcpyHtoD"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
+            .driver("cuMemcpyHtoD")?;
+        stream.synchronize().driver("sync")?;
         let t_up = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         stream
             .memcpy_dtoh(&dev, down)
-            .map_err(driver_err("cuMemcpyDtoH"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
+            .driver("cuMemcpyDtoH")?;
+        stream.synchronize().driver("sync")?;
         best = (best.0.min(t_up), best.1.min(t.elapsed().as_secs_f64()));
     }
     if down[up.len() - 1] != up[up.len() - 1] {
@@ -582,34 +582,34 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
         let t = std::time::Instant::now();
         stream
             .memcpy_htod(&up[..64], &mut dev.slice_mut(..64))
-            .map_err(driver_err("cuMemcpyHtoD"))?;
+            .driver("cuMemcpyHtoD")?;
         stream
             .memcpy_dtoh(&dev.slice(..64), &mut down[..64])
-            .map_err(driver_err("cuMemcpyDtoH"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
+            .driver("cuMemcpyDtoH")?;
+        stream.synchronize().driver("sync")?;
         latency = latency.min(t.elapsed().as_secs_f64());
     }
     // Both directions at once, on two streams (the copy engines are separate).
     let other = gpu
         .context()
         .new_stream()
-        .map_err(driver_err("cuStreamCreate"))?;
-    let mut dev2 = unsafe { other.alloc::<u8>(up.len()) }.map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuStreamCreate")?;
+    let mut dev2 = unsafe { other.alloc::<u8>(up.len()) }.driver("cuMemAlloc")?;
     other
         .memcpy_htod(up, &mut dev2)
-        .map_err(driver_err("cuMemcpyHtoD"))?;
-    other.synchronize().map_err(driver_err("sync"))?;
+        .driver("cuMemcpyHtoD")?;
+    other.synchronize().driver("sync")?;
     let mut both = f64::MAX;
     for _ in 0..4 {
         let t = std::time::Instant::now();
         stream
             .memcpy_htod(up, &mut dev)
-            .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+            .driver("cuMemcpyHtoDAsync")?;
         other
             .memcpy_dtoh(&dev2, down)
-            .map_err(driver_err("cuMemcpyDtoHAsync"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
-        other.synchronize().map_err(driver_err("sync"))?;
+            .driver("cuMemcpyDtoHAsync")?;
+        stream.synchronize().driver("sync")?;
+        other.synchronize().driver("sync")?;
         both = both.min(t.elapsed().as_secs_f64());
     }
     Ok(Link {

@@ -161,6 +161,17 @@ fn a_peer_that_disconnects_is_an_error() {
     );
 }
 
+/// Found while fuzzing the protocol: the count a peer announces sized an allocation, so a handshake claiming 2^50
+/// items aborted the process. It is a claim, checked as points arrive; nothing is reserved for it.
+#[test]
+fn a_peer_announcing_a_huge_set_gets_an_error_not_an_abort() {
+    let e = against("huge-count.txt", hello(psi::PROTOCOL_VERSION, 1 << 50), true);
+    assert!(
+        e.contains("closed the connection") || e.contains("network"),
+        "{e}"
+    );
+}
+
 #[test]
 fn garbage_instead_of_a_handshake_is_refused() {
     let e = against("garbage.txt", frame(1, b"HTTP/1.1 200 OK"), false);

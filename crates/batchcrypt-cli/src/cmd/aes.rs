@@ -88,26 +88,15 @@ fn progress(args: &Args, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn open_io(args: &Args) -> Result<(Box<dyn Read>, Box<dyn Write>, Option<u64>)> {
-    let dash = |p: &Option<PathBuf>| p.as_ref().is_none_or(|p| p.as_os_str() == "-");
-    let (input, total): (Box<dyn Read>, _) = if dash(&args.input) {
-        (Box::new(std::io::stdin().lock()), None)
-    } else {
-        let p = args.input.as_ref().unwrap();
-        let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
-        let len = f.metadata().ok().map(|m| m.len());
-        (Box::new(BufReader::with_capacity(1 << 20, f)), len)
-    };
-    let output: Box<dyn Write> = if dash(&args.output) {
-        Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))
-    } else {
-        let p = args.output.as_ref().unwrap();
-        Box::new(BufWriter::with_capacity(
-            1 << 20,
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        ))
-    };
-    Ok((input, output, total))
+fn open_input(args: &Args) -> Result<(Box<dyn Read>, Option<u64>)> {
+    match args.input.as_ref().filter(|p| p.as_os_str() != "-") {
+        None => Ok((Box::new(std::io::stdin().lock()), None)),
+        Some(p) => {
+            let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+            let len = f.metadata().ok().map(|m| m.len());
+            Ok((Box::new(BufReader::with_capacity(1 << 20, f)), len))
+        }
+    }
 }
 
 fn iv(args: &Args) -> Result<[u8; 16]> {
@@ -122,24 +111,37 @@ fn iv(args: &Args) -> Result<[u8; 16]> {
 
 pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
     let key = key(args)?;
-    let (input, output, total) = open_io(args)?;
+    let (input, total) = open_input(args)?;
+    // A file output appears under its name only once complete (and, decrypting, authenticated).
+    let file = match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(p) => Some(crate::output::AtomicFile::create(p)?),
+        None => None,
+    };
+    let mut output: BufWriter<Box<dyn Write + '_>> = BufWriter::with_capacity(
+        1 << 20,
+        match &file {
+            Some(f) => Box::new(f.file()),
+            None => Box::new(std::io::stdout().lock()),
+        },
+    );
     let bar = progress(args, total);
     let aes = engine.aes();
     let tick = |n| bar.set_position(n);
     let result = match (args.mode, decrypt) {
-        (Mode::Ctr, _) => stream::ctr(&aes, &key, &iv(args)?, input, output, tick),
-        (Mode::Gcm, false) => stream::seal(&aes, &key, args.chunk_log2, input, output, tick),
-        (Mode::Gcm, true) => stream::open(&aes, &key, input, output, tick),
+        (Mode::Ctr, _) => stream::ctr(&aes, &key, &iv(args)?, input, &mut output, tick),
+        (Mode::Gcm, false) => stream::seal(&aes, &key, args.chunk_log2, input, &mut output, tick),
+        (Mode::Gcm, true) => stream::open(&aes, &key, input, &mut output, tick),
     };
     bar.finish_and_clear();
-    if result.is_err() && decrypt {
-        if let Some(p) = args.output.as_ref().filter(|p| p.as_os_str() != "-") {
-            eprintln!(
-                "note: {} holds only the chunks that authenticated before the failure",
-                p.display()
-            );
+    let result = result.and_then(|_| output.flush().map_err(Into::into));
+    drop(output);
+    match (result, file) {
+        (Ok(_), Some(f)) => f.commit(),
+        (Ok(_), None) => Ok(()),
+        (Err(e), Some(_)) => {
+            let p = args.output.as_ref().unwrap();
+            Err(anyhow::Error::from(e).context(format!("nothing was written to {}", p.display())))
         }
+        (Err(e), None) => Err(e.into()),
     }
-    result?;
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! `batchcrypt prove`: a Groth16 proof for a circom circuit, as `snarkjs groth16 prove` makes it;
 //! `batchcrypt groth16-setup`: a development proving key for any circuit size.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use batchcrypt::groth16::{self, ProvingKey, R1cs, Witness};
 use batchcrypt::Engine;
 use std::path::PathBuf;
@@ -86,18 +86,15 @@ pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
         runs.push(proved);
     }
     let last = runs.last().expect("at least one proof");
-    std::fs::write(&a.proof, last.proof.to_json())
-        .with_context(|| format!("writing {}", a.proof.display()))?;
-    std::fs::write(&a.public, groth16::public_json(&last.public))
-        .with_context(|| format!("writing {}", a.public.display()))?;
+    crate::output::write(&a.proof, last.proof.to_json())?;
+    crate::output::write(&a.public, groth16::public_json(&last.public))?;
     if let Some(path) = &a.trace {
         let jobs: Vec<_> = runs
             .iter()
             .enumerate()
             .map(|(i, r)| (format!("proof {}", i + 1), r.stages.as_slice()))
             .collect();
-        std::fs::write(path, groth16::chrome_trace(&jobs))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write(path, groth16::chrome_trace(&jobs))?;
     }
     println!(
         "wrote {} and {} ({} public signals); checked before writing",
@@ -138,7 +135,7 @@ pub fn setup(a: &SetupArgs) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     let zkey = groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
-    std::fs::write(&a.zkey, &zkey).with_context(|| format!("writing {}", a.zkey.display()))?;
+    crate::output::write(&a.zkey, &zkey)?;
     println!(
         "wrote {} ({} MB) in {:.1} s: a development key, not for production (see --help)",
         a.zkey.display(),
@@ -211,8 +208,8 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
                 Some(Ok(t)) => batchcrypt::groth16::Ticket::wait(t)
                     .map_err(anyhow::Error::from)
                     .and_then(|p| {
-                        std::fs::write(&proof, p.proof.to_json())?;
-                        std::fs::write(&public, groth16::public_json(&p.public))?;
+                        crate::output::write(&proof, p.proof.to_json())?;
+                        crate::output::write(&public, groth16::public_json(&p.public))?;
                         Ok(p)
                     }),
             };
@@ -260,8 +257,7 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
             .iter()
             .map(|(n, s)| (n.clone(), s.as_slice()))
             .collect();
-        std::fs::write(path, groth16::chrome_trace(&jobs))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write(path, groth16::chrome_trace(&jobs))?;
         eprintln!("trace: {} (open in ui.perfetto.dev)", path.display());
     }
     if failed > 0 {

@@ -9,7 +9,7 @@ use super::{
     ctr_bitsliced_params, ctr_params, xts_params, CtrBitslicedParams, CtrParams, GcmParams, Key,
     Tag, XtsParams, XtsTweakParams,
 };
-use crate::backend::cuda::{driver_err, Gpu};
+use crate::backend::cuda::{DriverResult, Gpu};
 use crate::error::{Error, Result};
 use crate::messages::Messages;
 use crate::pipeline::{
@@ -74,7 +74,7 @@ fn launch_ctr(
     // SAFETY: matches `aes_ctr(Ctr, const uint8_t*, uint8_t*)`; both pointers cover p.bytes bytes.
     unsafe { b.launch(grid(gpu, p.bytes, 16 * THREADS as u64)) }
         .map(|_| ())
-        .map_err(driver_err("launch aes_ctr"))
+        .driver("launch aes_ctr")
 }
 
 /// How [`stream_host`] moves a host buffer: straight from and to the caller's memory when both
@@ -192,7 +192,7 @@ pub fn ctr_device(key: &Key, iv: &[u8; 16], data: &mut impl DevicePtrMut<u8>) ->
     drop(guard);
     stream
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize"))
+        .driver("cuStreamSynchronize")
 }
 
 /// The GCM kernel's segment layout and tables for one message.
@@ -247,7 +247,7 @@ fn launch_gcm(
     // launch.
     unsafe { b.launch(grid(gpu, p.c.bytes, 16 * p.seg_blocks)) }
         .map(|_| ())
-        .map_err(driver_err("launch aes_gcm"))
+        .driver("launch aes_gcm")
 }
 
 /// GCM's counter mode over a host buffer; returns the GHASH of the ciphertext alone.
@@ -261,13 +261,13 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     let stream = gpu.stream()?;
     let tables = stream
         .clone_htod(&plan.tables)
-        .map_err(driver_err("cuMemcpyHtoD"))?;
+        .driver("cuMemcpyHtoD")?;
     let mut seg_out = stream
         .alloc_zeros::<u32>(4 * plan.segments())
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     stream
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize"))?;
+        .driver("cuStreamSynchronize")?;
     let first_counter = g.first_counter();
     // The tables and segment sums are shared by every chunk: their pointers are taken once here,
     // so that the chunks' streams do not wait on one another through these buffers' events.
@@ -307,7 +307,7 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     drop((gt, gs));
     let words = stream
         .clone_dtoh(&seg_out)
-        .map_err(driver_err("cuMemcpyDtoH"))?;
+        .driver("cuMemcpyDtoH")?;
     Ok(combine(
         g.h,
         &super::segment_sums(&words),
@@ -327,10 +327,10 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
     let stream = gpu.stream()?;
     let tables = stream
         .clone_htod(&plan.tables)
-        .map_err(driver_err("cuMemcpyHtoD"))?;
+        .driver("cuMemcpyHtoD")?;
     let mut seg_out = stream
         .alloc_zeros::<u32>(4 * plan.segments().max(1))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let t1;
     {
         let p = GcmParams {
@@ -348,11 +348,11 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
     }
     stream
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize"))?;
+        .driver("cuStreamSynchronize")?;
     let t2 = std::time::Instant::now();
     let words = stream
         .clone_dtoh(&seg_out)
-        .map_err(driver_err("cuMemcpyDtoH"))?;
+        .driver("cuMemcpyDtoH")?;
     let t3 = std::time::Instant::now();
     let y = combine(
         g.h,
@@ -448,14 +448,14 @@ impl<'a> XtsRun<'a> {
             };
             // SAFETY: matches `aes_xts_tweaks(XtsTweaks, uint4*)`; the entries buffer holds
             // units × entries elements (entries_bytes).
-            unsafe { b.launch(cfg) }.map_err(driver_err("launch aes_xts_tweaks"))?;
+            unsafe { b.launch(cfg) }.driver("launch aes_xts_tweaks")?;
             let (i, o) = (input + 16 * done, output + 16 * done);
             let mut b = stream.launch_builder(&self.blocks_fn);
             b.arg(&bp).arg(&i).arg(&o).arg(&tweaks);
             // SAFETY: matches `aes_xts_{en,de}crypt(Xts, in, out, tweaks)`: both buffers cover
             // `blocks` blocks and the entries were written just before on this stream.
             unsafe { b.launch(grid(self.gpu, 16 * blocks, 16 * THREADS as u64)) }
-                .map_err(driver_err("launch aes_xts"))?;
+                .driver("launch aes_xts")?;
             done += blocks;
         }
         Ok(())
@@ -490,10 +490,10 @@ pub fn xts(
     let chunks = gpu_bytes.div_ceil(chunk).max(1);
     let tweaks = stream
         .alloc_zeros::<u8>(per_chunk * chunks)
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     stream
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize"))?;
+        .driver("cuStreamSynchronize")?;
     if gpu_bytes > 0 {
         stream_host(run.gpu, path, head_in, head_out, |s, i, o, first, bytes| {
             let (ip, _gi) = i.device_ptr(s);
@@ -530,7 +530,7 @@ pub fn xts_device(
     let stream = run.gpu.stream()?;
     let tweaks = stream
         .alloc_zeros::<u8>(run.entries_bytes(gpu_bytes).max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let (ptr, guard) = data.device_ptr_mut(&stream);
     let ptr = aligned(ptr)?;
     if gpu_bytes > 0 {
@@ -550,10 +550,10 @@ pub fn xts_device(
                 stream.cu_stream(),
             )
         }
-        .map_err(driver_err("cuMemcpyDtoH"))?;
+        .driver("cuMemcpyDtoH")?;
         stream
             .synchronize()
-            .map_err(driver_err("cuStreamSynchronize"))?;
+            .driver("cuStreamSynchronize")?;
         xts::steal_tail(key, tweak, unit, gpu_bytes, &tail, &mut out, decrypt);
         // SAFETY: as above; `out` lives until the synchronization below.
         unsafe {
@@ -563,12 +563,12 @@ pub fn xts_device(
                 stream.cu_stream(),
             )
         }
-        .map_err(driver_err("cuMemcpyHtoD"))?;
+        .driver("cuMemcpyHtoD")?;
     }
     drop(guard);
     stream
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize"))
+        .driver("cuStreamSynchronize")
 }
 
 /// Kernel-only time of XTS-4096 over `bytes` bytes in GPU memory (tweak entries included), in
@@ -580,10 +580,10 @@ pub fn xts_kernel_seconds(key: &XtsKey, bytes: usize, decrypt: bool, iters: usiz
     let bytes = bytes / 16 * 16;
     let mut data = stream
         .alloc_zeros::<u8>(bytes.max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let tweaks = stream
         .alloc_zeros::<u8>(run.entries_bytes(bytes).max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     crate::backend::cuda::time_on_stream(&stream, iters, || {
         let (ptr, _g) = data.device_ptr_mut(&stream);
         let (tp, _gt) = tweaks.device_ptr(&stream);
@@ -601,20 +601,20 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
     let stream = gpu.stream()?;
     let input = stream
         .alloc_zeros::<u8>(bytes.max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let mut output = stream
         .alloc_zeros::<u8>(bytes.max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     if gcm {
         let g = Gcm::new(key, &[0; 12])?;
         let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
         let plan = GcmPlan::new(gpu, g.h, bytes as u64);
         let tables = stream
             .clone_htod(&plan.tables)
-            .map_err(driver_err("cuMemcpyHtoD"))?;
+            .driver("cuMemcpyHtoD")?;
         let mut seg_out = stream
             .alloc_zeros::<u32>(4 * plan.segments().max(1))
-            .map_err(driver_err("cuMemAlloc"))?;
+            .driver("cuMemAlloc")?;
         let p = GcmParams {
             c: ctr_params(key, &g.first_counter(), true, bytes as u64),
             seg_blocks: plan.seg_blocks,
@@ -656,10 +656,10 @@ pub fn bitsliced_ctr(
     padded.resize(n.div_ceil(16).max(1) * 16, 0);
     let dev_in = stream
         .clone_htod(&padded)
-        .map_err(driver_err("cuMemcpyHtoD"))?;
+        .driver("cuMemcpyHtoD")?;
     let mut dev_out = stream
         .alloc_zeros::<u8>(padded.len())
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let f = gpu.function(&crate::kernels::BITSLICED, "aes_ctr_bitsliced")?;
     let p = ctr_bitsliced_params(key, iv, n as u64);
     // A block of 256 threads is 8 warps of 1024 AES blocks each.
@@ -676,11 +676,11 @@ pub fn bitsliced_ctr(
         // buffers hold n bytes rounded up to whole blocks.
         unsafe { b.launch(cfg) }
             .map(|_| ())
-            .map_err(driver_err("launch aes_ctr_bitsliced"))
+            .driver("launch aes_ctr_bitsliced")
     })?;
     let mut out = stream
         .clone_dtoh(&dev_out)
-        .map_err(driver_err("cuMemcpyDtoH"))?;
+        .driver("cuMemcpyDtoH")?;
     out.truncate(n);
     Ok((out, t))
 }
@@ -729,7 +729,7 @@ fn launch_batch(
     // download as `Chunk` laid them out (0 for a section it lacks, which the kernel skips).
     unsafe { b.launch(cfg(chunk.segments)) }
         .map(|_| ())
-        .map_err(driver_err(name))?;
+        .driver(name)?;
     if mode == Mode::Gcm {
         let f = gpu.function(&crate::kernels::AES_BATCH, "aes_gcm_batch_tags")?;
         let mut b = stream.launch_builder(&f);
@@ -744,7 +744,7 @@ fn launch_batch(
         // SAFETY: as above; it reads what aes_gcm_batch wrote on the same stream.
         unsafe { b.launch(cfg(p.messages)) }
             .map(|_| ())
-            .map_err(driver_err("aes_gcm_batch_tags"))?;
+            .driver("aes_gcm_batch_tags")?;
     }
     Ok(())
 }
@@ -876,10 +876,10 @@ fn resident_batch_seconds(
     let chunk = batch_device::Chunk::new(msgs, l, 0, msgs.count());
     let mut up = vec![0u8; chunk.in_bytes];
     chunk.stage(msgs, l, ivs, keys, &mut up);
-    let input = stream.clone_htod(&up).map_err(driver_err("cuMemcpyHtoD"))?;
+    let input = stream.clone_htod(&up).driver("cuMemcpyHtoD")?;
     let mut out = stream
         .alloc_zeros::<u8>((chunk.out_bytes + chunk.scratch_bytes).max(16))
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     let p = chunk.params(msgs, keys, false);
     crate::backend::cuda::time_on_stream(&stream, iters, || {
         let (ip, _gi) = input.device_ptr(&stream);

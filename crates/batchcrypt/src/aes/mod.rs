@@ -22,6 +22,7 @@ pub(crate) mod layout;
 pub mod stream;
 pub mod xts;
 
+use crate::backend::cuda::DriverResult;
 use crate::backend::Backend;
 use crate::dispatch::{Cost, Location, Plan, Workload};
 use crate::error::{Error, Result};
@@ -392,10 +393,10 @@ impl Aes<'_> {
             let stream = gpu.stream()?;
             stream
                 .memset_zeros(data)
-                .map_err(crate::backend::cuda::driver_err("cuMemsetD8"))?;
+                .driver("cuMemsetD8")?;
             stream
                 .synchronize()
-                .map_err(crate::backend::cuda::driver_err("cuStreamSynchronize"))?;
+                .driver("cuStreamSynchronize")?;
             return Err(e);
         }
         Ok(())
@@ -695,7 +696,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         let mut d = gpu
             .stream()?
             .clone_htod(&noise)
-            .map_err(crate::backend::cuda::driver_err("cuMemcpyHtoD"))?;
+            .driver("cuMemcpyHtoD")?;
         return fit_sizes(64 * BLOCKS_PER_KIB, 8192 * BLOCKS_PER_KIB, 1, |blocks| {
             let mut view = d.slice_mut(..16 * blocks);
             match op {

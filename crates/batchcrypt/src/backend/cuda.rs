@@ -46,10 +46,76 @@ thread_local! {
     static CURRENT: Cell<usize> = const { Cell::new(0) };
 }
 
-pub(crate) fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
+fn driver_err(context: &'static str) -> impl Fn(DriverError) -> Error {
     move |e| Error::Cuda {
         context,
         message: format!("{e:?}"),
+    }
+}
+
+/// A driver call's result as ours, naming the call. Every CUDA call of the library goes through
+/// it, which is where [`fault::inject`] makes one fail.
+pub(crate) trait DriverResult<T> {
+    fn driver(self, context: &'static str) -> Result<T>;
+}
+
+impl<T> DriverResult<T> for std::result::Result<T, DriverError> {
+    fn driver(self, context: &'static str) -> Result<T> {
+        let v = self.map_err(driver_err(context))?;
+        fault::check(context)?;
+        Ok(v)
+    }
+}
+
+/// Test hook: make one CUDA call fail, to check that a failure surfaces as an error of the call
+/// that made it (never as a verdict, never as a silent fallback to the CPU).
+pub mod fault {
+    use crate::error::{Error, Result};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    static ARMED: AtomicBool = AtomicBool::new(false);
+    /// The calls to fail (substrings of the call's name, `|` between alternatives, e.g. "launch",
+    /// "cuMemAlloc", "upload|HtoD"; "" for any) and how many matching calls succeed first.
+    static PLAN: Mutex<Option<(String, u32)>> = Mutex::new(None);
+
+    /// The next CUDA call whose name contains `pattern`, after `skip` such calls, fails once.
+    /// Process-wide: tests that use it must not run GPU work concurrently with other tests.
+    pub fn inject(pattern: &str, skip: u32) {
+        *PLAN.lock().unwrap_or_else(|p| p.into_inner()) = Some((pattern.to_string(), skip));
+        ARMED.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether an injected fault is still waiting for its call.
+    pub fn pending() -> bool {
+        ARMED.load(Ordering::SeqCst)
+    }
+
+    pub fn clear() {
+        *PLAN.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        ARMED.store(false, Ordering::SeqCst);
+    }
+
+    pub(crate) fn check(context: &'static str) -> Result<()> {
+        if !ARMED.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut plan = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+        match plan.as_mut() {
+            Some((pattern, skip)) if pattern.split('|').any(|p| context.contains(p)) => {
+                if *skip > 0 {
+                    *skip -= 1;
+                    return Ok(());
+                }
+                *plan = None;
+                ARMED.store(false, Ordering::SeqCst);
+                Err(Error::Cuda {
+                    context,
+                    message: "injected fault (test hook)".into(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -85,12 +151,12 @@ pub(crate) fn device_table(
                 let stream = gpu.stream()?;
                 let mut t = stream
                     .alloc_zeros::<u8>(len * entry_bytes)
-                    .map_err(driver_err("cuMemAlloc"))?;
+                    .driver("cuMemAlloc")?;
                 let mut b = stream.launch_builder(&f);
                 b.arg(&mut t);
                 // SAFETY: the kernel takes the table alone and writes its `len` entries.
-                unsafe { b.launch(grid_1d(len as u64, 128)) }.map_err(driver_err("launch"))?;
-                stream.synchronize().map_err(driver_err("sync"))?;
+                unsafe { b.launch(grid_1d(len as u64, 128)) }.driver("launch")?;
+                stream.synchronize().driver("sync")?;
                 Ok(t)
             };
             // Leaked: a device lives as long as the process.
@@ -118,18 +184,18 @@ pub(crate) fn time_on_stream(
     work()?;
     let mut times = Vec::with_capacity(iters.max(1));
     for _ in 0..iters.max(1) {
-        let start = ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?;
-        let end = ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?;
-        start.record(stream).map_err(driver_err("cuEventRecord"))?;
+        let start = ctx.new_event(timing).driver("cuEventCreate")?;
+        let end = ctx.new_event(timing).driver("cuEventCreate")?;
+        start.record(stream).driver("cuEventRecord")?;
         work()?;
-        end.record(stream).map_err(driver_err("cuEventRecord"))?;
+        end.record(stream).driver("cuEventRecord")?;
         end.synchronize()
-            .map_err(driver_err("cuEventSynchronize"))?;
+            .driver("cuEventSynchronize")?;
         times.push(
             f64::from(
                 start
                     .elapsed_ms(&end)
-                    .map_err(driver_err("cuEventElapsedTime"))?,
+                    .driver("cuEventElapsedTime")?,
             ) / 1e3,
         );
     }
@@ -312,7 +378,7 @@ impl Gpu {
 
     /// Free and total device memory, as the driver reports them now.
     pub fn memory(&self) -> Result<(usize, usize)> {
-        self.ctx.mem_get_info().map_err(driver_err("cuMemGetInfo"))
+        self.ctx.mem_get_info().driver("cuMemGetInfo")
     }
 
     /// A kernel from an embedded image; each image is loaded once per process.
@@ -329,7 +395,7 @@ impl Gpu {
                     let m = self
                         .ctx
                         .load_module(cudarc::nvrtc::Ptx::from_binary(bytes.to_vec()))
-                        .map_err(driver_err("cuModuleLoadData"))?;
+                        .driver("cuModuleLoadData")?;
                     modules.insert(image.name, m.clone());
                     m
                 }
@@ -337,7 +403,7 @@ impl Gpu {
         };
         module
             .load_function(name)
-            .map_err(driver_err("cuModuleGetFunction"))
+            .driver("cuModuleGetFunction")
     }
 
     /// A stream for one operation; returned to a small pool when the guard drops.
@@ -348,7 +414,7 @@ impl Gpu {
             None => self
                 .ctx
                 .new_stream()
-                .map_err(driver_err("cuStreamCreate"))?,
+                .driver("cuStreamCreate")?,
         };
         Ok(StreamGuard {
             gpu: self,
@@ -424,7 +490,7 @@ impl PinnedPool {
             Some(b) => b,
             // SAFETY: the caller writes what it reads (uploads fill it, downloads land in it).
             None => unsafe { gpu.ctx.alloc_pinned_with_flags::<u32>(words, self.flags) }
-                .map_err(driver_err("cuMemHostAlloc"))?,
+                .driver("cuMemHostAlloc")?,
         };
         Ok(Pinned {
             pool: self,

@@ -6,7 +6,7 @@ use super::msm::{Kernels, Shape, SCAN_THREADS};
 use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
 use super::{point_words, Group};
-use crate::backend::cuda::{driver_err, grid_1d, Gpu, PinnedPool, StreamGuard};
+use crate::backend::cuda::{DriverResult, grid_1d, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
 use cudarc::driver::{
@@ -22,7 +22,7 @@ macro_rules! launch {
         $(b.arg($arg);)*
         // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
         // `msm::window_sums` or `ntt::transform` for the items the kernel walks.
-        unsafe { b.launch($cfg) }.map(drop).map_err(driver_err("launch"))
+        unsafe { b.launch($cfg) }.map(drop).driver("launch")
     }};
 }
 
@@ -49,7 +49,7 @@ impl<P: Group> DeviceBases<P> {
         if !raw.is_empty() {
             stream
                 .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
-                .map_err(driver_err("upload bases"))?;
+                .driver("upload bases")?;
         }
         let (n, shift) = (shape.stride as u64, shape.shift());
         let f = gpu.function(
@@ -62,9 +62,9 @@ impl<P: Group> DeviceBases<P> {
             let mut b = stream.launch_builder(&f);
             b.arg(&from).arg(&n).arg(&shift).arg(&mut next);
             // SAFETY: copy j - 1 and copy j, `n` points each, in one buffer sized for all copies.
-            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }.map_err(driver_err("launch"))?;
+            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }.driver("launch")?;
         }
-        stream.synchronize().map_err(driver_err("sync"))?;
+        stream.synchronize().driver("sync")?;
         Ok(DeviceBases {
             pts,
             shape: *shape,
@@ -130,7 +130,7 @@ fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result
     let mut dev = alloc::<u32>(stream, words.max(8), false)?;
     let mut staging = gpu.local::<Staging>().0.take(gpu, words)?;
     // One wait for earlier copies out of the staging buffer, then raw access.
-    let host = staging.as_mut_slice().map_err(driver_err("pinned"))?;
+    let host = staging.as_mut_slice().driver("pinned")?;
     let host: &mut [u32] = &mut host[..words];
     for (i, piece) in scalars.chunks(UPLOAD_PIECE).enumerate() {
         let at = i * UPLOAD_PIECE * 8;
@@ -145,9 +145,9 @@ fn upload_scalars(gpu: &Gpu, stream: &Arc<CudaStream>, scalars: &[Fr]) -> Result
                 stream.cu_stream(),
             )
         }
-        .map_err(driver_err("cuMemcpyHtoDAsync"))?;
+        .driver("cuMemcpyHtoDAsync")?;
     }
-    stream.synchronize().map_err(driver_err("sync"))?;
+    stream.synchronize().driver("sync")?;
     Ok(dev)
 }
 
@@ -186,14 +186,14 @@ fn download_scalars(
     use rayon::prelude::*;
     let words = 8 * out.len();
     let mut landing = gpu.local::<Landing>().0.take(gpu, words)?;
-    let host = landing.as_mut_slice().map_err(driver_err("pinned"))?;
+    let host = landing.as_mut_slice().driver("pinned")?;
     // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
     // copy is asynchronous until the stream is synchronised.
     let host = &mut host[..words];
     stream
         .memcpy_dtoh(&dev.slice(0..words), host)
-        .map_err(driver_err("download"))?;
-    stream.synchronize().map_err(driver_err("sync"))?;
+        .driver("download")?;
+    stream.synchronize().driver("sync")?;
     out.par_iter_mut()
         .zip(host.par_chunks_exact(8))
         .with_min_len(1 << 12)
@@ -218,7 +218,7 @@ fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>>
     }
     *cached = None;
     let t = Arc::new(Twiddles::build(k, log_n)?);
-    k.stream.synchronize().map_err(driver_err("sync"))?; // other streams read it next
+    k.stream.synchronize().driver("sync")?; // other streams read it next
     let hold = k.gpu.budget().hold(4 * t.table.len() as u64);
     *cached = Some((t.clone(), hold));
     Ok(t)
@@ -302,10 +302,10 @@ fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     if zeroed {
         return stream
             .alloc_zeros::<T>(len)
-            .map_err(driver_err("cuMemAlloc"));
+            .driver("cuMemAlloc");
     }
     // SAFETY: only for buffers a kernel writes in full before any read (see msm::Kernels).
-    unsafe { stream.alloc::<T>(len) }.map_err(driver_err("cuMemAlloc"))
+    unsafe { stream.alloc::<T>(len) }.driver("cuMemAlloc")
 }
 
 /// The NTT steps on a stream.
@@ -318,7 +318,7 @@ impl ntt::Kernels for Device {
     type Elems = CudaSlice<u32>;
 
     fn upload(&mut self, raw: &[u32]) -> Result<CudaSlice<u32>> {
-        self.stream.clone_htod(raw).map_err(driver_err("upload"))
+        self.stream.clone_htod(raw).driver("upload")
     }
 
     fn alloc(&mut self, len: u64) -> Result<CudaSlice<u32>> {
@@ -529,8 +529,8 @@ impl Kernels for Launcher<'_> {
         let mut out = [0u32; 1];
         self.stream
             .memcpy_dtoh(&w.slice(0..1), &mut out)
-            .map_err(driver_err("download"))?;
-        self.stream.synchronize().map_err(driver_err("sync"))?;
+            .driver("download")?;
+        self.stream.synchronize().driver("sync")?;
         Ok(out[0])
     }
 
@@ -648,7 +648,7 @@ impl Kernels for Launcher<'_> {
         let bytes = self
             .stream
             .clone_dtoh(&p.slice(0..len * self.point_bytes))
-            .map_err(driver_err("download"))?;
+            .driver("download")?;
         Ok(bytes
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))

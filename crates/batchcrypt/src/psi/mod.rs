@@ -238,7 +238,9 @@ fn receive(
     progress: &dyn Progress,
 ) -> Result<(Vec<Tag>, Vec<Tag>)> {
     let mut own_tags: Vec<Tag> = Vec::with_capacity(own_count as usize);
-    let mut peer_tags: Vec<Tag> = Vec::with_capacity(peer_count as usize);
+    // The peer's count is only its claim: reserve for one frame at most, grow as points arrive.
+    let mut peer_tags: Vec<Tag> =
+        Vec::with_capacity(peer_count.min(wire::MAX_ITEMS_PER_FRAME as u64) as usize);
     while (own_tags.len() as u64) < own_count || (peer_tags.len() as u64) < peer_count {
         let frame = wire::read_frame(reader).map_err(|e| {
             protocol(format!(

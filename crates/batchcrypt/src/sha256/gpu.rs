@@ -2,7 +2,7 @@
 //! [`DeviceBatch`] keeps messages and digests in GPU memory for data that already lives there.
 
 use super::{Digest, Messages, Mode};
-use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu};
+use crate::backend::cuda::{DriverResult, grid_1d, time_on_stream, Gpu};
 use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
@@ -55,7 +55,7 @@ fn launch_fixed(
     // SAFETY: argument list matches the kernel signature; buffers hold n items.
     unsafe { b.launch(grid(gpu, n64)) }
         .map(|_| ())
-        .map_err(driver_err("kernel launch"))
+        .driver("kernel launch")
 }
 
 fn to_digests(bytes: Vec<u8>) -> Vec<Digest> {
@@ -117,11 +117,11 @@ impl DeviceBatch {
         let stream = gpu
             .context()
             .new_stream()
-            .map_err(driver_err("cuStreamCreate"))?;
+            .driver("cuStreamCreate")?;
         let n = msgs.count();
         let (data, offsets, len) = match *msgs {
             Messages::Fixed { data, len, .. } => (
-                stream.clone_htod(data).map_err(driver_err("upload"))?,
+                stream.clone_htod(data).driver("upload")?,
                 None,
                 len,
             ),
@@ -136,17 +136,17 @@ impl DeviceBatch {
                 } else {
                     stream.clone_htod(bytes)
                 }
-                .map_err(driver_err("upload"))?;
+                .driver("upload")?;
                 (
                     dev,
-                    Some(stream.clone_htod(&rebased).map_err(driver_err("upload"))?),
+                    Some(stream.clone_htod(&rebased).driver("upload")?),
                     0,
                 )
             }
         };
         let out = stream
             .alloc_zeros::<u8>(32 * n)
-            .map_err(driver_err("cuMemAlloc"))?;
+            .driver("cuMemAlloc")?;
         Ok(DeviceBatch {
             stream,
             data,
@@ -195,7 +195,7 @@ impl DeviceBatch {
                 // SAFETY: matches `sha256_var`'s signature; offsets hold n + 1 entries.
                 unsafe { b.launch(grid(gpu, n64)) }
                     .map(|_| ())
-                    .map_err(driver_err("kernel launch"))
+                    .driver("kernel launch")
             }
         }
     }
@@ -209,7 +209,7 @@ impl DeviceBatch {
     pub fn sync(&self) -> Result<()> {
         self.stream
             .synchronize()
-            .map_err(driver_err("cuStreamSynchronize"))
+            .driver("cuStreamSynchronize")
     }
 
     /// Kernel-only time: the median of `iters` runs timed with device events, in seconds.
@@ -223,7 +223,7 @@ impl DeviceBatch {
         let bytes = self
             .stream
             .clone_dtoh(&self.out)
-            .map_err(driver_err("download"))?;
+            .driver("download")?;
         self.sync()?;
         Ok(to_digests(bytes))
     }

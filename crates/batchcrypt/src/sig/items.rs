@@ -88,7 +88,7 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
 
 pub(crate) mod device {
     use super::{encode_all, fill_parallel, verdict, FillItems, Reason, ITEM_BYTES};
-    use crate::backend::cuda::{driver_err, grid_1d, time_on_stream, Gpu, KernelImage};
+    use crate::backend::cuda::{DriverResult, grid_1d, time_on_stream, Gpu, KernelImage};
     use crate::error::Result;
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
@@ -117,7 +117,7 @@ pub(crate) mod device {
         // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
         unsafe { b.launch(grid_1d(n64, THREADS)) }
             .map(|_| ())
-            .map_err(driver_err("launch"))
+            .driver("launch")
     }
 
     /// Kernel-only time over `n` items already in GPU memory: the median of `iters` launches
@@ -133,15 +133,15 @@ pub(crate) mod device {
         let f = gpu.function(k.image, k.name)?;
         let stream = gpu.stream()?;
         let (bytes, reasons) = encode_all(n, fill);
-        let input = stream.clone_htod(&bytes).map_err(driver_err("upload"))?;
+        let input = stream.clone_htod(&bytes).driver("upload")?;
         let mut out = stream
             .alloc_zeros::<u8>(n)
-            .map_err(driver_err("cuMemAlloc"))?;
+            .driver("cuMemAlloc")?;
         let seconds = time_on_stream(&stream, iters, || {
             launch(&stream, &f, &input, table, &mut out, n)
         })?;
-        let codes = stream.clone_dtoh(&out).map_err(driver_err("download"))?;
-        stream.synchronize().map_err(driver_err("sync"))?;
+        let codes = stream.clone_dtoh(&out).driver("download")?;
+        stream.synchronize().driver("sync")?;
         Ok((
             seconds,
             reasons

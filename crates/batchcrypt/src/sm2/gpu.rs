@@ -3,7 +3,7 @@
 //! device once per process.
 
 use super::{check_scalars, Compressed, Point};
-use crate::backend::cuda::{device_table, driver_err, grid_1d, time_on_stream, Gpu};
+use crate::backend::cuda::{device_table, DriverResult, grid_1d, time_on_stream, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
@@ -69,7 +69,7 @@ fn launch(
     // `sm2_mul_compressed` (scalar, points) in order; every buffer holds n items.
     unsafe { b.launch(grid_1d(n.div_ceil(per_thread) as u64, THREADS)) }
         .map(|_| ())
-        .map_err(driver_err("launch"))
+        .driver("launch")
 }
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
@@ -170,8 +170,8 @@ fn limbs_to_compressed(o: &[u8]) -> Option<Compressed> {
 /// A small buffer (a key, a tag) copied to the device once per call.
 fn upload(gpu: &Gpu, bytes: &[u8]) -> Result<CudaSlice<u8>> {
     let stream = gpu.stream()?;
-    let d = stream.clone_htod(bytes).map_err(driver_err("upload"))?;
-    stream.synchronize().map_err(driver_err("sync"))?;
+    let d = stream.clone_htod(bytes).driver("upload")?;
+    stream.synchronize().driver("sync")?;
     Ok(d)
 }
 
@@ -238,7 +238,7 @@ fn launch_hash(
     // slots, `out` room for `n` 9-limb points.
     unsafe { b.launch(grid_1d(n64, THREADS)) }
         .map(|_| ())
-        .map_err(driver_err("launch"))
+        .driver("launch")
 }
 
 /// The longest message `hash_to_curve_mul` takes on the GPU: every item gets a slot this size
@@ -291,10 +291,10 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
     let stream = gpu.stream()?;
     let input = stream
         .clone_htod(scalars.as_flattened())
-        .map_err(driver_err("upload"))?;
+        .driver("upload")?;
     let mut out = stream
         .alloc_zeros::<u8>(64 * scalars.len())
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     time_on_stream(&stream, iters, || {
         launch(
             &stream,
@@ -315,13 +315,13 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
     let stream = gpu.stream()?;
     let key = stream
         .clone_htod(&flipped(std::slice::from_ref(k)))
-        .map_err(driver_err("upload"))?;
+        .driver("upload")?;
     let input = stream
         .clone_htod(&flipped(points))
-        .map_err(driver_err("upload"))?;
+        .driver("upload")?;
     let mut out = stream
         .alloc_zeros::<u8>(68 * points.len())
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     time_on_stream(&stream, iters, || {
         launch(&stream, &f, &[&key, &input], &mut out, points.len(), 1)
     })
@@ -341,12 +341,12 @@ pub fn hash_to_curve_mul_kernel_seconds(
     let packed = super::pack_slots(msgs, slot);
     let key = stream
         .clone_htod(&flipped(std::slice::from_ref(k)))
-        .map_err(driver_err("upload"))?;
-    let input = stream.clone_htod(&packed).map_err(driver_err("upload"))?;
-    let dst_dev = stream.clone_htod(dst).map_err(driver_err("upload"))?;
+        .driver("upload")?;
+    let input = stream.clone_htod(&packed).driver("upload")?;
+    let dst_dev = stream.clone_htod(dst).driver("upload")?;
     let mut out = stream
         .alloc_zeros::<u8>(36 * msgs.len())
-        .map_err(driver_err("cuMemAlloc"))?;
+        .driver("cuMemAlloc")?;
     time_on_stream(&stream, iters, || {
         launch_hash(
             &stream,

@@ -1,7 +1,7 @@
 //! The GPU backend: messages stream through the chunked pipeline to `sm3_fixed`.
 
 use super::Digest;
-use crate::backend::cuda::{driver_err, grid_1d, Gpu};
+use crate::backend::cuda::{DriverResult, grid_1d, Gpu};
 use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
 use cudarc::driver::PushKernelArg;
@@ -42,7 +42,7 @@ pub fn hash_fixed(data: &[u8], len: usize, count: usize) -> Result<Vec<Digest>> 
             // SAFETY: matches `sm3_fixed(in, len, out, n)`; the buffers hold `items` messages.
             unsafe { b.launch(grid_1d(n, THREADS)) }
                 .map(|_| ())
-                .map_err(driver_err("launch"))
+                .driver("launch")
         },
     )?;
     Ok(out)
