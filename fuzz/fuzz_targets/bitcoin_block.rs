@@ -1,8 +1,11 @@
 //! A raw block and the outputs it spends (bcoin's undo records), through the whole validation:
 //! parsing, proof of work, the context-free and contextual checks, amounts, sigops, and every
 //! script with its signatures, checked in batches; the verdict must name the same first failing
-//! input as running each input on its own with its signatures checked at once. Input: `u32 LE length of the undo data | undo data |
-//! block`, the first byte of the length's high half choosing the network and height source.
+//! input as running each input on its own with its signatures checked at once.
+//!
+//! Input: `u16 LE length of the undo data | mode | height / 1000 | undo data | block`; the mode
+//! picks the network (its value mod 3), whether the proof of work is checked (bit 6) and whether
+//! the height is given or read from the coinbase (bit 7).
 #![no_main]
 
 use batchcrypt::bitcoin::block::{spent_per_tx, verify_block, BlockContext};
