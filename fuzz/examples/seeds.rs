@@ -208,7 +208,8 @@ fn main() {
     let report = verify_block(&engine, &parse_block(&raw_block).unwrap(), &spent_outputs, &ctx).unwrap();
     println!("seed block: {:?}", report.verdict);
     let mut case = (undo.len() as u16).to_le_bytes().to_vec();
-    case.extend_from_slice(&[0x40, 0]); // regtest, proof of work checked, height 0 * 1000 → given
+    // Mode 0xc0: regtest (0xc0 mod 3 = 0), proof of work checked, height from the coinbase.
+    case.extend_from_slice(&[0xc0, 0]);
     case.extend_from_slice(&undo);
     case.extend_from_slice(&raw_block);
     write("bitcoin_block", "regtest-spend", &case);
