@@ -304,6 +304,29 @@ fn hex_le(be: &str) -> Vec<u8> {
 }
 
 /// The constraint system reader: the fixture's witness satisfies it, a changed one does not.
+/// Found by fuzzing: a header claiming 2^32 - 16 wires parsed, and whatever was sized by the
+/// wire count (writing the file back, a setup) tried to allocate tens of gigabytes. The wire
+/// count must now match the wire-to-label map.
+#[test]
+fn an_r1cs_header_claiming_more_wires_than_the_file_holds_is_an_error() {
+    let r = R1cs {
+        n_wires: 3,
+        n_public: 1,
+        n_outputs: 1,
+        n_private_inputs: 1,
+        constraints: vec![],
+    };
+    let good = r.to_bytes();
+    assert!(R1cs::parse(&good).is_ok());
+    // Layout: magic, version, section count (12 bytes); the empty constraints section (12);
+    // the header's section head (12), field size (4) and modulus (32), then the wire count.
+    let mut bad = good.clone();
+    assert_eq!(u32::from_le_bytes(bad[72..76].try_into().unwrap()), 3);
+    bad[72..76].copy_from_slice(&(u32::MAX - 15).to_le_bytes());
+    let e = R1cs::parse(&bad).err().expect("a wire count the file does not hold");
+    assert!(e.to_string().contains("wire-to-label map"), "{e}");
+}
+
 #[test]
 fn r1cs_reader_checks_witnesses() {
     for name in CIRCUITS {
