@@ -297,6 +297,27 @@ fn truncated_or_damaged_files_are_errors() {
     }
 }
 
+/// Found by fuzzing: a key whose header claimed a domain of 2^26 rows (its H query holding far
+/// fewer) had 2 GB of coefficient tables made for it before the H query's size was checked. The
+/// H query's size is now checked first; the key is refused.
+#[test]
+fn a_zkey_claiming_a_larger_domain_than_it_holds_is_an_error() {
+    let Some(dir) = fixture("mix") else { return };
+    let mut zkey = std::fs::read(dir.join("circuit.zkey")).unwrap();
+    // Sections after the 12-byte file head: id (4), length (8), data. In the Groth16 header
+    // (section 2), the domain size follows the two fields (4 + 32 bytes each) and two counts.
+    let mut at = 12;
+    while u32::from_le_bytes(zkey[at..at + 4].try_into().unwrap()) != 2 {
+        at += 12 + u64::from_le_bytes(zkey[at + 4..at + 12].try_into().unwrap()) as usize;
+    }
+    let field = at + 12 + 2 * 36 + 8;
+    zkey[field..field + 4].copy_from_slice(&(1u32 << 26).to_le_bytes());
+    let t = std::time::Instant::now();
+    let e = ProvingKey::parse(&zkey).err().expect("a domain the file does not hold");
+    assert!(e.to_string().contains("H query"), "{e}");
+    eprintln!("refused in {:?}", t.elapsed());
+}
+
 fn hex_le(be: &str) -> Vec<u8> {
     let mut v = hex::decode(be).unwrap();
     v.reverse();

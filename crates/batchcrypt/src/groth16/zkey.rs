@@ -180,6 +180,9 @@ impl ProvingKey {
             )));
         }
 
+        // The H query holds one point per row of the domain: checking its size first bounds the
+        // domain by the file's size before anything is sized by it (the coefficient matrices).
+        let h_raw = file.section(9)?.items(domain_size, 64, "the H query")?;
         let ic = g1_points(file.section(3)?.items(n_public + 1, 64, "IC")?)?;
         let (a, b) = coefficients(&file, domain_size, n_vars)?;
         let a_query = g1_points(file.section(5)?.items(n_vars, 64, "the A query")?)?;
@@ -190,7 +193,7 @@ impl ProvingKey {
             64,
             "the C query",
         )?)?;
-        let h_query = g1_points(file.section(9)?.items(domain_size, 64, "the H query")?)?;
+        let h_query = g1_points(h_raw)?;
         Ok(ProvingKey {
             n_vars,
             n_public,
