@@ -11,16 +11,10 @@ use batchcrypt::bitcoin::sighash::Precomputed;
 use batchcrypt::bitcoin::{parse_tx, TxOut};
 use libfuzzer_sys::fuzz_target;
 
-/// Our flags and libbitcoinconsensus's, bit for bit.
-const CORE_FLAGS: [(Flags, u32); 7] = [
-    (Flags::P2SH, bitcoinconsensus::VERIFY_P2SH),
-    (Flags::DERSIG, bitcoinconsensus::VERIFY_DERSIG),
-    (Flags::NULLDUMMY, bitcoinconsensus::VERIFY_NULLDUMMY),
-    (Flags::CHECKLOCKTIMEVERIFY, bitcoinconsensus::VERIFY_CHECKLOCKTIMEVERIFY),
-    (Flags::CHECKSEQUENCEVERIFY, bitcoinconsensus::VERIFY_CHECKSEQUENCEVERIFY),
-    (Flags::WITNESS, bitcoinconsensus::VERIFY_WITNESS),
-    (Flags::TAPROOT, bitcoinconsensus::VERIFY_TAPROOT),
-];
+/// The oracle, as the differential test uses it.
+#[path = "../../crates/batchcrypt/tests/common/consensus.rs"]
+mod consensus;
+use consensus::{core_verdict, CORE_FLAGS};
 
 /// Reads the spent outputs; `None` when the bytes end early.
 fn spent(mut b: &[u8]) -> Option<(Vec<(i64, &[u8])>, &[u8])> {
@@ -68,20 +62,8 @@ fuzz_target!(|data: &[u8]| {
     let input = &tx.inputs[i];
     let ours = verify_script(input.script_sig, spent[i].script_pubkey, &input.witness, flags, &mut checker);
 
-    let utxos: Vec<bitcoinconsensus::Utxo> = spent
-        .iter()
-        .map(|o| bitcoinconsensus::Utxo {
-            script_pubkey: o.script_pubkey.as_ptr(),
-            script_pubkey_len: o.script_pubkey.len() as u32,
-            value: o.value,
-        })
-        .collect();
-    let theirs = match bitcoinconsensus::verify_with_flags(spent[i].script_pubkey, spent[i].value as u64, raw, Some(&utxos), i, core) {
-        Ok(()) => true,
-        Err(bitcoinconsensus::Error::ERR_SCRIPT) => false,
-        // Refused before any script ran (a transaction Core does not deserialize the same way,
-        // an amount out of range): nothing to compare.
-        Err(_) => return,
-    };
+    // Refused before any script ran (a transaction Core does not deserialize the same way, an
+    // amount out of range): nothing to compare.
+    let Ok(theirs) = core_verdict(raw, &spent, i, core) else { return };
     assert_eq!(ours.is_ok(), theirs, "ours {ours:?}, libbitcoinconsensus {theirs}, flags {}", flags.names());
 });

@@ -26,29 +26,13 @@ use batchcrypt::bitcoin::sighash::{self, tagged_hash, Precomputed};
 use batchcrypt::bitcoin::spent::{parse_bcoin_undo, parse_floresta_json};
 use batchcrypt::bitcoin::tx::write_compact_size;
 use batchcrypt::bitcoin::{parse_block, parse_tx, SpentOutput, Tx, TxOut};
+use common::consensus::{core_verdict, CORE_FLAGS};
 use common::Rng;
 use rayon::prelude::*;
 use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------------
 // The two verifiers
-
-/// Our flags and libbitcoinconsensus's, bit for bit.
-const CORE_FLAGS: [(Flags, u32); 7] = [
-    (Flags::P2SH, bitcoinconsensus::VERIFY_P2SH),
-    (Flags::DERSIG, bitcoinconsensus::VERIFY_DERSIG),
-    (Flags::NULLDUMMY, bitcoinconsensus::VERIFY_NULLDUMMY),
-    (
-        Flags::CHECKLOCKTIMEVERIFY,
-        bitcoinconsensus::VERIFY_CHECKLOCKTIMEVERIFY,
-    ),
-    (
-        Flags::CHECKSEQUENCEVERIFY,
-        bitcoinconsensus::VERIFY_CHECKSEQUENCEVERIFY,
-    ),
-    (Flags::WITNESS, bitcoinconsensus::VERIFY_WITNESS),
-    (Flags::TAPROOT, bitcoinconsensus::VERIFY_TAPROOT),
-];
 
 fn core_flags(f: Flags) -> u32 {
     assert_eq!(
@@ -67,34 +51,16 @@ fn core_flags(f: Flags) -> u32 {
         .fold(0, |acc, (_, theirs)| acc | theirs)
 }
 
-/// libbitcoinconsensus's verdict on input `i` of the serialized transaction `raw`, given every
-/// output it spends (taproot needs them all). A refusal other than a failed script (bad index,
-/// undeserializable transaction...) is a bug of this harness.
+/// libbitcoinconsensus's verdict on input `i` of the serialized transaction `raw`. A refusal
+/// other than a failed script (bad index, undeserializable transaction...) is a bug of this
+/// harness.
 fn core_verify(raw: &[u8], spent: &[TxOut], i: usize, flags: Flags) -> bool {
-    let utxos: Vec<bitcoinconsensus::Utxo> = spent
-        .iter()
-        .map(|o| bitcoinconsensus::Utxo {
-            script_pubkey: o.script_pubkey.as_ptr(),
-            script_pubkey_len: o.script_pubkey.len() as u32,
-            value: o.value,
-        })
-        .collect();
-    let amount = spent[i].value as u64;
-    match bitcoinconsensus::verify_with_flags(
-        spent[i].script_pubkey,
-        amount,
-        raw,
-        Some(&utxos),
-        i,
-        core_flags(flags),
-    ) {
-        Ok(()) => true,
-        Err(bitcoinconsensus::Error::ERR_SCRIPT) => false,
-        Err(e) => panic!(
+    core_verdict(raw, spent, i, core_flags(flags)).unwrap_or_else(|e| {
+        panic!(
             "libbitcoinconsensus refused the call ({e:?}): a harness bug; tx {}",
             hex::encode(raw)
-        ),
-    }
+        )
+    })
 }
 
 fn our_verify(

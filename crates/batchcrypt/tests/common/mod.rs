@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod consensus;
+
 use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
 use std::path::PathBuf;
 
