@@ -144,8 +144,5 @@ extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* _
 // the host as u1 = s, u2 = t = r + s mod n, and r' = r - e mod n: valid iff R = s G + t P_A is
 // finite and x(R) mod n == r' (the standard's R = e + x1 mod n == r).
 extern "C" __global__ void __launch_bounds__(128) sm2_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
-    auto double_mul = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) {
-        return GTable::mul(gtable, u1, bc::mul_window<Curve, VAR_W>(q, u2));
-    };
-    BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, double_mul);
+    BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, bc::verify::double_mul<Curve, GTable, VAR_W>(gtable));
 }

@@ -14,7 +14,7 @@
 //! Layout: `backend` (what hardware exists — CPU extensions and every GPU — and how to name it),
 //! `dispatch` (which backend, and which GPUs, run a batch), `pipeline` (host↔GPU streaming),
 //! `memory` (GPU memory admission, host buffer reuse), one module per primitive (`sha256`,
-//! `secp256k1`, `sm2`, `sm3`, `aes`, `bn254`), and the protocols and applications over them:
+//! `secp256k1`, `p256`, `sm2`, `sm3`, `aes`, `bn254`; `ecdsa` is the scheme over any curve), and the protocols and applications over them:
 //! `psi` (ECDH-PSI over SM2), `groth16` (circom/snarkjs proofs), `bitcoin` (block validation).
 
 pub mod aes;
@@ -22,6 +22,7 @@ pub mod backend;
 pub mod bitcoin;
 pub mod bn254;
 pub mod dispatch;
+pub mod ecdsa;
 #[cfg(feature = "emulation")]
 pub mod emulation;
 mod error;
@@ -29,6 +30,7 @@ pub mod groth16;
 pub mod memory;
 pub mod messages;
 pub mod operation;
+pub mod p256;
 pub mod pipeline;
 pub mod psi;
 pub mod registry;
@@ -213,6 +215,14 @@ impl Engine {
 
     pub fn secp256k1(&self) -> secp256k1::Secp256k1<'_> {
         secp256k1::Secp256k1 { engine: self }
+    }
+
+    /// ECDSA verification on curve `C` (`ecdsa::<p256::P256>()`, `ecdsa::<secp256k1::Secp256k1Curve>()`).
+    pub fn ecdsa<C: ecdsa::Curve>(&self) -> ecdsa::Ecdsa<'_, C> {
+        ecdsa::Ecdsa {
+            engine: self,
+            curve: std::marker::PhantomData,
+        }
     }
 
     pub fn sm2(&self) -> sm2::Sm2<'_> {

@@ -12,6 +12,7 @@ pub static REGISTRY: &[&Operation] = &[
     &crate::sha256::SHA256_VAR,
     &crate::secp256k1::ECDSA,
     &crate::secp256k1::SCHNORR,
+    &crate::p256::ECDSA,
     &crate::sm2::MUL_BASE,
     &crate::sm2::MUL,
     &crate::sm2::HASH_MUL,

@@ -8,7 +8,7 @@
 //
 // each integer as eight little-endian 32-bit limbs of its ordinary value.
 #pragma once
-#include "bc/curve.cuh"
+#include "bc/ecmult.cuh"
 
 namespace bc::verify {
 
@@ -60,6 +60,15 @@ BC_DEVICE uint8_t verdict_x_mod_n(const uint32_t* it, const uint32_t* n_mod, Dou
     load8(u2, it + 8);
     load8(r, it + 32);
     return x_mod_n_equals(double_mul(u1, u2, q), r, n_mod) ? OUT_VALID : OUT_MISMATCH;
+}
+
+// u1 G + u2 Q for a curve without an endomorphism: u2 Q in signed W-bit windows, then u1 G from
+// the fixed-base table (no doublings) added onto it. The callable verdict_x_mod_n takes.
+template <class C, class GTable, int W>
+BC_DEVICE auto double_mul(const Affine<C>* gtable) {
+    return [gtable](const uint32_t u1[LIMBS], const uint32_t u2[LIMBS], const Affine<C>& q) {
+        return GTable::mul(gtable, u1, mul_window<C, W>(q, u2));
+    };
 }
 
 }  // namespace bc::verify

@@ -31,7 +31,8 @@ pub enum Backend {
     /// Bitcoin Core's libsecp256k1 (through the `secp256k1` crate): the CPU reference for secp256k1
     /// signature verification.
     Libsecp256k1,
-    /// OpenSSL's libcrypto (AES-NI/VAES assembly): the fastest CPU code for AES.
+    /// OpenSSL's libcrypto: the fastest CPU code for AES (AES-NI/VAES assembly), and the CPU
+    /// reference for P-256 ECDSA.
     OpenSsl,
     /// arkworks (`ark-ec`): the CPU multi-scalar multiplication on BN254.
     Arkworks,
@@ -45,6 +46,8 @@ pub enum Primitive {
     Sha256,
     /// secp256k1 ECDSA and BIP340 Schnorr verification (module `secp256k1`).
     Secp256k1,
+    /// NIST P-256 ECDSA verification (module `p256`).
+    P256,
     /// SM2 scalar multiplication and hash-to-curve (module `sm2`).
     Sm2,
     /// SM3 hashing (module `sm3`).
@@ -56,9 +59,10 @@ pub enum Primitive {
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 6] = [
+    pub const ALL: [Primitive; 7] = [
         Primitive::Sha256,
         Primitive::Secp256k1,
+        Primitive::P256,
         Primitive::Sm2,
         Primitive::Sm3,
         Primitive::Aes,
@@ -69,6 +73,7 @@ impl Primitive {
         match self {
             Primitive::Sha256 => "sha256",
             Primitive::Secp256k1 => "secp256k1",
+            Primitive::P256 => "p256",
             Primitive::Sm2 => "sm2",
             Primitive::Sm3 => "sm3",
             Primitive::Aes => "aes",

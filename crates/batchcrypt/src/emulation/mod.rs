@@ -4,13 +4,79 @@
 
 pub mod aes;
 pub mod bn254;
+pub mod p256;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sm2;
 pub mod sm3;
 
+use crate::ecdsa::{Curve, EcdsaOptions};
 use crate::sig::items::{self, FillItems, ITEM_BYTES, ITEM_LIMBS};
 use crate::sig::Reason;
+use std::sync::Mutex;
+
+/// An affine point in the kernels' field representation (opaque to the host).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct AffineRaw(pub [u32; 16]);
+
+/// A verification kernel `verify(items, gtable, verdicts, n)` of `bc/verify.cuh` compiled for
+/// the host, with the kernel `g_table(gtable)` that writes its fixed-base table.
+#[derive(Clone, Copy)]
+pub struct VerifyKernel {
+    pub name: &'static str,
+    pub table_len: usize,
+    pub g_table: unsafe extern "C" fn(*mut AffineRaw),
+    pub verify: unsafe extern "C" fn(*const u32, *const AffineRaw, *mut u8, u64),
+}
+
+impl VerifyKernel {
+    /// The fixed-base table, computed once per process.
+    pub fn table(&self) -> &'static [AffineRaw] {
+        static TABLES: Mutex<Vec<(usize, &'static [AffineRaw])>> = Mutex::new(Vec::new());
+        let key = self.g_table as usize;
+        let mut tables = TABLES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(_, t)) = tables.iter().find(|(k, _)| *k == key) {
+            return t;
+        }
+        let mut t = vec![AffineRaw([0; 16]); self.table_len];
+        // SAFETY: the kernel writes `table_len` entries.
+        unsafe { (self.g_table)(t.as_mut_ptr()) };
+        let t: &'static [AffineRaw] = Vec::leak(t);
+        tables.push((key, t));
+        t
+    }
+
+    /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items.
+    pub fn run(&self, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
+        let mut ok = vec![0u8; items.len()];
+        // SAFETY: 41 limbs in and one byte out per item; the table is complete.
+        unsafe {
+            (self.verify)(
+                items.as_ptr().cast(),
+                self.table().as_ptr(),
+                ok.as_mut_ptr(),
+                items.len() as u64,
+            )
+        };
+        ok
+    }
+}
+
+/// ECDSA on curve `C` through the GPU backend's whole flow on the host: parsing and the scalar
+/// algebra as [`crate::ecdsa::Ecdsa::verify`] does them for the GPU, then the kernel code.
+pub fn verify_ecdsa<C: Curve>(
+    hashes: &[[u8; 32]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    opts: &EcdsaOptions,
+) -> Vec<Result<(), Reason>> {
+    let make = |i: usize| crate::ecdsa::item::<C>(&hashes[i], sigs[i], keys[i], opts);
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        items::encode_algebra(dst, reasons, first, &make)
+    };
+    run_items(hashes.len(), &fill, |raw| C::emulated().run(raw))
+}
 
 /// Verification items through a scheme's whole GPU flow on the host: `fill` encodes them as the
 /// GPU backend does, `kernel` runs the kernel code over them.

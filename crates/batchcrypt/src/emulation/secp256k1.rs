@@ -1,15 +1,12 @@
 //! The secp256k1 kernels run on the host. Integers are eight little-endian 32-bit limbs.
 
+pub use super::AffineRaw;
+use super::VerifyKernel;
 use crate::secp256k1::gpu::{self, G_TABLE_LEN};
-use crate::secp256k1::{EcdsaOptions, Reason};
+use crate::secp256k1::{EcdsaOptions, Reason, Secp256k1Curve};
 
 /// Limbs of a raw kernel item.
 pub const ITEM_LIMBS: usize = crate::sig::items::ITEM_LIMBS;
-
-/// An affine point in the kernels' field representation (opaque to the host).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct AffineRaw([u32; 16]);
 
 extern "C" {
     fn secp256k1_g_table(table: *mut AffineRaw);
@@ -100,49 +97,31 @@ pub fn point_ops(p: &[[u32; 16]], q: &[[u32; 16]]) -> Vec<[u32; 82]> {
     out
 }
 
-/// The fixed-base table the verification kernel reads.
+/// The ECDSA kernel (GLV, the fixed-base table for u1 G).
+pub const ECDSA: VerifyKernel = VerifyKernel {
+    name: "secp256k1_ecdsa_verify_batch",
+    table_len: G_TABLE_LEN,
+    g_table: secp256k1_g_table,
+    verify: secp256k1_ecdsa_verify_batch,
+};
+
+/// The BIP340 kernel.
+pub const SCHNORR: VerifyKernel = VerifyKernel {
+    name: "secp256k1_schnorr_verify_batch",
+    table_len: G_TABLE_LEN,
+    g_table: secp256k1_g_table,
+    verify: secp256k1_schnorr_verify_batch,
+};
+
+/// The fixed-base table the verification kernels read.
 pub fn g_table() -> &'static [AffineRaw] {
-    static TABLE: std::sync::OnceLock<Vec<AffineRaw>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = vec![AffineRaw([0; 16]); G_TABLE_LEN];
-        // SAFETY: the kernel writes G_TABLE_LEN entries.
-        unsafe { secp256k1_g_table(t.as_mut_ptr()) };
-        t
-    })
+    ECDSA.table()
 }
 
 /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items
 /// `[u1, u2, qx, qy, r, flags]` (41 limbs each), by ECDSA's or BIP340's kernel.
 pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
-    let mut ok = vec![0u8; items.len()];
-    let f = if schnorr {
-        secp256k1_schnorr_verify_batch
-    } else {
-        secp256k1_ecdsa_verify_batch
-    };
-    // SAFETY: 41 limbs in and one byte out per item; the table is complete.
-    unsafe {
-        f(
-            items.as_ptr().cast(),
-            g_table().as_ptr(),
-            ok.as_mut_ptr(),
-            items.len() as u64,
-        )
-    };
-    ok
-}
-
-fn run(
-    scheme: gpu::Scheme,
-    n: usize,
-    make: impl Fn(usize) -> Result<gpu::HostItem, Reason> + Sync,
-) -> Vec<Result<(), Reason>> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-        gpu::encode_block(dst, reasons, first, &make)
-    };
-    super::run_items(n, &fill, |items| {
-        verify_items(matches!(scheme, gpu::Scheme::Schnorr), items)
-    })
+    if schnorr { SCHNORR.run(items) } else { ECDSA.run(items) }
 }
 
 /// ECDSA through the GPU backend's whole flow on the host: parsing and preparation as
@@ -153,9 +132,7 @@ pub fn verify_ecdsa(
     keys: &[&[u8]],
     opts: &EcdsaOptions,
 ) -> Vec<Result<(), Reason>> {
-    run(gpu::Scheme::Ecdsa, hashes.len(), |i| {
-        gpu::ecdsa_item(&hashes[i], sigs[i], keys[i], opts)
-    })
+    super::verify_ecdsa::<Secp256k1Curve>(hashes, sigs, keys, opts)
 }
 
 /// BIP340 through the GPU backend's whole flow on the host.
@@ -164,7 +141,9 @@ pub fn verify_schnorr(
     sigs: &[[u8; 64]],
     keys: &[[u8; 32]],
 ) -> Vec<Result<(), Reason>> {
-    run(gpu::Scheme::Schnorr, msgs.len(), |i| {
-        gpu::schnorr_item(&sigs[i], &keys[i], msgs[i])
-    })
+    let make = |i: usize| gpu::schnorr_item(&sigs[i], &keys[i], msgs[i]);
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        crate::sig::items::encode_algebra(dst, reasons, first, &make)
+    };
+    super::run_items(msgs.len(), &fill, |items| SCHNORR.run(items))
 }

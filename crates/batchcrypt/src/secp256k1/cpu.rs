@@ -28,11 +28,10 @@ pub fn verify_ecdsa_encoded(
     pubkey: &[u8],
     opts: &EcdsaOptions,
 ) -> Result<(), Reason> {
-    let (r, s, key) = parse::ecdsa_parts(sig, pubkey, opts)?;
-    ecdsa_equation(hash, &r, &s, &parse::on_curve(&key)?)
+    crate::ecdsa::verify_one::<super::Secp256k1Curve>(hash, sig, pubkey, opts)
 }
 
-fn ecdsa_equation(
+pub(crate) fn ecdsa_equation(
     hash: &[u8; 32],
     r: &[u8; 32],
     s: &[u8; 32],

@@ -15,7 +15,7 @@
 //! 4. the public key: SEC1 compressed (02/03) or uncompressed (04) — hybrid (06/07), infinity and
 //!    any other length or prefix are rejected — with coordinates below p, on the curve.
 
-use super::EcdsaOptions;
+use super::{EcdsaOptions, Secp256k1Curve};
 use crate::sig::{self, below, hex32, split, sub};
 pub use crate::sig::{Reason, Sec1Key};
 use secp256k1::PublicKey;
@@ -24,8 +24,7 @@ use std::sync::OnceLock;
 /// The group order n, big-endian.
 pub const N: [u8; 32] = hex32("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141");
 /// n / 2 rounded down: the largest low S.
-pub const HALF_N: [u8; 32] =
-    hex32("7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0");
+pub const HALF_N: [u8; 32] = crate::ecdsa::half(&N);
 /// The field prime p, big-endian.
 pub const P: [u8; 32] = hex32("fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f");
 
@@ -77,8 +76,7 @@ pub fn ecdsa_parts(
     pubkey: &[u8],
     opts: &EcdsaOptions,
 ) -> Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
-    let (r, s) = ecdsa_signature(sig, opts)?;
-    Ok((r, s, sec1_key(pubkey)?))
+    crate::ecdsa::parts::<Secp256k1Curve>(sig, pubkey, opts)
 }
 
 /// Checks a BIP340 item (the message may have any length; it takes no part in the checks).
@@ -133,14 +131,7 @@ pub fn schnorr_challenge(r: &[u8; 32], px: &[u8; 32], msg: &[u8]) -> [u8; 32] {
 
 /// The signature's `(r, s)` after the encoding, range and low-S rules, with S made low.
 pub fn ecdsa_signature(sig: &[u8], opts: &EcdsaOptions) -> Result<([u8; 32], [u8; 32]), Reason> {
-    let (r, s) = sig::signature_scalars(sig, opts.format, &N)?;
-    if below(&HALF_N, &s) {
-        if opts.require_low_s {
-            return Err(Reason::HighS);
-        }
-        return Ok((r, sub(&N, &s)));
-    }
-    Ok((r, s))
+    crate::ecdsa::signature::<Secp256k1Curve>(sig, opts)
 }
 
 /// A SEC1 public key's coordinates: compressed or uncompressed, nothing else, below p.

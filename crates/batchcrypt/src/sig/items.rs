@@ -4,7 +4,13 @@
 //! layout, the verdict codes and the chunked trip through the GPU.
 
 use super::{Reason, Sec1Key};
+use elliptic_curve::ops::Reduce;
+use elliptic_curve::{FieldBytes as CurveBytes, PrimeField};
 use rayon::prelude::*;
+
+/// 32 bytes as the curve crates hold a field element or scalar.
+pub type FieldBytes = CurveBytes<k256::Secp256k1>;
+use elliptic_curve::bigint::U256;
 
 /// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
 pub(crate) const ITEM_LIMBS: usize = 41;
@@ -57,6 +63,74 @@ pub(crate) fn verdict(reason: Option<Reason>, code: u8) -> Result<(), Reason> {
     }
 }
 
+/// A curve's scalar field as the host's item algebra uses it: the `Scalar` of a RustCrypto curve
+/// crate (k256, p256, sm2).
+pub trait HostScalar:
+    PrimeField<Repr = FieldBytes> + Reduce<U256, Bytes = FieldBytes> + Copy + Send + Sync
+{
+    /// A big-endian 256-bit integer reduced mod n.
+    fn reduce_be(b: &[u8; 32]) -> Self {
+        <Self as Reduce<U256>>::reduce_bytes(&(*b).into())
+    }
+    /// The big-endian bytes of the canonical residue.
+    fn to_be(&self) -> [u8; 32] {
+        self.to_repr().into()
+    }
+}
+impl<S> HostScalar for S where
+    S: PrimeField<Repr = FieldBytes> + Reduce<U256, Bytes = FieldBytes> + Copy + Send + Sync
+{
+}
+
+/// One item before the scalar algebra: u1 = a/d, u2 = b/d mod n (ECDSA: e/s and r/s; BIP340:
+/// s/1 and -e/1).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostItem<S> {
+    pub a: S,
+    pub b: S,
+    pub d: S,
+    pub key: Sec1Key,
+    pub r: [u8; 32],
+}
+
+/// Writes items `first..first + reasons.len()` (`make(i)`) as kernel items into `dst`, and each
+/// item's host-side failure into `reasons`, with one inversion of d for the whole block
+/// (Montgomery's trick).
+pub(crate) fn encode_algebra<S: HostScalar>(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    make: &(impl Fn(usize) -> Result<HostItem<S>, Reason> + Sync),
+) {
+    let items: Vec<Result<HostItem<S>, Reason>> =
+        (0..reasons.len()).map(|k| make(first + k)).collect();
+    // d is never zero after parsing.
+    let mut prefix = Vec::with_capacity(items.len());
+    let mut acc = S::ONE;
+    for it in items.iter().flatten() {
+        prefix.push(acc);
+        acc *= it.d;
+    }
+    let mut inv = Option::<S>::from(acc.invert()).unwrap_or(S::ZERO);
+    let mut j = prefix.len();
+    for k in (0..items.len()).rev() {
+        let out = &mut dst[k * ITEM_BYTES..(k + 1) * ITEM_BYTES];
+        match &items[k] {
+            Ok(it) => {
+                j -= 1;
+                let inv_d = inv * prefix[j];
+                encode(out, &(it.a * inv_d).to_be(), &(it.b * inv_d).to_be(), &it.key, &it.r);
+                inv *= it.d;
+                reasons[k] = None;
+            }
+            Err(why) => {
+                skip(out);
+                reasons[k] = Some(*why);
+            }
+        }
+    }
+}
+
 /// A scheme's encoder: items `first..first + reasons.len()` into `dst`, each host-side failure
 /// into `reasons` (its item then skipped). Called on blocks in parallel.
 pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
@@ -86,9 +160,9 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
     (bytes, reasons)
 }
 
-pub(crate) mod device {
-    use super::{encode_all, fill_parallel, verdict, FillItems, Reason, ITEM_BYTES};
-    use crate::backend::cuda::{DriverResult, grid_1d, time_on_stream, Gpu, KernelImage};
+pub mod device {
+    use super::{encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, HostScalar, Reason, ITEM_BYTES};
+    use crate::backend::cuda::{device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage};
     use crate::error::Result;
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
@@ -96,11 +170,45 @@ pub(crate) mod device {
 
     const THREADS: u32 = 128;
 
-    /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table.
-    pub(crate) struct Kernel {
+    /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table,
+    /// which the kernel `table(gtable)` writes (`table_len` affine points).
+    pub struct Kernel {
         pub image: &'static KernelImage,
         pub name: &'static str,
-        pub table: fn(&Gpu) -> Result<&'static CudaSlice<u8>>,
+        pub table: &'static str,
+        pub table_len: usize,
+    }
+
+    impl Kernel {
+        /// The fixed-base table, computed once per device.
+        fn table(&self, gpu: &Gpu) -> Result<&'static CudaSlice<u8>> {
+            device_table(gpu, self.image, self.table, self.table_len, 64)
+        }
+    }
+
+    /// [`time_kernel`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
+    pub(crate) fn time_kernel_algebra<S: HostScalar>(
+        k: &Kernel,
+        n: usize,
+        make: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+        iters: usize,
+    ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
+        let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+            encode_algebra(dst, reasons, first, &make)
+        };
+        time_kernel(k, n, &fill, iters)
+    }
+
+    /// [`verify`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
+    pub(crate) fn verify_algebra<S: HostScalar>(
+        k: &Kernel,
+        n: usize,
+        make: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+    ) -> Result<Vec<std::result::Result<(), Reason>>> {
+        let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+            encode_algebra(dst, reasons, first, &make)
+        };
+        verify(k, n, &fill)
     }
 
     fn launch(
@@ -129,7 +237,7 @@ pub(crate) mod device {
         iters: usize,
     ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let gpu = Gpu::available()?;
-        let table = (k.table)(gpu)?;
+        let table = k.table(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let stream = gpu.stream()?;
         let (bytes, reasons) = encode_all(n, fill);
@@ -160,7 +268,7 @@ pub(crate) mod device {
         fill: &impl FillItems,
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let gpu = Gpu::available()?;
-        let table = (k.table)(gpu)?;
+        let table = k.table(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let mut codes = vec![0u8; n];
         let mut reasons = vec![None; n];

@@ -110,6 +110,16 @@ pub enum Sec1Key {
     Uncompressed { x: [u8; 32], y: [u8; 32] },
 }
 
+impl Sec1Key {
+    /// The SEC1 encoding (33 bytes compressed, 65 uncompressed).
+    pub fn to_sec1(&self) -> Vec<u8> {
+        match self {
+            Sec1Key::Compressed { x, odd } => [&[2 + *odd as u8][..], x].concat(),
+            Sec1Key::Uncompressed { x, y } => [&[4u8][..], x, y].concat(),
+        }
+    }
+}
+
 /// A signature's `(r, s)`, each in `[1, n-1]`.
 pub fn signature_scalars(
     sig: &[u8],

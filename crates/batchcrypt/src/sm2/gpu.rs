@@ -366,7 +366,8 @@ fn verify_kernel() -> crate::sig::items::device::Kernel {
     crate::sig::items::device::Kernel {
         image: &crate::kernels::SM2,
         name: "sm2_verify",
-        table: g_table,
+        table: "sm2_g_table",
+        table_len: G_TABLE_LEN,
     }
 }
 

@@ -1,0 +1,281 @@
+//! ECDSA verification (SEC 1 v2 §4.1.4), generic over the curve.
+//!
+//! A curve is its parameters ([`Curve`]): n and p, its scalar field for the host's algebra, its
+//! verification kernel and its CPU reference. Everything else is written once, here: the
+//! signature encodings (strict DER, compact), the range and low-S rules, SEC1 keys, the scalar
+//! algebra of the GPU items (u1 = e/s, u2 = r/s with one inversion per block), the dispatch and
+//! the measurement. secp256k1 ([`crate::secp256k1::Secp256k1Curve`]) and P-256
+//! ([`crate::p256::P256`]) are its instances.
+//!
+//! Every item is parsed once by [`parts`], whatever backend runs the arithmetic afterwards, so
+//! every backend gives the same verdict on every input. A batch fails as a whole only when it is
+//! malformed as a batch (slices of different lengths, no items); a bad item gets its [`Reason`]
+//! and the rest are still checked.
+
+pub(crate) mod openssl;
+
+use crate::backend::{Backend, BackendChoice};
+use crate::dispatch::{Cost, Workload};
+use crate::error::{Error, Result};
+use crate::operation::Operation;
+use crate::sig::items::{self, device::Kernel, HostItem, HostScalar};
+use crate::sig::{self, below, Reason, Sec1Key, SigFormat, Verdicts};
+use crate::{Engine, Output};
+use std::marker::PhantomData;
+
+/// A curve ECDSA runs on: its parameters and where its arithmetic lives.
+pub trait Curve: Send + Sync + 'static {
+    /// The curve's name, in messages.
+    const NAME: &'static str;
+    /// The group order n, big-endian.
+    const N: [u8; 32];
+    /// The field prime p, big-endian.
+    const P: [u8; 32];
+    /// The scalar field (integers mod n) for the host's part of the GPU items.
+    type Scalar: HostScalar;
+    /// The operation batches run as: its cost key and CPU backends.
+    fn operation() -> &'static Operation;
+    /// The verification kernel (`bc::verify` items, x(R) mod n == r) and its fixed-base table.
+    fn kernel() -> Kernel;
+    /// The CPU backend on one item that passed [`parts`]: `PublicKeyNotOnCurve` when no point has
+    /// the key's coordinates, `SignatureMismatch` when the equation is false.
+    fn cpu_verify(hash: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: &Sec1Key) -> std::result::Result<(), Reason>;
+    /// A valid signature for measuring: (hash, DER signature, SEC1 key), from a key and message
+    /// derived from `seed`.
+    fn sample(seed: u32) -> ([u8; 32], Vec<u8>, Vec<u8>);
+    /// The kernel code compiled for the host (feature `emulation`).
+    #[cfg(feature = "emulation")]
+    fn emulated() -> crate::emulation::VerifyKernel;
+}
+
+/// ECDSA acceptance rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct EcdsaOptions {
+    pub format: SigFormat,
+    /// Reject `s > n/2` (Bitcoin's BIP62/BIP146 standardness) instead of accepting it as `n - s`.
+    pub require_low_s: bool,
+}
+
+/// n / 2 rounded down: the largest low S.
+pub const fn half(n: &[u8; 32]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        out[i] = n[i] >> 1 | if i > 0 { n[i - 1] << 7 } else { 0 };
+        i += 1;
+    }
+    out
+}
+
+/// The signature's `(r, s)` after the encoding, range and low-S rules, with S made low (the
+/// equation holds for `s` exactly when it holds for `n - s`).
+pub fn signature<C: Curve>(sig: &[u8], opts: &EcdsaOptions) -> std::result::Result<([u8; 32], [u8; 32]), Reason> {
+    let (r, s) = sig::signature_scalars(sig, opts.format, &C::N)?;
+    if below(&half(&C::N), &s) {
+        if opts.require_low_s {
+            return Err(Reason::HighS);
+        }
+        return Ok((r, sig::sub(&C::N, &s)));
+    }
+    Ok((r, s))
+}
+
+/// The signature's `(r, s)` and the key's coordinates, every rule but the curve equation (which
+/// the backend's arithmetic decides: the GPU decompresses and checks keys itself).
+pub fn parts<C: Curve>(
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> std::result::Result<([u8; 32], [u8; 32], Sec1Key), Reason> {
+    let (r, s) = signature::<C>(sig, opts)?;
+    Ok((r, s, sig::sec1_key(pubkey, &C::P)?))
+}
+
+/// One item on the CPU backend: our rules, then the curve's CPU arithmetic.
+pub fn verify_one<C: Curve>(
+    hash: &[u8; 32],
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> std::result::Result<(), Reason> {
+    let (r, s, key) = parts::<C>(sig, pubkey, opts)?;
+    C::cpu_verify(hash, &r, &s, &key)
+}
+
+/// The GPU item: u1 = e/s, u2 = r/s (the hash reduced mod n, as SEC 1 takes it for a 256-bit n).
+pub(crate) fn item<C: Curve>(
+    hash: &[u8; 32],
+    sig: &[u8],
+    pubkey: &[u8],
+    opts: &EcdsaOptions,
+) -> std::result::Result<HostItem<C::Scalar>, Reason> {
+    let (r, s, key) = parts::<C>(sig, pubkey, opts)?;
+    Ok(HostItem {
+        a: C::Scalar::reduce_be(hash),
+        b: C::Scalar::reduce_be(&r),
+        d: C::Scalar::reduce_be(&s),
+        key,
+        r,
+    })
+}
+
+/// ECDSA verification on curve `C` on an [`Engine`]: [`Engine::ecdsa`].
+pub struct Ecdsa<'e, C> {
+    pub(crate) engine: &'e Engine,
+    pub(crate) curve: PhantomData<C>,
+}
+
+impl<C: Curve> Ecdsa<'_, C> {
+    /// Verifies signature `i` over the 32-byte message hash `hashes[i]` with public key
+    /// `pubkeys[i]` (SEC1, 33 or 65 bytes).
+    pub fn verify(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+    ) -> Result<Output<Verdicts>> {
+        let n = batch_len(hashes, sigs, pubkeys)?;
+        let op = C::operation();
+        let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
+        let w = measured_workload(self.engine, op, n, bytes_in);
+        let out = self.engine.run(
+            op,
+            &w,
+            op.cpu,
+            |_, threads| {
+                Ok(crate::backend::cpu::par_map(1, n, threads, |i| {
+                    verify_one::<C>(&hashes[i], sigs[i], pubkeys[i], opts)
+                }))
+            },
+            |r, _| {
+                items::device::verify_algebra(&C::kernel(), r.len(), |i| {
+                    let i = r.start + i;
+                    item::<C>(&hashes[i], sigs[i], pubkeys[i], opts)
+                })
+            },
+        )?;
+        Ok(out.map(|results| Verdicts { results }))
+    }
+
+    /// Kernel-only GPU time (items prepared on the host, then resident on the device): the median
+    /// of `iters` launches in seconds, and the verdicts. For benchmarks; [`Self::verify`] is the
+    /// API.
+    pub fn kernel_seconds(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+        iters: usize,
+    ) -> Result<(f64, Verdicts)> {
+        let n = batch_len(hashes, sigs, pubkeys)?;
+        let (t, results) = items::device::time_kernel_algebra(
+            &C::kernel(),
+            n,
+            |i| item::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
+            iters,
+        )?;
+        Ok((t, Verdicts { results }))
+    }
+}
+
+fn batch_len(hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]]) -> Result<usize> {
+    sig::batch_len(&[
+        ("hashes", hashes.len()),
+        ("signatures", sigs.len()),
+        ("public keys", pubkeys.len()),
+    ])
+}
+
+pub(crate) fn total_len(items: &[&[u8]]) -> u64 {
+    items.iter().map(|b| b.len() as u64).sum()
+}
+
+/// From this many items a signature operation's CPU cost is measured (once per process, about 400
+/// verifications) before planning: a signature costs as much as tens of kilobytes of hashing, so
+/// the dispatcher's by-the-byte guess would keep batches of hundreds of signatures on one thread.
+const MEASURE_MIN_ITEMS: usize = 64;
+
+/// The batch as the cost model sees it; from [`MEASURE_MIN_ITEMS`] items the cost of the
+/// operation's first CPU backend is measured first where the CPU may run it.
+pub(crate) fn measured_workload(
+    engine: &Engine,
+    op: &'static Operation,
+    n: usize,
+    bytes_in: u64,
+) -> Workload {
+    let d = engine.dispatcher();
+    if let Some(&cpu) = op.cpu.first() {
+        let may_run_on_cpu = match d.choice() {
+            BackendChoice::Auto | BackendChoice::Cpu => true,
+            BackendChoice::Exact(b) => b == cpu,
+            BackendChoice::Gpu => false,
+        };
+        if n >= MEASURE_MIN_ITEMS && may_run_on_cpu {
+            // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
+            let _ = d.cost(op.key, cpu, op);
+        }
+    }
+    op.workload(n as u64, bytes_in, n as u64, n as u64)
+}
+
+pub(crate) fn not_implemented(b: Backend, op: &str) -> Error {
+    Error::BackendUnavailable {
+        backend: b.name().into(),
+        why: format!("operation {op} is not implemented by this backend"),
+    }
+}
+
+/// Measures one backend on valid signatures (compute only): a small and a larger batch, fitted by
+/// [`crate::dispatch::fit`]; CPU backends on one thread, the GPU end to end.
+pub(crate) fn calibrate<C: Curve>(backend: Backend) -> Result<Cost> {
+    let op = C::operation();
+    let sample: Vec<_> = (0..64).map(C::sample).collect();
+    let valid = |ok: bool| {
+        ok.then_some(())
+            .ok_or_else(|| Error::invalid("calibration sample failed to verify"))
+    };
+    let opts = EcdsaOptions::default();
+    if backend.is_gpu() {
+        const LARGE: usize = 1 << 14;
+        let engine = Engine::measuring(backend);
+        let run = |n: usize| -> Result<()> {
+            let pick = || (0..n).map(|i| &sample[i % sample.len()]);
+            let hashes: Vec<[u8; 32]> = pick().map(|s| s.0).collect();
+            let sigs: Vec<&[u8]> = pick().map(|s| s.1.as_slice()).collect();
+            let keys: Vec<&[u8]> = pick().map(|s| s.2.as_slice()).collect();
+            let out = engine.ecdsa::<C>().verify(&hashes, &sigs, &keys, &opts)?;
+            valid(out.value.all_valid())
+        };
+        return crate::dispatch::fit_sizes(1, LARGE, 1, run);
+    }
+    if !op.cpu.contains(&backend) {
+        return Err(not_implemented(backend, op.key));
+    }
+    let run = |n: usize| -> Result<()> {
+        valid(sample[..n].iter().all(|(h, s, k)| verify_one::<C>(h, s, k, &opts).is_ok()))
+    };
+    crate::dispatch::fit_sizes(4, sample.len(), 1, run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_of_n() {
+        let n = crate::secp256k1::parse::N;
+        // n = 2 * (n/2) + 1 for an odd n.
+        let h = half(&n);
+        let mut twice = [0u8; 32];
+        let mut carry = 0u16;
+        for i in (0..32).rev() {
+            let v = 2 * h[i] as u16 + carry;
+            twice[i] = v as u8;
+            carry = v >> 8;
+        }
+        twice[31] += 1;
+        assert_eq!(twice, n);
+    }
+}

@@ -1,0 +1,16 @@
+//! The P-256 kernels run on the host.
+
+use super::{AffineRaw, VerifyKernel};
+
+extern "C" {
+    fn p256_g_table(table: *mut AffineRaw);
+    fn p256_ecdsa_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
+}
+
+/// The ECDSA kernel.
+pub const ECDSA: VerifyKernel = VerifyKernel {
+    name: "p256_ecdsa_verify",
+    table_len: crate::p256::G_TABLE_LEN,
+    g_table: p256_g_table,
+    verify: p256_ecdsa_verify,
+};

@@ -1,0 +1,19 @@
+// P-256 ECDSA verification: the generic items and verdict of bc/verify.cuh on P-256's parameters.
+#include "p256.cuh"
+#include "bc/verify.cuh"
+
+using namespace bc::p256;
+
+namespace {
+// 12-bit signed windows for u1 G (22 mixed additions from a 2.9 MB table), 5-bit windows for u2 Q.
+using GTable = bc::FixedBase<Curve, 12>;
+constexpr int VAR_W = 5;
+}  // namespace
+
+extern "C" __global__ void p256_g_table(PointAffine* table) {
+    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
+}
+
+extern "C" __global__ void __launch_bounds__(128) p256_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, bc::verify::double_mul<Curve, GTable, VAR_W>(gtable));
+}
