@@ -10,7 +10,19 @@ B=.gpu-bundle
 rm -rf "$B" && mkdir -p "$B/bin" "$B/tests" "$B/wheels" "$B/data" "$B/kernels"
 cargo build --release -p batchcrypt-cli -p batchcrypt-bench
 cp target/release/batchcrypt target/release/batchcrypt-bench "$B/bin/"
-cargo test --release --workspace --exclude batchcrypt-py --no-run --message-format=json 2>/dev/null \
+# TESTS (name prefixes of integration test files of the library, e.g. "p256 secp256k1") bundles
+# only those, for a run that needs a few; SKIP="wheel node" leaves out the Python wheel and snarkjs.
+if [ -n "${TESTS:-}" ]; then
+  sel=(-p batchcrypt)
+  for t in crates/batchcrypt/tests/*.rs; do
+    n=$(basename "$t" .rs)
+    for p in $TESTS; do [[ $n == "$p"* ]] && sel+=(--test "$n") && break; done
+  done
+else
+  sel=(--workspace --exclude batchcrypt-py)
+fi
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+cargo test --release "${sel[@]}" --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -21,7 +33,7 @@ strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
 # finds again (a tenth of the size; the copy to the GPU machine may be limited in size).
 tar -cf - -C "$B" tests | xz -T2 -9 > "$B/tests.txz" && rm -rf "$B/tests"
 # The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
-(. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
+skip wheel || (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
 # Bitcoin's test data (Core's vectors, real blocks with their spent outputs), compressed.
 [ -d ../shared/data/bitcoin ] && tar -cf - -C ../shared/data bitcoin | xz -T2 -9 > "$B/bitcoin-data.txz"
@@ -34,7 +46,7 @@ for d in "$zk"/*/; do
 done
 # snarkjs and the Node.js that runs it, for the machine with the GPU (which may have neither): the
 # tests check our GPU proofs with snarkjs there, and the Groth16 benchmark runs it as the peer.
-if [ -d scripts/zk/node_modules/snarkjs ] && command -v node >/dev/null; then
+if ! skip node && [ -d scripts/zk/node_modules/snarkjs ] && command -v node >/dev/null; then
   tar -cf - --exclude=node_modules/circom2 --exclude='node_modules/*/test' \
       --exclude='node_modules/*/*/test' --exclude='*.md' --exclude='*.map' -C scripts/zk node_modules \
       -C "$(dirname "$(readlink -f "$(command -v node)")")" node | xz -T2 -9 > "$B/node.tar.xz"

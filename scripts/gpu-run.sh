@@ -115,7 +115,7 @@ want bitcoin && [ -d "$bd" ] && step bitcoin-chain "$B/bin/batchcrypt" bitcoin v
 want calibrate && step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
 # QUICK names groups to run in their short form even without --quick, e.g. QUICK="secp256k1".
-want bench && for g in ${BENCH:-sha256 secp256k1 sm2 aes xts aes-batch bn254 ntt groth16 bitcoin}; do
+want bench && for g in ${BENCH:-sha256 secp256k1 p256 sm2 aes xts aes-batch bn254 ntt groth16 bitcoin}; do
   q=$quick; [[ " ${QUICK:-} " == *" $g "* ]] && q=--quick
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $q --json "$OUT/bench-$g.json"
 done

@@ -177,7 +177,7 @@ fn block(tx: &[u8]) -> Vec<u8> {
 
 fn main() {
     // Choice-driven targets: a few fixed byte strings of several lengths.
-    for t in ["ecdsa_verify", "schnorr_verify", "sm2_verify", "aes_modes", "aes_stream"] {
+    for t in ["ecdsa_verify", "p256_verify", "schnorr_verify", "sm2_verify", "aes_modes", "aes_stream"] {
         for (k, n) in [64usize, 160, 600, 3000].into_iter().enumerate() {
             write(t, &format!("pattern-{n}"), &pattern(n, k as u64 + 1));
         }

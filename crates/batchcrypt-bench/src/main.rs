@@ -7,6 +7,7 @@ mod bn254;
 mod groth16;
 mod report;
 mod scaling;
+mod p256;
 mod secp256k1;
 mod serve;
 mod sha256;
@@ -19,7 +20,7 @@ use clap::Parser;
 struct Args {
     /// Which benchmark groups to run (`scaling`, over every GPU of the machine, and `serve`, the
     /// service under many clients, run only when named).
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
@@ -44,6 +45,7 @@ fn main() -> anyhow::Result<()> {
         match g.as_str() {
             "sha256" => sha256::run(&mut rep, args.quick)?,
             "secp256k1" => secp256k1::run(&mut rep, args.quick)?,
+            "p256" => p256::run(&mut rep, args.quick)?,
             "sm2" => sm2::run(&mut rep, args.quick)?,
             "sm2-chunks" => sm2::run_chunks(&mut rep, args.quick)?,
             "aes" => aes::run(&mut rep, args.quick)?,
@@ -55,7 +57,7 @@ fn main() -> anyhow::Result<()> {
             "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
             "scaling" => scaling::run(&mut rep, args.quick)?,
             "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, scaling, serve, sha256, secp256k1, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, scaling, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

@@ -14,8 +14,9 @@
 //! Layout: `backend` (what hardware exists — CPU extensions and every GPU — and how to name it),
 //! `dispatch` (which backend, and which GPUs, run a batch), `pipeline` (host↔GPU streaming),
 //! `memory` (GPU memory admission, host buffer reuse), one module per primitive (`sha256`,
-//! `secp256k1`, `p256`, `sm2`, `sm3`, `aes`, `bn254`; `ecdsa` is the scheme over any curve), and the protocols and applications over them:
-//! `psi` (ECDH-PSI over SM2), `groth16` (circom/snarkjs proofs), `bitcoin` (block validation).
+//! `secp256k1`, `p256`, `sm2`, `sm3`, `aes`, `bn254`; `ecdsa` is the scheme over any curve), and
+//! the protocols and applications over them: `psi` (ECDH-PSI over SM2), `groth16` (circom/snarkjs
+//! proofs), `bitcoin` (block validation).
 
 pub mod aes;
 pub mod backend;
