@@ -136,12 +136,13 @@ BC_DEVICE bool on_curve(const Affine<C>& p) {
     return p.y.sqr() == curve_rhs<C>(p.x);
 }
 
-// SEC1 decompression: the point with x (eight little-endian limbs of an ordinary integer) and a
-// y of the given parity. False when x >= p or x^3 + a x + b is not a square (needs p = 3 mod 4).
+// SEC1 decompression: the point with x (the field's little-endian limbs of an ordinary integer)
+// and a y of the given parity. False when x >= p or x^3 + a x + b is not a square (needs
+// p = 3 mod 4).
 template <class C>
-BC_DEVICE bool decompress(const uint32_t x[LIMBS], bool odd, Affine<C>& p) {
+BC_DEVICE bool decompress(const uint32_t* x, bool odd, Affine<C>& p) {
     using F = typename C::F;
-    if (geq_n(x, F::modulus())) return false;
+    if (geq_n<F::N>(x, F::modulus())) return false;
     p.x = F::from_plain(x);
     F rhs = curve_rhs<C>(p.x);
     p.y = rhs.sqrt_candidate();

@@ -1,26 +1,30 @@
-// A prime field of at most 256 bits, generic over its modulus, over eight 32-bit limbs
-// (little-endian). Every curve (secp256k1, SM2, BN254) instantiates this one template with a
-// parameter struct; only the constants and the reduction differ.
+// A prime field generic over its modulus and its number of 32-bit limbs (little-endian): eight
+// for the 256-bit curves (secp256k1, SM2, P-256, BN254), twelve for BLS12-381's 381-bit base
+// field. Every curve instantiates this one template with a parameter struct; only the constants,
+// the limb count and the reduction differ.
 //
 // A parameter struct P provides:
-//   static BC_DEVICE const uint32_t* mod();   // the modulus, 8 limbs
+//   static constexpr int LIMBS;               // optional: the limb count N (default 8)
+//   static BC_DEVICE const uint32_t* mod();   // the modulus, N limbs
 //   static constexpr uint32_t PSEUDO_C0;      // non-zero: p = 2^256 - 2^32 - PSEUDO_C0, and elements
 //                                             // are plain integers reduced by folding (secp256k1)
-//   static BC_DEVICE const uint32_t* r2();    // otherwise: Montgomery form, R = 2^256, with
+//   static BC_DEVICE const uint32_t* r2();    // otherwise: Montgomery form, R = 2^(32 N), with
 //   static constexpr uint32_t INV;            // R^2 mod p and -p^-1 mod 2^32
-// The full 512-bit product uses PTX carry chains on the GPU (plain C++ in host emulation).
+// Eight-limb products use PTX carry chains on the GPU; other sizes, and host emulation, plain C++.
 #pragma once
 #include "bc/common.cuh"
 
 namespace bc {
 
+// Limbs of a 256-bit integer (scalars, the 256-bit fields).
 constexpr int LIMBS = 8;
 
-// r = a + b, returns the carry out.
-BC_DEVICE uint32_t add_n(uint32_t r[LIMBS], const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+// r = a + b over N limbs, returns the carry out.
+template <int N = LIMBS>
+BC_DEVICE uint32_t add_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
     uint64_t c = 0;
 #pragma unroll
-    for (int i = 0; i < LIMBS; ++i) {
+    for (int i = 0; i < N; ++i) {
         c += uint64_t(a[i]) + b[i];
         r[i] = uint32_t(c);
         c >>= 32;
@@ -28,11 +32,12 @@ BC_DEVICE uint32_t add_n(uint32_t r[LIMBS], const uint32_t a[LIMBS], const uint3
     return uint32_t(c);
 }
 
-// r = a - b, returns the borrow out (1 if a < b).
-BC_DEVICE uint32_t sub_n(uint32_t r[LIMBS], const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+// r = a - b over N limbs, returns the borrow out (1 if a < b).
+template <int N = LIMBS>
+BC_DEVICE uint32_t sub_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
     int64_t c = 0;
 #pragma unroll
-    for (int i = 0; i < LIMBS; ++i) {
+    for (int i = 0; i < N; ++i) {
         c += int64_t(a[i]) - b[i];
         r[i] = uint32_t(c);
         c >>= 32;  // arithmetic shift: 0 or -1
@@ -40,10 +45,11 @@ BC_DEVICE uint32_t sub_n(uint32_t r[LIMBS], const uint32_t a[LIMBS], const uint3
     return uint32_t(-c);
 }
 
-// a >= b as integers.
-BC_DEVICE bool geq_n(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+// a >= b as integers of N limbs.
+template <int N = LIMBS>
+BC_DEVICE bool geq_n(const uint32_t* a, const uint32_t* b) {
 #pragma unroll
-    for (int i = LIMBS - 1; i >= 0; --i) {
+    for (int i = N - 1; i >= 0; --i) {
         if (a[i] != b[i]) return a[i] > b[i];
     }
     return true;
@@ -186,66 +192,84 @@ BC_DEVICE void reduce_pseudo_mersenne(uint32_t r[LIMBS], const uint32_t t[2 * LI
     }
 }
 
+template <class...>
+using void_t = void;
+// P::LIMBS where the parameters give it, else 8.
+template <class P, class = void>
+struct limbs_of {
+    static constexpr int value = LIMBS;
+};
+template <class P>
+struct limbs_of<P, void_t<decltype(P::LIMBS)>> {
+    static constexpr int value = P::LIMBS;
+};
+
 template <class P>
 struct Fp {
+    static constexpr int N = limbs_of<P>::value;
     static constexpr bool PSEUDO = P::PSEUDO_C0 != 0;
-    uint32_t v[LIMBS];
+    static_assert(!PSEUDO || N == LIMBS, "the pseudo-Mersenne reduction is for 256-bit primes");
+    uint32_t v[N];
 
     static BC_DEVICE const uint32_t* modulus() { return P::mod(); }
 
     static BC_DEVICE Fp zero() {
         Fp r;
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) r.v[i] = 0;
+        for (int i = 0; i < N; ++i) r.v[i] = 0;
         return r;
     }
 
-    // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^256: the running
-    // value stays below 2p, with its 257th bit kept in t[8]. On the GPU each row is two carry
-    // chains for a * b_i and two for m * p (PTX madc); on the host, plain 64-bit arithmetic.
-    static BC_DEVICE Fp mont_mul(const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
+    // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^(32 N): the running
+    // value stays below 2p, with its top bit kept in t[N]. On the GPU each row of an eight-limb
+    // field is two carry chains for a * b_i and two for m * p (PTX madc); otherwise plain 64-bit
+    // arithmetic.
+    static BC_DEVICE Fp mont_mul(const uint32_t a[N], const uint32_t b[N]) {
         const uint32_t* p = P::mod();
-        uint32_t t[LIMBS + 2];
+        uint32_t t[N + 2];
 #pragma unroll
-        for (int i = 0; i < LIMBS + 2; ++i) t[i] = 0;
+        for (int i = 0; i < N + 2; ++i) t[i] = 0;
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) {
+        for (int i = 0; i < N; ++i) {
 #ifdef __CUDA_ARCH__
-            // t += a * b_i, then t += m * p with m chosen so that t[0] becomes zero.
-            mad_row(t, a, b[i], false);
-            mad_row(t, p, P::INV, true);
-#else
-            uint64_t c = 0;
-            for (int j = 0; j < LIMBS; ++j) {
-                c += uint64_t(t[j]) + uint64_t(a[j]) * b[i];
-                t[j] = uint32_t(c);
-                c >>= 32;
-            }
-            c += t[LIMBS];
-            t[LIMBS] = uint32_t(c);
-            t[LIMBS + 1] = uint32_t(c >> 32);
-            uint32_t m = t[0] * P::INV;
-            c = 0;
-            for (int j = 0; j < LIMBS; ++j) {
-                c += uint64_t(t[j]) + uint64_t(m) * p[j];
-                t[j] = uint32_t(c);
-                c >>= 32;
-            }
-            c += t[LIMBS];
-            t[LIMBS] = uint32_t(c);
-            t[LIMBS + 1] += uint32_t(c >> 32);
+            if constexpr (N == LIMBS) {
+                // t += a * b_i, then t += m * p with m chosen so that t[0] becomes zero.
+                mad_row(t, a, b[i], false);
+                mad_row(t, p, P::INV, true);
+            } else
 #endif
+            {
+                uint64_t c = 0;
+                for (int j = 0; j < N; ++j) {
+                    c += uint64_t(t[j]) + uint64_t(a[j]) * b[i];
+                    t[j] = uint32_t(c);
+                    c >>= 32;
+                }
+                c += t[N];
+                t[N] = uint32_t(c);
+                t[N + 1] = uint32_t(c >> 32);
+                uint32_t m = t[0] * P::INV;
+                c = 0;
+                for (int j = 0; j < N; ++j) {
+                    c += uint64_t(t[j]) + uint64_t(m) * p[j];
+                    t[j] = uint32_t(c);
+                    c >>= 32;
+                }
+                c += t[N];
+                t[N] = uint32_t(c);
+                t[N + 1] += uint32_t(c >> 32);
+            }
             // t[0] is zero: shift down one limb.
 #pragma unroll
-            for (int j = 0; j < LIMBS + 1; ++j) t[j] = t[j + 1];
-            t[LIMBS + 1] = 0;
+            for (int j = 0; j < N + 1; ++j) t[j] = t[j + 1];
+            t[N + 1] = 0;
         }
         Fp r;
-        uint32_t borrow = sub_n(r.v, t, p);
-        // Keep t - p unless t < p (a borrow not absorbed by the 257th bit).
-        if (borrow > t[LIMBS]) {
+        uint32_t borrow = sub_n<N>(r.v, t, p);
+        // Keep t - p unless t < p (a borrow not absorbed by the top bit t[N]).
+        if (borrow > t[N]) {
 #pragma unroll
-            for (int i = 0; i < LIMBS; ++i) r.v[i] = t[i];
+            for (int i = 0; i < N; ++i) r.v[i] = t[i];
         }
         return r;
     }
@@ -255,7 +279,7 @@ struct Fp {
     // they travel in registers, not through the stack.
     static BC_NOINLINE Fp mul(Fp a, Fp b) {
         if constexpr (PSEUDO) {
-            uint32_t t[2 * LIMBS];
+            uint32_t t[2 * N];
             mul_wide(t, a.v, b.v);
             Fp r;
             reduce_pseudo_mersenne(r.v, t, P::PSEUDO_C0);
@@ -266,11 +290,11 @@ struct Fp {
     }
 
     // From an ordinary integer x < p.
-    static BC_DEVICE Fp from_plain(const uint32_t x[LIMBS]) {
+    static BC_DEVICE Fp from_plain(const uint32_t x[N]) {
         if constexpr (PSEUDO) {
             Fp r;
 #pragma unroll
-            for (int i = 0; i < LIMBS; ++i) r.v[i] = x[i];
+            for (int i = 0; i < N; ++i) r.v[i] = x[i];
             return r;
         } else {
             return mont_mul(x, P::r2());
@@ -278,48 +302,48 @@ struct Fp {
     }
 
     static BC_DEVICE Fp from_u32(uint32_t x) {
-        uint32_t t[LIMBS] = {x, 0, 0, 0, 0, 0, 0, 0};
+        uint32_t t[N] = {x};
         return from_plain(t);
     }
 
     static BC_DEVICE Fp one() { return from_u32(1); }
 
     // Back to an ordinary integer in [0, p).
-    BC_DEVICE void to_plain(uint32_t out[LIMBS]) const {
+    BC_DEVICE void to_plain(uint32_t out[N]) const {
         Fp r = *this;
         if constexpr (!PSEUDO) {
-            uint32_t unit[LIMBS] = {1, 0, 0, 0, 0, 0, 0, 0};
+            uint32_t unit[N] = {1};
             r = mont_mul(v, unit);
         }
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) out[i] = r.v[i];
+        for (int i = 0; i < N; ++i) out[i] = r.v[i];
     }
 
     BC_DEVICE bool is_zero() const {
         uint32_t acc = 0;
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) acc |= v[i];
+        for (int i = 0; i < N; ++i) acc |= v[i];
         return acc == 0;
     }
 
     friend BC_DEVICE bool operator==(const Fp& a, const Fp& b) {
         uint32_t acc = 0;
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) acc |= a.v[i] ^ b.v[i];
+        for (int i = 0; i < N; ++i) acc |= a.v[i] ^ b.v[i];
         return acc == 0;
     }
     friend BC_DEVICE bool operator!=(const Fp& a, const Fp& b) { return !(a == b); }
 
     friend BC_DEVICE Fp operator+(const Fp& a, const Fp& b) {
         Fp s, r;
-        uint32_t carry = add_n(s.v, a.v, b.v);
-        uint32_t borrow = sub_n(r.v, s.v, P::mod());
+        uint32_t carry = add_n<N>(s.v, a.v, b.v);
+        uint32_t borrow = sub_n<N>(r.v, s.v, P::mod());
         return (carry || !borrow) ? r : s;
     }
 
     friend BC_DEVICE Fp operator-(const Fp& a, const Fp& b) {
         Fp r;
-        if (sub_n(r.v, a.v, b.v)) add_n(r.v, r.v, P::mod());
+        if (sub_n<N>(r.v, a.v, b.v)) add_n<N>(r.v, r.v, P::mod());
         return r;
     }
 
@@ -329,16 +353,16 @@ struct Fp {
     BC_DEVICE Fp sqr() const { return mul(*this, *this); }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
-    // x^e for an exponent given as 8 limbs: fixed 4-bit windows (252 squarings, 64 products).
-    BC_DEVICE Fp pow(const uint32_t e[LIMBS]) const {
+    // x^e for an exponent of N limbs: fixed 4-bit windows (32 N - 4 squarings, 8 N products).
+    BC_DEVICE Fp pow(const uint32_t e[N]) const {
         Fp table[16];
         table[0] = one();
         table[1] = *this;
 #pragma unroll 1
         for (int i = 2; i < 16; ++i) table[i] = table[i - 1] * *this;
-        Fp r = table[e[LIMBS - 1] >> 28];
+        Fp r = table[e[N - 1] >> 28];
 #pragma unroll 1
-        for (int w = 62; w >= 0; --w) {
+        for (int w = 8 * N - 2; w >= 0; --w) {
             r = r.sqr().sqr().sqr().sqr();
             r = r * table[(e[w >> 3] >> ((w & 7) * 4)) & 15];
         }
@@ -347,36 +371,37 @@ struct Fp {
 
     // Inverse by Fermat (x^(p-2)); the inverse of 0 is 0.
     BC_DEVICE Fp inv() const {
-        uint32_t e[LIMBS];
-        uint32_t two[LIMBS] = {2, 0, 0, 0, 0, 0, 0, 0};
-        sub_n(e, P::mod(), two);
+        uint32_t e[N];
+        uint32_t two[N] = {2};
+        sub_n<N>(e, P::mod(), two);
         return pow(e);
     }
 
     // A square root for p = 3 mod 4 (x^((p+1)/4)); it is one only if its square is x.
     BC_DEVICE Fp sqrt_candidate() const {
-        uint32_t e[LIMBS];
-        uint32_t one_[LIMBS] = {1, 0, 0, 0, 0, 0, 0, 0};
-        add_n(e, P::mod(), one_);  // p < 2^256 - 1 for every curve here: no carry out
+        uint32_t e[N];
+        uint32_t one_[N] = {1};
+        add_n<N>(e, P::mod(), one_);  // p < 2^(32 N) - 1 for every curve here: no carry out
 #pragma unroll
-        for (int i = 0; i < LIMBS; ++i) e[i] = (e[i] >> 2) | (i + 1 < LIMBS ? e[i + 1] << 30 : 0);
+        for (int i = 0; i < N; ++i) e[i] = (e[i] >> 2) | (i + 1 < N ? e[i + 1] << 30 : 0);
         return pow(e);
     }
 };
 
-// An element from eight little-endian limbs holding an ordinary integer below the modulus.
+// An element from its field's number of little-endian limbs holding an ordinary integer below
+// the modulus.
 template <class F>
 BC_DEVICE F load_plain(const uint32_t* src) {
-    uint32_t t[LIMBS];
+    uint32_t t[F::N];
 #pragma unroll
-    for (int i = 0; i < LIMBS; ++i) t[i] = src[i];
+    for (int i = 0; i < F::N; ++i) t[i] = src[i];
     return F::from_plain(t);
 }
 
 // The parity of an element's ordinary value (SEC1's and RFC 9380's sign of y).
 template <class F>
 BC_DEVICE bool is_odd(const F& x) {
-    uint32_t plain[LIMBS];
+    uint32_t plain[F::N];
     x.to_plain(plain);
     return plain[0] & 1;
 }

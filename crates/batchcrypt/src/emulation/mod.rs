@@ -3,6 +3,7 @@
 //! machines without a GPU. Inline PTX has a portable twin there; the GPU run covers the PTX.
 
 pub mod aes;
+pub mod bls12_381;
 pub mod bn254;
 pub mod p256;
 pub mod secp256k1;
