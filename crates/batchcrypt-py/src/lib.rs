@@ -5,6 +5,7 @@ use batchcrypt::bitcoin::script::Flags;
 use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
 use batchcrypt::bitcoin::validate::{Network, NoHistory};
 use batchcrypt::bitcoin::{parse_block, spent, store, SpentOutput};
+use batchcrypt::p256::P256;
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
@@ -493,11 +494,13 @@ impl Engine {
         self.sha256_batch(py, data, 64, true)
     }
 
-    /// Batch ECDSA verification over secp256k1. `hashes`: n x 32 bytes (bytes or (n, 32) array);
-    /// `sigs`, `pubkeys`: sequences of bytes (or 2-D uint8 arrays, one row each). C-contiguous
-    /// arrays and `bytes` are read in place, without a copy. `format`: "der"
-    /// or "compact". Returns a bool array; `last_reasons` holds why each failed item failed.
-    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false))]
+    /// Batch ECDSA verification. `hashes`: n x 32 bytes (bytes or (n, 32) array); `sigs`,
+    /// `pubkeys`: sequences of bytes (or 2-D uint8 arrays, one row each). C-contiguous arrays and
+    /// `bytes` are read in place, without a copy. `format`: "der" or "compact"; `curve`:
+    /// "secp256k1" or "p256" (NIST P-256, also "secp256r1"). Returns a bool array;
+    /// `last_reasons` holds why each failed item failed.
+    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1"))]
+    #[allow(clippy::too_many_arguments)]
     fn verify_ecdsa_batch<'py>(
         &mut self,
         py: Python<'py>,
@@ -506,8 +509,18 @@ impl Engine {
         pubkeys: &Bound<'py, PyAny>,
         format: &str,
         require_low_s: bool,
+        curve: &str,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let format = sig_format(format)?;
+        let p256 = match curve {
+            "secp256k1" => false,
+            "p256" | "secp256r1" | "P-256" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "curve must be \"secp256k1\" or \"p256\", not {other:?}"
+                )))
+            }
+        };
         let hashes = Items::new(hashes)?;
         let hashes = hashes.fixed::<32>("hashes")?;
         let (sigs, keys) = (Items::new(sigs)?, Items::new(pubkeys)?);
@@ -516,8 +529,9 @@ impl Engine {
             format,
             require_low_s,
         };
-        let verdicts = self.run(py, |e| {
-            e.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts)
+        let verdicts = self.run(py, |e| match p256 {
+            false => e.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts),
+            true => e.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
         })?;
         Ok(self.verdicts(py, verdicts))
     }

@@ -40,9 +40,10 @@ def sha256d_64(data):
     return _engine().sha256d_64(data)
 
 
-def verify_ecdsa_batch(hashes, sigs, pubkeys, format="der", require_low_s=False):
-    """secp256k1 ECDSA over 32-byte hashes; a bool array (see Engine.last_reasons)."""
-    return _engine().verify_ecdsa_batch(hashes, sigs, pubkeys, format, require_low_s)
+def verify_ecdsa_batch(hashes, sigs, pubkeys, format="der", require_low_s=False, curve="secp256k1"):
+    """ECDSA over 32-byte hashes on secp256k1 or P-256 ("p256"); a bool array (see
+    Engine.last_reasons)."""
+    return _engine().verify_ecdsa_batch(hashes, sigs, pubkeys, format, require_low_s, curve)
 
 
 def verify_schnorr_batch(msgs, sigs, pubkeys):

@@ -65,6 +65,7 @@ class Engine:
         pubkeys: _Rows,
         format: Literal["der", "compact"] = "der",
         require_low_s: bool = False,
+        curve: Literal["secp256k1", "p256", "secp256r1", "P-256"] = "secp256k1",
     ) -> npt.NDArray[np.bool_]: ...
     def verify_schnorr_batch(
         self, msgs: _Rows, sigs: Union[_Bytes, _Rows], pubkeys: Union[_Bytes, _Rows]
