@@ -103,8 +103,10 @@ impl Client {
         self.call(py, |c| Box::pin(async move { c.ready().await }))
     }
 
-    /// secp256k1 ECDSA over 32-byte hashes; per item None (valid) or the reason it is not.
-    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false))]
+    /// ECDSA over 32-byte hashes on secp256k1 or P-256 ("p256"); per item None (valid) or the
+    /// reason it is not.
+    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1"))]
+    #[allow(clippy::too_many_arguments)]
     fn verify_ecdsa(
         &self,
         py: Python<'_>,
@@ -113,11 +115,13 @@ impl Client {
         pubkeys: &Bound<'_, PyAny>,
         format: &str,
         require_low_s: bool,
+        curve: &str,
     ) -> PyResult<Vec<Option<String>>> {
         let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
         let (sigs, keys, format) = (rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
+        let curve = super::ecdsa_curve(curve)?;
         let v = self.call(py, |c| {
-            Box::pin(async move { c.verify_ecdsa(&hashes, &sigs, &keys, format, require_low_s).await })
+            Box::pin(async move { c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, require_low_s).await })
         })?;
         Ok(verdicts(v))
     }

@@ -6,6 +6,7 @@ use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
 use batchcrypt::bitcoin::validate::{Network, NoHistory};
 use batchcrypt::bitcoin::{parse_block, spent, store, SpentOutput};
 use batchcrypt::p256::P256;
+use batchcrypt_serve::proto::EcdsaCurve;
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
@@ -187,6 +188,16 @@ fn scalar(k: &[u8]) -> PyResult<[u8; 32]> {
             k.len()
         ))
     })
+}
+
+fn ecdsa_curve(curve: &str) -> PyResult<EcdsaCurve> {
+    match curve {
+        "secp256k1" => Ok(EcdsaCurve::Secp256k1),
+        "p256" | "secp256r1" | "P-256" => Ok(EcdsaCurve::P256),
+        other => Err(PyValueError::new_err(format!(
+            "curve must be \"secp256k1\" or \"p256\", not {other:?}"
+        ))),
+    }
 }
 
 fn sig_format(format: &str) -> PyResult<SigFormat> {
@@ -512,15 +523,7 @@ impl Engine {
         curve: &str,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let format = sig_format(format)?;
-        let p256 = match curve {
-            "secp256k1" => false,
-            "p256" | "secp256r1" | "P-256" => true,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "curve must be \"secp256k1\" or \"p256\", not {other:?}"
-                )))
-            }
-        };
+        let curve = ecdsa_curve(curve)?;
         let hashes = Items::new(hashes)?;
         let hashes = hashes.fixed::<32>("hashes")?;
         let (sigs, keys) = (Items::new(sigs)?, Items::new(pubkeys)?);
@@ -529,9 +532,9 @@ impl Engine {
             format,
             require_low_s,
         };
-        let verdicts = self.run(py, |e| match p256 {
-            false => e.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts),
-            true => e.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
+        let verdicts = self.run(py, |e| match curve {
+            EcdsaCurve::Secp256k1 => e.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts),
+            EcdsaCurve::P256 => e.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
         })?;
         Ok(self.verdicts(py, verdicts))
     }

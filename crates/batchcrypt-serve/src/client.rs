@@ -153,9 +153,10 @@ impl Client {
         Ok(r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
     }
 
-    /// ECDSA over 32-byte hashes (sent packed).
+    /// ECDSA over 32-byte hashes on `curve` (sent packed).
     pub async fn verify_ecdsa<S: AsRef<[u8]>, K: AsRef<[u8]>>(
         &mut self,
+        curve: EcdsaCurve,
         hashes: &[[u8; 32]],
         sigs: &[S],
         keys: &[K],
@@ -170,6 +171,7 @@ impl Client {
                 public_keys_packed: Some(column(keys)),
                 format: format(sig_format),
                 require_low_s,
+                curve: curve as i32,
                 ..Default::default()
             })
             .await?;

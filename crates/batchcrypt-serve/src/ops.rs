@@ -5,6 +5,8 @@
 //! library's to judge, so a reply is exactly what the library gives for the same items.
 
 use crate::batcher::{Batched, Ran};
+use crate::proto::EcdsaCurve;
+use batchcrypt::p256::P256;
 use batchcrypt::secp256k1::{EcdsaOptions, Reason, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{Engine, Output};
@@ -55,11 +57,12 @@ fn verdicts(r: Vec<Result<(), Reason>>) -> Vec<Verdict> {
 pub struct Ecdsa(pub Arc<Engine>);
 
 impl Batched for Ecdsa {
-    type Group = (SigFormat, bool);
+    /// Requests batch together when they name the same curve and rules.
+    type Group = (EcdsaCurve, SigFormat, bool);
     /// (message hash, signature, SEC1 key)
     type Item = ([u8; 32], Bytes, Bytes);
     type Out = Verdict;
-    fn run(&self, &(format, require_low_s): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
+    fn run(&self, &(curve, format, require_low_s): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
         let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
         let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
@@ -67,11 +70,11 @@ impl Batched for Ecdsa {
             format,
             require_low_s,
         };
-        let out = self
-            .0
-            .secp256k1()
-            .verify_ecdsa(&hashes, &sigs, &keys, &opts)
-            .map_err(|e| e.to_string())?;
+        let out = match curve {
+            EcdsaCurve::Secp256k1 => self.0.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts),
+            EcdsaCurve::P256 => self.0.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
+        }
+        .map_err(|e| e.to_string())?;
         Ok(Ran {
             backend: backend_of(&out),
             outs: verdicts(out.value.results),

@@ -403,7 +403,7 @@ impl Service {
             .collect();
         let reply = self
             .ecdsa
-            .submit((format(r.format)?, r.require_low_s), items)
+            .submit((curve(r.curve)?, format(r.format)?, r.require_low_s), items)
             .await?;
         Ok(verify_reply(reply))
     }
@@ -635,6 +635,10 @@ fn format(f: i32) -> Result<SigFormat, Status> {
         Ok(SignatureFormat::Compact) => Ok(SigFormat::Compact),
         Err(_) => Err(Status::invalid_argument(format!("no signature format {f}"))),
     }
+}
+
+fn curve(c: i32) -> Result<EcdsaCurve, Status> {
+    EcdsaCurve::try_from(c).map_err(|_| Status::invalid_argument(format!("no ECDSA curve {c}")))
 }
 
 fn scalar(k: &[u8]) -> Result<[u8; 32], Status> {

@@ -152,7 +152,7 @@ async fn many_clients_get_what_the_library_gives() {
                 let der: Vec<&[u8]> = s.der[r.clone()].iter().map(|v| v.as_slice()).collect();
                 let keys: Vec<&[u8]> = s.keys[r.clone()].iter().map(|v| v.as_slice()).collect();
                 let got = client
-                    .verify_ecdsa(&s.hashes[r.clone()], &der, &keys, SigFormat::Der, false)
+                    .verify_ecdsa(EcdsaCurve::Secp256k1, &s.hashes[r.clone()], &der, &keys, SigFormat::Der, false)
                     .await
                     .unwrap();
                 assert_eq!(got, we[r.clone()], "ECDSA client {c} round {round}");
@@ -200,6 +200,66 @@ async fn many_clients_get_what_the_library_gives() {
     for t in tasks {
         bounded(t).await.unwrap();
     }
+    bounded(server.shutdown()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p256_requests_match_the_library_and_batch_apart_from_secp256k1() {
+    use openssl::ec::{EcGroup, EcKey, PointConversionForm};
+    use openssl::ecdsa::EcdsaSig;
+    let (server, mut client) = serve(config("p256")).await;
+    let group = EcGroup::from_curve_name(openssl::nid::Nid::X9_62_PRIME256V1).unwrap();
+    let mut ctx = openssl::bn::BigNumContext::new().unwrap();
+    let (mut hashes, mut sigs, mut keys) = (vec![], vec![], vec![]);
+    for i in 0..60u32 {
+        let ec = EcKey::generate(&group).unwrap();
+        let form = if i % 2 == 0 { PointConversionForm::COMPRESSED } else { PointConversionForm::UNCOMPRESSED };
+        keys.push(ec.public_key().to_bytes(&group, form, &mut ctx).unwrap());
+        let hash = batchcrypt::sha256::digest(&i.to_le_bytes());
+        let mut sig = EcdsaSig::sign(&hash, &ec).unwrap().to_der().unwrap();
+        if i % 7 == 3 {
+            let last = sig.len() - 1;
+            sig[last] ^= 1;
+        }
+        hashes.push(hash);
+        sigs.push(sig);
+    }
+    let sig_refs: Vec<&[u8]> = sigs.iter().map(|v| v.as_slice()).collect();
+    let key_refs: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
+    let want = strings(
+        engine()
+            .ecdsa::<batchcrypt::p256::P256>()
+            .verify(&hashes, &sig_refs, &key_refs, &EcdsaOptions::default())
+            .unwrap()
+            .value
+            .results,
+    );
+    assert_eq!(want.iter().filter(|v| v.is_ok()).count(), 60 - 9, "the library's own verdicts");
+    // P-256 and secp256k1 requests at once: each batch runs its own curve.
+    let mut other = client.clone();
+    let (h2, s2, k2) = (hashes.clone(), sigs.clone(), keys.clone());
+    let as_k1 = tokio::spawn(async move {
+        other.verify_ecdsa(EcdsaCurve::Secp256k1, &h2, &s2, &k2, SigFormat::Der, false).await.unwrap()
+    });
+    let got = client
+        .verify_ecdsa(EcdsaCurve::P256, &hashes, &sigs, &keys, SigFormat::Der, false)
+        .await
+        .unwrap();
+    assert_eq!(got, want);
+    let k1 = bounded(as_k1).await.unwrap();
+    assert!(k1.iter().all(|v| v.is_err()), "P-256 signatures are not secp256k1 signatures");
+    // A curve the protocol does not name.
+    let r = client
+        .raw()
+        .verify_ecdsa(VerifyEcdsaRequest {
+            hashes: bs(&hashes[..1]),
+            signatures: bs(&sigs[..1]),
+            public_keys: bs(&keys[..1]),
+            curve: 7,
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
     bounded(server.shutdown()).await.unwrap();
 }
 
@@ -480,14 +540,14 @@ async fn a_client_that_goes_away_leaves_the_server_serving() {
     // Dropped a few milliseconds in: its request is still queued or running.
     let r = tokio::time::timeout(
         Duration::from_millis(5),
-        c1.verify_ecdsa(&hashes, &der, &keys, SigFormat::Der, false),
+        c1.verify_ecdsa(EcdsaCurve::Secp256k1, &hashes, &der, &keys, SigFormat::Der, false),
     )
     .await;
     assert!(r.is_err(), "80,000 verifications do not finish in 5 ms");
     let mut c2 = client.clone();
     let der: Vec<&[u8]> = s.der[..50].iter().map(|v| v.as_slice()).collect();
     let keys: Vec<&[u8]> = s.keys[..50].iter().map(|v| v.as_slice()).collect();
-    let got = bounded(c2.verify_ecdsa(&s.hashes[..50], &der, &keys, SigFormat::Der, false))
+    let got = bounded(c2.verify_ecdsa(EcdsaCurve::Secp256k1, &s.hashes[..50], &der, &keys, SigFormat::Der, false))
         .await
         .unwrap();
     let want = engine()

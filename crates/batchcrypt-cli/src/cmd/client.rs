@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{Client, Options};
-use batchcrypt_serve::proto::{HashAlgorithm, JobState};
+use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, JobState};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -39,12 +39,15 @@ enum Command {
         #[arg(long)]
         sm3: bool,
     },
-    /// ECDSA over secp256k1: lines of `HASH SIGNATURE PUBKEY` in hex (DER signatures unless
-    /// --compact); prints `valid` or `invalid: reason` per line.
+    /// ECDSA: lines of `HASH SIGNATURE PUBKEY` in hex (DER signatures unless --compact); prints
+    /// `valid` or `invalid: reason` per line.
     VerifyEcdsa {
         file: PathBuf,
         #[arg(long)]
         compact: bool,
+        /// The curve: secp256k1 or p256 (NIST P-256).
+        #[arg(long, default_value = "secp256k1", value_parser = ["secp256k1", "p256"])]
+        curve: String,
     },
     /// BIP340: lines of `MESSAGE SIGNATURE XONLY_PUBKEY` in hex.
     VerifySchnorr { file: PathBuf },
@@ -167,7 +170,7 @@ pub fn run(a: &Args) -> Result<()> {
                     println!("{}", hex::encode(d));
                 }
             }
-            Command::VerifyEcdsa { file, compact } => {
+            Command::VerifyEcdsa { file, compact, curve } => {
                 let rows = hex_lines(file, 3)?;
                 let hashes = rows
                     .iter()
@@ -177,7 +180,11 @@ pub fn run(a: &Args) -> Result<()> {
                 let sigs: Vec<&[u8]> = rows.iter().map(|r| r[1].as_slice()).collect();
                 let keys: Vec<&[u8]> = rows.iter().map(|r| r[2].as_slice()).collect();
                 let format = if *compact { SigFormat::Compact } else { SigFormat::Der };
-                print_verdicts(&c.verify_ecdsa(&hashes, &sigs, &keys, format, false).await?);
+                let curve = match curve.as_str() {
+                    "p256" => EcdsaCurve::P256,
+                    _ => EcdsaCurve::Secp256k1,
+                };
+                print_verdicts(&c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, false).await?);
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
