@@ -33,6 +33,8 @@ using Fr = bc::Fp<FrParams>;
 
 struct G1 {
     using F = Fq;
+    using Scalar = Fr;
+    static constexpr int SCALAR_BITS = 255;
     static constexpr bool A_IS_ZERO = true;
     static constexpr bool A_IS_MINUS_3 = false;
     static BC_DEVICE F a() { return F::zero(); }

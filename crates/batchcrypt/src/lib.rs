@@ -30,6 +30,7 @@ mod error;
 pub mod groth16;
 pub mod memory;
 pub mod messages;
+pub mod msm;
 pub mod operation;
 pub mod p256;
 pub mod pipeline;

@@ -1,11 +1,12 @@
-//! BLS12-381 on the generic field and curve templates, with the field on twelve limbs: the kernel
-//! code compiled for the host (feature `emulation`) against arkworks' `ark-bls12-381`, element by
-//! element and point by point, on random values and the edge cases (0, 1, q - 1, equal and
-//! opposite points, infinity, scalars 0, 1 and r - 1).
+//! BLS12-381 on the generic field, curve and MSM templates, with the base field on twelve limbs:
+//! the kernel code compiled for the host (feature `emulation`) against arkworks'
+//! `ark-bls12-381`, element by element and point by point, on random values and the edge cases
+//! (0, 1, q - 1, equal and opposite points, infinity, scalars 0, 1 and r - 1), and G1 MSMs
+//! through the same chain of kernel steps as BN254's (`batchcrypt::msm::window_sums`).
 #![cfg(feature = "emulation")]
 
 use ark_bls12_381::{Fq, Fr, G1Affine, G1Projective};
-use ark_ec::{AffineRepr, CurveGroup};
+use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInteger, Field, PrimeField, UniformRand, Zero};
 use batchcrypt::emulation::bls12_381::{self as kern, Q};
 use rand::{rngs::StdRng, SeedableRng};
@@ -108,5 +109,63 @@ fn g1_scalar_multiplication_matches_arkworks() {
     for (i, o) in out.iter().enumerate() {
         assert_eq!(o[0], point((p[i] * k[i]).into_affine()), "k P, item {i}");
         assert_eq!(o[1], point((G1Affine::generator() * k[i]).into_affine()), "k G, item {i}");
+    }
+}
+
+/// arkworks' Montgomery limbs as 32-bit words (the kernels' representation of Fq and Fr).
+fn mont<const N: usize>(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    words.iter().take(N / 2).flat_map(|w| [*w as u32, (*w >> 32) as u32])
+}
+
+/// G1's MSM through the kernel code: window sums, then combined here by Horner's rule.
+fn kernel_msm(bases: &[G1Affine], scalars: &[Fr], s: &batchcrypt::msm::Shape) -> G1Projective {
+    let raw_bases: Vec<u32> = bases
+        .iter()
+        .flat_map(|p| match p.xy() {
+            Some((x, y)) => mont::<Q>(&x.0 .0).chain(mont::<Q>(&y.0 .0)).collect::<Vec<_>>(),
+            None => vec![0; 2 * Q],
+        })
+        .collect();
+    let raw_scalars: Vec<u32> = scalars.iter().flat_map(|k| mont::<8>(&k.0 .0).collect::<Vec<_>>()).collect();
+    let sums = batchcrypt::emulation::msm::window_sums(&kern::G1_MSM, 3 * Q, &raw_bases, &raw_scalars, s).unwrap();
+    let fq = |w: &[u32]| Fq::new_unchecked(ark_ff::BigInt::<6>(std::array::from_fn(|j| w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32)));
+    let mut acc = G1Projective::zero();
+    for p in sums.chunks_exact(3 * Q).rev() {
+        for _ in 0..s.c {
+            acc = acc + acc;
+        }
+        let z = fq(&p[2 * Q..]);
+        if !z.is_zero() {
+            acc += G1Projective::new_unchecked(fq(&p[..Q]), fq(&p[Q..2 * Q]), z);
+        }
+    }
+    acc
+}
+
+#[test]
+fn g1_msm_matches_arkworks() {
+    use batchcrypt::msm::Shape;
+    let mut rng = StdRng::seed_from_u64(2024);
+    for (n, window, copies) in [(1usize, None, 1u32), (7, Some(4), 1), (300, None, 1), (300, Some(9), 3), (2000, Some(13), 1)] {
+        let mut bases: Vec<G1Affine> = (0..n).map(|_| G1Projective::rand(&mut rng).into_affine()).collect();
+        let mut scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+        if n > 5 {
+            // Edge scalars, a repeated base, the point at infinity.
+            scalars[0] = Fr::zero();
+            scalars[1] = Fr::ONE;
+            scalars[2] = -Fr::ONE;
+            bases[3] = bases[4];
+            bases[5] = G1Affine::zero();
+        }
+        let s = match window {
+            Some(c) => Shape::precomputed(n, 255, c, copies, n).unwrap(),
+            None => Shape::new(n, 255).unwrap(),
+        };
+        assert_eq!(
+            kernel_msm(&bases, &scalars, &s).into_affine(),
+            G1Projective::msm(&bases, &scalars).unwrap().into_affine(),
+            "n = {n}, window {:?}, {copies} copies",
+            window
+        );
     }
 }

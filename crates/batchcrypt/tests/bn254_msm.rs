@@ -199,7 +199,7 @@ fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
-    use batchcrypt::bn254::msm::Shape;
+    use batchcrypt::msm::Shape;
     use batchcrypt::emulation::bn254::msm;
 
     /// The kernel code on the host, over window sizes from 4 bits (many windows, few buckets) to

@@ -235,3 +235,46 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
 }
 
 }  // namespace bc::msm
+
+// The scalar steps of an MSM as kernels PREFIX_msm_digits, _scan_tiles, _scan_add and _scatter,
+// for the scalars of curve C: they serve every group with those scalars.
+#define BC_MSM_SCALAR_STEPS(PREFIX, C)                                                                         \
+    extern "C" __global__ void PREFIX##_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t* digits, uint32_t* counts) { \
+        bc::msm::digits<C>(scalars, n, c, windows, sets, digits, counts);                                      \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_msm_scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) { \
+        bc::msm::scan_tiles(data, m, tile, totals);                                                            \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_msm_scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) { \
+        bc::msm::scan_add(data, m, tile, offsets);                                                             \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) { \
+        bc::msm::scatter(digits, n, c, windows, sets, stride, cursor, entries, keys);                          \
+    }
+
+// The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
+// _window_segments, _sum_groups and _shift_bases, for group C.
+#define BC_MSM_POINT_STEPS(PREFIX, C)                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_points(                          \
+        const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,            \
+        uint32_t slice, bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {           \
+        bc::msm::accumulate_points<C>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);      \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_partials(                        \
+        const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \
+        bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {                           \
+        bc::msm::accumulate_partials<C>(pts, keys, total, slice, buckets, next_keys, next_pts);               \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_window_segments(                            \
+        const bc::Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per,          \
+        bc::Jacobian<C>* out) {                                                                               \
+        bc::msm::window_segments<C>(buckets, buckets_per_window, windows, per, out);                          \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_sum_groups(                                 \
+        const bc::Jacobian<C>* in, uint64_t groups, uint32_t m, bc::Jacobian<C>* out) {                       \
+        bc::msm::sum_groups<C>(in, groups, m, out);                                                           \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_shift_bases(                                \
+        const bc::Affine<C>* in, uint64_t n, uint32_t doublings, bc::Affine<C>* out) {                        \
+        bc::msm::shift_bases<C, 4>(in, n, doublings, out);                                                    \
+    }

@@ -2,7 +2,7 @@
 //! `kernels/bn254`) on a stream, with the bases uploaded once and kept in GPU memory; the NTT
 //! steps of `kernels/include/bc/ntt.cuh` over Fr, with one twiddle table kept for every size.
 
-use super::msm::{Kernels, Shape, SCAN_THREADS};
+use crate::msm::{Kernels, Shape, SCAN_THREADS};
 use super::ntt::{self, Ntt, Scaling, Twiddles};
 use super::Fr;
 use super::{point_words, Group};
@@ -102,9 +102,9 @@ pub(crate) fn window_sums<P: Group>(
     let point_bytes = 4 * super::point_words::<P>() as u64;
     let _memory = gpu
         .budget()
-        .reserve(super::msm::device_bytes(s, point_bytes), "an MSM")?;
+        .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
     let (mut k, dev) = Launcher::with_scalars(gpu, bases, s, scalars)?;
-    super::msm::window_sums(&mut k, s, &dev)
+    crate::msm::window_sums(&mut k, s, &dev)
 }
 
 /// Scalars per piece of the staged upload: converting one piece overlaps the copy of the last.
@@ -163,7 +163,7 @@ pub fn kernel_seconds<P: Group>(
     let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
     let st = (*k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || {
-        super::msm::window_sums(&mut k, &s, &dev).map(drop)
+        crate::msm::window_sums(&mut k, &s, &dev).map(drop)
     })
 }
 
@@ -567,7 +567,7 @@ impl Kernels for Launcher<'_> {
         buckets: &mut CudaSlice<u8>,
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
-        let slice = super::msm::SLICE;
+        let slice = crate::msm::SLICE;
         let bases = self.bases;
         launch!(
             self,
@@ -591,7 +591,7 @@ impl Kernels for Launcher<'_> {
         buckets: &mut CudaSlice<u8>,
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
-        let slice = super::msm::SLICE;
+        let slice = crate::msm::SLICE;
         launch!(
             self,
             &self.kernel("accumulate_partials"),

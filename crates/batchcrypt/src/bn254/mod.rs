@@ -11,7 +11,6 @@
 
 pub mod cpu;
 pub mod gpu;
-pub mod msm;
 pub mod ntt;
 
 /// The groups, as MSM type parameters: `engine.bn254().msm::<G2>(..)`.
@@ -175,8 +174,8 @@ impl<P: Group> Bases<P> {
 
     /// The shape of a GPU MSM of `n` scalars over these bases: with precomputation, the window
     /// and copies chosen for all the bases, so every call reads the same copies.
-    pub(crate) fn shape(&self, n: usize) -> Result<msm::Shape> {
-        msm::Shape::for_bases(n, self.len(), self.copies, SCALAR_BITS)
+    pub(crate) fn shape(&self, n: usize) -> Result<crate::msm::Shape> {
+        crate::msm::Shape::for_bases(n, self.len(), self.copies, SCALAR_BITS)
     }
 
     pub fn len(&self) -> usize {
@@ -239,7 +238,7 @@ impl<P: Group> Bases<P> {
                     s.spawn(move || {
                         crate::backend::gpu::run_on(g, || {
                             let len = range.len();
-                            let shape = msm::Shape::for_bases(len, len, self.copies, SCALAR_BITS)?;
+                            let shape = crate::msm::Shape::for_bases(len, len, self.copies, SCALAR_BITS)?;
                             let raw = raw_bases(&self.host[range.clone()]);
                             gpu::DeviceBases::upload(&raw, &shape).map(|b| (g, range, b))
                         })
@@ -388,7 +387,7 @@ impl Bn254<'_> {
                             let part = &scalars[range.start..range.end.min(n)];
                             s.spawn(move || {
                                 crate::backend::gpu::run_on(*g, || {
-                                    let shape = msm::Shape::for_bases(
+                                    let shape = crate::msm::Shape::for_bases(
                                         part.len(),
                                         range.len(),
                                         bases.copies,

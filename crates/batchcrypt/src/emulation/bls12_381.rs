@@ -1,10 +1,36 @@
-//! The BLS12-381 check kernels run on the host. Fq elements are twelve little-endian 32-bit
-//! limbs, scalars eight, both ordinary integers; affine G1 points are x then y, infinity as zeros.
+//! The BLS12-381 kernels run on the host: G1's MSM steps ([`G1_MSM`], for
+//! [`super::msm::window_sums`]; arkworks' Montgomery limbs in and out) and the checks of the field
+//! and the group law (ordinary integers: Fq elements as twelve little-endian 32-bit limbs, scalars
+//! eight; affine G1 points x then y, infinity as zeros).
+
+use super::msm::MsmSteps;
 
 /// Limbs of an Fq element.
 pub const Q: usize = 12;
 
+/// G1's MSM kernels.
+pub const G1_MSM: MsmSteps = MsmSteps {
+    digits: bls12_381_msm_digits,
+    scan_tiles: bls12_381_msm_scan_tiles,
+    scan_add: bls12_381_msm_scan_add,
+    scatter: bls12_381_msm_scatter,
+    accumulate_points: bls12_381_g1_msm_accumulate_points,
+    accumulate_partials: bls12_381_g1_msm_accumulate_partials,
+    window_segments: bls12_381_g1_msm_window_segments,
+    sum_groups: bls12_381_g1_msm_sum_groups,
+    shift_bases: bls12_381_g1_msm_shift_bases,
+};
+
 extern "C" {
+    fn bls12_381_msm_digits(scalars: *const u32, n: u64, c: u32, windows: u32, sets: u32, digits: *mut u32, counts: *mut u32);
+    fn bls12_381_msm_scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
+    fn bls12_381_msm_scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
+    fn bls12_381_msm_scatter(digits: *const u32, n: u64, c: u32, windows: u32, sets: u32, stride: u32, cursor: *mut u32, entries: *mut u32, keys: *mut u32);
+    fn bls12_381_g1_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
+    fn bls12_381_g1_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
+    fn bls12_381_g1_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bls12_381_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+    fn bls12_381_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_mul(p: *const u32, k: *const u32, out: *mut u32, n: u64);

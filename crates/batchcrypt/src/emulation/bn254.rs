@@ -1,7 +1,8 @@
-//! The BN254 MSM and NTT kernels run on the host, chained by the same `msm::window_sums` and
+//! The BN254 MSM and NTT kernels run on the host, chained by the same `crate::msm::window_sums` and
 //! `ntt::transform` as on the GPU.
 
-use crate::bn254::msm::{self, Kernels, Shape, SLICE};
+use super::msm::MsmSteps;
+use crate::msm::Shape;
 use crate::bn254::ntt::{self, Ntt, Scaling, Twiddles};
 use crate::bn254::{Affine, Fr, Group, Projective};
 use crate::error::Result;
@@ -112,35 +113,19 @@ extern "C" {
     );
 }
 
-/// One group's point steps (the kernels instantiated for it): [`steps`].
-#[doc(hidden)]
-pub struct PointSteps {
-    accumulate_points: unsafe extern "C" fn(
-        *const u32,
-        *const u32,
-        *const u32,
-        u64,
-        u32,
-        *mut u32,
-        *mut u32,
-        *mut u32,
-    ),
-    accumulate_partials:
-        unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
-    window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
-    sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
-    shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
-}
-
-/// The point steps of group `P` (G1's base field is Fq, G2's Fq2).
-fn steps<P: Group>() -> PointSteps {
+/// The MSM steps of group `P` (G1's base field is Fq, G2's Fq2).
+fn steps<P: Group>() -> MsmSteps {
     match P::DEGREE {
         1 => G1_STEPS,
         _ => G2_STEPS,
     }
 }
 
-pub(crate) const G1_STEPS: PointSteps = PointSteps {
+pub(crate) const G1_STEPS: MsmSteps = MsmSteps {
+    digits: bn254_msm_digits,
+    scan_tiles: bn254_msm_scan_tiles,
+    scan_add: bn254_msm_scan_add,
+    scatter: bn254_msm_scatter,
     accumulate_points: bn254_g1_msm_accumulate_points,
     accumulate_partials: bn254_g1_msm_accumulate_partials,
     window_segments: bn254_g1_msm_window_segments,
@@ -148,166 +133,17 @@ pub(crate) const G1_STEPS: PointSteps = PointSteps {
     shift_bases: bn254_g1_msm_shift_bases,
 };
 
-pub(crate) const G2_STEPS: PointSteps = PointSteps {
+pub(crate) const G2_STEPS: MsmSteps = MsmSteps {
+    digits: bn254_msm_digits,
+    scan_tiles: bn254_msm_scan_tiles,
+    scan_add: bn254_msm_scan_add,
+    scatter: bn254_msm_scatter,
     accumulate_points: bn254_g2_msm_accumulate_points,
     accumulate_partials: bn254_g2_msm_accumulate_partials,
     window_segments: bn254_g2_msm_window_segments,
     sum_groups: bn254_g2_msm_sum_groups,
     shift_bases: bn254_g2_msm_shift_bases,
 };
-
-struct Host<'a> {
-    bases: &'a [u32],
-    steps: PointSteps,
-    point_words: usize,
-}
-
-// SAFETY (every call below): `msm::window_sums` sizes each buffer for the items the kernel walks,
-// as on the GPU.
-impl Kernels for Host<'_> {
-    type Words = Vec<u32>;
-    type Points = Vec<u32>;
-
-    fn words(&mut self, len: u64, _zeroed: bool) -> Result<Vec<u32>> {
-        Ok(vec![0; len.max(1) as usize])
-    }
-    fn points(&mut self, len: u64, _zeroed: bool) -> Result<Vec<u32>> {
-        Ok(vec![0; len.max(1) as usize * self.point_words])
-    }
-    fn digits(
-        &mut self,
-        scalars: &Vec<u32>,
-        s: &Shape,
-        digits: &mut Vec<u32>,
-        counts: &mut Vec<u32>,
-    ) -> Result<()> {
-        unsafe {
-            bn254_msm_digits(
-                scalars.as_ptr(),
-                s.n as u64,
-                s.c,
-                s.windows,
-                s.sets,
-                digits.as_mut_ptr(),
-                counts.as_mut_ptr(),
-            )
-        };
-        Ok(())
-    }
-    fn scan_tiles(
-        &mut self,
-        data: &mut Vec<u32>,
-        m: u64,
-        tile: u32,
-        totals: &mut Vec<u32>,
-    ) -> Result<()> {
-        unsafe { bn254_msm_scan_tiles(data.as_mut_ptr(), m, tile, totals.as_mut_ptr()) };
-        Ok(())
-    }
-    fn scan_add(
-        &mut self,
-        data: &mut Vec<u32>,
-        m: u64,
-        tile: u32,
-        offsets: &Vec<u32>,
-    ) -> Result<()> {
-        unsafe { bn254_msm_scan_add(data.as_mut_ptr(), m, tile, offsets.as_ptr()) };
-        Ok(())
-    }
-    fn first_word(&mut self, w: &Vec<u32>) -> Result<u32> {
-        Ok(w[0])
-    }
-    fn scatter(
-        &mut self,
-        digits: &Vec<u32>,
-        s: &Shape,
-        cursor: &mut Vec<u32>,
-        entries: &mut Vec<u32>,
-        keys: &mut Vec<u32>,
-    ) -> Result<()> {
-        unsafe {
-            bn254_msm_scatter(
-                digits.as_ptr(),
-                s.n as u64,
-                s.c,
-                s.windows,
-                s.sets,
-                s.stride as u32,
-                cursor.as_mut_ptr(),
-                entries.as_mut_ptr(),
-                keys.as_mut_ptr(),
-            )
-        };
-        Ok(())
-    }
-    fn accumulate_points(
-        &mut self,
-        entries: &Vec<u32>,
-        keys: &Vec<u32>,
-        total: u64,
-        buckets: &mut Vec<u32>,
-        next: &mut (Vec<u32>, Vec<u32>),
-    ) -> Result<()> {
-        unsafe {
-            (self.steps.accumulate_points)(
-                self.bases.as_ptr(),
-                entries.as_ptr(),
-                keys.as_ptr(),
-                total,
-                SLICE,
-                buckets.as_mut_ptr(),
-                next.0.as_mut_ptr(),
-                next.1.as_mut_ptr(),
-            )
-        };
-        Ok(())
-    }
-    fn accumulate_partials(
-        &mut self,
-        from: &(Vec<u32>, Vec<u32>),
-        total: u64,
-        buckets: &mut Vec<u32>,
-        next: &mut (Vec<u32>, Vec<u32>),
-    ) -> Result<()> {
-        unsafe {
-            (self.steps.accumulate_partials)(
-                from.1.as_ptr(),
-                from.0.as_ptr(),
-                total,
-                SLICE,
-                buckets.as_mut_ptr(),
-                next.0.as_mut_ptr(),
-                next.1.as_mut_ptr(),
-            )
-        };
-        Ok(())
-    }
-    fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {
-        unsafe {
-            (self.steps.window_segments)(
-                buckets.as_ptr(),
-                s.buckets_per_window(),
-                s.sets,
-                s.segment(),
-                out.as_mut_ptr(),
-            )
-        };
-        Ok(())
-    }
-    fn sum_groups(
-        &mut self,
-        input: &Vec<u32>,
-        groups: u64,
-        m: u32,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        unsafe { (self.steps.sum_groups)(input.as_ptr(), groups, m, out.as_mut_ptr()) };
-        Ok(())
-    }
-    fn read_points(&mut self, p: &Vec<u32>, len: usize) -> Result<Vec<u32>> {
-        Ok(p[..len * self.point_words].to_vec())
-    }
-}
 
 /// `sum scalars[i] * bases[i]` on G1 or G2 through the kernel code, with a given window size
 /// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:
@@ -324,28 +160,13 @@ pub fn msm<P: Group>(
         Some(c) => Shape::precomputed(n, SCALAR_BITS, c, copies, len)?,
         None => Shape::for_bases(n, len, copies, SCALAR_BITS)?,
     };
-    let steps = steps::<P>();
-    let one = raw_bases(bases);
-    let mut raw = vec![0u32; one.len() * s.copies() as usize];
-    raw[..one.len()].copy_from_slice(&one);
-    for j in 1..s.copies() as usize {
-        let (prev, next) = raw.split_at_mut(j * one.len());
-        // SAFETY: copy j - 1 and copy j hold `len` points each.
-        unsafe {
-            (steps.shift_bases)(
-                prev[(j - 1) * one.len()..].as_ptr(),
-                len as u64,
-                s.shift(),
-                next.as_mut_ptr(),
-            )
-        };
-    }
-    let mut host = Host {
-        bases: &raw,
-        steps,
-        point_words: point_words::<P>(),
-    };
-    let sums = msm::window_sums(&mut host, &s, &raw_scalars(scalars))?;
+    let sums = super::msm::window_sums(
+        &steps::<P>(),
+        point_words::<P>(),
+        &raw_bases(bases),
+        &raw_scalars(scalars),
+        &s,
+    )?;
     Ok(crate::bn254::combine_windows::<P>(&sums, s.c))
 }
 

@@ -1,6 +1,7 @@
-//! Pippenger's bucket method as the MSM kernels run it (`kernels/include/bc/msm.cuh`): the shape
-//! of one MSM (window size, bucket and segment counts) and the chain of kernel steps, written
-//! once over [`Kernels`] so that the GPU and the host emulation of the kernels run one sequence.
+//! Pippenger's bucket method as the MSM kernels run it (`kernels/include/bc/msm.cuh`), for any
+//! curve: the shape of one MSM (window size, bucket and segment counts) and the chain of kernel
+//! steps, written once over [`Kernels`] so that the GPU and the host emulation of the kernels,
+//! BN254's groups and BLS12-381's, run one sequence.
 
 use crate::error::{Error, Result};
 

@@ -1,0 +1,209 @@
+//! The MSM kernels of any group run on the host (`BC_MSM_SCALAR_STEPS` and `BC_MSM_POINT_STEPS`
+//! of `bc/msm.cuh`), chained by the same [`crate::msm::window_sums`] as on the GPU.
+
+use crate::error::Result;
+use crate::msm::{window_sums as chain, Kernels, Shape, SLICE};
+
+/// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
+/// steps.
+pub struct MsmSteps {
+    pub digits: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, *mut u32, *mut u32),
+    pub scan_tiles: unsafe extern "C" fn(*mut u32, u64, u32, *mut u32),
+    pub scan_add: unsafe extern "C" fn(*mut u32, u64, u32, *const u32),
+    pub scatter: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, *mut u32, *mut u32, *mut u32),
+    pub accumulate_points:
+        unsafe extern "C" fn(*const u32, *const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    pub accumulate_partials:
+        unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    pub window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
+    pub sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
+    pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
+}
+
+/// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
+/// MSM of `scalars` (the scalar field's limbs, eight words each) over `bases` (affine points,
+/// `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted copies of
+/// the bases that `s` reads computed by the kernel code too.
+pub fn window_sums(
+    steps: &MsmSteps,
+    point_words: usize,
+    bases: &[u32],
+    scalars: &[u32],
+    s: &Shape,
+) -> Result<Vec<u32>> {
+    let len = bases.len() / (2 * point_words / 3);
+    let mut raw = vec![0u32; bases.len() * s.copies() as usize];
+    raw[..bases.len()].copy_from_slice(bases);
+    for j in 1..s.copies() as usize {
+        let (prev, next) = raw.split_at_mut(j * bases.len());
+        // SAFETY: copy j - 1 and copy j hold `len` points each.
+        unsafe {
+            (steps.shift_bases)(
+                prev[(j - 1) * bases.len()..].as_ptr(),
+                len as u64,
+                s.shift(),
+                next.as_mut_ptr(),
+            )
+        };
+    }
+    let mut host = Host {
+        bases: &raw,
+        steps,
+        point_words,
+    };
+    chain(&mut host, s, &scalars.to_vec())
+}
+
+struct Host<'a> {
+    bases: &'a [u32],
+    steps: &'a MsmSteps,
+    point_words: usize,
+}
+
+// SAFETY (every call below): `msm::window_sums` sizes each buffer for the items the kernel walks,
+// as on the GPU.
+impl Kernels for Host<'_> {
+    type Words = Vec<u32>;
+    type Points = Vec<u32>;
+
+    fn words(&mut self, len: u64, _zeroed: bool) -> Result<Vec<u32>> {
+        Ok(vec![0; len.max(1) as usize])
+    }
+    fn points(&mut self, len: u64, _zeroed: bool) -> Result<Vec<u32>> {
+        Ok(vec![0; len.max(1) as usize * self.point_words])
+    }
+    fn digits(
+        &mut self,
+        scalars: &Vec<u32>,
+        s: &Shape,
+        digits: &mut Vec<u32>,
+        counts: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.digits)(
+                scalars.as_ptr(),
+                s.n as u64,
+                s.c,
+                s.windows,
+                s.sets,
+                digits.as_mut_ptr(),
+                counts.as_mut_ptr(),
+            )
+        };
+        Ok(())
+    }
+    fn scan_tiles(
+        &mut self,
+        data: &mut Vec<u32>,
+        m: u64,
+        tile: u32,
+        totals: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe { (self.steps.scan_tiles)(data.as_mut_ptr(), m, tile, totals.as_mut_ptr()) };
+        Ok(())
+    }
+    fn scan_add(
+        &mut self,
+        data: &mut Vec<u32>,
+        m: u64,
+        tile: u32,
+        offsets: &Vec<u32>,
+    ) -> Result<()> {
+        unsafe { (self.steps.scan_add)(data.as_mut_ptr(), m, tile, offsets.as_ptr()) };
+        Ok(())
+    }
+    fn first_word(&mut self, w: &Vec<u32>) -> Result<u32> {
+        Ok(w[0])
+    }
+    fn scatter(
+        &mut self,
+        digits: &Vec<u32>,
+        s: &Shape,
+        cursor: &mut Vec<u32>,
+        entries: &mut Vec<u32>,
+        keys: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.scatter)(
+                digits.as_ptr(),
+                s.n as u64,
+                s.c,
+                s.windows,
+                s.sets,
+                s.stride as u32,
+                cursor.as_mut_ptr(),
+                entries.as_mut_ptr(),
+                keys.as_mut_ptr(),
+            )
+        };
+        Ok(())
+    }
+    fn accumulate_points(
+        &mut self,
+        entries: &Vec<u32>,
+        keys: &Vec<u32>,
+        total: u64,
+        buckets: &mut Vec<u32>,
+        next: &mut (Vec<u32>, Vec<u32>),
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.accumulate_points)(
+                self.bases.as_ptr(),
+                entries.as_ptr(),
+                keys.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
+        Ok(())
+    }
+    fn accumulate_partials(
+        &mut self,
+        from: &(Vec<u32>, Vec<u32>),
+        total: u64,
+        buckets: &mut Vec<u32>,
+        next: &mut (Vec<u32>, Vec<u32>),
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.accumulate_partials)(
+                from.1.as_ptr(),
+                from.0.as_ptr(),
+                total,
+                SLICE,
+                buckets.as_mut_ptr(),
+                next.0.as_mut_ptr(),
+                next.1.as_mut_ptr(),
+            )
+        };
+        Ok(())
+    }
+    fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {
+        unsafe {
+            (self.steps.window_segments)(
+                buckets.as_ptr(),
+                s.buckets_per_window(),
+                s.sets,
+                s.segment(),
+                out.as_mut_ptr(),
+            )
+        };
+        Ok(())
+    }
+    fn sum_groups(
+        &mut self,
+        input: &Vec<u32>,
+        groups: u64,
+        m: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        unsafe { (self.steps.sum_groups)(input.as_ptr(), groups, m, out.as_mut_ptr()) };
+        Ok(())
+    }
+    fn read_points(&mut self, p: &Vec<u32>, len: usize) -> Result<Vec<u32>> {
+        Ok(p[..len * self.point_words].to_vec())
+    }
+}
+
