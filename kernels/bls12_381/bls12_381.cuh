@@ -1,5 +1,6 @@
 // BLS12-381 parameters for the generic field and curve templates: the 381-bit base field Fq on
-// twelve limbs, the scalar field Fr (255 bits) on eight, and G1: y^2 = x^3 + 4 over Fq. Both
+// twelve limbs, the scalar field Fr (255 bits) on eight, G1: y^2 = x^3 + 4 over Fq, and G2 over
+// Fq2. Both
 // fields in Montgomery form with R = 2^(32 N), arkworks' own in-memory representation (Fq with
 // R = 2^384, Fr with R = 2^256), so points and scalars cross without conversion.
 #pragma once
@@ -40,6 +41,19 @@ struct G1 {
     static BC_DEVICE F a() { return F::zero(); }
     static BC_DEVICE F b() { return F::from_u32(4); }
     static BC_DEVICE Affine<G1> generator() { return Affine<G1>{F::from_plain(G1_X), F::from_plain(G1_Y)}; }
+};
+
+// Fq2 = Fq[u]/(u^2 + 1).
+using Fq2 = bc::Fp2<Fq>;
+
+// G2: the sextic twist y^2 = x^3 + 4(1 + u) over Fq2, with the same scalars. The MSM needs no b.
+struct G2 {
+    using F = Fq2;
+    using Scalar = Fr;
+    static constexpr int SCALAR_BITS = 255;
+    static constexpr bool A_IS_ZERO = true;
+    static constexpr bool A_IS_MINUS_3 = false;
+    static BC_DEVICE F a() { return F::zero(); }
 };
 
 using G1Point = Jacobian<G1>;

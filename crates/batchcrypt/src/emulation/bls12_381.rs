@@ -1,4 +1,4 @@
-//! The BLS12-381 kernels run on the host: G1's MSM steps ([`G1_MSM`], for
+//! The BLS12-381 kernels run on the host: G1's and G2's MSM steps ([`G1_MSM`], [`G2_MSM`], for
 //! [`super::msm::window_sums`]; arkworks' Montgomery limbs in and out) and the checks of the field
 //! and the group law (ordinary integers: Fq elements as twelve little-endian 32-bit limbs, scalars
 //! eight; affine G1 points x then y, infinity as zeros).
@@ -7,6 +7,19 @@ use super::msm::MsmSteps;
 
 /// Limbs of an Fq element.
 pub const Q: usize = 12;
+
+/// G2's MSM kernels (coordinates in Fq2: c0 then c1).
+pub const G2_MSM: MsmSteps = MsmSteps {
+    digits: bls12_381_msm_digits,
+    scan_tiles: bls12_381_msm_scan_tiles,
+    scan_add: bls12_381_msm_scan_add,
+    scatter: bls12_381_msm_scatter,
+    accumulate_points: bls12_381_g2_msm_accumulate_points,
+    accumulate_partials: bls12_381_g2_msm_accumulate_partials,
+    window_segments: bls12_381_g2_msm_window_segments,
+    sum_groups: bls12_381_g2_msm_sum_groups,
+    shift_bases: bls12_381_g2_msm_shift_bases,
+};
 
 /// G1's MSM kernels.
 pub const G1_MSM: MsmSteps = MsmSteps {
@@ -31,6 +44,11 @@ extern "C" {
     fn bls12_381_g1_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
     fn bls12_381_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bls12_381_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
+    fn bls12_381_g2_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
+    fn bls12_381_g2_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
+    fn bls12_381_g2_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bls12_381_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+    fn bls12_381_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_mul(p: *const u32, k: *const u32, out: *mut u32, n: u64);
