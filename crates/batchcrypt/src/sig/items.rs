@@ -4,13 +4,15 @@
 //! layout, the verdict codes and the chunked trip through the GPU.
 
 use super::{Reason, Sec1Key};
+use elliptic_curve::bigint::U256;
+use elliptic_curve::consts::U32;
+use elliptic_curve::generic_array::GenericArray;
 use elliptic_curve::ops::Reduce;
-use elliptic_curve::{FieldBytes as CurveBytes, PrimeField};
+use elliptic_curve::PrimeField;
 use rayon::prelude::*;
 
-/// 32 bytes as the curve crates hold a field element or scalar.
-pub type FieldBytes = CurveBytes<k256::Secp256k1>;
-use elliptic_curve::bigint::U256;
+/// 32 bytes, as the 256-bit curve crates hold a scalar.
+pub type FieldBytes = GenericArray<u8, U32>;
 
 /// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
 pub(crate) const ITEM_LIMBS: usize = 41;
