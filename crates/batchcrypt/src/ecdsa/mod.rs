@@ -14,11 +14,12 @@
 
 pub(crate) mod openssl;
 
-use crate::backend::{Backend, BackendChoice};
-use crate::dispatch::{Cost, Workload};
-use crate::error::{Error, Result};
+use crate::backend::Backend;
+use crate::dispatch::Cost;
+use crate::error::Result;
 use crate::operation::Operation;
 use crate::sig::items::{self, device::Kernel, HostItem, HostScalar};
+use crate::sig::batch::total_len;
 use crate::sig::{self, below, Reason, Sec1Key, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::marker::PhantomData;
@@ -136,26 +137,16 @@ impl<C: Curve> Ecdsa<'_, C> {
         opts: &EcdsaOptions,
     ) -> Result<Output<Verdicts>> {
         let n = batch_len(hashes, sigs, pubkeys)?;
-        let op = C::operation();
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
-        let w = measured_workload(self.engine, op, n, bytes_in);
-        let out = self.engine.run(
-            op,
-            &w,
-            op.cpu,
-            |_, threads| {
-                Ok(crate::backend::cpu::par_map(1, n, threads, |i| {
-                    verify_one::<C>(&hashes[i], sigs[i], pubkeys[i], opts)
-                }))
-            },
-            |r, _| {
-                items::device::verify_algebra(&C::kernel(), r.len(), |i| {
-                    let i = r.start + i;
-                    item::<C>(&hashes[i], sigs[i], pubkeys[i], opts)
-                })
-            },
-        )?;
-        Ok(out.map(|results| Verdicts { results }))
+        sig::batch::verify(
+            self.engine,
+            C::operation(),
+            n,
+            bytes_in,
+            |i| verify_one::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
+            &C::kernel(),
+            |i| item::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
+        )
     }
 
     /// Kernel-only GPU time (items prepared on the host, then resident on the device): the median
@@ -188,75 +179,23 @@ fn batch_len(hashes: &[[u8; 32]], sigs: &[&[u8]], pubkeys: &[&[u8]]) -> Result<u
     ])
 }
 
-pub(crate) fn total_len(items: &[&[u8]]) -> u64 {
-    items.iter().map(|b| b.len() as u64).sum()
-}
-
-/// From this many items a signature operation's CPU cost is measured (once per process, about 400
-/// verifications) before planning: a signature costs as much as tens of kilobytes of hashing, so
-/// the dispatcher's by-the-byte guess would keep batches of hundreds of signatures on one thread.
-const MEASURE_MIN_ITEMS: usize = 64;
-
-/// The batch as the cost model sees it; from [`MEASURE_MIN_ITEMS`] items the cost of the
-/// operation's first CPU backend is measured first where the CPU may run it.
-pub(crate) fn measured_workload(
-    engine: &Engine,
-    op: &'static Operation,
-    n: usize,
-    bytes_in: u64,
-) -> Workload {
-    let d = engine.dispatcher();
-    if let Some(&cpu) = op.cpu.first() {
-        let may_run_on_cpu = match d.choice() {
-            BackendChoice::Auto | BackendChoice::Cpu => true,
-            BackendChoice::Exact(b) => b == cpu,
-            BackendChoice::Gpu => false,
-        };
-        if n >= MEASURE_MIN_ITEMS && may_run_on_cpu {
-            // Unmeasurable only if the sample batch itself fails, which leaves the plain estimate.
-            let _ = d.cost(op.key, cpu, op);
-        }
-    }
-    op.workload(n as u64, bytes_in, n as u64, n as u64)
-}
-
-pub(crate) fn not_implemented(b: Backend, op: &str) -> Error {
-    Error::BackendUnavailable {
-        backend: b.name().into(),
-        why: format!("operation {op} is not implemented by this backend"),
-    }
-}
-
-/// Measures one backend on valid signatures (compute only): a small and a larger batch, fitted by
-/// [`crate::dispatch::fit`]; CPU backends on one thread, the GPU end to end.
+/// Measures one backend on valid signatures: [`sig::batch::calibrate`].
 pub(crate) fn calibrate<C: Curve>(backend: Backend) -> Result<Cost> {
-    let op = C::operation();
     let sample: Vec<_> = (0..64).map(C::sample).collect();
-    let valid = |ok: bool| {
-        ok.then_some(())
-            .ok_or_else(|| Error::invalid("calibration sample failed to verify"))
-    };
     let opts = EcdsaOptions::default();
-    if backend.is_gpu() {
-        const LARGE: usize = 1 << 14;
-        let engine = Engine::measuring(backend);
-        let run = |n: usize| -> Result<()> {
+    sig::batch::calibrate(
+        C::operation(),
+        backend,
+        sample.len(),
+        |k| sample[..k].iter().all(|(h, s, key)| verify_one::<C>(h, s, key, &opts).is_ok()),
+        |engine, n| {
             let pick = || (0..n).map(|i| &sample[i % sample.len()]);
             let hashes: Vec<[u8; 32]> = pick().map(|s| s.0).collect();
             let sigs: Vec<&[u8]> = pick().map(|s| s.1.as_slice()).collect();
             let keys: Vec<&[u8]> = pick().map(|s| s.2.as_slice()).collect();
-            let out = engine.ecdsa::<C>().verify(&hashes, &sigs, &keys, &opts)?;
-            valid(out.value.all_valid())
-        };
-        return crate::dispatch::fit_sizes(1, LARGE, 1, run);
-    }
-    if !op.cpu.contains(&backend) {
-        return Err(not_implemented(backend, op.key));
-    }
-    let run = |n: usize| -> Result<()> {
-        valid(sample[..n].iter().all(|(h, s, k)| verify_one::<C>(h, s, k, &opts).is_ok()))
-    };
-    crate::dispatch::fit_sizes(4, sample.len(), 1, run)
+            Ok(engine.ecdsa::<C>().verify(&hashes, &sigs, &keys, &opts)?.value.all_valid())
+        },
+    )
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ pub use parse::{Prepared, Reason, SchnorrPrepared};
 
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::Cost;
-use crate::ecdsa::{measured_workload, not_implemented, total_len};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::sig::batch::total_len;
 use crate::operation::Operation;
 use crate::sig::items::{self, device::Kernel};
 use crate::sig::Sec1Key;
@@ -127,25 +127,15 @@ impl Secp256k1<'_> {
             ("signatures", sigs.len()),
             ("public keys", pubkeys.len()),
         ])?;
-        let bytes_in = 96 * n as u64 + total_len(msgs);
-        let w = measured_workload(self.engine, &SCHNORR, n, bytes_in);
-        let out = self.engine.run(
+        crate::sig::batch::verify(
+            self.engine,
             &SCHNORR,
-            &w,
-            CPU_ORDER,
-            |_, threads| {
-                Ok(crate::backend::cpu::par_map(1, n, threads, |i| {
-                    cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i])
-                }))
-            },
-            |r, _| {
-                items::device::verify_algebra(&gpu::schnorr_kernel(), r.len(), |i| {
-                    let i = r.start + i;
-                    gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i])
-                })
-            },
-        )?;
-        Ok(out.map(|results| Verdicts { results }))
+            n,
+            96 * n as u64 + total_len(msgs),
+            |i| cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i]),
+            &gpu::schnorr_kernel(),
+            |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]),
+        )
     }
 
     /// Kernel-only GPU time for ECDSA items: [`crate::ecdsa::Ecdsa::kernel_seconds`] on secp256k1.
@@ -187,36 +177,22 @@ impl Secp256k1<'_> {
     }
 }
 
-/// Measures BIP340 verification on one backend (valid signatures, compute only): a small and a
-/// larger batch, fitted by [`crate::dispatch::fit`].
+/// Measures BIP340 verification on one backend: [`crate::sig::batch::calibrate`].
 fn calibrate_schnorr(backend: Backend) -> Result<Cost> {
     let sample: Vec<_> = (0..64).map(schnorr_sample).collect();
-    let valid = |ok: bool| {
-        ok.then_some(())
-            .ok_or_else(|| Error::invalid("calibration sample failed to verify"))
-    };
-    match backend {
-        Backend::Libsecp256k1 => {
-            let run = |n: usize| -> Result<()> {
-                valid(sample[..n].iter().all(|(m, s, k)| cpu::verify_schnorr_encoded(s, k, m).is_ok()))
-            };
-            crate::dispatch::fit_sizes(4, sample.len(), 1, run)
-        }
-        // End to end on the device (transfers of these small batches are negligible next to the math).
-        Backend::Cuda => {
-            const LARGE: usize = 1 << 14;
-            let engine = Engine::measuring(Backend::Cuda);
-            let run = |n: usize| -> Result<()> {
-                let pick = || (0..n).map(|i| &sample[i % sample.len()]);
-                let msgs: Vec<&[u8]> = pick().map(|s| s.0.as_slice()).collect();
-                let sigs: Vec<[u8; 64]> = pick().map(|s| s.1).collect();
-                let keys: Vec<[u8; 32]> = pick().map(|s| s.2).collect();
-                valid(engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?.value.all_valid())
-            };
-            crate::dispatch::fit_sizes(1, LARGE, 1, run)
-        }
-        other => Err(not_implemented(other, OP_SCHNORR)),
-    }
+    crate::sig::batch::calibrate(
+        &SCHNORR,
+        backend,
+        sample.len(),
+        |k| sample[..k].iter().all(|(m, s, key)| cpu::verify_schnorr_encoded(s, key, m).is_ok()),
+        |engine, n| {
+            let pick = || (0..n).map(|i| &sample[i % sample.len()]);
+            let msgs: Vec<&[u8]> = pick().map(|s| s.0.as_slice()).collect();
+            let sigs: Vec<[u8; 64]> = pick().map(|s| s.1).collect();
+            let keys: Vec<[u8; 32]> = pick().map(|s| s.2).collect();
+            Ok(engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?.value.all_valid())
+        },
+    )
 }
 
 /// A valid BIP340 signature (message, signature, x-only key) from a seed, for measuring.

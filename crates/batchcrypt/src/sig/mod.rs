@@ -3,6 +3,7 @@
 //! `r || s`), SEC1 public keys, and range checks against a curve's n and p. The rules of each
 //! scheme (low S, BIP340's x-only keys, SM2's t = r + s) live with the scheme.
 
+pub(crate) mod batch;
 pub(crate) mod items;
 
 use std::cmp::Ordering;
