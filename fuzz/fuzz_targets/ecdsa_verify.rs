@@ -4,29 +4,12 @@
 //! two flows the same reason.
 #![no_main]
 
-use arbitrary::Arbitrary;
 use batchcrypt::secp256k1::parse::N;
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::Backend;
-use batchcrypt_fuzz::{der, edit, engine, negate, Edit};
+use batchcrypt_fuzz::{engine, EcdsaCase};
 use libfuzzer_sys::fuzz_target;
 use secp256k1::{ecdsa, Message, PublicKey, SecretKey};
-
-#[derive(Arbitrary, Debug)]
-struct Case {
-    secret: [u8; 32],
-    hash: [u8; 32],
-    /// Sign another hash than the one verified.
-    signed: Option<[u8; 32]>,
-    compressed: bool,
-    compact: bool,
-    high_s: bool,
-    require_low_s: bool,
-    sig_edits: Vec<Edit>,
-    key_edits: Vec<Edit>,
-    /// Replaces the signature outright.
-    raw_sig: Option<Vec<u8>>,
-}
 
 /// libsecp256k1's verdict, with our rules around it: hybrid keys (06/07) are not SEC1 keys for us,
 /// and high S is normalised unless low S is required.
@@ -77,26 +60,12 @@ init: {
     // The kernel's fixed-base table takes seconds to build: once, before the first input.
     batchcrypt::emulation::secp256k1::g_table();
 },
-|c: Case| {
+|c: EcdsaCase| {
     let sk = SecretKey::from_secret_bytes(c.secret).unwrap_or(SecretKey::from_secret_bytes([1; 32]).unwrap());
     let key = PublicKey::from_secret_key(&sk);
     let key = if c.compressed { key.serialize().to_vec() } else { key.serialize_uncompressed().to_vec() };
-    let signed = sk.sign_ecdsa(Message::from_digest(c.signed.unwrap_or(c.hash))).serialize_compact();
-    let (r, mut s): ([u8; 32], [u8; 32]) = (signed[..32].try_into().unwrap(), signed[32..].try_into().unwrap());
-    if c.high_s {
-        s = negate(&N, &s);
-    }
-    let sig = match (c.raw_sig, c.compact) {
-        (Some(raw), _) => raw,
-        (None, true) => [r, s].concat(),
-        (None, false) => der(&r, &s),
-    };
-    let sig = edit(sig, &c.sig_edits);
-    let key = edit(key, &c.key_edits);
-    let opts = EcdsaOptions {
-        format: if c.compact { SigFormat::Compact } else { SigFormat::Der },
-        require_low_s: c.require_low_s,
-    };
+    let signed = sk.sign_ecdsa(Message::from_digest(c.signed_hash())).serialize_compact();
+    let (sig, key, opts) = c.encode(&N, signed[..32].try_into().unwrap(), signed[32..].try_into().unwrap(), key);
     let ours = engine(Backend::Libsecp256k1)
         .secp256k1()
         .verify_ecdsa(&[c.hash], &[&sig], &[&key], &opts)

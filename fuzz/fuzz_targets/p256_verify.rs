@@ -4,31 +4,14 @@
 //! same verdict, and our two flows the same reason.
 #![no_main]
 
-use arbitrary::Arbitrary;
 use batchcrypt::ecdsa::EcdsaOptions;
 use batchcrypt::p256::{N, P256};
 use batchcrypt::sig::SigFormat;
 use batchcrypt::Backend;
-use batchcrypt_fuzz::{der, edit, engine, negate, Edit};
+use batchcrypt_fuzz::{engine, EcdsaCase};
 use libfuzzer_sys::fuzz_target;
 use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
-
-#[derive(Arbitrary, Debug)]
-struct Case {
-    secret: [u8; 32],
-    hash: [u8; 32],
-    /// Sign another hash than the one verified.
-    signed: Option<[u8; 32]>,
-    compressed: bool,
-    compact: bool,
-    high_s: bool,
-    require_low_s: bool,
-    sig_edits: Vec<Edit>,
-    key_edits: Vec<Edit>,
-    /// Replaces the signature outright.
-    raw_sig: Option<Vec<u8>>,
-}
 
 /// RustCrypto's verdict, with our rules around it: hybrid keys (06/07) are not SEC1 keys for us,
 /// and low S only when asked for.
@@ -53,25 +36,11 @@ init: {
     // The kernel's fixed-base table takes seconds to build: once, before the first input.
     batchcrypt::emulation::p256::ECDSA.table();
 },
-|c: Case| {
+|c: EcdsaCase| {
     let sk = SigningKey::from_bytes(&c.secret.into()).unwrap_or_else(|_| SigningKey::from_bytes(&[1; 32].into()).unwrap());
     let key = sk.verifying_key().to_encoded_point(c.compressed).as_bytes().to_vec();
-    let signed: Signature = sk.sign_prehash(&c.signed.unwrap_or(c.hash)).expect("signing a 32-byte hash");
-    let (r, mut s): ([u8; 32], [u8; 32]) = (signed.r().to_bytes().into(), signed.s().to_bytes().into());
-    if c.high_s {
-        s = negate(&N, &s);
-    }
-    let sig = match (c.raw_sig, c.compact) {
-        (Some(raw), _) => raw,
-        (None, true) => [r, s].concat(),
-        (None, false) => der(&r, &s),
-    };
-    let sig = edit(sig, &c.sig_edits);
-    let key = edit(key, &c.key_edits);
-    let opts = EcdsaOptions {
-        format: if c.compact { SigFormat::Compact } else { SigFormat::Der },
-        require_low_s: c.require_low_s,
-    };
+    let signed: Signature = sk.sign_prehash(&c.signed_hash()).expect("signing a 32-byte hash");
+    let (sig, key, opts) = c.encode(&N, signed.r().to_bytes().into(), signed.s().to_bytes().into(), key);
     let ours = engine(Backend::OpenSsl)
         .ecdsa::<P256>()
         .verify(&[c.hash], &[&sig], &[&key], &opts)

@@ -84,3 +84,50 @@ pub fn negate(n: &[u8; 32], s: &[u8; 32]) -> [u8; 32] {
     }
     out
 }
+
+/// An ECDSA case of the differential targets, whatever the curve: a key and a signature made
+/// valid by the curve's own signer, then encoded and edited as the fuzzer chose.
+#[derive(Arbitrary, Debug)]
+pub struct EcdsaCase {
+    pub secret: [u8; 32],
+    pub hash: [u8; 32],
+    /// Sign another hash than the one verified.
+    pub signed: Option<[u8; 32]>,
+    pub compressed: bool,
+    pub compact: bool,
+    pub high_s: bool,
+    pub require_low_s: bool,
+    pub sig_edits: Vec<Edit>,
+    pub key_edits: Vec<Edit>,
+    /// Replaces the signature outright.
+    pub raw_sig: Option<Vec<u8>>,
+}
+
+impl EcdsaCase {
+    /// The hash the signer signs.
+    pub fn signed_hash(&self) -> [u8; 32] {
+        self.signed.unwrap_or(self.hash)
+    }
+
+    /// The signature `(r, s)` (S made high on request, for a group of order `n`) and the SEC1 key
+    /// as the case encodes and edits them, with the options it verifies under.
+    pub fn encode(
+        &self,
+        n: &[u8; 32],
+        r: [u8; 32],
+        s: [u8; 32],
+        key: Vec<u8>,
+    ) -> (Vec<u8>, Vec<u8>, batchcrypt::ecdsa::EcdsaOptions) {
+        let s = if self.high_s { negate(n, &s) } else { s };
+        let sig = match (&self.raw_sig, self.compact) {
+            (Some(raw), _) => raw.clone(),
+            (None, true) => [r, s].concat(),
+            (None, false) => der(&r, &s),
+        };
+        let opts = batchcrypt::ecdsa::EcdsaOptions {
+            format: if self.compact { batchcrypt::sig::SigFormat::Compact } else { batchcrypt::sig::SigFormat::Der },
+            require_low_s: self.require_low_s,
+        };
+        (edit(sig, &self.sig_edits), edit(key, &self.key_edits), opts)
+    }
+}
