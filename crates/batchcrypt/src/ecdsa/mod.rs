@@ -26,8 +26,6 @@ use std::marker::PhantomData;
 
 /// A curve ECDSA runs on: its parameters and where its arithmetic lives.
 pub trait Curve: Send + Sync + 'static {
-    /// The curve's name, in messages.
-    const NAME: &'static str;
     /// The group order n, big-endian.
     const N: [u8; 32];
     /// The field prime p, big-endian.

@@ -26,7 +26,6 @@ pub struct AffineRaw(pub [u32; 16]);
 /// the host, with the kernel `g_table(gtable)` that writes its fixed-base table.
 #[derive(Clone, Copy)]
 pub struct VerifyKernel {
-    pub name: &'static str,
     pub table_len: usize,
     pub g_table: unsafe extern "C" fn(*mut AffineRaw),
     pub verify: unsafe extern "C" fn(*const u32, *const AffineRaw, *mut u8, u64),

@@ -9,7 +9,6 @@ extern "C" {
 
 /// The ECDSA kernel.
 pub const ECDSA: VerifyKernel = VerifyKernel {
-    name: "p256_ecdsa_verify",
     table_len: crate::p256::G_TABLE_LEN,
     g_table: p256_g_table,
     verify: p256_ecdsa_verify,

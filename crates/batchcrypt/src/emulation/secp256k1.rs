@@ -99,7 +99,6 @@ pub fn point_ops(p: &[[u32; 16]], q: &[[u32; 16]]) -> Vec<[u32; 82]> {
 
 /// The ECDSA kernel (GLV, the fixed-base table for u1 G).
 pub const ECDSA: VerifyKernel = VerifyKernel {
-    name: "secp256k1_ecdsa_verify_batch",
     table_len: G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_ecdsa_verify_batch,
@@ -107,7 +106,6 @@ pub const ECDSA: VerifyKernel = VerifyKernel {
 
 /// The BIP340 kernel.
 pub const SCHNORR: VerifyKernel = VerifyKernel {
-    name: "secp256k1_schnorr_verify_batch",
     table_len: G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_schnorr_verify_batch,

@@ -49,7 +49,6 @@ fn group() -> &'static EcGroup {
 }
 
 impl Curve for P256 {
-    const NAME: &'static str = "P-256";
     const N: [u8; 32] = N;
     const P: [u8; 32] = P;
     type Scalar = ::p256::Scalar;

@@ -57,7 +57,6 @@ const CPU_ORDER: &[Backend] = &[Backend::Libsecp256k1];
 pub struct Secp256k1Curve;
 
 impl crate::ecdsa::Curve for Secp256k1Curve {
-    const NAME: &'static str = "secp256k1";
     const N: [u8; 32] = parse::N;
     const P: [u8; 32] = parse::P;
     type Scalar = k256::Scalar;
