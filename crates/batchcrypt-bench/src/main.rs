@@ -3,11 +3,13 @@
 
 mod aes;
 mod bitcoin;
-mod bn254;
 mod groth16;
+mod msm;
+mod ntt;
 mod report;
 mod scaling;
 mod p256;
+mod peers;
 mod secp256k1;
 mod serve;
 mod sha256;
@@ -51,13 +53,14 @@ fn main() -> anyhow::Result<()> {
             "aes" => aes::run(&mut rep, args.quick)?,
             "xts" => aes::run_xts(&mut rep, args.quick)?,
             "aes-batch" => aes::run_batch(&mut rep, args.quick)?,
-            "bn254" => bn254::run(&mut rep, args.quick)?,
-            "ntt" => bn254::run_ntt(&mut rep, args.quick)?,
+            "bn254" => msm::bn254(&mut rep, args.quick)?,
+            "bls12-381" => msm::bls12_381(&mut rep, args.quick)?,
+            "ntt" => ntt::run(&mut rep, args.quick)?,
             "groth16" => groth16::run(&mut rep, args.quick)?,
             "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
             "scaling" => scaling::run(&mut rep, args.quick)?,
             "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, scaling, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, scaling, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

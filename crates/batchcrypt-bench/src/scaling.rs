@@ -105,7 +105,8 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     // G1 MSM, 2^24 points (2^20 quick): each GPU holds its slice of the bases (uploaded in the
     // warm-up run, as a proving key's are), the scalars come from host memory.
     {
-        use batchcrypt::bn254::{sample, Bases, G1};
+        use batchcrypt::bn254::{Bases, G1};
+        use batchcrypt::msm::sample;
         let n = if quick { 1usize << 20 } else { 1 << 24 };
         let (points, scalars) = sample::<G1>(n, 11);
         let bases = Bases::<G1>::new(points);
@@ -114,7 +115,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         for (k, e) in &engines {
             let mut got = None;
             let t = time(reps, || {
-                let out = e.bn254().msm(&bases, &scalars).expect("MSM");
+                let out = e.msm(&bases, &scalars).expect("MSM");
                 got = Some((out.value, out.gpus.len()));
             });
             let (value, ran) = got.expect("timed");

@@ -21,6 +21,7 @@
 pub mod aes;
 pub mod backend;
 pub mod bitcoin;
+pub mod bls12_381;
 pub mod bn254;
 pub mod dispatch;
 pub mod ecdsa;
@@ -239,6 +240,7 @@ impl Engine {
         aes::Aes { engine: self }
     }
 
+    /// BN254's Fr transforms (its MSM, like every group's, is [`Engine::msm`]).
     pub fn bn254(&self) -> bn254::Bn254<'_> {
         bn254::Bn254 { engine: self }
     }

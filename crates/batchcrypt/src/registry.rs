@@ -30,6 +30,8 @@ pub static REGISTRY: &[&Operation] = &[
     &crate::bn254::MSM_G1,
     &crate::bn254::MSM_G2,
     &crate::bn254::NTT,
+    &crate::bls12_381::MSM_G1,
+    &crate::bls12_381::MSM_G2,
 ];
 
 impl Backend {

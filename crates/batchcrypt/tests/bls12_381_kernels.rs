@@ -1,13 +1,12 @@
 //! BLS12-381 on the generic field, curve and MSM templates, with the base field on twelve limbs:
 //! the kernel code compiled for the host (feature `emulation`) against arkworks'
 //! `ark-bls12-381`, element by element and point by point, on random values and the edge cases
-//! (0, 1, q - 1, equal and opposite points, infinity, scalars 0, 1 and r - 1), and G1 MSMs
-//! through the same chain of kernel steps as BN254's (`batchcrypt::msm::window_sums`).
+//! (0, 1, q - 1, equal and opposite points, infinity, scalars 0, 1 and r - 1). The MSM kernels
+//! are tested with every group's, in tests/msm.rs.
 #![cfg(feature = "emulation")]
 
-use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective};
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
+use ark_bls12_381::{Fq, Fr, G1Affine, G1Projective};
+use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{BigInteger, Field, PrimeField, UniformRand, Zero};
 use batchcrypt::emulation::bls12_381::{self as kern, Q};
 use rand::{rngs::StdRng, SeedableRng};
@@ -111,112 +110,4 @@ fn g1_scalar_multiplication_matches_arkworks() {
         assert_eq!(o[0], point((p[i] * k[i]).into_affine()), "k P, item {i}");
         assert_eq!(o[1], point((G1Affine::generator() * k[i]).into_affine()), "k G, item {i}");
     }
-}
-
-/// arkworks' Montgomery limbs as 32-bit words (the kernels' representation of Fq and Fr).
-fn mont<const N: usize>(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
-    words.iter().take(N / 2).flat_map(|w| [*w as u32, (*w >> 32) as u32])
-}
-
-fn fq_words(x: &Fq, out: &mut Vec<u32>) {
-    out.extend(mont::<Q>(&x.0 .0));
-}
-
-fn fq_from(w: &[u32]) -> Fq {
-    Fq::new_unchecked(ark_ff::BigInt::<6>(std::array::from_fn(|j| w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32)))
-}
-
-/// A group as its MSM kernels take it: coordinates as Fq words (Fq2: c0 then c1).
-trait Group: SWCurveConfig<ScalarField = Fr> {
-    const STEPS: &'static batchcrypt::emulation::msm::MsmSteps;
-    /// Words of a coordinate.
-    const W: usize;
-    fn put(x: &Self::BaseField, out: &mut Vec<u32>);
-    fn get(w: &[u32]) -> Self::BaseField;
-}
-
-impl Group for ark_bls12_381::g1::Config {
-    const STEPS: &'static batchcrypt::emulation::msm::MsmSteps = &kern::G1_MSM;
-    const W: usize = Q;
-    fn put(x: &Fq, out: &mut Vec<u32>) {
-        fq_words(x, out);
-    }
-    fn get(w: &[u32]) -> Fq {
-        fq_from(w)
-    }
-}
-
-impl Group for ark_bls12_381::g2::Config {
-    const STEPS: &'static batchcrypt::emulation::msm::MsmSteps = &kern::G2_MSM;
-    const W: usize = 2 * Q;
-    fn put(x: &Fq2, out: &mut Vec<u32>) {
-        fq_words(&x.c0, out);
-        fq_words(&x.c1, out);
-    }
-    fn get(w: &[u32]) -> Fq2 {
-        Fq2::new(fq_from(&w[..Q]), fq_from(&w[Q..]))
-    }
-}
-
-/// An MSM through the kernel code: window sums, then combined here by Horner's rule.
-fn kernel_msm<P: Group>(bases: &[Affine<P>], scalars: &[Fr], s: &batchcrypt::msm::Shape) -> Projective<P> {
-    let mut raw_bases = vec![];
-    for p in bases {
-        match p.xy() {
-            Some((x, y)) => {
-                P::put(&x, &mut raw_bases);
-                P::put(&y, &mut raw_bases);
-            }
-            None => raw_bases.extend(std::iter::repeat_n(0, 2 * P::W)),
-        }
-    }
-    let raw_scalars: Vec<u32> = scalars.iter().flat_map(|k| mont::<8>(&k.0 .0).collect::<Vec<_>>()).collect();
-    let sums = batchcrypt::emulation::msm::window_sums(P::STEPS, 3 * P::W, &raw_bases, &raw_scalars, s).unwrap();
-    let mut acc = Projective::<P>::zero();
-    for p in sums.chunks_exact(3 * P::W).rev() {
-        for _ in 0..s.c {
-            acc = acc + acc;
-        }
-        let z = P::get(&p[2 * P::W..]);
-        if !z.is_zero() {
-            acc += Projective::<P>::new_unchecked(P::get(&p[..P::W]), P::get(&p[P::W..2 * P::W]), z);
-        }
-    }
-    acc
-}
-
-fn check_msm<P: Group>(seed: u64, cases: &[(usize, Option<u32>, u32)]) {
-    use batchcrypt::msm::Shape;
-    let mut rng = StdRng::seed_from_u64(seed);
-    for &(n, window, copies) in cases {
-        let mut bases: Vec<Affine<P>> = (0..n).map(|_| Projective::<P>::rand(&mut rng).into_affine()).collect();
-        let mut scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
-        if n > 5 {
-            // Edge scalars, a repeated base, the point at infinity.
-            scalars[0] = Fr::zero();
-            scalars[1] = Fr::ONE;
-            scalars[2] = -Fr::ONE;
-            bases[3] = bases[4];
-            bases[5] = Affine::<P>::zero();
-        }
-        let s = match window {
-            Some(c) => Shape::precomputed(n, 255, c, copies, n).unwrap(),
-            None => Shape::new(n, 255).unwrap(),
-        };
-        assert_eq!(
-            kernel_msm(&bases, &scalars, &s).into_affine(),
-            Projective::<P>::msm(&bases, &scalars).unwrap().into_affine(),
-            "n = {n}, window {window:?}, {copies} copies"
-        );
-    }
-}
-
-#[test]
-fn g1_msm_matches_arkworks() {
-    check_msm::<ark_bls12_381::g1::Config>(2024, &[(1, None, 1), (7, Some(4), 1), (300, None, 1), (300, Some(9), 3), (2000, Some(13), 1)]);
-}
-
-#[test]
-fn g2_msm_matches_arkworks() {
-    check_msm::<ark_bls12_381::g2::Config>(2025, &[(1, None, 1), (9, Some(5), 1), (200, None, 1), (200, Some(8), 4)]);
 }

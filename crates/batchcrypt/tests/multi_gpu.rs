@@ -226,7 +226,8 @@ fn sm2_and_sm3_batches_split_over_gpus_match_the_cpu() {
 
 #[test]
 fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
-    use batchcrypt::bn254::{ntt::Ntt, sample, Bases, Fr, G1, G2};
+    use batchcrypt::bn254::{ntt::Ntt, Bases, Fr, G1, G2};
+    use batchcrypt::msm::sample;
     let Some(all) = gpus() else { return };
     let (one, many) = engines(&all);
     let cpu = Engine::with_backend(BackendChoice::Cpu);
@@ -235,9 +236,9 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
     let (points, scalars) = sample::<G1>((1 << 16) + 5, 7);
     let bases = Bases::<G1>::new(points);
     for n in [scalars.len(), 40_000, 1000] {
-        let want = cpu.bn254().msm(&bases, &scalars[..n]).unwrap().value;
-        let a = one.bn254().msm(&bases, &scalars[..n]).unwrap();
-        let b = many.bn254().msm(&bases, &scalars[..n]).unwrap();
+        let want = cpu.msm(&bases, &scalars[..n]).unwrap().value;
+        let a = one.msm(&bases, &scalars[..n]).unwrap();
+        let b = many.msm(&bases, &scalars[..n]).unwrap();
         assert_eq!(a.gpus, vec![0]);
         // From 4,096 items a forced GPU choice spreads the batch over every GPU.
         if n >= 4096 {
@@ -249,12 +250,12 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
     // Precomputed copies on every GPU's slice, and G2.
     let (points, scalars) = sample::<G1>(1 << 15, 8);
     let bases = Bases::<G1>::new(points).with_precomputation(4);
-    let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
-    assert_eq!(many.bn254().msm(&bases, &scalars).unwrap().value, want);
+    let want = cpu.msm(&bases, &scalars).unwrap().value;
+    assert_eq!(many.msm(&bases, &scalars).unwrap().value, want);
     let (points, scalars) = sample::<G2>(1 << 13, 9);
     let bases = Bases::<G2>::new(points);
-    let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
-    assert_eq!(many.bn254().msm(&bases, &scalars).unwrap().value, want);
+    let want = cpu.msm(&bases, &scalars).unwrap().value;
+    assert_eq!(many.msm(&bases, &scalars).unwrap().value, want);
 
     // A batch of transforms: whole polynomials to each GPU.
     let t = Ntt::forward(1 << 12);

@@ -473,7 +473,7 @@ fn aes(bytes: usize) -> Result<bool> {
 /// BN254: one G1 multi-scalar multiplication over `n` sample bases and scalars on every backend;
 /// the sums must be the same group element. Returns whether all backends agree.
 fn bn254_msm(n: usize) -> Result<bool> {
-    let (points, scalars) = batchcrypt::bn254::sample::<batchcrypt::bn254::G1>(n, 3);
+    let (points, scalars) = batchcrypt::msm::sample::<batchcrypt::bn254::G1>(n, 3);
     let bases = batchcrypt::bn254::G1Bases::new(points);
     let mut sums = Vec::new();
     println!();
@@ -482,9 +482,9 @@ fn bn254_msm(n: usize) -> Result<bool> {
         .filter(|b| b.implements(Primitive::Bn254) && b.is_available())
     {
         let e = Engine::with_backend(BackendChoice::Exact(b));
-        e.bn254().msm(&bases, &scalars)?; // warm-up: bases into GPU memory, module load
+        e.msm(&bases, &scalars)?; // warm-up: bases into GPU memory, module load
         let t = Instant::now();
-        let sum = e.bn254().msm(&bases, &scalars)?.value;
+        let sum = e.msm(&bases, &scalars)?.value;
         let s = t.elapsed().as_secs_f64();
         println!(
             "{:<30} {:<12} {:>9} {:>10.2} {:>12.4}",

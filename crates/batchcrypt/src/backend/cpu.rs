@@ -43,6 +43,21 @@ pub fn threads() -> usize {
     rayon::current_num_threads()
 }
 
+/// Runs `f` on `threads` threads (rayon's global pool when that is all of them): arkworks'
+/// parallel routines use whatever pool they run in.
+pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    if threads >= self::threads() {
+        return f();
+    }
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+    {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
+}
+
 /// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces of
 /// at least `min_piece` items amortize the scheduling where an item costs little; where it costs
 /// tens of microseconds (a signature verification) pass 1 and let rayon split as it balances, so

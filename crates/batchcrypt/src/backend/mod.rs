@@ -54,12 +54,14 @@ pub enum Primitive {
     Sm3,
     /// Bulk AES-CTR and AES-GCM (module `aes`).
     Aes,
-    /// BN254 multi-scalar multiplication (module `bn254`).
+    /// BN254 multi-scalar multiplication and Fr NTTs (module `bn254`).
     Bn254,
+    /// BLS12-381 multi-scalar multiplication (module `bls12_381`).
+    Bls12_381,
 }
 
 impl Primitive {
-    pub const ALL: [Primitive; 7] = [
+    pub const ALL: [Primitive; 8] = [
         Primitive::Sha256,
         Primitive::Secp256k1,
         Primitive::P256,
@@ -67,6 +69,7 @@ impl Primitive {
         Primitive::Sm3,
         Primitive::Aes,
         Primitive::Bn254,
+        Primitive::Bls12_381,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +81,7 @@ impl Primitive {
             Primitive::Sm3 => "sm3",
             Primitive::Aes => "aes",
             Primitive::Bn254 => "bn254",
+            Primitive::Bls12_381 => "bls12-381",
         }
     }
 }

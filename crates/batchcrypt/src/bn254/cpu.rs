@@ -1,17 +1,9 @@
-//! The CPU backend: arkworks' Pippenger MSM (`ark-ec`) and radix-2 FFT (`ark-poly`), parallel over
-//! rayon's pool: the peers the GPU path is measured against and the fallback where there is no GPU.
+//! The CPU backend of the transforms: arkworks' radix-2 FFT (`ark-poly`), parallel over rayon's
+//! pool: the peer the GPU path is measured against and the fallback where there is no GPU.
 
 use super::ntt::{Direction, Ntt};
-use super::{Affine, Fr, Group, Projective};
-use ark_ec::VariableBaseMSM;
+use super::Fr;
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
-
-/// `sum scalars[i] * bases[i]` on `threads` threads, on G1 or G2.
-pub fn msm<P: Group>(bases: &[Affine<P>], scalars: &[Fr], threads: usize) -> Projective<P> {
-    on_threads(threads, || {
-        Projective::<P>::msm_unchecked(&bases[..scalars.len()], scalars)
-    })
-}
 
 /// `t` on each polynomial of `values` (whole polynomials, checked by the caller), on `threads`
 /// threads.
@@ -22,7 +14,7 @@ pub fn ntt(values: &mut [Fr], t: &Ntt, threads: usize) {
         Some(g) => domain.get_coset(g).expect("offset checked non-zero"),
         None => domain,
     };
-    on_threads(threads, || {
+    crate::backend::cpu::on_threads(threads, || {
         let mut buf = Vec::with_capacity(t.size);
         for poly in values.chunks_exact_mut(t.size) {
             buf.clear();
@@ -34,18 +26,4 @@ pub fn ntt(values: &mut [Fr], t: &Ntt, threads: usize) {
             poly.copy_from_slice(&buf);
         }
     })
-}
-
-/// Runs `f` on `threads` threads (rayon's global pool when that is all of them).
-fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    if threads >= crate::backend::cpu::threads() {
-        return f();
-    }
-    match rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-    {
-        Ok(pool) => pool.install(f),
-        Err(_) => f(),
-    }
 }

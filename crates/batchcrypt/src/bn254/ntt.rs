@@ -164,7 +164,7 @@ impl<E> Twiddles<E> {
     pub fn build<K: Kernels<Elems = E>>(k: &mut K, log_max: u32) -> Result<Twiddles<E>> {
         let log_max = log_max.max(1);
         let omega = Fr::get_root_of_unity(1 << log_max).expect("2^log_max divides r - 1");
-        let omega = k.upload(&super::raw_scalars(&[omega]))?;
+        let omega = k.upload(&crate::msm::raw_elements(&[omega]))?;
         let count = 1u64 << (log_max - 1);
         let mut table = k.alloc(count)?;
         k.twiddles(&omega, count, &mut table)?;
@@ -206,11 +206,11 @@ pub(crate) fn transform<K: Kernels>(
             let (lo, hi) = scale_tables(g, c, log_n, lo_bits);
             Some((
                 ScaleMode::Tables,
-                k.upload(&super::raw_scalars(&lo))?,
-                Some(k.upload(&super::raw_scalars(&hi))?),
+                k.upload(&crate::msm::raw_elements(&lo))?,
+                Some(k.upload(&crate::msm::raw_elements(&hi))?),
             ))
         }
-        None if inverse => Some((ScaleMode::Const, k.upload(&super::raw_scalars(&[c]))?, None)),
+        None if inverse => Some((ScaleMode::Const, k.upload(&crate::msm::raw_elements(&[c]))?, None)),
         None => None,
     };
     let none = Scaling {

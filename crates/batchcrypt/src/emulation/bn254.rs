@@ -1,10 +1,9 @@
-//! The BN254 MSM and NTT kernels run on the host, chained by the same `crate::msm::window_sums` and
-//! `ntt::transform` as on the GPU.
+//! The BN254 MSM and NTT kernels run on the host: the groups' MSM steps (for
+//! [`super::msm::msm`]) and the transforms, chained by the same `ntt::transform` as on the GPU.
 
 use super::msm::MsmSteps;
-use crate::msm::Shape;
 use crate::bn254::ntt::{self, Ntt, Scaling, Twiddles};
-use crate::bn254::{Affine, Fr, Group, Projective};
+use crate::bn254::Fr;
 use crate::error::Result;
 
 extern "C" {
@@ -113,14 +112,6 @@ extern "C" {
     );
 }
 
-/// The MSM steps of group `P` (G1's base field is Fq, G2's Fq2).
-fn steps<P: Group>() -> MsmSteps {
-    match P::DEGREE {
-        1 => G1_STEPS,
-        _ => G2_STEPS,
-    }
-}
-
 pub(crate) const G1_STEPS: MsmSteps = MsmSteps {
     digits: bn254_msm_digits,
     scan_tiles: bn254_msm_scan_tiles,
@@ -144,31 +135,6 @@ pub(crate) const G2_STEPS: MsmSteps = MsmSteps {
     sum_groups: bn254_g2_msm_sum_groups,
     shift_bases: bn254_g2_msm_shift_bases,
 };
-
-/// `sum scalars[i] * bases[i]` on G1 or G2 through the kernel code, with a given window size
-/// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:
-/// none), computed by the kernel code too.
-pub fn msm<P: Group>(
-    bases: &[Affine<P>],
-    scalars: &[Fr],
-    window: Option<u32>,
-    copies: u32,
-) -> Result<Projective<P>> {
-    use crate::bn254::{point_words, raw_bases, raw_scalars, SCALAR_BITS};
-    let (n, len) = (scalars.len(), bases.len());
-    let s = match window {
-        Some(c) => Shape::precomputed(n, SCALAR_BITS, c, copies, len)?,
-        None => Shape::for_bases(n, len, copies, SCALAR_BITS)?,
-    };
-    let sums = super::msm::window_sums(
-        &steps::<P>(),
-        point_words::<P>(),
-        &raw_bases(bases),
-        &raw_scalars(scalars),
-        &s,
-    )?;
-    Ok(crate::bn254::combine_windows::<P>(&sums, s.c))
-}
 
 /// The NTT steps on host buffers of raw limbs.
 struct NttHost;
@@ -250,11 +216,11 @@ pub fn ntt(values: &mut [Fr], t: &Ntt, table_log: u32) -> Result<()> {
     }
     let mut k = NttHost;
     let tw = Twiddles::build(&mut k, table_log.max(t.log_size()))?;
-    let mut data = crate::bn254::raw_scalars(values);
+    let mut data = crate::msm::raw_elements(values);
     let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
     ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)?;
     for (x, l) in values.iter_mut().zip(out.chunks_exact(8)) {
-        *x = crate::bn254::fr_from_limbs(l);
+        *x = crate::msm::Limbs::from_limbs(l);
     }
     Ok(())
 }

@@ -207,3 +207,28 @@ impl Kernels for Host<'_> {
     }
 }
 
+
+/// `sum scalars[i] * bases[i]` on group `P` through its kernel code, with a given window size
+/// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:
+/// none), computed by the kernel code too.
+pub fn msm<P: crate::msm::Group>(
+    bases: &[crate::msm::Affine<P>],
+    scalars: &[P::ScalarField],
+    window: Option<u32>,
+    copies: u32,
+) -> Result<crate::msm::Projective<P>> {
+    use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
+    let (n, len, bits) = (scalars.len(), bases.len(), scalar_bits::<P>());
+    let s = match window {
+        Some(c) => Shape::precomputed(n, bits, c, copies, len)?,
+        None => Shape::for_bases(n, len, copies, bits)?,
+    };
+    let sums = window_sums(
+        &P::emulated(),
+        point_words::<P>(),
+        &raw_bases(bases),
+        &raw_elements(scalars),
+        &s,
+    )?;
+    Ok(combine_windows::<P>(&sums, s.c))
+}

@@ -158,14 +158,14 @@ impl Groth16<'_> {
 
         let msm1 = |clock: &mut Clock, name, bases, scalars: &[Fr]| {
             clock.run(name, || {
-                let out = bn.msm(bases, scalars)?;
+                let out = self.engine.msm(bases, scalars)?;
                 Ok((out.value, Some(out.backend)))
             })
         };
         let a = msm1(&mut clock, "MSM A", &pk.a_query, w)?;
         let b1 = msm1(&mut clock, "MSM B (G1)", &pk.b_g1_query, w)?;
         let b2 = clock.run("MSM B (G2)", || {
-            let out = bn.msm(&pk.b_g2_query, w)?;
+            let out = self.engine.msm(&pk.b_g2_query, w)?;
             Ok((out.value, Some(out.backend)))
         })?;
         let c = msm1(&mut clock, "MSM C", &pk.c_query, &w[pk.n_public + 1..])?;

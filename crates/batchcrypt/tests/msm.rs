@@ -1,19 +1,31 @@
-//! BN254 multi-scalar multiplication on G1 and G2: every backend present (arkworks on the CPU, and the GPU
-//! where there is one; required under BATCHCRYPT_REQUIRE_GPU=1), and the kernel code itself run
-//! on the host (feature `emulation`), against the plain sum of scalar multiplications — on random
-//! batches and on the shapes that break bucket methods: zero and one scalars, -1, repeated and
-//! opposite bases, the point at infinity, and every scalar in one bucket.
+//! Multi-scalar multiplication on BN254's and BLS12-381's G1 and G2: every backend present
+//! (arkworks on the CPU, and the GPU where there is one; required under BATCHCRYPT_REQUIRE_GPU=1),
+//! and the kernel code itself run on the host (feature `emulation`), against the plain sum of
+//! scalar multiplications — on random batches and on the shapes that break bucket methods: zero
+//! and one scalars, -1, repeated and opposite bases, the point at infinity, and every scalar in
+//! one bucket.
 
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, PrimeField, UniformRand, Zero};
-use batchcrypt::bn254::{Affine, Bases, Fr, Group, Projective, G1, G2};
-use batchcrypt::{Backend, Error, Primitive};
+use batchcrypt::msm::{Affine, Bases, Group, Projective};
+use batchcrypt::{Backend, Error};
 use rand::SeedableRng;
 
 mod common;
 
+use batchcrypt::bls12_381::{G1 as B1, G2 as B2};
+use batchcrypt::bn254::{G1, G2};
+
+/// A group's scalars.
+type Fr<P> = <P as ark_ec::CurveConfig>::ScalarField;
+
+/// The backends with the group's MSM.
+fn backends<P: Group>() -> Vec<Backend> {
+    common::backends(P::operation().primitive)
+}
+
 /// The definition: sum k_i P_i with one double-and-add per term.
-fn naive<P: Group>(bases: &[Affine<P>], scalars: &[Fr]) -> Projective<P> {
+fn naive<P: Group>(bases: &[Affine<P>], scalars: &[Fr<P>]) -> Projective<P> {
     bases
         .iter()
         .zip(scalars)
@@ -26,25 +38,25 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 }
 
 /// Batches named by what they exercise, each of `n` items.
-type Case<P> = (&'static str, Vec<Affine<P>>, Vec<Fr>);
+type Case<P> = (&'static str, Vec<Affine<P>>, Vec<Fr<P>>);
 
 fn cases<P: Group>(n: usize) -> Vec<Case<P>> {
     let mut r = rng(n as u64);
-    let (bases, scalars) = batchcrypt::bn254::sample::<P>(n, 7);
+    let (bases, scalars) = batchcrypt::msm::sample::<P>(n, 7);
     let g = Affine::<P>::generator();
     let mut v = vec![("random", bases.clone(), scalars.clone())];
     // A Groth16 witness: mostly 0 and 1, a few field elements, -1.
-    let witness: Vec<Fr> = (0..n)
+    let witness: Vec<Fr<P>> = (0..n)
         .map(|i| match i % 7 {
-            0 | 3 => Fr::ZERO,
-            1 | 4 | 5 => Fr::ONE,
-            2 => -Fr::ONE,
-            _ => Fr::rand(&mut r),
+            0 | 3 => Fr::<P>::ZERO,
+            1 | 4 | 5 => Fr::<P>::ONE,
+            2 => -Fr::<P>::ONE,
+            _ => Fr::<P>::rand(&mut r),
         })
         .collect();
     v.push(("witness-like", bases.clone(), witness));
     // One scalar for every base: every entry of a window lands in one bucket.
-    let k = Fr::rand(&mut r);
+    let k = Fr::<P>::rand(&mut r);
     v.push(("one bucket", bases.clone(), vec![k; n]));
     // Repeated and opposite bases, infinity among them (P + P and P + (-P) inside a bucket).
     let special: Vec<Affine<P>> = (0..n)
@@ -58,26 +70,26 @@ fn cases<P: Group>(n: usize) -> Vec<Case<P>> {
     v.push((
         "repeated, opposite, infinity",
         special.clone(),
-        vec![Fr::from(3u64); n],
+        vec![Fr::<P>::from(3u64); n],
     ));
     v.push(("repeated, random scalars", special, scalars));
-    v.push(("all zero", bases, vec![Fr::ZERO; n]));
+    v.push(("all zero", bases, vec![Fr::<P>::ZERO; n]));
     v
 }
 
 fn definition_on_every_backend<P: Group>(sizes: &[usize]) {
-    for b in common::backends(Primitive::Bn254) {
+    for b in backends::<P>() {
         let engine = common::engine(b);
         for &n in sizes {
             for (what, bases, scalars) in cases::<P>(n) {
                 let want = naive(&bases, &scalars);
-                let got = engine.bn254().msm(&Bases::new(bases), &scalars).unwrap();
+                let got = engine.msm(&Bases::new(bases), &scalars).unwrap();
                 assert_eq!(got.backend, b);
                 assert_eq!(
                     got.value.into_affine(),
                     want.into_affine(),
                     "{b}, {}: {what}, n = {n}",
-                    P::NAME
+                    P::KERNELS
                 );
             }
         }
@@ -87,15 +99,17 @@ fn definition_on_every_backend<P: Group>(sizes: &[usize]) {
 #[test]
 fn every_backend_matches_the_definition_on_g1() {
     definition_on_every_backend::<G1>(&[1, 2, 3, 100, 1000]);
+    definition_on_every_backend::<B1>(&[1, 2, 3, 100, 500]);
 }
 
 #[test]
 fn every_backend_matches_the_definition_on_g2() {
     definition_on_every_backend::<G2>(&[1, 2, 3, 100, 400]);
+    definition_on_every_backend::<B2>(&[1, 2, 3, 100, 200]);
 }
 
 fn gpu_against_arkworks<P: Group>(sizes: &[usize]) {
-    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+    if !backends::<P>().contains(&Backend::Cuda) {
         return;
     }
     let (gpu, cpu) = (
@@ -105,13 +119,13 @@ fn gpu_against_arkworks<P: Group>(sizes: &[usize]) {
     for &n in sizes {
         for (what, bases, scalars) in cases::<P>(n) {
             let bases = Bases::new(bases);
-            let want = cpu.bn254().msm(&bases, &scalars).unwrap().value;
-            let got = gpu.bn254().msm(&bases, &scalars).unwrap().value;
+            let want = cpu.msm(&bases, &scalars).unwrap().value;
+            let got = gpu.msm(&bases, &scalars).unwrap().value;
             assert_eq!(
                 got.into_affine(),
                 want.into_affine(),
                 "{}: {what}, n = {n}",
-                P::NAME
+                P::KERNELS
             );
         }
     }
@@ -121,16 +135,18 @@ fn gpu_against_arkworks<P: Group>(sizes: &[usize]) {
 fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<G1>(&[1 << 12, (1 << 16) + 3, 1 << 18]);
     gpu_against_arkworks::<G2>(&[1 << 12, (1 << 16) + 3]);
+    gpu_against_arkworks::<B1>(&[1 << 12, (1 << 16) + 3, 1 << 18]);
+    gpu_against_arkworks::<B2>(&[1 << 12, (1 << 16) + 3]);
 }
 
 /// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
 /// whole batch and a prefix, with a few copies and with one per digit window.
 #[test]
 fn gpu_precomputed_bases_match_arkworks() {
-    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
-        return;
-    }
     fn on<P: Group>(n: usize) {
+        if !backends::<P>().contains(&Backend::Cuda) {
+            return;
+        }
         let (gpu, cpu) = (
             common::engine(Backend::Cuda),
             common::engine(Backend::Arkworks),
@@ -140,13 +156,13 @@ fn gpu_precomputed_bases_match_arkworks() {
                 let plain = Bases::new(bases.clone());
                 let bases = Bases::new(bases).with_precomputation(copies);
                 for k in [&scalars[..], &scalars[..n / 3]] {
-                    let want = cpu.bn254().msm(&plain, k).unwrap().value;
-                    let got = gpu.bn254().msm(&bases, k).unwrap().value;
+                    let want = cpu.msm(&plain, k).unwrap().value;
+                    let got = gpu.msm(&bases, k).unwrap().value;
                     assert_eq!(
                         got.into_affine(),
                         want.into_affine(),
                         "{}: {what}, n = {n}, {} scalars, {copies} copies",
-                        P::NAME,
+                        P::KERNELS,
                         k.len()
                     );
                 }
@@ -156,11 +172,13 @@ fn gpu_precomputed_bases_match_arkworks() {
     on::<G1>(1 << 12);
     on::<G1>((1 << 16) + 3);
     on::<G2>(1 << 12);
+    on::<B1>((1 << 16) + 3);
+    on::<B2>(1 << 12);
 }
 
 fn prefix_and_errors<P: Group>() {
-    let (bases, scalars) = batchcrypt::bn254::sample::<P>(50, 3);
-    for (b, prepared) in common::backends(Primitive::Bn254)
+    let (bases, scalars) = batchcrypt::msm::sample::<P>(50, 3);
+    for (b, prepared) in backends::<P>()
         .into_iter()
         .flat_map(|b| {
             [
@@ -170,21 +188,20 @@ fn prefix_and_errors<P: Group>() {
         })
     {
         let engine = common::engine(b);
-        let bn = engine.bn254();
-        let got = bn.msm(&prepared, &scalars[..20]).unwrap().value;
+        let got = engine.msm(&prepared, &scalars[..20]).unwrap().value;
         assert_eq!(
             got.into_affine(),
             naive(&bases[..20], &scalars[..20]).into_affine(),
             "{b}"
         );
         let mut more = scalars.clone();
-        more.push(Fr::ONE);
+        more.push(Fr::<P>::ONE);
         assert!(
-            matches!(bn.msm(&prepared, &more), Err(Error::InvalidInput(_))),
+            matches!(engine.msm(&prepared, &more), Err(Error::InvalidInput(_))),
             "{b}"
         );
         assert!(
-            bn.msm(&prepared, &[]).unwrap().value.is_zero(),
+            engine.msm(&prepared, &[]).unwrap().value.is_zero(),
             "{b}: empty sum"
         );
     }
@@ -194,13 +211,15 @@ fn prefix_and_errors<P: Group>() {
 fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
     prefix_and_errors::<G1>();
     prefix_and_errors::<G2>();
+    prefix_and_errors::<B1>();
+    prefix_and_errors::<B2>();
 }
 
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
     use batchcrypt::msm::Shape;
-    use batchcrypt::emulation::bn254::msm;
+    use batchcrypt::emulation::msm::msm;
 
     /// The kernel code on the host, over window sizes from 4 bits (many windows, few buckets) to
     /// 13 (more buckets than points), so slices cross buckets and windows and the accumulation
@@ -215,14 +234,14 @@ mod emulated {
                         got.into_affine(),
                         want,
                         "{}: {what}, n = {n}, c = {c}",
-                        P::NAME
+                        P::KERNELS
                     );
                 }
                 assert_eq!(
                     msm(&bases, &scalars, None, 1).unwrap().into_affine(),
                     want,
                     "{}: {what}, n = {n}, default window",
-                    P::NAME
+                    P::KERNELS
                 );
             }
         }
@@ -231,34 +250,36 @@ mod emulated {
     #[test]
     fn kernels_match_the_definition_on_g1() {
         kernels_on::<G1>(&[1, 2, 5, 64, 700], &[4, 5, 8, 13]);
+        kernels_on::<B1>(&[1, 2, 5, 64, 300], &[4, 8, 13]);
     }
 
     #[test]
     fn kernels_match_the_definition_on_g2() {
         kernels_on::<G2>(&[1, 2, 5, 64, 300], &[4, 8, 13]);
+        kernels_on::<B2>(&[1, 2, 5, 64, 100], &[4, 9]);
     }
 
     /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.
-    #[test]
-    fn kernels_handle_the_largest_scalars() {
-        let n = 40;
-        let (bases, _) = batchcrypt::bn254::sample::<G1>(n, 11);
-        let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
+    fn largest_scalars<P: Group>(n: usize, windows: &[u32], copies: u32) {
+        let (bases, _) = batchcrypt::msm::sample::<P>(n, 11);
+        let scalars: Vec<Fr<P>> = (0..n).map(|i| -Fr::<P>::from(2u64).pow([i as u64])).collect();
         let want = naive(&bases, &scalars).into_affine();
-        for c in [4, 7, 16, 21] {
+        for &c in windows {
             assert_eq!(
-                msm(&bases, &scalars, Some(c), 1).unwrap().into_affine(),
+                msm(&bases, &scalars, Some(c), copies).unwrap().into_affine(),
                 want,
-                "c = {c}"
+                "{}: c = {c}, {copies} copies",
+                P::KERNELS
             );
         }
-        let (bases, _) = batchcrypt::bn254::sample::<G2>(n, 11);
-        let want = naive(&bases, &scalars).into_affine();
-        assert_eq!(
-            msm(&bases, &scalars, Some(7), 1).unwrap().into_affine(),
-            want,
-            "g2"
-        );
+    }
+
+    #[test]
+    fn kernels_handle_the_largest_scalars() {
+        largest_scalars::<G1>(40, &[4, 7, 16, 21], 1);
+        largest_scalars::<G2>(40, &[7], 1);
+        largest_scalars::<B1>(40, &[4, 7, 16, 21], 1);
+        largest_scalars::<B2>(40, &[7], 1);
     }
 
     /// Precomputed bases: every digit window reads its shifted copy and fills the buckets of
@@ -268,7 +289,7 @@ mod emulated {
     #[test]
     fn precomputed_kernels_match_the_definition() {
         fn on<P: Group>(n: usize, c: u32) {
-            let windows = 255u32.div_ceil(c);
+            let windows = (batchcrypt::msm::scalar_bits::<P>() + 1).div_ceil(c);
             for (what, bases, scalars) in cases::<P>(n) {
                 for copies in [2, 3, windows - 1, windows, 1000] {
                     let want = naive(&bases, &scalars).into_affine();
@@ -277,7 +298,7 @@ mod emulated {
                         got.into_affine(),
                         want,
                         "{}: {what}, n = {n}, c = {c}, {copies} copies",
-                        P::NAME
+                        P::KERNELS
                     );
                     // The first half of the scalars over all the bases (copies `n` points apart).
                     let half = &scalars[..n / 2];
@@ -287,7 +308,7 @@ mod emulated {
                         got.into_affine(),
                         want,
                         "{}: {what}, prefix, c = {c}, {copies} copies",
-                        P::NAME
+                        P::KERNELS
                     );
                 }
             }
@@ -295,20 +316,15 @@ mod emulated {
         on::<G1>(300, 8);
         on::<G1>(64, 13);
         on::<G2>(100, 9);
-        let n = 40;
-        let (bases, _) = batchcrypt::bn254::sample::<G1>(n, 11);
-        let scalars: Vec<Fr> = (0..n).map(|i| -Fr::from(2u64).pow([i as u64])).collect();
-        let want = naive(&bases, &scalars).into_affine();
+        on::<B1>(100, 8);
+        on::<B2>(40, 9);
         for (c, copies) in [(4, 64), (7, 5), (16, 16), (21, 2)] {
-            assert_eq!(
-                msm(&bases, &scalars, Some(c), copies)
-                    .unwrap()
-                    .into_affine(),
-                want,
-                "c = {c}, {copies} copies"
-            );
+            largest_scalars::<G1>(40, &[c], copies);
+            largest_scalars::<B1>(40, &[c], copies);
         }
         // The default choice for precomputed bases.
+        let (bases, scalars) = batchcrypt::msm::sample::<G1>(40, 11);
+        let want = naive(&bases, &scalars).into_affine();
         assert_eq!(msm(&bases, &scalars, None, 4).unwrap().into_affine(), want);
     }
 

@@ -1,0 +1,472 @@
+//! The GPU backend: the MSM steps of `kernels/include/bc/msm.cuh` (instantiated per group in its
+//! curve's kernel image) on a stream, with the bases uploaded once and kept in GPU memory; and
+//! the staged transfers of field elements that the NTT shares.
+
+use super::{point_words, Group, Kernels, Limbs, Shape, SCALAR_WORDS, SCAN_THREADS};
+use crate::backend::cuda::{grid_1d, DriverResult, Gpu, PinnedPool, StreamGuard};
+use crate::error::Result;
+use crate::memory::Reservation;
+use cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use std::sync::Arc;
+
+/// Launches kernel `name` of the group's image with the given arguments.
+macro_rules! launch {
+    ($k:expr, $name:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
+        let f = $k.gpu.function($k.image, $name)?;
+        let mut b = $k.stream.launch_builder(&f);
+        $(b.arg($arg);)*
+        // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
+        // `msm::window_sums` for the items the kernel walks.
+        unsafe { b.launch($cfg) }.map(drop).driver("launch")
+    }};
+}
+
+/// Affine bases of group P in GPU memory (arkworks' Montgomery limbs of x and y), with their
+/// precomputed copies one after another (`shape`: the MSM shape of all of them).
+pub struct DeviceBases<P: Group> {
+    pts: CudaSlice<u32>,
+    shape: Shape,
+    _memory: Reservation<'static>,
+    _group: std::marker::PhantomData<P>,
+}
+
+impl<P: Group> DeviceBases<P> {
+    /// `raw` (x and y limbs, infinity as zeros) uploaded, and the copies `shape` reads computed
+    /// from it by doublings on the GPU.
+    pub(crate) fn upload(raw: &[u32], shape: &Shape) -> Result<DeviceBases<P>> {
+        let gpu = Gpu::available()?;
+        let copies = shape.copies() as usize;
+        let memory = gpu
+            .budget()
+            .reserve(4 * (copies * raw.len()).max(16) as u64, "MSM bases")?;
+        let stream = gpu.stream()?;
+        let mut pts = alloc::<u32>(&stream, (copies * raw.len()).max(16), false)?;
+        if !raw.is_empty() {
+            stream
+                .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
+                .driver("upload bases")?;
+        }
+        let (n, shift) = (shape.stride as u64, shape.shift());
+        let f = gpu.function(P::image(), &format!("{}_msm_shift_bases", P::KERNELS))?;
+        for j in 1..copies {
+            let (prev, mut next) = pts.split_at_mut(j * raw.len());
+            let from = prev.slice((j - 1) * raw.len()..);
+            let mut b = stream.launch_builder(&f);
+            b.arg(&from).arg(&n).arg(&shift).arg(&mut next);
+            // SAFETY: copy j - 1 and copy j, `n` points each, in one buffer sized for all copies.
+            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }.driver("launch")?;
+        }
+        stream.synchronize().driver("sync")?;
+        Ok(DeviceBases {
+            pts,
+            shape: *shape,
+            _memory: memory,
+            _group: std::marker::PhantomData,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.shape.stride
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies of the bases held (1: no precomputation).
+    pub fn copies(&self) -> u32 {
+        self.shape.copies()
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> usize {
+        self.copies() as usize * self.len() * 4 * super::base_words::<P>()
+    }
+}
+
+/// Each window's sum of `sum k_i P_i` on group P (kernel points, one after another).
+pub(crate) fn window_sums<P: Group>(
+    bases: &DeviceBases<P>,
+    scalars: &[P::ScalarField],
+    s: &Shape,
+) -> Result<Vec<u32>> {
+    let gpu = Gpu::available()?;
+    let point_bytes = 4 * point_words::<P>() as u64;
+    let _memory = gpu
+        .budget()
+        .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
+    let (mut k, dev) = Launcher::with_scalars(gpu, bases, s, scalars)?;
+    super::window_sums(&mut k, s, &dev)
+}
+
+/// Elements per piece of the staged upload: converting one piece overlaps the copy of the last.
+const UPLOAD_PIECE: usize = 1 << 20;
+
+/// Page-locked staging for uploads of field elements (write-combined: the host only writes it), one buffer
+/// per concurrent upload, kept between calls; one pool per device.
+struct Staging(PinnedPool);
+
+impl Default for Staging {
+    fn default() -> Self {
+        Staging(PinnedPool::new(
+            cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
+            16,
+        ))
+    }
+}
+
+/// Field elements in GPU memory as the kernels read them (Montgomery limbs): converted piece by
+/// piece into page-locked staging, each piece's copy running while the next is converted.
+pub(crate) fn upload_elements<F: Limbs>(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    xs: &[F],
+) -> Result<CudaSlice<u32>> {
+    let words = F::WORDS * xs.len();
+    let mut dev = alloc::<u32>(stream, words.max(F::WORDS), false)?;
+    let mut staging = gpu.local::<Staging>().0.take(gpu, words)?;
+    // One wait for earlier copies out of the staging buffer, then raw access.
+    let host = staging.as_mut_slice().driver("pinned")?;
+    let host: &mut [u32] = &mut host[..words];
+    for (i, piece) in xs.chunks(UPLOAD_PIECE).enumerate() {
+        let at = i * UPLOAD_PIECE * F::WORDS;
+        let dst = &mut host[at..at + F::WORDS * piece.len()];
+        super::elements_into(dst, piece);
+        // SAFETY: `dst` stays untouched until the stream synchronises below (the staging buffer
+        // is ours until then); the copy is ordered before the kernels on the same stream.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(
+                dev.slice_mut(at..at + dst.len()).device_ptr_mut(stream).0,
+                dst,
+                stream.cu_stream(),
+            )
+        }
+        .driver("cuMemcpyHtoDAsync")?;
+    }
+    stream.synchronize().driver("sync")?;
+    Ok(dev)
+}
+
+/// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
+/// `iters` runs (for benchmarks).
+pub fn kernel_seconds<P: Group>(
+    bases: &super::Bases<P>,
+    scalars: &[P::ScalarField],
+    iters: usize,
+) -> Result<f64> {
+    let s = bases.shape(scalars.len())?;
+    let held = bases.device()?;
+    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
+    let st = (*k.stream).clone();
+    crate::backend::cuda::time_on_stream(&st, iters, || {
+        super::window_sums(&mut k, &s, &dev).map(drop)
+    })
+}
+
+/// Page-locked landing space for downloads (cached: the host reads it), like [`Staging`].
+struct Landing(PinnedPool);
+
+impl Default for Landing {
+    fn default() -> Self {
+        Landing(PinnedPool::new(0, 16))
+    }
+}
+
+/// Field elements from GPU memory into `out`.
+pub(crate) fn download_elements<F: Limbs>(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    dev: &CudaSlice<u32>,
+    out: &mut [F],
+) -> Result<()> {
+    use rayon::prelude::*;
+    let words = F::WORDS * out.len();
+    let mut landing = gpu.local::<Landing>().0.take(gpu, words)?;
+    let host = landing.as_mut_slice().driver("pinned")?;
+    // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
+    // copy is asynchronous until the stream is synchronised.
+    let host = &mut host[..words];
+    stream
+        .memcpy_dtoh(&dev.slice(0..words), host)
+        .driver("download")?;
+    stream.synchronize().driver("sync")?;
+    out.par_iter_mut()
+        .zip(host.par_chunks_exact(F::WORDS))
+        .with_min_len(1 << 12)
+        .for_each(|(x, l)| *x = F::from_limbs(l));
+    Ok(())
+}
+
+/// A device buffer of `len` elements, zeroed or not.
+pub(crate) fn alloc<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    len: usize,
+    zeroed: bool,
+) -> Result<CudaSlice<T>> {
+    if zeroed {
+        return stream
+            .alloc_zeros::<T>(len)
+            .driver("cuMemAlloc");
+    }
+    // SAFETY: only for buffers a kernel writes in full before any read (see msm::Kernels).
+    unsafe { stream.alloc::<T>(len) }.driver("cuMemAlloc")
+}
+
+/// The MSM steps on a stream, for the group of `bases`.
+struct Launcher<'a> {
+    gpu: &'static Gpu,
+    stream: StreamGuard<'static>,
+    bases: &'a CudaSlice<u32>,
+    image: &'static crate::backend::cuda::KernelImage,
+    /// The point steps' and the scalar steps' kernel name prefixes.
+    group: &'static str,
+    scalar: &'static str,
+    point_bytes: usize,
+}
+
+impl<'a> Launcher<'a> {
+    /// The steps on a new stream, and the scalars uploaded on it. Fails for a shape that reads
+    /// other copies than the bases hold.
+    fn with_scalars<P: Group>(
+        gpu: &'static Gpu,
+        bases: &'a DeviceBases<P>,
+        s: &Shape,
+        scalars: &[P::ScalarField],
+    ) -> Result<(Self, CudaSlice<u32>)> {
+        let held = &bases.shape;
+        if s.n > held.stride {
+            return Err(crate::error::Error::invalid(format!(
+                "{} scalars for {} bases",
+                s.n, held.stride
+            )));
+        }
+        if s.copies() > 1 && (s.c, s.sets, s.stride) != (held.c, held.sets, held.stride) {
+            return Err(crate::error::Error::invalid(format!(
+                "an MSM shape (window {}, {} bucket windows) other than the one these precomputed bases were made for (window {}, {})",
+                s.c, s.sets, held.c, held.sets
+            )));
+        }
+        let stream = gpu.stream()?;
+        debug_assert_eq!(<P::ScalarField as Limbs>::WORDS, SCALAR_WORDS);
+        let dev = upload_elements(gpu, &stream, scalars)?;
+        let k = Launcher {
+            gpu,
+            stream,
+            bases: &bases.pts,
+            image: P::image(),
+            group: P::KERNELS,
+            scalar: P::SCALAR_KERNELS,
+            point_bytes: 4 * point_words::<P>(),
+        };
+        Ok((k, dev))
+    }
+
+    fn kernel(&self, step: &str) -> String {
+        format!("{}_msm_{step}", self.group)
+    }
+
+    fn scalar_kernel(&self, step: &str) -> String {
+        format!("{}_msm_{step}", self.scalar)
+    }
+}
+
+impl Kernels for Launcher<'_> {
+    type Words = CudaSlice<u32>;
+    type Points = CudaSlice<u8>;
+
+    fn words(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u32>> {
+        alloc(&self.stream, len.max(1) as usize, zeroed)
+    }
+
+    fn points(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u8>> {
+        alloc(&self.stream, len.max(1) as usize * self.point_bytes, zeroed)
+    }
+
+    fn digits(
+        &mut self,
+        scalars: &CudaSlice<u32>,
+        s: &Shape,
+        digits: &mut CudaSlice<u32>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = s.n as u64;
+        launch!(
+            self,
+            &self.scalar_kernel("digits"),
+            grid_1d(n, 256),
+            scalars,
+            &n,
+            &s.c,
+            &s.windows,
+            &s.sets,
+            digits,
+            counts
+        )
+    }
+
+    fn scan_tiles(
+        &mut self,
+        data: &mut CudaSlice<u32>,
+        m: u64,
+        tile: u32,
+        totals: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let blocks = m.div_ceil(u64::from(tile)).clamp(1, 1 << 16) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (SCAN_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        launch!(self, &self.scalar_kernel("scan_tiles"), cfg, data, &m, &tile, totals)
+    }
+
+    fn scan_add(
+        &mut self,
+        data: &mut CudaSlice<u32>,
+        m: u64,
+        tile: u32,
+        offsets: &CudaSlice<u32>,
+    ) -> Result<()> {
+        launch!(
+            self,
+            &self.scalar_kernel("scan_add"),
+            grid_1d(m, 256),
+            data,
+            &m,
+            &tile,
+            offsets
+        )
+    }
+
+    fn first_word(&mut self, w: &CudaSlice<u32>) -> Result<u32> {
+        let mut out = [0u32; 1];
+        self.stream
+            .memcpy_dtoh(&w.slice(0..1), &mut out)
+            .driver("download")?;
+        self.stream.synchronize().driver("sync")?;
+        Ok(out[0])
+    }
+
+    fn scatter(
+        &mut self,
+        digits: &CudaSlice<u32>,
+        s: &Shape,
+        cursor: &mut CudaSlice<u32>,
+        entries: &mut CudaSlice<u32>,
+        keys: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let (n, stride) = (s.n as u64, s.stride as u32);
+        launch!(
+            self,
+            &self.scalar_kernel("scatter"),
+            grid_1d(n * u64::from(s.windows), 256),
+            digits,
+            &n,
+            &s.c,
+            &s.windows,
+            &s.sets,
+            &stride,
+            cursor,
+            entries,
+            keys
+        )
+    }
+
+    fn accumulate_points(
+        &mut self,
+        entries: &CudaSlice<u32>,
+        keys: &CudaSlice<u32>,
+        total: u64,
+        buckets: &mut CudaSlice<u8>,
+        next: &mut (CudaSlice<u32>, CudaSlice<u8>),
+    ) -> Result<()> {
+        let slice = crate::msm::SLICE;
+        let bases = self.bases;
+        launch!(
+            self,
+            &self.kernel("accumulate_points"),
+            grid_1d(total.div_ceil(u64::from(slice)), 128),
+            bases,
+            entries,
+            keys,
+            &total,
+            &slice,
+            buckets,
+            &mut next.0,
+            &mut next.1
+        )
+    }
+
+    fn accumulate_partials(
+        &mut self,
+        from: &(CudaSlice<u32>, CudaSlice<u8>),
+        total: u64,
+        buckets: &mut CudaSlice<u8>,
+        next: &mut (CudaSlice<u32>, CudaSlice<u8>),
+    ) -> Result<()> {
+        let slice = crate::msm::SLICE;
+        launch!(
+            self,
+            &self.kernel("accumulate_partials"),
+            grid_1d(total.div_ceil(u64::from(slice)), 128),
+            &from.1,
+            &from.0,
+            &total,
+            &slice,
+            buckets,
+            &mut next.0,
+            &mut next.1
+        )
+    }
+
+    fn window_segments(
+        &mut self,
+        buckets: &CudaSlice<u8>,
+        s: &Shape,
+        out: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        let (per_window, per) = (s.buckets_per_window(), s.segment());
+        let items = u64::from(s.sets) * u64::from(per_window / per);
+        launch!(
+            self,
+            &self.kernel("window_segments"),
+            grid_1d(items, 128),
+            buckets,
+            &per_window,
+            &s.sets,
+            &per,
+            out
+        )
+    }
+
+    fn sum_groups(
+        &mut self,
+        input: &CudaSlice<u8>,
+        groups: u64,
+        m: u32,
+        out: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        launch!(
+            self,
+            &self.kernel("sum_groups"),
+            grid_1d(groups, 64),
+            input,
+            &groups,
+            &m,
+            out
+        )
+    }
+
+    fn read_points(&mut self, p: &CudaSlice<u8>, len: usize) -> Result<Vec<u32>> {
+        let bytes = self
+            .stream
+            .clone_dtoh(&p.slice(0..len * self.point_bytes))
+            .driver("download")?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+}

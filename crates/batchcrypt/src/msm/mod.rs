@@ -1,0 +1,471 @@
+//! Multi-scalar multiplication, `sum k_i P_i`, on any short-Weierstrass group whose parameters
+//! implement [`Group`]: BN254's G1 and G2 (`crate::bn254`) and BLS12-381's (`crate::bls12_381`).
+//!
+//! Types are arkworks', so a prover built on arkworks passes its data as it is, and field
+//! elements cross to the GPU in arkworks' own Montgomery limbs, with no conversion. The GPU path
+//! ([`gpu`]) runs a group's instantiation of the generic field, curve and MSM templates
+//! (`kernels/include/bc/msm.cuh`) through the one chain of kernel steps of [`window_sums`]; the
+//! CPU path ([`cpu`]) is arkworks' Pippenger on all cores. Both give the same group element
+//! (tests/msm.rs); the dispatcher picks one per batch.
+
+pub mod cpu;
+pub mod gpu;
+mod pippenger;
+
+pub use pippenger::*;
+
+pub use ark_ec::short_weierstrass::{Affine, Projective};
+
+use crate::backend::cuda::KernelImage;
+use crate::backend::Backend;
+use crate::dispatch::{Cost, Location, Workload};
+use crate::error::{Error, Result};
+use crate::operation::{Operation, Whole};
+use crate::{Engine, Output};
+use ark_ec::short_weierstrass::SWCurveConfig;
+use ark_ec::AffineRepr;
+use ark_ff::{BigInt, Field, Fp, Fp2, Fp2Config, MontBackend, MontConfig, PrimeField};
+use std::sync::Arc;
+
+/// A field element as the kernels hold it: arkworks' Montgomery limbs as little-endian 32-bit
+/// words (for an extension field, c0's then c1's).
+pub trait Limbs: Field {
+    /// 32-bit words of one element.
+    const WORDS: usize;
+    fn limbs_into(&self, out: &mut [u32]);
+    fn from_limbs(raw: &[u32]) -> Self;
+}
+
+impl<C: MontConfig<N>, const N: usize> Limbs for Fp<MontBackend<C, N>, N> {
+    const WORDS: usize = 2 * N;
+    fn limbs_into(&self, out: &mut [u32]) {
+        for (d, s) in out.chunks_exact_mut(2).zip(&self.0 .0) {
+            d[0] = *s as u32;
+            d[1] = (*s >> 32) as u32;
+        }
+    }
+    fn from_limbs(l: &[u32]) -> Self {
+        Fp::new_unchecked(BigInt(std::array::from_fn(|i| {
+            u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
+        })))
+    }
+}
+
+impl<P: Fp2Config> Limbs for Fp2<P>
+where
+    P::Fp: Limbs,
+{
+    const WORDS: usize = 2 * <P::Fp as Limbs>::WORDS;
+    fn limbs_into(&self, out: &mut [u32]) {
+        let (c0, c1) = out.split_at_mut(<P::Fp as Limbs>::WORDS);
+        self.c0.limbs_into(c0);
+        self.c1.limbs_into(c1);
+    }
+    fn from_limbs(raw: &[u32]) -> Self {
+        let (c0, c1) = raw.split_at(<P::Fp as Limbs>::WORDS);
+        Fp2::<P>::new(P::Fp::from_limbs(c0), P::Fp::from_limbs(c1))
+    }
+}
+
+/// Words of a scalar as the kernels read it (at most 256 bits: eight 32-bit limbs).
+pub const SCALAR_WORDS: usize = 8;
+
+/// A group the MSM runs on: its arkworks parameters, its kernels and its cost model's key. A new
+/// curve's groups are these constants (`bn254::G1`, `bls12_381::G2`, ...).
+pub trait Group: SWCurveConfig<BaseField: Limbs, ScalarField: Limbs + PrimeField> {
+    /// The point steps' kernels are `<KERNELS>_msm_*` (e.g. "bn254_g1").
+    const KERNELS: &'static str;
+    /// The scalar steps' kernels (digits, histogram, sort) are `<SCALAR_KERNELS>_msm_*`.
+    const SCALAR_KERNELS: &'static str;
+    /// The cost model's key.
+    const OP: &'static str;
+    /// The kernel image holding the steps.
+    fn image() -> &'static KernelImage;
+    /// The group's MSM as the engine runs it (dispatch, calibration).
+    fn operation() -> &'static Operation;
+    /// The same kernels compiled for the host.
+    #[cfg(feature = "emulation")]
+    fn emulated() -> crate::emulation::msm::MsmSteps;
+}
+
+/// Bits of the group's scalar field's modulus.
+pub fn scalar_bits<P: Group>() -> u32 {
+    <P::ScalarField as PrimeField>::MODULUS_BIT_SIZE
+}
+
+/// 32-bit words of a kernel's affine base (x, y).
+pub(crate) fn base_words<P: Group>() -> usize {
+    2 * <P::BaseField as Limbs>::WORDS
+}
+
+/// 32-bit words of a kernel's Jacobian point (X, Y, Z).
+pub(crate) fn point_words<P: Group>() -> usize {
+    3 * <P::BaseField as Limbs>::WORDS
+}
+
+/// An [`Operation`] for the MSM of group `P` (bases resident on the GPU; split across GPUs by
+/// the bases' slices).
+pub const fn operation<P: Group>(
+    primitive: crate::backend::Primitive,
+    about: &'static str,
+) -> Operation {
+    Operation {
+        split: crate::operation::Split::Itself,
+        ..Operation::new(
+            P::OP,
+            primitive,
+            about,
+            &[Backend::Arkworks],
+            (32, 0, 1),
+            calibrate::<P>,
+        )
+    }
+}
+
+/// Bases prepared for many MSMs (a proving key's queries): kept on the host, and uploaded to GPU
+/// memory by the first MSM that runs there, then reused by every later one.
+///
+/// Fixed bases may also be precomputed ([`Bases::with_precomputation`]): the GPU keeps `copies`
+/// copies of them, each the last doubled `c * sets` times, so that an MSM reduces `sets` windows of
+/// buckets instead of one per digit window. It costs `copies` times the bases' GPU memory and
+/// one pass of doublings on upload (docs/performance.md has what it saves), so it is for bases
+/// many MSMs reuse, and off unless asked for.
+pub struct Bases<P: Group> {
+    host: Vec<Affine<P>>,
+    /// Copies the GPU precomputes (1: none).
+    copies: u32,
+    /// The bases in GPU memory, by the set of GPUs that holds them (a bitmask of GPU indices): an
+    /// MSM on one GPU keeps them all there; one over several GPUs gives each a contiguous slice.
+    resident: std::sync::Mutex<std::collections::HashMap<u64, Arc<Resident<P>>>>,
+}
+
+/// Bases in GPU memory: each part is a GPU, the bases it holds (a range of the host's), and
+/// their device copy.
+pub struct Resident<P: Group> {
+    pub parts: Vec<(usize, std::ops::Range<usize>, gpu::DeviceBases<P>)>,
+}
+
+impl<P: Group> std::ops::Deref for Resident<P> {
+    type Target = gpu::DeviceBases<P>;
+    /// The first part: all of the bases where one GPU holds them.
+    fn deref(&self) -> &gpu::DeviceBases<P> {
+        &self.parts[0].2
+    }
+}
+
+impl<P: Group> Bases<P> {
+    pub fn new(bases: Vec<Affine<P>>) -> Self {
+        Bases {
+            host: bases,
+            copies: 1,
+            resident: Default::default(),
+        }
+    }
+
+    /// Precomputes up to `copies` shifted copies on the GPU (at most one per digit window; 1 is
+    /// none). The CPU backend reads the bases as they are.
+    pub fn with_precomputation(mut self, copies: u32) -> Self {
+        self.copies = copies.max(1);
+        self.resident = Default::default(); // made again with the copies
+        self
+    }
+
+    /// The shape of a GPU MSM of `n` scalars over these bases: with precomputation, the window
+    /// and copies chosen for all the bases, so every call reads the same copies.
+    pub(crate) fn shape(&self, n: usize) -> Result<Shape> {
+        Shape::for_bases(n, self.len(), self.copies, scalar_bits::<P>())
+    }
+
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[Affine<P>] {
+        &self.host
+    }
+
+    /// GPU memory the bases take on the GPUs that hold them, their precomputed copies included.
+    pub fn device_bytes(&self) -> u64 {
+        self.len() as u64 * 4 * base_words::<P>() as u64 * u64::from(self.copies)
+    }
+
+    /// Frees the bases' GPU copies on every GPU (a service evicting a key for another's room);
+    /// the next MSM uploads them again. An MSM running now keeps its copy until it ends.
+    pub fn release_device(&self) {
+        self.resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Whether the bases are in GPU memory already (on some GPUs).
+    pub fn is_resident(&self) -> bool {
+        !self
+            .resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// The bases in the current GPU's memory (with their precomputed copies), uploading them
+    /// on first use.
+    pub fn device(&self) -> Result<Arc<Resident<P>>> {
+        self.resident_on(&crate::dispatch::GpuShares::one(
+            crate::backend::gpu::current(),
+        ))
+    }
+
+    /// The bases in the memory of `gpus`, each holding a contiguous slice in proportion to its
+    /// share, uploaded (all GPUs at once) on first use for that set.
+    pub fn resident_on(&self, gpus: &crate::dispatch::GpuShares) -> Result<Arc<Resident<P>>> {
+        let key = gpus.iter().fold(0u64, |m, (g, _)| m | 1 << g);
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = held.get(&key) {
+            return Ok(r.clone());
+        }
+        let parts = gpus.split(self.len().max(1), 1);
+        let uploaded: Vec<Result<_>> = std::thread::scope(|s| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|(g, range)| {
+                    let range = range.start.min(self.len())..range.end.min(self.len());
+                    s.spawn(move || {
+                        crate::backend::gpu::run_on(g, || {
+                            let len = range.len();
+                            let shape =
+                                Shape::for_bases(len, len, self.copies, scalar_bits::<P>())?;
+                            let raw = raw_bases(&self.host[range.clone()]);
+                            gpu::DeviceBases::upload(&raw, &shape).map(|b| (g, range, b))
+                        })
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let parts = uploaded
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Error::BackendUnavailable {
+                backend: "cuda".into(),
+                why: e.to_string(),
+            })?;
+        let r = Arc::new(Resident { parts });
+        held.insert(key, r.clone());
+        Ok(r)
+    }
+}
+
+/// Field elements as the kernels read them (see [`Limbs`]).
+pub(crate) fn raw_elements<F: Limbs>(xs: &[F]) -> Vec<u32> {
+    let mut out = vec![0u32; F::WORDS * xs.len()];
+    elements_into(&mut out, xs);
+    out
+}
+
+/// [`raw_elements`] into `dst`, on all cores; writes `dst` only (it may be write-combined
+/// staging).
+pub(crate) fn elements_into<F: Limbs>(dst: &mut [u32], xs: &[F]) {
+    use rayon::prelude::*;
+    dst.par_chunks_exact_mut(F::WORDS)
+        .zip(xs.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, x)| x.limbs_into(d));
+}
+
+/// Affine bases as the kernels read them: x, y as base field limbs, infinity as zeros.
+pub(crate) fn raw_bases<P: Group>(bases: &[Affine<P>]) -> Vec<u32> {
+    use rayon::prelude::*;
+    let w = <P::BaseField as Limbs>::WORDS;
+    let mut out = vec![0u32; 2 * w * bases.len()];
+    out.par_chunks_exact_mut(2 * w)
+        .zip(bases.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, p)| {
+            if !p.infinity {
+                p.x.limbs_into(&mut d[..w]);
+                p.y.limbs_into(&mut d[w..]);
+            }
+        });
+    out
+}
+
+/// A kernel's Jacobian point (limbs of X, Y, Z; the same representation as arkworks').
+fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
+    use ark_ff::Zero;
+    let w = <P::BaseField as Limbs>::WORDS;
+    let z = P::BaseField::from_limbs(&p[2 * w..3 * w]);
+    if z.is_zero() {
+        return Projective::default();
+    }
+    Projective::new_unchecked(
+        P::BaseField::from_limbs(&p[..w]),
+        P::BaseField::from_limbs(&p[w..2 * w]),
+        z,
+    )
+}
+
+/// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
+pub(crate) fn combine_windows<P: Group>(sums: &[u32], c: u32) -> Projective<P> {
+    use ark_ff::AdditiveGroup;
+    let mut acc = Projective::<P>::default();
+    for s in sums.chunks_exact(point_words::<P>()).rev() {
+        for _ in 0..c {
+            acc.double_in_place();
+        }
+        acc += from_raw::<P>(s);
+    }
+    acc
+}
+
+impl Engine {
+    /// `sum scalars[i] * bases[i]` over the first `scalars.len()` bases of group `P`
+    /// (`engine.msm::<bn254::G1>(..)`); an empty sum is the identity. More scalars than bases
+    /// is an error.
+    pub fn msm<P: Group>(
+        &self,
+        bases: &Bases<P>,
+        scalars: &[P::ScalarField],
+    ) -> Result<Output<Projective<P>>> {
+        if scalars.len() > bases.len() {
+            return Err(Error::invalid(format!(
+                "{} scalars for {} bases: an MSM needs a base per scalar",
+                scalars.len(),
+                bases.len()
+            )));
+        }
+        let n = scalars.len();
+        let op = P::operation();
+        let out = self.run(
+            op,
+            &workload::<P>(n, bases.is_resident()),
+            op.cpu,
+            |_, threads| {
+                Ok(Whole(match n {
+                    0 => Projective::default(),
+                    _ => cpu::msm(bases.as_slice(), scalars, threads),
+                }))
+            },
+            // Each GPU of the plan holds a slice of the bases and sums its scalars' share; the
+            // partial sums are added.
+            |_, gpus| {
+                if n == 0 {
+                    return Ok(Whole(Projective::default()));
+                }
+                let resident = bases.resident_on(gpus)?;
+                let sums: Vec<Result<Projective<P>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = resident
+                        .parts
+                        .iter()
+                        .filter(|(_, range, _)| range.start < n)
+                        .map(|(g, range, held)| {
+                            let part = &scalars[range.start..range.end.min(n)];
+                            s.spawn(move || {
+                                crate::backend::gpu::run_on(*g, || {
+                                    let shape = Shape::for_bases(
+                                        part.len(),
+                                        range.len(),
+                                        bases.copies,
+                                        scalar_bits::<P>(),
+                                    )?;
+                                    Ok(combine_windows::<P>(
+                                        &gpu::window_sums(held, part, &shape)?,
+                                        shape.c,
+                                    ))
+                                })
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        .collect()
+                });
+                let mut total = Projective::<P>::default();
+                for s in sums {
+                    total += s?;
+                }
+                Ok(Whole(total))
+            },
+        )?;
+        Ok(out.map(|w| w.0))
+    }
+
+    /// The estimated time of an MSM of `n` points of group `P` on all CPU cores and on the GPU
+    /// (bases in GPU memory), measuring each backend on first use (`batchcrypt calibrate`).
+    pub fn msm_estimates<P: Group>(&self, n: usize) -> [crate::dispatch::Plan; 2] {
+        self.dispatcher()
+            .estimates(&workload::<P>(n, true), Backend::Arkworks, P::operation())
+    }
+}
+
+/// The scalars always move; the bases too unless they are in GPU memory already.
+fn workload<P: Group>(n: usize, resident: bool) -> Workload {
+    let n64 = n as u64;
+    let base_bytes = 4 * base_words::<P>() as u64;
+    Workload {
+        op: P::OP,
+        items: n64,
+        units: n64,
+        bytes_in: 4 * SCALAR_WORDS as u64 * n64 + if resident { 0 } else { base_bytes * n64 },
+        bytes_out: 4 * point_words::<P>() as u64,
+        location: Location::Host,
+    }
+}
+
+/// Deterministic sample points and scalars for calibration, tests and benchmarks: distinct
+/// multiples `(1 + i s) G` of the group's generator (consecutive additions in parallel chunks,
+/// one batch normalisation) and uniform scalars.
+pub fn sample<P: Group>(n: usize, seed: u64) -> (Vec<Affine<P>>, Vec<P::ScalarField>) {
+    use ark_ec::CurveGroup;
+    use ark_ff::UniformRand;
+    use rand::SeedableRng;
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 12;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let s = P::ScalarField::rand(&mut rng);
+    let g = Projective::<P>::from(Affine::<P>::generator());
+    let step = g * s;
+    let mut proj = vec![Projective::<P>::default(); n];
+    proj.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(j, chunk)| {
+            let one = P::ScalarField::from(1u64);
+            let mut p = g * (one + P::ScalarField::from((j * CHUNK) as u64) * s);
+            for q in chunk {
+                *q = p;
+                p += step;
+            }
+        });
+    let scalars = (0..n).map(|_| P::ScalarField::rand(&mut rng)).collect();
+    (Projective::normalize_batch(&proj), scalars)
+}
+
+/// Measures one backend: a small and a larger MSM (one thread for the CPU, bases resident on the
+/// GPU). Pippenger's cost per point falls as batches grow, so a line through two sizes puts a
+/// fixed cost where there is little: the CPU is fitted from 16 points, below where the
+/// crossover lies, so that small batches are not sent to the GPU for a fixed cost the CPU does
+/// not have.
+fn calibrate<P: Group>(backend: Backend) -> Result<Cost> {
+    let (small, large) = match backend {
+        Backend::Cuda => (1 << 10, 1 << 16),
+        _ => (1 << 4, 1 << 10),
+    };
+    let (points, scalars) = sample::<P>(large, 1);
+    let bases = Bases::new(points);
+    let engine = Engine::measuring(backend);
+    let run = |n: usize| -> Result<()> {
+        match backend {
+            Backend::Arkworks => drop(cpu::msm(bases.as_slice(), &scalars[..n], 1)),
+            _ => drop(engine.msm(&bases, &scalars[..n])?),
+        }
+        Ok(())
+    };
+    crate::dispatch::fit_sizes(small, large, 1, run)
+}
