@@ -3,7 +3,8 @@
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
 # STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench pybench prove psi
-# sass sanitize (compute-sanitizer over test binaries; only when named), e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
+# sass sanitize (compute-sanitizer over test binaries; only when named) peers (the GPU peers built under
+# peers/out, each by its peers/<name>/run.sh; only when named; PEERS picks them), e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=.gpu-bundle
@@ -115,10 +116,18 @@ want bitcoin && [ -d "$bd" ] && step bitcoin-chain "$B/bin/batchcrypt" bitcoin v
 want calibrate && step calibrate "$B/bin/batchcrypt" calibrate
 # BENCH picks benchmark groups (default: all), e.g. BENCH="sm2" to spend device time on one.
 # QUICK names groups to run in their short form even without --quick, e.g. QUICK="secp256k1".
-want bench && for g in ${BENCH:-sha256 secp256k1 p256 sm2 aes xts aes-batch bn254 ntt groth16 bitcoin}; do
+want bench && for g in ${BENCH:-sha256 secp256k1 p256 sm2 aes xts aes-batch bn254 bls12-381 ntt groth16 bitcoin}; do
   q=$quick; [[ " ${QUICK:-} " == *" $g "* ]] && q=--quick
   step "bench-$g" "$B/bin/batchcrypt-bench" "$g" $q --json "$OUT/bench-$g.json"
 done
+# The GPU peers' own benchmarks (peers/README.md), beside ours in the same run. sppark's MSM also
+# runs inside the MSM benchmark, on our batch.
+run_peer() { bash "peers/$1/run.sh"; }
+if [[ " ${STEPS:-} " == *" peers "* ]]; then
+  for p in ${PEERS:-ultrafast gecc icicle sppark}; do
+    [ -d "peers/out/$p" ] && step "peer-$p" run_peer "$p"
+  done
+fi
 # One proof of the largest benchmark circuit from the command line, with its trace.
 big=$(ls -d "$B"/zk/chain-* 2>/dev/null | sort -t- -k2 -n | tail -1)
 want prove && [ -n "$big" ] && step prove "$B/bin/batchcrypt" prove "$big/circuit.zkey" "$big/witness.wtns" \
@@ -139,8 +148,9 @@ echo; grep -hE 'verify 2' "$OUT/bench-secp256k1.log" 2>/dev/null | tail -40
 echo; grep -hE '^(mul|hash|verify)' "$OUT/bench-sm2.log" 2>/dev/null | tail -40
 echo; grep -hE '^(ctr|gcm|host|link)' "$OUT/bench-aes.log" 2>/dev/null | tail -80
 echo; grep -hE '^(ctr|gcm) [0-9]' "$OUT/bench-aes-batch.log" 2>/dev/null | tail -40
-echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" 2>/dev/null | tail -40
+echo; grep -hE '^msm| ms$' "$OUT/bench-bn254.log" "$OUT/bench-bls12-381.log" 2>/dev/null | tail -80
 echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -40
+echo; grep -hE '^(ultrafast|gecc|icicle|sppark) ' "$OUT"/peer-*.log 2>/dev/null
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null
 echo; cat "$OUT/python-bench.log" 2>/dev/null
 echo; cat "$OUT/bench-scaling.log" 2>/dev/null | grep -vE "^(CPU|GPU [0-9]+):"

@@ -22,7 +22,7 @@ use clap::Parser;
 struct Args {
     /// Which benchmark groups to run (`scaling`, over every GPU of the machine, and `serve`, the
     /// service under many clients, run only when named).
-    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
+    #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "bls12-381".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
     #[arg(long)]
