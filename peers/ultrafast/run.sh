@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run UltrafastSecp256k1's CUDA benchmark on the GPU machine (from the repo root).
 # Needs: peers/out/ultrafast/{secp256k1_cuda_bench,secp256k1_cuda_bench_b20}.gz (build.sh),
-#        an NVIDIA driver (libcuda.so.1).  About 1 minute on an H100.
+#        an NVIDIA driver (libcuda.so.1).  About 10 s on an H100.
 # Prints the peer's full output, then one summary line per figure:
 #   ultrafast <op> n=<batch> M/s=<throughput> (kernel only) [variant]
 set -uo pipefail
