@@ -249,7 +249,12 @@ impl<'a> Launcher<'a> {
             )));
         }
         let stream = gpu.stream()?;
-        debug_assert_eq!(<P::ScalarField as Limbs>::WORDS, SCALAR_WORDS);
+        const {
+            assert!(
+                <P::ScalarField as Limbs>::WORDS == SCALAR_WORDS,
+                "the digit kernels read scalars of eight 32-bit limbs"
+            )
+        };
         let dev = upload_elements(gpu, &stream, scalars)?;
         let k = Launcher {
             gpu,
