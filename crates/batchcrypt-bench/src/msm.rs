@@ -79,6 +79,7 @@ fn run_group<P: Group>(
         println!("{:<34} {:<36} {:>10.2} ms", "", "arkworks", t * 1e3);
         let mut peer = arkworks.clone();
         if let Some(sp) = &sppark {
+            let batch = crate::peers::Batch::new::<P>(bases.as_slice(), ks)?;
             for (label, resident) in [
                 ("sppark (points resident)", true),
                 ("sppark (points from host memory)", false),
@@ -86,7 +87,7 @@ fn run_group<P: Group>(
                 // One warm-up call, then the median of the driver's own timings.
                 let mut ts = Vec::new();
                 for _ in 0..=reps {
-                    let (got, t) = sp.msm::<P>(curve, name, bases.as_slice(), ks, resident)?;
+                    let (got, t) = sp.msm::<P>(curve, name, &batch, resident)?;
                     anyhow::ensure!(got == want, "{label} disagrees with arkworks on {case}");
                     ts.push(t);
                 }

@@ -42,16 +42,15 @@ impl Sppark {
         }
     }
 
-    /// `sum k_i P_i` on group `P` of `curve` ("bn254", "bls12-381"; `group` "g1", "g2") and the
-    /// seconds of sppark's call alone: with `resident`, the points uploaded first (untimed) and
-    /// only the MSM on scalars from host memory timed, as our "bases resident" rows; else the
-    /// whole call from host memory.
+    /// `sum k_i P_i` over `batch` on group `P` of `curve` ("bn254", "bls12-381"; `group` "g1",
+    /// "g2") and the seconds of sppark's call alone: with `resident`, the points uploaded first
+    /// (untimed) and only the MSM on scalars from host memory timed, as our "bases resident"
+    /// rows; else the whole call from host memory.
     pub fn msm<P: Group>(
         &self,
         curve: &str,
         group: &str,
-        points: &[Affine<P>],
-        scalars: &[P::ScalarField],
+        batch: &Batch,
         resident: bool,
     ) -> anyhow::Result<(Affine<P>, f64)> {
         let name = format!(
@@ -61,22 +60,44 @@ impl Sppark {
         );
         // SAFETY: the driver's documented signature (peers/sppark/msm_bench.cu).
         let f: libloading::Symbol<MsmFn> = unsafe { self.lib.get(name.as_bytes()) }?;
-        let (raw_points, raw_scalars) = (canonical_points(points)?, canonical(scalars)?);
-        let mut out = vec![0u8; raw_points.len() / points.len().max(1)];
+        let mut out = vec![0u8; batch.point_bytes];
         let mut seconds = 0f64;
-        // SAFETY: `points.len()` points and scalars in the layouts the driver reads; `out` holds
-        // one point.
+        // SAFETY: `batch.n` points and scalars in the layouts the driver reads; `out` holds one
+        // point.
         let rc = unsafe {
             f(
-                raw_points.as_ptr(),
-                raw_scalars.as_ptr(),
-                scalars.len(),
+                batch.points.as_ptr(),
+                batch.scalars.as_ptr(),
+                batch.n,
                 out.as_mut_ptr(),
                 &mut seconds,
             )
         };
         anyhow::ensure!(rc == 0, "{name} failed ({rc})");
         Ok((from_canonical::<P>(&out)?, seconds))
+    }
+}
+
+/// An MSM's points and scalars in the driver's layout, converted once for all its calls.
+pub struct Batch {
+    points: Vec<u8>,
+    scalars: Vec<u8>,
+    n: usize,
+    point_bytes: usize,
+}
+
+impl Batch {
+    pub fn new<P: Group>(
+        points: &[Affine<P>],
+        scalars: &[P::ScalarField],
+    ) -> anyhow::Result<Batch> {
+        anyhow::ensure!(points.len() == scalars.len(), "a point per scalar");
+        Ok(Batch {
+            points: canonical_points(points)?,
+            scalars: canonical(scalars)?,
+            n: scalars.len(),
+            point_bytes: 2 * P::BaseField::default().uncompressed_size(),
+        })
     }
 }
 
