@@ -5,7 +5,7 @@
 //! host memory (copies both ways included). Outputs are checked equal. The pinned host↔device
 //! bandwidth is measured in the same run, for the end-to-end fraction.
 
-use crate::report::{label, time, time_interleaved, Report};
+use crate::report::{has_gpu, label, time, time_interleaved, with_gpu_and_auto, Report};
 use batchcrypt::aes::Key;
 use batchcrypt::{Backend, BackendChoice, Engine};
 use openssl::cipher::Cipher;
@@ -70,10 +70,6 @@ fn pattern(n: usize) -> Vec<u8> {
         .into_par_iter()
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
         .collect()
-}
-
-fn has_gpu() -> bool {
-    Backend::Cuda.is_available()
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
@@ -163,23 +159,19 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let shared = std::cell::RefCell::new(&mut out[..n]);
             let mut peer =
                 || openssl_pieces(mode, &key, &iv, input, &mut shared.borrow_mut(), piece);
-            let mut choices = vec![
-                (
-                    "ours cpu (openssl backend)",
-                    BackendChoice::Exact(Backend::OpenSsl),
-                ),
-                (
-                    "ours cpu (rustcrypto backend)",
-                    BackendChoice::Exact(Backend::Portable),
-                ),
-            ];
-            if has_gpu() {
-                choices.push((
-                    "ours gpu from host memory",
-                    BackendChoice::Exact(Backend::Cuda),
-                ));
-            }
-            choices.push(("ours auto", BackendChoice::Auto));
+            let choices = with_gpu_and_auto(
+                vec![
+                    (
+                        "ours cpu (openssl backend)",
+                        BackendChoice::Exact(Backend::OpenSsl),
+                    ),
+                    (
+                        "ours cpu (rustcrypto backend)",
+                        BackendChoice::Exact(Backend::Portable),
+                    ),
+                ],
+                "ours gpu from host memory",
+            );
             let engines: Vec<Engine> = choices.iter().map(|c| Engine::with_backend(c.1)).collect();
             let ran: Vec<std::cell::Cell<Option<Backend>>> =
                 choices.iter().map(|_| Default::default()).collect();
@@ -562,23 +554,19 @@ pub fn run_xts(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             t,
             Some("openssl 1 core"),
         );
-        let mut choices = vec![
-            (
-                "ours openssl backend",
-                BackendChoice::Exact(Backend::OpenSsl),
-            ),
-            (
-                "ours portable backend",
-                BackendChoice::Exact(Backend::Portable),
-            ),
-        ];
-        if has_gpu() {
-            choices.push((
-                "ours gpu from host memory",
-                BackendChoice::Exact(Backend::Cuda),
-            ));
-        }
-        choices.push(("ours auto", BackendChoice::Auto));
+        let choices = with_gpu_and_auto(
+            vec![
+                (
+                    "ours openssl backend",
+                    BackendChoice::Exact(Backend::OpenSsl),
+                ),
+                (
+                    "ours portable backend",
+                    BackendChoice::Exact(Backend::Portable),
+                ),
+            ],
+            "ours gpu from host memory",
+        );
         for (name, choice) in choices {
             let e = Engine::with_backend(choice);
             out[..n].fill(0);

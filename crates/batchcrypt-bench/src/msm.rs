@@ -5,14 +5,10 @@
 //! the scalars in host memory — conversion, upload, kernels and the final window sum — and the
 //! kernels alone (device time, scalars resident).
 
-use crate::report::{time, Report};
+use crate::report::{has_gpu, time, with_gpu_and_auto, Report};
 use ark_ec::CurveGroup;
 use batchcrypt::msm::{cpu, Affine, Bases, Group};
 use batchcrypt::{Backend, BackendChoice, Engine};
-
-fn has_gpu() -> bool {
-    Backend::Cuda.is_available()
-}
 
 /// BN254's groups (`batchcrypt-bench bn254`).
 pub fn bn254(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
@@ -60,7 +56,11 @@ fn run_group<P: Group>(
         "{} {} MSM: ours vs {} (same bases and scalars; results checked equal)",
         curve.to_uppercase(),
         name.to_uppercase(),
-        if sppark.is_some() { "sppark and arkworks on all cores" } else { "arkworks on all cores" }
+        if sppark.is_some() {
+            "sppark and arkworks on all cores"
+        } else {
+            "arkworks on all cores"
+        }
     ));
     let threads = batchcrypt::backend::cpu::threads();
     let arkworks = format!("arkworks {threads} threads");
@@ -99,15 +99,7 @@ fn run_group<P: Group>(
             }
             peer = "sppark (points resident)".into();
         }
-        let mut choices = Vec::new();
-        if has_gpu() {
-            choices.push((
-                "ours gpu (bases resident)",
-                BackendChoice::Exact(Backend::Cuda),
-            ));
-        }
-        choices.push(("ours auto", BackendChoice::Auto));
-        for (label, choice) in choices {
+        for (label, choice) in with_gpu_and_auto(Vec::new(), "ours gpu (bases resident)") {
             let engine = Engine::with_backend(choice);
             let mut got = None;
             let t = time(reps, || {
@@ -166,9 +158,7 @@ fn precomputed<P: Group>(
             got.value.into_affine() == *want,
             "precomputed bases ({held} copies) disagree with arkworks on {case}"
         );
-        let t = time(reps, || {
-            drop(engine.msm(&bases, ks).expect("MSM failed"))
-        });
+        let t = time(reps, || drop(engine.msm(&bases, ks).expect("MSM failed")));
         let label = format!("ours gpu, {held} precomputed copies");
         rep.add(group, case, &label, n, 0, t, Some(peer));
         let tk = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, reps)?;

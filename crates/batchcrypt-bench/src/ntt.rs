@@ -1,13 +1,9 @@
 //! BN254 Fr NTTs: arkworks' radix-2 FFT on all cores (the peer, and our CPU backend) against our
 //! GPU path on the same polynomial.
 
-use crate::report::{time, Report};
+use crate::report::{has_gpu, time, with_gpu_and_auto, Report};
 use batchcrypt::bn254::cpu;
-use batchcrypt::{Backend, BackendChoice, Engine};
-
-fn has_gpu() -> bool {
-    Backend::Cuda.is_available()
-}
+use batchcrypt::Engine;
 
 const NTT_GROUP: &str = "ntt";
 
@@ -48,14 +44,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             let tc = time(reps, || cpu::ntt(&mut scratch, &t, threads));
             rep.add(NTT_GROUP, &case, &peer, n as u64, 0, tc, None);
             println!("{:<34} {:<36} {:>10.3} ms", "", "arkworks", tc * 1e3);
-            let mut choices = Vec::new();
-            if has_gpu() {
-                choices.push((
-                    "ours gpu (host memory in and out)",
-                    BackendChoice::Exact(Backend::Cuda),
-                ));
-            }
-            choices.push(("ours auto", BackendChoice::Auto));
+            let choices = with_gpu_and_auto(Vec::new(), "ours gpu (host memory in and out)");
             for (name, choice) in choices {
                 let engine = Engine::with_backend(choice);
                 let mut got = input[..n].to_vec();

@@ -29,7 +29,10 @@ impl Sppark {
     pub fn load() -> Option<Sppark> {
         let path = root().join("sppark/libsppark_msm.so");
         if !path.exists() {
-            println!("(sppark not built: no {}; see peers/README.md)", path.display());
+            println!(
+                "(sppark not built: no {}; see peers/README.md)",
+                path.display()
+            );
             return None;
         }
         // SAFETY: our own driver library; loading runs no initialisers beyond the C++ runtime's.

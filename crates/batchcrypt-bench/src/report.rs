@@ -22,6 +22,25 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
+/// Whether this machine has a GPU our CUDA backend can use.
+pub fn has_gpu() -> bool {
+    batchcrypt::Backend::Cuda.is_available()
+}
+
+/// `choices` (our CPU rows, if any), then our GPU forced where there is one, labelled `gpu`, then
+/// the dispatcher's choice: the rows every comparison with a peer runs.
+pub fn with_gpu_and_auto(
+    mut choices: Vec<(&'static str, batchcrypt::BackendChoice)>,
+    gpu: &'static str,
+) -> Vec<(&'static str, batchcrypt::BackendChoice)> {
+    use batchcrypt::{Backend, BackendChoice};
+    if has_gpu() {
+        choices.push((gpu, BackendChoice::Exact(Backend::Cuda)));
+    }
+    choices.push(("ours auto", BackendChoice::Auto));
+    choices
+}
+
 /// A row's implementation name: with the backend that ran appended when the dispatcher chose it.
 pub fn label(name: &str, choice: batchcrypt::BackendChoice, ran: batchcrypt::Backend) -> String {
     if choice == batchcrypt::BackendChoice::Auto {

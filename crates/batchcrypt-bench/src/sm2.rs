@@ -6,7 +6,7 @@
 //! OpenSSL's EVP verifier (SM3 digest with Z_A, one core and all cores) against ours on the same
 //! OpenSSL-made signatures.
 
-use crate::report::{time, Report};
+use crate::report::{has_gpu, time, Report};
 use batchcrypt::sm2::cpu;
 use batchcrypt::sm2::{Compressed, Point, DEFAULT_DST};
 use openssl::bn::{BigNum, BigNumContext};
@@ -59,10 +59,6 @@ fn openssl_mul(
 /// a minute on 16 cores; the rate per item is what counts). GPU results are checked against the
 /// CPU on this slice.
 const CPU_MAX: usize = 1 << 17;
-
-fn has_gpu() -> bool {
-    batchcrypt::Backend::Cuda.is_available()
-}
 
 /// k G for every scalar, on the GPU where there is one (to make inputs quickly).
 fn points_for(ks: &[[u8; 32]]) -> anyhow::Result<Vec<Point>> {
