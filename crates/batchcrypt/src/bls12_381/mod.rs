@@ -15,15 +15,14 @@ use crate::operation::Operation;
 
 /// Multi-scalar multiplication on G1 (bases resident on the GPU).
 pub static MSM_G1: Operation =
-    crate::msm::operation::<G1>(Primitive::Bls12_381, "BLS12-381 G1 MSM");
+    crate::msm::operation::<G1>("bls12_381_msm_g1", Primitive::Bls12_381, "BLS12-381 G1 MSM");
 /// Multi-scalar multiplication on G2 (bases resident on the GPU).
 pub static MSM_G2: Operation =
-    crate::msm::operation::<G2>(Primitive::Bls12_381, "BLS12-381 G2 MSM");
+    crate::msm::operation::<G2>("bls12_381_msm_g2", Primitive::Bls12_381, "BLS12-381 G2 MSM");
 
 impl crate::msm::Group for G1 {
     const KERNELS: &'static str = "bls12_381_g1";
     const SCALAR_KERNELS: &'static str = "bls12_381";
-    const OP: &'static str = "bls12_381_msm_g1";
     fn image() -> &'static crate::backend::cuda::KernelImage {
         &crate::kernels::BLS12_381
     }
@@ -39,7 +38,6 @@ impl crate::msm::Group for G1 {
 impl crate::msm::Group for G2 {
     const KERNELS: &'static str = "bls12_381_g2";
     const SCALAR_KERNELS: &'static str = "bls12_381";
-    const OP: &'static str = "bls12_381_msm_g2";
     fn image() -> &'static crate::backend::cuda::KernelImage {
         &crate::kernels::BLS12_381
     }

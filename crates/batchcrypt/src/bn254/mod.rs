@@ -28,9 +28,11 @@ pub const SCALAR_BITS: u32 = 254;
 const OP_NTT: &str = "bn254_ntt";
 
 /// Multi-scalar multiplication on G1 (bases resident on the GPU).
-pub static MSM_G1: Operation = crate::msm::operation::<G1>(Primitive::Bn254, "BN254 G1 MSM");
+pub static MSM_G1: Operation =
+    crate::msm::operation::<G1>("bn254_msm_g1", Primitive::Bn254, "BN254 G1 MSM");
 /// Multi-scalar multiplication on G2 (bases resident on the GPU).
-pub static MSM_G2: Operation = crate::msm::operation::<G2>(Primitive::Bn254, "BN254 G2 MSM");
+pub static MSM_G2: Operation =
+    crate::msm::operation::<G2>("bn254_msm_g2", Primitive::Bn254, "BN254 G2 MSM");
 /// Number-theoretic transforms over Fr.
 pub static NTT: Operation = Operation {
     split: Split::Items,
@@ -47,7 +49,6 @@ pub static NTT: Operation = Operation {
 impl crate::msm::Group for G1 {
     const KERNELS: &'static str = "bn254_g1";
     const SCALAR_KERNELS: &'static str = "bn254";
-    const OP: &'static str = "bn254_msm_g1";
     fn image() -> &'static crate::backend::cuda::KernelImage {
         &crate::kernels::BN254
     }
@@ -63,7 +64,6 @@ impl crate::msm::Group for G1 {
 impl crate::msm::Group for G2 {
     const KERNELS: &'static str = "bn254_g2";
     const SCALAR_KERNELS: &'static str = "bn254";
-    const OP: &'static str = "bn254_msm_g2";
     fn image() -> &'static crate::backend::cuda::KernelImage {
         &crate::kernels::BN254
     }

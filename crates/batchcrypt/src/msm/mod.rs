@@ -77,11 +77,9 @@ pub trait Group: SWCurveConfig<BaseField: Limbs, ScalarField: Limbs + PrimeField
     const KERNELS: &'static str;
     /// The scalar steps' kernels (digits, histogram, sort) are `<SCALAR_KERNELS>_msm_*`.
     const SCALAR_KERNELS: &'static str;
-    /// The cost model's key.
-    const OP: &'static str;
     /// The kernel image holding the steps.
     fn image() -> &'static KernelImage;
-    /// The group's MSM as the engine runs it (dispatch, calibration).
+    /// The group's MSM as the engine runs it (dispatch, calibration; its key is the cost model's).
     fn operation() -> &'static Operation;
     /// The same kernels compiled for the host.
     #[cfg(feature = "emulation")]
@@ -103,16 +101,17 @@ pub(crate) fn point_words<P: Group>() -> usize {
     3 * <P::BaseField as Limbs>::WORDS
 }
 
-/// An [`Operation`] for the MSM of group `P` (bases resident on the GPU; split across GPUs by
-/// the bases' slices).
+/// An [`Operation`] for the MSM of group `P` with cost key `key` (bases resident on the GPU;
+/// split across GPUs by the bases' slices).
 pub const fn operation<P: Group>(
+    key: &'static str,
     primitive: crate::backend::Primitive,
     about: &'static str,
 ) -> Operation {
     Operation {
         split: crate::operation::Split::Itself,
         ..Operation::new(
-            P::OP,
+            key,
             primitive,
             about,
             &[Backend::Arkworks],
@@ -410,7 +409,7 @@ fn workload<P: Group>(n: usize, resident: bool) -> Workload {
     let n64 = n as u64;
     let base_bytes = 4 * base_words::<P>() as u64;
     Workload {
-        op: P::OP,
+        op: P::operation().key,
         items: n64,
         units: n64,
         bytes_in: 4 * SCALAR_WORDS as u64 * n64 + if resident { 0 } else { base_bytes * n64 },
