@@ -17,11 +17,9 @@
 #
 # Env: NVCC (default: the pip CUDA 13 nvcc in .venv).  One nvcc at a time, niced.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$(dirname "$0")/../common.sh"
 SRC="$ROOT/peers/src/gecc"
 OUT="$ROOT/peers/out/gecc"
-NVCC="${NVCC:-$ROOT/.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc}"
-[ -x "$NVCC" ] || NVCC="$(command -v nvcc)"
 [ -d "$SRC/test" ] || { echo "missing $SRC (git clone the peer there)"; exit 1; }
 
 COMMIT="$(git -C "$SRC" rev-parse HEAD)"

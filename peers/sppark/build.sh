@@ -27,15 +27,12 @@
 # Env: NVCC (default: .venv's nvcc), CUDA_DEPS (default peers/src/pydeps/nvidia/cu13).
 # One compiler process at a time, at low priority.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$(dirname "$0")/../common.sh"
 SPPARK="$ROOT/peers/src/sppark"
 BLST="$ROOT/peers/src/blst"
 DRIVER="$ROOT/peers/sppark/msm_bench.cu"
 OUT="$ROOT/peers/out/sppark"
 OBJ="$ROOT/peers/src/sppark-build"
-NVCC="${NVCC:-$ROOT/.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc}"
-[ -x "$NVCC" ] || NVCC="$(command -v nvcc || true)"
-[ -x "$NVCC" ] || { echo "nvcc not found (run scripts/setup.sh or set NVCC)"; exit 1; }
 [ -f "$SPPARK/msm/pippenger.cuh" ] || { echo "missing $SPPARK (git clone sppark there)"; exit 1; }
 [ -f "$BLST/src/blst_t.hpp" ] || { echo "missing $BLST (git clone blst there)"; exit 1; }
 

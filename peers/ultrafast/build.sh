@@ -15,11 +15,9 @@
 #
 # Env: NVCC (default: the pip CUDA 13 nvcc in .venv).  Runs one nvcc at a time, niced.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$(dirname "$0")/../common.sh"
 SRC="$ROOT/peers/src/ultrafast"
 OUT="$ROOT/peers/out/ultrafast"
-NVCC="${NVCC:-$ROOT/.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc}"
-[ -x "$NVCC" ] || NVCC="$(command -v nvcc)"
 [ -d "$SRC/src/cuda" ] || { echo "missing $SRC (git clone the peer there)"; exit 1; }
 
 COMMIT="$(git -C "$SRC" rev-parse HEAD)"
