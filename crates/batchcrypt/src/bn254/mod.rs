@@ -57,7 +57,7 @@ impl crate::msm::Group for G1 {
     }
     #[cfg(feature = "emulation")]
     fn emulated() -> crate::emulation::msm::MsmSteps {
-        crate::emulation::bn254::G1_STEPS
+        crate::emulation::bn254::G1_MSM
     }
 }
 
@@ -72,7 +72,7 @@ impl crate::msm::Group for G2 {
     }
     #[cfg(feature = "emulation")]
     fn emulated() -> crate::emulation::msm::MsmSteps {
-        crate::emulation::bn254::G2_STEPS
+        crate::emulation::bn254::G2_MSM
     }
 }
 

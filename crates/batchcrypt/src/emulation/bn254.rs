@@ -112,7 +112,8 @@ extern "C" {
     );
 }
 
-pub(crate) const G1_STEPS: MsmSteps = MsmSteps {
+/// G1's MSM kernels.
+pub const G1_MSM: MsmSteps = MsmSteps {
     digits: bn254_msm_digits,
     scan_tiles: bn254_msm_scan_tiles,
     scan_add: bn254_msm_scan_add,
@@ -124,7 +125,8 @@ pub(crate) const G1_STEPS: MsmSteps = MsmSteps {
     shift_bases: bn254_g1_msm_shift_bases,
 };
 
-pub(crate) const G2_STEPS: MsmSteps = MsmSteps {
+/// G2's MSM kernels (coordinates in Fq2: c0 then c1).
+pub const G2_MSM: MsmSteps = MsmSteps {
     digits: bn254_msm_digits,
     scan_tiles: bn254_msm_scan_tiles,
     scan_add: bn254_msm_scan_add,
