@@ -24,6 +24,13 @@ cargo test -p batchcrypt --no-default-features --lib
 echo "== Fuzz targets: each for 20 s from its seeds (a crash, hang or memory blow-up fails)"
 scripts/fuzz.sh 20
 
-echo "== Python package"
-(. .venv/bin/activate && maturin develop --release -q -m crates/batchcrypt-py/Cargo.toml >/dev/null)
-.venv/bin/python -m pytest -q crates/batchcrypt-py/tests
+echo "== Python package: a repaired manylinux wheel, checked in a fresh virtual environment"
+wheel=$(scripts/wheel.sh)
+fresh=$(mktemp -d)
+python3 -m venv "$fresh/venv"
+"$fresh/venv/bin/python" -m pip install -q "$wheel"
+(cd "$fresh" && "$fresh/venv/bin/python" "$OLDPWD/crates/batchcrypt-py/tests/wheel_check.py")
+rm -rf "$fresh"
+echo "== Python tests (the same wheel; Ray tests on a two-node local cluster)"
+.venv/bin/python -m pip install -q --force-reinstall --no-deps "$wheel"
+BATCHCRYPT_REQUIRE_RAY=1 .venv/bin/python -m pytest -q crates/batchcrypt-py/tests

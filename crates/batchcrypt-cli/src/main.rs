@@ -1,7 +1,6 @@
 //! `batchcrypt`: the command-line face of the library. Each subcommand is a thin layer in `cmd/`.
 
 mod cmd;
-mod output;
 
 use anyhow::Result;
 use batchcrypt::{BackendChoice, Engine};

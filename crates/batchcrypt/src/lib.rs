@@ -33,6 +33,7 @@ pub mod memory;
 pub mod messages;
 pub mod msm;
 pub mod operation;
+pub mod output;
 pub mod p256;
 pub mod pipeline;
 pub mod psi;

@@ -208,6 +208,26 @@ fn our_verifier_agrees_with_snarkjs() {
     }
 }
 
+#[test]
+fn verification_key_json_reads_as_the_zkeys_key() {
+    for name in CIRCUITS {
+        let Some(dir) = fixture(name) else { return };
+        let pk = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        let text = std::fs::read_to_string(dir.join("verification_key.json")).unwrap();
+        assert_eq!(groth16::VerifyingKey::from_json(&text).unwrap(), pk.vk, "{name}");
+        // A point moved off its curve, a count that disagrees, another curve: errors.
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["vk_alpha_1"][1] = "5".into();
+        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["nPublic"] = (pk.vk.ic.len() as u64).into();
+        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["curve"] = "bls12381".into();
+        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+    }
+}
+
 /// The engine under test for error cases: the default choice (the GPU where there is one),
 /// one for all tests so its cost model is measured once.
 fn prove(pk: &ProvingKey, w: &Witness) -> batchcrypt::Result<groth16::Proved> {

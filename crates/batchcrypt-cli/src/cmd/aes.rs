@@ -114,7 +114,7 @@ pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
     let (input, total) = open_input(args)?;
     // A file output appears under its name only once complete (and, decrypting, authenticated).
     let file = match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
-        Some(p) => Some(crate::output::AtomicFile::create(p)?),
+        Some(p) => Some(batchcrypt::output::AtomicFile::create(p)?),
         None => None,
     };
     let mut output: BufWriter<Box<dyn Write + '_>> = BufWriter::with_capacity(

@@ -130,8 +130,8 @@ fn write_proof(reply: &batchcrypt_serve::proto::ProofReply, proof: &PathBuf, pub
     if state != JobState::Done {
         bail!("job {} is {}: {}", job.job_id, state.as_str_name().to_lowercase(), job.error);
     }
-    crate::output::write(proof, &reply.proof_json)?;
-    crate::output::write(public, &reply.public_json)?;
+    batchcrypt::output::write(proof, &reply.proof_json)?;
+    batchcrypt::output::write(public, &reply.public_json)?;
     eprintln!("job {}: proof in {}, public signals in {}", job.job_id, proof.display(), public.display());
     Ok(())
 }
@@ -240,7 +240,7 @@ pub fn run(a: &Args) -> Result<()> {
                     .job_trace(batchcrypt_serve::proto::JobRef { job_id: job.clone() })
                     .await?
                     .into_inner();
-                crate::output::write(output, t.chrome_trace_json)?;
+                batchcrypt::output::write(output, t.chrome_trace_json)?;
                 eprintln!("trace in {} (open it in ui.perfetto.dev)", output.display());
             }
         }

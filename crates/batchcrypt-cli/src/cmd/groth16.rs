@@ -86,15 +86,15 @@ pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
         runs.push(proved);
     }
     let last = runs.last().expect("at least one proof");
-    crate::output::write(&a.proof, last.proof.to_json())?;
-    crate::output::write(&a.public, groth16::public_json(&last.public))?;
+    batchcrypt::output::write(&a.proof, last.proof.to_json())?;
+    batchcrypt::output::write(&a.public, groth16::public_json(&last.public))?;
     if let Some(path) = &a.trace {
         let jobs: Vec<_> = runs
             .iter()
             .enumerate()
             .map(|(i, r)| (format!("proof {}", i + 1), r.stages.as_slice()))
             .collect();
-        crate::output::write(path, groth16::chrome_trace(&jobs))?;
+        batchcrypt::output::write(path, groth16::chrome_trace(&jobs))?;
     }
     println!(
         "wrote {} and {} ({} public signals); checked before writing",
@@ -135,7 +135,7 @@ pub fn setup(a: &SetupArgs) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     let zkey = groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
-    crate::output::write(&a.zkey, &zkey)?;
+    batchcrypt::output::write(&a.zkey, &zkey)?;
     println!(
         "wrote {} ({} MB) in {:.1} s: a development key, not for production (see --help)",
         a.zkey.display(),
@@ -208,8 +208,8 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
                 Some(Ok(t)) => batchcrypt::groth16::Ticket::wait(t)
                     .map_err(anyhow::Error::from)
                     .and_then(|p| {
-                        crate::output::write(&proof, p.proof.to_json())?;
-                        crate::output::write(&public, groth16::public_json(&p.public))?;
+                        batchcrypt::output::write(&proof, p.proof.to_json())?;
+                        batchcrypt::output::write(&public, groth16::public_json(&p.public))?;
                         Ok(p)
                     }),
             };
@@ -257,7 +257,7 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
             .iter()
             .map(|(n, s)| (n.clone(), s.as_slice()))
             .collect();
-        crate::output::write(path, groth16::chrome_trace(&jobs))?;
+        batchcrypt::output::write(path, groth16::chrome_trace(&jobs))?;
         eprintln!("trace: {} (open in ui.perfetto.dev)", path.display());
     }
     if failed > 0 {

@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use batchcrypt::psi::{self, ItemFile, Progress, Stage};
 use batchcrypt::Engine;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ on the backend chosen by --backend (each side chooses its own). The protocol is 
     after_help = "Example (two terminals, or two machines):\n  batchcrypt psi --listen 0.0.0.0:7766 --input alice.txt --output common.txt\n  batchcrypt psi --connect alice-host:7766 --input bob.txt --output common.txt --backend cpu"
 )]
 pub struct Args {
-    /// Wait for the peer on this address (host:port).
+    /// Wait for the peer on this address (host:port), at most --timeout seconds.
     #[arg(long, conflicts_with = "connect", required_unless_present = "connect")]
     listen: Option<String>,
     /// Connect to the peer at this address (host:port); retried until --timeout.
@@ -82,26 +82,6 @@ impl Progress for Bars {
     }
 }
 
-fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
-    let start = Instant::now();
-    loop {
-        match TcpStream::connect(addr) {
-            Ok(s) => return Ok(s),
-            Err(e) if start.elapsed() < timeout => {
-                if start.elapsed() < Duration::from_millis(50) {
-                    eprintln!("waiting for the peer at {addr} ({e})");
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("cannot connect to {addr} within {}s", timeout.as_secs())
-                })
-            }
-        }
-    }
-}
-
 pub fn run(engine: &Engine, a: &Args) -> Result<()> {
     let items = ItemFile::open(&a.input)?;
     let timeout = Duration::from_secs(a.timeout.max(1));
@@ -113,9 +93,11 @@ pub fn run(engine: &Engine, a: &Args) -> Result<()> {
                 items.count(),
                 l.local_addr()?
             );
-            l.accept().context("accepting the peer")?.0
+            psi::accept(&l, timeout)?
         }
-        (None, Some(addr)) => connect(addr, timeout)?,
+        (None, Some(addr)) => psi::connect(addr, timeout, |e| {
+            eprintln!("waiting for the peer at {addr} ({e})")
+        })?,
         (None, None) => anyhow::bail!("give --listen ADDR or --connect ADDR"),
     };
     let cfg = psi::Config {

@@ -6,6 +6,15 @@
     >>> d.shape, e.last_backend
     ((1000, 32), '...')
 
+Zero-knowledge building blocks and Groth16 (snarkjs's files):
+
+    >>> key = batchcrypt.ProvingKey("circuit.zkey")
+    >>> proof, public = e.groth16_prove(key, "witness.wtns")
+    >>> batchcrypt.groth16_verify("verification_key.json", public, proof)
+    True
+
+`batchcrypt.ray` spreads the same calls over a Ray cluster (an actor per GPU).
+
 Module-level functions use one shared auto engine. `Client` calls a running `batchcrypt serve`
 instead (many processes sharing one machine's GPUs):
 
@@ -13,7 +22,18 @@ instead (many processes sharing one machine's GPUs):
     >>> c.hash([b"abc"], "sha256d")
 """
 
-from ._batchcrypt import AuthenticationError, Client, Engine, __version__, backends, hardware, sha256
+from ._batchcrypt import (
+    AuthenticationError,
+    Client,
+    Engine,
+    MsmBases,
+    ProvingKey,
+    __version__,
+    backends,
+    groth16_verify,
+    hardware,
+    sha256,
+)
 
 _default = None
 
@@ -93,4 +113,40 @@ def verify_transactions(txs):
     return _engine().verify_transactions(txs)
 
 
-__all__ = ["AuthenticationError", "Client", "Engine", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]
+def aes_xts_encrypt(key, tweak, data, unit=None):
+    """XTS-AES encryption of data units of `unit` bytes (default: one unit), unit j under tweak + j."""
+    return _engine().aes_xts_encrypt(key, tweak, data, unit)
+
+
+def aes_xts_decrypt(key, tweak, data, unit=None):
+    """XTS-AES decryption, the inverse of aes_xts_encrypt."""
+    return _engine().aes_xts_decrypt(key, tweak, data, unit)
+
+
+def encrypt_file(key, input, output, **kw):
+    """Encrypts a file (chunked authenticated GCM, or mode="ctr" with iv); see Engine.encrypt_file."""
+    return _engine().encrypt_file(key, input, output, **kw)
+
+
+def decrypt_file(key, input, output, **kw):
+    """Decrypts a file made by encrypt_file; see Engine.decrypt_file."""
+    return _engine().decrypt_file(key, input, output, **kw)
+
+
+def msm(bases, scalars, curve="bn254", group="g1"):
+    """sum scalars[i] * bases[i] on BN254 or BLS12-381, G1 or G2; see Engine.msm."""
+    return _engine().msm(bases, scalars, curve, group)
+
+
+def ntt(values, size=None, inverse=False, coset=None):
+    """BN254 Fr NTT of polynomials of `size` elements; see Engine.ntt."""
+    return _engine().ntt(values, size, inverse, coset)
+
+
+def groth16_prove(key, witness):
+    """A Groth16 proof as snarkjs writes it: (proof.json, public.json); see Engine.groth16_prove."""
+    return _engine().groth16_prove(key, witness)
+
+
+__all__ = ["AuthenticationError", "Client", "Engine", "MsmBases", "ProvingKey", "groth16_verify", "groth16_prove",
+           "msm", "ntt", "aes_xts_encrypt", "aes_xts_decrypt", "encrypt_file", "decrypt_file", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]

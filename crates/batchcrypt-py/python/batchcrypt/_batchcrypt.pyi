@@ -9,6 +9,10 @@ import numpy.typing as npt
 __version__: str
 
 _Bytes = Union[bytes, bytearray, memoryview, npt.NDArray[np.uint8]]
+_Path = Union[str, "os.PathLike[str]"]
+_Points = Union[bytes, bytearray, memoryview, npt.NDArray[np.uint64]]
+_PathOrBytes = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+_Curve = Literal["bn254", "bls12_381", "bls12-381"]
 _Rows = Union[Sequence[_Bytes], npt.NDArray[np.uint8]]
 
 class AuthenticationError(ValueError): ...
@@ -73,6 +77,39 @@ class Engine:
     def aes_ctr(self, key: bytes, iv: bytes, data: _Bytes) -> bytes: ...
     def aes_gcm_encrypt(self, key: bytes, iv: bytes, data: _Bytes, aad: bytes = b"") -> Tuple[bytes, bytes]: ...
     def aes_gcm_decrypt(self, key: bytes, iv: bytes, data: _Bytes, tag: bytes, aad: bytes = b"") -> bytes: ...
+    def aes_xts_encrypt(self, key: bytes, tweak: bytes, data: _Bytes, unit: Optional[int] = None) -> bytes: ...
+    def aes_xts_decrypt(self, key: bytes, tweak: bytes, data: _Bytes, unit: Optional[int] = None) -> bytes: ...
+    def aes_ctr_batch(self, keys: Union[bytes, _Rows], ivs: Union[_Bytes, _Rows], data: _Bytes,
+                      offsets: Optional[npt.NDArray[np.uint64]] = None, msg_len: Optional[int] = None) -> bytes: ...
+    def aes_gcm_encrypt_batch(self, keys: Union[bytes, _Rows], nonces: Union[_Bytes, _Rows], data: _Bytes,
+                              offsets: Optional[npt.NDArray[np.uint64]] = None, msg_len: Optional[int] = None,
+                              aads: Optional[_Rows] = None) -> Tuple[bytes, npt.NDArray[np.uint8]]: ...
+    def aes_gcm_decrypt_batch(self, keys: Union[bytes, _Rows], nonces: Union[_Bytes, _Rows], data: _Bytes,
+                              tags: Union[_Bytes, _Rows], offsets: Optional[npt.NDArray[np.uint64]] = None,
+                              msg_len: Optional[int] = None,
+                              aads: Optional[_Rows] = None) -> Tuple[bytes, npt.NDArray[np.bool_]]: ...
+    def aes_xts_encrypt_batch(self, keys: Union[bytes, _Rows], tweaks: Union[_Bytes, _Rows], data: _Bytes,
+                              offsets: Optional[npt.NDArray[np.uint64]] = None, msg_len: Optional[int] = None) -> bytes: ...
+    def aes_xts_decrypt_batch(self, keys: Union[bytes, _Rows], tweaks: Union[_Bytes, _Rows], data: _Bytes,
+                              offsets: Optional[npt.NDArray[np.uint64]] = None, msg_len: Optional[int] = None) -> bytes: ...
+    def encrypt_file(self, key: bytes, input: _Path, output: _Path, *, mode: Literal["gcm", "ctr"] = "gcm",
+                     iv: Optional[bytes] = None, chunk_log2: int = 24) -> int: ...
+    def decrypt_file(self, key: bytes, input: _Path, output: _Path, *, mode: Literal["gcm", "ctr"] = "gcm",
+                     iv: Optional[bytes] = None) -> int: ...
+    def msm(self, bases: Union["MsmBases", _Points], scalars: _Points, curve: _Curve = "bn254",
+            group: Literal["g1", "g2"] = "g1") -> Union[bytes, npt.NDArray[np.uint64]]:
+        """sum scalars[i] * bases[i]; points as arkworks bytes or uint64 limbs (x, then y), the
+        result in the same form; scalars 32 bytes little-endian each or (n, 4) uint64."""
+    def msm_bases(self, points: _Points, curve: _Curve = "bn254", group: Literal["g1", "g2"] = "g1",
+                  precompute: int = 1) -> "MsmBases": ...
+    def ntt(self, values: _Points, size: Optional[int] = None, inverse: bool = False,
+            coset: Union[None, bool, int] = None) -> Union[bytes, npt.NDArray[np.uint64]]:
+        """BN254 Fr NTT in natural order (arkworks' Radix2EvaluationDomain), per polynomial of size."""
+    def groth16_prove(self, key: Union["ProvingKey", _PathOrBytes], witness: _PathOrBytes) -> Tuple[str, str]:
+        """(proof.json, public.json) as snarkjs writes them."""
+    def psi(self, items: _Path, *, listen: Optional[str] = None, connect: Optional[str] = None,
+            output: Optional[_Path] = None, chunk: int = 262144, timeout: float = 300.0) -> npt.NDArray[np.uint64]:
+        """One party of an ECDH-PSI run; the 0-based line numbers of the common items."""
     def sm2_mul_base(self, scalars: Union[_Bytes, _Rows]) -> npt.NDArray[np.uint8]: ...
     def sm2_mul(
         self, k: bytes, points: _Rows
@@ -106,6 +143,27 @@ class Engine:
         "script_pubkey": hex|bytes}, ...], "flags": "P2SH,WITNESS" (optional; default every
         consensus rule)}, all signatures in one batch; one {"valid", "input", "reason"} each."""
 
+class MsmBases:
+    """Fixed MSM bases, checked once and kept in GPU memory across calls (Engine.msm_bases)."""
+
+    curve: str
+    group: str
+    def __len__(self) -> int: ...
+    def release_device(self) -> None: ...
+
+class ProvingKey:
+    """A Groth16 proving key from snarkjs's .zkey (BN254), kept for many proofs."""
+
+    n_vars: int
+    n_public: int
+    domain_size: int
+    device_bytes: int
+    def __init__(self, zkey: _PathOrBytes, precompute: int = 1) -> None: ...
+    def release_device(self) -> None: ...
+
+def groth16_verify(key: Union[ProvingKey, str, "os.PathLike[str]"], public: Union[str, "os.PathLike[str]"],
+                   proof: Union[str, "os.PathLike[str]"]) -> bool:
+    """snarkjs's verification_key.json (or a ProvingKey), public.json and proof.json, as text or paths."""
 def sha256(data: bytes, double: bool = False) -> bytes: ...
 def backends(primitive: Optional[str] = None) -> List[Tuple[str, Optional[str]]]: ...
 def hardware() -> str: ...
@@ -129,8 +187,6 @@ class CircuitInfo(TypedDict):
     signals: int
     key_bytes: int
     proof_bytes: int
-
-_PathOrBytes = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 class Client:
     """A connection to a running `batchcrypt serve` (see docs/service.md). Verification calls

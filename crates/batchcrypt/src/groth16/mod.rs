@@ -302,6 +302,46 @@ fn g2_from_json(v: &serde_json::Value, what: &str) -> Result<G2Affine> {
     Ok(p)
 }
 
+impl VerifyingKey {
+    /// The key from snarkjs's `verification_key.json` (`snarkjs zkey export verificationkey`),
+    /// every point checked on its curve and in its group.
+    pub fn from_json(text: &str) -> Result<VerifyingKey> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::invalid(format!("verification_key.json is not JSON: {e}")))?;
+        if v["protocol"] != "groth16" {
+            return Err(Error::invalid("verification_key.json is not a Groth16 key"));
+        }
+        if v["curve"] != "bn128" {
+            return Err(Error::invalid(format!(
+                "verification_key.json is for the curve {}, this verifier is for bn128",
+                v["curve"]
+            )));
+        }
+        let ic = v["IC"]
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| Error::invalid("verification_key.json: IC is not a list of points"))?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| g1_from_json(p, &format!("IC[{i}]")))
+            .collect::<Result<Vec<_>>>()?;
+        if v["nPublic"].as_u64() != Some(ic.len() as u64 - 1) {
+            return Err(Error::invalid(format!(
+                "verification_key.json: nPublic is {} but IC holds {} points",
+                v["nPublic"],
+                ic.len()
+            )));
+        }
+        Ok(VerifyingKey {
+            alpha_g1: g1_from_json(&v["vk_alpha_1"], "vk_alpha_1")?,
+            beta_g2: g2_from_json(&v["vk_beta_2"], "vk_beta_2")?,
+            gamma_g2: g2_from_json(&v["vk_gamma_2"], "vk_gamma_2")?,
+            delta_g2: g2_from_json(&v["vk_delta_2"], "vk_delta_2")?,
+            ic,
+        })
+    }
+}
+
 impl Proof {
     /// A proof from snarkjs's `proof.json` (points checked on their curve and in their group).
     pub fn from_json(text: &str) -> Result<Proof> {

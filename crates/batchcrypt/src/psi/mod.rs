@@ -21,8 +21,8 @@ pub use items::{Chunk, ItemFile};
 use crate::error::{Error, Result};
 use crate::sm2::{Compressed, DEFAULT_DST, N, SUITE};
 use crate::Engine;
-use std::net::TcpStream;
-use std::time::Duration;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
 use wire::Frame;
 
 /// The protocol version spoken; a peer with another version is refused at the handshake.
@@ -82,6 +82,56 @@ pub struct Outcome {
     pub peer_count: u64,
     /// 0-based positions (file order) of the own items in the intersection, ascending.
     pub matched: Vec<u64>,
+}
+
+/// Connects to the peer at `addr`, retrying until `timeout` (the peer may start later);
+/// `waiting` is told of the first refusal, for a message.
+pub fn connect(addr: &str, timeout: Duration, mut waiting: impl FnMut(&std::io::Error)) -> Result<TcpStream> {
+    let start = Instant::now();
+    let mut told = false;
+    loop {
+        match TcpStream::connect(addr) {
+            Ok(s) => return Ok(s),
+            Err(e) if start.elapsed() < timeout => {
+                if !told {
+                    waiting(&e);
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                return Err(Error::invalid(format!(
+                    "cannot connect to the peer at {addr} within {} s: {e}",
+                    timeout.as_secs_f64()
+                )))
+            }
+        }
+    }
+}
+
+/// Waits at most `timeout` for the peer to connect to `listener`.
+pub fn accept(listener: &TcpListener, timeout: Duration) -> Result<TcpStream> {
+    let net = |e: std::io::Error| Error::invalid(format!("waiting for the peer: {e}"));
+    listener.set_nonblocking(true).map_err(net)?;
+    let start = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(net)?;
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if start.elapsed() >= timeout {
+                    return Err(Error::invalid(format!(
+                        "no peer connected within {} s",
+                        timeout.as_secs_f64()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(net(e)),
+        }
+    }
 }
 
 /// A fresh secret scalar in [1, n).

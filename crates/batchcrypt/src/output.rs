@@ -1,8 +1,8 @@
 //! Output files that appear only when complete: written under a temporary name in the target's
 //! directory and renamed into place once synced, so an interrupted or failed run (encrypt,
-//! decrypt, prove, a client download) leaves nothing under the final name that looks finished.
+//! decrypt, prove, a download) leaves nothing under the final name that looks finished.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 pub struct AtomicFile {
     tmp: tempfile::NamedTempFile,
     path: PathBuf,
+}
+
+/// An I/O error that names what was being done (it stays an I/O error: Python's OSError).
+fn context(e: std::io::Error, what: String) -> Error {
+    Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
 }
 
 impl AtomicFile {
@@ -23,7 +28,12 @@ impl AtomicFile {
             .prefix(&format!(".{name}."))
             .suffix(".partial")
             .tempfile_in(dir)
-            .with_context(|| format!("creating a temporary file beside {}", path.display()))?;
+            .map_err(|e| {
+                context(
+                    e,
+                    format!("creating a temporary file beside {}", path.display()),
+                )
+            })?;
         Ok(AtomicFile {
             tmp,
             path: path.to_path_buf(),
@@ -37,13 +47,17 @@ impl AtomicFile {
 
     /// Syncs the data and renames the file to its final name.
     pub fn commit(self) -> Result<()> {
+        let path = self.path;
         self.tmp
             .as_file()
             .sync_all()
-            .with_context(|| format!("writing {}", self.path.display()))?;
-        self.tmp
-            .persist(&self.path)
-            .with_context(|| format!("renaming the finished output to {}", self.path.display()))?;
+            .map_err(|e| context(e, format!("writing {}", path.display())))?;
+        self.tmp.persist(&path).map_err(|e| {
+            context(
+                e.error,
+                format!("renaming the finished output to {}", path.display()),
+            )
+        })?;
         Ok(())
     }
 }
@@ -53,6 +67,6 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let f = AtomicFile::create(path)?;
     f.file()
         .write_all(bytes.as_ref())
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(|e| context(e, format!("writing {}", path.display())))?;
     f.commit()
 }

@@ -1,0 +1,289 @@
+//! Bitcoin validation: blocks with the outputs they spend, loose transactions, merkle roots.
+
+use crate::{bytes_or_hex, field, input, to_py, to_py_io, Engine};
+use batchcrypt::bitcoin::block::{verify_block, BlockContext, BlockReport};
+use batchcrypt::bitcoin::script::Flags;
+use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
+use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::{parse_block, spent, store, SpentOutput};
+use batchcrypt::sha256::Digest;
+use batchcrypt::Error;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+use std::path::PathBuf;
+
+/// The spent outputs of `block` from bytes in the named format.
+fn parse_spent(
+    bytes: &[u8],
+    format: &str,
+    block: &batchcrypt::bitcoin::Block,
+) -> batchcrypt::Result<Vec<SpentOutput>> {
+    match format {
+        "undo" => spent::parse_bcoin_undo(bytes),
+        "spent.json" => {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| Error::InvalidInput("spent.json: not UTF-8 JSON".into()))?;
+            spent::parse_floresta_json(text)
+        }
+        "rev" => store::flatten_block_undo(block, spent::parse_core_block_undo(bytes)?),
+        _ => unreachable!("checked before"),
+    }
+}
+
+/// Where the spent outputs come from.
+enum SpentSource {
+    Bytes(Vec<u8>),
+    Path(PathBuf),
+}
+
+fn block_dict<'py>(py: Python<'py>, r: &BlockReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let (reason, tx, inp) = match &r.verdict {
+        Ok(()) => (None, None, None),
+        Err(e) => (Some(e.reason.clone()), e.tx, e.input),
+    };
+    d.set_item("valid", r.verdict.is_ok())?;
+    d.set_item("reason", reason)?;
+    d.set_item("tx", tx)?;
+    d.set_item("input", inp)?;
+    d.set_item("hash", &r.hash)?;
+    d.set_item("height", r.height)?;
+    d.set_item("flags", r.flags.names())?;
+    d.set_item("txs", r.txs)?;
+    d.set_item("inputs", r.inputs)?;
+    d.set_item("weight", r.weight)?;
+    d.set_item("sigop_cost", r.sigop_cost)?;
+    d.set_item("fees", r.fees)?;
+    let unchecked: Vec<String> = r.unchecked.iter().map(|u| u.to_string()).collect();
+    d.set_item("unchecked", unchecked)?;
+    let s = r.scripts.as_ref();
+    let name = |b: Option<batchcrypt::Backend>| b.map(|b| b.name().to_string());
+    d.set_item("scripts_checked", s.is_some())?;
+    d.set_item("ecdsa_checks", s.map_or(0, |s| s.ecdsa_checks))?;
+    d.set_item("schnorr_checks", s.map_or(0, |s| s.schnorr_checks))?;
+    d.set_item("ecdsa_backend", name(s.and_then(|s| s.ecdsa_backend)))?;
+    d.set_item("schnorr_backend", name(s.and_then(|s| s.schnorr_backend)))?;
+    d.set_item("replayed_inputs", s.map_or(0, |s| s.replayed_inputs))?;
+    d.set_item("structure_time", r.structure_time.as_secs_f64())?;
+    d.set_item("inputs_time", r.inputs_time.as_secs_f64())?;
+    d.set_item("scripts_time", r.scripts_time.as_secs_f64())?;
+    d.set_item(
+        "interpreter_time",
+        s.map_or(0.0, |s| s.scripts_time.as_secs_f64()),
+    )?;
+    d.set_item(
+        "signatures_time",
+        s.map_or(0.0, |s| s.signatures_time.as_secs_f64()),
+    )?;
+    d.set_item(
+        "replay_time",
+        s.map_or(0.0, |s| s.replay_time.as_secs_f64()),
+    )?;
+    Ok(d)
+}
+
+/// One transaction of `verify_transactions`' argument.
+fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
+    let what = format!("txs[{k}]");
+    let d = item
+        .downcast::<PyDict>()
+        .map_err(|_| PyValueError::new_err(format!("{what}: expected a dict")))?;
+    let raw = bytes_or_hex(&field(d, "tx", &what)?, &format!("{what}[\"tx\"]"))?;
+    let spent_list = field(d, "spent", &what)?;
+    let mut spent = Vec::new();
+    for (i, s) in spent_list.try_iter()?.enumerate() {
+        let s = s?;
+        let sw = format!("{what}[\"spent\"][{i}]");
+        let sd = s
+            .downcast::<PyDict>()
+            .map_err(|_| PyValueError::new_err(format!("{sw}: expected a dict")))?;
+        let value: i64 = field(sd, "value", &sw)?.extract().map_err(|_| {
+            PyValueError::new_err(format!("{sw}[\"value\"]: expected an int (satoshis)"))
+        })?;
+        let script = bytes_or_hex(
+            &field(sd, "script_pubkey", &sw)?,
+            &format!("{sw}[\"script_pubkey\"]"),
+        )?;
+        spent.push(SpentOutput::new(value, script));
+    }
+    let flags = match d.get_item("flags")? {
+        None => Flags::CONSENSUS,
+        Some(f) if f.is_none() => Flags::CONSENSUS,
+        Some(f) => {
+            let f: String = f
+                .extract()
+                .map_err(|_| PyValueError::new_err(format!("{what}[\"flags\"]: expected a str")))?;
+            Flags::parse(&f)
+                .map_err(|e| PyValueError::new_err(format!("{what}[\"flags\"]: {e}")))?
+        }
+    };
+    Ok(LooseTx { raw, spent, flags })
+}
+
+#[pymethods]
+impl Engine {
+    /// Validates one Bitcoin block with the outputs its inputs spend, as Bitcoin Core's
+    /// CheckBlock, ContextualCheckBlock and ConnectBlock would (without the UTXO set: the spent
+    /// outputs are given), every signature of the block verified in one ECDSA and one BIP340
+    /// batch on this engine's backend.
+    ///
+    /// `block`: the raw block (network serialization, with witnesses). `spent`: the outputs the
+    /// block's non-coinbase inputs spend, either a path (str or os.PathLike; the format from its
+    /// name: `.undo` bcoin, `.spent.json`/`.json` Floresta, `.rev` one Bitcoin Core CBlockUndo
+    /// record) or the file's bytes with `spent_format` "undo", "spent.json" or "rev" (a path
+    /// with `spent_format` is read in that format whatever its name). `height`: the block's
+    /// height; None reads it from the coinbase (BIP34). `network`: "main", "test" or "regtest".
+    /// `check_pow`: check the header's proof of work against its own target. No chain history is
+    /// known: rules it would decide are listed in `unchecked`.
+    ///
+    /// Returns a dict: `valid`; `reason` (Core's reject reason), `tx` and `input` (where it
+    /// applies) or None; `hash` (display order), `height`, `flags` (the script flags, comma-
+    /// separated), `txs`, `inputs`, `weight`, `sigop_cost`, `fees` (satoshis), `unchecked`
+    /// (list of str); the script stage: `scripts_checked` (False when the block failed before
+    /// its scripts ran; the counts are then 0 and the backends None), `ecdsa_checks`,
+    /// `schnorr_checks`, `ecdsa_backend`, `schnorr_backend` (str or None), `replayed_inputs`;
+    /// times in seconds: `structure_time`, `inputs_time`, `scripts_time` (the three stages),
+    /// and within the scripts stage `interpreter_time`, `signatures_time`, `replay_time`.
+    ///
+    /// An invalid block is a result (valid False), not an exception. Data that cannot be
+    /// validated at all (an unparsable block or spent-output data, a spent-output count that
+    /// does not fit the block, an unknown height before BIP34) raises ValueError; an unreadable
+    /// file raises OSError. Releases the GIL.
+    #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn verify_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        block: &Bound<'py, PyAny>,
+        spent: &Bound<'py, PyAny>,
+        spent_format: Option<&str>,
+        height: Option<u32>,
+        network: &str,
+        check_pow: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let network: Network = network.parse().map_err(PyValueError::new_err)?;
+        if let Some(f) = spent_format {
+            if !matches!(f, "undo" | "spent.json" | "rev") {
+                return Err(PyValueError::new_err(format!(
+                    "spent_format must be \"undo\", \"spent.json\" or \"rev\", not {f:?}"
+                )));
+            }
+        }
+        let raw = input(block).map_err(|_| {
+            PyValueError::new_err("block: expected bytes, bytearray or a uint8 numpy array")
+        })?;
+        let source = if spent.is_instance_of::<PyString>() || spent.hasattr("__fspath__")? {
+            SpentSource::Path(spent.extract::<PathBuf>()?)
+        } else {
+            let bytes = input(spent).map_err(|_| {
+                PyValueError::new_err("spent: expected a path (str or os.PathLike) or bytes")
+            })?;
+            if spent_format.is_none() {
+                return Err(PyValueError::new_err(
+                    "spent given as bytes: name its format with spent_format=\"undo\", \"spent.json\" or \"rev\"",
+                ));
+            }
+            SpentSource::Bytes(bytes)
+        };
+        let inner = &self.inner;
+        let report = py
+            .allow_threads(|| -> batchcrypt::Result<BlockReport> {
+                let block = parse_block(&raw)?;
+                let spent = match (&source, spent_format) {
+                    (SpentSource::Path(p), None) => spent::read_spent_file(p, &block)?,
+                    (SpentSource::Path(p), Some(f)) => parse_spent(&std::fs::read(p)?, f, &block)?,
+                    (SpentSource::Bytes(b), f) => parse_spent(b, f.unwrap_or_default(), &block)?,
+                };
+                let ctx = BlockContext {
+                    network,
+                    height,
+                    times: &NoHistory,
+                    check_pow,
+                };
+                verify_block(inner, &block, &spent, &ctx)
+            })
+            .map_err(to_py_io)?;
+        if let Some(s) = &report.scripts {
+            if let Some(b) = s.ecdsa_backend.or(s.schnorr_backend) {
+                self.last_backend = Some(b.name().to_string());
+            }
+        }
+        block_dict(py, &report)
+    }
+
+    /// Checks loose Bitcoin transactions (as a mempool or a wallet backend would): each one's
+    /// encoding, Core's CheckTransaction, its spent amounts against its outputs, and every
+    /// input's scripts, the signatures of all of them verified as one batch on this engine's
+    /// backend (the GIL released meanwhile).
+    ///
+    /// `txs`: a list of dicts `{"tx": hex str or bytes (serialized with witnesses), "spent":
+    /// [{"value": int (satoshis), "script_pubkey": hex str or bytes}, ...] (one per input, in
+    /// order), "flags": "P2SH,WITNESS,..." (optional; default every consensus rule in force
+    /// today: P2SH, DERSIG, NULLDUMMY, CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS,
+    /// TAPROOT; "" or "NONE" for none)}`.
+    ///
+    /// Returns one dict per transaction, in order: `{"valid": bool, "input": int or None (the
+    /// failing input, where one is to blame), "reason": str or None}`; `last_reasons` gets the
+    /// reasons too. A bad transaction is a verdict, not an exception; a malformed argument (a
+    /// missing key, bad hex, an unknown flag name) raises ValueError.
+    fn verify_transactions<'py>(
+        &mut self,
+        py: Python<'py>,
+        txs: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let items: Vec<LooseTx> = txs
+            .try_iter()?
+            .enumerate()
+            .map(|(k, item)| loose_tx(&item?, k))
+            .collect::<PyResult<_>>()?;
+        if items.is_empty() {
+            self.last_reasons = Vec::new();
+            return Ok(Vec::new());
+        }
+        let inner = &self.inner;
+        let (verdicts, report) = py
+            .allow_threads(|| verify_transactions(inner, &items))
+            .map_err(to_py)?;
+        if let Some(s) = &report {
+            if let Some(b) = s.ecdsa_backend.or(s.schnorr_backend) {
+                self.last_backend = Some(b.name().to_string());
+            }
+        }
+        self.last_reasons = verdicts
+            .iter()
+            .map(|v| v.as_ref().err().map(|r| r.reason.clone()))
+            .collect();
+        verdicts
+            .iter()
+            .map(|v| {
+                let d = PyDict::new(py);
+                d.set_item("valid", v.is_ok())?;
+                d.set_item("input", v.as_ref().err().and_then(|r| r.input))?;
+                d.set_item("reason", v.as_ref().err().map(|r| r.reason.clone()))?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Bitcoin merkle root of concatenated 32-byte txids (internal byte order).
+    fn merkle_root<'py>(
+        &mut self,
+        py: Python<'py>,
+        txids: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let data = input(txids)?;
+        if data.len() % 32 != 0 {
+            return Err(PyValueError::new_err(format!(
+                "txids must be a multiple of 32 bytes, got {}",
+                data.len()
+            )));
+        }
+        let ids: Vec<Digest> = data
+            .chunks_exact(32)
+            .map(|c| c.try_into().unwrap())
+            .collect();
+        let root = self.run(py, |e| e.sha256().merkle_root(&ids))?;
+        Ok(PyBytes::new(py, &root))
+    }
+}

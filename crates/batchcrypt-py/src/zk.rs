@@ -1,0 +1,537 @@
+//! Zero-knowledge building blocks: MSM on BN254 and BLS12-381 (G1, G2), BN254's Fr NTT, and
+//! Groth16 proofs of circom circuits with snarkjs's files.
+//!
+//! Points and scalars cross as bytes in arkworks' serialization (uncompressed points, checked
+//! on the curve and in the group; scalars 32 bytes little-endian, below the group order) or as
+//! uint64 numpy arrays of canonical little-endian limbs (a point: its coordinates' limbs, x then
+//! y, each Fq2 coordinate c0 then c1; the all-zero row is the point at infinity). The result
+//! comes back in the form the input came in.
+
+use crate::{input, to_py, to_py_io, Engine};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{FftField, Field, PrimeField};
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+use batchcrypt::bn254::ntt::{Direction, Ntt};
+use batchcrypt::groth16::{self, Proof, ProvingKey, VerifyingKey, Witness};
+use batchcrypt::msm::{Affine, Bases, Group};
+use batchcrypt::{bls12_381, bn254};
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How points or scalars were given, and so how the answer goes back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Arkworks,
+    Limbs,
+}
+
+/// A buffer of points or scalars: a uint64 array (limbs) or anything bytes-like (arkworks).
+fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
+    if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'_, u64>>() {
+        let words = match a.as_slice() {
+            Ok(w) => w.to_vec(),
+            Err(_) => a.as_array().iter().copied().collect(),
+        };
+        let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        return Ok((bytes, Layout::Limbs));
+    }
+    input(obj).map(|b| (b, Layout::Arkworks)).map_err(|_| {
+        PyValueError::new_err("expected bytes (arkworks' serialization) or a uint64 numpy array of limbs")
+    })
+}
+
+/// Bytes of one element of `F`'s base prime field, as canonical limbs.
+fn prime_bytes<F: Field>() -> usize {
+    (<F::BasePrimeField as PrimeField>::MODULUS_BIT_SIZE as usize).div_ceil(64) * 8
+}
+
+/// Bytes of one point in `layout`.
+fn point_bytes<P: Group>(layout: Layout) -> usize {
+    match layout {
+        Layout::Arkworks => Affine::<P>::generator().uncompressed_size(),
+        Layout::Limbs => 2 * P::BaseField::extension_degree() as usize * prime_bytes::<P::BaseField>(),
+    }
+}
+
+/// A coordinate from its canonical limbs, each prime-field element checked below the modulus.
+fn coordinate<F: Field>(bytes: &[u8]) -> Option<F> {
+    let elems = bytes
+        .chunks_exact(prime_bytes::<F>())
+        .map(|c| F::BasePrimeField::deserialize_uncompressed(c).ok())
+        .collect::<Option<Vec<_>>>()?;
+    F::from_base_prime_field_elems(elems)
+}
+
+fn limbs_point<P: Group>(bytes: &[u8]) -> Option<Affine<P>> {
+    if bytes.iter().all(|&b| b == 0) {
+        return Some(Affine::<P>::identity());
+    }
+    let (x, y) = bytes.split_at(bytes.len() / 2);
+    let p = Affine::<P>::new_unchecked(coordinate(x)?, coordinate(y)?);
+    (p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve()).then_some(p)
+}
+
+/// Points from a buffer, each checked on the curve and in the group (in parallel: a subgroup
+/// check costs a scalar multiplication).
+fn points<P: Group>(bytes: &[u8], layout: Layout) -> PyResult<Vec<Affine<P>>> {
+    let size = point_bytes::<P>(layout);
+    if bytes.len() % size != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes of points are not a whole number of {size}-byte points",
+            bytes.len()
+        )));
+    }
+    bytes
+        .par_chunks_exact(size)
+        .enumerate()
+        .map(|(i, c)| {
+            match layout {
+                Layout::Arkworks => Affine::<P>::deserialize_uncompressed(c).ok(),
+                Layout::Limbs => limbs_point::<P>(c),
+            }
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "point {i} is not a point of the group (off the curve, outside the subgroup, or a coordinate not below the modulus)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Scalars of 32 bytes little-endian each, every one below the group order.
+fn scalars<F: PrimeField>(bytes: &[u8]) -> PyResult<Vec<F>> {
+    if bytes.len() % 32 != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes of scalars are not a whole number of 32-byte scalars",
+            bytes.len()
+        )));
+    }
+    bytes
+        .par_chunks_exact(32)
+        .enumerate()
+        .map(|(i, c)| {
+            F::deserialize_uncompressed(&c[..prime_bytes::<F>()])
+                .ok()
+                .filter(|_| c[prime_bytes::<F>()..].iter().all(|&b| b == 0))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!("scalar {i} is not below the group order"))
+                })
+        })
+        .collect()
+}
+
+fn scalar_bytes<F: PrimeField>(v: &[F]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 32);
+    for x in v {
+        x.serialize_uncompressed(&mut out).expect("to a Vec");
+    }
+    out
+}
+
+/// A point in `layout`, as bytes (arkworks) or a uint64 array (limbs).
+fn point_out<'py, P: Group>(py: Python<'py>, p: Affine<P>, layout: Layout) -> PyResult<Bound<'py, PyAny>> {
+    match layout {
+        Layout::Arkworks => {
+            let mut out = Vec::new();
+            p.serialize_uncompressed(&mut out).expect("to a Vec");
+            Ok(PyBytes::new(py, &out).into_any())
+        }
+        Layout::Limbs => {
+            let mut out = Vec::new();
+            if let Some((x, y)) = p.xy() {
+                for e in x.to_base_prime_field_elements().chain(y.to_base_prime_field_elements()) {
+                    e.serialize_uncompressed(&mut out).expect("to a Vec");
+                }
+            } else {
+                out.resize(point_bytes::<P>(Layout::Limbs), 0);
+            }
+            let words: Vec<u64> = out
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            Ok(PyArray1::from_vec(py, words).into_any())
+        }
+    }
+}
+
+/// Bases of one group, kept for repeated MSMs (in GPU memory after the first GPU call).
+enum AnyBases {
+    Bn254G1(Bases<bn254::G1>),
+    Bn254G2(Bases<bn254::G2>),
+    Bls12_381G1(Bases<bls12_381::G1>),
+    Bls12_381G2(Bases<bls12_381::G2>),
+}
+
+/// Calls `$f::<Group>` for the group named by `$curve` and `$group`.
+macro_rules! by_group {
+    ($curve:expr, $group:expr, $f:ident ( $($arg:expr),* )) => {
+        match ($curve, $group) {
+            ("bn254", "g1") => $f::<bn254::G1>($($arg),*),
+            ("bn254", "g2") => $f::<bn254::G2>($($arg),*),
+            ("bls12_381" | "bls12-381", "g1") => $f::<bls12_381::G1>($($arg),*),
+            ("bls12_381" | "bls12-381", "g2") => $f::<bls12_381::G2>($($arg),*),
+            (c, g) => Err(PyValueError::new_err(format!(
+                "no group {g:?} of curve {c:?}: curve is \"bn254\" or \"bls12_381\", group \"g1\" or \"g2\""
+            ))),
+        }
+    };
+}
+
+/// Which variant holds a group's bases.
+trait Variant: Group {
+    fn wrap(b: Bases<Self>) -> AnyBases;
+}
+macro_rules! variant {
+    ($g:ty, $v:ident) => {
+        impl Variant for $g {
+            fn wrap(b: Bases<Self>) -> AnyBases {
+                AnyBases::$v(b)
+            }
+        }
+    };
+}
+variant!(bn254::G1, Bn254G1);
+variant!(bn254::G2, Bn254G2);
+variant!(bls12_381::G1, Bls12_381G1);
+variant!(bls12_381::G2, Bls12_381G2);
+
+fn make_bases<P: Variant>(bytes: &[u8], layout: Layout, precompute: u32) -> PyResult<AnyBases> {
+    Ok(P::wrap(Bases::new(points::<P>(bytes, layout)?).with_precomputation(precompute)))
+}
+
+/// The fixed bases of repeated MSMs on one group (`Engine.msm_bases`): checked once, and kept in
+/// GPU memory after the first MSM that runs there, so later calls send only the scalars.
+#[pyclass(name = "MsmBases", module = "batchcrypt", frozen)]
+pub struct MsmBases {
+    bases: Arc<AnyBases>,
+    layout: Layout,
+    #[pyo3(get)]
+    curve: &'static str,
+    #[pyo3(get)]
+    group: &'static str,
+}
+
+#[pymethods]
+impl MsmBases {
+    fn __len__(&self) -> usize {
+        match &*self.bases {
+            AnyBases::Bn254G1(b) => b.len(),
+            AnyBases::Bn254G2(b) => b.len(),
+            AnyBases::Bls12_381G1(b) => b.len(),
+            AnyBases::Bls12_381G2(b) => b.len(),
+        }
+    }
+
+    /// Frees the GPU copy (it is made again by the next GPU MSM).
+    fn release_device(&self) {
+        match &*self.bases {
+            AnyBases::Bn254G1(b) => b.release_device(),
+            AnyBases::Bn254G2(b) => b.release_device(),
+            AnyBases::Bls12_381G1(b) => b.release_device(),
+            AnyBases::Bls12_381G2(b) => b.release_device(),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MsmBases({} {} points of {} {})", self.__len__(), self.layout_name(), self.curve, self.group)
+    }
+}
+
+impl MsmBases {
+    fn layout_name(&self) -> &'static str {
+        match self.layout {
+            Layout::Arkworks => "arkworks",
+            Layout::Limbs => "limbs",
+        }
+    }
+}
+
+fn canonical(curve: &str, group: &str) -> PyResult<(&'static str, &'static str)> {
+    let c = match curve {
+        "bn254" => "bn254",
+        "bls12_381" | "bls12-381" => "bls12_381",
+        other => return Err(PyValueError::new_err(format!("curve must be \"bn254\" or \"bls12_381\", not {other:?}"))),
+    };
+    let g = match group {
+        "g1" => "g1",
+        "g2" => "g2",
+        other => return Err(PyValueError::new_err(format!("group must be \"g1\" or \"g2\", not {other:?}"))),
+    };
+    Ok((c, g))
+}
+
+fn run_msm<'py, P: Group>(
+    engine: &mut Engine,
+    py: Python<'py>,
+    bases: &Bases<P>,
+    scalar_buf: &[u8],
+    layout: Layout,
+) -> PyResult<Bound<'py, PyAny>> {
+    let s = scalars::<P::ScalarField>(scalar_buf)?;
+    let sum = engine.run(py, |e| e.msm::<P>(bases, &s))?;
+    point_out::<P>(py, sum.into_affine(), layout)
+}
+
+/// A field of NTT values from 32-byte little-endian elements (BN254's Fr).
+fn fr_values(bytes: &[u8]) -> PyResult<Vec<bn254::Fr>> {
+    scalars::<bn254::Fr>(bytes)
+}
+
+/// `coset`: None, True (Fr's multiplicative generator, as provers use) or an int below r.
+fn coset(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bn254::Fr>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(None) };
+    if let Ok(b) = obj.extract::<bool>() {
+        return Ok(b.then_some(bn254::Fr::GENERATOR));
+    }
+    let n: num_bigint::BigUint = obj
+        .extract()
+        .map_err(|_| PyValueError::new_err("coset must be None, True or an int below the field's order"))?;
+    if n >= bn254::Fr::MODULUS.into() || n == num_bigint::BigUint::ZERO {
+        return Err(PyValueError::new_err("coset must be a non-zero int below the field's order"));
+    }
+    Ok(Some(bn254::Fr::from(n)))
+}
+
+/// A snarkjs JSON argument: a str of JSON, or a path to the file.
+fn json_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    if let Ok(s) = obj.downcast::<PyString>() {
+        let s = s.to_cow()?;
+        if s.trim_start().starts_with(['{', '[']) {
+            return Ok(s.to_string());
+        }
+    }
+    let path: PathBuf = obj
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("{what}: expected JSON text or a path")))?;
+    std::fs::read_to_string(&path).map_err(|e| {
+        batchcrypt::Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))
+    }).map_err(to_py_io)
+}
+
+/// A file argument: a path (str or os.PathLike) or the file's bytes.
+fn file_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
+        let path: PathBuf = obj.extract()?;
+        return std::fs::read(&path).map_err(|e| {
+            to_py_io(batchcrypt::Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display()))))
+        });
+    }
+    input(obj).map_err(|_| PyValueError::new_err(format!("{what}: expected a path or the file's bytes")))
+}
+
+/// A Groth16 proving key read from snarkjs's `.zkey` (BN254, "bn128" in snarkjs), kept for
+/// many proofs: its points go to GPU memory with the first proof there and stay.
+#[pyclass(name = "ProvingKey", module = "batchcrypt", frozen)]
+pub struct PyProvingKey {
+    key: Arc<ProvingKey>,
+}
+
+#[pymethods]
+impl PyProvingKey {
+    /// `zkey`: a path or the file's bytes. `precompute`: shifted copies of the MSM bases kept in
+    /// GPU memory (1: none; more make proofs faster at that many times the points' memory).
+    #[new]
+    #[pyo3(signature = (zkey, precompute = 1))]
+    fn new(py: Python<'_>, zkey: &Bound<'_, PyAny>, precompute: u32) -> PyResult<Self> {
+        let bytes = file_bytes(zkey, "zkey")?;
+        let key = py
+            .allow_threads(|| ProvingKey::parse(&bytes))
+            .map_err(to_py)?
+            .with_precomputation(precompute.max(1));
+        Ok(PyProvingKey { key: Arc::new(key) })
+    }
+
+    /// Signals of the circuit (the witness's length).
+    #[getter]
+    fn n_vars(&self) -> usize {
+        self.key.n_vars
+    }
+
+    /// Public signals (outputs and public inputs).
+    #[getter]
+    fn n_public(&self) -> usize {
+        self.key.n_public
+    }
+
+    /// The evaluation domain's size (a power of two at least the constraint count).
+    #[getter]
+    fn domain_size(&self) -> usize {
+        self.key.domain_size
+    }
+
+    /// Bytes the key takes in GPU memory once resident.
+    #[getter]
+    fn device_bytes(&self) -> u64 {
+        self.key.device_bytes()
+    }
+
+    /// Frees the key's GPU copy.
+    fn release_device(&self) {
+        self.key.release_device()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ProvingKey({} signals, {} public, domain 2^{})",
+            self.key.n_vars,
+            self.key.n_public,
+            self.key.domain_size.trailing_zeros()
+        )
+    }
+}
+
+#[pymethods]
+impl Engine {
+    /// `sum scalars[i] * bases[i]` on `curve` ("bn254" or "bls12_381"), group "g1" or "g2".
+    /// `bases`: an `MsmBases` (from `msm_bases`: checked once, kept in GPU memory), or the points
+    /// as bytes (arkworks' uncompressed serialization) or as a uint64 array of limbs (see the
+    /// module's docs). `scalars`: 32 bytes little-endian each (bytes, or a uint64 array of shape
+    /// (n, 4)), at most one per base. Returns the sum in the points' form: bytes, or a uint64
+    /// array. Releases the GIL.
+    #[pyo3(signature = (bases, scalars, curve = "bn254", group = "g1"))]
+    fn msm<'py>(
+        &mut self,
+        py: Python<'py>,
+        bases: &Bound<'py, PyAny>,
+        scalars: &Bound<'py, PyAny>,
+        curve: &str,
+        group: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (s, _) = buffer(scalars)?;
+        let held;
+        let (bases, layout) = match bases.downcast::<MsmBases>() {
+            Ok(b) => (b.get().bases.clone(), b.get().layout),
+            Err(_) => {
+                let (c, g) = canonical(curve, group)?;
+                let (bytes, layout) = buffer(bases)?;
+                held = by_group!(c, g, make_bases(&bytes, layout, 1))?;
+                (Arc::new(held), layout)
+            }
+        };
+        match &*bases {
+            AnyBases::Bn254G1(b) => run_msm(self, py, b, &s, layout),
+            AnyBases::Bn254G2(b) => run_msm(self, py, b, &s, layout),
+            AnyBases::Bls12_381G1(b) => run_msm(self, py, b, &s, layout),
+            AnyBases::Bls12_381G2(b) => run_msm(self, py, b, &s, layout),
+        }
+    }
+
+    /// Fixed bases for repeated `msm` calls, checked once (on the curve, in the group).
+    /// `precompute`: shifted copies kept in GPU memory (1: none; more make MSMs faster at that
+    /// many times the points' memory).
+    #[pyo3(signature = (points, curve = "bn254", group = "g1", precompute = 1))]
+    fn msm_bases(
+        &self,
+        py: Python<'_>,
+        points: &Bound<'_, PyAny>,
+        curve: &str,
+        group: &str,
+        precompute: u32,
+    ) -> PyResult<MsmBases> {
+        let (c, g) = canonical(curve, group)?;
+        let (bytes, layout) = buffer(points)?;
+        let bases = py.allow_threads(|| by_group!(c, g, make_bases(&bytes, layout, precompute)))?;
+        Ok(MsmBases {
+            bases: Arc::new(bases),
+            layout,
+            curve: c,
+            group: g,
+        })
+    }
+
+    /// The NTT over BN254's scalar field Fr, in natural order, as arkworks'
+    /// `Radix2EvaluationDomain` computes it: `values` (32-byte little-endian elements as bytes,
+    /// or a uint64 array with 4 limbs per element) holds polynomials of `size` elements each (a
+    /// power of two; default: all of them, one polynomial). `inverse`: interpolate instead of
+    /// evaluate. `coset`: evaluate on (or interpolate from) the coset g·<w>, g True (Fr's
+    /// generator) or an int. Returns the values in the form given. Releases the GIL.
+    #[pyo3(signature = (values, size = None, inverse = false, coset = None))]
+    fn ntt<'py>(
+        &mut self,
+        py: Python<'py>,
+        values: &Bound<'py, PyAny>,
+        size: Option<usize>,
+        inverse: bool,
+        coset: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (bytes, layout) = buffer(values)?;
+        let shape: Option<Vec<usize>> = values
+            .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
+            .ok()
+            .map(|a| a.shape().to_vec());
+        let mut v = fr_values(&bytes)?;
+        let t = Ntt {
+            size: size.unwrap_or(v.len()),
+            direction: if inverse { Direction::Inverse } else { Direction::Forward },
+            coset: self::coset(coset)?,
+        };
+        self.run(py, |e| e.bn254().ntt(&mut v, &t))?;
+        let out = scalar_bytes(&v);
+        Ok(match layout {
+            Layout::Arkworks => PyBytes::new(py, &out).into_any(),
+            Layout::Limbs => {
+                let words: Vec<u64> = out
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                    .collect();
+                PyArray1::from_vec(py, words)
+                    .reshape(shape.unwrap_or_default())?
+                    .into_any()
+            }
+        })
+    }
+
+    /// A Groth16 proof, as `snarkjs groth16 prove` makes it: `key` a `ProvingKey` (or a .zkey's
+    /// path or bytes), `witness` a .wtns's path or bytes. Returns (proof.json text,
+    /// public.json text); `snarkjs groth16 verify` accepts them. The proof is checked before it
+    /// is returned; a witness that does not satisfy the circuit raises ValueError. Releases the
+    /// GIL.
+    fn groth16_prove(
+        &mut self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        witness: &Bound<'_, PyAny>,
+    ) -> PyResult<(String, String)> {
+        let key = match key.downcast::<PyProvingKey>() {
+            Ok(k) => k.get().key.clone(),
+            Err(_) => PyProvingKey::new(py, key, 1)?.key,
+        };
+        let wtns = file_bytes(witness, "witness")?;
+        let inner = &self.inner;
+        let proved = py
+            .allow_threads(|| {
+                let w = Witness::parse(&wtns)?;
+                inner.groth16().prove(&key, &w, &mut rand::rngs::OsRng)
+            })
+            .map_err(to_py)?;
+        if let Some(b) = proved.stages.iter().rev().find_map(|s| s.backend) {
+            self.last_backend = Some(b.name().to_string());
+        }
+        Ok((proved.proof.to_json(), groth16::public_json(&proved.public)))
+    }
+}
+
+/// Whether a Groth16 proof verifies: `key` a `ProvingKey`, or snarkjs's verification_key.json
+/// (its text or path); `public` and `proof` as snarkjs writes public.json and proof.json (text
+/// or paths). A proof that does not verify is False; malformed JSON, points off their curve or
+/// outside their group (in the key or the proof), or a public-signal count the key does not take
+/// raise ValueError.
+#[pyfunction]
+pub fn groth16_verify(
+    key: &Bound<'_, PyAny>,
+    public: &Bound<'_, PyAny>,
+    proof: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let vk = match key.downcast::<PyProvingKey>() {
+        Ok(k) => k.get().key.vk.clone(),
+        Err(_) => VerifyingKey::from_json(&json_text(key, "key")?).map_err(to_py)?,
+    };
+    let public = groth16::public_from_json(&json_text(public, "public")?).map_err(to_py)?;
+    let proof = Proof::from_json(&json_text(proof, "proof")?).map_err(to_py)?;
+    groth16::verify(&vk, &public, &proof).map_err(to_py)
+}
