@@ -69,7 +69,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let mut out = vec![0u8; data.len()];
-        self.run(py, |e| e.aes().ctr(&key, &iv, &data, &mut out))?;
+        self.run(py, |e| e.aes().ctr(&key, &iv, data, &mut out))?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -160,7 +160,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(&data, offsets, msg_len)?;
+        let msgs = messages(data, offsets, msg_len)?;
         let mut out = vec![0u8; data.len()];
         self.run(py, |e| e.aes().ctr_batch(&keys, &ivs, &msgs, &mut out))?;
         Ok(PyBytes::new(py, &out))
@@ -187,7 +187,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(&data, offsets, msg_len)?;
+        let msgs = messages(data, offsets, msg_len)?;
         let aads: Vec<&[u8]> = match &aads {
             Some(a) => a.iter().map(Vec::as_slice).collect(),
             None => vec![&[][..]; msgs.count()],
@@ -222,7 +222,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(&data, offsets, msg_len)?;
+        let msgs = messages(data, offsets, msg_len)?;
         let aads: Vec<&[u8]> = match &aads {
             Some(a) => a.iter().map(Vec::as_slice).collect(),
             None => vec![&[][..]; msgs.count()],
@@ -354,7 +354,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(&data, offsets, msg_len)?;
+        let msgs = messages(data, offsets, msg_len)?;
         let mut out = vec![0u8; data.len()];
         self.run(py, |e| match decrypt {
             false => e.aes().xts_encrypt_batch(&keys, &tweaks, &msgs, &mut out),

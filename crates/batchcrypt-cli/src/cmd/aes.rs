@@ -136,7 +136,7 @@ pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
     let result = result.and_then(|_| output.flush().map_err(Into::into));
     drop(output);
     match (result, file) {
-        (Ok(_), Some(f)) => f.commit(),
+        (Ok(_), Some(f)) => Ok(f.commit()?),
         (Ok(_), None) => Ok(()),
         (Err(e), Some(_)) => {
             let p = args.output.as_ref().unwrap();
