@@ -3,7 +3,8 @@
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
 # STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench pybench prove psi
-# sass sanitize (compute-sanitizer over test binaries; only when named) peers (the GPU peers built under
+# sass sanitize (compute-sanitizer over test binaries; only when named) ray (bench/ray_scaling.py; only
+# when named; RAY_WHEELS: Ray wheels to install from where it is missing) peers (the GPU peers built under
 # peers/out, each by its peers/<name>/run.sh; only when named; PEERS picks them), e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -105,6 +106,18 @@ want python && step python-tests py_tests
 # BIP340 from Python (numpy arrays, flat bytes, lists); compare with bench-secp256k1's Rust figures.
 py_bench() { py_install && PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/verify_throughput.py 20 gpu; }
 want pybench && step python-bench py_bench
+# Ray (only when STEPS names "ray"): one actor per GPU against one engine in one process
+# (bench/ray_scaling.py); Ray is installed from the wheels in RAY_WHEELS where it is not importable
+# (a machine without network).
+ray_bench() {
+  py_install || return
+  if ! PYTHONPATH=/tmp/bc-site "$PYTHON" -c "import ray" 2>/dev/null; then
+    "$PYTHON" -m pip install -q --no-index --find-links "${RAY_WHEELS:?no Ray here: set RAY_WHEELS to a folder of wheels}" \
+      --target /tmp/ray-site ray || return
+  fi
+  PYTHONPATH=/tmp/bc-site:/tmp/ray-site "$PYTHON" crates/batchcrypt-py/bench/ray_scaling.py ${RAY_BENCH:-22 24}
+}
+[[ " ${STEPS:-} " == *" ray "* ]] && step ray-bench ray_bench
 want demo && step demo "$B/bin/batchcrypt" demo
 want merkle && step merkle "$B/bin/batchcrypt" merkle "$B/data/block413567.raw"
 # Bitcoin validation from the command line: one block on each backend, the regtest chain.
@@ -153,6 +166,7 @@ echo; grep -hE 'prove|ms|proofs/s' "$OUT/bench-groth16.log" 2>/dev/null | tail -
 echo; grep -hE '^(ultrafast|gecc|icicle|sppark) ' "$OUT"/peer-*.log 2>/dev/null
 echo; cat "$OUT/psi-gpu.log" 2>/dev/null
 echo; cat "$OUT/python-bench.log" 2>/dev/null
+echo; cat "$OUT/ray-bench.log" 2>/dev/null
 echo; cat "$OUT/bench-scaling.log" 2>/dev/null | grep -vE "^(CPU|GPU [0-9]+):"
 echo; cat "$OUT/bench-bitcoin.log" 2>/dev/null | grep -vE '^(CPU|GPU):'
 echo; grep -hE 'signatures|throughput|verdict' "$OUT"/bitcoin-*.log 2>/dev/null

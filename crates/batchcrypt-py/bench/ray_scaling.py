@@ -1,0 +1,84 @@
+"""One actor per GPU through Ray against one engine in one process, on the same batches: BIP340
+verification (the valid test vectors repeated to the batch size, numpy arrays) and SHA256d of
+64-byte messages. Rows: the in-process engine on one GPU and on all of them, then a Ray pool of
+one GPU actor and of one per GPU (chunks of 2^20 items; inputs from the driver's memory through
+Ray's object store, as a cluster job would send them). Prints items/s and each row's ratio to
+the one-GPU engine.
+
+    python bench/ray_scaling.py [log2 signatures, default 22] [log2 messages, default 24]
+"""
+
+import csv
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import ray
+
+import batchcrypt
+import batchcrypt.ray as bcray
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "batchcrypt", "tests", "data")
+
+
+def best_of(runs, f):
+    f()  # warm-up: calibration, kernel load, actors' first chunk
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main():
+    log_sigs = int(sys.argv[1]) if len(sys.argv) > 1 else 22
+    log_msgs = int(sys.argv[2]) if len(sys.argv) > 2 else 24
+    with open(os.path.join(DATA, "bip340-test-vectors.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if len(r["message"]) == 64 and r["verification result"] == "TRUE"]
+    n = 1 << log_sigs
+    reps = -(-n // len(rows))
+    tile = lambda col, w: np.tile(np.frombuffer(b"".join(bytes.fromhex(r[col]) for r in rows), np.uint8).reshape(-1, w), (reps, 1))[:n]
+    msgs, sigs, keys = tile("message", 32), tile("signature", 64), tile("public key", 32)
+    data = np.random.default_rng(1).integers(0, 256, 64 << log_msgs, dtype=np.uint8)
+
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    gpus = len([l for l in listed.splitlines() if l.startswith("GPU ")])
+    if gpus == 0:
+        sys.exit("no NVIDIA GPU found (nvidia-smi -L lists none)")
+    ray.init(num_gpus=gpus, include_dashboard=False, log_to_driver=False)
+    print(f"# {batchcrypt.hardware()}")
+    print(f"# Ray {ray.__version__}, {gpus} GPU(s); BIP340 2^{log_sigs}, SHA256d-64 2^{log_msgs}")
+
+    one, every = batchcrypt.Engine("gpu", gpus=[0]), batchcrypt.Engine("gpu")
+    cases = [
+        ("BIP340 verify", n,
+         lambda e: e.verify_schnorr_batch(msgs, sigs, keys),
+         lambda p: p.verify_schnorr(msgs, sigs, keys, chunk=1 << 20)),
+        ("SHA256d-64", 1 << log_msgs,
+         lambda e: e.sha256d_64(data),
+         lambda p: p.sha256(data, 64, double=True, chunk=1 << 22)),
+    ]
+    pools = [(1, bcray.Pool(gpu_actors=1, cpu_actors=0))]
+    if gpus > 1:
+        pools.append((gpus, bcray.Pool(gpu_actors=gpus, cpu_actors=0)))
+    for p in pools:
+        print(f"# pool of {len(p[1])}: {[w['gpus'] for w in p[1].where()]}")
+    for name, items, local, remote in cases:
+        want = local(one)
+        base = items / best_of(3, lambda: local(one))
+        print(f"{name:<14} engine, 1 GPU          {base / 1e6:9.2f} M/s  1.00x")
+        if gpus > 1:
+            r = items / best_of(3, lambda: local(every))
+            print(f"{name:<14} engine, {gpus} GPUs         {r / 1e6:9.2f} M/s  {r / base:.2f}x")
+        for k, pool in pools:
+            assert np.array_equal(remote(pool), want), "the pool's results differ from the engine's"
+            r = items / best_of(3, lambda: remote(pool))
+            print(f"{name:<14} Ray, {k} GPU actor(s)    {r / 1e6:9.2f} M/s  {r / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
