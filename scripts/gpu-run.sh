@@ -100,7 +100,7 @@ sanitize() {
 PYTHON=${PYTHON:-python3}   # needs numpy and pytest
 py_install() { "$PYTHON" -m pip install -q --no-index --no-deps --upgrade --target /tmp/bc-site "$B"/wheels/*.whl; }
 py_tests() {
-  py_install && PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
+  py_install && BATCHCRYPT_ZK_FIXTURES="$B/zk" PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
 }
 want python && step python-tests py_tests
 # BIP340 from Python (numpy arrays, flat bytes, lists); compare with bench-secp256k1's Rust figures.
@@ -111,7 +111,7 @@ want pybench && step python-bench py_bench
 # (a machine without network).
 ray_bench() {
   py_install || return
-  if ! PYTHONPATH=/tmp/bc-site "$PYTHON" -c "import ray" 2>/dev/null; then
+  if ! PYTHONPATH=/tmp/bc-site:/tmp/ray-site "$PYTHON" -c "import ray" 2>/dev/null; then
     "$PYTHON" -m pip install -q --no-index --find-links "${RAY_WHEELS:?no Ray here: set RAY_WHEELS to a folder of wheels}" \
       --target /tmp/ray-site ray || return
   fi

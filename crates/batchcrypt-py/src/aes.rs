@@ -1,7 +1,7 @@
 //! AES: one buffer (CTR, GCM, XTS), batches of messages each under its own key, and files.
 
 use crate::{input, to_py, to_py_io, Data, Engine};
-use batchcrypt::aes::{stream, xts::XtsKey, Key, Tag};
+use batchcrypt::aes::{stream, xts::XtsKey, Key};
 use batchcrypt::messages::Messages;
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -15,21 +15,6 @@ fn array<const N: usize>(b: &[u8], what: &str) -> PyResult<[u8; N]> {
         .map_err(|_| PyValueError::new_err(format!("{what} must be {N} bytes, got {}", b.len())))
 }
 
-/// One row of N bytes per message: an (n, N) uint8 array, a bytes of n * N bytes, or a
-/// sequence of bytes-like objects.
-fn per_message<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<[u8; N]>> {
-    crate::fixed_rows(obj, what)
-}
-
-/// Keys, one per message: each 16 or 32 bytes (XTS: 32 or 64), as a sequence or an (n, width)
-/// array.
-fn keys<K>(obj: &Bound<'_, PyAny>, make: impl Fn(&[u8]) -> batchcrypt::Result<K>) -> PyResult<Vec<K>> {
-    crate::rows(obj)?
-        .iter()
-        .enumerate()
-        .map(|(i, k)| make(k).map_err(|e| PyValueError::new_err(format!("keys[{i}]: {e}"))))
-        .collect()
-}
 
 /// The batch's messages: `data` cut at `offsets` (n + 1 uint64, from 0 to len(data)), or into
 /// equal messages of `msg_len` bytes.
@@ -45,10 +30,6 @@ fn messages<'a>(
             "give either offsets (message i is data[offsets[i]:offsets[i+1]]) or msg_len",
         )),
     }
-}
-
-fn tags_array(py: Python<'_>, tags: Vec<Tag>) -> Bound<'_, PyArray2<u8>> {
-    crate::table(py, tags)
 }
 
 #[pymethods]
@@ -156,7 +137,7 @@ impl Engine {
         msg_len: Option<usize>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let keys = keys_or_one(keys, Key::new)?;
-        let ivs = per_message::<16>(ivs, "ivs")?;
+        let ivs = crate::fixed_rows::<16>(ivs, "ivs")?;
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
@@ -182,7 +163,7 @@ impl Engine {
         aads: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let keys = keys_or_one(keys, Key::new)?;
-        let nonces = per_message::<12>(nonces, "nonces")?;
+        let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
         let aads = aads.map(crate::rows).transpose()?;
         let data = Data::new(data)?;
         let data = data.bytes();
@@ -196,7 +177,7 @@ impl Engine {
         let tags = self.run(py, |e| {
             e.aes().gcm_encrypt_batch(&keys, &nonces, &aads, &msgs, &mut out)
         })?;
-        Ok((PyBytes::new(py, &out), tags_array(py, tags)))
+        Ok((PyBytes::new(py, &out), crate::table(py, tags)))
     }
 
     /// AES-GCM decryption of a batch (the inverse of `aes_gcm_encrypt_batch`, with `tags` n x 16
@@ -216,8 +197,8 @@ impl Engine {
         aads: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray1<bool>>)> {
         let keys = keys_or_one(keys, Key::new)?;
-        let nonces = per_message::<12>(nonces, "nonces")?;
-        let tags = per_message::<16>(tags, "tags")?;
+        let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
+        let tags = crate::fixed_rows::<16>(tags, "tags")?;
         let aads = aads.map(crate::rows).transpose()?;
         let data = Data::new(data)?;
         let data = data.bytes();
@@ -304,15 +285,17 @@ impl Engine {
     }
 }
 
-/// One key for every message, or one per message.
-fn keys_or_one<K: Clone>(obj: &Bound<'_, PyAny>, make: impl Fn(&[u8]) -> batchcrypt::Result<K>) -> PyResult<Vec<K>> {
+/// One key (a `bytes`) for every message, or one per message (a sequence, or an (n, width)
+/// array): each 16 or 32 bytes (XTS: 32 or 64).
+fn keys_or_one<K>(obj: &Bound<'_, PyAny>, make: impl Fn(&[u8]) -> batchcrypt::Result<K>) -> PyResult<Vec<K>> {
     if obj.downcast::<PyBytes>().is_ok() {
-        let b = input(obj)?;
-        if matches!(b.len(), 16 | 32 | 64) {
-            return Ok(vec![make(&b).map_err(to_py)?]);
-        }
+        return Ok(vec![make(&input(obj)?).map_err(to_py)?]);
     }
-    keys(obj, make)
+    crate::rows(obj)?
+        .iter()
+        .enumerate()
+        .map(|(i, k)| make(k).map_err(|e| PyValueError::new_err(format!("keys[{i}]: {e}"))))
+        .collect()
 }
 
 impl Engine {
@@ -350,7 +333,7 @@ impl Engine {
         decrypt: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let keys = keys_or_one(keys, XtsKey::new)?;
-        let tweaks = per_message::<16>(tweaks, "tweaks")?;
+        let tweaks = crate::fixed_rows::<16>(tweaks, "tweaks")?;
         let data = Data::new(data)?;
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;

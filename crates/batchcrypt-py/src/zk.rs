@@ -182,6 +182,18 @@ macro_rules! by_group {
     };
 }
 
+/// `$e` with `$b` bound to the bases, whichever group they are of.
+macro_rules! each {
+    ($bases:expr, $b:ident => $e:expr) => {
+        match $bases {
+            AnyBases::Bn254G1($b) => $e,
+            AnyBases::Bn254G2($b) => $e,
+            AnyBases::Bls12_381G1($b) => $e,
+            AnyBases::Bls12_381G2($b) => $e,
+        }
+    };
+}
+
 /// Which variant holds a group's bases.
 trait Variant: Group {
     fn wrap(b: Bases<Self>) -> AnyBases;
@@ -219,22 +231,12 @@ pub struct MsmBases {
 #[pymethods]
 impl MsmBases {
     fn __len__(&self) -> usize {
-        match &*self.bases {
-            AnyBases::Bn254G1(b) => b.len(),
-            AnyBases::Bn254G2(b) => b.len(),
-            AnyBases::Bls12_381G1(b) => b.len(),
-            AnyBases::Bls12_381G2(b) => b.len(),
-        }
+        each!(&*self.bases, b => b.len())
     }
 
     /// Frees the GPU copy (it is made again by the next GPU MSM).
     fn release_device(&self) {
-        match &*self.bases {
-            AnyBases::Bn254G1(b) => b.release_device(),
-            AnyBases::Bn254G2(b) => b.release_device(),
-            AnyBases::Bls12_381G1(b) => b.release_device(),
-            AnyBases::Bls12_381G2(b) => b.release_device(),
-        }
+        each!(&*self.bases, b => b.release_device())
     }
 
     fn __repr__(&self) -> String {
@@ -275,11 +277,6 @@ fn run_msm<'py, P: Group>(
     let s = scalars::<P::ScalarField>(scalar_buf)?;
     let sum = engine.run(py, |e| e.msm::<P>(bases, &s))?;
     point_out::<P>(py, sum.into_affine(), layout)
-}
-
-/// A field of NTT values from 32-byte little-endian elements (BN254's Fr).
-fn fr_values(bytes: &[u8]) -> PyResult<Vec<bn254::Fr>> {
-    scalars::<bn254::Fr>(bytes)
 }
 
 /// `coset`: None, True (Fr's multiplicative generator, as provers use) or an int below r.
@@ -413,12 +410,7 @@ impl Engine {
                 (Arc::new(held), layout)
             }
         };
-        match &*bases {
-            AnyBases::Bn254G1(b) => run_msm(self, py, b, &s, layout),
-            AnyBases::Bn254G2(b) => run_msm(self, py, b, &s, layout),
-            AnyBases::Bls12_381G1(b) => run_msm(self, py, b, &s, layout),
-            AnyBases::Bls12_381G2(b) => run_msm(self, py, b, &s, layout),
-        }
+        each!(&*bases, b => run_msm(self, py, b, &s, layout))
     }
 
     /// Fixed bases for repeated `msm` calls, checked once (on the curve, in the group).
@@ -464,7 +456,7 @@ impl Engine {
             .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
             .ok()
             .map(|a| a.shape().to_vec());
-        let mut v = fr_values(&bytes)?;
+        let mut v = scalars::<bn254::Fr>(&bytes)?;
         let t = Ntt {
             size: size.unwrap_or(v.len()),
             direction: if inverse { Direction::Inverse } else { Direction::Forward },

@@ -76,6 +76,11 @@ def test_actors_spread_over_both_nodes(cluster):
     pool.shutdown()
 
 
+def test_a_pool_the_cluster_cannot_place_is_an_error_not_a_wait(cluster):
+    with pytest.raises(RuntimeError, match="did not all start"):
+        bcray.Pool(gpu_actors=1, start_timeout=3)  # no GPU on this cluster
+
+
 def test_results_in_order_and_equal_to_one_engine(cluster):
     pool = bcray.Pool(cpu_actors=2)
     msgs, sigs, keys, want = bip340_rows(40)

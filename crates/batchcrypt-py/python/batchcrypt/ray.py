@@ -29,6 +29,7 @@ import numpy as np
 import ray
 from ray.exceptions import (
     ActorDiedError,
+    GetTimeoutError,
     ActorUnavailableError,
     NodeDiedError,
     ObjectLostError,
@@ -93,7 +94,9 @@ class Pool:
     `gpu_actors`: actors holding one GPU each (default: every GPU of the cluster).
     `cpu_actors`: CPU-only actors (default: none where there are GPUs, else one per live node),
     each reserving `cpus_per_actor` CPUs and spread over the nodes. `max_attempts`: runs of one
-    chunk before its failure is raised. `backend`: the engines' backend ("auto": each engine's
+    chunk before its failure is raised. `start_timeout`: seconds for every actor to start (an
+    actor the cluster cannot place, such as a GPU actor beyond its free GPUs, raises
+    RuntimeError instead of waiting for ever). `backend`: the engines' backend ("auto": each engine's
     cost model decides; CPU actors always use "cpu")."""
 
     def __init__(
@@ -104,6 +107,7 @@ class Pool:
         cpus_per_actor: float = 1,
         backend: str = "auto",
         max_attempts: int = 3,
+        start_timeout: float = 120,
     ):
         if not ray.is_initialized():
             ray.init()
@@ -119,6 +123,15 @@ class Pool:
         self._specs = [("gpu", backend)] * gpu_actors + [("cpu", "cpu")] * cpu_actors
         self._cpus = cpus_per_actor
         self._actors = [self._start(s) for s in self._specs]
+        try:
+            ray.get([a.where.remote() for a in self._actors], timeout=start_timeout)
+        except GetTimeoutError:
+            self.shutdown()
+            raise RuntimeError(
+                f"{gpu_actors} GPU and {cpu_actors} CPU actors did not all start within {start_timeout} s: "
+                f"the cluster has {ray.available_resources()} free (another pool may hold the GPUs; "
+                "shut it down or ask for fewer actors)"
+            ) from None
         self.max_attempts = max_attempts
         #: Chunks run again after their actor was lost, over the pool's life.
         self.retries = 0
