@@ -162,8 +162,8 @@ impl ItemFile {
     /// temporary file renamed into place only when complete.
     pub fn write_subset(&self, matched: &[u64], out: &Path) -> Result<()> {
         let io = |e: std::io::Error| Error::invalid(format!("writing {}: {e}", out.display()));
-        let tmp = out.with_extension("partial");
-        let mut w = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
+        let file = crate::output::AtomicFile::create(out)?;
+        let mut w = std::io::BufWriter::new(file.file());
         let mut next = matched.iter().peekable();
         for_each_line(&self.path, |no, l| {
             if next.peek() == Some(&&(no - 1)) {
@@ -176,6 +176,6 @@ impl ItemFile {
         })?;
         w.flush().map_err(io)?;
         drop(w);
-        std::fs::rename(&tmp, out).map_err(io)
+        file.commit()
     }
 }
