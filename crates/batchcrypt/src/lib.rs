@@ -194,6 +194,7 @@ impl Engine {
         use operation::Split;
         let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
         let n = w.items as usize;
+        let out_items = out.len() / per_item.max(1);
         let value = match (plan.backend.is_gpu(), op.split) {
             (false, _) => cpu(plan.backend, plan.threads, out)?,
             (true, Split::Items) => T::join(plan.on_gpus_into(out, per_item, align, |r, o| {
@@ -209,7 +210,8 @@ impl Engine {
             value,
             backend: plan.backend,
             threads: plan.threads,
-            gpus: plan.ran_on(n, op.split, align),
+            // The items `on_gpus_into` split: the output's, which may be finer than the workload's.
+            gpus: plan.ran_on(out_items, op.split, align),
         })
     }
 

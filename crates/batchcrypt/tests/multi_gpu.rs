@@ -104,6 +104,47 @@ fn sha256_batches_split_over_gpus_match_one_gpu_and_the_cpu() {
 }
 
 #[test]
+fn aes_ctr_and_xts_split_over_gpus_match_one_gpu_and_the_cpu() {
+    use batchcrypt::aes::{xts::XtsKey, Key};
+    let Some(all) = gpus() else { return };
+    let (one, many) = engines(&all);
+    let cpu = Engine::with_backend(BackendChoice::Cpu);
+    let key = Key::new(&bytes(32, 3)).unwrap();
+    // A counter that carries into its upper 64 bits inside the buffer, and a partial last block.
+    let mut iv = [0xff; 16];
+    iv[0] = 7;
+    let data = bytes((48 << 20) + 5, 4);
+    let ctr = |e: &Engine| {
+        let mut out = vec![0u8; data.len()];
+        let r = e.aes().ctr(&key, &iv, &data, &mut out).unwrap();
+        (r.map(|_| ()), out)
+    };
+    let (_, want) = ctr(&cpu);
+    let ((a, x), (b, y)) = (ctr(&one), ctr(&many));
+    check_split(&a, &b, &all);
+    assert!(x == want && y == want, "CTR");
+    // XTS: 4 KiB units from sector 2^64 - 3 (the tweak carries), a last unit of 528 bytes.
+    let xkey = XtsKey::new(&bytes(64, 5)).unwrap();
+    let tweak = (u128::from(u64::MAX) - 2).to_le_bytes();
+    let data = bytes((12_000 * 4096) + 528, 6);
+    for decrypt in [false, true] {
+        let xts = |e: &Engine| {
+            let mut out = vec![0u8; data.len()];
+            let r = match decrypt {
+                false => e.aes().xts_encrypt(&xkey, &tweak, 4096, &data, &mut out),
+                true => e.aes().xts_decrypt(&xkey, &tweak, 4096, &data, &mut out),
+            }
+            .unwrap();
+            (r.map(|_| ()), out)
+        };
+        let (_, want) = xts(&cpu);
+        let ((a, x), (b, y)) = (xts(&one), xts(&many));
+        check_split(&a, &b, &all);
+        assert!(x == want && y == want, "XTS, decrypt {decrypt}");
+    }
+}
+
+#[test]
 fn signature_batches_split_over_gpus_keep_every_verdict_in_place() {
     use secp256k1::{ecdsa, schnorr, Keypair, Message, SecretKey};
     let Some(all) = gpus() else { return };

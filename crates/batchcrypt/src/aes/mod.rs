@@ -183,17 +183,20 @@ const OP_XTS: &str = "aes_xts";
 /// CPU backends, fastest first (OpenSSL's assembly beats RustCrypto's intrinsics).
 const CPU_ORDER: [Backend; 2] = [Backend::OpenSsl, Backend::Portable];
 
-/// One buffer, streamed: it runs on one GPU (its chunks already overlap copies and kernels).
+/// One buffer, streamed (chunks overlap copies and kernels on each GPU). CTR and XTS split the
+/// buffer over the GPUs (`Split::Items`: each part's counter or tweak is where the part starts);
+/// GCM runs on one GPU, its GHASH being one chain over the whole ciphertext.
 const fn stream_operation(
     key: &'static str,
     about: &'static str,
+    split: Split,
     calibrate: fn(Backend) -> Result<Cost>,
     streaming: fn(Backend) -> Result<f64>,
 ) -> Operation {
     let seg = cpu::MIN_SEG_BYTES as u64;
     let item = (seg, seg, seg / 16);
     Operation {
-        split: Split::No,
+        split,
         streaming: Some(streaming),
         ..Operation::new(
             key,
@@ -210,6 +213,7 @@ const fn stream_operation(
 pub static CTR: Operation = stream_operation(
     OP_CTR,
     "AES-CTR over one buffer",
+    Split::Items,
     |b| calibrate(OP_CTR, b),
     |b| calibrate_streaming(OP_CTR, b),
 );
@@ -217,6 +221,7 @@ pub static CTR: Operation = stream_operation(
 pub static GCM: Operation = stream_operation(
     OP_GCM,
     "AES-GCM over one buffer",
+    Split::No,
     |b| calibrate(OP_GCM, b),
     |b| calibrate_streaming(OP_GCM, b),
 );
@@ -224,6 +229,7 @@ pub static GCM: Operation = stream_operation(
 pub static XTS: Operation = stream_operation(
     OP_XTS,
     "AES-XTS over one buffer of data units",
+    Split::Items,
     |b| calibrate(OP_XTS, b),
     |b| calibrate_streaming(OP_XTS, b),
 );
@@ -302,8 +308,12 @@ impl Aes<'_> {
             &CTR,
             input,
             output,
+            16,
             |b, threads, output| cpu::ctr(b, key, iv, input, output, threads),
-            |output| gpu::ctr(key, iv, input, output),
+            |part, output| {
+                let iv = gcm::add128(iv, (part.start / 16) as u64);
+                gpu::ctr(key, &iv, &input[part], output)
+            },
         )
     }
 
@@ -446,8 +456,13 @@ impl Aes<'_> {
             &XTS,
             input,
             output,
+            // A unit that is not a multiple of 16 bytes is the whole buffer: one part.
+            if unit % 16 == 0 { unit } else { input.len() },
             |b, threads, output| xts::cpu(b, key, tweak, unit, input, output, decrypt, threads),
-            |output| gpu::xts(key, tweak, unit, input, output, decrypt),
+            |part, output| {
+                let tweak = xts::unit_tweak(tweak, (part.start / unit) as u64);
+                gpu::xts(key, &tweak, unit, &input[part], output, decrypt)
+            },
         )
     }
 
@@ -477,19 +492,21 @@ impl Aes<'_> {
     }
 
     /// `op` over the buffer `input` on the backend the engine picks, into `output`:
-    /// `cpu(backend, threads, output)` or `gpu(output)` on one GPU.
+    /// `cpu(backend, threads, output)`, or `gpu(part, output[part])` for each GPU's part of the
+    /// bytes (parts start on multiples of `align`; the whole buffer where `op` does not split).
     fn run_stream<T: Join>(
         &self,
         op: &'static Operation,
         input: &[u8],
         output: &mut [u8],
+        align: usize,
         cpu: impl FnOnce(Backend, usize, &mut [u8]) -> Result<T>,
-        gpu: impl Fn(&mut [u8]) -> Result<T> + Sync,
+        gpu: impl Fn(std::ops::Range<usize>, &mut [u8]) -> Result<T> + Sync,
     ) -> Result<Output<T>> {
         let w = workload(op.key, input.len(), host_location(input, output));
         self.engine
-            .run_into(op, &w, &CPU_ORDER, output, (1, 1), cpu, |_, out, _| {
-                gpu(out)
+            .run_into(op, &w, &CPU_ORDER, output, (1, align.max(1)), cpu, |part, out, _| {
+                gpu(part, out)
             })
     }
 
@@ -506,8 +523,9 @@ impl Aes<'_> {
             &GCM,
             input,
             output,
+            16,
             |b, threads, output| cpu::gcm(b, g, input, output, decrypt, threads).map(Whole),
-            |output| gpu::gcm(g, input, output, decrypt).map(Whole),
+            |_, output| gpu::gcm(g, input, output, decrypt).map(Whole),
         )
         .map(|o| o.map(|z| z.0))
     }
