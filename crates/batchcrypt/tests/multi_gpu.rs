@@ -110,10 +110,11 @@ fn aes_ctr_and_xts_split_over_gpus_match_one_gpu_and_the_cpu() {
     let (one, many) = engines(&all);
     let cpu = Engine::with_backend(BackendChoice::Cpu);
     let key = Key::new(&bytes(32, 3)).unwrap();
-    // A counter that carries into its upper 64 bits inside the buffer, and a partial last block.
+    // Large enough to split (the dispatcher splits from 4096 of the CPU's 32 KiB segments); a
+    // counter that carries into its upper 64 bits inside the buffer, and a partial last block.
     let mut iv = [0xff; 16];
     iv[0] = 7;
-    let data = bytes((48 << 20) + 5, 4);
+    let data = bytes((160 << 20) + 5, 4);
     let ctr = |e: &Engine| {
         let mut out = vec![0u8; data.len()];
         let r = e.aes().ctr(&key, &iv, &data, &mut out).unwrap();
@@ -126,7 +127,7 @@ fn aes_ctr_and_xts_split_over_gpus_match_one_gpu_and_the_cpu() {
     // XTS: 4 KiB units from sector 2^64 - 3 (the tweak carries), a last unit of 528 bytes.
     let xkey = XtsKey::new(&bytes(64, 5)).unwrap();
     let tweak = (u128::from(u64::MAX) - 2).to_le_bytes();
-    let data = bytes((12_000 * 4096) + 528, 6);
+    let data = bytes((40_000 * 4096) + 528, 6);
     for decrypt in [false, true] {
         let xts = |e: &Engine| {
             let mut out = vec![0u8; data.len()];
