@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -260,12 +261,10 @@ class Pool:
         """Groth16 proofs of many witnesses on one key, spread over the actors (each reads the
         key once and keeps it, in GPU memory on a GPU actor). `zkey`: a path or the .zkey's
         bytes; `witnesses`: paths or .wtns bytes. Returns [(proof.json, public.json)] in order."""
-        if isinstance(zkey, (str, os.PathLike)):
-            with open(zkey, "rb") as f:
-                zkey = f.read()
-        ref = ray.put(bytes(zkey))
+        read = lambda f: f if isinstance(f, (bytes, bytearray, memoryview)) else Path(f).read_bytes()
+        ref = ray.put(bytes(read(zkey)))
         key_id = ref.hex()
-        wits = [w if isinstance(w, (bytes, bytearray)) else open(w, "rb").read() for w in witnesses]
+        wits = [read(w) for w in witnesses]
         outs = self.run([("prove", key_id, [ref], w) for w in wits], progress=progress)
         self.last_backends = [b for _, b, _ in outs]
         return [o for o, _, _ in outs]
