@@ -42,6 +42,11 @@ impl Error {
     pub(crate) fn invalid(msg: impl fmt::Display) -> Self {
         Error::InvalidInput(msg.to_string())
     }
+
+    /// An I/O error that names what was being done; it stays an I/O error (its kind kept).
+    pub fn io(e: std::io::Error, doing: impl fmt::Display) -> Self {
+        Error::Io(std::io::Error::new(e.kind(), format!("{doing}: {e}")))
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

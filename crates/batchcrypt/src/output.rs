@@ -12,11 +12,6 @@ pub struct AtomicFile {
     path: PathBuf,
 }
 
-/// An I/O error that names what was being done (it stays an I/O error: Python's OSError).
-fn context(e: std::io::Error, what: String) -> Error {
-    Error::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
-}
-
 impl AtomicFile {
     pub fn create(path: &Path) -> Result<AtomicFile> {
         let dir = match path.parent() {
@@ -29,7 +24,7 @@ impl AtomicFile {
             .suffix(".partial")
             .tempfile_in(dir)
             .map_err(|e| {
-                context(
+                Error::io(
                     e,
                     format!("creating a temporary file beside {}", path.display()),
                 )
@@ -51,9 +46,9 @@ impl AtomicFile {
         self.tmp
             .as_file()
             .sync_all()
-            .map_err(|e| context(e, format!("writing {}", path.display())))?;
+            .map_err(|e| Error::io(e, format!("writing {}", path.display())))?;
         self.tmp.persist(&path).map_err(|e| {
-            context(
+            Error::io(
                 e.error,
                 format!("renaming the finished output to {}", path.display()),
             )
@@ -67,6 +62,6 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let f = AtomicFile::create(path)?;
     f.file()
         .write_all(bytes.as_ref())
-        .map_err(|e| context(e, format!("writing {}", path.display())))?;
+        .map_err(|e| Error::io(e, format!("writing {}", path.display())))?;
     f.commit()
 }

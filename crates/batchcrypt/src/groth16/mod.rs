@@ -302,15 +302,21 @@ fn g2_from_json(v: &serde_json::Value, what: &str) -> Result<G2Affine> {
     Ok(p)
 }
 
+/// A snarkjs JSON file of the Groth16 protocol (`file` names it in errors, `what` it holds).
+fn groth16_json(text: &str, file: &str, what: &str) -> Result<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::invalid(format!("{file} is not JSON: {e}")))?;
+    if v["protocol"] != "groth16" {
+        return Err(Error::invalid(format!("{file} is not a Groth16 {what}")));
+    }
+    Ok(v)
+}
+
 impl VerifyingKey {
     /// The key from snarkjs's `verification_key.json` (`snarkjs zkey export verificationkey`),
     /// every point checked on its curve and in its group.
     pub fn from_json(text: &str) -> Result<VerifyingKey> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::invalid(format!("verification_key.json is not JSON: {e}")))?;
-        if v["protocol"] != "groth16" {
-            return Err(Error::invalid("verification_key.json is not a Groth16 key"));
-        }
+        let v = groth16_json(text, "verification_key.json", "key")?;
         if v["curve"] != "bn128" {
             return Err(Error::invalid(format!(
                 "verification_key.json is for the curve {}, this verifier is for bn128",
@@ -345,11 +351,7 @@ impl VerifyingKey {
 impl Proof {
     /// A proof from snarkjs's `proof.json` (points checked on their curve and in their group).
     pub fn from_json(text: &str) -> Result<Proof> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::invalid(format!("proof.json is not JSON: {e}")))?;
-        if v["protocol"] != "groth16" {
-            return Err(Error::invalid("proof.json is not a Groth16 proof"));
-        }
+        let v = groth16_json(text, "proof.json", "proof")?;
         Ok(Proof {
             a: g1_from_json(&v["pi_a"], "pi_a")?,
             b: g2_from_json(&v["pi_b"], "pi_b")?,
