@@ -3,6 +3,7 @@
 use crate::{input, to_py, to_py_io, Data, Engine};
 use batchcrypt::aes::{stream, xts::XtsKey, Key};
 use batchcrypt::messages::Messages;
+use batchcrypt::Engine as CoreEngine;
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -138,13 +139,10 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let keys = keys_or_one(keys, Key::new)?;
         let ivs = crate::fixed_rows::<16>(ivs, "ivs")?;
-        let data = Data::new(data)?;
-        let data = data.bytes();
-        let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(data, offsets, msg_len)?;
-        let mut out = vec![0u8; data.len()];
-        self.run(py, |e| e.aes().ctr_batch(&keys, &ivs, &msgs, &mut out))?;
-        Ok(PyBytes::new(py, &out))
+        let (out, ()) = self.batch(py, data, offsets, msg_len, |e, msgs, out| {
+            e.aes().ctr_batch(&keys, &ivs, msgs, out)
+        })?;
+        Ok(out)
     }
 
     /// AES-GCM encryption of a batch of messages, each with its own key (or one for all), 12-byte
@@ -165,19 +163,11 @@ impl Engine {
         let keys = keys_or_one(keys, Key::new)?;
         let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
         let aads = aads.map(crate::rows).transpose()?;
-        let data = Data::new(data)?;
-        let data = data.bytes();
-        let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(data, offsets, msg_len)?;
-        let aads: Vec<&[u8]> = match &aads {
-            Some(a) => a.iter().map(Vec::as_slice).collect(),
-            None => vec![&[][..]; msgs.count()],
-        };
-        let mut out = vec![0u8; data.len()];
-        let tags = self.run(py, |e| {
-            e.aes().gcm_encrypt_batch(&keys, &nonces, &aads, &msgs, &mut out)
+        let (out, tags) = self.batch(py, data, offsets, msg_len, |e, msgs, out| {
+            let aads = aad_slices(&aads, msgs.count());
+            e.aes().gcm_encrypt_batch(&keys, &nonces, &aads, msgs, out)
         })?;
-        Ok((PyBytes::new(py, &out), crate::table(py, tags)))
+        Ok((out, crate::table(py, tags)))
     }
 
     /// AES-GCM decryption of a batch (the inverse of `aes_gcm_encrypt_batch`, with `tags` n x 16
@@ -200,20 +190,12 @@ impl Engine {
         let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
         let tags = crate::fixed_rows::<16>(tags, "tags")?;
         let aads = aads.map(crate::rows).transpose()?;
-        let data = Data::new(data)?;
-        let data = data.bytes();
-        let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(data, offsets, msg_len)?;
-        let aads: Vec<&[u8]> = match &aads {
-            Some(a) => a.iter().map(Vec::as_slice).collect(),
-            None => vec![&[][..]; msgs.count()],
-        };
-        let mut out = vec![0u8; data.len()];
-        let ok = self.run(py, |e| {
+        let (out, ok) = self.batch(py, data, offsets, msg_len, |e, msgs, out| {
+            let aads = aad_slices(&aads, msgs.count());
             e.aes()
-                .gcm_decrypt_batch(&keys, &nonces, &aads, &msgs, &mut out, &tags)
+                .gcm_decrypt_batch(&keys, &nonces, &aads, msgs, out, &tags)
         })?;
-        Ok((PyBytes::new(py, &out), PyArray1::from_vec(py, ok)))
+        Ok((out, PyArray1::from_vec(py, ok)))
     }
 
     /// XTS-AES encryption of a batch of messages (each one data unit, at least 16 bytes), message
@@ -285,6 +267,14 @@ impl Engine {
     }
 }
 
+/// Each message's AAD, empty where none were given.
+fn aad_slices(aads: &Option<Vec<Vec<u8>>>, count: usize) -> Vec<&[u8]> {
+    match aads {
+        Some(a) => a.iter().map(Vec::as_slice).collect(),
+        None => vec![&[][..]; count],
+    }
+}
+
 /// One key (a `bytes`) for every message, or one per message (a sequence, or an (n, width)
 /// array): each 16 or 32 bytes (XTS: 32 or 64).
 fn keys_or_one<K>(obj: &Bound<'_, PyAny>, make: impl Fn(&[u8]) -> batchcrypt::Result<K>) -> PyResult<Vec<K>> {
@@ -322,6 +312,26 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// A batch call over `data`'s messages (cut at `offsets` or into `msg_len` bytes each),
+    /// with an output buffer of the same layout: `(output bytes, what the call returned)`.
+    fn batch<'py, T: Send>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        offsets: Option<PyReadonlyArray1<'py, u64>>,
+        msg_len: Option<usize>,
+        f: impl FnOnce(&CoreEngine, &Messages<'_>, &mut [u8]) -> batchcrypt::Result<batchcrypt::Output<T>>
+            + Send,
+    ) -> PyResult<(Bound<'py, PyBytes>, T)> {
+        let data = Data::new(data)?;
+        let data = data.bytes();
+        let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
+        let msgs = messages(data, offsets, msg_len)?;
+        let mut out = vec![0u8; data.len()];
+        let value = self.run(py, |e| f(e, &msgs, &mut out))?;
+        Ok((PyBytes::new(py, &out), value))
+    }
+
     fn xts_batch<'py>(
         &mut self,
         py: Python<'py>,
@@ -334,16 +344,11 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let keys = keys_or_one(keys, XtsKey::new)?;
         let tweaks = crate::fixed_rows::<16>(tweaks, "tweaks")?;
-        let data = Data::new(data)?;
-        let data = data.bytes();
-        let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
-        let msgs = messages(data, offsets, msg_len)?;
-        let mut out = vec![0u8; data.len()];
-        self.run(py, |e| match decrypt {
-            false => e.aes().xts_encrypt_batch(&keys, &tweaks, &msgs, &mut out),
-            true => e.aes().xts_decrypt_batch(&keys, &tweaks, &msgs, &mut out),
+        let (out, ()) = self.batch(py, data, offsets, msg_len, |e, msgs, out| match decrypt {
+            false => e.aes().xts_encrypt_batch(&keys, &tweaks, msgs, out),
+            true => e.aes().xts_decrypt_batch(&keys, &tweaks, msgs, out),
         })?;
-        Ok(PyBytes::new(py, &out))
+        Ok(out)
     }
 
     /// `encrypt_file` (`chunk_log2` given) and `decrypt_file`.
@@ -377,12 +382,8 @@ impl Engine {
         let inner = &self.inner;
         let done = py
             .allow_threads(|| -> batchcrypt::Result<u64> {
-                let source = std::fs::File::open(&input).map_err(|e| {
-                    batchcrypt::Error::Io(std::io::Error::new(
-                        e.kind(),
-                        format!("reading {}: {e}", input.display()),
-                    ))
-                })?;
+                let source = std::fs::File::open(&input)
+                    .map_err(|e| batchcrypt::Error::io(e, format!("reading {}", input.display())))?;
                 let source = std::io::BufReader::with_capacity(1 << 20, source);
                 let out = batchcrypt::output::AtomicFile::create(&output)?;
                 let mut sink = std::io::BufWriter::with_capacity(1 << 20, out.file());

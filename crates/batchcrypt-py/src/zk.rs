@@ -45,6 +45,14 @@ fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
     })
 }
 
+/// Little-endian bytes as 64-bit limbs (a whole number of them).
+fn words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
 /// Bytes of one element of `F`'s base prime field, as canonical limbs.
 fn prime_bytes<F: Field>() -> usize {
     (<F::BasePrimeField as PrimeField>::MODULUS_BIT_SIZE as usize).div_ceil(64) * 8
@@ -150,11 +158,7 @@ fn point_out<'py, P: Group>(py: Python<'py>, p: Affine<P>, layout: Layout) -> Py
             } else {
                 out.resize(point_bytes::<P>(Layout::Limbs), 0);
             }
-            let words: Vec<u64> = out
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect();
-            Ok(PyArray1::from_vec(py, words).into_any())
+            Ok(PyArray1::from_vec(py, words(&out)).into_any())
         }
     }
 }
@@ -167,17 +171,15 @@ enum AnyBases {
     Bls12_381G2(Bases<bls12_381::G2>),
 }
 
-/// Calls `$f::<Group>` for the group named by `$curve` and `$group`.
+/// Calls `$f::<Group>` for the group named by `$curve` and `$group`, as `canonical` returns them.
 macro_rules! by_group {
     ($curve:expr, $group:expr, $f:ident ( $($arg:expr),* )) => {
         match ($curve, $group) {
             ("bn254", "g1") => $f::<bn254::G1>($($arg),*),
             ("bn254", "g2") => $f::<bn254::G2>($($arg),*),
-            ("bls12_381" | "bls12-381", "g1") => $f::<bls12_381::G1>($($arg),*),
-            ("bls12_381" | "bls12-381", "g2") => $f::<bls12_381::G2>($($arg),*),
-            (c, g) => Err(PyValueError::new_err(format!(
-                "no group {g:?} of curve {c:?}: curve is \"bn254\" or \"bls12_381\", group \"g1\" or \"g2\""
-            ))),
+            ("bls12_381", "g1") => $f::<bls12_381::G1>($($arg),*),
+            ("bls12_381", "g2") => $f::<bls12_381::G2>($($arg),*),
+            (c, g) => unreachable!("{c} {g}: names are checked by `canonical` first"),
         }
     };
 }
@@ -305,18 +307,16 @@ fn json_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let path: PathBuf = obj
         .extract()
         .map_err(|_| PyValueError::new_err(format!("{what}: expected JSON text or a path")))?;
-    std::fs::read_to_string(&path).map_err(|e| {
-        batchcrypt::Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))
-    }).map_err(to_py_io)
+    std::fs::read_to_string(&path)
+        .map_err(|e| to_py_io(batchcrypt::Error::io(e, format!("reading {}", path.display()))))
 }
 
 /// A file argument: a path (str or os.PathLike) or the file's bytes.
 fn file_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let path: PathBuf = obj.extract()?;
-        return std::fs::read(&path).map_err(|e| {
-            to_py_io(batchcrypt::Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display()))))
-        });
+        return std::fs::read(&path)
+            .map_err(|e| to_py_io(batchcrypt::Error::io(e, format!("reading {}", path.display()))));
     }
     input(obj).map_err(|_| PyValueError::new_err(format!("{what}: expected a path or the file's bytes")))
 }
@@ -466,15 +466,9 @@ impl Engine {
         let out = scalar_bytes(&v);
         Ok(match layout {
             Layout::Arkworks => PyBytes::new(py, &out).into_any(),
-            Layout::Limbs => {
-                let words: Vec<u64> = out
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                    .collect();
-                PyArray1::from_vec(py, words)
-                    .reshape(shape.unwrap_or_default())?
-                    .into_any()
-            }
+            Layout::Limbs => PyArray1::from_vec(py, words(&out))
+                .reshape(shape.unwrap_or_default())?
+                .into_any(),
         })
     }
 
