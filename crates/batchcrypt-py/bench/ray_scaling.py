@@ -8,44 +8,31 @@ the one-GPU engine.
     python bench/ray_scaling.py [log2 signatures, default 22] [log2 messages, default 24]
 """
 
-import csv
-import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import ray
 
 import batchcrypt
 import batchcrypt.ray as bcray
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "batchcrypt", "tests", "data")
-
-
-def best_of(runs, f):
-    f()  # warm-up: calibration, kernel load, actors' first chunk
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
+from common import best_of, valid_bip340_rows
 
 
 def main():
     log_sigs = int(sys.argv[1]) if len(sys.argv) > 1 else 22
     log_msgs = int(sys.argv[2]) if len(sys.argv) > 2 else 24
-    with open(os.path.join(DATA, "bip340-test-vectors.csv")) as f:
-        rows = [r for r in csv.DictReader(f) if len(r["message"]) == 64 and r["verification result"] == "TRUE"]
+    rows = valid_bip340_rows()
     n = 1 << log_sigs
     reps = -(-n // len(rows))
     tile = lambda col, w: np.tile(np.frombuffer(b"".join(bytes.fromhex(r[col]) for r in rows), np.uint8).reshape(-1, w), (reps, 1))[:n]
     msgs, sigs, keys = tile("message", 32), tile("signature", 64), tile("public key", 32)
     data = np.random.default_rng(1).integers(0, 256, 64 << log_msgs, dtype=np.uint8)
 
-    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        listed = ""
     gpus = len([l for l in listed.splitlines() if l.startswith("GPU ")])
     if gpus == 0:
         sys.exit("no NVIDIA GPU found (nvidia-smi -L lists none)")

@@ -7,35 +7,19 @@ run on the same machine.
     python bench/verify_throughput.py [log2 batch, default 20] [backend, default gpu]
 """
 
-import csv
-import os
 import sys
-import time
 
 import numpy as np
 
 import batchcrypt
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "batchcrypt", "tests", "data")
-
-
-def best_of(runs, f):
-    f()  # warm-up: calibration, kernel load, page-locked staging
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
+from common import best_of, valid_bip340_rows
 
 
 def main():
     log_n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     backend = sys.argv[2] if len(sys.argv) > 2 else "gpu"
     n = 1 << log_n
-    with open(os.path.join(DATA, "bip340-test-vectors.csv")) as f:
-        rows = [r for r in csv.DictReader(f) if len(r["message"]) == 64 and r["verification result"] == "TRUE"]
+    rows = valid_bip340_rows()
     reps = -(-n // len(rows))
     msgs = np.frombuffer(b"".join(bytes.fromhex(r["message"]) for r in rows), dtype=np.uint8).reshape(-1, 32)
     sigs = np.frombuffer(b"".join(bytes.fromhex(r["signature"]) for r in rows), dtype=np.uint8).reshape(-1, 64)

@@ -209,39 +209,43 @@ class Pool:
                 progress(done, total)
         return results
 
-    def _map(self, method: str, columns: list, n: int, chunk: int, kwargs: dict, progress):
+    def _calls(self, tasks, progress) -> list:
+        """`run` of actor tasks that answer (value, backend, reasons): the values, with each
+        task's backend in `last_backends` and the items' reasons in `last_reasons`."""
+        outs = self.run(tasks, progress=progress)
+        self.last_backends = [b for _, b, _ in outs]
+        self.last_reasons = [r for _, _, rs in outs for r in rs]
+        return [o for o, _, _ in outs]
+
+    def _verify(self, method: str, columns: list, n: int, chunk: int, kwargs: dict, progress) -> np.ndarray:
+        """A verification method over chunks of `chunk` items of the columns: one bool array."""
         if chunk < 1:
             raise ValueError("chunk must be at least 1")
         tasks = [
             ("call", method, tuple(c[s:s + chunk] for c in columns), kwargs)
             for s in range(0, n, chunk)
         ]
-        outs = self.run(tasks, progress=progress)
-        self.last_backends = [b for _, b, _ in outs]
-        self.last_reasons = [r for _, _, rs in outs for r in rs]
-        return [o for o, _, _ in outs]
+        outs = self._calls(tasks, progress)
+        return np.concatenate(outs) if outs else np.zeros(0, dtype=bool)
 
     def verify_ecdsa(self, hashes, sigs, pubkeys, *, format="der", require_low_s=False,
                      curve="secp256k1", chunk=DEFAULT_CHUNK, progress=None) -> np.ndarray:
         """`Engine.verify_ecdsa_batch` over the cluster: a bool array in input order;
         `last_reasons` holds why each failed item failed."""
         hashes = _rows(hashes, 32)
-        outs = self._map("verify_ecdsa_batch", [hashes, sigs, pubkeys], len(hashes), chunk,
-                         {"format": format, "require_low_s": require_low_s, "curve": curve}, progress)
-        return np.concatenate(outs) if outs else np.zeros(0, dtype=bool)
+        return self._verify("verify_ecdsa_batch", [hashes, sigs, pubkeys], len(hashes), chunk,
+                            {"format": format, "require_low_s": require_low_s, "curve": curve}, progress)
 
     def verify_schnorr(self, msgs, sigs, pubkeys, *, chunk=DEFAULT_CHUNK, progress=None) -> np.ndarray:
         """`Engine.verify_schnorr_batch` (BIP340) over the cluster: a bool array in input order."""
         sigs, pubkeys = _rows(sigs, 64), _rows(pubkeys, 32)
-        outs = self._map("verify_schnorr_batch", [msgs, sigs, pubkeys], len(sigs), chunk, {}, progress)
-        return np.concatenate(outs) if outs else np.zeros(0, dtype=bool)
+        return self._verify("verify_schnorr_batch", [msgs, sigs, pubkeys], len(sigs), chunk, {}, progress)
 
     def sm2_verify(self, msgs, sigs, pubkeys, *, id=b"1234567812345678", format="der",
                    chunk=DEFAULT_CHUNK, progress=None) -> np.ndarray:
         """`Engine.sm2_verify_batch` over the cluster: a bool array in input order."""
-        outs = self._map("sm2_verify_batch", [msgs, sigs, pubkeys], len(sigs), chunk,
-                         {"id": id, "format": format}, progress)
-        return np.concatenate(outs) if outs else np.zeros(0, dtype=bool)
+        return self._verify("sm2_verify_batch", [msgs, sigs, pubkeys], len(sigs), chunk,
+                            {"id": id, "format": format}, progress)
 
     def sha256(self, data, msg_len: int, *, double=False, chunk=DEFAULT_CHUNK, progress=None) -> np.ndarray:
         """SHA-256 (or SHA256d) of the equal-length messages of `data`: an (n, 32) uint8 array."""
@@ -253,9 +257,8 @@ class Pool:
         rows = rows.reshape(-1, msg_len)
         tasks = [("call", "sha256_batch", (rows[s:s + chunk].reshape(-1), msg_len, double), {})
                  for s in range(0, len(rows), chunk)]
-        outs = self.run(tasks, progress=progress)
-        self.last_backends = [b for _, b, _ in outs]
-        return np.concatenate([o for o, _, _ in outs]) if outs else np.zeros((0, 32), dtype=np.uint8)
+        outs = self._calls(tasks, progress)
+        return np.concatenate(outs) if outs else np.zeros((0, 32), dtype=np.uint8)
 
     def prove(self, zkey, witnesses: Sequence, *, progress=None) -> list:
         """Groth16 proofs of many witnesses on one key, spread over the actors (each reads the
@@ -265,9 +268,7 @@ class Pool:
         ref = ray.put(bytes(read(zkey)))
         key_id = ref.hex()
         wits = [read(w) for w in witnesses]
-        outs = self.run([("prove", key_id, [ref], w) for w in wits], progress=progress)
-        self.last_backends = [b for _, b, _ in outs]
-        return [o for o, _, _ in outs]
+        return self._calls([("prove", key_id, [ref], w) for w in wits], progress)
 
     def verify_blocks(self, blocks: Sequence[dict], *, progress=None) -> list:
         """Bitcoin blocks validated with the outputs they spend, one task per block, spread over
@@ -279,9 +280,7 @@ class Pool:
             b = dict(b)
             args = (b.pop("block"), b.pop("spent"))
             tasks.append(("call", "verify_block", args, b))
-        outs = self.run(tasks, progress=progress)
-        self.last_backends = [b for _, b, _ in outs]
-        return [o for o, _, _ in outs]
+        return self._calls(tasks, progress)
 
 
 class _DatasetVerifier:
