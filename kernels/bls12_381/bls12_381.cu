@@ -1,9 +1,10 @@
 // BLS12-381 kernels: the MSM steps of bc/msm.cuh on G1 and G2 (scalars as arkworks' Fr limbs, bases as
-// arkworks' affine x, y limbs, buckets and sums Jacobian), and the checks of the 381-bit field
+// arkworks' affine x, y limbs, buckets and sums Jacobian), the NTT steps of bc/ntt.cuh over Fr, and the checks of the 381-bit field
 // and of G1's arithmetic that the tests run against arkworks (integers as little-endian 32-bit
 // limbs in ordinary form: twelve per Fq element, eight per scalar).
 #include "bls12_381.cuh"
 #include "bc/msm.cuh"
+#include "bc/ntt.cuh"
 
 using namespace bc::bls12_381;
 
@@ -28,6 +29,7 @@ BC_DEVICE G1Affine load_affine(const uint32_t* src) {
 BC_MSM_SCALAR_STEPS(bls12_381, G1)
 BC_MSM_POINT_STEPS(bls12_381_g1, G1)
 BC_MSM_POINT_STEPS(bls12_381_g2, G2)
+BC_NTT_STEPS(bls12_381, Fr)
 
 // Field checks: for a, b < q, writes a+b, a-b, a*b, a^2, a^-1, -a, and the square root candidate
 // of a (6 + 1 elements of 12 limbs).

@@ -1,31 +1,40 @@
-//! BN254 Fr NTTs: arkworks' radix-2 FFT on all cores (the peer, and our CPU backend) against our
-//! GPU path on the same polynomial.
+//! Fr NTTs of BN254 and BLS12-381: arkworks' radix-2 FFT on all cores (the peer, and our CPU
+//! backend) against our GPU path on the same polynomial.
 
 use crate::report::{has_gpu, time, with_gpu_and_auto, Report};
-use batchcrypt::bn254::cpu;
+use batchcrypt::ntt::cpu;
 use batchcrypt::Engine;
 
 const NTT_GROUP: &str = "ntt";
 
-/// BN254 Fr NTTs: arkworks' radix-2 FFT on all cores (the peer, and our CPU backend) against our
-/// GPU path on the same polynomial, results checked equal. The GPU rows are the call (values from
-/// host memory and back) and the kernels alone (device time, values and twiddles resident).
+/// Fr NTTs: BN254's at every size, BLS12-381's at the sizes of the Groth16 benchmarks.
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    use ark_ff::{FftField, UniformRand};
-    use batchcrypt::bn254::ntt::Ntt;
-    use batchcrypt::bn254::Fr;
-    use rand::SeedableRng;
-    let logs: &[u32] = if quick {
-        &[10, 12]
+    let (bn, bls): (&[u32], &[u32]) = if quick {
+        (&[10, 12], &[12])
     } else {
-        &[10, 12, 14, 16, 18, 20, 22, 24, 26]
+        (&[10, 12, 14, 16, 18, 20, 22, 24, 26], &[16, 20, 24])
     };
+    field::<batchcrypt::bn254::Fr>(rep, "BN254", "", bn)?;
+    field::<batchcrypt::bls12_381::Fr>(rep, "BLS12-381", "bls12-381 ", bls)
+}
+
+/// The NTTs over `F` of 2^log elements for each of `logs`, arkworks' results checked equal to
+/// ours. The GPU rows are the call (values from host memory and back) and the kernels alone
+/// (device time, values and twiddles resident); cases are named `<prefix>ntt 2^log`.
+fn field<F: batchcrypt::ntt::Field>(
+    rep: &mut Report,
+    name: &str,
+    prefix: &str,
+    logs: &[u32],
+) -> anyhow::Result<()> {
+    use batchcrypt::ntt::Ntt;
+    use rand::SeedableRng;
     let biggest = 1usize << logs.iter().max().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
-    let input: Vec<Fr> = (0..biggest).map(|_| Fr::rand(&mut rng)).collect();
-    rep.header(
-        "BN254 Fr NTT: ours vs arkworks on all cores (same polynomial; results checked equal)",
-    );
+    let input: Vec<F> = (0..biggest).map(|_| F::rand(&mut rng)).collect();
+    rep.header(&format!(
+        "{name} Fr NTT: ours vs arkworks on all cores (same polynomial; results checked equal)"
+    ));
     let threads = batchcrypt::backend::cpu::threads();
     let peer = format!("arkworks {threads} threads");
     for &log in logs {
@@ -33,10 +42,10 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         // The forward transform everywhere; the coset inverse (a prover's other step) at two sizes.
         let mut kinds = vec![("ntt", Ntt::forward(n))];
         if log == 20 || log == 24 {
-            kinds.push(("coset intt", Ntt::inverse(n).on_coset(Fr::GENERATOR)));
+            kinds.push(("coset intt", Ntt::inverse(n).on_coset(F::GENERATOR)));
         }
         for (what, t) in kinds {
-            let case = format!("{what} 2^{log}");
+            let case = format!("{prefix}{what} 2^{log}");
             let reps = if log <= 20 { 5 } else { 2 };
             let mut want = input[..n].to_vec();
             cpu::ntt(&mut want, &t, threads);
@@ -48,17 +57,17 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             for (name, choice) in choices {
                 let engine = Engine::with_backend(choice);
                 let mut got = input[..n].to_vec();
-                let ran = engine.bn254().ntt(&mut got, &t)?.backend;
+                let ran = engine.ntt(&mut got, &t)?.backend;
                 anyhow::ensure!(got == want, "{name} disagrees with arkworks on {case}");
                 let tg = time(reps, || {
-                    drop(engine.bn254().ntt(&mut scratch, &t).expect("NTT failed"))
+                    drop(engine.ntt(&mut scratch, &t).expect("NTT failed"))
                 });
                 let name = crate::report::label(name, choice, ran);
                 rep.add(NTT_GROUP, &case, &name, n as u64, 0, tg, Some(&peer));
                 println!("{:<34} {:<36} {:>10.3} ms", "", name, tg * 1e3);
             }
             if has_gpu() {
-                let tk = batchcrypt::bn254::gpu::ntt_kernel_seconds(
+                let tk = batchcrypt::ntt::gpu::ntt_kernel_seconds(
                     &input[..n],
                     std::slice::from_ref(&t),
                     reps.max(3),

@@ -60,8 +60,10 @@ fn batch(n: usize) -> Batch {
 /// OpenSSL on one item from its encodings: DER signature, SEC1 key.
 fn openssl_encoded(group: &EcGroup, hash: &[u8; 32], sig: &[u8], key: &[u8]) -> bool {
     let mut ctx = BigNumContext::new().unwrap();
-    let (Ok(sig), Ok(point)) = (EcdsaSig::from_der(sig), EcPoint::from_bytes(group, key, &mut ctx))
-    else {
+    let (Ok(sig), Ok(point)) = (
+        EcdsaSig::from_der(sig),
+        EcPoint::from_bytes(group, key, &mut ctx),
+    ) else {
         return false;
     };
     let Ok(key) = EcKey::from_public_key(group, &point) else {
@@ -99,9 +101,12 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             &mut [
                 &mut || assert!((0..n).into_par_iter().all(peer)),
                 &mut || {
-                    assert!((0..n)
-                        .into_par_iter()
-                        .all(|k| openssl_encoded(&group, &b.hashes[k], &b.sigs[k], &b.keys[k])))
+                    assert!((0..n).into_par_iter().all(|k| openssl_encoded(
+                        &group,
+                        &b.hashes[k],
+                        &b.sigs[k],
+                        &b.keys[k]
+                    )))
                 },
                 &mut || {
                     ours_ok &= cpu_engine
@@ -114,9 +119,13 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             ],
         );
         anyhow::ensure!(ours_ok, "OpenSSL backend: valid signatures rejected");
-        for (name, t) in [PEER, "OpenSSL all cores, parsing", "batchcrypt openssl (end to end)"]
-            .into_iter()
-            .zip(ts)
+        for (name, t) in [
+            PEER,
+            "OpenSSL all cores, parsing",
+            "batchcrypt openssl (end to end)",
+        ]
+        .into_iter()
+        .zip(ts)
         {
             rep.add(GROUP, &case, name, n as u64, 0, t, Some(PEER));
         }
@@ -132,12 +141,28 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                     .all_valid();
             });
             anyhow::ensure!(all, "cuda: valid signatures rejected");
-            rep.add(GROUP, &case, "batchcrypt cuda (end to end)", n as u64, 0, t, Some(PEER));
-            let (t, v) = e
-                .ecdsa::<P256>()
-                .kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps.max(3))?;
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end)",
+                n as u64,
+                0,
+                t,
+                Some(PEER),
+            );
+            let (t, v) =
+                e.ecdsa::<P256>()
+                    .kernel_seconds(&b.hashes, &sigs, &keys, &opts, reps.max(3))?;
             anyhow::ensure!(v.all_valid(), "GPU kernel rejected valid signatures");
-            rep.add(GROUP, &case, "batchcrypt cuda (kernel only)", n as u64, 0, t, Some(PEER));
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (kernel only)",
+                n as u64,
+                0,
+                t,
+                Some(PEER),
+            );
         }
     }
     Ok(())

@@ -117,7 +117,12 @@ where
 /// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
 /// evenly over one interval), whether or not its earlier ones were answered; returns (seconds,
 /// latencies).
-async fn open_loop<F, Fut>(clients: Vec<Client>, rounds: usize, interval: Duration, call: F) -> (f64, Vec<f64>)
+async fn open_loop<F, Fut>(
+    clients: Vec<Client>,
+    rounds: usize,
+    interval: Duration,
+    call: F,
+) -> (f64, Vec<f64>)
 where
     F: Fn(Client, usize) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = u64> + Send + 'static,
@@ -161,7 +166,11 @@ where
 fn sha256d_call(
     all: bytes::Bytes,
     per: usize,
-) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>> + Clone + Send + Sync + 'static {
+) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
+       + Clone
+       + Send
+       + Sync
+       + 'static {
     move |mut client: Client, c: usize| {
         let messages = batchcrypt_serve::proto::Column {
             data: all.slice(c * per * 64..(c + 1) * per * 64),
@@ -186,7 +195,9 @@ fn sha256d_call(
 }
 
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(run_async(rep, quick))
 }
 
@@ -214,7 +225,10 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let opts = EcdsaOptions::default();
     let mut ran = None;
     let s = time(5, || {
-        let o = engine.secp256k1().verify_ecdsa(&b.hashes, &sigs, &keys, &opts).unwrap();
+        let o = engine
+            .secp256k1()
+            .verify_ecdsa(&b.hashes, &sigs, &keys, &opts)
+            .unwrap();
         assert!(o.value.all_valid());
         ran = Some(o.backend);
     });
@@ -254,7 +268,15 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
     let (secs, lat, mean_batch) = closed_loop(conns.clone(), rounds, call.clone()).await;
     let served = format!("served, {clients} clients");
-    rep.add(GROUP, &case, &served, (n * rounds) as u64, 0, secs, Some(&base));
+    rep.add(
+        GROUP,
+        &case,
+        &served,
+        (n * rounds) as u64,
+        0,
+        secs,
+        Some(&base),
+    );
     let (p50, p99, max) = latencies(lat);
     println!(
         "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
@@ -264,7 +286,15 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     // The same clients paced at half the rate just served: latency when the server keeps up.
     let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
     let (secs2, lat) = open_loop(conns.clone(), rounds, interval, call).await;
-    rep.add(GROUP, &case, "served, open loop at half that rate", (n * rounds) as u64, 0, secs2, Some(&base));
+    rep.add(
+        GROUP,
+        &case,
+        "served, open loop at half that rate",
+        (n * rounds) as u64,
+        0,
+        secs2,
+        Some(&base),
+    );
     let (p50, p99, max) = latencies(lat);
     println!(
         "  open loop: each client every {:.0} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
@@ -288,7 +318,15 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let call = sha256d_call(all.clone(), PER_REQUEST);
     closed_loop(conns.clone(), 1, call.clone()).await;
     let (secs, lat, mean_batch) = closed_loop(conns, rounds, call).await;
-    rep.add(GROUP, &case, &served, (n * rounds) as u64, (64 * n * rounds) as u64, secs, Some(&base));
+    rep.add(
+        GROUP,
+        &case,
+        &served,
+        (n * rounds) as u64,
+        (64 * n * rounds) as u64,
+        secs,
+        Some(&base),
+    );
     let (p50, p99, max) = latencies(lat);
     println!(
         "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
@@ -302,7 +340,15 @@ async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     closed_loop(conns_few.clone(), 1, call.clone()).await;
     let (secs, lat, mean_batch) = closed_loop(conns_few, rounds, call).await;
     let items = few * big * rounds;
-    rep.add(GROUP, &case, &format!("served, {few} clients x {big}"), items as u64, 64 * items as u64, secs, Some(&base));
+    rep.add(
+        GROUP,
+        &case,
+        &format!("served, {few} clients x {big}"),
+        items as u64,
+        64 * items as u64,
+        secs,
+        Some(&base),
+    );
     let (p50, p99, max) = latencies(lat);
     println!(
         "  {few} clients x {big}: latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
@@ -326,7 +372,13 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
         let (r1cs, witness) = crate::groth16::chain_circuit(k);
         let zkey = batchcrypt::groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
         let key = batchcrypt::groth16::ProvingKey::parse(&zkey)?;
-        circuits.push((k, zkey, witness.to_bytes(), key.device_bytes(), key.proof_device_bytes()));
+        circuits.push((
+            k,
+            zkey,
+            witness.to_bytes(),
+            key.device_bytes(),
+            key.proof_device_bytes(),
+        ));
     }
     let workers = 4u64;
     let mut keys: Vec<u64> = circuits.iter().map(|c| c.3).collect();
@@ -340,16 +392,25 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
     config.prover.workers = workers as usize;
     config.prover.memory = budget;
     batchcrypt::backend::gpu::reset_memory_stats();
-    let server = batchcrypt_serve::start(engine, config).await.map_err(anyhow::Error::msg)?;
+    let server = batchcrypt_serve::start(engine, config)
+        .await
+        .map_err(anyhow::Error::msg)?;
     let addr = server.addr.to_string();
     let mut c = Client::connect(&addr).await.map_err(anyhow::Error::msg)?;
     let mut ids = Vec::new();
     for (k, zkey, ..) in &circuits {
-        ids.push(c.register(zkey.clone(), &format!("chain-{k}")).await?.circuit_id);
+        ids.push(
+            c.register(zkey.clone(), &format!("chain-{k}"))
+                .await?
+                .circuit_id,
+        );
     }
     println!(
         "  keys {} MiB; budget {} MiB holds two keys and {workers} proofs",
-        keys.iter().map(|k| (k >> 20).to_string()).collect::<Vec<_>>().join(" + "),
+        keys.iter()
+            .map(|k| (k >> 20).to_string())
+            .collect::<Vec<_>>()
+            .join(" + "),
         budget >> 20
     );
     let circuits = Arc::new(circuits);
@@ -366,7 +427,9 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
                     let s = Instant::now();
                     let r = c.prove(&ids[which], circuits[which].2.clone(), 0).await;
                     let ok = r.as_ref().is_ok_and(|r| {
-                        r.job.as_ref().is_some_and(|j| j.state == batchcrypt_serve::proto::JobState::Done as i32)
+                        r.job.as_ref().is_some_and(|j| {
+                            j.state == batchcrypt_serve::proto::JobState::Done as i32
+                        })
                     });
                     out.push((which, s.elapsed().as_secs_f64(), ok));
                 }
@@ -380,7 +443,15 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
     }
     let secs = t.elapsed().as_secs_f64();
     let failures = results.iter().filter(|r| !r.2).count();
-    rep.add(GROUP, "Groth16, 3 circuits at once", &format!("served, {clients} clients"), results.len() as u64, 0, secs, None);
+    rep.add(
+        GROUP,
+        "Groth16, 3 circuits at once",
+        &format!("served, {clients} clients"),
+        results.len() as u64,
+        0,
+        secs,
+        None,
+    );
     for (i, k) in ks.iter().enumerate() {
         let lat: Vec<f64> = results.iter().filter(|r| r.0 == i).map(|r| r.1).collect();
         let (p50, p99, max) = latencies(lat);
@@ -415,7 +486,9 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
 /// The server's own view of an operation: batches formed, their mean run time, and the mean time
 /// requests waited for their batch (from its metrics).
 async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> String {
-    let Some(m) = metrics else { return String::new() };
+    let Some(m) = metrics else {
+        return String::new();
+    };
     let text = http_get(m).await.unwrap_or_default();
     let get = |name: &str, labels: &str| -> f64 {
         text.lines()
@@ -436,8 +509,10 @@ async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> String {
 async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .await?;
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
     let mut out = String::new();
     s.read_to_string(&mut out).await?;
     Ok(out)

@@ -199,7 +199,11 @@ fn gcm_files_round_trip_and_detect_every_change() {
         );
         // Nothing under the output's name, and no temporary file left beside it.
         assert!(err.contains("nothing was written"), "{what}: {err}");
-        assert!(!out.exists(), "{what}: a failed decryption left {}", out.display());
+        assert!(
+            !out.exists(),
+            "{what}: a failed decryption left {}",
+            out.display()
+        );
         let partial = std::fs::read_dir(&d)
             .unwrap()
             .filter_map(|e| e.ok())
@@ -222,12 +226,26 @@ fn an_interrupted_encryption_leaves_no_output() {
     std::fs::create_dir_all(&d).unwrap();
     let out = d.join("never.bcg");
     let mut child = bin()
-        .args(["encrypt", "--key", KEY256, "--chunk-log2", "12", "-o", s(&out), "--quiet"])
+        .args([
+            "encrypt",
+            "--key",
+            KEY256,
+            "--chunk-log2",
+            "12",
+            "-o",
+            s(&out),
+            "--quiet",
+        ])
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("run batchcrypt");
     // Some chunks in, the input still open: the process is mid-stream when it is killed.
-    child.stdin.as_mut().unwrap().write_all(&data(100_000, 3)).unwrap();
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(&data(100_000, 3))
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     child.kill().unwrap();
     child.wait().unwrap();

@@ -17,13 +17,18 @@ fn bin() -> PathBuf {
 fn fixture(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
+        })
         .join(name);
     if dir.join("circuit.zkey").is_file() {
         return Some(dir);
     }
     if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
-        panic!("fixture {} missing: run scripts/zk-fixtures.sh", dir.display());
+        panic!(
+            "fixture {} missing: run scripts/zk-fixtures.sh",
+            dir.display()
+        );
     }
     eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
     None
@@ -49,7 +54,13 @@ impl Drop for Server {
 
 fn serve(data: &Path, port: u16, hold_ms: u64) -> Server {
     let child = Command::new(bin())
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--metrics-listen", "none"])
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-listen",
+            "none",
+        ])
         .arg("--data")
         .arg(data)
         .args(["--workers", "1"])
@@ -75,7 +86,9 @@ async fn connect(port: u16) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
-    let Some(chain) = fixture("chain-10") else { return };
+    let Some(chain) = fixture("chain-10") else {
+        return;
+    };
     let data = std::env::temp_dir().join(format!("batchcrypt-serve-kill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
     let port = free_port();
@@ -88,7 +101,10 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
     let circuit = c.register(zkey.clone(), "chain").await.unwrap().circuit_id;
     let mut jobs = Vec::new();
     for i in 0..4 {
-        let j = c.submit(&circuit, witness.clone(), &format!("req-{i}"), 0).await.unwrap();
+        let j = c
+            .submit(&circuit, witness.clone(), &format!("req-{i}"), 0)
+            .await
+            .unwrap();
         jobs.push(j.job_id);
     }
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -107,7 +123,10 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
     let mut c = connect(port).await;
     // Resubmitting under the same request ids finds the same jobs; nothing runs twice.
     for (i, id) in jobs.iter().enumerate() {
-        let j = c.submit(&circuit, witness.clone(), &format!("req-{i}"), 0).await.unwrap();
+        let j = c
+            .submit(&circuit, witness.clone(), &format!("req-{i}"), 0)
+            .await
+            .unwrap();
         assert_eq!(&j.job_id, id);
     }
     let key = batchcrypt::groth16::ProvingKey::read(chain.join("circuit.zkey")).unwrap();
@@ -139,19 +158,37 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
     let dir = data.join("cli");
     std::fs::create_dir_all(&dir).unwrap();
     let o = Command::new(bin())
-        .args(["client", "--server", &format!("127.0.0.1:{port}"), "prove", &circuit])
+        .args([
+            "client",
+            "--server",
+            &format!("127.0.0.1:{port}"),
+            "prove",
+            &circuit,
+        ])
         .arg(chain.join("witness.wtns"))
         .arg(dir.join("proof.json"))
         .arg(dir.join("public.json"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let proof = batchcrypt::groth16::Proof::from_json(&std::fs::read_to_string(dir.join("proof.json")).unwrap()).unwrap();
-    let public = batchcrypt::groth16::public_from_json(&std::fs::read_to_string(dir.join("public.json")).unwrap()).unwrap();
+    let proof = batchcrypt::groth16::Proof::from_json(
+        &std::fs::read_to_string(dir.join("proof.json")).unwrap(),
+    )
+    .unwrap();
+    let public = batchcrypt::groth16::public_from_json(
+        &std::fs::read_to_string(dir.join("public.json")).unwrap(),
+    )
+    .unwrap();
     assert!(batchcrypt::groth16::verify(&key.vk, &public, &proof).unwrap());
     std::fs::write(dir.join("ids.txt"), "abc\nhello\n").unwrap();
     let o = Command::new(bin())
-        .args(["client", "--server", &format!("127.0.0.1:{port}"), "hash", "--lines"])
+        .args([
+            "client",
+            "--server",
+            &format!("127.0.0.1:{port}"),
+            "hash",
+            "--lines",
+        ])
         .arg(dir.join("ids.txt"))
         .output()
         .unwrap();

@@ -16,7 +16,6 @@ fn array<const N: usize>(b: &[u8], what: &str) -> PyResult<[u8; N]> {
         .map_err(|_| PyValueError::new_err(format!("{what} must be {N} bytes, got {}", b.len())))
 }
 
-
 /// The batch's messages: `data` cut at `offsets` (n + 1 uint64, from 0 to len(data)), or into
 /// equal messages of `msg_len` bytes.
 fn messages<'a>(
@@ -277,7 +276,10 @@ fn aad_slices(aads: &Option<Vec<Vec<u8>>>, count: usize) -> Vec<&[u8]> {
 
 /// One key (a `bytes`) for every message, or one per message (a sequence, or an (n, width)
 /// array): each 16 or 32 bytes (XTS: 32 or 64).
-fn keys_or_one<K>(obj: &Bound<'_, PyAny>, make: impl Fn(&[u8]) -> batchcrypt::Result<K>) -> PyResult<Vec<K>> {
+fn keys_or_one<K>(
+    obj: &Bound<'_, PyAny>,
+    make: impl Fn(&[u8]) -> batchcrypt::Result<K>,
+) -> PyResult<Vec<K>> {
     if obj.downcast::<PyBytes>().is_ok() {
         return Ok(vec![make(&input(obj)?).map_err(to_py)?]);
     }
@@ -320,7 +322,11 @@ impl Engine {
         data: &Bound<'py, PyAny>,
         offsets: Option<PyReadonlyArray1<'py, u64>>,
         msg_len: Option<usize>,
-        f: impl FnOnce(&CoreEngine, &Messages<'_>, &mut [u8]) -> batchcrypt::Result<batchcrypt::Output<T>>
+        f: impl FnOnce(
+                &CoreEngine,
+                &Messages<'_>,
+                &mut [u8],
+            ) -> batchcrypt::Result<batchcrypt::Output<T>>
             + Send,
     ) -> PyResult<(Bound<'py, PyBytes>, T)> {
         let data = Data::new(data)?;
@@ -382,8 +388,9 @@ impl Engine {
         let inner = &self.inner;
         let done = py
             .allow_threads(|| -> batchcrypt::Result<u64> {
-                let source = std::fs::File::open(&input)
-                    .map_err(|e| batchcrypt::Error::io(e, format!("reading {}", input.display())))?;
+                let source = std::fs::File::open(&input).map_err(|e| {
+                    batchcrypt::Error::io(e, format!("reading {}", input.display()))
+                })?;
                 let source = std::io::BufReader::with_capacity(1 << 20, source);
                 let out = batchcrypt::output::AtomicFile::create(&output)?;
                 let mut sink = std::io::BufWriter::with_capacity(1 << 20, out.file());

@@ -34,8 +34,9 @@ fn algorithm(name: &str) -> PyResult<HashAlgorithm> {
 fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let p: std::path::PathBuf = obj.extract()?;
-        return std::fs::read(&p)
-            .map_err(|e| PyValueError::new_err(format!("{what}: cannot read {}: {e}", p.display())));
+        return std::fs::read(&p).map_err(|e| {
+            PyValueError::new_err(format!("{what}: cannot read {}: {e}", p.display()))
+        });
     }
     input(obj)
 }
@@ -61,11 +62,15 @@ impl Client {
     fn call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl for<'a> FnOnce(&'a mut Inner) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tonic::Status>> + Send + 'a>>
-            + Send,
+        f: impl for<'a> FnOnce(
+                &'a mut Inner,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = Result<T, tonic::Status>> + Send + 'a>,
+            > + Send,
     ) -> PyResult<T> {
         let mut inner = self.inner.clone();
-        py.allow_threads(|| self.rt.block_on(f(&mut inner))).map_err(status)
+        py.allow_threads(|| self.rt.block_on(f(&mut inner)))
+            .map_err(status)
     }
 }
 
@@ -121,7 +126,10 @@ impl Client {
         let (sigs, keys, format) = (rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
         let curve = super::ecdsa_curve(curve)?;
         let v = self.call(py, |c| {
-            Box::pin(async move { c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, require_low_s).await })
+            Box::pin(async move {
+                c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, require_low_s)
+                    .await
+            })
         })?;
         Ok(verdicts(v))
     }
@@ -135,7 +143,9 @@ impl Client {
         pubkeys: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<Option<String>>> {
         let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
-        let v = self.call(py, |c| Box::pin(async move { c.verify_schnorr(&msgs, &sigs, &keys).await }))?;
+        let v = self.call(py, |c| {
+            Box::pin(async move { c.verify_schnorr(&msgs, &sigs, &keys).await })
+        })?;
         Ok(verdicts(v))
     }
 
@@ -150,15 +160,27 @@ impl Client {
         id: Option<Vec<u8>>,
         format: &str,
     ) -> PyResult<Vec<Option<String>>> {
-        let (msgs, sigs, keys, format) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
+        let (msgs, sigs, keys, format) = (
+            rows(msgs)?,
+            rows(sigs)?,
+            rows(pubkeys)?,
+            sig_format(format)?,
+        );
         let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
-        let v = self.call(py, |c| Box::pin(async move { c.verify_sm2(&msgs, &sigs, &keys, &id, format).await }))?;
+        let v = self.call(py, |c| {
+            Box::pin(async move { c.verify_sm2(&msgs, &sigs, &keys, &id, format).await })
+        })?;
         Ok(verdicts(v))
     }
 
     /// Digests of each message ("sha256", "sha256d" or "sm3"), 32 bytes each.
     #[pyo3(signature = (messages, algorithm = "sha256"))]
-    fn hash<'py>(&self, py: Python<'py>, messages: &Bound<'_, PyAny>, algorithm: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    fn hash<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'_, PyAny>,
+        algorithm: &str,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let (msgs, alg) = (rows(messages)?, self::algorithm(algorithm)?);
         let d = self.call(py, |c| Box::pin(async move { c.hash(alg, &msgs).await }))?;
         Ok(d.iter().map(|d| PyBytes::new(py, d)).collect())
@@ -186,16 +208,25 @@ impl Client {
             width: message_len as u32,
             ends: Vec::new(),
         };
-        let d = self.call(py, |c| Box::pin(async move { c.hash_column(alg, column).await }))?;
+        let d = self.call(py, |c| {
+            Box::pin(async move { c.hash_column(alg, column).await })
+        })?;
         Ok(PyBytes::new(py, &d))
     }
 
     /// Registers a circuit by its .zkey (bytes or a path); a dict with its `circuit_id`, sizes
     /// and GPU memory needs.
     #[pyo3(signature = (zkey, name = ""))]
-    fn register<'py>(&self, py: Python<'py>, zkey: &Bound<'_, PyAny>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+    fn register<'py>(
+        &self,
+        py: Python<'py>,
+        zkey: &Bound<'_, PyAny>,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let (zkey, name) = (bytes_or_path(zkey, "zkey")?, name.to_string());
-        let r = self.call(py, |c| Box::pin(async move { c.register(zkey, &name).await }))?;
+        let r = self.call(py, |c| {
+            Box::pin(async move { c.register(zkey, &name).await })
+        })?;
         let d = PyDict::new(py);
         d.set_item("circuit_id", r.circuit_id)?;
         d.set_item("domain", r.constraints_domain)?;
@@ -208,9 +239,17 @@ impl Client {
     /// A proof, end to end: (proof.json, public.json) as snarkjs writes them. The job runs once
     /// even across a restart of the server.
     #[pyo3(signature = (circuit_id, witness, priority = 0))]
-    fn prove(&self, py: Python<'_>, circuit_id: &str, witness: &Bound<'_, PyAny>, priority: i32) -> PyResult<(String, String)> {
+    fn prove(
+        &self,
+        py: Python<'_>,
+        circuit_id: &str,
+        witness: &Bound<'_, PyAny>,
+        priority: i32,
+    ) -> PyResult<(String, String)> {
         let (w, id) = (bytes_or_path(witness, "witness")?, circuit_id.to_string());
-        let r = self.call(py, |c| Box::pin(async move { c.prove(&id, w, priority).await }))?;
+        let r = self.call(py, |c| {
+            Box::pin(async move { c.prove(&id, w, priority).await })
+        })?;
         proof_pair(r)
     }
 
@@ -224,8 +263,14 @@ impl Client {
         request_id: &str,
         priority: i32,
     ) -> PyResult<String> {
-        let (w, id, rid) = (bytes_or_path(witness, "witness")?, circuit_id.to_string(), request_id.to_string());
-        let j = self.call(py, |c| Box::pin(async move { c.submit(&id, w, &rid, priority).await }))?;
+        let (w, id, rid) = (
+            bytes_or_path(witness, "witness")?,
+            circuit_id.to_string(),
+            request_id.to_string(),
+        );
+        let j = self.call(py, |c| {
+            Box::pin(async move { c.submit(&id, w, &rid, priority).await })
+        })?;
         Ok(j.job_id)
     }
 

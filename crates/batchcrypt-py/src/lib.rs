@@ -1,10 +1,10 @@
 //! Python bindings: batch APIs over bytes and numpy arrays. Heavy calls release the GIL.
 
 use batchcrypt::p256::P256;
-use batchcrypt_serve::proto::EcdsaCurve;
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
 use batchcrypt::sha256::{Digest, Mode};
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
+use batchcrypt_serve::proto::EcdsaCurve;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -560,7 +560,6 @@ impl Engine {
         let v = self.run(py, |e| e.sm3().hash_fixed(&data, msg_len))?;
         Ok(digests(py, v))
     }
-
 }
 
 /// SHA-256 of one message.

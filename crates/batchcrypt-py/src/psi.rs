@@ -32,7 +32,9 @@ impl Engine {
         timeout: f64,
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(PyValueError::new_err("timeout must be a positive number of seconds"));
+            return Err(PyValueError::new_err(
+                "timeout must be a positive number of seconds",
+            ));
         }
         let timeout = Duration::from_secs_f64(timeout);
         let listener = match (listen, connect) {

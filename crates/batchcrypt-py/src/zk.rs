@@ -1,4 +1,4 @@
-//! Zero-knowledge building blocks: MSM on BN254 and BLS12-381 (G1, G2), BN254's Fr NTT, and
+//! Zero-knowledge building blocks: MSM on BN254 and BLS12-381 (G1, G2), NTTs over their Fr, and
 //! Groth16 proofs of circom circuits with snarkjs's files.
 //!
 //! Points and scalars cross as bytes in arkworks' serialization (uncompressed points, checked
@@ -9,11 +9,11 @@
 
 use crate::{input, to_py, to_py_io, Engine};
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{FftField, Field, PrimeField};
+use ark_ff::{Field, PrimeField};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
-use batchcrypt::bn254::ntt::{Direction, Ntt};
 use batchcrypt::groth16::{self, Proof, ProvingKey, VerifyingKey, Witness};
 use batchcrypt::msm::{Affine, Bases, Group};
+use batchcrypt::ntt::{self, Direction, Ntt};
 use batchcrypt::{bls12_381, bn254};
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -41,7 +41,9 @@ fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
         return Ok((bytes, Layout::Limbs));
     }
     input(obj).map(|b| (b, Layout::Arkworks)).map_err(|_| {
-        PyValueError::new_err("expected bytes (arkworks' serialization) or a uint64 numpy array of limbs")
+        PyValueError::new_err(
+            "expected bytes (arkworks' serialization) or a uint64 numpy array of limbs",
+        )
     })
 }
 
@@ -62,7 +64,9 @@ fn prime_bytes<F: Field>() -> usize {
 fn point_bytes<P: Group>(layout: Layout) -> usize {
     match layout {
         Layout::Arkworks => Affine::<P>::generator().uncompressed_size(),
-        Layout::Limbs => 2 * P::BaseField::extension_degree() as usize * prime_bytes::<P::BaseField>(),
+        Layout::Limbs => {
+            2 * P::BaseField::extension_degree() as usize * prime_bytes::<P::BaseField>()
+        }
     }
 }
 
@@ -142,7 +146,11 @@ fn scalar_bytes<F: PrimeField>(v: &[F]) -> Vec<u8> {
 }
 
 /// A point in `layout`, as bytes (arkworks) or a uint64 array (limbs).
-fn point_out<'py, P: Group>(py: Python<'py>, p: Affine<P>, layout: Layout) -> PyResult<Bound<'py, PyAny>> {
+fn point_out<'py, P: Group>(
+    py: Python<'py>,
+    p: Affine<P>,
+    layout: Layout,
+) -> PyResult<Bound<'py, PyAny>> {
     match layout {
         Layout::Arkworks => {
             let mut out = Vec::new();
@@ -152,7 +160,10 @@ fn point_out<'py, P: Group>(py: Python<'py>, p: Affine<P>, layout: Layout) -> Py
         Layout::Limbs => {
             let mut out = Vec::new();
             if let Some((x, y)) = p.xy() {
-                for e in x.to_base_prime_field_elements().chain(y.to_base_prime_field_elements()) {
+                for e in x
+                    .to_base_prime_field_elements()
+                    .chain(y.to_base_prime_field_elements())
+                {
                     e.serialize_uncompressed(&mut out).expect("to a Vec");
                 }
             } else {
@@ -215,7 +226,9 @@ variant!(bls12_381::G1, Bls12_381G1);
 variant!(bls12_381::G2, Bls12_381G2);
 
 fn make_bases<P: Variant>(bytes: &[u8], layout: Layout, precompute: u32) -> PyResult<AnyBases> {
-    Ok(P::wrap(Bases::new(points::<P>(bytes, layout)?).with_precomputation(precompute)))
+    Ok(P::wrap(
+        Bases::new(points::<P>(bytes, layout)?).with_precomputation(precompute),
+    ))
 }
 
 /// The fixed bases of repeated MSMs on one group (`Engine.msm_bases`): checked once, and kept in
@@ -242,7 +255,13 @@ impl MsmBases {
     }
 
     fn __repr__(&self) -> String {
-        format!("MsmBases({} {} points of {} {})", self.__len__(), self.layout_name(), self.curve, self.group)
+        format!(
+            "MsmBases({} {} points of {} {})",
+            self.__len__(),
+            self.layout_name(),
+            self.curve,
+            self.group
+        )
     }
 }
 
@@ -255,16 +274,26 @@ impl MsmBases {
     }
 }
 
+fn canonical_curve(curve: &str) -> PyResult<&'static str> {
+    match curve {
+        "bn254" => Ok("bn254"),
+        "bls12_381" | "bls12-381" => Ok("bls12_381"),
+        other => Err(PyValueError::new_err(format!(
+            "curve must be \"bn254\" or \"bls12_381\", not {other:?}"
+        ))),
+    }
+}
+
 fn canonical(curve: &str, group: &str) -> PyResult<(&'static str, &'static str)> {
-    let c = match curve {
-        "bn254" => "bn254",
-        "bls12_381" | "bls12-381" => "bls12_381",
-        other => return Err(PyValueError::new_err(format!("curve must be \"bn254\" or \"bls12_381\", not {other:?}"))),
-    };
+    let c = canonical_curve(curve)?;
     let g = match group {
         "g1" => "g1",
         "g2" => "g2",
-        other => return Err(PyValueError::new_err(format!("group must be \"g1\" or \"g2\", not {other:?}"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "group must be \"g1\" or \"g2\", not {other:?}"
+            )))
+        }
     };
     Ok((c, g))
 }
@@ -282,18 +311,45 @@ fn run_msm<'py, P: Group>(
 }
 
 /// `coset`: None, True (Fr's multiplicative generator, as provers use) or an int below r.
-fn coset(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bn254::Fr>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(None) };
+fn coset<F: PrimeField>(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<F>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
     if let Ok(b) = obj.extract::<bool>() {
-        return Ok(b.then_some(bn254::Fr::GENERATOR));
+        return Ok(b.then_some(F::GENERATOR));
     }
-    let n: num_bigint::BigUint = obj
-        .extract()
-        .map_err(|_| PyValueError::new_err("coset must be None, True or an int below the field's order"))?;
-    if n >= bn254::Fr::MODULUS.into() || n == num_bigint::BigUint::ZERO {
-        return Err(PyValueError::new_err("coset must be a non-zero int below the field's order"));
+    let n: num_bigint::BigUint = obj.extract().map_err(|_| {
+        PyValueError::new_err("coset must be None, True or an int below the field's order")
+    })?;
+    if n >= F::MODULUS.into() || n == num_bigint::BigUint::ZERO {
+        return Err(PyValueError::new_err(
+            "coset must be a non-zero int below the field's order",
+        ));
     }
-    Ok(Some(bn254::Fr::from(n)))
+    Ok(Some(F::from(n)))
+}
+
+/// The transform over `F` on the elements in `bytes`, as bytes.
+fn run_ntt<F: ntt::Field>(
+    engine: &mut Engine,
+    py: Python<'_>,
+    bytes: &[u8],
+    size: Option<usize>,
+    inverse: bool,
+    coset_arg: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<u8>> {
+    let mut v = scalars::<F>(bytes)?;
+    let t = Ntt {
+        size: size.unwrap_or(v.len()),
+        direction: if inverse {
+            Direction::Inverse
+        } else {
+            Direction::Forward
+        },
+        coset: coset::<F>(coset_arg)?,
+    };
+    engine.run(py, |e| e.ntt(&mut v, &t))?;
+    Ok(scalar_bytes(&v))
 }
 
 /// A snarkjs JSON argument: a str of JSON, or a path to the file.
@@ -307,18 +363,27 @@ fn json_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let path: PathBuf = obj
         .extract()
         .map_err(|_| PyValueError::new_err(format!("{what}: expected JSON text or a path")))?;
-    std::fs::read_to_string(&path)
-        .map_err(|e| to_py_io(batchcrypt::Error::io(e, format!("reading {}", path.display()))))
+    std::fs::read_to_string(&path).map_err(|e| {
+        to_py_io(batchcrypt::Error::io(
+            e,
+            format!("reading {}", path.display()),
+        ))
+    })
 }
 
 /// A file argument: a path (str or os.PathLike) or the file's bytes.
 fn file_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let path: PathBuf = obj.extract()?;
-        return std::fs::read(&path)
-            .map_err(|e| to_py_io(batchcrypt::Error::io(e, format!("reading {}", path.display()))));
+        return std::fs::read(&path).map_err(|e| {
+            to_py_io(batchcrypt::Error::io(
+                e,
+                format!("reading {}", path.display()),
+            ))
+        });
     }
-    input(obj).map_err(|_| PyValueError::new_err(format!("{what}: expected a path or the file's bytes")))
+    input(obj)
+        .map_err(|_| PyValueError::new_err(format!("{what}: expected a path or the file's bytes")))
 }
 
 /// A Groth16 proving key read from snarkjs's `.zkey` (BN254, "bn128" in snarkjs), kept for
@@ -436,13 +501,14 @@ impl Engine {
         })
     }
 
-    /// The NTT over BN254's scalar field Fr, in natural order, as arkworks'
-    /// `Radix2EvaluationDomain` computes it: `values` (32-byte little-endian elements as bytes,
-    /// or a uint64 array with 4 limbs per element) holds polynomials of `size` elements each (a
-    /// power of two; default: all of them, one polynomial). `inverse`: interpolate instead of
-    /// evaluate. `coset`: evaluate on (or interpolate from) the coset g·<w>, g True (Fr's
-    /// generator) or an int. Returns the values in the form given. Releases the GIL.
-    #[pyo3(signature = (values, size = None, inverse = false, coset = None))]
+    /// The NTT over the scalar field Fr of `curve` ("bn254" or "bls12_381"), in natural order,
+    /// on snarkjs's roots of unity (on BN254 also arkworks' `Radix2EvaluationDomain`'s): `values`
+    /// (32-byte little-endian elements as bytes, or a uint64 array with 4 limbs per element)
+    /// holds polynomials of `size` elements each (a power of two; default: all of them, one
+    /// polynomial). `inverse`: interpolate instead of evaluate. `coset`: evaluate on (or
+    /// interpolate from) the coset g·<w>, g True (Fr's generator) or an int. Returns the values
+    /// in the form given. Releases the GIL.
+    #[pyo3(signature = (values, size = None, inverse = false, coset = None, curve = "bn254"))]
     fn ntt<'py>(
         &mut self,
         py: Python<'py>,
@@ -450,20 +516,17 @@ impl Engine {
         size: Option<usize>,
         inverse: bool,
         coset: Option<&Bound<'py, PyAny>>,
+        curve: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (bytes, layout) = buffer(values)?;
         let shape: Option<Vec<usize>> = values
             .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
             .ok()
             .map(|a| a.shape().to_vec());
-        let mut v = scalars::<bn254::Fr>(&bytes)?;
-        let t = Ntt {
-            size: size.unwrap_or(v.len()),
-            direction: if inverse { Direction::Inverse } else { Direction::Forward },
-            coset: self::coset(coset)?,
+        let out = match canonical_curve(curve)? {
+            "bn254" => run_ntt::<bn254::Fr>(self, py, &bytes, size, inverse, coset)?,
+            _ => run_ntt::<bls12_381::Fr>(self, py, &bytes, size, inverse, coset)?,
         };
-        self.run(py, |e| e.bn254().ntt(&mut v, &t))?;
-        let out = scalar_bytes(&v);
         Ok(match layout {
             Layout::Arkworks => PyBytes::new(py, &out).into_any(),
             Layout::Limbs => PyArray1::from_vec(py, words(&out))

@@ -49,7 +49,9 @@ impl Write for Outgoing {
             .blocking_send(Ok(AesReply {
                 data: bytes::Bytes::copy_from_slice(data),
             }))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
+            })?;
         Ok(data.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -62,7 +64,9 @@ pub async fn serve(
     mut requests: Streaming<AesRequest>,
 ) -> Result<ReceiverStream<Result<AesReply, Status>>, Status> {
     let start = match requests.message().await? {
-        Some(AesRequest { part: Some(Part::Start(s)) }) => s,
+        Some(AesRequest {
+            part: Some(Part::Start(s)),
+        }) => s,
         _ => {
             return Err(Status::invalid_argument(
                 "the first message must be `start` (key, mode, direction)",
@@ -84,7 +88,9 @@ pub async fn serve(
     tokio::spawn(async move {
         loop {
             match requests.message().await {
-                Ok(Some(AesRequest { part: Some(Part::Data(d)) })) => {
+                Ok(Some(AesRequest {
+                    part: Some(Part::Data(d)),
+                })) => {
                     if data_tx.send(d).await.is_err() {
                         break;
                     }
@@ -92,7 +98,9 @@ pub async fn serve(
                 Ok(None) => break, // the end of the input
                 Ok(Some(_)) => {
                     let _ = failed
-                        .send(Err(Status::invalid_argument("only the first message may be `start`")))
+                        .send(Err(Status::invalid_argument(
+                            "only the first message may be `start`",
+                        )))
                         .await;
                     return;
                 }
@@ -113,14 +121,21 @@ pub async fn serve(
         let aes = engine.aes();
         let done = match (iv, start.decrypt) {
             (Some(iv), _) => stream::ctr(&aes, &key, &iv, input, output, |_| {}),
-            (None, false) => stream::seal(&aes, &key, stream::DEFAULT_CHUNK_LOG2, input, output, |_| {}),
+            (None, false) => stream::seal(
+                &aes,
+                &key,
+                stream::DEFAULT_CHUNK_LOG2,
+                input,
+                output,
+                |_| {},
+            ),
             (None, true) => stream::open(&aes, &key, input, output, |_| {}),
         };
         if let Err(e) = done {
             let status = match e {
-                batchcrypt::Error::AuthenticationFailed => {
-                    Status::data_loss("a chunk failed authentication: wrong key, or the data was altered")
-                }
+                batchcrypt::Error::AuthenticationFailed => Status::data_loss(
+                    "a chunk failed authentication: wrong key, or the data was altered",
+                ),
                 e => Status::data_loss(e.to_string()),
             };
             let _ = out_tx.blocking_send(Err(status));

@@ -104,7 +104,11 @@ impl<B: Batched> Batcher<B> {
     }
 
     /// Queues `items` and waits for their outputs.
-    pub async fn submit(&self, group: B::Group, items: Vec<B::Item>) -> Result<Reply<B::Out>, Status> {
+    pub async fn submit(
+        &self,
+        group: B::Group,
+        items: Vec<B::Item>,
+    ) -> Result<Reply<B::Out>, Status> {
         let n = items.len();
         if n == 0 {
             return Ok(Reply {
@@ -258,7 +262,10 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
             Ok(ran) if ran.outs.len() == total => {
                 metrics
                     .busy_seconds
-                    .get_or_create(&vec![("op", op.to_string()), ("backend", ran.backend.clone())])
+                    .get_or_create(&vec![
+                        ("op", op.to_string()),
+                        ("backend", ran.backend.clone()),
+                    ])
                     .inc_by(seconds);
                 let mut outs = ran.outs.into_iter();
                 for ((reply, arrived), n) in replies.into_iter().zip(counts) {
@@ -305,7 +312,11 @@ mod tests {
         type Out = u32;
         fn run(&self, g: &u8, items: Vec<u32>) -> Result<Ran<u32>, String> {
             let _ = self.started.lock().unwrap().send(());
-            self.gate.lock().unwrap().recv().map_err(|e| e.to_string())?;
+            self.gate
+                .lock()
+                .unwrap()
+                .recv()
+                .map_err(|e| e.to_string())?;
             Ok(Ran {
                 outs: items.iter().map(|x| 2 * x + *g as u32).collect(),
                 backend: "test".into(),
@@ -323,7 +334,11 @@ mod tests {
             gate: Mutex::new(gate),
             started: Mutex::new(started),
         };
-        (Arc::new(Batcher::start("test", op, config, Arc::default())), open, signal)
+        (
+            Arc::new(Batcher::start("test", op, config, Arc::default())),
+            open,
+            signal,
+        )
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,7 +355,10 @@ mod tests {
         };
         let first = submit(0, vec![1]);
         // The first runs, held at the gate; the others queue behind it.
-        tokio::task::spawn_blocking(move || started.recv()).await.unwrap().unwrap();
+        tokio::task::spawn_blocking(move || started.recv())
+            .await
+            .unwrap()
+            .unwrap();
         let two = submit(0, vec![10, 11]);
         let three = submit(0, vec![20, 21, 22]);
         let four = submit(1, vec![30]);
@@ -353,12 +371,19 @@ mod tests {
         }
         let first = first.await.unwrap().unwrap();
         assert_eq!((first.outs, first.batch_items), (vec![2], 1));
-        let (two, three, four) = (two.await.unwrap().unwrap(), three.await.unwrap().unwrap(), four.await.unwrap().unwrap());
+        let (two, three, four) = (
+            two.await.unwrap().unwrap(),
+            three.await.unwrap().unwrap(),
+            four.await.unwrap().unwrap(),
+        );
         assert_eq!(two.outs, vec![20, 22]);
         assert_eq!(three.outs, vec![40, 42, 44]);
         assert_eq!(four.outs, vec![61]);
         // Two and three ran as one call of five items; four, with other options, as its own.
-        assert_eq!((two.batch_items, three.batch_items, four.batch_items), (5, 5, 1));
+        assert_eq!(
+            (two.batch_items, three.batch_items, four.batch_items),
+            (5, 5, 1)
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -388,7 +413,10 @@ mod tests {
             let b = b.clone();
             async move { b.submit(0, vec![1]).await }
         });
-        tokio::task::spawn_blocking(move || started.recv()).await.unwrap().unwrap();
+        tokio::task::spawn_blocking(move || started.recv())
+            .await
+            .unwrap()
+            .unwrap();
         let _queued = tokio::spawn({
             let b = b.clone();
             async move { b.submit(0, vec![1, 2, 3]).await }

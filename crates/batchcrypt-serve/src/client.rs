@@ -118,10 +118,9 @@ impl Client {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| format!("TLS: {e}"))?;
         }
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|e| format!("cannot connect to {uri}: {e} (is `batchcrypt serve` running there?)"))?;
+        let channel = endpoint.connect().await.map_err(|e| {
+            format!("cannot connect to {uri}: {e} (is `batchcrypt serve` running there?)")
+        })?;
         let token = match options.token {
             Some(t) => Some(
                 format!("Bearer {t}")
@@ -150,7 +149,8 @@ impl Client {
                 service: "batchcrypt.v1.BatchCrypt".into(),
             })
             .await?;
-        Ok(r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
+        Ok(r.into_inner().status
+            == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
     }
 
     /// ECDSA over 32-byte hashes on `curve` (sent packed).
@@ -221,12 +221,19 @@ impl Client {
     }
 
     /// Digests of each message, sent one by one.
-    pub async fn hash<M: AsRef<[u8]>>(&mut self, algorithm: HashAlgorithm, msgs: &[M]) -> Result<Vec<[u8; 32]>, Status> {
+    pub async fn hash<M: AsRef<[u8]>>(
+        &mut self,
+        algorithm: HashAlgorithm,
+        msgs: &[M],
+    ) -> Result<Vec<[u8; 32]>, Status> {
         let r = self
             .raw
             .hash(HashRequest {
                 algorithm: algorithm as i32,
-                messages: msgs.iter().map(|m| bytes::Bytes::copy_from_slice(m.as_ref())).collect(),
+                messages: msgs
+                    .iter()
+                    .map(|m| bytes::Bytes::copy_from_slice(m.as_ref()))
+                    .collect(),
                 messages_packed: None,
             })
             .await?
@@ -240,12 +247,20 @@ impl Client {
 
     /// Digests of messages sent packed (the fast form for many short messages): 32 bytes per
     /// message, back to back.
-    pub async fn hash_packed<M: AsRef<[u8]>>(&mut self, algorithm: HashAlgorithm, msgs: &[M]) -> Result<Vec<u8>, Status> {
+    pub async fn hash_packed<M: AsRef<[u8]>>(
+        &mut self,
+        algorithm: HashAlgorithm,
+        msgs: &[M],
+    ) -> Result<Vec<u8>, Status> {
         self.hash_column(algorithm, column(msgs)).await
     }
 
     /// Digests of the messages of a column already packed.
-    pub async fn hash_column(&mut self, algorithm: HashAlgorithm, messages: Column) -> Result<Vec<u8>, Status> {
+    pub async fn hash_column(
+        &mut self,
+        algorithm: HashAlgorithm,
+        messages: Column,
+    ) -> Result<Vec<u8>, Status> {
         let r = self
             .raw
             .hash(HashRequest {
@@ -259,7 +274,11 @@ impl Client {
     }
 
     /// Registers a circuit by its .zkey's bytes.
-    pub async fn register(&mut self, zkey: Vec<u8>, name: &str) -> Result<RegisterCircuitReply, Status> {
+    pub async fn register(
+        &mut self,
+        zkey: Vec<u8>,
+        name: &str,
+    ) -> Result<RegisterCircuitReply, Status> {
         Ok(self
             .raw
             .register_circuit(RegisterCircuitRequest {
@@ -292,7 +311,11 @@ impl Client {
             .into_inner())
     }
 
-    pub async fn wait(&mut self, job_id: &str, cancel_if_abandoned: bool) -> Result<ProofReply, Status> {
+    pub async fn wait(
+        &mut self,
+        job_id: &str,
+        cancel_if_abandoned: bool,
+    ) -> Result<ProofReply, Status> {
         Ok(self
             .raw
             .wait_proof(WaitProofRequest {
@@ -304,17 +327,30 @@ impl Client {
     }
 
     pub async fn job(&mut self, job_id: &str) -> Result<Job, Status> {
-        Ok(self.raw.get_job(JobRef { job_id: job_id.into() }).await?.into_inner())
+        Ok(self
+            .raw
+            .get_job(JobRef {
+                job_id: job_id.into(),
+            })
+            .await?
+            .into_inner())
     }
 
     /// A proof, end to end: submitted under a fresh request id and waited for; across a restart
     /// of the server (UNAVAILABLE) it resubmits under the same id, so the job runs once.
-    pub async fn prove(&mut self, circuit_id: &str, witness: Vec<u8>, priority: i32) -> Result<ProofReply, Status> {
+    pub async fn prove(
+        &mut self,
+        circuit_id: &str,
+        witness: Vec<u8>,
+        priority: i32,
+    ) -> Result<ProofReply, Status> {
         let request_id = hex::encode(rand::random::<[u8; 16]>());
         let mut retries = 0;
         loop {
             let attempt = async {
-                let job = self.submit(circuit_id, witness.clone(), &request_id, priority).await?;
+                let job = self
+                    .submit(circuit_id, witness.clone(), &request_id, priority)
+                    .await?;
                 self.wait(&job.job_id, true).await
             };
             match attempt.await {

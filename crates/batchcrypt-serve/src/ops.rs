@@ -45,13 +45,18 @@ fn with_prechecked<T, O>(
     ran.reverse();
     let outs = outs
         .into_iter()
-        .map(|o| o.or_else(|| ran.pop()).ok_or("the engine returned too few outputs"))
+        .map(|o| {
+            o.or_else(|| ran.pop())
+                .ok_or("the engine returned too few outputs")
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Ran { outs, backend })
 }
 
 fn verdicts(r: Vec<Result<(), Reason>>) -> Vec<Verdict> {
-    r.into_iter().map(|v| v.map_err(|e| e.to_string())).collect()
+    r.into_iter()
+        .map(|v| v.map_err(|e| e.to_string()))
+        .collect()
 }
 
 pub struct Ecdsa(pub Arc<Engine>);
@@ -62,7 +67,11 @@ impl Batched for Ecdsa {
     /// (message hash, signature, SEC1 key)
     type Item = ([u8; 32], Bytes, Bytes);
     type Out = Verdict;
-    fn run(&self, &(curve, format, require_low_s): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
+    fn run(
+        &self,
+        &(curve, format, require_low_s): &Self::Group,
+        items: Vec<Self::Item>,
+    ) -> Result<Ran<Verdict>, String> {
         let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
         let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
@@ -71,7 +80,10 @@ impl Batched for Ecdsa {
             require_low_s,
         };
         let out = match curve {
-            EcdsaCurve::Secp256k1 => self.0.secp256k1().verify_ecdsa(&hashes, &sigs, &keys, &opts),
+            EcdsaCurve::Secp256k1 => self
+                .0
+                .secp256k1()
+                .verify_ecdsa(&hashes, &sigs, &keys, &opts),
             EcdsaCurve::P256 => self.0.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
         }
         .map_err(|e| e.to_string())?;
@@ -106,7 +118,9 @@ impl Batched for Schnorr {
 
 /// A Schnorr item from the request's bytes.
 pub fn schnorr_item(msg: Bytes, sig: &[u8], key: &[u8]) -> <Schnorr as Batched>::Item {
-    let sig: [u8; 64] = sig.try_into().map_err(|_| Err(Reason::BadLength.to_string()))?;
+    let sig: [u8; 64] = sig
+        .try_into()
+        .map_err(|_| Err(Reason::BadLength.to_string()))?;
     let key: [u8; 32] = key
         .try_into()
         .map_err(|_| Err(Reason::BadPublicKeyEncoding.to_string()))?;
@@ -120,7 +134,11 @@ impl Batched for Sm2Verify {
     type Group = (SigFormat, Bytes);
     type Item = (Bytes, Bytes, Bytes);
     type Out = Verdict;
-    fn run(&self, (format, id): &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
+    fn run(
+        &self,
+        (format, id): &Self::Group,
+        items: Vec<Self::Item>,
+    ) -> Result<Ran<Verdict>, String> {
         let msgs: Vec<&[u8]> = items.iter().map(|i| &i.0[..]).collect();
         let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
@@ -188,7 +206,8 @@ impl Batched for Hash {
                 let mut outs = vec![[0u8; 32]; items.len()];
                 let mut backend = String::new();
                 for (len, idx) in by_len {
-                    let data: Vec<u8> = idx.iter().flat_map(|&i| items[i].iter().copied()).collect();
+                    let data: Vec<u8> =
+                        idx.iter().flat_map(|&i| items[i].iter().copied()).collect();
                     let out = self
                         .0
                         .sm3()
@@ -253,8 +272,8 @@ impl Batched for Transactions {
     type Item = batchcrypt::bitcoin::txs::LooseTx;
     type Out = Result<(), batchcrypt::bitcoin::txs::TxRejection>;
     fn run(&self, _: &(), items: Vec<Self::Item>) -> Result<Ran<Self::Out>, String> {
-        let (verdicts, report) =
-            batchcrypt::bitcoin::txs::verify_transactions(&self.0, &items).map_err(|e| e.to_string())?;
+        let (verdicts, report) = batchcrypt::bitcoin::txs::verify_transactions(&self.0, &items)
+            .map_err(|e| e.to_string())?;
         let backend = report
             .and_then(|r| r.ecdsa_backend.or(r.schnorr_backend))
             .map_or_else(|| "none".to_string(), |b| b.to_string());

@@ -86,9 +86,8 @@ impl Prover {
         config: ProverConfig,
         metrics: Arc<Metrics>,
     ) -> Result<(Arc<Prover>, usize), String> {
-        std::fs::create_dir_all(config.data_dir.join("circuits")).map_err(|e| {
-            format!("cannot create {}: {e}", config.data_dir.display())
-        })?;
+        std::fs::create_dir_all(config.data_dir.join("circuits"))
+            .map_err(|e| format!("cannot create {}: {e}", config.data_dir.display()))?;
         let (store, requeued) = Store::open(&config.data_dir.join("jobs.sqlite"))?;
         let prover = Arc::new(Prover {
             store,
@@ -135,12 +134,18 @@ impl Prover {
 
     /// Registers a proving key given by its bytes (kept in the data directory) or by a path.
     /// The id is the SHA-256 of the key's bytes.
-    pub fn register(&self, bytes: Option<&[u8]>, path: Option<&Path>, name: &str) -> Result<Circuit, String> {
+    pub fn register(
+        &self,
+        bytes: Option<&[u8]>,
+        path: Option<&Path>,
+        name: &str,
+    ) -> Result<Circuit, String> {
         let owned;
         let data = match (bytes, path) {
             (Some(b), _) => b,
             (None, Some(p)) => {
-                owned = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                owned =
+                    std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
                 &owned
             }
             (None, None) => return Err("give the .zkey's bytes or a path".into()),
@@ -152,7 +157,11 @@ impl Prover {
         let key = ProvingKey::parse(data).map_err(|e| e.to_string())?;
         let path = match (bytes, path) {
             (Some(b), _) => {
-                let dest = self.config.data_dir.join("circuits").join(format!("{id}.zkey"));
+                let dest = self
+                    .config
+                    .data_dir
+                    .join("circuits")
+                    .join(format!("{id}.zkey"));
                 let tmp = dest.with_extension("zkey.partial");
                 std::fs::write(&tmp, b)
                     .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
@@ -189,7 +198,8 @@ impl Prover {
             )));
         };
         // Checked here so a malformed witness is refused, not queued.
-        let w = Witness::parse(witness).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
+        let w =
+            Witness::parse(witness).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
         if w.values.len() as u64 != c.signals {
             return Err(tonic::Status::invalid_argument(format!(
                 "the witness has {} signals but circuit {} has {}",
@@ -272,7 +282,10 @@ impl Prover {
             let mut started = false;
             for job in head {
                 if job.deadline_ms > 0 && now_ms() > job.deadline_ms {
-                    if self.store.end(&job.id, JobState::Expired, "not started by its deadline")? {
+                    if self
+                        .store
+                        .end(&job.id, JobState::Expired, "not started by its deadline")?
+                    {
                         self.changed();
                     }
                     continue;
@@ -293,12 +306,20 @@ impl Prover {
     /// Starts `job` if its memory fits (evicting idle keys as needed); false if it must wait.
     fn admit(self: &Arc<Self>, s: &mut Sched, job: &JobRow) -> Result<bool, String> {
         let Some(slot) = s.slots.get(&job.circuit) else {
-            self.store
-                .end(&job.id, JobState::Failed, "its circuit is no longer registered")?;
+            self.store.end(
+                &job.id,
+                JobState::Failed,
+                "its circuit is no longer registered",
+            )?;
             self.changed();
             return Ok(true);
         };
-        let need = slot.circuit.proof_bytes + if slot.resident { 0 } else { slot.circuit.key_bytes };
+        let need = slot.circuit.proof_bytes
+            + if slot.resident {
+                0
+            } else {
+                slot.circuit.key_bytes
+            };
         let budget = self.config.memory;
         while s.used + need > budget {
             let victim = s

@@ -10,9 +10,9 @@
 use crate::batcher::{BatchConfig, Batcher};
 use crate::metrics::Metrics;
 use crate::ops::{self, HashKind};
-use crate::prover::{Prover, ProverConfig};
 use crate::proto::batch_crypt_server::{BatchCrypt, BatchCryptServer};
 use crate::proto::*;
+use crate::prover::{Prover, ProverConfig};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt::Engine;
 use bytes::Bytes;
@@ -81,9 +81,11 @@ impl ServerConfig {
             ));
         }
         if self.metrics.is_some_and(|m| exposed(&m)) {
-            return Err("the metrics listener has no authentication: keep it on loopback (or \
+            return Err(
+                "the metrics listener has no authentication: keep it on loopback (or \
                         --allow-insecure)"
-                .into());
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -156,7 +158,13 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         None => (None, None),
     };
 
-    let service = Service::new(engine, prover.clone(), &config, metrics, addr.ip().is_loopback());
+    let service = Service::new(
+        engine,
+        prover.clone(),
+        &config,
+        metrics,
+        addr.ip().is_loopback(),
+    );
     let grpc = BatchCryptServer::new(service)
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes);
@@ -164,7 +172,8 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
     let mut builder = tonic::transport::Server::builder();
     if let Some((cert, key)) = &config.tls {
-        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+        let read =
+            |p: &PathBuf| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
         let identity = tonic::transport::Identity::from_pem(read(cert)?, read(key)?);
         builder = builder
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
@@ -224,7 +233,10 @@ impl Guard {
             let ok = given.is_some_and(|g| {
                 // Compared in time independent of where the strings differ.
                 g.len() == token.len()
-                    && g.bytes().zip(token.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+                    && g.bytes()
+                        .zip(token.bytes())
+                        .fold(0u8, |d, (a, b)| d | (a ^ b))
+                        == 0
             });
             if !ok {
                 return Err(Status::unauthenticated(
@@ -295,9 +307,19 @@ impl Service {
             schnorr: Batcher::start("verify_schnorr", ops::Schnorr(engine.clone()), b, m()),
             sm2: Batcher::start("verify_sm2", ops::Sm2Verify(engine.clone()), b, m()),
             hash: Batcher::start("hash", ops::Hash(engine.clone()), b, m()),
-            hash_mul: Batcher::start("sm2_hash_to_curve_mul", ops::Sm2HashMul(engine.clone()), b, m()),
+            hash_mul: Batcher::start(
+                "sm2_hash_to_curve_mul",
+                ops::Sm2HashMul(engine.clone()),
+                b,
+                m(),
+            ),
             mul: Batcher::start("sm2_mul_compressed", ops::Sm2Mul(engine.clone()), b, m()),
-            txs: Batcher::start("verify_transactions", ops::Transactions(engine.clone()), b, m()),
+            txs: Batcher::start(
+                "verify_transactions",
+                ops::Transactions(engine.clone()),
+                b,
+                m(),
+            ),
             engine,
             prover,
             max_items: config.max_request_items,
@@ -338,7 +360,12 @@ impl Service {
     }
 
     /// A request's list, given one by one or packed (not both), as slices of its buffer.
-    fn list(&self, what: &str, one_by_one: Vec<Bytes>, packed: Option<Column>) -> Result<Vec<Bytes>, Status> {
+    fn list(
+        &self,
+        what: &str,
+        one_by_one: Vec<Bytes>,
+        packed: Option<Column>,
+    ) -> Result<Vec<Bytes>, Status> {
         let Some(c) = packed else {
             return Ok(one_by_one);
         };
@@ -351,7 +378,12 @@ impl Service {
         let n = match (c.width as usize, c.ends.len()) {
             (0, n) => n,
             (w, 0) if c.data.len() % w == 0 => c.data.len() / w,
-            (w, 0) => return bad(format!("{} bytes are not a whole number of {w}-byte items", c.data.len())),
+            (w, 0) => {
+                return bad(format!(
+                    "{} bytes are not a whole number of {w}-byte items",
+                    c.data.len()
+                ))
+            }
             _ => return bad("a width or ends, not both".into()),
         };
         // Checked before anything is made per item.
@@ -370,13 +402,19 @@ impl Service {
         for &end in &c.ends {
             let end = end as usize;
             if end < start || end > c.data.len() {
-                return bad(format!("ends must rise within the {} bytes of data", c.data.len()));
+                return bad(format!(
+                    "ends must rise within the {} bytes of data",
+                    c.data.len()
+                ));
             }
             out.push(c.data.slice(start..end));
             start = end;
         }
         if start != c.data.len() {
-            return bad(format!("the last end is {start}, the data {} bytes", c.data.len()));
+            return bad(format!(
+                "the last end is {start}, the data {} bytes",
+                c.data.len()
+            ));
         }
         Ok(out)
     }
@@ -435,11 +473,12 @@ impl Service {
             ("signatures", sigs.len()),
             ("public keys", keys.len()),
         ])?;
-        let id = r
-            .id
-            .unwrap_or_else(|| Bytes::from_static(batchcrypt::sm2::verify::DEFAULT_ID));
+        let id =
+            r.id.unwrap_or_else(|| Bytes::from_static(batchcrypt::sm2::verify::DEFAULT_ID));
         if id.len() > 8191 {
-            return Err(Status::invalid_argument("an SM2 identifier is at most 8191 bytes"));
+            return Err(Status::invalid_argument(
+                "an SM2 identifier is at most 8191 bytes",
+            ));
         }
         let items = msgs
             .into_iter()
@@ -447,7 +486,9 @@ impl Service {
             .zip(keys)
             .map(|((m, s), k)| (m, s, k))
             .collect();
-        Ok(verify_reply(self.sm2.submit((format(r.format)?, id), items).await?))
+        Ok(verify_reply(
+            self.sm2.submit((format(r.format)?, id), items).await?,
+        ))
     }
 
     async fn hashes(&self, r: HashRequest) -> Result<HashReply, Status> {
@@ -455,7 +496,12 @@ impl Service {
             Ok(HashAlgorithm::Sha256) => HashKind::Sha256,
             Ok(HashAlgorithm::Sha256d) => HashKind::Sha256d,
             Ok(HashAlgorithm::Sm3) => HashKind::Sm3,
-            Err(_) => return Err(Status::invalid_argument(format!("no hash algorithm {}", r.algorithm))),
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "no hash algorithm {}",
+                    r.algorithm
+                )))
+            }
         };
         let packed = r.messages_packed.is_some();
         let items = self.list("messages", r.messages, r.messages_packed)?;
@@ -465,7 +511,11 @@ impl Service {
             (Vec::new(), Bytes::from(reply.outs.concat()))
         } else {
             (
-                reply.outs.iter().map(|d| Bytes::copy_from_slice(d)).collect(),
+                reply
+                    .outs
+                    .iter()
+                    .map(|d| Bytes::copy_from_slice(d))
+                    .collect(),
                 Bytes::new(),
             )
         };
@@ -485,7 +535,9 @@ impl Service {
                 "the domain separation tag must not be empty (RFC 9380 §3.1)",
             ));
         }
-        Ok(points_reply(self.hash_mul.submit((k, r.dst), r.messages).await?))
+        Ok(points_reply(
+            self.hash_mul.submit((k, r.dst), r.messages).await?,
+        ))
     }
 
     async fn mul_compressed(&self, r: Sm2MulCompressedRequest) -> Result<PointsReply, Status> {
@@ -545,7 +597,12 @@ impl Service {
             Ok(Network::Main) => Net::Main,
             Ok(Network::Test) => Net::Test,
             Ok(Network::Regtest) => Net::Regtest,
-            Err(_) => return Err(Status::invalid_argument(format!("no network {}", r.network))),
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "no network {}",
+                    r.network
+                )))
+            }
         };
         let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || {
@@ -562,7 +619,11 @@ impl Service {
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
             Ok(VerifyBlockReply {
                 valid: report.verdict.is_ok(),
-                reason: report.verdict.err().map(|e| e.to_string()).unwrap_or_default(),
+                reason: report
+                    .verdict
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
                 hash: report.hash,
                 height: report.height,
                 inputs: report.inputs as u64,
@@ -617,10 +678,18 @@ impl Service {
             }
         }
         let mut guard = Abandon(&self.prover, &r.job_id, r.cancel_if_abandoned);
-        let job = self.prover.wait(&r.job_id).await.map_err(Status::unavailable)?;
+        let job = self
+            .prover
+            .wait(&r.job_id)
+            .await
+            .map_err(Status::unavailable)?;
         guard.2 = false;
         let job = job.ok_or_else(|| Status::not_found(format!("no job {}", r.job_id)))?;
-        let result = self.prover.store.result(&job.id).map_err(Status::internal)?;
+        let result = self
+            .prover
+            .store
+            .result(&job.id)
+            .map_err(Status::internal)?;
         Ok(ProofReply {
             proof_json: result.as_ref().map(|r| r.proof.clone()).unwrap_or_default(),
             public_json: result.map(|r| r.public).unwrap_or_default(),
@@ -697,17 +766,26 @@ fn job_message(j: &crate::store::JobRow) -> Job {
 
 #[tonic::async_trait]
 impl BatchCrypt for Service {
-    async fn verify_ecdsa(&self, r: Request<VerifyEcdsaRequest>) -> Result<Response<VerifyReply>, Status> {
+    async fn verify_ecdsa(
+        &self,
+        r: Request<VerifyEcdsaRequest>,
+    ) -> Result<Response<VerifyReply>, Status> {
         let out = self.ecdsa(r.into_inner()).await;
         self.count("verify_ecdsa", out)
     }
 
-    async fn verify_schnorr(&self, r: Request<VerifySchnorrRequest>) -> Result<Response<VerifyReply>, Status> {
+    async fn verify_schnorr(
+        &self,
+        r: Request<VerifySchnorrRequest>,
+    ) -> Result<Response<VerifyReply>, Status> {
         let out = self.schnorr(r.into_inner()).await;
         self.count("verify_schnorr", out)
     }
 
-    async fn verify_sm2(&self, r: Request<VerifySm2Request>) -> Result<Response<VerifyReply>, Status> {
+    async fn verify_sm2(
+        &self,
+        r: Request<VerifySm2Request>,
+    ) -> Result<Response<VerifyReply>, Status> {
         let out = self.sm2_verify(r.into_inner()).await;
         self.count("verify_sm2", out)
     }
@@ -751,7 +829,10 @@ impl BatchCrypt for Service {
         self.count("verify_transactions", out)
     }
 
-    async fn verify_block(&self, r: Request<VerifyBlockRequest>) -> Result<Response<VerifyBlockReply>, Status> {
+    async fn verify_block(
+        &self,
+        r: Request<VerifyBlockRequest>,
+    ) -> Result<Response<VerifyBlockReply>, Status> {
         let out = self.block(r.into_inner()).await;
         self.count("verify_block", out)
     }
@@ -768,7 +849,13 @@ impl BatchCrypt for Service {
         let r = r.into_inner();
         let prover = self.prover.clone();
         let out = tokio::task::spawn_blocking(move || {
-            prover.submit(&r.circuit_id, &r.witness, &r.request_id, r.priority, r.deadline_unix_ms)
+            prover.submit(
+                &r.circuit_id,
+                &r.witness,
+                &r.request_id,
+                r.priority,
+                r.deadline_unix_ms,
+            )
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))
@@ -777,7 +864,10 @@ impl BatchCrypt for Service {
         self.count("submit_proof", out)
     }
 
-    async fn wait_proof(&self, r: Request<WaitProofRequest>) -> Result<Response<ProofReply>, Status> {
+    async fn wait_proof(
+        &self,
+        r: Request<WaitProofRequest>,
+    ) -> Result<Response<ProofReply>, Status> {
         let out = self.wait(r.into_inner()).await;
         self.count("wait_proof", out)
     }
@@ -791,7 +881,11 @@ impl BatchCrypt for Service {
         let id = r.into_inner().job_id;
         let out = self
             .job(&id)
-            .and_then(|_| self.prover.cancel(&id, "cancelled by a client").map_err(Status::internal))
+            .and_then(|_| {
+                self.prover
+                    .cancel(&id, "cancelled by a client")
+                    .map_err(Status::internal)
+            })
             .and_then(|j| j.ok_or_else(|| Status::not_found(format!("no job {id}"))))
             .map(|j| job_message(&j));
         self.count("cancel_job", out)

@@ -179,7 +179,8 @@ impl Store {
         if n == 0 {
             return Ok(None);
         }
-        let w: Vec<u8> = sql(tx.query_row("SELECT witness FROM jobs WHERE id = ?1", [id], |r| r.get(0)))?;
+        let w: Vec<u8> =
+            sql(tx.query_row("SELECT witness FROM jobs WHERE id = ?1", [id], |r| r.get(0)))?;
         sql(tx.commit())?;
         Ok(Some(w))
     }

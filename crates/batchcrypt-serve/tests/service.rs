@@ -50,12 +50,16 @@ fn config(name: &str) -> ServerConfig {
 
 async fn serve(c: ServerConfig) -> (Running, Client) {
     let r = start(engine(), c).await.expect("server starts");
-    let client = Client::connect(&r.addr.to_string()).await.expect("client connects");
+    let client = Client::connect(&r.addr.to_string())
+        .await
+        .expect("client connects");
     (r, client)
 }
 
 async fn bounded<F: std::future::Future>(f: F) -> F::Output {
-    tokio::time::timeout(LIMIT, f).await.expect("finished within the bound")
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("finished within the bound")
 }
 
 /// Signatures over distinct hashes, every 7th ECDSA signature altered (a mismatch or bad DER),
@@ -109,7 +113,9 @@ fn sigs(n: usize) -> Sigs {
 }
 
 fn strings(v: Vec<Result<(), batchcrypt::secp256k1::Reason>>) -> Vec<Result<(), String>> {
-    v.into_iter().map(|r| r.map_err(|e| e.to_string())).collect()
+    v.into_iter()
+        .map(|r| r.map_err(|e| e.to_string()))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -152,7 +158,14 @@ async fn many_clients_get_what_the_library_gives() {
                 let der: Vec<&[u8]> = s.der[r.clone()].iter().map(|v| v.as_slice()).collect();
                 let keys: Vec<&[u8]> = s.keys[r.clone()].iter().map(|v| v.as_slice()).collect();
                 let got = client
-                    .verify_ecdsa(EcdsaCurve::Secp256k1, &s.hashes[r.clone()], &der, &keys, SigFormat::Der, false)
+                    .verify_ecdsa(
+                        EcdsaCurve::Secp256k1,
+                        &s.hashes[r.clone()],
+                        &der,
+                        &keys,
+                        SigFormat::Der,
+                        false,
+                    )
                     .await
                     .unwrap();
                 assert_eq!(got, we[r.clone()], "ECDSA client {c} round {round}");
@@ -167,7 +180,11 @@ async fn many_clients_get_what_the_library_gives() {
                     .map(|i| vec![(c + i) as u8; (i * 13 + c) % 130])
                     .collect();
                 let t: Vec<&[u8]> = texts.iter().map(|m| m.as_slice()).collect();
-                for alg in [HashAlgorithm::Sha256, HashAlgorithm::Sha256d, HashAlgorithm::Sm3] {
+                for alg in [
+                    HashAlgorithm::Sha256,
+                    HashAlgorithm::Sha256d,
+                    HashAlgorithm::Sm3,
+                ] {
                     // The packed form: messages of one length back to back.
                     let one_len = 1 + (c * 5 + round) % 100;
                     let packed: Vec<u8> = (0..len * one_len).map(|i| (i * 3 + c) as u8).collect();
@@ -213,7 +230,11 @@ async fn p256_requests_match_the_library_and_batch_apart_from_secp256k1() {
     let (mut hashes, mut sigs, mut keys) = (vec![], vec![], vec![]);
     for i in 0..60u32 {
         let ec = EcKey::generate(&group).unwrap();
-        let form = if i % 2 == 0 { PointConversionForm::COMPRESSED } else { PointConversionForm::UNCOMPRESSED };
+        let form = if i % 2 == 0 {
+            PointConversionForm::COMPRESSED
+        } else {
+            PointConversionForm::UNCOMPRESSED
+        };
         keys.push(ec.public_key().to_bytes(&group, form, &mut ctx).unwrap());
         let hash = batchcrypt::sha256::digest(&i.to_le_bytes());
         let mut sig = EcdsaSig::sign(&hash, &ec).unwrap().to_der().unwrap();
@@ -234,20 +255,37 @@ async fn p256_requests_match_the_library_and_batch_apart_from_secp256k1() {
             .value
             .results,
     );
-    assert_eq!(want.iter().filter(|v| v.is_ok()).count(), 60 - 9, "the library's own verdicts");
+    assert_eq!(
+        want.iter().filter(|v| v.is_ok()).count(),
+        60 - 9,
+        "the library's own verdicts"
+    );
     // P-256 and secp256k1 requests at once: each batch runs its own curve.
     let mut other = client.clone();
     let (h2, s2, k2) = (hashes.clone(), sigs.clone(), keys.clone());
     let as_k1 = tokio::spawn(async move {
-        other.verify_ecdsa(EcdsaCurve::Secp256k1, &h2, &s2, &k2, SigFormat::Der, false).await.unwrap()
+        other
+            .verify_ecdsa(EcdsaCurve::Secp256k1, &h2, &s2, &k2, SigFormat::Der, false)
+            .await
+            .unwrap()
     });
     let got = client
-        .verify_ecdsa(EcdsaCurve::P256, &hashes, &sigs, &keys, SigFormat::Der, false)
+        .verify_ecdsa(
+            EcdsaCurve::P256,
+            &hashes,
+            &sigs,
+            &keys,
+            SigFormat::Der,
+            false,
+        )
         .await
         .unwrap();
     assert_eq!(got, want);
     let k1 = bounded(as_k1).await.unwrap();
-    assert!(k1.iter().all(|v| v.is_err()), "P-256 signatures are not secp256k1 signatures");
+    assert!(
+        k1.iter().all(|v| v.is_err()),
+        "P-256 signatures are not secp256k1 signatures"
+    );
     // A curve the protocol does not name.
     let r = client
         .raw()
@@ -296,14 +334,22 @@ async fn sm2_and_psi_operations_match_the_library() {
     let s: Vec<&[u8]> = sigs.iter().map(|v| v.as_slice()).collect();
     let k: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
     // OpenSSL signs with the empty identifier.
-    let got = client.verify_sm2(&m, &s, &k, b"", SigFormat::Der).await.unwrap();
-    let want = engine().sm2().verify(&m, &s, &k, b"", SigFormat::Der).unwrap();
+    let got = client
+        .verify_sm2(&m, &s, &k, b"", SigFormat::Der)
+        .await
+        .unwrap();
+    let want = engine()
+        .sm2()
+        .verify(&m, &s, &k, b"", SigFormat::Der)
+        .unwrap();
     assert_eq!(got, strings(want.value.results));
     assert_eq!(got.iter().filter(|v| v.is_ok()).count(), 32);
 
     // A PSI party's two steps, against the library.
     let k1 = batchcrypt::psi::random_key();
-    let ids: Vec<Vec<u8>> = (0..300).map(|i| format!("user-{i}@example.com").into_bytes()).collect();
+    let ids: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("user-{i}@example.com").into_bytes())
+        .collect();
     let r = client
         .raw()
         .sm2_hash_to_curve_mul(Sm2HashToCurveMulRequest {
@@ -315,7 +361,11 @@ async fn sm2_and_psi_operations_match_the_library() {
         .unwrap()
         .into_inner();
     let idr: Vec<&[u8]> = ids.iter().map(|v| v.as_slice()).collect();
-    let want = engine().sm2().hash_to_curve_mul(&k1, &idr, b"batchcrypt-test").unwrap().value;
+    let want = engine()
+        .sm2()
+        .hash_to_curve_mul(&k1, &idr, b"batchcrypt-test")
+        .unwrap()
+        .value;
     let got: Vec<[u8; 33]> = r.points.iter().map(|p| p[..].try_into().unwrap()).collect();
     assert_eq!(got, want);
     let k2 = batchcrypt::psi::random_key();
@@ -337,10 +387,16 @@ async fn sm2_and_psi_operations_match_the_library() {
         .map(|p| p[..].try_into().unwrap())
         .collect();
     let want = engine().sm2().mul_compressed(&k2, &lib_in).unwrap().value;
-    let mut want: Vec<Bytes> = want.into_iter().map(|p| p.map_or(Bytes::new(), b)).collect();
+    let mut want: Vec<Bytes> = want
+        .into_iter()
+        .map(|p| p.map_or(Bytes::new(), b))
+        .collect();
     want.push(Bytes::new());
     assert_eq!(r2.points, want);
-    assert!(r2.points[points.len() - 2].is_empty(), "bad prefix is not a point");
+    assert!(
+        r2.points[points.len() - 2].is_empty(),
+        "bad prefix is not a point"
+    );
     bounded(server.shutdown()).await.unwrap();
 }
 
@@ -403,7 +459,13 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         .await;
     assert_eq!(r.unwrap_err().code(), Code::OutOfRange);
     // Packed messages that are not a whole number of messages, or both forms at once.
-    let column = |data: Vec<u8>, width: u32, ends: Vec<u32>| Some(Column { data: data.into(), width, ends });
+    let column = |data: Vec<u8>, width: u32, ends: Vec<u32>| {
+        Some(Column {
+            data: data.into(),
+            width,
+            ends,
+        })
+    };
     for (packed, messages) in [
         (column(vec![0; 65], 64, vec![]), vec![]),
         (column(vec![0; 64], 64, vec![64]), vec![]),
@@ -455,10 +517,20 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         .unwrap()
         .into_inner();
     assert_eq!(r.valid, [false, true, false]);
-    assert_eq!(r.failures.iter().map(|f| f.index).collect::<Vec<_>>(), [0, 2]);
-    assert!(r.failures[0].reason.contains("64 bytes"), "{:?}", r.failures);
+    assert_eq!(
+        r.failures.iter().map(|f| f.index).collect::<Vec<_>>(),
+        [0, 2]
+    );
+    assert!(
+        r.failures[0].reason.contains("64 bytes"),
+        "{:?}",
+        r.failures
+    );
     // An empty request is an empty reply.
-    let r = raw.verify_schnorr(VerifySchnorrRequest::default()).await.unwrap();
+    let r = raw
+        .verify_schnorr(VerifySchnorrRequest::default())
+        .await
+        .unwrap();
     assert!(r.into_inner().valid.is_empty());
     // Unknown circuit and job.
     let r = raw
@@ -468,7 +540,11 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::NotFound);
-    let r = raw.get_job(JobRef { job_id: "nope".into() }).await;
+    let r = raw
+        .get_job(JobRef {
+            job_id: "nope".into(),
+        })
+        .await;
     assert_eq!(r.unwrap_err().code(), Code::NotFound);
     // A key that is not a .zkey.
     let r = raw
@@ -491,20 +567,31 @@ async fn token_and_rate_limit() {
     c.rate_limit = 3;
     let (server, mut anonymous) = serve(c).await;
     let addr = server.addr.to_string();
-    let e = anonymous.hash(HashAlgorithm::Sha256, &[b"x"]).await.unwrap_err();
+    let e = anonymous
+        .hash(HashAlgorithm::Sha256, &[b"x"])
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
     let opts = |t: &str| Options {
         token: Some(t.into()),
         ..Default::default()
     };
-    let mut wrong = Client::connect_with(&addr, opts("s3cret-tokeN")).await.unwrap();
+    let mut wrong = Client::connect_with(&addr, opts("s3cret-tokeN"))
+        .await
+        .unwrap();
     assert_eq!(
-        wrong.hash(HashAlgorithm::Sha256, &[b"x"]).await.unwrap_err().code(),
+        wrong
+            .hash(HashAlgorithm::Sha256, &[b"x"])
+            .await
+            .unwrap_err()
+            .code(),
         Code::Unauthenticated
     );
     // Wait for the bucket to refill after the two refused calls.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let mut good = Client::connect_with(&addr, opts("s3cret-token")).await.unwrap();
+    let mut good = Client::connect_with(&addr, opts("s3cret-token"))
+        .await
+        .unwrap();
     let mut codes = Vec::new();
     for _ in 0..12 {
         codes.push(match good.hash(HashAlgorithm::Sha256, &[b"x"]).await {
@@ -514,7 +601,9 @@ async fn token_and_rate_limit() {
     }
     assert_eq!(codes[0], Code::Ok);
     assert!(codes.contains(&Code::ResourceExhausted), "{codes:?}");
-    assert!(codes.iter().all(|c| matches!(c, Code::Ok | Code::ResourceExhausted)));
+    assert!(codes
+        .iter()
+        .all(|c| matches!(c, Code::Ok | Code::ResourceExhausted)));
     bounded(server.shutdown()).await.unwrap();
 }
 
@@ -534,22 +623,40 @@ async fn a_client_that_goes_away_leaves_the_server_serving() {
     let (server, client) = serve(config("away")).await;
     let s = sigs(2000);
     let hashes: Vec<[u8; 32]> = (0..40).flat_map(|_| s.hashes.clone()).collect();
-    let der: Vec<&[u8]> = (0..40).flat_map(|_| s.der.iter().map(|v| v.as_slice())).collect();
-    let keys: Vec<&[u8]> = (0..40).flat_map(|_| s.keys.iter().map(|v| v.as_slice())).collect();
+    let der: Vec<&[u8]> = (0..40)
+        .flat_map(|_| s.der.iter().map(|v| v.as_slice()))
+        .collect();
+    let keys: Vec<&[u8]> = (0..40)
+        .flat_map(|_| s.keys.iter().map(|v| v.as_slice()))
+        .collect();
     let mut c1 = client.clone();
     // Dropped a few milliseconds in: its request is still queued or running.
     let r = tokio::time::timeout(
         Duration::from_millis(5),
-        c1.verify_ecdsa(EcdsaCurve::Secp256k1, &hashes, &der, &keys, SigFormat::Der, false),
+        c1.verify_ecdsa(
+            EcdsaCurve::Secp256k1,
+            &hashes,
+            &der,
+            &keys,
+            SigFormat::Der,
+            false,
+        ),
     )
     .await;
     assert!(r.is_err(), "80,000 verifications do not finish in 5 ms");
     let mut c2 = client.clone();
     let der: Vec<&[u8]> = s.der[..50].iter().map(|v| v.as_slice()).collect();
     let keys: Vec<&[u8]> = s.keys[..50].iter().map(|v| v.as_slice()).collect();
-    let got = bounded(c2.verify_ecdsa(EcdsaCurve::Secp256k1, &s.hashes[..50], &der, &keys, SigFormat::Der, false))
-        .await
-        .unwrap();
+    let got = bounded(c2.verify_ecdsa(
+        EcdsaCurve::Secp256k1,
+        &s.hashes[..50],
+        &der,
+        &keys,
+        SigFormat::Der,
+        false,
+    ))
+    .await
+    .unwrap();
     let want = engine()
         .secp256k1()
         .verify_ecdsa(&s.hashes[..50], &der, &keys, &EcdsaOptions::default())
@@ -565,7 +672,11 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let key_bytes = [7u8; 32];
     let key = Key::new(&key_bytes).unwrap();
     let data: Vec<u8> = (0..300_001u32).map(|i| (i * 31 % 251) as u8).collect();
-    async fn call(client: &mut Client, start: AesStart, parts: Vec<Vec<u8>>) -> Result<Vec<u8>, tonic::Status> {
+    async fn call(
+        client: &mut Client,
+        start: AesStart,
+        parts: Vec<Vec<u8>>,
+    ) -> Result<Vec<u8>, tonic::Status> {
         let parts: Vec<Bytes> = parts.into_iter().map(Bytes::from).collect();
         let mut msgs = vec![AesRequest {
             part: Some(aes_request::Part::Start(start)),
@@ -573,7 +684,11 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
         msgs.extend(parts.into_iter().map(|d| AesRequest {
             part: Some(aes_request::Part::Data(d)),
         }));
-        let mut replies = client.raw().aes(tokio_stream::iter(msgs)).await?.into_inner();
+        let mut replies = client
+            .raw()
+            .aes(tokio_stream::iter(msgs))
+            .await?
+            .into_inner();
         let mut out = Vec::new();
         while let Some(r) = replies.message().await? {
             out.extend(r.data);
@@ -676,7 +791,9 @@ async fn a_bitcoin_block_and_its_transactions() {
     let (server, mut client) = serve(config("block")).await;
     let raw = std::fs::read(d.join("testnet3-928816.raw")).unwrap();
     let block = batchcrypt::bitcoin::parse_block(&raw).unwrap();
-    let spent = batchcrypt::bitcoin::spent::read_spent_file(&d.join("testnet3-928816.undo"), &block).unwrap();
+    let spent =
+        batchcrypt::bitcoin::spent::read_spent_file(&d.join("testnet3-928816.undo"), &block)
+            .unwrap();
     let to_proto = |s: &batchcrypt::bitcoin::SpentOutput| SpentOutput {
         value: s.value,
         script_pubkey: b(&s.script_pubkey),
@@ -690,7 +807,10 @@ async fn a_bitcoin_block_and_its_transactions() {
         height: 928816,
         skip_proof_of_work: false,
     };
-    let r = bounded(client.raw().verify_block(request.clone())).await.unwrap().into_inner();
+    let r = bounded(client.raw().verify_block(request.clone()))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(r.valid, "{}", r.reason);
     assert_eq!(r.height, 928816);
     // One spent script changed: invalid.
@@ -699,7 +819,10 @@ async fn a_bitcoin_block_and_its_transactions() {
     let mut spk = bad.spent[i].script_pubkey.to_vec();
     *spk.last_mut().unwrap() ^= 1;
     bad.spent[i].script_pubkey = spk.into();
-    let r = bounded(client.raw().verify_block(bad)).await.unwrap().into_inner();
+    let r = bounded(client.raw().verify_block(bad))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(!r.valid);
 
     // Its transactions as loose ones, from two clients at once, one with a wrong amount.
@@ -719,11 +842,18 @@ async fn a_bitcoin_block_and_its_transactions() {
     let mut b_bad = b.clone();
     b_bad[0].spent[0].value += 1;
     let (ra, rb) = tokio::join!(
-        c1.raw().verify_transactions(VerifyTransactionsRequest { transactions: a }),
-        c2.raw().verify_transactions(VerifyTransactionsRequest { transactions: b_bad })
+        c1.raw()
+            .verify_transactions(VerifyTransactionsRequest { transactions: a }),
+        c2.raw().verify_transactions(VerifyTransactionsRequest {
+            transactions: b_bad
+        })
     );
     let (ra, rb) = (ra.unwrap().into_inner(), rb.unwrap().into_inner());
-    assert!(ra.verdicts.iter().all(|v| v.valid), "{:?}", ra.verdicts.iter().find(|v| !v.valid));
+    assert!(
+        ra.verdicts.iter().all(|v| v.valid),
+        "{:?}",
+        ra.verdicts.iter().find(|v| !v.valid)
+    );
     assert!(!rb.verdicts[0].valid);
     assert!(rb.verdicts[1..].iter().all(|v| v.valid));
     bounded(server.shutdown()).await.unwrap();
@@ -732,13 +862,18 @@ async fn a_bitcoin_block_and_its_transactions() {
 fn fixture(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
+        })
         .join(name);
     if dir.join("circuit.zkey").is_file() {
         return Some(dir);
     }
     if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
-        panic!("fixture {} missing: run scripts/zk-fixtures.sh", dir.display());
+        panic!(
+            "fixture {} missing: run scripts/zk-fixtures.sh",
+            dir.display()
+        );
     }
     eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
     None
@@ -756,7 +891,9 @@ fn check_proof(zkey: &std::path::Path, reply: &ProofReply) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
-    let (Some(chain), Some(mix)) = (fixture("chain-10"), fixture("mix")) else { return };
+    let (Some(chain), Some(mix)) = (fixture("chain-10"), fixture("mix")) else {
+        return;
+    };
     let mut c = config("proofs");
     c.prover.memory = 1; // every job needs more: they run one at a time, evicting each other's keys
     let data = c.prover.data_dir.clone();
@@ -779,7 +916,11 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
     let mut tasks = Vec::new();
     for j in 0..12usize {
         let mut client = client.clone();
-        let (dir, id) = if j % 2 == 0 { (chain.clone(), ids[0].clone()) } else { (mix.clone(), ids[1].clone()) };
+        let (dir, id) = if j % 2 == 0 {
+            (chain.clone(), ids[0].clone())
+        } else {
+            (mix.clone(), ids[1].clone())
+        };
         tasks.push(tokio::spawn(async move {
             let w = std::fs::read(dir.join("witness.wtns")).unwrap();
             let reply = client.prove(&id, w, (j % 3) as i32).await.unwrap();
@@ -794,34 +935,55 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
     // A trace for each finished job.
     let t = client
         .raw()
-        .job_trace(JobRef { job_id: jobs[0].clone() })
+        .job_trace(JobRef {
+            job_id: jobs[0].clone(),
+        })
         .await
         .unwrap()
         .into_inner();
-    assert!(t.chrome_trace_json.contains("traceEvents") && t.chrome_trace_json.contains("queue wait"));
+    assert!(
+        t.chrome_trace_json.contains("traceEvents") && t.chrome_trace_json.contains("queue wait")
+    );
     // A witness of the other circuit is refused, not queued.
     let e = client
-        .submit(&ids[0], std::fs::read(mix.join("witness.wtns")).unwrap(), "", 0)
+        .submit(
+            &ids[0],
+            std::fs::read(mix.join("witness.wtns")).unwrap(),
+            "",
+            0,
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     let text = reqwest_metrics(metrics).await;
     let evictions = metric(&text, "batchcrypt_key_evictions_total");
-    assert!(evictions >= 1.0, "keys were evicted under the tiny budget:\n{text}");
-    assert!(text.contains("batchcrypt_proof_jobs{state=\"done\"} 12"), "{text}");
+    assert!(
+        evictions >= 1.0,
+        "keys were evicted under the tiny budget:\n{text}"
+    );
+    assert!(
+        text.contains("batchcrypt_proof_jobs{state=\"done\"} 12"),
+        "{text}"
+    );
     bounded(server.shutdown()).await.unwrap();
     let (store, requeued) = Store::open(&data.join("jobs.sqlite")).unwrap();
     assert_eq!(requeued, 0);
     let rows = store.jobs().unwrap();
     assert_eq!(rows.len(), 12);
     for r in rows {
-        assert_eq!((r.state, r.completions, r.attempts), (JobState::Done, 1, 1), "{r:?}");
+        assert_eq!(
+            (r.state, r.completions, r.attempts),
+            (JobState::Done, 1, 1),
+            "{r:?}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
-    let Some(chain) = fixture("chain-10") else { return };
+    let Some(chain) = fixture("chain-10") else {
+        return;
+    };
     let mut c = config("drain");
     c.prover.workers = 1;
     c.prover.hold = Duration::from_millis(1500);
@@ -836,9 +998,20 @@ async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
     let first = client.submit(&id, w.clone(), "first", 0).await.unwrap();
     let second = client.submit(&id, w.clone(), "second", 0).await.unwrap();
     // The same request id is the same job.
-    assert_eq!(client.submit(&id, w.clone(), "second", 0).await.unwrap().job_id, second.job_id);
+    assert_eq!(
+        client
+            .submit(&id, w.clone(), "second", 0)
+            .await
+            .unwrap()
+            .job_id,
+        second.job_id
+    );
     // A waiter that gives up on the second job (queued behind the first) cancels it.
-    let gave_up = tokio::time::timeout(Duration::from_millis(300), client.wait(&second.job_id, true)).await;
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.wait(&second.job_id, true),
+    )
+    .await;
     assert!(gave_up.is_err());
     let mut state = JobState::Queued as i32;
     for _ in 0..100 {
@@ -863,15 +1036,21 @@ async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
     let state = |j: &str| store.job(j).unwrap().unwrap().state;
     assert_eq!(state(&first.job_id), JobState::Done);
     assert_eq!(state(&second.job_id), JobState::Cancelled);
-    assert_eq!(state(&third.job_id), JobState::Queued, "queued jobs stay for the next start");
+    assert_eq!(
+        state(&third.job_id),
+        JobState::Queued,
+        "queued jobs stay for the next start"
+    );
 }
 
 async fn reqwest_metrics(addr: std::net::SocketAddr) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).await.unwrap();
     out
@@ -885,7 +1064,9 @@ fn metric(text: &str, name: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn priorities_order_the_queue_and_deadlines_expire() {
-    let Some(chain) = fixture("chain-10") else { return };
+    let Some(chain) = fixture("chain-10") else {
+        return;
+    };
     let mut c = config("priority");
     c.prover.workers = 1;
     c.prover.hold = Duration::from_millis(400);
@@ -936,17 +1117,31 @@ async fn priorities_order_the_queue_and_deadlines_expire() {
     let trace = |j: &str| {
         let mut c = client.clone();
         let j = j.to_string();
-        async move { c.raw().job_trace(JobRef { job_id: j }).await.unwrap().into_inner().chrome_trace_json }
+        async move {
+            c.raw()
+                .job_trace(JobRef { job_id: j })
+                .await
+                .unwrap()
+                .into_inner()
+                .chrome_trace_json
+        }
     };
     let (tl, th) = (trace(&low.job_id).await, trace(&high.job_id).await);
-    assert!(waited(&th) < waited(&tl), "high {} µs, low {} µs", waited(&th), waited(&tl));
+    assert!(
+        waited(&th) < waited(&tl),
+        "high {} µs, low {} µs",
+        waited(&th),
+        waited(&tl)
+    );
     bounded(server.shutdown()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_and_token_off_loopback() {
     let dir = data_dir("tls");
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap();
     std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
     std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
     let mut c = config("tls");

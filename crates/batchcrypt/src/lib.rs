@@ -32,6 +32,7 @@ pub mod groth16;
 pub mod memory;
 pub mod messages;
 pub mod msm;
+pub mod ntt;
 pub mod operation;
 pub mod output;
 pub mod p256;
@@ -241,11 +242,6 @@ impl Engine {
 
     pub fn aes(&self) -> aes::Aes<'_> {
         aes::Aes { engine: self }
-    }
-
-    /// BN254's Fr transforms (its MSM, like every group's, is [`Engine::msm`]).
-    pub fn bn254(&self) -> bn254::Bn254<'_> {
-        bn254::Bn254 { engine: self }
     }
 
     /// Groth16 proofs for circom/snarkjs circuits over BN254.

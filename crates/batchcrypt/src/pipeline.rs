@@ -56,8 +56,7 @@ impl Slot {
                     .driver("cuMemHostAlloc")?,
             )
         };
-        let dev_in =
-            unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.driver("cuMemAlloc")?;
+        let dev_in = unsafe { stream.alloc::<u8>(in_bytes.max(1)) }.driver("cuMemAlloc")?;
         let dev_out = unsafe { stream.alloc::<u8>(dev_out_bytes.max(out_bytes).max(1)) }
             .driver("cuMemAlloc")?;
         Ok(Slot {
@@ -239,15 +238,10 @@ pub fn run_spans(
     let mut drain = |slot: &mut Slot, trace: &mut Trace| -> Result<()> {
         if let Some(c) = slot.pending.take() {
             let t = std::time::Instant::now();
-            slot.stream
-                .synchronize()
-                .driver("cuStreamSynchronize")?;
+            slot.stream.synchronize().driver("cuStreamSynchronize")?;
             trace.wait_s += t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let src = slot
-                .host_out
-                .as_slice()
-                .driver("pinned read")?;
+            let src = slot.host_out.as_slice().driver("pinned read")?;
             collect(c, &src[..spans[c].out_bytes])?;
             trace.copy_out_s += t.elapsed().as_secs_f64();
         }
@@ -260,10 +254,7 @@ pub fn run_spans(
             let t = std::time::Instant::now();
             fill(
                 c,
-                &mut slot
-                    .host_in
-                    .as_mut_slice()
-                    .driver("pinned write")?[..span.in_bytes],
+                &mut slot.host_in.as_mut_slice().driver("pinned write")?[..span.in_bytes],
             )?;
             trace.fill_s += t.elapsed().as_secs_f64();
             if span.in_bytes > 0 {
@@ -277,8 +268,7 @@ pub fn run_spans(
                 slot.stream
                     .memcpy_dtoh(
                         &slot.dev_out.slice(..span.out_bytes),
-                        &mut slot.host_out.as_mut_slice().driver("pinned")?
-                            [..span.out_bytes],
+                        &mut slot.host_out.as_mut_slice().driver("pinned")?[..span.out_bytes],
                     )
                     .driver("cuMemcpyDtoHAsync")?;
             }
@@ -322,7 +312,8 @@ pub fn is_pinned(gpu: &Gpu, buf: &[u8]) -> bool {
         // SAFETY: one attribute into one u32. The plural call, unlike cuPointerGetAttribute,
         // answers "no type" for memory the driver does not know (pageable) instead of failing,
         // so probing raises no driver error for tools that report them (compute-sanitizer).
-        let r = unsafe { sys::cuPointerGetAttributes(1, &mut attribute, data.as_mut_ptr(), p as u64) };
+        let r =
+            unsafe { sys::cuPointerGetAttributes(1, &mut attribute, data.as_mut_ptr(), p as u64) };
         r == sys::CUresult::CUDA_SUCCESS && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
     };
     host(buf.as_ptr()) && host(buf.as_ptr().wrapping_add(buf.len() - 1))
@@ -338,10 +329,7 @@ struct DirectSlot {
 
 impl DirectSlot {
     fn new(gpu: &Gpu, chunk: usize) -> Result<DirectSlot> {
-        let stream = gpu
-            .context()
-            .new_stream()
-            .driver("cuStreamCreate")?;
+        let stream = gpu.context().new_stream().driver("cuStreamCreate")?;
         // SAFETY: each buffer is written (upload, kernel) before it is read.
         let (a, b) = unsafe { (stream.alloc::<u8>(chunk), stream.alloc::<u8>(chunk)) };
         Ok(DirectSlot {
@@ -414,9 +402,7 @@ pub fn run_direct(
     let result = run();
     // The caller's buffers are borrowed only for this call: every copy must be done on return.
     for s in &slots {
-        s.stream
-            .synchronize()
-            .driver("cuStreamSynchronize")?;
+        s.stream.synchronize().driver("cuStreamSynchronize")?;
     }
     if tracing() {
         eprintln!("pipeline (page-locked, direct): {n} bytes in {} chunks of {chunk} (depth {depth}): {:.2} ms", n.div_ceil(chunk), t_start.elapsed().as_secs_f64() * 1e3);
@@ -558,15 +544,11 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
     let mut best = (f64::MAX, f64::MAX);
     for _ in 0..4 {
         let t = std::time::Instant::now();
-        stream
-            .memcpy_htod(up, &mut dev)
-            .driver("cuMemcpyHtoD")?;
+        stream.memcpy_htod(up, &mut dev).driver("cuMemcpyHtoD")?;
         stream.synchronize().driver("sync")?;
         let t_up = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        stream
-            .memcpy_dtoh(&dev, down)
-            .driver("cuMemcpyDtoH")?;
+        stream.memcpy_dtoh(&dev, down).driver("cuMemcpyDtoH")?;
         stream.synchronize().driver("sync")?;
         best = (best.0.min(t_up), best.1.min(t.elapsed().as_secs_f64()));
     }
@@ -590,14 +572,9 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
         latency = latency.min(t.elapsed().as_secs_f64());
     }
     // Both directions at once, on two streams (the copy engines are separate).
-    let other = gpu
-        .context()
-        .new_stream()
-        .driver("cuStreamCreate")?;
+    let other = gpu.context().new_stream().driver("cuStreamCreate")?;
     let mut dev2 = unsafe { other.alloc::<u8>(up.len()) }.driver("cuMemAlloc")?;
-    other
-        .memcpy_htod(up, &mut dev2)
-        .driver("cuMemcpyHtoD")?;
+    other.memcpy_htod(up, &mut dev2).driver("cuMemcpyHtoD")?;
     other.synchronize().driver("sync")?;
     let mut both = f64::MAX;
     for _ in 0..4 {
@@ -605,9 +582,7 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
         stream
             .memcpy_htod(up, &mut dev)
             .driver("cuMemcpyHtoDAsync")?;
-        other
-            .memcpy_dtoh(&dev2, down)
-            .driver("cuMemcpyDtoHAsync")?;
+        other.memcpy_dtoh(&dev2, down).driver("cuMemcpyDtoHAsync")?;
         stream.synchronize().driver("sync")?;
         other.synchronize().driver("sync")?;
         both = both.min(t.elapsed().as_secs_f64());

@@ -48,7 +48,14 @@ fn fq_arithmetic_matches_arkworks() {
     let mut squares = 0;
     for (i, o) in out.iter().enumerate() {
         let (x, y) = (a[i], b[i]);
-        let want = [x + y, x - y, x * y, x.square(), x.inverse().unwrap_or(Fq::zero()), -x];
+        let want = [
+            x + y,
+            x - y,
+            x * y,
+            x.square(),
+            x.inverse().unwrap_or(Fq::zero()),
+            -x,
+        ];
         for (k, w) in want.iter().enumerate() {
             assert_eq!(o[k], fq(*w), "item {i}, operation {k}");
         }
@@ -57,17 +64,28 @@ fn fq_arithmetic_matches_arkworks() {
             o[6][2 * j] as u64 | (o[6][2 * j + 1] as u64) << 32
         })))
         .expect("below q");
-        assert_eq!(cand.square() == x, x.sqrt().is_some(), "item {i}: square root");
+        assert_eq!(
+            cand.square() == x,
+            x.sqrt().is_some(),
+            "item {i}: square root"
+        );
         squares += x.sqrt().is_some() as usize;
     }
-    assert!(squares > 50 && squares < out.len() - 50, "both squares and non-squares: {squares}");
+    assert!(
+        squares > 50 && squares < out.len() - 50,
+        "both squares and non-squares: {squares}"
+    );
 }
 
 #[test]
 fn g1_group_law_matches_arkworks() {
     let mut rng = StdRng::seed_from_u64(12);
-    let mut p: Vec<G1Affine> = (0..60).map(|_| G1Projective::rand(&mut rng).into_affine()).collect();
-    let mut q: Vec<G1Affine> = (0..60).map(|_| G1Projective::rand(&mut rng).into_affine()).collect();
+    let mut p: Vec<G1Affine> = (0..60)
+        .map(|_| G1Projective::rand(&mut rng).into_affine())
+        .collect();
+    let mut q: Vec<G1Affine> = (0..60)
+        .map(|_| G1Projective::rand(&mut rng).into_affine())
+        .collect();
     let (g, o) = (G1Affine::generator(), G1Affine::zero());
     for (x, y) in [(g, g), (g, -g), (g, o), (o, g), (o, o), (p[0], p[0])] {
         p.push(x);
@@ -96,7 +114,9 @@ fn g1_group_law_matches_arkworks() {
 #[test]
 fn g1_scalar_multiplication_matches_arkworks() {
     let mut rng = StdRng::seed_from_u64(99);
-    let mut p: Vec<G1Affine> = (0..24).map(|_| G1Projective::rand(&mut rng).into_affine()).collect();
+    let mut p: Vec<G1Affine> = (0..24)
+        .map(|_| G1Projective::rand(&mut rng).into_affine())
+        .collect();
     let mut k: Vec<Fr> = (0..24).map(|_| Fr::rand(&mut rng)).collect();
     for s in [Fr::zero(), Fr::ONE, -Fr::ONE, Fr::from(2u64)] {
         p.push(G1Affine::generator());
@@ -104,10 +124,16 @@ fn g1_scalar_multiplication_matches_arkworks() {
     }
     let out = kern::g1_mul(
         &p.iter().map(|&x| point(x)).collect::<Vec<_>>(),
-        &k.iter().map(|s| limbs::<8>(s.into_bigint())).collect::<Vec<_>>(),
+        &k.iter()
+            .map(|s| limbs::<8>(s.into_bigint()))
+            .collect::<Vec<_>>(),
     );
     for (i, o) in out.iter().enumerate() {
         assert_eq!(o[0], point((p[i] * k[i]).into_affine()), "k P, item {i}");
-        assert_eq!(o[1], point((G1Affine::generator() * k[i]).into_affine()), "k G, item {i}");
+        assert_eq!(
+            o[1],
+            point((G1Affine::generator() * k[i]).into_affine()),
+            "k G, item {i}"
+        );
     }
 }

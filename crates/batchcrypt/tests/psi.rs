@@ -165,7 +165,11 @@ fn a_peer_that_disconnects_is_an_error() {
 /// items aborted the process. It is a claim, checked as points arrive; nothing is reserved for it.
 #[test]
 fn a_peer_announcing_a_huge_set_gets_an_error_not_an_abort() {
-    let e = against("huge-count.txt", hello(psi::PROTOCOL_VERSION, 1 << 50), true);
+    let e = against(
+        "huge-count.txt",
+        hello(psi::PROTOCOL_VERSION, 1 << 50),
+        true,
+    );
     assert!(
         e.contains("closed the connection") || e.contains("network"),
         "{e}"

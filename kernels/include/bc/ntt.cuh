@@ -1,6 +1,6 @@
 // Number-theoretic transforms over a prime field F with 2-adic roots of unity (BN254's Fr has
-// them up to 2^28), on batches of polynomials of n = 2^log_n coefficients. The host
-// (crate::bn254::ntt) chains the steps:
+// them up to 2^28, BLS12-381's up to 2^32), on batches of polynomials of n = 2^log_n
+// coefficients. The host (crate::ntt) chains the steps:
 //
 //   1. twiddles: a table of omega^i, i < 2^(max_log - 1), for the largest size used; every
 //                smaller size reads every 2^k-th entry, and the inverse transform reads
@@ -50,15 +50,18 @@ BC_DEVICE uint64_t reverse_bits(uint64_t i, uint32_t bits) {
 #endif
 }
 
-// Elements move as two 16-byte words (buffers are 256-byte aligned, elements 32 bytes).
+// Elements move as 16-byte words (buffers are 256-byte aligned, elements a multiple of 16 bytes).
 template <class F>
 BC_DEVICE F load(const F* p) {
+    static_assert(F::N % 4 == 0, "elements of whole 16-byte words");
 #ifdef __CUDA_ARCH__
     const uint4* q = reinterpret_cast<const uint4*>(p);
-    uint4 a = q[0], b = q[1];
     F r;
-    r.v[0] = a.x, r.v[1] = a.y, r.v[2] = a.z, r.v[3] = a.w;
-    r.v[4] = b.x, r.v[5] = b.y, r.v[6] = b.z, r.v[7] = b.w;
+#pragma unroll
+    for (int j = 0; j < F::N / 4; ++j) {
+        const uint4 a = q[j];
+        r.v[4 * j] = a.x, r.v[4 * j + 1] = a.y, r.v[4 * j + 2] = a.z, r.v[4 * j + 3] = a.w;
+    }
     return r;
 #else
     return *p;
@@ -69,8 +72,8 @@ template <class F>
 BC_DEVICE void store(F* p, const F& x) {
 #ifdef __CUDA_ARCH__
     uint4* q = reinterpret_cast<uint4*>(p);
-    q[0] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
-    q[1] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+#pragma unroll
+    for (int j = 0; j < F::N / 4; ++j) q[j] = make_uint4(x.v[4 * j], x.v[4 * j + 1], x.v[4 * j + 2], x.v[4 * j + 3]);
 #else
     *p = x;
 #endif
@@ -157,3 +160,15 @@ BC_DEVICE void bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint3
 }
 
 }  // namespace bc::ntt
+
+// The kernels of the three steps over field F, named PREFIX_ntt_twiddles, _pass and _bitrev.
+#define BC_NTT_STEPS(PREFIX, F)                                                                                \
+    extern "C" __global__ void PREFIX##_ntt_twiddles(const F* omega, uint64_t count, F* out) {                 \
+        bc::ntt::twiddles(omega, count, out);                                                                  \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512) PREFIX##_ntt_pass(F* data, uint32_t log_n, uint64_t batch, uint32_t stage0, uint32_t k, const F* tw, uint32_t tw_shift, uint32_t inverse, uint32_t mode, const F* lo, const F* hi, uint32_t lo_bits) { \
+        bc::ntt::pass(data, log_n, batch, stage0, k, tw, tw_shift, inverse, mode, lo, hi, lo_bits);           \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_ntt_bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint32_t mode, const F* lo, const F* hi, uint32_t lo_bits) { \
+        bc::ntt::bitrev(in, out, log_n, batch, mode, lo, hi, lo_bits);                                        \
+    }

@@ -14,7 +14,12 @@ use std::path::PathBuf;
 )]
 pub struct Args {
     /// The server's address.
-    #[arg(long, global = true, env = "BATCHCRYPT_SERVER", default_value = "127.0.0.1:7700")]
+    #[arg(
+        long,
+        global = true,
+        env = "BATCHCRYPT_SERVER",
+        default_value = "127.0.0.1:7700"
+    )]
     server: String,
     /// Bearer token (also BATCHCRYPT_TOKEN).
     #[arg(long, global = true, env = "BATCHCRYPT_TOKEN", hide_env_values = true)]
@@ -124,15 +129,29 @@ fn print_verdicts(v: &[Result<(), String>]) {
     }
 }
 
-fn write_proof(reply: &batchcrypt_serve::proto::ProofReply, proof: &PathBuf, public: &PathBuf) -> Result<()> {
+fn write_proof(
+    reply: &batchcrypt_serve::proto::ProofReply,
+    proof: &PathBuf,
+    public: &PathBuf,
+) -> Result<()> {
     let job = reply.job.clone().unwrap_or_default();
     let state = JobState::try_from(job.state).unwrap_or(JobState::Failed);
     if state != JobState::Done {
-        bail!("job {} is {}: {}", job.job_id, state.as_str_name().to_lowercase(), job.error);
+        bail!(
+            "job {} is {}: {}",
+            job.job_id,
+            state.as_str_name().to_lowercase(),
+            job.error
+        );
     }
     batchcrypt::output::write(proof, &reply.proof_json)?;
     batchcrypt::output::write(public, &reply.public_json)?;
-    eprintln!("job {}: proof in {}, public signals in {}", job.job_id, proof.display(), public.display());
+    eprintln!(
+        "job {}: proof in {}, public signals in {}",
+        job.job_id,
+        proof.display(),
+        public.display()
+    );
     Ok(())
 }
 
@@ -142,7 +161,9 @@ pub fn run(a: &Args) -> Result<()> {
         let options = Options {
             token: a.token.clone(),
             tls_ca: match &a.tls_ca {
-                Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+                Some(p) => {
+                    Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+                }
                 None => None,
             },
             max_message_bytes: None,
@@ -159,8 +180,12 @@ pub fn run(a: &Args) -> Result<()> {
                 }
             }
             Command::Hash { lines, double, sm3 } => {
-                let text = std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
-                let msgs: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+                let text =
+                    std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
+                let msgs: Vec<&[u8]> = text
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .collect();
                 let alg = match (double, sm3) {
                     (_, true) => HashAlgorithm::Sm3,
                     (true, _) => HashAlgorithm::Sha256d,
@@ -170,7 +195,11 @@ pub fn run(a: &Args) -> Result<()> {
                     println!("{}", hex::encode(d));
                 }
             }
-            Command::VerifyEcdsa { file, compact, curve } => {
+            Command::VerifyEcdsa {
+                file,
+                compact,
+                curve,
+            } => {
                 let rows = hex_lines(file, 3)?;
                 let hashes = rows
                     .iter()
@@ -179,12 +208,19 @@ pub fn run(a: &Args) -> Result<()> {
                     .context("every message hash must be 32 bytes")?;
                 let sigs: Vec<&[u8]> = rows.iter().map(|r| r[1].as_slice()).collect();
                 let keys: Vec<&[u8]> = rows.iter().map(|r| r[2].as_slice()).collect();
-                let format = if *compact { SigFormat::Compact } else { SigFormat::Der };
+                let format = if *compact {
+                    SigFormat::Compact
+                } else {
+                    SigFormat::Der
+                };
                 let curve = match curve.as_str() {
                     "p256" => EcdsaCurve::P256,
                     _ => EcdsaCurve::Secp256k1,
                 };
-                print_verdicts(&c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, false).await?);
+                print_verdicts(
+                    &c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, false)
+                        .await?,
+                );
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
@@ -192,7 +228,8 @@ pub fn run(a: &Args) -> Result<()> {
                 print_verdicts(&c.verify_schnorr(&col(0), &col(1), &col(2)).await?);
             }
             Command::Register { zkey, name } => {
-                let bytes = std::fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
+                let bytes =
+                    std::fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
                 let r = c.register(bytes, name).await?;
                 eprintln!(
                     "circuit: {} signals, domain 2^{}; GPU memory: key {} MiB, each proof {} MiB",
@@ -203,14 +240,30 @@ pub fn run(a: &Args) -> Result<()> {
                 );
                 println!("{}", r.circuit_id);
             }
-            Command::Prove { circuit, witness, proof, public, priority } => {
-                let w = std::fs::read(witness).with_context(|| format!("reading {}", witness.display()))?;
+            Command::Prove {
+                circuit,
+                witness,
+                proof,
+                public,
+                priority,
+            } => {
+                let w = std::fs::read(witness)
+                    .with_context(|| format!("reading {}", witness.display()))?;
                 let reply = c.prove(circuit, w, *priority).await?;
                 write_proof(&reply, proof, public)?;
             }
-            Command::Submit { circuit, witness, priority, request_id } => {
-                let w = std::fs::read(witness).with_context(|| format!("reading {}", witness.display()))?;
-                println!("{}", c.submit(circuit, w, request_id, *priority).await?.job_id);
+            Command::Submit {
+                circuit,
+                witness,
+                priority,
+                request_id,
+            } => {
+                let w = std::fs::read(witness)
+                    .with_context(|| format!("reading {}", witness.display()))?;
+                println!(
+                    "{}",
+                    c.submit(circuit, w, request_id, *priority).await?.job_id
+                );
             }
             Command::Wait { job, proof, public } => {
                 let reply = c.wait(job, false).await?;
@@ -219,7 +272,9 @@ pub fn run(a: &Args) -> Result<()> {
             Command::Job { job } | Command::Cancel { job } => {
                 let j = if matches!(a.command, Command::Cancel { .. }) {
                     c.raw()
-                        .cancel_job(batchcrypt_serve::proto::JobRef { job_id: job.clone() })
+                        .cancel_job(batchcrypt_serve::proto::JobRef {
+                            job_id: job.clone(),
+                        })
                         .await?
                         .into_inner()
                 } else {
@@ -231,13 +286,19 @@ pub fn run(a: &Args) -> Result<()> {
                     j.job_id,
                     state.as_str_name().to_lowercase(),
                     j.attempts,
-                    if j.error.is_empty() { String::new() } else { format!(" error: {}", j.error) }
+                    if j.error.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" error: {}", j.error)
+                    }
                 );
             }
             Command::Trace { job, output } => {
                 let t = c
                     .raw()
-                    .job_trace(batchcrypt_serve::proto::JobRef { job_id: job.clone() })
+                    .job_trace(batchcrypt_serve::proto::JobRef {
+                        job_id: job.clone(),
+                    })
                     .await?
                     .into_inner();
                 batchcrypt::output::write(output, t.chrome_trace_json)?;

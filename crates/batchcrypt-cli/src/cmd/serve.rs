@@ -30,7 +30,11 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:7701")]
     metrics_listen: String,
     /// Where the proof queue and uploaded keys are kept.
-    #[arg(long, env = "BATCHCRYPT_SERVE_DATA", default_value = "batchcrypt-serve-data")]
+    #[arg(
+        long,
+        env = "BATCHCRYPT_SERVE_DATA",
+        default_value = "batchcrypt-serve-data"
+    )]
     data: PathBuf,
     /// Under load, how long a request may wait for others to join its batch.
     #[arg(long, default_value_t = 2.0)]
@@ -92,7 +96,10 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
         c.prover.memory = m << 20;
     }
     // Test hook: each proof holds this long after it starts (stopping the server mid-proof).
-    if let Some(ms) = std::env::var("BATCHCRYPT_SERVE_HOLD_MS").ok().and_then(|v| v.parse().ok()) {
+    if let Some(ms) = std::env::var("BATCHCRYPT_SERVE_HOLD_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         c.prover.hold = Duration::from_millis(ms);
     }
     c.token = match (&a.token, &a.token_file) {
@@ -128,20 +135,26 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
                 .unwrap_or_default(),
             a.data.display(),
             if running.requeued > 0 {
-                format!("; {} proof jobs interrupted by a stop queued again", running.requeued)
+                format!(
+                    "; {} proof jobs interrupted by a stop queued again",
+                    running.requeued
+                )
             } else {
                 String::new()
             }
         );
         running
             .until(async {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("SIGTERM handler");
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("SIGTERM handler");
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => {}
                     _ = term.recv() => {}
                 }
-                eprintln!("batchcrypt serve: stopping; calls in flight and running proofs finish first");
+                eprintln!(
+                    "batchcrypt serve: stopping; calls in flight and running proofs finish first"
+                );
             })
             .await
             .map_err(anyhow::Error::msg)

@@ -138,9 +138,9 @@ def msm(bases, scalars, curve="bn254", group="g1"):
     return _engine().msm(bases, scalars, curve, group)
 
 
-def ntt(values, size=None, inverse=False, coset=None):
-    """BN254 Fr NTT of polynomials of `size` elements; see Engine.ntt."""
-    return _engine().ntt(values, size, inverse, coset)
+def ntt(values, size=None, inverse=False, coset=None, curve="bn254"):
+    """Fr NTT (BN254 or BLS12-381) of polynomials of `size` elements; see Engine.ntt."""
+    return _engine().ntt(values, size, inverse, coset, curve)
 
 
 def groth16_prove(key, witness):

@@ -190,9 +190,7 @@ pub fn ctr_device(key: &Key, iv: &[u8; 16], data: &mut impl DevicePtrMut<u8>) ->
         ptr,
     )?;
     drop(guard);
-    stream
-        .synchronize()
-        .driver("cuStreamSynchronize")
+    stream.synchronize().driver("cuStreamSynchronize")
 }
 
 /// The GCM kernel's segment layout and tables for one message.
@@ -259,15 +257,11 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
     let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
     let plan = GcmPlan::new(gpu, g.h, input.len() as u64);
     let stream = gpu.stream()?;
-    let tables = stream
-        .clone_htod(&plan.tables)
-        .driver("cuMemcpyHtoD")?;
+    let tables = stream.clone_htod(&plan.tables).driver("cuMemcpyHtoD")?;
     let mut seg_out = stream
         .alloc_zeros::<u32>(4 * plan.segments())
         .driver("cuMemAlloc")?;
-    stream
-        .synchronize()
-        .driver("cuStreamSynchronize")?;
+    stream.synchronize().driver("cuStreamSynchronize")?;
     let first_counter = g.first_counter();
     // The tables and segment sums are shared by every chunk: their pointers are taken once here,
     // so that the chunks' streams do not wait on one another through these buffers' events.
@@ -305,9 +299,7 @@ pub fn gcm(g: &Gcm, input: &[u8], output: &mut [u8], decrypt: bool) -> Result<Gf
         )
     })?;
     drop((gt, gs));
-    let words = stream
-        .clone_dtoh(&seg_out)
-        .driver("cuMemcpyDtoH")?;
+    let words = stream.clone_dtoh(&seg_out).driver("cuMemcpyDtoH")?;
     Ok(combine(
         g.h,
         &super::segment_sums(&words),
@@ -325,9 +317,7 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
     let bytes = data.len() as u64;
     let plan = GcmPlan::new(gpu, g.h, bytes);
     let stream = gpu.stream()?;
-    let tables = stream
-        .clone_htod(&plan.tables)
-        .driver("cuMemcpyHtoD")?;
+    let tables = stream.clone_htod(&plan.tables).driver("cuMemcpyHtoD")?;
     let mut seg_out = stream
         .alloc_zeros::<u32>(4 * plan.segments().max(1))
         .driver("cuMemAlloc")?;
@@ -346,13 +336,9 @@ pub fn gcm_device(g: &Gcm, data: &mut impl DevicePtrMut<u8>, decrypt: bool) -> R
         t1 = std::time::Instant::now();
         launch_gcm(gpu, &f, &stream, p, ptr, ptr, tp, sp)?;
     }
-    stream
-        .synchronize()
-        .driver("cuStreamSynchronize")?;
+    stream.synchronize().driver("cuStreamSynchronize")?;
     let t2 = std::time::Instant::now();
-    let words = stream
-        .clone_dtoh(&seg_out)
-        .driver("cuMemcpyDtoH")?;
+    let words = stream.clone_dtoh(&seg_out).driver("cuMemcpyDtoH")?;
     let t3 = std::time::Instant::now();
     let y = combine(
         g.h,
@@ -491,9 +477,7 @@ pub fn xts(
     let tweaks = stream
         .alloc_zeros::<u8>(per_chunk * chunks)
         .driver("cuMemAlloc")?;
-    stream
-        .synchronize()
-        .driver("cuStreamSynchronize")?;
+    stream.synchronize().driver("cuStreamSynchronize")?;
     if gpu_bytes > 0 {
         stream_host(run.gpu, path, head_in, head_out, |s, i, o, first, bytes| {
             let (ip, _gi) = i.device_ptr(s);
@@ -551,9 +535,7 @@ pub fn xts_device(
             )
         }
         .driver("cuMemcpyDtoH")?;
-        stream
-            .synchronize()
-            .driver("cuStreamSynchronize")?;
+        stream.synchronize().driver("cuStreamSynchronize")?;
         xts::steal_tail(key, tweak, unit, gpu_bytes, &tail, &mut out, decrypt);
         // SAFETY: as above; `out` lives until the synchronization below.
         unsafe {
@@ -566,9 +548,7 @@ pub fn xts_device(
         .driver("cuMemcpyHtoD")?;
     }
     drop(guard);
-    stream
-        .synchronize()
-        .driver("cuStreamSynchronize")
+    stream.synchronize().driver("cuStreamSynchronize")
 }
 
 /// Kernel-only time of XTS-4096 over `bytes` bytes in GPU memory (tweak entries included), in
@@ -609,9 +589,7 @@ pub fn kernel_seconds(key: &Key, gcm: bool, bytes: usize, iters: usize) -> Resul
         let g = Gcm::new(key, &[0; 12])?;
         let f = gpu.function(&crate::kernels::AES, "aes_gcm")?;
         let plan = GcmPlan::new(gpu, g.h, bytes as u64);
-        let tables = stream
-            .clone_htod(&plan.tables)
-            .driver("cuMemcpyHtoD")?;
+        let tables = stream.clone_htod(&plan.tables).driver("cuMemcpyHtoD")?;
         let mut seg_out = stream
             .alloc_zeros::<u32>(4 * plan.segments().max(1))
             .driver("cuMemAlloc")?;
@@ -654,9 +632,7 @@ pub fn bitsliced_ctr(
     // Whole blocks on the device: the kernel loads full 16-byte blocks.
     let mut padded = input.to_vec();
     padded.resize(n.div_ceil(16).max(1) * 16, 0);
-    let dev_in = stream
-        .clone_htod(&padded)
-        .driver("cuMemcpyHtoD")?;
+    let dev_in = stream.clone_htod(&padded).driver("cuMemcpyHtoD")?;
     let mut dev_out = stream
         .alloc_zeros::<u8>(padded.len())
         .driver("cuMemAlloc")?;
@@ -678,9 +654,7 @@ pub fn bitsliced_ctr(
             .map(|_| ())
             .driver("launch aes_ctr_bitsliced")
     })?;
-    let mut out = stream
-        .clone_dtoh(&dev_out)
-        .driver("cuMemcpyDtoH")?;
+    let mut out = stream.clone_dtoh(&dev_out).driver("cuMemcpyDtoH")?;
     out.truncate(n);
     Ok((out, t))
 }

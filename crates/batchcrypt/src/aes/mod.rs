@@ -401,12 +401,8 @@ impl Aes<'_> {
         if let Err(e) = checked {
             let gpu = crate::backend::cuda::Gpu::available()?;
             let stream = gpu.stream()?;
-            stream
-                .memset_zeros(data)
-                .driver("cuMemsetD8")?;
-            stream
-                .synchronize()
-                .driver("cuStreamSynchronize")?;
+            stream.memset_zeros(data).driver("cuMemsetD8")?;
+            stream.synchronize().driver("cuStreamSynchronize")?;
             return Err(e);
         }
         Ok(())
@@ -504,10 +500,15 @@ impl Aes<'_> {
         gpu: impl Fn(std::ops::Range<usize>, &mut [u8]) -> Result<T> + Sync,
     ) -> Result<Output<T>> {
         let w = workload(op.key, input.len(), host_location(input, output));
-        self.engine
-            .run_into(op, &w, &CPU_ORDER, output, (1, align.max(1)), cpu, |part, out, _| {
-                gpu(part, out)
-            })
+        self.engine.run_into(
+            op,
+            &w,
+            &CPU_ORDER,
+            output,
+            (1, align.max(1)),
+            cpu,
+            |part, out, _| gpu(part, out),
+        )
     }
 
     /// GCM's keystream pass over `input` on the backend the engine picks; returns the GHASH
@@ -711,10 +712,7 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         let noise: Vec<u8> = (0..(8 << 20) / 8)
             .flat_map(|_| crate::backend::cpu::xorshift64(&mut x).to_le_bytes())
             .collect();
-        let mut d = gpu
-            .stream()?
-            .clone_htod(&noise)
-            .driver("cuMemcpyHtoD")?;
+        let mut d = gpu.stream()?.clone_htod(&noise).driver("cuMemcpyHtoD")?;
         return fit_sizes(64 * BLOCKS_PER_KIB, 8192 * BLOCKS_PER_KIB, 1, |blocks| {
             let mut view = d.slice_mut(..16 * blocks);
             match op {

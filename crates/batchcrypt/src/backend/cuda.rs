@@ -189,15 +189,8 @@ pub(crate) fn time_on_stream(
         start.record(stream).driver("cuEventRecord")?;
         work()?;
         end.record(stream).driver("cuEventRecord")?;
-        end.synchronize()
-            .driver("cuEventSynchronize")?;
-        times.push(
-            f64::from(
-                start
-                    .elapsed_ms(&end)
-                    .driver("cuEventElapsedTime")?,
-            ) / 1e3,
-        );
+        end.synchronize().driver("cuEventSynchronize")?;
+        times.push(f64::from(start.elapsed_ms(&end).driver("cuEventElapsedTime")?) / 1e3);
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
@@ -401,9 +394,7 @@ impl Gpu {
                 }
             }
         };
-        module
-            .load_function(name)
-            .driver("cuModuleGetFunction")
+        module.load_function(name).driver("cuModuleGetFunction")
     }
 
     /// A stream for one operation; returned to a small pool when the guard drops.
@@ -411,10 +402,7 @@ impl Gpu {
         let pooled = self.streams.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let stream = match pooled {
             Some(s) => s,
-            None => self
-                .ctx
-                .new_stream()
-                .driver("cuStreamCreate")?,
+            None => self.ctx.new_stream().driver("cuStreamCreate")?,
         };
         Ok(StreamGuard {
             gpu: self,

@@ -18,8 +18,8 @@ use crate::backend::Backend;
 use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::operation::Operation;
-use crate::sig::items::{self, device::Kernel, HostItem, HostScalar};
 use crate::sig::batch::total_len;
+use crate::sig::items::{self, device::Kernel, HostItem, HostScalar};
 use crate::sig::{self, below, Reason, Sec1Key, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::marker::PhantomData;
@@ -38,7 +38,12 @@ pub trait Curve: Send + Sync + 'static {
     fn kernel() -> Kernel;
     /// The CPU backend on one item that passed [`parts`]: `PublicKeyNotOnCurve` when no point has
     /// the key's coordinates, `SignatureMismatch` when the equation is false.
-    fn cpu_verify(hash: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: &Sec1Key) -> std::result::Result<(), Reason>;
+    fn cpu_verify(
+        hash: &[u8; 32],
+        r: &[u8; 32],
+        s: &[u8; 32],
+        key: &Sec1Key,
+    ) -> std::result::Result<(), Reason>;
     /// A valid signature for measuring: (hash, DER signature, SEC1 key), from a key and message
     /// derived from `seed`.
     fn sample(seed: u32) -> ([u8; 32], Vec<u8>, Vec<u8>);
@@ -68,7 +73,10 @@ pub const fn half(n: &[u8; 32]) -> [u8; 32] {
 
 /// The signature's `(r, s)` after the encoding, range and low-S rules, with S made low (the
 /// equation holds for `s` exactly when it holds for `n - s`).
-pub fn signature<C: Curve>(sig: &[u8], opts: &EcdsaOptions) -> std::result::Result<([u8; 32], [u8; 32]), Reason> {
+pub fn signature<C: Curve>(
+    sig: &[u8],
+    opts: &EcdsaOptions,
+) -> std::result::Result<([u8; 32], [u8; 32]), Reason> {
     let (r, s) = sig::signature_scalars(sig, opts.format, &C::N)?;
     if below(&half(&C::N), &s) {
         if opts.require_low_s {
@@ -185,13 +193,21 @@ pub(crate) fn calibrate<C: Curve>(backend: Backend) -> Result<Cost> {
         C::operation(),
         backend,
         sample.len(),
-        |k| sample[..k].iter().all(|(h, s, key)| verify_one::<C>(h, s, key, &opts).is_ok()),
+        |k| {
+            sample[..k]
+                .iter()
+                .all(|(h, s, key)| verify_one::<C>(h, s, key, &opts).is_ok())
+        },
         |engine, n| {
             let pick = || (0..n).map(|i| &sample[i % sample.len()]);
             let hashes: Vec<[u8; 32]> = pick().map(|s| s.0).collect();
             let sigs: Vec<&[u8]> = pick().map(|s| s.1.as_slice()).collect();
             let keys: Vec<&[u8]> = pick().map(|s| s.2.as_slice()).collect();
-            Ok(engine.ecdsa::<C>().verify(&hashes, &sigs, &keys, &opts)?.value.all_valid())
+            Ok(engine
+                .ecdsa::<C>()
+                .verify(&hashes, &sigs, &keys, &opts)?
+                .value
+                .all_valid())
         },
     )
 }

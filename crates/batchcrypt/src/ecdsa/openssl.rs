@@ -42,7 +42,11 @@ pub(crate) fn sign(group: &EcGroupRef, d: &[u8; 32], hash: &[u8; 32]) -> (Vec<u8
         q.mul_generator2(group, &d, &mut ctx)?;
         let key = EcKey::from_private_components(group, &d, &q)?;
         let sig = EcdsaSig::sign(hash, &key)?.to_der()?;
-        let sec1 = q.to_bytes(group, openssl::ec::PointConversionForm::COMPRESSED, &mut ctx)?;
+        let sec1 = q.to_bytes(
+            group,
+            openssl::ec::PointConversionForm::COMPRESSED,
+            &mut ctx,
+        )?;
         Ok((sig, sec1))
     };
     run().expect("OpenSSL signs with a valid secret")

@@ -1,9 +1,11 @@
 //! The BLS12-381 kernels run on the host: G1's and G2's MSM steps ([`G1_MSM`], [`G2_MSM`], for
-//! [`super::msm::window_sums`]; arkworks' Montgomery limbs in and out) and the checks of the field
+//! [`super::msm::window_sums`]; arkworks' Montgomery limbs in and out), Fr's transform steps
+//! ([`NTT`], for [`super::ntt::ntt`]), and the checks of the field
 //! and the group law (ordinary integers: Fq elements as twelve little-endian 32-bit limbs, scalars
 //! eight; affine G1 points x then y, infinity as zeros).
 
 use super::msm::MsmSteps;
+use super::ntt::NttSteps;
 
 /// Limbs of an Fq element.
 pub const Q: usize = 12;
@@ -34,19 +36,115 @@ pub const G1_MSM: MsmSteps = MsmSteps {
     shift_bases: bls12_381_g1_msm_shift_bases,
 };
 
+/// Fr's NTT kernels.
+pub const NTT: NttSteps = NttSteps {
+    twiddles: bls12_381_ntt_twiddles,
+    pass: bls12_381_ntt_pass,
+    bitrev: bls12_381_ntt_bitrev,
+};
+
 extern "C" {
-    fn bls12_381_msm_digits(scalars: *const u32, n: u64, c: u32, windows: u32, sets: u32, digits: *mut u32, counts: *mut u32);
+    fn bls12_381_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
+    fn bls12_381_ntt_pass(
+        data: *mut u32,
+        log_n: u32,
+        batch: u64,
+        stage0: u32,
+        k: u32,
+        tw: *const u32,
+        tw_shift: u32,
+        inverse: u32,
+        mode: u32,
+        lo: *const u32,
+        hi: *const u32,
+        lo_bits: u32,
+    );
+    fn bls12_381_ntt_bitrev(
+        input: *const u32,
+        out: *mut u32,
+        log_n: u32,
+        batch: u64,
+        mode: u32,
+        lo: *const u32,
+        hi: *const u32,
+        lo_bits: u32,
+    );
+    fn bls12_381_msm_digits(
+        scalars: *const u32,
+        n: u64,
+        c: u32,
+        windows: u32,
+        sets: u32,
+        digits: *mut u32,
+        counts: *mut u32,
+    );
     fn bls12_381_msm_scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
     fn bls12_381_msm_scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
-    fn bls12_381_msm_scatter(digits: *const u32, n: u64, c: u32, windows: u32, sets: u32, stride: u32, cursor: *mut u32, entries: *mut u32, keys: *mut u32);
-    fn bls12_381_g1_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bls12_381_g1_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bls12_381_g1_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bls12_381_msm_scatter(
+        digits: *const u32,
+        n: u64,
+        c: u32,
+        windows: u32,
+        sets: u32,
+        stride: u32,
+        cursor: *mut u32,
+        entries: *mut u32,
+        keys: *mut u32,
+    );
+    fn bls12_381_g1_msm_accumulate_points(
+        bases: *const u32,
+        entries: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bls12_381_g1_msm_accumulate_partials(
+        pts: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bls12_381_g1_msm_window_segments(
+        buckets: *const u32,
+        per_window: u32,
+        windows: u32,
+        per: u32,
+        out: *mut u32,
+    );
     fn bls12_381_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bls12_381_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
-    fn bls12_381_g2_msm_accumulate_points(bases: *const u32, entries: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bls12_381_g2_msm_accumulate_partials(pts: *const u32, keys: *const u32, total: u64, slice: u32, buckets: *mut u32, next_keys: *mut u32, next_pts: *mut u32);
-    fn bls12_381_g2_msm_window_segments(buckets: *const u32, per_window: u32, windows: u32, per: u32, out: *mut u32);
+    fn bls12_381_g2_msm_accumulate_points(
+        bases: *const u32,
+        entries: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bls12_381_g2_msm_accumulate_partials(
+        pts: *const u32,
+        keys: *const u32,
+        total: u64,
+        slice: u32,
+        buckets: *mut u32,
+        next_keys: *mut u32,
+        next_pts: *mut u32,
+    );
+    fn bls12_381_g2_msm_window_segments(
+        buckets: *const u32,
+        per_window: u32,
+        windows: u32,
+        per: u32,
+        out: *mut u32,
+    );
     fn bls12_381_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bls12_381_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);
@@ -59,7 +157,14 @@ pub fn fq_ops(a: &[[u32; Q]], b: &[[u32; Q]]) -> Vec<[[u32; Q]; 7]> {
     assert_eq!(a.len(), b.len());
     let mut out = vec![[[0u32; Q]; 7]; a.len()];
     // SAFETY: 12 limbs in from each input and 84 out per item.
-    unsafe { bls12_381_fq_ops(a.as_ptr().cast(), b.as_ptr().cast(), out.as_mut_ptr().cast(), a.len() as u64) };
+    unsafe {
+        bls12_381_fq_ops(
+            a.as_ptr().cast(),
+            b.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            a.len() as u64,
+        )
+    };
     out
 }
 
@@ -69,7 +174,14 @@ pub fn g1_ops(p: &[[u32; 2 * Q]], q: &[[u32; 2 * Q]]) -> Vec<([[u32; 2 * Q]; 5],
     assert_eq!(p.len(), q.len());
     let mut out = vec![[0u32; 10 * Q + 2]; p.len()];
     // SAFETY: 24 limbs in from each input and 122 out per item.
-    unsafe { bls12_381_g1_ops(p.as_ptr().cast(), q.as_ptr().cast(), out.as_mut_ptr().cast(), p.len() as u64) };
+    unsafe {
+        bls12_381_g1_ops(
+            p.as_ptr().cast(),
+            q.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            p.len() as u64,
+        )
+    };
     out.iter()
         .map(|o| {
             let pts = std::array::from_fn(|j| o[2 * Q * j..2 * Q * (j + 1)].try_into().unwrap());
@@ -83,6 +195,13 @@ pub fn g1_mul(p: &[[u32; 2 * Q]], k: &[[u32; 8]]) -> Vec<[[u32; 2 * Q]; 2]> {
     assert_eq!(p.len(), k.len());
     let mut out = vec![[[0u32; 2 * Q]; 2]; p.len()];
     // SAFETY: 24 + 8 limbs in and 48 out per item.
-    unsafe { bls12_381_g1_mul(p.as_ptr().cast(), k.as_ptr().cast(), out.as_mut_ptr().cast(), p.len() as u64) };
+    unsafe {
+        bls12_381_g1_mul(
+            p.as_ptr().cast(),
+            k.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            p.len() as u64,
+        )
+    };
     out
 }

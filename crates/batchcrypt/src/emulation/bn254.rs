@@ -1,10 +1,8 @@
 //! The BN254 MSM and NTT kernels run on the host: the groups' MSM steps (for
-//! [`super::msm::msm`]) and the transforms, chained by the same `ntt::transform` as on the GPU.
+//! [`super::msm::window_sums`]) and Fr's transform steps (for [`super::ntt::ntt`]).
 
 use super::msm::MsmSteps;
-use crate::bn254::ntt::{self, Ntt, Scaling, Twiddles};
-use crate::bn254::Fr;
-use crate::error::Result;
+use super::ntt::NttSteps;
 
 extern "C" {
     fn bn254_msm_digits(
@@ -138,91 +136,9 @@ pub const G2_MSM: MsmSteps = MsmSteps {
     shift_bases: bn254_g2_msm_shift_bases,
 };
 
-/// The NTT steps on host buffers of raw limbs.
-struct NttHost;
-
-// SAFETY (every call below): `ntt::transform` sizes each buffer for the items the kernel walks.
-impl ntt::Kernels for NttHost {
-    type Elems = Vec<u32>;
-
-    fn upload(&mut self, raw: &[u32]) -> Result<Vec<u32>> {
-        Ok(raw.to_vec())
-    }
-    fn alloc(&mut self, len: u64) -> Result<Vec<u32>> {
-        Ok(vec![0; 8 * len.max(1) as usize])
-    }
-    fn twiddles(&mut self, omega: &Vec<u32>, count: u64, out: &mut Vec<u32>) -> Result<()> {
-        unsafe { bn254_ntt_twiddles(omega.as_ptr(), count, out.as_mut_ptr()) };
-        Ok(())
-    }
-    fn pass(
-        &mut self,
-        data: &mut Vec<u32>,
-        log_n: u32,
-        batch: u64,
-        stage0: u32,
-        k: u32,
-        tw: &Twiddles<Vec<u32>>,
-        inverse: bool,
-        sc: &Scaling<Vec<u32>>,
-    ) -> Result<()> {
-        unsafe {
-            bn254_ntt_pass(
-                data.as_mut_ptr(),
-                log_n,
-                batch,
-                stage0,
-                k,
-                tw.table.as_ptr(),
-                tw.shift(log_n),
-                u32::from(inverse),
-                sc.mode as u32,
-                sc.lo.as_ptr(),
-                sc.hi.as_ptr(),
-                sc.lo_bits,
-            )
-        };
-        Ok(())
-    }
-    fn bitrev(
-        &mut self,
-        input: &Vec<u32>,
-        out: &mut Vec<u32>,
-        log_n: u32,
-        batch: u64,
-        sc: &Scaling<Vec<u32>>,
-    ) -> Result<()> {
-        unsafe {
-            bn254_ntt_bitrev(
-                input.as_ptr(),
-                out.as_mut_ptr(),
-                log_n,
-                batch,
-                sc.mode as u32,
-                sc.lo.as_ptr(),
-                sc.hi.as_ptr(),
-                sc.lo_bits,
-            )
-        };
-        Ok(())
-    }
-}
-
-/// `t` on each polynomial of `values` through the kernel code, with a twiddle table for
-/// 2^`table_log` (at least the size: a larger table exercises the strided reads the GPU makes
-/// when it keeps a table for a larger transform).
-pub fn ntt(values: &mut [Fr], t: &Ntt, table_log: u32) -> Result<()> {
-    let batch = t.batch_of(values.len())? as u64;
-    if values.is_empty() || t.size == 1 {
-        return Ok(());
-    }
-    let mut k = NttHost;
-    let tw = Twiddles::build(&mut k, table_log.max(t.log_size()))?;
-    let mut data = crate::msm::raw_elements(values);
-    let mut out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
-    ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)?;
-    for (x, l) in values.iter_mut().zip(out.chunks_exact(8)) {
-        *x = crate::msm::Limbs::from_limbs(l);
-    }
-    Ok(())
-}
+/// Fr's NTT kernels.
+pub const NTT: NttSteps = NttSteps {
+    twiddles: bn254_ntt_twiddles,
+    pass: bn254_ntt_pass,
+    bitrev: bn254_ntt_bitrev,
+};

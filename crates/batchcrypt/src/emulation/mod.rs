@@ -6,6 +6,7 @@ pub mod aes;
 pub mod bls12_381;
 pub mod bn254;
 pub mod msm;
+pub mod ntt;
 pub mod p256;
 pub mod secp256k1;
 pub mod sha256;

@@ -10,9 +10,18 @@ pub struct MsmSteps {
     pub digits: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, *mut u32, *mut u32),
     pub scan_tiles: unsafe extern "C" fn(*mut u32, u64, u32, *mut u32),
     pub scan_add: unsafe extern "C" fn(*mut u32, u64, u32, *const u32),
-    pub scatter: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, *mut u32, *mut u32, *mut u32),
-    pub accumulate_points:
-        unsafe extern "C" fn(*const u32, *const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    pub scatter:
+        unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, *mut u32, *mut u32, *mut u32),
+    pub accumulate_points: unsafe extern "C" fn(
+        *const u32,
+        *const u32,
+        *const u32,
+        u64,
+        u32,
+        *mut u32,
+        *mut u32,
+        *mut u32,
+    ),
     pub accumulate_partials:
         unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
     pub window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
@@ -206,7 +215,6 @@ impl Kernels for Host<'_> {
         Ok(p[..len * self.point_words].to_vec())
     }
 }
-
 
 /// `sum scalars[i] * bases[i]` on group `P` through its kernel code, with a given window size
 /// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:

@@ -119,7 +119,11 @@ pub fn g_table() -> &'static [AffineRaw] {
 /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items
 /// `[u1, u2, qx, qy, r, flags]` (41 limbs each), by ECDSA's or BIP340's kernel.
 pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
-    if schnorr { SCHNORR.run(items) } else { ECDSA.run(items) }
+    if schnorr {
+        SCHNORR.run(items)
+    } else {
+        ECDSA.run(items)
+    }
 }
 
 /// ECDSA through the GPU backend's whole flow on the host: parsing and preparation as

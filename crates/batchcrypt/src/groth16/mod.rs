@@ -29,13 +29,13 @@ pub use wtns::Witness;
 pub use zkey::ProvingKey;
 
 use crate::backend::Backend;
-use crate::bn254::ntt::Ntt;
 use crate::bn254::{Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use crate::error::{Error, Result};
+use crate::ntt::Ntt;
 use crate::Engine;
 use ark_ec::pairing::Pairing;
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, FftField, One, PrimeField, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, One, PrimeField, UniformRand, Zero};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -126,7 +126,6 @@ impl Groth16<'_> {
             )));
         }
         let n = pk.domain_size;
-        let bn = self.engine.bn254();
         let mut clock = Clock {
             origin: Instant::now(),
             stages: Vec::new(),
@@ -138,10 +137,11 @@ impl Groth16<'_> {
             pk.evaluate(w, &mut abc);
             Ok((abc, None))
         })?;
-        let odd = Fr::get_root_of_unity(2 * n as u64).expect("2n divides 2^28, checked on load");
+        let odd = crate::ntt::root_of_unity::<Fr>(2 * n as u64)
+            .expect("2n divides r - 1, checked on load");
         clock.run("NTTs (A, B, C to the odd coset)", || {
             let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
-            let out = bn.ntts(&mut abc, &steps)?;
+            let out = self.engine.ntts(&mut abc, &steps)?;
             Ok(((), Some(out.backend)))
         })?;
         let h = clock.run("quotient A·B − C", || {

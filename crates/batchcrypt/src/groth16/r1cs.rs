@@ -88,7 +88,8 @@ impl R1cs {
         s.finish("the constraints")?;
         // The wire-to-label map holds one entry per wire: it bounds the wire count by the file's
         // size (a header may claim any count, and setup and witnesses are sized by it).
-        file.section(3)?.items(n_wires, 8, "the wire-to-label map")?;
+        file.section(3)?
+            .items(n_wires, 8, "the wire-to-label map")?;
         Ok(R1cs {
             n_wires,
             n_public,

@@ -15,7 +15,7 @@ use crate::bn254::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use crate::error::{Error, Result};
 use ark_ec::scalar_mul::ScalarMul;
 use ark_ec::{AffineRepr, PrimeGroup};
-use ark_ff::{batch_inversion, BigInteger, FftField, Field, One, PrimeField, UniformRand, Zero};
+use ark_ff::{batch_inversion, BigInteger, Field, One, PrimeField, UniformRand, Zero};
 use rayon::prelude::*;
 
 /// The bytes of a `.zkey` for `r1cs`, from secrets drawn from `rng`.
@@ -26,7 +26,7 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
     // snarkjs: the smallest power of two that holds the constraints and one row per public
     // signal (the constant included), at least 2.
     let n = (m + n_pub + 1).next_power_of_two().max(2);
-    if n.trailing_zeros() >= crate::bn254::ntt::MAX_LOG_SIZE {
+    if n.trailing_zeros() >= crate::ntt::max_log_size::<Fr>() {
         return Err(Error::invalid(format!(
             "{m} constraints need a domain of {n}: beyond BN254's largest (2^27)"
         )));
@@ -49,7 +49,7 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
     // L_i(τ) = ω^i (τ^n − 1) / (n (τ − ω^i)) over the n-th roots; over the 2n-th roots at the
     // odd points for H.
     let lagrange = |size: usize, points: &mut dyn Iterator<Item = usize>| -> Vec<Fr> {
-        let w = Fr::get_root_of_unity(size as u64).expect("size divides 2^28");
+        let w = crate::ntt::root_of_unity::<Fr>(size as u64).expect("size divides 2^28");
         let k: Vec<usize> = points.collect();
         let pows: Vec<Fr> = k.par_iter().map(|&i| w.pow([i as u64])).collect();
         let mut den: Vec<Fr> = pows

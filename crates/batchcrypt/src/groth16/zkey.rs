@@ -174,7 +174,7 @@ impl ProvingKey {
             )));
         }
         // The quotient is evaluated on the coset of the 2n-th roots: 2n must divide 2^28.
-        if domain_size.trailing_zeros() >= crate::bn254::ntt::MAX_LOG_SIZE {
+        if domain_size.trailing_zeros() >= crate::ntt::max_log_size::<Fr>() {
             return Err(Error::invalid(format!(
                 "domain size {domain_size} is beyond BN254's largest (2^27 constraints)"
             )));

@@ -206,9 +206,7 @@ pub(crate) fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     zeroed: bool,
 ) -> Result<CudaSlice<T>> {
     if zeroed {
-        return stream
-            .alloc_zeros::<T>(len)
-            .driver("cuMemAlloc");
+        return stream.alloc_zeros::<T>(len).driver("cuMemAlloc");
     }
     // SAFETY: only for buffers a kernel writes in full before any read (see msm::Kernels).
     unsafe { stream.alloc::<T>(len) }.driver("cuMemAlloc")
@@ -324,7 +322,15 @@ impl Kernels for Launcher<'_> {
             block_dim: (SCAN_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        launch!(self, &self.scalar_kernel("scan_tiles"), cfg, data, &m, &tile, totals)
+        launch!(
+            self,
+            &self.scalar_kernel("scan_tiles"),
+            cfg,
+            data,
+            &m,
+            &tile,
+            totals
+        )
     }
 
     fn scan_add(

@@ -66,7 +66,12 @@ impl Curve for P256 {
         }
     }
 
-    fn cpu_verify(hash: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: &Sec1Key) -> Result<(), Reason> {
+    fn cpu_verify(
+        hash: &[u8; 32],
+        r: &[u8; 32],
+        s: &[u8; 32],
+        key: &Sec1Key,
+    ) -> Result<(), Reason> {
         crate::ecdsa::openssl::verify(group(), hash, r, s, key)
     }
 

@@ -86,7 +86,11 @@ pub struct Outcome {
 
 /// Connects to the peer at `addr`, retrying until `timeout` (the peer may start later);
 /// `waiting` is told of the first refusal, for a message.
-pub fn connect(addr: &str, timeout: Duration, mut waiting: impl FnMut(&std::io::Error)) -> Result<TcpStream> {
+pub fn connect(
+    addr: &str,
+    timeout: Duration,
+    mut waiting: impl FnMut(&std::io::Error),
+) -> Result<TcpStream> {
     let start = Instant::now();
     let mut told = false;
     loop {

@@ -20,8 +20,8 @@ pub use parse::{Prepared, Reason, SchnorrPrepared};
 use crate::backend::{Backend, Primitive};
 use crate::dispatch::Cost;
 use crate::error::Result;
-use crate::sig::batch::total_len;
 use crate::operation::Operation;
+use crate::sig::batch::total_len;
 use crate::sig::items::{self, device::Kernel};
 use crate::sig::Sec1Key;
 use crate::{Engine, Output};
@@ -69,7 +69,12 @@ impl crate::ecdsa::Curve for Secp256k1Curve {
         gpu::ecdsa_kernel()
     }
 
-    fn cpu_verify(hash: &[u8; 32], r: &[u8; 32], s: &[u8; 32], key: &Sec1Key) -> std::result::Result<(), Reason> {
+    fn cpu_verify(
+        hash: &[u8; 32],
+        r: &[u8; 32],
+        s: &[u8; 32],
+        key: &Sec1Key,
+    ) -> std::result::Result<(), Reason> {
         cpu::ecdsa_equation(hash, r, s, &parse::on_curve(key)?)
     }
 
@@ -77,8 +82,12 @@ impl crate::ecdsa::Curve for Secp256k1Curve {
         use secp256k1::{ecdsa, Message, SecretKey};
         let (hash, secret) = sample_secret(seed);
         let sk = SecretKey::from_secret_bytes(secret).expect("a secret below n");
-        let sig = ecdsa::sign(Message::from_digest(hash), &sk).serialize_der().to_vec();
-        let key = secp256k1::PublicKey::from_secret_key(&sk).serialize().to_vec();
+        let sig = ecdsa::sign(Message::from_digest(hash), &sk)
+            .serialize_der()
+            .to_vec();
+        let key = secp256k1::PublicKey::from_secret_key(&sk)
+            .serialize()
+            .to_vec();
         (hash, sig, key)
     }
 
@@ -111,7 +120,9 @@ impl Secp256k1<'_> {
         pubkeys: &[&[u8]],
         opts: &EcdsaOptions,
     ) -> Result<Output<Verdicts>> {
-        self.engine.ecdsa::<Secp256k1Curve>().verify(hashes, sigs, pubkeys, opts)
+        self.engine
+            .ecdsa::<Secp256k1Curve>()
+            .verify(hashes, sigs, pubkeys, opts)
     }
 
     /// Verifies BIP340 signature `i` over `msgs[i]` (any length) with x-only key `pubkeys[i]`.
@@ -183,13 +194,21 @@ fn calibrate_schnorr(backend: Backend) -> Result<Cost> {
         &SCHNORR,
         backend,
         sample.len(),
-        |k| sample[..k].iter().all(|(m, s, key)| cpu::verify_schnorr_encoded(s, key, m).is_ok()),
+        |k| {
+            sample[..k]
+                .iter()
+                .all(|(m, s, key)| cpu::verify_schnorr_encoded(s, key, m).is_ok())
+        },
         |engine, n| {
             let pick = || (0..n).map(|i| &sample[i % sample.len()]);
             let msgs: Vec<&[u8]> = pick().map(|s| s.0.as_slice()).collect();
             let sigs: Vec<[u8; 64]> = pick().map(|s| s.1).collect();
             let keys: Vec<[u8; 32]> = pick().map(|s| s.2).collect();
-            Ok(engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?.value.all_valid())
+            Ok(engine
+                .secp256k1()
+                .verify_schnorr(&msgs, &sigs, &keys)?
+                .value
+                .all_valid())
         },
     )
 }

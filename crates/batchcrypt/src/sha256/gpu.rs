@@ -2,7 +2,7 @@
 //! [`DeviceBatch`] keeps messages and digests in GPU memory for data that already lives there.
 
 use super::{Digest, Messages, Mode};
-use crate::backend::cuda::{DriverResult, grid_1d, time_on_stream, Gpu};
+use crate::backend::cuda::{grid_1d, time_on_stream, DriverResult, Gpu};
 use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
@@ -114,17 +114,12 @@ impl DeviceBatch {
     /// Copies a host batch to the GPU.
     pub fn upload(msgs: &Messages<'_>) -> Result<Self> {
         let gpu = Gpu::available()?;
-        let stream = gpu
-            .context()
-            .new_stream()
-            .driver("cuStreamCreate")?;
+        let stream = gpu.context().new_stream().driver("cuStreamCreate")?;
         let n = msgs.count();
         let (data, offsets, len) = match *msgs {
-            Messages::Fixed { data, len, .. } => (
-                stream.clone_htod(data).driver("upload")?,
-                None,
-                len,
-            ),
+            Messages::Fixed { data, len, .. } => {
+                (stream.clone_htod(data).driver("upload")?, None, len)
+            }
             Messages::Var { data, offsets } => {
                 // Rebase so the device holds only the bytes the batch covers.
                 let base = offsets[0];
@@ -137,16 +132,10 @@ impl DeviceBatch {
                     stream.clone_htod(bytes)
                 }
                 .driver("upload")?;
-                (
-                    dev,
-                    Some(stream.clone_htod(&rebased).driver("upload")?),
-                    0,
-                )
+                (dev, Some(stream.clone_htod(&rebased).driver("upload")?), 0)
             }
         };
-        let out = stream
-            .alloc_zeros::<u8>(32 * n)
-            .driver("cuMemAlloc")?;
+        let out = stream.alloc_zeros::<u8>(32 * n).driver("cuMemAlloc")?;
         Ok(DeviceBatch {
             stream,
             data,
@@ -207,9 +196,7 @@ impl DeviceBatch {
     }
 
     pub fn sync(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .driver("cuStreamSynchronize")
+        self.stream.synchronize().driver("cuStreamSynchronize")
     }
 
     /// Kernel-only time: the median of `iters` runs timed with device events, in seconds.
@@ -220,10 +207,7 @@ impl DeviceBatch {
 
     /// Copies the digests back to the host.
     pub fn download(&self) -> Result<Vec<Digest>> {
-        let bytes = self
-            .stream
-            .clone_dtoh(&self.out)
-            .driver("download")?;
+        let bytes = self.stream.clone_dtoh(&self.out).driver("download")?;
         self.sync()?;
         Ok(to_digests(bytes))
     }

@@ -121,7 +121,13 @@ pub(crate) fn encode_algebra<S: HostScalar>(
             Ok(it) => {
                 j -= 1;
                 let inv_d = inv * prefix[j];
-                encode(out, &(it.a * inv_d).to_be(), &(it.b * inv_d).to_be(), &it.key, &it.r);
+                encode(
+                    out,
+                    &(it.a * inv_d).to_be(),
+                    &(it.b * inv_d).to_be(),
+                    &it.key,
+                    &it.r,
+                );
                 inv *= it.d;
                 reasons[k] = None;
             }
@@ -163,8 +169,13 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
 }
 
 pub mod device {
-    use super::{encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, HostScalar, Reason, ITEM_BYTES};
-    use crate::backend::cuda::{device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage};
+    use super::{
+        encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, HostScalar,
+        Reason, ITEM_BYTES,
+    };
+    use crate::backend::cuda::{
+        device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage,
+    };
     use crate::error::Result;
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
@@ -244,9 +255,7 @@ pub mod device {
         let stream = gpu.stream()?;
         let (bytes, reasons) = encode_all(n, fill);
         let input = stream.clone_htod(&bytes).driver("upload")?;
-        let mut out = stream
-            .alloc_zeros::<u8>(n)
-            .driver("cuMemAlloc")?;
+        let mut out = stream.alloc_zeros::<u8>(n).driver("cuMemAlloc")?;
         let seconds = time_on_stream(&stream, iters, || {
             launch(&stream, &f, &input, table, &mut out, n)
         })?;

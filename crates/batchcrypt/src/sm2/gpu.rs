@@ -3,7 +3,7 @@
 //! device once per process.
 
 use super::{check_scalars, Compressed, Point};
-use crate::backend::cuda::{device_table, DriverResult, grid_1d, time_on_stream, Gpu};
+use crate::backend::cuda::{device_table, grid_1d, time_on_stream, DriverResult, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
@@ -289,9 +289,7 @@ pub fn mul_base_kernel_seconds(scalars: &[[u8; 32]], iters: usize) -> Result<f64
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
     let stream = gpu.stream()?;
-    let input = stream
-        .clone_htod(scalars.as_flattened())
-        .driver("upload")?;
+    let input = stream.clone_htod(scalars.as_flattened()).driver("upload")?;
     let mut out = stream
         .alloc_zeros::<u8>(64 * scalars.len())
         .driver("cuMemAlloc")?;
@@ -316,9 +314,7 @@ pub fn mul_shared_kernel_seconds(k: &[u8; 32], points: &[Point], iters: usize) -
     let key = stream
         .clone_htod(&flipped(std::slice::from_ref(k)))
         .driver("upload")?;
-    let input = stream
-        .clone_htod(&flipped(points))
-        .driver("upload")?;
+    let input = stream.clone_htod(&flipped(points)).driver("upload")?;
     let mut out = stream
         .alloc_zeros::<u8>(68 * points.len())
         .driver("cuMemAlloc")?;

@@ -1,7 +1,7 @@
 //! The GPU backend: messages stream through the chunked pipeline to `sm3_fixed`.
 
 use super::Digest;
-use crate::backend::cuda::{DriverResult, grid_1d, Gpu};
+use crate::backend::cuda::{grid_1d, DriverResult, Gpu};
 use crate::error::Result;
 use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
 use cudarc::driver::PushKernelArg;

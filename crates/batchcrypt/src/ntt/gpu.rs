@@ -1,8 +1,7 @@
-//! The GPU backend of the transforms: the NTT steps of `kernels/include/bc/ntt.cuh` over Fr, with
-//! one twiddle table kept for every size.
+//! The GPU backend of the transforms: the NTT steps of `kernels/include/bc/ntt.cuh` over a
+//! field's instantiation, with one twiddle table per device and field kept for every size.
 
-use super::ntt::{self, Ntt, Scaling, Twiddles};
-use super::Fr;
+use super::{Field, Kernels, Ntt, Scaling, Twiddles};
 use crate::backend::cuda::{grid_1d, DriverResult, Gpu, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
@@ -10,10 +9,10 @@ use crate::msm::gpu::{alloc, download_elements, upload_elements};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::sync::{Arc, Mutex};
 
-/// Launches kernel `name` of the BN254 image with the given arguments.
+/// Launches step `step` of field `F`'s kernels with the given arguments.
 macro_rules! launch {
-    ($k:expr, $name:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
-        let f = $k.gpu.function(&crate::kernels::BN254, $name)?;
+    ($k:expr, $step:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
+        let f = $k.gpu.function(F::image(), &format!("{}_ntt_{}", F::KERNELS, $step))?;
         let mut b = $k.stream.launch_builder(&f);
         $(b.arg($arg);)*
         // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
@@ -22,15 +21,23 @@ macro_rules! launch {
     }};
 }
 
-/// A device's twiddle table of the largest transform so far, shared by every later one, and its
-/// hold on the device's memory budget.
-#[derive(Default)]
-struct CachedTwiddles(Mutex<Option<(Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>)>>);
+/// A device's twiddle table of field `F` for the largest transform so far, shared by every later
+/// one, and its hold on the device's memory budget.
+struct CachedTwiddles<F>(
+    Mutex<Option<(Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>)>>,
+    std::marker::PhantomData<F>,
+);
 
-fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>> {
+impl<F> Default for CachedTwiddles<F> {
+    fn default() -> Self {
+        CachedTwiddles(Mutex::new(None), std::marker::PhantomData)
+    }
+}
+
+fn twiddles<F: Field>(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>> {
     let mut cached = k
         .gpu
-        .local::<CachedTwiddles>()
+        .local::<CachedTwiddles<F>>()
         .0
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -38,7 +45,7 @@ fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>>
         return Ok(t.clone());
     }
     *cached = None;
-    let t = Arc::new(Twiddles::build(k, log_n)?);
+    let t = Arc::new(Twiddles::build::<F, _>(k, log_n)?);
     k.stream.synchronize().driver("sync")?; // other streams read it next
     let hold = k.gpu.budget().hold(4 * t.table.len() as u64);
     *cached = Some((t.clone(), hold));
@@ -47,7 +54,7 @@ fn twiddles(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSlice<u32>>>>
 
 /// The transforms `steps`, one after another, on `values` (whole polynomials of one size, checked
 /// by the caller): one upload, the kernels of each step, one download.
-pub(crate) fn ntt(values: &mut [Fr], steps: &[Ntt]) -> Result<()> {
+pub(crate) fn ntt<F: Field>(values: &mut [F], steps: &[Ntt<F>]) -> Result<()> {
     let mut run = NttRun::new(values, steps)?;
     run.steps()?;
     download_elements(run.k.gpu, &run.k.stream, &run.data, values)
@@ -55,7 +62,7 @@ pub(crate) fn ntt(values: &mut [Fr], steps: &[Ntt]) -> Result<()> {
 
 /// Seconds of device time for `steps` on `values` already in GPU memory (the twiddle table
 /// built), the median of `iters` runs (for benchmarks).
-pub fn ntt_kernel_seconds(values: &[Fr], steps: &[Ntt], iters: usize) -> Result<f64> {
+pub fn ntt_kernel_seconds<F: Field>(values: &[F], steps: &[Ntt<F>], iters: usize) -> Result<f64> {
     let mut run = NttRun::new(values, steps)?;
     let st = (*run.k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || run.steps())
@@ -63,31 +70,32 @@ pub fn ntt_kernel_seconds(values: &[Fr], steps: &[Ntt], iters: usize) -> Result<
 
 /// A chain of transforms on one buffer in GPU memory: each step reads `data` and leaves its
 /// result there (the permutation writes `out`, then the two swap).
-struct NttRun<'a> {
+struct NttRun<'a, F> {
     k: Device,
     tw: Arc<Twiddles<CudaSlice<u32>>>,
-    steps: &'a [Ntt],
+    steps: &'a [Ntt<F>],
     batch: u64,
     data: CudaSlice<u32>,
     out: CudaSlice<u32>,
     _memory: Reservation<'static>,
 }
 
-impl<'a> NttRun<'a> {
-    fn new(values: &[Fr], steps: &'a [Ntt]) -> Result<Self> {
+impl<'a, F: Field> NttRun<'a, F> {
+    fn new(values: &[F], steps: &'a [Ntt<F>]) -> Result<Self> {
         let first = steps
             .first()
             .ok_or_else(|| crate::error::Error::invalid("no NTT steps"))?;
         let batch = first.batch_of(values.len())? as u64;
         let gpu = Gpu::available()?;
         // The values and the permutation's output, and the scaling tables (about 2 sqrt(n)).
-        let bytes = 64 * values.len() as u64 + (128 << first.log_size().div_ceil(2));
+        let elem = 4 * F::WORDS as u64;
+        let bytes = 2 * elem * values.len() as u64 + (4 * elem << first.log_size().div_ceil(2));
         let memory = gpu.budget().reserve(bytes, "an NTT")?;
         let stream = gpu.stream()?;
         let data = upload_elements(gpu, &stream, values)?;
         let mut k = Device { gpu, stream };
-        let tw = twiddles(&mut k, first.log_size())?;
-        let out = ntt::Kernels::alloc(&mut k, values.len() as u64)?;
+        let tw = twiddles::<F>(&mut k, first.log_size())?;
+        let out = Kernels::<F>::alloc(&mut k, values.len() as u64)?;
         Ok(NttRun {
             k,
             tw,
@@ -101,7 +109,7 @@ impl<'a> NttRun<'a> {
 
     fn steps(&mut self) -> Result<()> {
         for t in self.steps {
-            ntt::transform(
+            super::transform(
                 &mut self.k,
                 &self.tw,
                 t,
@@ -121,7 +129,7 @@ struct Device {
     stream: StreamGuard<'static>,
 }
 
-impl ntt::Kernels for Device {
+impl<F: Field> Kernels<F> for Device {
     type Elems = CudaSlice<u32>;
 
     fn upload(&mut self, raw: &[u32]) -> Result<CudaSlice<u32>> {
@@ -129,7 +137,7 @@ impl ntt::Kernels for Device {
     }
 
     fn alloc(&mut self, len: u64) -> Result<CudaSlice<u32>> {
-        alloc(&self.stream, 8 * len.max(1) as usize, false)
+        alloc(&self.stream, F::WORDS * len.max(1) as usize, false)
     }
 
     fn twiddles(
@@ -139,14 +147,7 @@ impl ntt::Kernels for Device {
         out: &mut CudaSlice<u32>,
     ) -> Result<()> {
         let runs = count.div_ceil(u64::from(TWIDDLE_RUN));
-        launch!(
-            self,
-            "bn254_ntt_twiddles",
-            grid_1d(runs, 128),
-            omega,
-            &count,
-            out
-        )
+        launch!(self, "twiddles", grid_1d(runs, 128), omega, &count, out)
     }
 
     fn pass(
@@ -170,7 +171,7 @@ impl ntt::Kernels for Device {
         let (shift, inverse, mode) = (tw.shift(log_n), u32::from(inverse), scale.mode as u32);
         launch!(
             self,
-            "bn254_ntt_pass",
+            "pass",
             cfg,
             data,
             &log_n,
@@ -198,7 +199,7 @@ impl ntt::Kernels for Device {
         let mode = scale.mode as u32;
         launch!(
             self,
-            "bn254_ntt_bitrev",
+            "bitrev",
             grid_1d(batch << log_n, 256),
             input,
             out,
@@ -214,4 +215,3 @@ impl ntt::Kernels for Device {
 
 /// Powers per thread of the twiddle kernel (bc::ntt::TWIDDLE_RUN).
 const TWIDDLE_RUN: u32 = 64;
-

@@ -1,25 +1,42 @@
-//! NTTs over BN254's Fr: every backend present (arkworks on the CPU, and the GPU where there is
-//! one; required under BATCHCRYPT_REQUIRE_GPU=1) against the definition (evaluation of the
-//! polynomial at g w^i, one Horner sum per point) on small sizes, the GPU against arkworks
-//! element for element up to 2^20, and the kernel code itself run on the host (feature
-//! `emulation`).
+//! NTTs over BN254's and BLS12-381's Fr: every backend present (arkworks on the CPU, and the GPU
+//! where there is one; required under BATCHCRYPT_REQUIRE_GPU=1) against the definition
+//! (evaluation of the polynomial at g w^i, one Horner sum per point, w snarkjs's root) on small
+//! sizes, the GPU against arkworks element for element up to 2^20, and the kernel code itself run
+//! on the host (feature `emulation`). Each test runs on both fields.
 
-use ark_ff::{FftField, Field, UniformRand, Zero};
-use batchcrypt::bn254::ntt::{Direction, Ntt};
-use batchcrypt::bn254::Fr;
+use batchcrypt::ntt::{root_of_unity, Direction, Field, Ntt};
 use batchcrypt::{Backend, Error, Primitive};
 use rand::SeedableRng;
 
 mod common;
 
+/// `#[test] fn NAME()` running `NAME_on::<F>(primitive)` for both fields.
+macro_rules! on_both_fields {
+    ($($name:ident => $body:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            $body::<batchcrypt::bn254::Fr>(Primitive::Bn254);
+            $body::<batchcrypt::bls12_381::Fr>(Primitive::Bls12_381);
+        }
+    )*};
+}
+
+on_both_fields! {
+    every_backend_matches_the_definition => definition_on,
+    inverse_undoes_forward => inverse_on,
+    gpu_matches_arkworks_on_every_size => gpu_on,
+    bad_shapes_are_errors => bad_shapes_on,
+    a_sequence_equals_its_steps => sequence_on,
+}
+
 /// out[i] = p(g w^i) for the polynomial p with coefficients `coeffs`.
-fn evaluate(coeffs: &[Fr], g: Fr) -> Vec<Fr> {
+fn evaluate<F: Field>(coeffs: &[F], g: F) -> Vec<F> {
     let n = coeffs.len();
-    let w = Fr::get_root_of_unity(n as u64).unwrap();
+    let w = root_of_unity::<F>(n as u64).unwrap();
     let mut x = g;
     (0..n)
         .map(|_| {
-            let v = coeffs.iter().rev().fold(Fr::zero(), |acc, c| acc * x + c);
+            let v = coeffs.iter().rev().fold(F::zero(), |acc, c| acc * x + c);
             x *= w;
             v
         })
@@ -27,33 +44,33 @@ fn evaluate(coeffs: &[Fr], g: Fr) -> Vec<Fr> {
 }
 
 /// Random polynomials with the edge values mixed in: 0, 1, -1.
-fn values(len: usize, seed: u64) -> Vec<Fr> {
+fn values<F: Field>(len: usize, seed: u64) -> Vec<F> {
     let mut r = rand::rngs::StdRng::seed_from_u64(seed);
     (0..len)
         .map(|i| match i % 11 {
-            3 => Fr::zero(),
-            5 => Fr::ONE,
-            7 => -Fr::ONE,
-            _ => Fr::rand(&mut r),
+            3 => F::zero(),
+            5 => F::ONE,
+            7 => -F::ONE,
+            _ => F::rand(&mut r),
         })
         .collect()
 }
 
 /// The four transforms a Groth16 prover uses, on the subgroup and on a coset.
-fn kinds(size: usize) -> Vec<Ntt> {
-    let g = Fr::GENERATOR;
+fn kinds<F: Field>(size: usize) -> Vec<Ntt<F>> {
+    let g = F::GENERATOR;
     vec![
         Ntt::forward(size),
         Ntt::inverse(size),
         Ntt::forward(size).on_coset(g),
-        Ntt::inverse(size).on_coset(Fr::from(12345u64)),
+        Ntt::inverse(size).on_coset(F::from(12345u64)),
     ]
 }
 
 /// Checks `got = t(input)` against the definition, polynomial by polynomial: a forward result
 /// is the evaluations; an inverse result is what the evaluations come from.
-fn check_definition(t: &Ntt, input: &[Fr], got: &[Fr], what: &str) {
-    let g = t.coset.unwrap_or(Fr::ONE);
+fn check_definition<F: Field>(t: &Ntt<F>, input: &[F], got: &[F], what: &str) {
+    let g = t.coset.unwrap_or(F::ONE);
     for (i, (inp, out)) in input.chunks(t.size).zip(got.chunks(t.size)).enumerate() {
         match t.direction {
             Direction::Forward => assert_eq!(out, evaluate(inp, g), "{what}: polynomial {i}"),
@@ -62,16 +79,15 @@ fn check_definition(t: &Ntt, input: &[Fr], got: &[Fr], what: &str) {
     }
 }
 
-#[test]
-fn every_backend_matches_the_definition() {
-    for b in common::backends(Primitive::Bn254) {
+fn definition_on<F: Field>(p: Primitive) {
+    for b in common::backends(p) {
         let engine = common::engine(b);
         for log in 0..=6 {
             for batch in [1, 3] {
-                for t in kinds(1 << log) {
+                for t in kinds::<F>(1 << log) {
                     let input = values(t.size * batch, log as u64);
                     let mut got = input.clone();
-                    let out = engine.bn254().ntt(&mut got, &t).unwrap();
+                    let out = engine.ntt(&mut got, &t).unwrap();
                     assert_eq!(out.backend, b);
                     check_definition(&t, &input, &got, &format!("{b}: {t:?}, batch {batch}"));
                 }
@@ -80,14 +96,13 @@ fn every_backend_matches_the_definition() {
     }
 }
 
-#[test]
-fn inverse_undoes_forward() {
-    for b in common::backends(Primitive::Bn254) {
+fn inverse_on<F: Field>(p: Primitive) {
+    for b in common::backends(p) {
         let engine = common::engine(b);
         for log in [10, 13] {
             let n = 1 << log;
-            let input = values(2 * n, 9);
-            for g in [None, Some(Fr::GENERATOR)] {
+            let input = values::<F>(2 * n, 9);
+            for g in [None, Some(F::GENERATOR)] {
                 let mut v = input.clone();
                 let (fwd, inv) = (
                     Ntt {
@@ -99,18 +114,17 @@ fn inverse_undoes_forward() {
                         ..Ntt::inverse(n)
                     },
                 );
-                engine.bn254().ntt(&mut v, &fwd).unwrap();
+                engine.ntt(&mut v, &fwd).unwrap();
                 assert_ne!(v, input);
-                engine.bn254().ntt(&mut v, &inv).unwrap();
+                engine.ntt(&mut v, &inv).unwrap();
                 assert_eq!(v, input, "{b}: 2^{log}, coset {g:?}");
             }
         }
     }
 }
 
-#[test]
-fn gpu_matches_arkworks_on_every_size() {
-    if !common::backends(Primitive::Bn254).contains(&Backend::Cuda) {
+fn gpu_on<F: Field>(p: Primitive) {
+    if !common::backends(p).contains(&Backend::Cuda) {
         return;
     }
     let (gpu, cpu) = (
@@ -120,49 +134,48 @@ fn gpu_matches_arkworks_on_every_size() {
     // Up to 2^20 (three passes start at 2^21; the benchmark checks 2^22..2^26), with batches of
     // small polynomials, all four transforms each.
     for (log, batch) in (1..=20).map(|l| (l, 1)).chain([(4, 100), (11, 7), (16, 3)]) {
-        for t in kinds(1 << log) {
+        for t in kinds::<F>(1 << log) {
             let input = values(t.size * batch, log as u64 + 100);
             let (mut want, mut got) = (input.clone(), input.clone());
-            cpu.bn254().ntt(&mut want, &t).unwrap();
-            gpu.bn254().ntt(&mut got, &t).unwrap();
+            cpu.ntt(&mut want, &t).unwrap();
+            gpu.ntt(&mut got, &t).unwrap();
             assert!(want == got, "2^{log} x {batch}: {t:?}");
         }
     }
     // A table built for a larger size serves smaller transforms after it (strided reads).
     let t = Ntt::forward(1 << 8);
-    let input = values(256, 5);
+    let input = values::<F>(256, 5);
     let (mut want, mut got) = (input.clone(), input);
-    cpu.bn254().ntt(&mut want, &t).unwrap();
-    gpu.bn254().ntt(&mut got, &t).unwrap();
+    cpu.ntt(&mut want, &t).unwrap();
+    gpu.ntt(&mut got, &t).unwrap();
     assert!(want == got);
 }
 
-#[test]
-fn bad_shapes_are_errors() {
-    for b in common::backends(Primitive::Bn254) {
+fn bad_shapes_on<F: Field>(p: Primitive) {
+    for b in common::backends(p) {
         let bn = common::engine(b);
-        let mut v = values(24, 1);
+        let mut v = values::<F>(24, 1);
+        let too_large = 1usize << (batchcrypt::ntt::max_log_size::<F>() + 1);
         for (t, what) in [
             (Ntt::forward(3), "size not a power of two"),
             (Ntt::forward(0), "size zero"),
             (Ntt::forward(16), "not whole polynomials"),
-            (Ntt::forward(1 << 29), "larger than the two-adicity"),
-            (Ntt::inverse(8).on_coset(Fr::zero()), "zero coset offset"),
+            (Ntt::forward(too_large), "larger than the two-adicity"),
+            (Ntt::inverse(8).on_coset(F::zero()), "zero coset offset"),
         ] {
             let before = v.clone();
             assert!(
-                matches!(bn.bn254().ntt(&mut v, &t), Err(Error::InvalidInput(_))),
+                matches!(bn.ntt(&mut v, &t), Err(Error::InvalidInput(_))),
                 "{b}: {what}"
             );
             assert_eq!(v, before, "{b}: {what} left the input as it was");
         }
         // Empty input is zero polynomials: nothing to do.
-        bn.bn254().ntt(&mut [], &Ntt::forward(8)).unwrap();
+        bn.ntt::<F>(&mut [], &Ntt::forward(8)).unwrap();
         // A sequence: no steps, or steps of two sizes.
         let before = v.clone();
-        assert!(bn.bn254().ntts(&mut v, &[]).is_err());
+        assert!(bn.ntts(&mut v, &[]).is_err());
         assert!(bn
-            .bn254()
             .ntts(&mut v, &[Ntt::forward(8), Ntt::forward(4)])
             .is_err());
         assert_eq!(v, before);
@@ -171,10 +184,9 @@ fn bad_shapes_are_errors() {
 
 /// A prover's sequence in one call (interpolate, then evaluate on a coset; on the GPU the values
 /// stay there between the two) equals the two transforms one by one, on every backend.
-#[test]
-fn a_sequence_equals_its_steps() {
-    let g = Fr::get_root_of_unity(1 << 12).unwrap();
-    for b in common::backends(Primitive::Bn254) {
+fn sequence_on<F: Field>(p: Primitive) {
+    let g = root_of_unity::<F>(1 << 12).unwrap();
+    for b in common::backends(p) {
         let bn = common::engine(b);
         for log in [1u32, 5, 11] {
             let n = 1usize << log;
@@ -183,13 +195,13 @@ fn a_sequence_equals_its_steps() {
                 Ntt::forward(n).on_coset(g),
                 Ntt::inverse(n),
             ];
-            let input = values(3 * n, u64::from(log));
+            let input = values::<F>(3 * n, u64::from(log));
             let mut want = input.clone();
             for t in &steps {
-                bn.bn254().ntt(&mut want, t).unwrap();
+                bn.ntt(&mut want, t).unwrap();
             }
             let mut got = input.clone();
-            assert_eq!(bn.bn254().ntts(&mut got, &steps).unwrap().backend, b);
+            assert_eq!(bn.ntts(&mut got, &steps).unwrap().backend, b);
             assert_eq!(got, want, "{b}: 2^{log}");
         }
     }
@@ -198,15 +210,19 @@ fn a_sequence_equals_its_steps() {
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
-    use batchcrypt::emulation::bn254::ntt;
+    use batchcrypt::emulation::ntt::ntt;
+
+    on_both_fields! {
+        kernels_match_the_definition => definition_on,
+        kernels_match_arkworks_over_several_passes => passes_on,
+    }
 
     /// The kernel code on the host, against the definition on small sizes (one and several passes
     /// of the pass kernel need more than 2^10: see below) and with a twiddle table for a larger
     /// size than the transform.
-    #[test]
-    fn kernels_match_the_definition() {
+    fn definition_on<F: Field>(_: Primitive) {
         for log in 1..=6 {
-            for t in kinds(1 << log) {
+            for t in kinds::<F>(1 << log) {
                 let input = values(2 << log, log as u64);
                 for table_log in [log, 9] {
                     let mut got = input.clone();
@@ -218,14 +234,13 @@ mod emulated {
     }
 
     /// Sizes that take two and three passes, against arkworks.
-    #[test]
-    fn kernels_match_arkworks_over_several_passes() {
+    fn passes_on<F: Field>(_: Primitive) {
         let cpu = common::engine(Backend::Arkworks);
         for log in [10, 11, 15, 21] {
-            for t in kinds(1 << log) {
+            for t in kinds::<F>(1 << log) {
                 let input = values(1 << log, 77);
                 let (mut want, mut got) = (input.clone(), input);
-                cpu.bn254().ntt(&mut want, &t).unwrap();
+                cpu.ntt(&mut want, &t).unwrap();
                 ntt(&mut got, &t, log).unwrap();
                 assert!(want == got, "{t:?}");
             }

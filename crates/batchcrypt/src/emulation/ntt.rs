@@ -1,0 +1,122 @@
+//! The NTT kernels of any field run on the host (`BC_NTT_STEPS` of `bc/ntt.cuh`), chained by the
+//! same `ntt::transform` as on the GPU.
+
+use crate::error::Result;
+use crate::ntt::{self, Field, Kernels, Ntt, Scaling, Twiddles};
+
+/// One field's NTT kernels compiled for the host.
+pub struct NttSteps {
+    pub twiddles: unsafe extern "C" fn(*const u32, u64, *mut u32),
+    #[allow(clippy::type_complexity)]
+    pub pass: unsafe extern "C" fn(
+        *mut u32,
+        u32,
+        u64,
+        u32,
+        u32,
+        *const u32,
+        u32,
+        u32,
+        u32,
+        *const u32,
+        *const u32,
+        u32,
+    ),
+    pub bitrev:
+        unsafe extern "C" fn(*const u32, *mut u32, u32, u64, u32, *const u32, *const u32, u32),
+}
+
+/// The steps on host buffers of raw limbs.
+struct Host<F> {
+    steps: NttSteps,
+    field: std::marker::PhantomData<F>,
+}
+
+// SAFETY (every call below): `ntt::transform` sizes each buffer for the items the kernel walks.
+impl<F: Field> Kernels<F> for Host<F> {
+    type Elems = Vec<u32>;
+
+    fn upload(&mut self, raw: &[u32]) -> Result<Vec<u32>> {
+        Ok(raw.to_vec())
+    }
+    fn alloc(&mut self, len: u64) -> Result<Vec<u32>> {
+        Ok(vec![0; F::WORDS * len.max(1) as usize])
+    }
+    fn twiddles(&mut self, omega: &Vec<u32>, count: u64, out: &mut Vec<u32>) -> Result<()> {
+        unsafe { (self.steps.twiddles)(omega.as_ptr(), count, out.as_mut_ptr()) };
+        Ok(())
+    }
+    fn pass(
+        &mut self,
+        data: &mut Vec<u32>,
+        log_n: u32,
+        batch: u64,
+        stage0: u32,
+        k: u32,
+        tw: &Twiddles<Vec<u32>>,
+        inverse: bool,
+        sc: &Scaling<Vec<u32>>,
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.pass)(
+                data.as_mut_ptr(),
+                log_n,
+                batch,
+                stage0,
+                k,
+                tw.table.as_ptr(),
+                tw.shift(log_n),
+                u32::from(inverse),
+                sc.mode as u32,
+                sc.lo.as_ptr(),
+                sc.hi.as_ptr(),
+                sc.lo_bits,
+            )
+        };
+        Ok(())
+    }
+    fn bitrev(
+        &mut self,
+        input: &Vec<u32>,
+        out: &mut Vec<u32>,
+        log_n: u32,
+        batch: u64,
+        sc: &Scaling<Vec<u32>>,
+    ) -> Result<()> {
+        unsafe {
+            (self.steps.bitrev)(
+                input.as_ptr(),
+                out.as_mut_ptr(),
+                log_n,
+                batch,
+                sc.mode as u32,
+                sc.lo.as_ptr(),
+                sc.hi.as_ptr(),
+                sc.lo_bits,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// `t` on each polynomial of `values` through `F`'s kernel code, with a twiddle table for
+/// 2^`table_log` (at least the size: a larger table exercises the strided reads the GPU makes
+/// when it keeps a table for a larger transform).
+pub fn ntt<F: Field>(values: &mut [F], t: &Ntt<F>, table_log: u32) -> Result<()> {
+    let batch = t.batch_of(values.len())? as u64;
+    if values.is_empty() || t.size == 1 {
+        return Ok(());
+    }
+    let mut k = Host::<F> {
+        steps: F::emulated(),
+        field: std::marker::PhantomData,
+    };
+    let tw = Twiddles::build::<F, _>(&mut k, table_log.max(t.log_size()))?;
+    let mut data = crate::msm::raw_elements(values);
+    let mut out = Kernels::<F>::alloc(&mut k, values.len() as u64)?;
+    ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)?;
+    for (x, l) in values.iter_mut().zip(out.chunks_exact(F::WORDS)) {
+        *x = F::from_limbs(l);
+    }
+    Ok(())
+}
