@@ -147,7 +147,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     );
     let gpu = Backend::Cuda.is_available();
     for (k, path) in list {
-        let witness = Witness::read(path.join("witness.wtns"))?;
+        let witness = Witness::<batchcrypt::bn254::Fr>::read(path.join("witness.wtns"))?;
         let case = format!("prove 2^{k}");
         let threads = batchcrypt::backend::cpu::threads();
         let snark = snarkjs_seconds(&path);
@@ -173,7 +173,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
         engines.push(("ours auto".to_string(), BackendChoice::Auto, 1));
         for (name, choice, copies) in &engines {
-            let pk = &ProvingKey::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
+            let pk = &ProvingKey::<batchcrypt::bn254::Bn254>::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
             let engine = Engine::with_backend(*choice);
             let mut rng = rand::rngs::OsRng;
             let mut prove = || {
@@ -214,7 +214,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             // Proofs in flight at once through the prover service (one shared key and engine).
             let engine = std::sync::Arc::new(Engine::with_backend(*choice));
             let key = std::sync::Arc::new(
-                ProvingKey::read(path.join("circuit.zkey"))?.with_precomputation(*copies),
+                ProvingKey::<batchcrypt::bn254::Bn254>::read(path.join("circuit.zkey"))?.with_precomputation(*copies),
             );
             for jobs in [1usize, 4, 16] {
                 // About two seconds of proofs (the driver samples utilization every 1/6 s to 1 s).

@@ -13,7 +13,7 @@
 use crate::metrics::Metrics;
 use crate::proto::JobState;
 use crate::store::{now_ms, JobResult, JobRow, Store};
-use batchcrypt::groth16::{self, ProvingKey, Stage, Witness};
+use batchcrypt::groth16::{self, AnyProvingKey, CurveId, Stage};
 use batchcrypt::Engine;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,8 @@ pub struct Circuit {
     pub id: String,
     pub name: String,
     pub path: PathBuf,
+    /// The curve of the key (and of its witnesses).
+    pub curve: CurveId,
     pub domain: u64,
     pub signals: u64,
     pub key_bytes: u64,
@@ -47,7 +49,7 @@ pub struct Circuit {
 
 struct Slot {
     circuit: Circuit,
-    key: Option<Arc<ProvingKey>>,
+    key: Option<Arc<AnyProvingKey>>,
     /// Counted in the budget (a job has run with it since it was last evicted).
     resident: bool,
     users: usize,
@@ -99,7 +101,7 @@ impl Prover {
             changes: tokio::sync::watch::channel(0).0,
         });
         for (id, name, path) in prover.store.circuits()? {
-            let key = ProvingKey::read(&path)
+            let key = AnyProvingKey::read(&path)
                 .map_err(|e| format!("registered circuit {id} ({name}): {e}"))?;
             prover.insert(describe(&id, &name, Path::new(&path), &key), key);
         }
@@ -115,7 +117,7 @@ impl Prover {
         self.sched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn insert(&self, circuit: Circuit, key: ProvingKey) {
+    fn insert(&self, circuit: Circuit, key: AnyProvingKey) {
         let mut s = self.lock();
         if s.slots.contains_key(&circuit.id) {
             return;
@@ -154,7 +156,7 @@ impl Prover {
         if let Some(s) = self.lock().slots.get(&id) {
             return Ok(s.circuit.clone());
         }
-        let key = ProvingKey::parse(data).map_err(|e| e.to_string())?;
+        let key = AnyProvingKey::parse(data).map_err(|e| e.to_string())?;
         let path = match (bytes, path) {
             (Some(b), _) => {
                 let dest = self
@@ -198,15 +200,10 @@ impl Prover {
             )));
         };
         // Checked here so a malformed witness is refused, not queued.
-        let w =
-            Witness::parse(witness).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
-        if w.values.len() as u64 != c.signals {
-            return Err(tonic::Status::invalid_argument(format!(
-                "the witness has {} signals but circuit {} has {}",
-                w.values.len(),
-                c.name,
-                c.signals
-            )));
+        let key = self.lock().slots.get(circuit).and_then(|s| s.key.clone());
+        if let Some(key) = key {
+            key.check_witness(witness)
+                .map_err(|e| tonic::Status::invalid_argument(format!("circuit {}: {e}", c.name)))?;
         }
         let (row, _) = self
             .store
@@ -390,18 +387,15 @@ impl Prover {
     }
 
     /// One proof, its stages timed from the job's submission.
-    fn run(&self, job: &JobRow, key: &ProvingKey, witness: &[u8]) -> Result<JobResult, String> {
+    fn run(&self, job: &JobRow, key: &AnyProvingKey, witness: &[u8]) -> Result<JobResult, String> {
         let started = Instant::now();
         let waited = (now_ms() - job.submitted_ms).max(0) as f64 / 1e3;
         if !self.config.hold.is_zero() {
             std::thread::sleep(self.config.hold);
         }
-        let witness = Witness::parse(witness).map_err(|e| e.to_string())?;
         let proving = Instant::now();
-        let mut proved = self
-            .engine
-            .groth16()
-            .prove(key, &witness, &mut rand::rngs::OsRng)
+        let mut proved = key
+            .prove(&self.engine, witness, &mut rand::rngs::OsRng)
             .map_err(|e| e.to_string())?;
         let offset = waited + (proving - started).as_secs_f64();
         for st in &mut proved.stages {
@@ -417,20 +411,21 @@ impl Prover {
             },
         );
         Ok(JobResult {
-            proof: proved.proof.to_json(),
-            public: groth16::public_json(&proved.public),
+            proof: proved.proof,
+            public: proved.public,
             trace: groth16::chrome_trace(&[(format!("job {}", job.id), &proved.stages)]),
         })
     }
 }
 
-fn describe(id: &str, name: &str, path: &Path, key: &ProvingKey) -> Circuit {
+fn describe(id: &str, name: &str, path: &Path, key: &AnyProvingKey) -> Circuit {
     Circuit {
         id: id.to_string(),
         name: name.to_string(),
         path: path.to_path_buf(),
-        domain: key.domain_size as u64,
-        signals: key.n_vars as u64,
+        curve: key.curve(),
+        domain: key.domain_size() as u64,
+        signals: key.n_vars() as u64,
         key_bytes: key.device_bytes(),
         proof_bytes: key.proof_device_bytes(),
     }

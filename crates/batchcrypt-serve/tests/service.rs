@@ -883,7 +883,7 @@ fn check_proof(zkey: &std::path::Path, reply: &ProofReply) {
     use batchcrypt::groth16;
     let job = reply.job.as_ref().unwrap();
     assert_eq!(job.state, JobState::Done as i32, "{job:?}");
-    let key = groth16::ProvingKey::read(zkey).unwrap();
+    let key = groth16::ProvingKey::<batchcrypt::bn254::Bn254>::read(zkey).unwrap();
     let proof = groth16::Proof::from_json(&reply.proof_json).unwrap();
     let public = groth16::public_from_json(&reply.public_json).unwrap();
     assert!(groth16::verify(&key.vk, &public, &proof).unwrap());

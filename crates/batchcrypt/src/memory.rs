@@ -203,6 +203,19 @@ impl<T: Clone + Send + 'static> VecPool<T> {
         v
     }
 
+    /// The process's pool of vectors of `T` (keeping 64 idle), for generic code, which cannot
+    /// declare a static per type.
+    pub fn shared() -> &'static VecPool<T> {
+        use std::any::{Any, TypeId};
+        type Pools = std::collections::BTreeMap<TypeId, &'static (dyn Any + Send + Sync)>;
+        static POOLS: Mutex<Pools> = Mutex::new(Pools::new());
+        let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
+        let any: &'static (dyn Any + Send + Sync) = *pools
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::leak(Box::new(VecPool::<T>::new(64))));
+        any.downcast_ref().expect("keyed by its type")
+    }
+
     /// Returns a vector for later calls.
     pub fn give(&self, v: Vec<T>) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());

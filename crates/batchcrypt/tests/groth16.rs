@@ -7,8 +7,9 @@
 //! BATCHCRYPT_REQUIRE_ZK_FIXTURES=1 (and BATCHCRYPT_REQUIRE_SNARKJS=1), so CI runs them all.
 
 use ark_ff::{One, Zero};
-use batchcrypt::bn254::Fr;
-use batchcrypt::groth16::{self, Proof, ProvingKey, R1cs, Witness};
+use batchcrypt::bls12_381::Bls12_381;
+use batchcrypt::bn254::{Bn254, Fr};
+use batchcrypt::groth16::{self, Curve, CurveId, Proof};
 use batchcrypt::{Error, Primitive};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,29 @@ use std::process::Command;
 
 mod common;
 
-const CIRCUITS: [&str; 2] = ["mix", "chain-10"];
+// The types of the tests that run on BN254's fixtures only.
+type ProvingKey = groth16::ProvingKey<Bn254>;
+type R1cs = groth16::R1cs<Fr>;
+type Witness = groth16::Witness<Fr>;
+
+/// `#[test] fn NAME()` running `BODY::<C>(circuits, primitive)` on each curve's fixtures.
+macro_rules! on_both_curves {
+    ($($name:ident => $body:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            $body::<Bn254>(&["mix", "chain-10"], Primitive::Bn254);
+            $body::<Bls12_381>(&["mix-bls12381", "chain-10-bls12381"], Primitive::Bls12_381);
+        }
+    )*};
+}
+
+on_both_curves! {
+    our_proofs_verify_with_snarkjs_on_every_backend => snarkjs_verifies_ours_on,
+    a_precomputed_key_gives_the_same_proofs => precomputed_on,
+    our_verifier_agrees_with_snarkjs => our_verifier_on,
+    verification_key_json_reads_as_the_zkeys_key => verification_key_on,
+}
+
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -79,10 +102,10 @@ fn scratch(what: &str) -> PathBuf {
     d
 }
 
-fn load(dir: &Path) -> (ProvingKey, Witness) {
+fn load<C: Curve>(dir: &Path) -> (groth16::ProvingKey<C>, groth16::Witness<C::Fr>) {
     (
-        ProvingKey::read(dir.join("circuit.zkey")).unwrap(),
-        Witness::read(dir.join("witness.wtns")).unwrap(),
+        groth16::ProvingKey::read(dir.join("circuit.zkey")).unwrap(),
+        groth16::Witness::read(dir.join("witness.wtns")).unwrap(),
     )
 }
 
@@ -90,17 +113,16 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed)
 }
 
-#[test]
-fn our_proofs_verify_with_snarkjs_on_every_backend() {
-    for name in CIRCUITS {
+fn snarkjs_verifies_ours_on<C: Curve>(circuits: &[&str], primitive: Primitive) {
+    for &name in circuits {
         let Some(dir) = fixture(name) else { return };
-        let (pk, witness) = load(&dir);
-        let expected_public = groth16::public_from_json(
+        let (pk, witness) = load::<C>(&dir);
+        let expected_public = groth16::public_from_json::<C::Fr>(
             &std::fs::read_to_string(dir.join("snarkjs.public.json")).unwrap(),
         )
         .unwrap();
         let mut proofs = Vec::new();
-        for b in common::backends(Primitive::Bn254) {
+        for b in common::backends(primitive) {
             let proved = common::engine(b)
                 .groth16()
                 .prove(&pk, &witness, &mut rng(7))
@@ -126,7 +148,7 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
             std::fs::write(&proof_path, proved.proof.to_json()).unwrap();
             std::fs::write(&public_path, groth16::public_json(&proved.public)).unwrap();
             assert_eq!(
-                Proof::from_json(&proved.proof.to_json()).unwrap(),
+                Proof::<C>::from_json(&proved.proof.to_json()).unwrap(),
                 proved.proof
             );
             if let Some(ok) = snarkjs_verify(
@@ -141,7 +163,7 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
                 );
                 // And rejects it for other public signals: the check above is not vacuous.
                 let mut other = proved.public.clone();
-                other[0] += Fr::one();
+                other[0] += C::Fr::one();
                 std::fs::write(&public_path, groth16::public_json(&other)).unwrap();
                 assert_eq!(
                     snarkjs_verify(
@@ -164,15 +186,14 @@ fn our_proofs_verify_with_snarkjs_on_every_backend() {
 
 /// A key whose bases are precomputed on the GPU (shifted copies) gives the very same proof for
 /// the same randomness, on every backend (the CPU reads the bases as they are).
-#[test]
-fn a_precomputed_key_gives_the_same_proofs() {
-    for name in CIRCUITS {
+fn precomputed_on<C: Curve>(circuits: &[&str], primitive: Primitive) {
+    for &name in circuits {
         let Some(dir) = fixture(name) else { return };
-        let (pk, witness) = load(&dir);
-        let pre = ProvingKey::read(dir.join("circuit.zkey"))
+        let (pk, witness) = load::<C>(&dir);
+        let pre = groth16::ProvingKey::<C>::read(dir.join("circuit.zkey"))
             .unwrap()
             .with_precomputation(8);
-        for b in common::backends(Primitive::Bn254) {
+        for b in common::backends(primitive) {
             let g = common::engine(b);
             let want = g.groth16().prove(&pk, &witness, &mut rng(9)).unwrap();
             for _ in 0..2 {
@@ -183,17 +204,23 @@ fn a_precomputed_key_gives_the_same_proofs() {
     }
 }
 
-#[test]
-fn our_verifier_agrees_with_snarkjs() {
-    for name in CIRCUITS {
+fn our_verifier_on<C: Curve>(circuits: &[&str], _: Primitive) {
+    for &name in circuits {
         let Some(dir) = fixture(name) else { return };
-        let pk = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        let pk = groth16::ProvingKey::<C>::read(dir.join("circuit.zkey")).unwrap();
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
-        let proof = Proof::from_json(&read("snarkjs.proof.json")).unwrap();
-        let public = groth16::public_from_json(&read("snarkjs.public.json")).unwrap();
+        let proof = Proof::<C>::from_json(&read("snarkjs.proof.json")).unwrap();
+        let public = groth16::public_from_json::<C::Fr>(&read("snarkjs.public.json")).unwrap();
         assert!(groth16::verify(&pk.vk, &public, &proof).unwrap(), "{name}");
+        // The same through the JSON entry point, which reads the curve from the key.
+        assert!(groth16::verify_json(
+            &read("verification_key.json"),
+            &read("snarkjs.public.json"),
+            &read("snarkjs.proof.json")
+        )
+        .unwrap());
         let mut wrong = public.clone();
-        *wrong.last_mut().unwrap() += Fr::one();
+        *wrong.last_mut().unwrap() += C::Fr::one();
         assert!(!groth16::verify(&pk.vk, &wrong, &proof).unwrap());
         let swapped = Proof {
             a: proof.c,
@@ -208,28 +235,68 @@ fn our_verifier_agrees_with_snarkjs() {
     }
 }
 
-#[test]
-fn verification_key_json_reads_as_the_zkeys_key() {
-    for name in CIRCUITS {
+fn verification_key_on<C: Curve>(circuits: &[&str], _: Primitive) {
+    for &name in circuits {
         let Some(dir) = fixture(name) else { return };
-        let pk = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        let pk = groth16::ProvingKey::<C>::read(dir.join("circuit.zkey")).unwrap();
         let text = std::fs::read_to_string(dir.join("verification_key.json")).unwrap();
         assert_eq!(
-            groth16::VerifyingKey::from_json(&text).unwrap(),
+            groth16::VerifyingKey::<C>::from_json(&text).unwrap(),
             pk.vk,
             "{name}"
         );
+        // Every file names its curve.
+        let want = CurveId::parse(C::SNARKJS).unwrap();
+        for f in ["circuit.zkey", "witness.wtns"] {
+            assert_eq!(CurveId::of_file(dir.join(f)).unwrap(), want, "{name}/{f}");
+        }
         // A point moved off its curve, a count that disagrees, another curve: errors.
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["vk_alpha_1"][1] = "5".into();
-        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+        assert!(groth16::VerifyingKey::<C>::from_json(&v.to_string()).is_err());
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["nPublic"] = (pk.vk.ic.len() as u64).into();
-        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+        assert!(groth16::VerifyingKey::<C>::from_json(&v.to_string()).is_err());
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        v["curve"] = "bls12381".into();
-        assert!(groth16::VerifyingKey::from_json(&v.to_string()).is_err());
+        v["curve"] = if C::SNARKJS == "bn128" { "bls12381" } else { "bn128" }.into();
+        assert!(groth16::VerifyingKey::<C>::from_json(&v.to_string()).is_err());
     }
+}
+
+/// A key, witness or proof of one curve given where the other's is expected: a clear error,
+/// never a proof or a verdict.
+#[test]
+fn files_of_the_other_curve_are_errors() {
+    let (Some(bn), Some(bls)) = (fixture("mix"), fixture("mix-bls12381")) else {
+        return;
+    };
+    assert!(groth16::ProvingKey::<Bls12_381>::read(bn.join("circuit.zkey")).is_err());
+    assert!(groth16::ProvingKey::<Bn254>::read(bls.join("circuit.zkey")).is_err());
+    let e = groth16::Witness::<Fr>::read(bls.join("witness.wtns"))
+        .err()
+        .expect("a BLS12-381 witness is not a BN254 one");
+    assert!(e.to_string().contains("circom --prime"), "{e}");
+    let key = groth16::AnyProvingKey::read(bn.join("circuit.zkey")).unwrap();
+    assert_eq!(key.curve(), CurveId::Bn254);
+    let other = std::fs::read(bls.join("witness.wtns")).unwrap();
+    assert!(key.check_witness(&other).is_err());
+    let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    assert!(groth16::Proof::<Bn254>::from_json(&read(&bls, "snarkjs.proof.json")).is_err());
+    // A BLS12-381 proof against a BN254 key through the JSON entry point.
+    assert!(groth16::verify_json(
+        &read(&bn, "verification_key.json"),
+        &read(&bls, "snarkjs.public.json"),
+        &read(&bls, "snarkjs.proof.json")
+    )
+    .is_err());
+    // And a proof by the prover of either curve verifies through the any-curve key.
+    let key = groth16::AnyProvingKey::read(bls.join("circuit.zkey")).unwrap();
+    let w = std::fs::read(bls.join("witness.wtns")).unwrap();
+    let proved = key
+        .prove(&common::engine(batchcrypt::Backend::Arkworks), &w, &mut rng(3))
+        .unwrap();
+    assert!(key.verify(&proved.public, &proved.proof).unwrap());
+    assert!(proved.proof.contains("bls12381"));
 }
 
 /// The engine under test for error cases: the default choice (the GPU where there is one),
@@ -244,7 +311,7 @@ fn prove(pk: &ProvingKey, w: &Witness) -> batchcrypt::Result<groth16::Proved> {
 #[test]
 fn a_witness_that_does_not_satisfy_the_circuit_is_an_error() {
     let Some(dir) = fixture("mix") else { return };
-    let (pk, witness) = load(&dir);
+    let (pk, witness) = load::<Bn254>(&dir);
     // A public signal and private ones changed in turn (a signal that no constraint mentions
     // may take any value: those are left out).
     for i in [1, pk.n_public + 1, pk.n_public + 2, pk.n_public + 4] {
@@ -271,8 +338,8 @@ fn a_witness_of_another_circuit_is_an_error() {
     let (Some(a), Some(b)) = (fixture("mix"), fixture("chain-10")) else {
         return;
     };
-    let (pk, _) = load(&a);
-    let (_, other) = load(&b);
+    let (pk, _) = load::<Bn254>(&a);
+    let (_, other) = load::<Bn254>(&b);
     let e = prove(&pk, &other).err().expect("an error");
     assert!(e.to_string().contains("different circuits"), "{e}");
 }
@@ -308,7 +375,7 @@ fn truncated_or_damaged_files_are_errors() {
     ));
     assert!(matches!(Witness::parse(&big), Err(Error::Corrupt(_))));
     // Random byte flips: an error or a key whose proofs still verify, never a panic or a bad proof.
-    let (_, witness) = load(&dir);
+    let (_, witness) = load::<Bn254>(&dir);
     for _ in 0..200 {
         let mut z = zkey.clone();
         let i = r.below(z.len() as u64) as usize;
@@ -378,10 +445,10 @@ fn an_r1cs_header_claiming_more_wires_than_the_file_holds_is_an_error() {
 
 #[test]
 fn r1cs_reader_checks_witnesses() {
-    for name in CIRCUITS {
+    for name in ["mix", "chain-10"] {
         let Some(dir) = fixture(name) else { return };
         let r1cs = R1cs::read(dir.join("circuit.r1cs")).unwrap();
-        let (pk, witness) = load(&dir);
+        let (pk, witness) = load::<Bn254>(&dir);
         assert_eq!(
             (r1cs.n_wires, r1cs.n_public),
             (pk.n_vars, pk.n_public),
@@ -405,11 +472,11 @@ fn r1cs_reader_checks_witnesses() {
 /// verifies our proofs, and our prover and verifier agree with both.
 #[test]
 fn our_setup_makes_keys_snarkjs_proves_with() {
-    for name in CIRCUITS {
+    for name in ["mix", "chain-10"] {
         let Some(dir) = fixture(name) else { return };
         let r1cs = R1cs::read(dir.join("circuit.r1cs")).unwrap();
         let witness = Witness::read(dir.join("witness.wtns")).unwrap();
-        let zkey = groth16::setup(&r1cs, &mut rng(3)).unwrap();
+        let zkey = groth16::setup::<Bn254, _>(&r1cs, &mut rng(3)).unwrap();
         let pk = ProvingKey::parse(&zkey).unwrap();
         let theirs = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
         assert_eq!(
@@ -469,7 +536,7 @@ fn our_setup_makes_keys_snarkjs_proves_with() {
 fn the_service_proves_many_at_once_and_isolates_failures() {
     use std::sync::Arc;
     let Some(dir) = fixture("mix") else { return };
-    let (pk, witness) = load(&dir);
+    let (pk, witness) = load::<Bn254>(&dir);
     let pk = Arc::new(pk);
     for b in common::backends(Primitive::Bn254) {
         let service = groth16::ProverService::start(

@@ -1,9 +1,11 @@
 //! `batchcrypt prove`: a Groth16 proof for a circom circuit, as `snarkjs groth16 prove` makes it;
-//! `batchcrypt groth16-setup`: a development proving key for any circuit size.
+//! `batchcrypt groth16-setup`: a development proving key for any circuit size. Both curves
+//! (BN254, BLS12-381): each command reads the curve from its input file and runs the generic
+//! library on it.
 
 use anyhow::Result;
-use batchcrypt::groth16::{self, ProvingKey, R1cs, Witness};
-use batchcrypt::Engine;
+use batchcrypt::groth16::{self, Curve, CurveId, ProvingKey, R1cs, Witness};
+use batchcrypt::{with_curve, Engine};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -11,9 +13,10 @@ use std::time::Instant;
 #[command(
     about = "Groth16 proof for a circom circuit: reads snarkjs's proving key and a witness, writes proof.json and public.json",
     long_about = "Proves that a witness satisfies a circom circuit, with the proving key from \
-`snarkjs groth16 setup` (and `snarkjs zkey contribute`). Writes proof.json and public.json exactly \
-as `snarkjs groth16 prove` does, so `snarkjs groth16 verify` and the Solidity verifier exported by \
-snarkjs accept them. The NTTs and MSMs run where the cost model says (--backend forces one). Every \
+`snarkjs groth16 setup` (and `snarkjs zkey contribute`), over BN254 (circom's default, snarkjs's \
+bn128) or BLS12-381 (`circom --prime bls12381`): the curve is read from the key. Writes proof.json \
+and public.json exactly as `snarkjs groth16 prove` does, so `snarkjs groth16 verify` (and, on \
+BN254, the Solidity verifier exported by snarkjs) accept them. The NTTs and MSMs run where the cost model says (--backend forces one). Every \
 proof is checked before it is written: a witness that does not satisfy the circuit is an error.",
     after_help = "Examples:\n  circom circuit.circom --r1cs --wasm\n  snarkjs wtns calculate circuit_js/circuit.wasm input.json witness.wtns\n  batchcrypt prove circuit.zkey witness.wtns proof.json public.json\n  snarkjs groth16 verify verification_key.json public.json proof.json\n  batchcrypt prove circuit.zkey witness.wtns --repeat 5 --timings --trace trace.json"
 )]
@@ -53,18 +56,23 @@ struct KeyOptions {
 }
 
 impl KeyOptions {
-    fn read(&self, zkey: &std::path::Path) -> Result<ProvingKey> {
+    fn read<C: Curve>(&self, zkey: &std::path::Path) -> Result<ProvingKey<C>> {
         Ok(ProvingKey::read(zkey)?.with_precomputation(self.precompute))
     }
 }
 
 pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
+    with_curve!(CurveId::of_file(&a.zkey)?, C => prove_on::<C>(engine, a))
+}
+
+fn prove_on<C: Curve>(engine: &Engine, a: &ProveArgs) -> Result<()> {
     let t = Instant::now();
-    let pk = a.key.read(&a.zkey)?;
+    let pk = a.key.read::<C>(&a.zkey)?;
     let witness = Witness::read(&a.witness)?;
     eprintln!(
-        "read {} ({} signals, {} public, domain 2^{}) and the witness in {:.0} ms",
+        "read {} ({}: {} signals, {} public, domain 2^{}) and the witness in {:.0} ms",
         a.zkey.display(),
+        C::NAME,
         pk.n_vars,
         pk.n_public,
         pk.domain_size.trailing_zeros(),
@@ -109,7 +117,8 @@ pub fn prove(engine: &Engine, a: &ProveArgs) -> Result<()> {
 #[command(
     about = "Development Groth16 proving key for a circom circuit (.r1cs in, snarkjs .zkey out), from a one-party setup: for tests and benchmarks only",
     long_about = "Makes a Groth16 proving key in snarkjs's format for a circuit of any size in \
-seconds, without a powers-of-tau ceremony: the secrets are drawn at random by this one process and \
+seconds, on the circuit's curve (BN254, or BLS12-381 for `circom --prime bls12381`), without a \
+powers-of-tau ceremony: the secrets are drawn at random by this one process and \
 then dropped. Whoever runs it could keep them and forge proofs, so such keys are for tests and \
 benchmarks only; for anything real use a ceremony (`snarkjs powersoftau`, `snarkjs groth16 \
 setup`, `snarkjs zkey contribute`). snarkjs reads these keys (`snarkjs zkey export \
@@ -124,17 +133,22 @@ pub struct SetupArgs {
 }
 
 pub fn setup(a: &SetupArgs) -> Result<()> {
+    with_curve!(CurveId::of_file(&a.r1cs)?, C => setup_on::<C>(a))
+}
+
+fn setup_on<C: Curve>(a: &SetupArgs) -> Result<()> {
     let t = Instant::now();
-    let r1cs = R1cs::read(&a.r1cs)?;
+    let r1cs = R1cs::<C::Fr>::read(&a.r1cs)?;
     eprintln!(
-        "read {} ({} constraints, {} wires, {} public) in {:.1} s; computing the key...",
+        "read {} ({}: {} constraints, {} wires, {} public) in {:.1} s; computing the key...",
         a.r1cs.display(),
+        C::NAME,
         r1cs.constraints.len(),
         r1cs.n_wires,
         r1cs.n_public,
         t.elapsed().as_secs_f64()
     );
-    let zkey = groth16::setup(&r1cs, &mut rand::rngs::OsRng)?;
+    let zkey = groth16::setup::<C, _>(&r1cs, &mut rand::rngs::OsRng)?;
     batchcrypt::output::write(&a.zkey, &zkey)?;
     println!(
         "wrote {} ({} MB) in {:.1} s: a development key, not for production (see --help)",
@@ -174,13 +188,18 @@ pub struct ServerArgs {
 }
 
 pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
+    with_curve!(CurveId::of_file(&a.zkey)?, C => serve_on::<C>(engine, a))
+}
+
+fn serve_on<C: Curve>(engine: Engine, a: &ServerArgs) -> Result<()> {
     use batchcrypt::groth16::{ProverService, ServiceConfig};
     use std::io::BufRead;
     use std::sync::Arc;
-    let pk = Arc::new(a.key.read(&a.zkey)?);
+    let pk = Arc::new(a.key.read::<C>(&a.zkey)?);
     eprintln!(
-        "key {}: {} signals, domain 2^{}; {} workers, queue {}",
+        "key {} ({}): {} signals, domain 2^{}; {} workers, queue {}",
         a.zkey.display(),
+        C::NAME,
         pk.n_vars,
         pk.domain_size.trailing_zeros(),
         a.workers,
@@ -205,7 +224,7 @@ pub fn serve(engine: Engine, a: &ServerArgs) -> Result<()> {
             let result: Result<_> = match ticket {
                 None => Err(anyhow::anyhow!("cannot read the witness")),
                 Some(Err(e)) => Err(anyhow::Error::from(e)),
-                Some(Ok(t)) => batchcrypt::groth16::Ticket::wait(t)
+                Some(Ok(t)) => batchcrypt::groth16::Ticket::<C>::wait(t)
                     .map_err(anyhow::Error::from)
                     .and_then(|p| {
                         batchcrypt::output::write(&proof, p.proof.to_json())?;

@@ -10,7 +10,7 @@
 
 pub use crate::msm::{Affine, Bases, Projective};
 pub use ark_bls12_381::{g1::Config as G1, g2::Config as G2};
-pub use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+pub use ark_bls12_381::{Bls12_381, Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 
 use crate::backend::Primitive;
 use crate::operation::Operation;

@@ -9,7 +9,7 @@
 pub use crate::msm::{Affine, Bases, Projective};
 /// The groups, as MSM type parameters: `engine.msm::<bn254::G2>(..)`.
 pub use ark_bn254::{g1::Config as G1, g2::Config as G2};
-pub use ark_bn254::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+pub use ark_bn254::{Bn254, Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 
 use crate::backend::Primitive;
 use crate::operation::Operation;

@@ -1,6 +1,9 @@
-//! Groth16 proofs for circom/snarkjs circuits over BN254: reads snarkjs's proving key (`.zkey`)
-//! and circom's witness (`.wtns`), and writes `proof.json` and `public.json` as snarkjs does, so
-//! `snarkjs groth16 verify` and the Solidity verifiers it exports accept them.
+//! Groth16 proofs for circom/snarkjs circuits over BN254 and BLS12-381 (any [`Curve`]): reads
+//! snarkjs's proving key (`.zkey`) and circom's witness (`.wtns`), and writes `proof.json` and
+//! `public.json` as snarkjs does, so `snarkjs groth16 verify` (and, on BN254, the Solidity
+//! verifiers it exports) accept them. The curve is a type parameter (`ProvingKey<bls12_381::Bls12_381>`);
+//! applications that take either at run time read it from the file ([`CurveId::of_file`]) and
+//! call through [`crate::with_curve`].
 //!
 //! The prover follows snarkjs's algorithm step for step, with the heavy steps on the engine:
 //! 1. A·w and B·w on the evaluation domain (the zkey holds only A and B; C·w = (A·w)∘(B·w)
@@ -15,13 +18,17 @@
 //! satisfy the circuit, or a proving key and witness of different circuits, is an error, never a
 //! proof that does not verify.
 
+mod any;
 mod binfile;
+mod curve;
 mod r1cs;
 mod service;
 mod setup;
 mod wtns;
 mod zkey;
 
+pub use any::{verify_json, AnyProvingKey, ProvedJson};
+pub use curve::{n8q, n8r, Curve, CurveId};
 pub use r1cs::R1cs;
 pub use service::{ProverService, ServiceConfig, Ticket};
 pub use setup::setup;
@@ -29,36 +36,38 @@ pub use wtns::Witness;
 pub use zkey::ProvingKey;
 
 use crate::backend::Backend;
-use crate::bn254::{Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use crate::error::{Error, Result};
+use crate::msm::{Affine, Projective};
 use crate::ntt::Ntt;
 use crate::Engine;
 use ark_ec::pairing::Pairing;
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, One, PrimeField, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, Field, One, PrimeField, UniformRand, Zero};
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// The provers' large vectors (the domain's evaluations, the quotient), reused across proofs.
-static SCRATCH: crate::memory::VecPool<Fr> = crate::memory::VecPool::new(64);
+type G1Affine<C> = Affine<<C as Curve>::G1>;
+type G2Affine<C> = Affine<<C as Curve>::G2>;
+type G1Projective<C> = Projective<<C as Curve>::G1>;
+type G2Projective<C> = Projective<<C as Curve>::G2>;
 
 /// The verification key: the points of snarkjs's `verification_key.json`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VerifyingKey {
-    pub alpha_g1: G1Affine,
-    pub beta_g2: G2Affine,
-    pub gamma_g2: G2Affine,
-    pub delta_g2: G2Affine,
+pub struct VerifyingKey<C: Curve = crate::bn254::Bn254> {
+    pub alpha_g1: G1Affine<C>,
+    pub beta_g2: G2Affine<C>,
+    pub gamma_g2: G2Affine<C>,
+    pub delta_g2: G2Affine<C>,
     /// One point for the constant and one per public signal.
-    pub ic: Vec<G1Affine>,
+    pub ic: Vec<G1Affine<C>>,
 }
 
 /// A Groth16 proof (snarkjs's pi_a, pi_b, pi_c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Proof {
-    pub a: G1Affine,
-    pub b: G2Affine,
-    pub c: G1Affine,
+pub struct Proof<C: Curve = crate::bn254::Bn254> {
+    pub a: G1Affine<C>,
+    pub b: G2Affine<C>,
+    pub c: G1Affine<C>,
 }
 
 /// One step of a proof, for timings and traces.
@@ -73,10 +82,10 @@ pub struct Stage {
 }
 
 /// A proof, its public signals and how it was made.
-pub struct Proved {
-    pub proof: Proof,
+pub struct Proved<C: Curve = crate::bn254::Bn254> {
+    pub proof: Proof<C>,
     /// The public signals (public.json), in the circuit's order.
-    pub public: Vec<Fr>,
+    pub public: Vec<C::Fr>,
     pub stages: Vec<Stage>,
 }
 
@@ -111,21 +120,18 @@ impl Clock {
 
 impl Groth16<'_> {
     /// A proof that `witness` satisfies `pk`'s circuit, blinded with randomness from `rng`.
-    pub fn prove<R: rand::Rng + ?Sized>(
+    pub fn prove<C: Curve, R: rand::Rng + ?Sized>(
         &self,
-        pk: &ProvingKey,
-        witness: &Witness,
+        pk: &ProvingKey<C>,
+        witness: &Witness<C::Fr>,
         rng: &mut R,
-    ) -> Result<Proved> {
+    ) -> Result<Proved<C>> {
+        any::check_signals(pk.n_vars, witness)?;
         let w = &witness.values;
-        if w.len() != pk.n_vars {
-            return Err(Error::invalid(format!(
-                "the witness has {} signals but the proving key's circuit has {}: they are of different circuits",
-                w.len(),
-                pk.n_vars
-            )));
-        }
         let n = pk.domain_size;
+        // The provers' large vectors (the domain's evaluations, the quotient), reused across
+        // proofs.
+        let scratch = crate::memory::VecPool::<C::Fr>::shared();
         let mut clock = Clock {
             origin: Instant::now(),
             stages: Vec::new(),
@@ -133,11 +139,11 @@ impl Groth16<'_> {
 
         // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
         let mut abc = clock.run("evaluate A, B, C", || {
-            let mut abc = SCRATCH.take(3 * n, Fr::ZERO);
+            let mut abc = scratch.take(3 * n, C::Fr::ZERO);
             pk.evaluate(w, &mut abc);
             Ok((abc, None))
         })?;
-        let odd = crate::ntt::root_of_unity::<Fr>(2 * n as u64)
+        let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
             .expect("2n divides r - 1, checked on load");
         clock.run("NTTs (A, B, C to the odd coset)", || {
             let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
@@ -147,16 +153,16 @@ impl Groth16<'_> {
         let h = clock.run("quotient A·B − C", || {
             let (a, rest) = abc.split_at(n);
             let (b, c) = rest.split_at(n);
-            let mut h = SCRATCH.take(n, Fr::ZERO);
+            let mut h = scratch.take(n, C::Fr::ZERO);
             (h.as_mut_slice(), a, b, c)
                 .into_par_iter()
                 .with_min_len(1 << 12)
                 .for_each(|(h, a, b, c)| *h = *a * b - c);
             Ok((h, None))
         })?;
-        SCRATCH.give(abc);
+        scratch.give(abc);
 
-        let msm1 = |clock: &mut Clock, name, bases, scalars: &[Fr]| {
+        let msm1 = |clock: &mut Clock, name, bases, scalars: &[C::Fr]| {
             clock.run(name, || {
                 let out = self.engine.msm(bases, scalars)?;
                 Ok((out.value, Some(out.backend)))
@@ -170,14 +176,14 @@ impl Groth16<'_> {
         })?;
         let c = msm1(&mut clock, "MSM C", &pk.c_query, &w[pk.n_public + 1..])?;
         let hc = msm1(&mut clock, "MSM H", &pk.h_query, &h)?;
-        SCRATCH.give(h);
+        scratch.give(h);
 
         let proved = clock.run("blind and check", || {
-            let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+            let (r, s) = (C::Fr::rand(rng), C::Fr::rand(rng));
             let vk = &pk.vk;
             let pi_a = a + vk.alpha_g1 + pk.delta_g1 * r;
-            let pi_b: G2Projective = b2 + vk.beta_g2 + vk.delta_g2 * s;
-            let b1: G1Projective = b1 + pk.beta_g1 + pk.delta_g1 * s;
+            let pi_b: G2Projective<C> = b2 + vk.beta_g2 + vk.delta_g2 * s;
+            let b1: G1Projective<C> = b1 + pk.beta_g1 + pk.delta_g1 * s;
             let pi_c = c + hc + pi_a * s + b1 * r - pk.delta_g1 * (r * s);
             let proof = Proof {
                 a: pi_a.into_affine(),
@@ -203,7 +209,7 @@ impl Groth16<'_> {
 /// Whether `proof` verifies for `public` under `vk`: e(A, B) = e(α, β) · e(IC(public), γ) · e(C, δ).
 /// Points off the curve or out of the group make it false; a public input count that does not
 /// match the key is an error.
-pub fn verify(vk: &VerifyingKey, public: &[Fr], proof: &Proof) -> Result<bool> {
+pub fn verify<C: Curve>(vk: &VerifyingKey<C>, public: &[C::Fr], proof: &Proof<C>) -> Result<bool> {
     if public.len() + 1 != vk.ic.len() {
         return Err(Error::invalid(format!(
             "{} public signals for a verification key that takes {}",
@@ -211,15 +217,17 @@ pub fn verify(vk: &VerifyingKey, public: &[Fr], proof: &Proof) -> Result<bool> {
             vk.ic.len() - 1
         )));
     }
-    let g2_ok = |p: &G2Affine| p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve();
-    if !proof.a.is_on_curve() || !proof.c.is_on_curve() || !g2_ok(&proof.b) {
+    // BLS12-381's G1 has a cofactor: on the curve is not enough there.
+    let g1_ok = |p: &G1Affine<C>| p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve();
+    let g2_ok = |p: &G2Affine<C>| p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve();
+    if !g1_ok(&proof.a) || !g1_ok(&proof.c) || !g2_ok(&proof.b) {
         return Ok(false);
     }
     let vk_x = public
         .iter()
         .zip(&vk.ic[1..])
-        .fold(G1Projective::from(vk.ic[0]), |acc, (x, p)| acc + *p * x);
-    let lhs = ark_bn254::Bn254::multi_pairing(
+        .fold(G1Projective::<C>::from(vk.ic[0]), |acc, (x, p)| acc + *p * x);
+    let lhs = C::Pairing::multi_pairing(
         [
             (-proof.a.into_group()).into_affine(),
             vk.alpha_g1,
@@ -236,15 +244,20 @@ fn decimal<F: PrimeField>(x: &F) -> String {
     x.into_bigint().to_string()
 }
 
-fn g1_json(p: &G1Affine) -> serde_json::Value {
+fn g1_json<C: Curve>(p: &G1Affine<C>) -> serde_json::Value {
     match p.xy() {
         Some((x, y)) => serde_json::json!([decimal(&x), decimal(&y), "1"]),
         None => serde_json::json!(["0", "1", "0"]),
     }
 }
 
-fn fq2_json(x: &Fq2) -> serde_json::Value {
-    serde_json::json!([decimal(&x.c0), decimal(&x.c1)])
+/// An Fq2 element as [c0, c1].
+fn fq2_json<F: Field>(x: &F) -> serde_json::Value {
+    serde_json::Value::Array(
+        x.to_base_prime_field_elements()
+            .map(|c| serde_json::Value::String(decimal(&c)))
+            .collect(),
+    )
 }
 
 /// An Fq or Fr element from a decimal string, checked below the modulus.
@@ -271,31 +284,36 @@ fn decimals<F: PrimeField>(v: &serde_json::Value, len: usize, what: &str) -> Res
     }
 }
 
-/// A point from snarkjs's projective triple [x, y, z] with z = 1 (or the point at infinity).
-fn g1_from_json(v: &serde_json::Value, what: &str) -> Result<G1Affine> {
-    let c = decimals::<crate::bn254::Fq>(v, 3, what)?;
+/// A point from snarkjs's projective triple [x, y, z] with z = 1 (or the point at infinity),
+/// checked on the curve and in the group.
+fn g1_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G1Affine<C>> {
+    let c = decimals::<C::Fq>(v, 3, what)?;
     if c[2].is_zero() {
-        return Ok(G1Affine::identity());
+        return Ok(G1Affine::<C>::identity());
     }
-    let p = G1Affine::new_unchecked(c[0], c[1]);
-    if !c[2].is_one() || !p.is_on_curve() {
+    let p = G1Affine::<C>::new_unchecked(c[0], c[1]);
+    if !c[2].is_one() || !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
         return Err(Error::invalid(format!("{what} is not a point of G1")));
     }
     Ok(p)
 }
 
-fn g2_from_json(v: &serde_json::Value, what: &str) -> Result<G2Affine> {
+fn g2_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G2Affine<C>> {
+    type Fq2<C> = <<C as Curve>::G2 as ark_ec::CurveConfig>::BaseField;
     let c = match v.as_array() {
         Some(a) if a.len() == 3 => a
             .iter()
-            .map(|e| decimals::<crate::bn254::Fq>(e, 2, what).map(|c| Fq2::new(c[0], c[1])))
+            .map(|e| {
+                let c = decimals::<<Fq2<C> as Field>::BasePrimeField>(e, 2, what)?;
+                Ok(Fq2::<C>::from_base_prime_field_elems(c).expect("two coordinates"))
+            })
             .collect::<Result<Vec<_>>>()?,
         _ => return Err(Error::invalid(format!("{what}: expected 3 coordinates"))),
     };
     if c[2].is_zero() {
-        return Ok(G2Affine::identity());
+        return Ok(G2Affine::<C>::identity());
     }
-    let p = G2Affine::new_unchecked(c[0], c[1]);
+    let p = G2Affine::<C>::new_unchecked(c[0], c[1]);
     if !c[2].is_one() || !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
         return Err(Error::invalid(format!("{what} is not a point of G2")));
     }
@@ -312,24 +330,32 @@ fn groth16_json(text: &str, file: &str, what: &str) -> Result<serde_json::Value>
     Ok(v)
 }
 
-impl VerifyingKey {
+/// The curve named by a snarkjs JSON file, which must be `C`.
+fn check_curve<C: Curve>(v: &serde_json::Value, file: &str) -> Result<()> {
+    if v["curve"] != C::SNARKJS {
+        return Err(Error::invalid(format!(
+            "{file} is for the curve {}, not {} ({})",
+            v["curve"],
+            C::SNARKJS,
+            C::NAME
+        )));
+    }
+    Ok(())
+}
+
+impl<C: Curve> VerifyingKey<C> {
     /// The key from snarkjs's `verification_key.json` (`snarkjs zkey export verificationkey`),
     /// every point checked on its curve and in its group.
-    pub fn from_json(text: &str) -> Result<VerifyingKey> {
+    pub fn from_json(text: &str) -> Result<VerifyingKey<C>> {
         let v = groth16_json(text, "verification_key.json", "key")?;
-        if v["curve"] != "bn128" {
-            return Err(Error::invalid(format!(
-                "verification_key.json is for the curve {}, this verifier is for bn128",
-                v["curve"]
-            )));
-        }
+        check_curve::<C>(&v, "verification_key.json")?;
         let ic = v["IC"]
             .as_array()
             .filter(|a| !a.is_empty())
             .ok_or_else(|| Error::invalid("verification_key.json: IC is not a list of points"))?
             .iter()
             .enumerate()
-            .map(|(i, p)| g1_from_json(p, &format!("IC[{i}]")))
+            .map(|(i, p)| g1_from_json::<C>(p, &format!("IC[{i}]")))
             .collect::<Result<Vec<_>>>()?;
         if v["nPublic"].as_u64() != Some(ic.len() as u64 - 1) {
             return Err(Error::invalid(format!(
@@ -339,23 +365,24 @@ impl VerifyingKey {
             )));
         }
         Ok(VerifyingKey {
-            alpha_g1: g1_from_json(&v["vk_alpha_1"], "vk_alpha_1")?,
-            beta_g2: g2_from_json(&v["vk_beta_2"], "vk_beta_2")?,
-            gamma_g2: g2_from_json(&v["vk_gamma_2"], "vk_gamma_2")?,
-            delta_g2: g2_from_json(&v["vk_delta_2"], "vk_delta_2")?,
+            alpha_g1: g1_from_json::<C>(&v["vk_alpha_1"], "vk_alpha_1")?,
+            beta_g2: g2_from_json::<C>(&v["vk_beta_2"], "vk_beta_2")?,
+            gamma_g2: g2_from_json::<C>(&v["vk_gamma_2"], "vk_gamma_2")?,
+            delta_g2: g2_from_json::<C>(&v["vk_delta_2"], "vk_delta_2")?,
             ic,
         })
     }
 }
 
-impl Proof {
+impl<C: Curve> Proof<C> {
     /// A proof from snarkjs's `proof.json` (points checked on their curve and in their group).
-    pub fn from_json(text: &str) -> Result<Proof> {
+    pub fn from_json(text: &str) -> Result<Proof<C>> {
         let v = groth16_json(text, "proof.json", "proof")?;
+        check_curve::<C>(&v, "proof.json")?;
         Ok(Proof {
-            a: g1_from_json(&v["pi_a"], "pi_a")?,
-            b: g2_from_json(&v["pi_b"], "pi_b")?,
-            c: g1_from_json(&v["pi_c"], "pi_c")?,
+            a: g1_from_json::<C>(&v["pi_a"], "pi_a")?,
+            b: g2_from_json::<C>(&v["pi_b"], "pi_b")?,
+            c: g1_from_json::<C>(&v["pi_c"], "pi_c")?,
         })
     }
 
@@ -366,11 +393,11 @@ impl Proof {
             None => serde_json::json!([["0", "0"], ["1", "0"], ["0", "0"]]),
         };
         let v = serde_json::json!({
-            "pi_a": g1_json(&self.a),
+            "pi_a": g1_json::<C>(&self.a),
             "pi_b": b,
-            "pi_c": g1_json(&self.c),
+            "pi_c": g1_json::<C>(&self.c),
             "protocol": "groth16",
-            "curve": "bn128",
+            "curve": C::SNARKJS,
         });
         serde_json::to_string_pretty(&v).expect("JSON of strings") + "\n"
     }
@@ -397,8 +424,8 @@ pub fn chrome_trace(jobs: &[(String, &[Stage])]) -> String {
         .expect("JSON of numbers and strings")
 }
 
-/// Public signals from snarkjs's `public.json`.
-pub fn public_from_json(text: &str) -> Result<Vec<Fr>> {
+/// Public signals from snarkjs's `public.json`, elements of `F` (a curve's `Fr`).
+pub fn public_from_json<F: PrimeField>(text: &str) -> Result<Vec<F>> {
     let v: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| Error::invalid(format!("public.json is not JSON: {e}")))?;
     let a = v
@@ -408,7 +435,7 @@ pub fn public_from_json(text: &str) -> Result<Vec<Fr>> {
 }
 
 /// snarkjs's `public.json`: the public signals as decimal strings.
-pub fn public_json(public: &[Fr]) -> String {
+pub fn public_json<F: PrimeField>(public: &[F]) -> String {
     let v: Vec<String> = public.iter().map(decimal).collect();
     serde_json::to_string_pretty(&v).expect("JSON of strings") + "\n"
 }

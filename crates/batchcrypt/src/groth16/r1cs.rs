@@ -3,18 +3,18 @@
 //! coefficients little-endian in standard form; A·w × B·w = C·w for a satisfying witness w.
 
 use super::binfile::BinFile;
+use super::wtns::field;
 use super::zkey::bigint;
-use crate::bn254::Fr;
 use crate::error::{Error, Result};
 use ark_ff::{BigInteger, PrimeField};
 
 const WHAT: &str = "constraint system (.r1cs)";
 
 /// A linear combination: (wire, coefficient) terms.
-pub type Combination = Vec<(u32, Fr)>;
+pub type Combination<F> = Vec<(u32, F)>;
 
-/// A rank-1 constraint system over BN254's Fr.
-pub struct R1cs {
+/// A rank-1 constraint system over the field `F` (a curve's `Fr`).
+pub struct R1cs<F = crate::bn254::Fr> {
     /// Wires, the constant 1 included (the witness's length).
     pub n_wires: usize,
     /// Public outputs, then public inputs, follow the constant.
@@ -24,10 +24,10 @@ pub struct R1cs {
     /// Private inputs, which follow the public signals.
     pub n_private_inputs: usize,
     /// (A, B, C) per constraint.
-    pub constraints: Vec<[Combination; 3]>,
+    pub constraints: Vec<[Combination<F>; 3]>,
 }
 
-impl R1cs {
+impl<F: PrimeField> R1cs<F> {
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();
         let data = std::fs::read(path).map_err(|e| {
@@ -42,11 +42,12 @@ impl R1cs {
     pub fn parse(data: &[u8]) -> Result<Self> {
         let file = BinFile::parse(data, b"r1cs", 1, WHAT)?;
         let mut h = file.section(1)?;
-        let n8 = h.count()?;
-        if n8 != 32 || h.bytes(32)? != <Fr as PrimeField>::MODULUS.to_bytes_le() {
-            return Err(Error::invalid(
-                "the constraint system is not over BN254's scalar field (circom --prime bn128)",
-            ));
+        let (n8, want) = field::<F>();
+        if h.count()? != n8 || h.bytes(n8)? != &want[..] {
+            return Err(Error::invalid(format!(
+                "the constraint system is not over the expected scalar field ({}-bit r); compiled for another curve (circom --prime)?",
+                F::MODULUS_BIT_SIZE
+            )));
         }
         let n_wires = h.count()?;
         let n_outputs = h.count()?;
@@ -63,9 +64,9 @@ impl R1cs {
         let mut s = file.section(2)?;
         let mut constraints = Vec::with_capacity(n_constraints.min(s.remaining() / 12));
         for c in 0..n_constraints {
-            let mut lc = || -> Result<Combination> {
+            let mut lc = || -> Result<Combination<F>> {
                 let terms = s.count()?;
-                if terms > s.remaining() / 36 {
+                if terms > s.remaining() / (4 + n8) {
                     return Err(Error::Corrupt(format!(
                         "{WHAT} is truncated in constraint {c}"
                     )));
@@ -73,7 +74,7 @@ impl R1cs {
                 (0..terms)
                     .map(|_| {
                         let wire = s.u32()?;
-                        let v = Fr::from_bigint(bigint(s.bytes(32)?));
+                        let v = F::from_bigint(bigint::<F>(s.bytes(n8)?));
                         match v {
                             Some(v) if (wire as usize) < n_wires => Ok((wire, v)),
                             _ => Err(Error::Corrupt(format!(
@@ -103,9 +104,10 @@ impl R1cs {
     /// the identity map from wires to labels (section 3).
     pub fn to_bytes(&self) -> Vec<u8> {
         let count = |out: &mut Vec<u8>, n: usize| out.extend_from_slice(&(n as u32).to_le_bytes());
-        let mut header = Vec::with_capacity(64);
-        count(&mut header, 32);
-        header.extend_from_slice(&<Fr as PrimeField>::MODULUS.to_bytes_le());
+        let (n8, modulus) = field::<F>();
+        let mut header = Vec::with_capacity(32 + n8);
+        count(&mut header, n8);
+        header.extend_from_slice(&modulus);
         for n in [
             self.n_wires,
             self.n_outputs,
@@ -117,7 +119,7 @@ impl R1cs {
         header.extend_from_slice(&(self.n_wires as u64).to_le_bytes()); // labels
         count(&mut header, self.constraints.len());
         let terms: usize = self.constraints.iter().flatten().map(Vec::len).sum();
-        let mut body = Vec::with_capacity(12 * self.constraints.len() + 36 * terms);
+        let mut body = Vec::with_capacity(12 * self.constraints.len() + (4 + n8) * terms);
         for lc in self.constraints.iter().flatten() {
             count(&mut body, lc.len());
             for (wire, v) in lc {
@@ -132,8 +134,8 @@ impl R1cs {
     }
 
     /// The first constraint `w` does not satisfy, if any (`w` as long as the wires).
-    pub fn unsatisfied(&self, w: &[Fr]) -> Option<usize> {
-        let eval = |lc: &Combination| -> Fr { lc.iter().map(|&(s, v)| v * w[s as usize]).sum() };
+    pub fn unsatisfied(&self, w: &[F]) -> Option<usize> {
+        let eval = |lc: &Combination<F>| -> F { lc.iter().map(|&(s, v)| v * w[s as usize]).sum() };
         self.constraints
             .iter()
             .position(|[a, b, c]| eval(a) * eval(b) != eval(c))

@@ -14,7 +14,7 @@
 //! staging is kept between calls, and large host buffers are freed by the one reclaimer thread
 //! ([`crate::memory::free_later`]).
 
-use super::{Proved, ProvingKey, Stage, Witness};
+use super::{Curve, Proved, ProvingKey, Stage, Witness};
 use crate::error::{Error, Result};
 use crate::Engine;
 use crossbeam_channel::{bounded, Receiver, Sender};
@@ -40,34 +40,34 @@ impl Default for ServiceConfig {
     }
 }
 
-struct Job {
-    witness: Witness,
+struct Job<C: Curve> {
+    witness: Witness<C::Fr>,
     submitted: Instant,
-    reply: Sender<Result<Proved>>,
+    reply: Sender<Result<Proved<C>>>,
 }
 
-/// A running prover: submit witnesses, wait on tickets.
-pub struct ProverService {
-    jobs: Option<Sender<Job>>,
+/// A running prover on one key over the curve `C`: submit witnesses, wait on tickets.
+pub struct ProverService<C: Curve = crate::bn254::Bn254> {
+    jobs: Option<Sender<Job<C>>>,
     workers: Vec<JoinHandle<()>>,
     origin: Instant,
 }
 
 /// A submitted job's result, when it is ready.
-pub struct Ticket(Receiver<Result<Proved>>);
+pub struct Ticket<C: Curve = crate::bn254::Bn254>(Receiver<Result<Proved<C>>>);
 
-impl Ticket {
+impl<C: Curve> Ticket<C> {
     /// Waits for the proof (its stages timed from the service's start, queue wait first).
-    pub fn wait(self) -> Result<Proved> {
+    pub fn wait(self) -> Result<Proved<C>> {
         self.0
             .recv()
             .unwrap_or_else(|_| Err(Error::invalid("the prover stopped before the job finished")))
     }
 }
 
-impl ProverService {
-    pub fn start(engine: Arc<Engine>, key: Arc<ProvingKey>, config: ServiceConfig) -> Self {
-        let (tx, rx) = bounded::<Job>(config.queue);
+impl<C: Curve> ProverService<C> {
+    pub fn start(engine: Arc<Engine>, key: Arc<ProvingKey<C>>, config: ServiceConfig) -> Self {
+        let (tx, rx) = bounded::<Job<C>>(config.queue);
         let origin = Instant::now();
         // One engine per GPU, shared by the workers pinned to it (and its calibrations with them).
         let gpus = engine.dispatcher().gpus().to_vec();
@@ -104,7 +104,7 @@ impl ProverService {
                                 );
                                 p
                             });
-                        // The witness (32 bytes a signal) is freed off this worker's path.
+                        // The witness (a scalar a signal) is freed off this worker's path.
                         crate::memory::free_later(job.witness);
                         let _ = job.reply.send(result); // the submitter may have gone
                     }
@@ -119,7 +119,7 @@ impl ProverService {
     }
 
     /// Queues a proof of `witness`; blocks while the queue is full.
-    pub fn submit(&self, witness: Witness) -> Ticket {
+    pub fn submit(&self, witness: Witness<C::Fr>) -> Ticket<C> {
         let (reply, rx) = bounded(1);
         let job = Job {
             witness,
@@ -140,7 +140,7 @@ impl ProverService {
     }
 }
 
-impl Drop for ProverService {
+impl<C: Curve> Drop for ProverService<C> {
     /// Finishes the queued jobs, then stops the workers.
     fn drop(&mut self) {
         self.jobs.take();

@@ -11,35 +11,39 @@
 
 use super::binfile;
 use super::r1cs::R1cs;
-use crate::bn254::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use super::{n8q, Curve};
 use crate::error::{Error, Result};
+use crate::msm::{Affine, Limbs, Projective};
 use ark_ec::scalar_mul::ScalarMul;
 use ark_ec::{AffineRepr, PrimeGroup};
 use ark_ff::{batch_inversion, BigInteger, Field, One, PrimeField, UniformRand, Zero};
 use rayon::prelude::*;
 
-/// The bytes of a `.zkey` for `r1cs`, from secrets drawn from `rng`.
-pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>> {
+/// The bytes of a `.zkey` over the curve `C` for `r1cs`, from secrets drawn from `rng`.
+pub fn setup<C: Curve, R: rand::Rng + ?Sized>(r1cs: &R1cs<C::Fr>, rng: &mut R) -> Result<Vec<u8>> {
     let m = r1cs.constraints.len();
     let n_pub = r1cs.n_public;
     let n_wires = r1cs.n_wires;
     // snarkjs: the smallest power of two that holds the constraints and one row per public
     // signal (the constant included), at least 2.
     let n = (m + n_pub + 1).next_power_of_two().max(2);
-    if n.trailing_zeros() >= crate::ntt::max_log_size::<Fr>() {
+    let max = crate::ntt::max_log_size::<C::Fr>();
+    if n.trailing_zeros() >= max {
         return Err(Error::invalid(format!(
-            "{m} constraints need a domain of {n}: beyond BN254's largest (2^27)"
+            "{m} constraints need a domain of {n}: beyond {}'s largest (2^{})",
+            C::NAME,
+            max - 1
         )));
     }
     let nonzero = |rng: &mut R| loop {
-        let x = Fr::rand(rng);
+        let x = C::Fr::rand(rng);
         if !x.is_zero() {
             return x;
         }
     };
     // τ must lie outside both domains (the Lagrange forms divide by τ − ω^i).
     let tau = loop {
-        let t = Fr::rand(rng);
+        let t = C::Fr::rand(rng);
         if !t.pow([2 * n as u64]).is_one() {
             break t;
         }
@@ -48,22 +52,22 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
 
     // L_i(τ) = ω^i (τ^n − 1) / (n (τ − ω^i)) over the n-th roots; over the 2n-th roots at the
     // odd points for H.
-    let lagrange = |size: usize, points: &mut dyn Iterator<Item = usize>| -> Vec<Fr> {
-        let w = crate::ntt::root_of_unity::<Fr>(size as u64).expect("size divides 2^28");
+    let lagrange = |size: usize, points: &mut dyn Iterator<Item = usize>| -> Vec<C::Fr> {
+        let w = crate::ntt::root_of_unity::<C::Fr>(size as u64).expect("size divides 2^s");
         let k: Vec<usize> = points.collect();
-        let pows: Vec<Fr> = k.par_iter().map(|&i| w.pow([i as u64])).collect();
-        let mut den: Vec<Fr> = pows
+        let pows: Vec<C::Fr> = k.par_iter().map(|&i| w.pow([i as u64])).collect();
+        let mut den: Vec<C::Fr> = pows
             .par_iter()
-            .map(|p| Fr::from(size as u64) * (tau - p))
+            .map(|p| C::Fr::from(size as u64) * (tau - p))
             .collect();
         batch_inversion(&mut den);
-        let z = tau.pow([size as u64]) - Fr::ONE;
+        let z = tau.pow([size as u64]) - C::Fr::ONE;
         pows.par_iter().zip(den).map(|(p, d)| *p * z * d).collect()
     };
     let l = lagrange(n, &mut (0..n));
     let delta_inv = delta.inverse().expect("non-zero");
     let gamma_inv = gamma.inverse().expect("non-zero");
-    let h: Vec<Fr> = lagrange(2 * n, &mut (0..n).map(|i| 2 * i + 1))
+    let h: Vec<C::Fr> = lagrange(2 * n, &mut (0..n).map(|i| 2 * i + 1))
         .into_par_iter()
         .map(|x| x * delta_inv)
         .collect();
@@ -71,17 +75,21 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
     // Per wire: u (A), v (B), w (C) at τ, and the coefficient list (A then B per constraint,
     // values stored as v·R² as snarkjs does).
     let (mut u, mut v, mut w) = (
-        vec![Fr::zero(); n_wires],
-        vec![Fr::zero(); n_wires],
-        vec![Fr::zero(); n_wires],
+        vec![C::Fr::zero(); n_wires],
+        vec![C::Fr::zero(); n_wires],
+        vec![C::Fr::zero(); n_wires],
     );
-    let r = Fr::from_bigint(Fr::R).expect("R mod r");
+    // The Montgomery radix R = 2^(32 words) mod r.
+    let r = C::Fr::from(2u64).pow([32 * C::Fr::WORDS as u64]);
+    let mut limbs = vec![0u32; C::Fr::WORDS];
     let mut coeffs = Vec::new();
-    let coef = |out: &mut Vec<u8>, matrix: u32, row: usize, wire: u32, value: Fr| {
+    let mut coef = |out: &mut Vec<u8>, matrix: u32, row: usize, wire: u32, value: C::Fr| {
         out.extend_from_slice(&matrix.to_le_bytes());
         out.extend_from_slice(&(row as u32).to_le_bytes());
         out.extend_from_slice(&wire.to_le_bytes());
-        out.extend_from_slice(&(value * r).0.to_bytes_le());
+        // The limbs of v·R are v·R² in Montgomery form.
+        (value * r).limbs_into(&mut limbs);
+        limbs.iter().for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
     };
     let mut count = 0u32;
     for (row, [a, b, c]) in r1cs.constraints.iter().enumerate() {
@@ -101,13 +109,13 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
     }
     for s in 0..=n_pub {
         u[s] += l[m + s];
-        coef(&mut coeffs, 0, m + s, s as u32, Fr::ONE);
+        coef(&mut coeffs, 0, m + s, s as u32, C::Fr::ONE);
         count += 1;
     }
     let mut section4 = count.to_le_bytes().to_vec();
     section4.extend_from_slice(&coeffs);
 
-    let k: Vec<Fr> = (0..n_wires)
+    let k: Vec<C::Fr> = (0..n_wires)
         .into_par_iter()
         .map(|s| {
             let x = beta * u[s] + alpha * v[s] + w[s];
@@ -116,8 +124,8 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
         .collect();
 
     // Every G1 point from one fixed-base table of the generator.
-    let g1 = G1Projective::generator();
-    let g2 = G2Projective::generator();
+    let g1 = Projective::<C::G1>::generator();
+    let g2 = Projective::<C::G2>::generator();
     let mut scalars = Vec::with_capacity(3 * n_wires + n + 3);
     scalars.extend_from_slice(&u);
     scalars.extend_from_slice(&v);
@@ -134,29 +142,29 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
 
     let mut header = Vec::new();
     for modulus in [
-        <crate::bn254::Fq as PrimeField>::MODULUS,
-        <Fr as PrimeField>::MODULUS,
+        <C::Fq as PrimeField>::MODULUS.to_bytes_le(),
+        <C::Fr as PrimeField>::MODULUS.to_bytes_le(),
     ] {
-        header.extend_from_slice(&32u32.to_le_bytes());
-        header.extend_from_slice(&modulus.to_bytes_le());
+        header.extend_from_slice(&(modulus.len() as u32).to_le_bytes());
+        header.extend_from_slice(&modulus);
     }
     for x in [n_wires, n_pub, n] {
         header.extend_from_slice(&(x as u32).to_le_bytes());
     }
-    put_g1(&mut header, &vk1[0]); // α
-    put_g1(&mut header, &vk1[1]); // β
-    put_g2(&mut header, &vk2[0]); // β
-    put_g2(&mut header, &vk2[1]); // γ
-    put_g1(&mut header, &vk1[2]); // δ
-    put_g2(&mut header, &vk2[2]); // δ
+    put_point(&mut header, &vk1[0]); // α
+    put_point(&mut header, &vk1[1]); // β
+    put_point(&mut header, &vk2[0]); // β
+    put_point(&mut header, &vk2[1]); // γ
+    put_point(&mut header, &vk1[2]); // δ
+    put_point(&mut header, &vk2[2]); // δ
 
-    let g1s = |pts: &[G1Affine]| {
-        let mut out = Vec::with_capacity(64 * pts.len());
-        pts.iter().for_each(|p| put_g1(&mut out, p));
+    let g1s = |pts: &[Affine<C::G1>]| {
+        let mut out = Vec::with_capacity(2 * n8q::<C>() * pts.len());
+        pts.iter().for_each(|p| put_point(&mut out, p));
         out
     };
-    let mut g2s = Vec::with_capacity(128 * n_wires);
-    b2_q.iter().for_each(|p| put_g2(&mut g2s, p));
+    let mut g2s = Vec::with_capacity(4 * n8q::<C>() * n_wires);
+    b2_q.iter().for_each(|p| put_point(&mut g2s, p));
     // Section 10 would hold the ceremony's transcript hash and contributions: there are none.
     let mut section10 = vec![0u8; 64];
     section10.extend_from_slice(&0u32.to_le_bytes());
@@ -178,24 +186,14 @@ pub fn setup<R: rand::Rng + ?Sized>(r1cs: &R1cs, rng: &mut R) -> Result<Vec<u8>>
     ))
 }
 
-/// Affine coordinates in Montgomery form, little-endian; (0, 0) for the point at infinity.
-fn put_g1(out: &mut Vec<u8>, p: &G1Affine) {
-    match p.xy() {
-        Some((x, y)) => {
-            out.extend_from_slice(&x.0.to_bytes_le());
-            out.extend_from_slice(&y.0.to_bytes_le());
-        }
-        None => out.extend_from_slice(&[0; 64]),
+/// Affine coordinates in Montgomery form, little-endian (an Fq2 coordinate c0 then c1); (0, 0)
+/// for the point at infinity.
+fn put_point<P: crate::msm::Group>(out: &mut Vec<u8>, p: &Affine<P>) {
+    let words = <P::BaseField as Limbs>::WORDS;
+    let mut limbs = vec![0u32; 2 * words];
+    if let Some((x, y)) = p.xy() {
+        x.limbs_into(&mut limbs[..words]);
+        y.limbs_into(&mut limbs[words..]);
     }
-}
-
-fn put_g2(out: &mut Vec<u8>, p: &G2Affine) {
-    match p.xy() {
-        Some((x, y)) => {
-            for c in [x.c0, x.c1, y.c0, y.c1] {
-                out.extend_from_slice(&c.0.to_bytes_le());
-            }
-        }
-        None => out.extend_from_slice(&[0; 128]),
-    }
+    limbs.iter().for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
 }

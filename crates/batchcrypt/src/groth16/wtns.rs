@@ -4,19 +4,19 @@
 
 use super::binfile::BinFile;
 use super::zkey::bigint;
-use crate::bn254::Fr;
 use crate::error::{Error, Result};
-use ark_ff::{BigInteger, One, PrimeField};
+use ark_ff::{BigInteger, PrimeField};
 use rayon::prelude::*;
 
 const WHAT: &str = "witness (.wtns)";
 
-/// A full assignment of a circuit's signals: 1, the public signals, then the private ones.
-pub struct Witness {
-    pub values: Vec<Fr>,
+/// A full assignment of a circuit's signals over the field `F` (a curve's `Fr`): 1, the public
+/// signals, then the private ones.
+pub struct Witness<F = crate::bn254::Fr> {
+    pub values: Vec<F>,
 }
 
-impl Witness {
+impl<F: PrimeField> Witness<F> {
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();
         let data = std::fs::read(path)
@@ -27,24 +27,25 @@ impl Witness {
     pub fn parse(data: &[u8]) -> Result<Self> {
         let file = BinFile::parse(data, b"wtns", 2, WHAT)?;
         let mut h = file.section(1)?;
-        let n8 = h.count()?;
-        if n8 != 32 || h.bytes(32)? != <Fr as PrimeField>::MODULUS.to_bytes_le() {
-            return Err(Error::invalid(
-                "the witness is not over BN254's scalar field (circom --prime bn128)",
-            ));
+        let (n8, want) = field::<F>();
+        if h.count()? != n8 || h.bytes(n8)? != &want[..] {
+            return Err(Error::invalid(format!(
+                "the witness is not over the scalar field of the proving key's curve ({}-bit r); a witness of a circuit compiled for another curve (circom --prime)?",
+                F::MODULUS_BIT_SIZE
+            )));
         }
         let n = h.count()?;
         h.finish("the witness header")?;
-        let raw = file.section(2)?.items(n, 32, "the witness values")?;
-        let values: Vec<Fr> = raw
-            .par_chunks_exact(32)
+        let raw = file.section(2)?.items(n, n8, "the witness values")?;
+        let values: Vec<F> = raw
+            .par_chunks_exact(n8)
             .with_min_len(1 << 12)
             .map(|b| {
-                Fr::from_bigint(bigint(b))
+                F::from_bigint(bigint::<F>(b))
                     .ok_or_else(|| Error::Corrupt(format!("{WHAT}: a value is not below r")))
             })
             .collect::<Result<_>>()?;
-        if values.first() != Some(&Fr::one()) {
+        if values.first() != Some(&F::ONE) {
             return Err(Error::Corrupt(format!(
                 "{WHAT}: signal 0 must be the constant 1"
             )));
@@ -54,9 +55,10 @@ impl Witness {
 
     /// The file as circom's witness generators write it.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut header = Vec::with_capacity(40);
-        header.extend_from_slice(&32u32.to_le_bytes());
-        header.extend_from_slice(&<Fr as PrimeField>::MODULUS.to_bytes_le());
+        let (n8, modulus) = field::<F>();
+        let mut header = Vec::with_capacity(8 + n8);
+        header.extend_from_slice(&(n8 as u32).to_le_bytes());
+        header.extend_from_slice(&modulus);
         header.extend_from_slice(&(self.values.len() as u32).to_le_bytes());
         let values = self
             .values
@@ -65,4 +67,10 @@ impl Witness {
             .collect();
         super::binfile::write(b"wtns", 2, &[(1, header), (2, values)])
     }
+}
+
+/// A field's size in circom's files (whole 64-bit words) and its modulus, little-endian.
+pub(crate) fn field<F: PrimeField>() -> (usize, Vec<u8>) {
+    let m = F::MODULUS.to_bytes_le();
+    (m.len(), m)
 }

@@ -9,51 +9,51 @@
 //! Montgomery form, (0, 0) for the point at infinity; coefficients carry an extra factor R².
 
 use super::binfile::BinFile;
-use super::VerifyingKey;
-use crate::bn254::{Fq, Fq2, Fr, G1Affine, G1Bases, G2Affine, G2Bases};
+use super::{n8q, n8r, Curve, VerifyingKey};
 use crate::error::{Error, Result};
-use ark_ff::{AdditiveGroup, BigInt, BigInteger, Field, PrimeField};
+use crate::msm::{Affine, Bases, Limbs};
+use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField};
 use rayon::prelude::*;
 
 const WHAT: &str = "proving key (.zkey)";
 const PROTOCOL_GROTH16: u32 = 1;
 
-/// A Groth16 proving key for a circuit over BN254.
-pub struct ProvingKey {
+/// A Groth16 proving key for a circuit over the curve `C`.
+pub struct ProvingKey<C: Curve = crate::bn254::Bn254> {
     /// Signals, the constant 1 included (the witness's length).
     pub n_vars: usize,
     /// Public signals (outputs and public inputs), after the constant.
     pub n_public: usize,
     /// The evaluation domain's size, a power of two.
     pub domain_size: usize,
-    pub vk: VerifyingKey,
-    pub beta_g1: G1Affine,
-    pub delta_g1: G1Affine,
-    pub(crate) a: Matrix,
-    pub(crate) b: Matrix,
-    pub a_query: G1Bases,
-    pub b_g1_query: G1Bases,
-    pub b_g2_query: G2Bases,
+    pub vk: VerifyingKey<C>,
+    pub beta_g1: Affine<C::G1>,
+    pub delta_g1: Affine<C::G1>,
+    pub(crate) a: Matrix<C::Fr>,
+    pub(crate) b: Matrix<C::Fr>,
+    pub a_query: Bases<C::G1>,
+    pub b_g1_query: Bases<C::G1>,
+    pub b_g2_query: Bases<C::G2>,
     /// For the private signals (index n_public + 1 on).
-    pub c_query: G1Bases,
-    pub h_query: G1Bases,
+    pub c_query: Bases<C::G1>,
+    pub h_query: Bases<C::G1>,
 }
 
 /// A sparse matrix by rows (constraints): the entries of row i are
 /// `entries[starts[i]..starts[i + 1]]`, each (signal, coefficient).
-pub(crate) struct Matrix {
+pub(crate) struct Matrix<F> {
     pub starts: Vec<usize>,
-    pub entries: Vec<(u32, Fr)>,
+    pub entries: Vec<(u32, F)>,
 }
 
-impl Matrix {
+impl<F: Field> Matrix<F> {
     /// Row `i` of `M · w`. Most of circom's coefficients are 1 or -1: those terms are added or
     /// subtracted without a product.
-    fn row(&self, i: usize, w: &[Fr], minus_one: &Fr) -> Fr {
-        let mut acc = Fr::ZERO;
+    fn row(&self, i: usize, w: &[F], minus_one: &F) -> F {
+        let mut acc = F::ZERO;
         for &(s, v) in &self.entries[self.starts[i]..self.starts[i + 1]] {
             let x = &w[s as usize];
-            if v == Fr::ONE {
+            if v == F::ONE {
                 acc += x;
             } else if v == *minus_one {
                 acc -= x;
@@ -65,14 +65,14 @@ impl Matrix {
     }
 }
 
-impl ProvingKey {
+impl<C: Curve> ProvingKey<C> {
     /// `[A·w | B·w | (A·w)∘(B·w)]` on the evaluation domain into `abc` (three times the domain
     /// size), in one pass over the rows on all cores. For a satisfying witness the last third is
     /// C·w, which the key does not hold.
-    pub(crate) fn evaluate(&self, w: &[Fr], abc: &mut [Fr]) {
+    pub(crate) fn evaluate(&self, w: &[C::Fr], abc: &mut [C::Fr]) {
         const ROWS: usize = 1 << 12;
         let n = self.domain_size;
-        let minus_one = -Fr::ONE;
+        let minus_one = -C::Fr::ONE;
         let (a, rest) = abc.split_at_mut(n);
         let (b, c) = rest.split_at_mut(n);
         a.par_chunks_mut(ROWS)
@@ -90,7 +90,7 @@ impl ProvingKey {
     }
 
     /// The key with its five MSM bases precomputed on the GPU, `copies` shifted copies each
-    /// ([`crate::bn254::Bases::with_precomputation`]): the key takes about `copies` times its
+    /// ([`crate::msm::Bases::with_precomputation`]): the key takes about `copies` times its
     /// points' size in GPU memory (made once, on the first proof there), and each proof's MSMs
     /// reduce fewer bucket windows. 1 keeps the bases as they are.
     pub fn with_precomputation(self, copies: u32) -> Self {
@@ -117,10 +117,11 @@ impl ProvingKey {
     /// vectors and their NTT scratch, the MSMs' scalars and buckets.
     pub fn proof_device_bytes(&self) -> u64 {
         const BUCKETS: u64 = 64 << 20;
-        8 * 32 * self.domain_size as u64 + 2 * 32 * self.n_vars as u64 + BUCKETS
+        let fr = n8r::<C>() as u64;
+        8 * fr * self.domain_size as u64 + 2 * fr * self.n_vars as u64 + BUCKETS
     }
 
-    /// Frees the key's GPU copies (see [`crate::bn254::Bases::release_device`]).
+    /// Frees the key's GPU copies (see [`crate::msm::Bases::release_device`]).
     pub fn release_device(&self) {
         self.a_query.release_device();
         self.b_g1_query.release_device();
@@ -150,18 +151,21 @@ impl ProvingKey {
             )));
         }
 
+        let (p1, p2) = (2 * n8q::<C>(), 4 * n8q::<C>());
         let mut h = file.section(2)?;
-        field_header(&mut h, <Fq as PrimeField>::MODULUS, "base field q")?;
-        field_header(&mut h, <Fr as PrimeField>::MODULUS, "scalar field r")?;
+        field_header::<C, C::Fq>(&mut h, "base field q")?;
+        field_header::<C, C::Fr>(&mut h, "scalar field r")?;
         let n_vars = h.count()?;
         let n_public = h.count()?;
         let domain_size = h.count()?;
-        let alpha_g1 = g1(h.bytes(64)?)?;
-        let beta_g1 = g1(h.bytes(64)?)?;
-        let beta_g2 = g2(h.bytes(128)?)?;
-        let gamma_g2 = g2(h.bytes(128)?)?;
-        let delta_g1 = g1(h.bytes(64)?)?;
-        let delta_g2 = g2(h.bytes(128)?)?;
+        // The verification key's points and β, δ in G1 are checked in their group here; the
+        // queries' points are covered by checking each proof before it is returned.
+        let alpha_g1 = in_group(g1::<C>(h.bytes(p1)?)?)?;
+        let beta_g1 = in_group(g1::<C>(h.bytes(p1)?)?)?;
+        let beta_g2 = in_group(g2::<C>(h.bytes(p2)?)?)?;
+        let gamma_g2 = in_group(g2::<C>(h.bytes(p2)?)?)?;
+        let delta_g1 = in_group(g1::<C>(h.bytes(p1)?)?)?;
+        let delta_g2 = in_group(g2::<C>(h.bytes(p2)?)?)?;
         h.finish("the Groth16 header")?;
         if n_public + 1 > n_vars {
             return Err(corrupt(format!(
@@ -173,27 +177,35 @@ impl ProvingKey {
                 "domain size {domain_size} is not a power of two above the public signals"
             )));
         }
-        // The quotient is evaluated on the coset of the 2n-th roots: 2n must divide 2^28.
-        if domain_size.trailing_zeros() >= crate::ntt::max_log_size::<Fr>() {
+        // The quotient is evaluated on the coset of the 2n-th roots: 2n must divide 2^s.
+        let max = crate::ntt::max_log_size::<C::Fr>();
+        if domain_size.trailing_zeros() >= max {
             return Err(Error::invalid(format!(
-                "domain size {domain_size} is beyond BN254's largest (2^27 constraints)"
+                "domain size {domain_size} is beyond {}'s largest (2^{} constraints)",
+                C::NAME,
+                max - 1
             )));
         }
 
         // The H query holds one point per row of the domain: checking its size first bounds the
         // domain by the file's size before anything is sized by it (the coefficient matrices).
-        let h_raw = file.section(9)?.items(domain_size, 64, "the H query")?;
-        let ic = g1_points(file.section(3)?.items(n_public + 1, 64, "IC")?)?;
-        let (a, b) = coefficients(&file, domain_size, n_vars)?;
-        let a_query = g1_points(file.section(5)?.items(n_vars, 64, "the A query")?)?;
-        let b_g1_query = g1_points(file.section(6)?.items(n_vars, 64, "the B query in G1")?)?;
-        let b_g2_query = g2_points(file.section(7)?.items(n_vars, 128, "the B query in G2")?)?;
-        let c_query = g1_points(file.section(8)?.items(
+        let h_raw = file.section(9)?.items(domain_size, p1, "the H query")?;
+        let ic = g1_points::<C>(file.section(3)?.items(n_public + 1, p1, "IC")?)?
+            .into_iter()
+            .map(in_group)
+            .collect::<Result<Vec<_>>>()?;
+        let (a, b) = coefficients::<C>(&file, domain_size, n_vars)?;
+        let a_query = g1_points::<C>(file.section(5)?.items(n_vars, p1, "the A query")?)?;
+        let b_g1_query =
+            g1_points::<C>(file.section(6)?.items(n_vars, p1, "the B query in G1")?)?;
+        let b_g2_query =
+            g2_points::<C>(file.section(7)?.items(n_vars, p2, "the B query in G2")?)?;
+        let c_query = g1_points::<C>(file.section(8)?.items(
             n_vars - n_public - 1,
-            64,
+            p1,
             "the C query",
         )?)?;
-        let h_query = g1_points(h_raw)?;
+        let h_query = g1_points::<C>(h_raw)?;
         Ok(ProvingKey {
             n_vars,
             n_public,
@@ -209,11 +221,11 @@ impl ProvingKey {
             delta_g1,
             a,
             b,
-            a_query: G1Bases::new(a_query),
-            b_g1_query: G1Bases::new(b_g1_query),
-            b_g2_query: G2Bases::new(b_g2_query),
-            c_query: G1Bases::new(c_query),
-            h_query: G1Bases::new(h_query),
+            a_query: Bases::new(a_query),
+            b_g1_query: Bases::new(b_g1_query),
+            b_g2_query: Bases::new(b_g2_query),
+            c_query: Bases::new(c_query),
+            h_query: Bases::new(h_query),
         })
     }
 }
@@ -222,12 +234,18 @@ fn corrupt(msg: String) -> Error {
     Error::Corrupt(format!("{WHAT}: {msg}"))
 }
 
-/// A field's byte size and modulus, which must be BN254's.
-fn field_header(r: &mut super::binfile::Reader<'_>, modulus: BigInt<4>, name: &str) -> Result<()> {
+/// A field's byte size and modulus, which must be `F`, of the curve `C`.
+fn field_header<C: Curve, F: PrimeField + Limbs>(
+    r: &mut super::binfile::Reader<'_>,
+    name: &str,
+) -> Result<()> {
     let n8 = r.count()?;
-    if n8 != 32 || r.bytes(32)? != modulus.to_bytes_le() {
+    let want = F::MODULUS.to_bytes_le();
+    if n8 != 4 * F::WORDS || r.bytes(n8)? != &want[..] {
         return Err(Error::invalid(format!(
-            "the proving key's {name} is not BN254's (bn128); batchcrypt proves on BN254 only"
+            "the proving key's {name} is not {}'s ({}); read it as a key of its own curve",
+            C::NAME,
+            C::SNARKJS
         )));
     }
     Ok(())
@@ -235,15 +253,22 @@ fn field_header(r: &mut super::binfile::Reader<'_>, modulus: BigInt<4>, name: &s
 
 /// Section 4: the A (0) and B (1) coefficients as (matrix, constraint, signal, value · R²),
 /// grouped by constraint with a counting sort.
-fn coefficients(file: &BinFile<'_>, rows: usize, n_vars: usize) -> Result<(Matrix, Matrix)> {
+fn coefficients<C: Curve>(
+    file: &BinFile<'_>,
+    rows: usize,
+    n_vars: usize,
+) -> Result<(Matrix<C::Fr>, Matrix<C::Fr>)> {
+    let fr = n8r::<C>();
     let mut s = file.section(4)?;
     let n = s.count()?;
-    let raw = s.items(n, 12 + 32, "the coefficients")?;
-    // Stored as v·R²: new_unchecked reads it as v·R, and a product with new_unchecked(1) = 1/R
-    // leaves v.
-    let unmont = Fr::new_unchecked(BigInt::one());
-    let parsed: Vec<(u32, u32, u32, Fr)> = raw
-        .par_chunks_exact(44)
+    let raw = s.items(n, 12 + fr, "the coefficients")?;
+    // Stored as v·R²: the limbs read as Montgomery form are v·R, and a product with the element
+    // whose limbs are 1 (that is 1/R) leaves v.
+    let mut one = [0u32; 8];
+    one[0] = 1;
+    let unmont = C::Fr::from_limbs(&one[..C::Fr::WORDS]);
+    let parsed: Vec<(u32, u32, u32, C::Fr)> = raw
+        .par_chunks_exact(12 + fr)
         .map(|c| {
             let word = |i: usize| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap());
             let (m, row, signal) = (word(0), word(1), word(2));
@@ -252,11 +277,9 @@ fn coefficients(file: &BinFile<'_>, rows: usize, n_vars: usize) -> Result<(Matri
                     "coefficient (matrix {m}, constraint {row}, signal {signal}) is out of range"
                 )));
             }
-            let v = bigint(&c[12..]);
-            if v >= <Fr as PrimeField>::MODULUS {
-                return Err(corrupt("a coefficient is not below r".into()));
-            }
-            Ok((m, row, signal, Fr::new_unchecked(v) * unmont))
+            let v = montgomery::<C::Fr>(&c[12..])
+                .ok_or_else(|| corrupt("a coefficient is not below r".into()))?;
+            Ok((m, row, signal, v * unmont))
         })
         .collect::<Result<_>>()?;
     let matrix = |which: u32| {
@@ -270,7 +293,7 @@ fn coefficients(file: &BinFile<'_>, rows: usize, n_vars: usize) -> Result<(Matri
             starts[i + 1] += starts[i];
         }
         let mut next = starts.clone();
-        let mut entries = vec![(0u32, Fr::ZERO); starts[rows]];
+        let mut entries = vec![(0u32, C::Fr::ZERO); starts[rows]];
         for &(m, row, signal, v) in &parsed {
             if m == which {
                 entries[next[row as usize]] = (signal, v);
@@ -283,57 +306,86 @@ fn coefficients(file: &BinFile<'_>, rows: usize, n_vars: usize) -> Result<(Matri
     Ok((a, b))
 }
 
-pub(crate) fn bigint(le: &[u8]) -> BigInt<4> {
-    BigInt(std::array::from_fn(|i| {
-        u64::from_le_bytes(le[8 * i..8 * i + 8].try_into().unwrap())
-    }))
-}
-
-/// An Fq coordinate in Montgomery form, checked below q.
-fn fq(le: &[u8]) -> Result<Fq> {
-    let v = bigint(le);
-    if v >= <Fq as PrimeField>::MODULUS {
-        return Err(corrupt("a point coordinate is not below q".into()));
+/// A little-endian integer of `F`'s size, in `F`'s big-integer type.
+pub(crate) fn bigint<F: PrimeField>(le: &[u8]) -> F::BigInt {
+    let mut b = F::BigInt::default();
+    for (d, c) in b.as_mut().iter_mut().zip(le.chunks_exact(8)) {
+        *d = u64::from_le_bytes(c.try_into().unwrap());
     }
-    Ok(Fq::new_unchecked(v))
+    b
 }
 
-fn g1(b: &[u8]) -> Result<G1Affine> {
+/// An element of `F` stored in Montgomery form (its limbs as they are), or `None` where the
+/// integer is not below the modulus.
+fn montgomery<F: PrimeField + Limbs>(le: &[u8]) -> Option<F> {
+    if bigint::<F>(le) >= F::MODULUS {
+        return None;
+    }
+    let mut words = [0u32; 12];
+    for (w, c) in words.iter_mut().zip(le.chunks_exact(4)) {
+        *w = u32::from_le_bytes(c.try_into().unwrap());
+    }
+    Some(F::from_limbs(&words[..F::WORDS]))
+}
+
+/// A base field element (of G1's Fq, or G2's Fq2: each Fq coordinate in turn), checked below q.
+fn coordinate<C: Curve, F: Limbs>(le: &[u8]) -> Result<F> {
+    let q = n8q::<C>();
+    let mut words = [0u32; 24];
+    for (k, part) in le.chunks_exact(q).enumerate() {
+        let x = montgomery::<C::Fq>(part)
+            .ok_or_else(|| corrupt("a point coordinate is not below q".into()))?;
+        x.limbs_into(&mut words[k * C::Fq::WORDS..(k + 1) * C::Fq::WORDS]);
+    }
+    Ok(F::from_limbs(&words[..F::WORDS]))
+}
+
+/// An affine point as snarkjs stores it: x then y in Montgomery form, (0, 0) for the point at
+/// infinity; checked on the curve (the subgroup check, a scalar multiplication, is
+/// [`in_group`]'s).
+fn point<C: Curve, P: crate::msm::Group>(b: &[u8], group: &str) -> Result<Affine<P>> {
     if b.iter().all(|&x| x == 0) {
-        return Ok(G1Affine::identity());
+        return Ok(Affine::<P>::identity());
     }
-    let p = G1Affine::new_unchecked(fq(&b[..32])?, fq(&b[32..])?);
-    // G1 has cofactor 1: on the curve means in the group.
+    let half = b.len() / 2;
+    let p = Affine::<P>::new_unchecked(
+        coordinate::<C, P::BaseField>(&b[..half])?,
+        coordinate::<C, P::BaseField>(&b[half..])?,
+    );
     if !p.is_on_curve() {
-        return Err(corrupt("a G1 point is not on the curve".into()));
+        return Err(corrupt(format!("a {group} point is not on the curve")));
     }
     Ok(p)
 }
 
-fn g2(b: &[u8]) -> Result<G2Affine> {
-    if b.iter().all(|&x| x == 0) {
-        return Ok(G2Affine::identity());
-    }
-    let c = |i: usize| fq(&b[32 * i..32 * i + 32]);
-    let p = G2Affine::new_unchecked(Fq2::new(c(0)?, c(1)?), Fq2::new(c(2)?, c(3)?));
-    // The subgroup check costs a scalar multiplication: the few verification-key points get it
-    // (verify), the query points are covered by checking each proof before it is returned.
-    if !p.is_on_curve() {
-        return Err(corrupt("a G2 point is not on the curve".into()));
-    }
-    Ok(p)
+fn g1<C: Curve>(b: &[u8]) -> Result<Affine<C::G1>> {
+    point::<C, C::G1>(b, "G1")
 }
 
-fn g1_points(raw: &[u8]) -> Result<Vec<G1Affine>> {
-    raw.par_chunks_exact(64)
+fn g2<C: Curve>(b: &[u8]) -> Result<Affine<C::G2>> {
+    point::<C, C::G2>(b, "G2")
+}
+
+/// `p`, checked in the prime-order subgroup.
+fn in_group<P: crate::msm::Group>(p: Affine<P>) -> Result<Affine<P>> {
+    match p.is_in_correct_subgroup_assuming_on_curve() {
+        true => Ok(p),
+        false => Err(corrupt(
+            "a point of the verification key is not in the prime-order subgroup".into(),
+        )),
+    }
+}
+
+fn g1_points<C: Curve>(raw: &[u8]) -> Result<Vec<Affine<C::G1>>> {
+    raw.par_chunks_exact(2 * n8q::<C>())
         .with_min_len(1 << 10)
-        .map(g1)
+        .map(g1::<C>)
         .collect()
 }
 
-fn g2_points(raw: &[u8]) -> Result<Vec<G2Affine>> {
-    raw.par_chunks_exact(128)
+fn g2_points<C: Curve>(raw: &[u8]) -> Result<Vec<Affine<C::G2>>> {
+    raw.par_chunks_exact(4 * n8q::<C>())
         .with_min_len(1 << 9)
-        .map(g2)
+        .map(g2::<C>)
         .collect()
 }
