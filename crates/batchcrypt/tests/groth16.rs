@@ -38,6 +38,7 @@ on_both_curves! {
     a_precomputed_key_gives_the_same_proofs => precomputed_on,
     our_verifier_agrees_with_snarkjs => our_verifier_on,
     verification_key_json_reads_as_the_zkeys_key => verification_key_on,
+    our_setup_makes_keys_snarkjs_proves_with => setup_on,
 }
 
 
@@ -470,15 +471,14 @@ fn r1cs_reader_checks_witnesses() {
 
 /// Keys from our one-party setup follow snarkjs's conventions: snarkjs proves with them and
 /// verifies our proofs, and our prover and verifier agree with both.
-#[test]
-fn our_setup_makes_keys_snarkjs_proves_with() {
-    for name in ["mix", "chain-10"] {
+fn setup_on<C: Curve>(circuits: &[&str], _: Primitive) {
+    for &name in circuits {
         let Some(dir) = fixture(name) else { return };
-        let r1cs = R1cs::read(dir.join("circuit.r1cs")).unwrap();
-        let witness = Witness::read(dir.join("witness.wtns")).unwrap();
-        let zkey = groth16::setup::<Bn254, _>(&r1cs, &mut rng(3)).unwrap();
-        let pk = ProvingKey::parse(&zkey).unwrap();
-        let theirs = ProvingKey::read(dir.join("circuit.zkey")).unwrap();
+        let r1cs = groth16::R1cs::<C::Fr>::read(dir.join("circuit.r1cs")).unwrap();
+        let witness = groth16::Witness::<C::Fr>::read(dir.join("witness.wtns")).unwrap();
+        let zkey = groth16::setup::<C, _>(&r1cs, &mut rng(3)).unwrap();
+        let pk = groth16::ProvingKey::<C>::parse(&zkey).unwrap();
+        let theirs = groth16::ProvingKey::<C>::read(dir.join("circuit.zkey")).unwrap();
         assert_eq!(
             (pk.n_vars, pk.n_public, pk.domain_size),
             (theirs.n_vars, theirs.n_public, theirs.domain_size),
@@ -524,7 +524,7 @@ fn our_setup_makes_keys_snarkjs_proves_with() {
             Some(true),
             "{name}: snarkjs's proof, our key"
         );
-        let theirs = Proof::from_json(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let theirs = Proof::<C>::from_json(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert!(groth16::verify(&pk.vk, &proved.public, &theirs).unwrap());
         std::fs::remove_dir_all(&out).ok();
     }
