@@ -23,11 +23,14 @@ want() { [[ " ${STEPS:-all} " == *" all "* || " ${STEPS:-all} " == *" $1 "* ]]; 
 # sizes 2^K) written here with a development key.
 mkdir -p "$B/zk"
 cp -r "$BUNDLE"/zk/. "$B/zk/"
-for k in ${ZK_BENCH:-16 20}; do
+# An entry K:bls12381 writes the circuit over BLS12-381 (chain-K-bls12381).
+for entry in ${ZK_BENCH:-16 20}; do
   # Only the Groth16 benchmark and the prove step use them.
   want prove || { want bench && [[ " ${BENCH:-groth16} " == *" groth16 "* ]]; } || break
-  "$B/bin/batchcrypt-bench" --chain-circuit "$k" "$B/zk/chain-$k" &&
-    "$B/bin/batchcrypt" groth16-setup "$B/zk/chain-$k/circuit.r1cs" "$B/zk/chain-$k/circuit.zkey"
+  k=${entry%%:*} curve=bn128 dir="$B/zk/chain-$k"
+  [ "$entry" = "$k" ] || { curve=${entry#*:}; dir="$B/zk/chain-$k-$curve"; }
+  "$B/bin/batchcrypt-bench" --chain-circuit "$k" "$dir" "$curve" &&
+    "$B/bin/batchcrypt" groth16-setup "$dir/circuit.r1cs" "$dir/circuit.zkey"
 done
 export BATCHCRYPT_ZK_FIXTURES=$B/zk
 # snarkjs from the bundle, where this machine has none: the tests verify with it, the Groth16

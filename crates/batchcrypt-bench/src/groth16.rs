@@ -1,13 +1,15 @@
-//! Groth16 proofs of the fixture circuits (scripts/zk-fixtures.sh, `chain-K`: a 2^K domain): our
-//! prover with the CPU backend (arkworks on all cores), the GPU backend and auto; snarkjs's
+//! Groth16 proofs of the fixture circuits (scripts/zk-fixtures.sh, `chain-K`: a 2^K domain over
+//! BN254, `chain-K-bls12381` over BLS12-381): our prover with the CPU backend (arkworks on all cores), the GPU backend and auto; snarkjs's
 //! prover (Node.js, all cores) on the same key and witness where Node.js and snarkjs are
 //! installed. One proof's latency, then throughput with 1, 4 and 16 proofs in flight at once
 //! (one shared key, bases in GPU memory once).
 
 use crate::report::{time, Report};
-use batchcrypt::bn254::Fr;
-use batchcrypt::groth16::{ProverService, ProvingKey, R1cs, ServiceConfig, Witness};
-use batchcrypt::{Backend, BackendChoice, Engine};
+use ark_ff::PrimeField;
+use batchcrypt::groth16::{
+    Curve, CurveId, ProverService, ProvingKey, R1cs, ServiceConfig, Witness,
+};
+use batchcrypt::{with_curve, Backend, BackendChoice, Engine};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -26,9 +28,9 @@ fn fixtures() -> PathBuf {
 /// generator write them: the tests compare the files with circom's at 2^10 (byte for byte, up to
 /// the order of terms within a linear combination, which circom takes from a hash map).
 /// circom takes hours to compile the circuit at 2^20 on two cores; this takes a second.
-pub fn chain_circuit(k: u32) -> (R1cs, Witness) {
+pub fn chain_circuit<F: PrimeField>(k: u32) -> (R1cs<F>, Witness<F>) {
     let steps = ((1usize << k) - 8) / 2;
-    let (one, minus) = (Fr::from(1u64), -Fr::from(1u64));
+    let (one, minus) = (F::from(1u64), -F::from(1u64));
     // Wires: 1, y (output), x0 (public input), k (private input), x[0..=steps], bit[0..steps].
     let (y, x0, kk) = (1u32, 2u32, 3u32);
     let x = |i: usize| (4 + i) as u32;
@@ -51,7 +53,7 @@ pub fn chain_circuit(k: u32) -> (R1cs, Witness) {
         n_private_inputs: 1,
         constraints,
     };
-    let (a, b) = (Fr::from(5u64), Fr::from(987654321987654321u64));
+    let (a, b) = (F::from(5u64), F::from(987654321987654321u64));
     let mut xs = Vec::with_capacity(steps + 1);
     xs.push(a * b);
     for i in 0..steps {
@@ -59,17 +61,22 @@ pub fn chain_circuit(k: u32) -> (R1cs, Witness) {
     }
     let mut values = vec![one, xs[steps] * a, a, b];
     values.extend(xs);
-    values.extend((0..steps).map(|i| Fr::from(((i >> 1) & 1) as u64)));
+    values.extend((0..steps).map(|i| F::from(((i >> 1) & 1) as u64)));
     (r1cs, Witness { values })
 }
 
-/// Writes the chain circuit for a 2^k domain into `dir` as circuit.r1cs and witness.wtns.
-pub fn write_chain(k: u32, dir: &Path) -> anyhow::Result<()> {
+/// Writes the chain circuit for a 2^k domain over `curve`'s scalar field into `dir` as
+/// circuit.r1cs and witness.wtns.
+pub fn write_chain(k: u32, dir: &Path, curve: CurveId) -> anyhow::Result<()> {
     anyhow::ensure!(
         (4..=28).contains(&k),
         "the chain circuit's domain is 2^4..2^28"
     );
-    let (r1cs, witness) = chain_circuit(k);
+    with_curve!(curve, C => write_chain_on::<<C as Curve>::Fr>(k, dir))
+}
+
+fn write_chain_on<F: PrimeField>(k: u32, dir: &Path) -> anyhow::Result<()> {
+    let (r1cs, witness) = chain_circuit::<F>(k);
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("circuit.r1cs"), r1cs.to_bytes())?;
     std::fs::write(dir.join("witness.wtns"), witness.to_bytes())?;
@@ -82,26 +89,26 @@ pub fn write_chain(k: u32, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The chain-K fixtures present, smallest first.
-fn circuits(dir: &Path) -> Vec<(u32, PathBuf)> {
-    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+/// The chain-K fixtures present (chain-K over BN254, chain-K-bls12381), BN254 first, each
+/// curve's smallest first.
+fn circuits(dir: &Path) -> Vec<(CurveId, u32, PathBuf)> {
+    let mut v: Vec<(CurveId, u32, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let k = e
-                .file_name()
-                .to_str()?
-                .strip_prefix("chain-")?
-                .parse()
-                .ok()?;
+            let name = e.file_name().to_str()?.strip_prefix("chain-")?.to_string();
+            let (k, curve) = match name.split_once('-') {
+                Some((k, c)) => (k.parse().ok()?, CurveId::parse(c)?),
+                None => (name.parse().ok()?, CurveId::Bn254),
+            };
             e.path()
                 .join("circuit.zkey")
                 .is_file()
-                .then(|| (k, e.path()))
+                .then(|| (curve, k, e.path()))
         })
         .collect();
-    v.sort();
+    v.sort_by_key(|(c, k, _)| (*c != CurveId::Bn254, *k));
     v
 }
 
@@ -140,17 +147,29 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         dir.display()
     );
     if quick {
-        list.truncate(1);
+        // The smallest of each curve.
+        list.dedup_by_key(|(c, _, _)| *c);
     }
     rep.header(
         "Groth16 proofs (circom circuit, snarkjs key): one proof, then proofs in flight at once",
     );
+    for (curve, k, path) in list {
+        with_curve!(curve, C => circuit::<C>(rep, quick, k, &path))?;
+    }
+    Ok(())
+}
+
+/// The proofs of one fixture (a 2^k domain) over the curve `C`.
+fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyhow::Result<()> {
     let gpu = Backend::Cuda.is_available();
-    for (k, path) in list {
-        let witness = Witness::<batchcrypt::bn254::Fr>::read(path.join("witness.wtns"))?;
-        let case = format!("prove 2^{k}");
+    {
+        let witness = Witness::<C::Fr>::read(path.join("witness.wtns"))?;
+        let case = match C::SNARKJS {
+            "bn128" => format!("prove 2^{k}"),
+            _ => format!("{} prove 2^{k}", C::NAME.to_lowercase()),
+        };
         let threads = batchcrypt::backend::cpu::threads();
-        let snark = snarkjs_seconds(&path);
+        let snark = snarkjs_seconds(path);
         let peer = snark.map(|s| {
             let name = "snarkjs (node, all cores)";
             rep.add(GROUP, &case, name, 1, 0, s, None);
@@ -173,13 +192,14 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
         engines.push(("ours auto".to_string(), BackendChoice::Auto, 1));
         for (name, choice, copies) in &engines {
-            let pk = &ProvingKey::<batchcrypt::bn254::Bn254>::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
+            let pk =
+                &ProvingKey::<C>::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
             let engine = Engine::with_backend(*choice);
             let mut rng = rand::rngs::OsRng;
             let mut prove = || {
                 engine
                     .groth16()
-                    .prove(&pk, &witness, &mut rng)
+                    .prove(pk, &witness, &mut rng)
                     .expect("proof")
             };
             let first = prove();
@@ -214,7 +234,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             // Proofs in flight at once through the prover service (one shared key and engine).
             let engine = std::sync::Arc::new(Engine::with_backend(*choice));
             let key = std::sync::Arc::new(
-                ProvingKey::<batchcrypt::bn254::Bn254>::read(path.join("circuit.zkey"))?.with_precomputation(*copies),
+                ProvingKey::<C>::read(path.join("circuit.zkey"))?.with_precomputation(*copies),
             );
             for jobs in [1usize, 4, 16] {
                 // About two seconds of proofs (the driver samples utilization every 1/6 s to 1 s).
@@ -295,13 +315,18 @@ mod tests {
     /// once the terms of each linear combination are in wire order; the witness satisfies it.
     #[test]
     fn chain_circuit_is_circoms() {
+        is_circoms::<batchcrypt::bn254::Fr>("chain-10");
+        is_circoms::<batchcrypt::bls12_381::Fr>("chain-10-bls12381");
+    }
+
+    fn is_circoms<F: PrimeField>(fixture: &str) {
         let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
             })
-            .join("chain-10");
-        let (r1cs, witness) = chain_circuit(10);
+            .join(fixture);
+        let (r1cs, witness) = chain_circuit::<F>(10);
         assert_eq!(r1cs.unsatisfied(&witness.values), None);
         let (Ok(want_r1cs), Ok(want_wtns)) = (
             std::fs::read(dir.join("circuit.r1cs")),
@@ -310,21 +335,21 @@ mod tests {
             assert_ne!(
                 std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref(),
                 Ok("1"),
-                "fixture chain-10 missing: run scripts/zk-fixtures.sh"
+                "fixture {fixture} missing: run scripts/zk-fixtures.sh"
             );
             eprintln!(
-                "note: fixture chain-10 not built (scripts/zk-fixtures.sh); compared with nothing"
+                "note: fixture {fixture} not built (scripts/zk-fixtures.sh); compared with nothing"
             );
             return;
         };
-        let in_wire_order = |mut r: R1cs| {
+        let in_wire_order = |mut r: R1cs<F>| {
             for lc in r.constraints.iter_mut().flatten() {
                 lc.sort_by_key(|t| t.0);
             }
             r.to_bytes()
         };
         assert_eq!(r1cs.to_bytes().len(), want_r1cs.len());
-        let circom = R1cs::parse(&want_r1cs).expect("circom's circuit.r1cs");
+        let circom = R1cs::<F>::parse(&want_r1cs).expect("circom's circuit.r1cs");
         assert!(
             in_wire_order(r1cs) == in_wire_order(circom),
             "circuit.r1cs differs from circom's"

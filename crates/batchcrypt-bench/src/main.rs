@@ -31,15 +31,19 @@ struct Args {
     #[arg(long)]
     json: Option<std::path::PathBuf>,
     /// Instead of benchmarking, write the benchmark circuit for a 2^K domain (circom's chain
-    /// circuit, scripts/zk/circuits/chain.circom) and its witness into DIR.
-    #[arg(long, num_args = 2, value_names = ["K", "DIR"])]
+    /// circuit, scripts/zk/circuits/chain.circom) and its witness into DIR, over the scalar field
+    /// of CURVE (bn128, the default, or bls12381: circom's --prime).
+    #[arg(long, num_args = 2..=3, value_names = ["K", "DIR", "CURVE"])]
     chain_circuit: Option<Vec<String>>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if let Some(v) = &args.chain_circuit {
-        return groth16::write_chain(v[0].parse()?, std::path::Path::new(&v[1]));
+        let curve = v.get(2).map_or("bn128", String::as_str);
+        let curve = batchcrypt::groth16::CurveId::parse(curve)
+            .ok_or_else(|| anyhow::anyhow!("unknown curve {curve}: use bn128 or bls12381"))?;
+        return groth16::write_chain(v[0].parse()?, std::path::Path::new(&v[1]), curve);
     }
     let mut rep = report::Report::new();
     print!("{}", batchcrypt::describe_hardware());

@@ -370,7 +370,10 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
     let mut circuits = Vec::new();
     for &k in &ks {
         let (r1cs, witness) = crate::groth16::chain_circuit(k);
-        let zkey = batchcrypt::groth16::setup::<batchcrypt::bn254::Bn254, _>(&r1cs, &mut rand::rngs::OsRng)?;
+        let zkey = batchcrypt::groth16::setup::<batchcrypt::bn254::Bn254, _>(
+            &r1cs,
+            &mut rand::rngs::OsRng,
+        )?;
         let key = batchcrypt::groth16::ProvingKey::<batchcrypt::bn254::Bn254>::parse(&zkey)?;
         circuits.push((
             k,

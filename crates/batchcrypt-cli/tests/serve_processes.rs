@@ -129,7 +129,10 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
             .unwrap();
         assert_eq!(&j.job_id, id);
     }
-    let key = batchcrypt::groth16::ProvingKey::<batchcrypt::bn254::Bn254>::read(chain.join("circuit.zkey")).unwrap();
+    let key = batchcrypt::groth16::ProvingKey::<batchcrypt::bn254::Bn254>::read(
+        chain.join("circuit.zkey"),
+    )
+    .unwrap();
     for id in &jobs {
         let r = tokio::time::timeout(Duration::from_secs(120), c.wait(id, false))
             .await

@@ -11,7 +11,7 @@ use crate::{input, to_py, to_py_io, Engine};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{Field, PrimeField};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
-use batchcrypt::groth16::{self, Proof, ProvingKey, VerifyingKey, Witness};
+use batchcrypt::groth16::{self, AnyProvingKey};
 use batchcrypt::msm::{Affine, Bases, Group};
 use batchcrypt::ntt::{self, Direction, Ntt};
 use batchcrypt::{bls12_381, bn254};
@@ -386,11 +386,12 @@ fn file_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         .map_err(|_| PyValueError::new_err(format!("{what}: expected a path or the file's bytes")))
 }
 
-/// A Groth16 proving key read from snarkjs's `.zkey` (BN254, "bn128" in snarkjs), kept for
-/// many proofs: its points go to GPU memory with the first proof there and stay.
+/// A Groth16 proving key read from snarkjs's `.zkey`, over BN254 ("bn128" in snarkjs) or
+/// BLS12-381 ("bls12381"), kept for many proofs: its points go to GPU memory with the first proof
+/// there and stay.
 #[pyclass(name = "ProvingKey", module = "batchcrypt", frozen)]
 pub struct PyProvingKey {
-    key: Arc<ProvingKey>,
+    key: Arc<AnyProvingKey>,
 }
 
 #[pymethods]
@@ -402,7 +403,7 @@ impl PyProvingKey {
     fn new(py: Python<'_>, zkey: &Bound<'_, PyAny>, precompute: u32) -> PyResult<Self> {
         let bytes = file_bytes(zkey, "zkey")?;
         let key = py
-            .allow_threads(|| ProvingKey::parse(&bytes))
+            .allow_threads(|| AnyProvingKey::parse(&bytes))
             .map_err(to_py)?
             .with_precomputation(precompute.max(1));
         Ok(PyProvingKey { key: Arc::new(key) })
@@ -411,19 +412,25 @@ impl PyProvingKey {
     /// Signals of the circuit (the witness's length).
     #[getter]
     fn n_vars(&self) -> usize {
-        self.key.n_vars
+        self.key.n_vars()
     }
 
     /// Public signals (outputs and public inputs).
     #[getter]
     fn n_public(&self) -> usize {
-        self.key.n_public
+        self.key.n_public()
     }
 
     /// The evaluation domain's size (a power of two at least the constraint count).
     #[getter]
     fn domain_size(&self) -> usize {
-        self.key.domain_size
+        self.key.domain_size()
+    }
+
+    /// The curve, as snarkjs names it: "bn128" or "bls12381".
+    #[getter]
+    fn curve(&self) -> &'static str {
+        self.key.curve().snarkjs()
     }
 
     /// Bytes the key takes in GPU memory once resident.
@@ -439,10 +446,11 @@ impl PyProvingKey {
 
     fn __repr__(&self) -> String {
         format!(
-            "ProvingKey({} signals, {} public, domain 2^{})",
-            self.key.n_vars,
-            self.key.n_public,
-            self.key.domain_size.trailing_zeros()
+            "ProvingKey({}, {} signals, {} public, domain 2^{})",
+            self.key.curve(),
+            self.key.n_vars(),
+            self.key.n_public(),
+            self.key.domain_size().trailing_zeros()
         )
     }
 }
@@ -553,20 +561,17 @@ impl Engine {
         let wtns = file_bytes(witness, "witness")?;
         let inner = &self.inner;
         let proved = py
-            .allow_threads(|| {
-                let w = Witness::parse(&wtns)?;
-                inner.groth16().prove(&key, &w, &mut rand::rngs::OsRng)
-            })
+            .allow_threads(|| key.prove(inner, &wtns, &mut rand::rngs::OsRng))
             .map_err(to_py)?;
         if let Some(b) = proved.stages.iter().rev().find_map(|s| s.backend) {
             self.last_backend = Some(b.name().to_string());
         }
-        Ok((proved.proof.to_json(), groth16::public_json(&proved.public)))
+        Ok((proved.proof, proved.public))
     }
 }
 
 /// Whether a Groth16 proof verifies: `key` a `ProvingKey`, or snarkjs's verification_key.json
-/// (its text or path); `public` and `proof` as snarkjs writes public.json and proof.json (text
+/// (its text or path; the curve is the one it names); `public` and `proof` as snarkjs writes public.json and proof.json (text
 /// or paths). A proof that does not verify is False; malformed JSON, points off their curve or
 /// outside their group (in the key or the proof), or a public-signal count the key does not take
 /// raise ValueError.
@@ -576,11 +581,10 @@ pub fn groth16_verify(
     public: &Bound<'_, PyAny>,
     proof: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
-    let vk = match key.downcast::<PyProvingKey>() {
-        Ok(k) => k.get().key.vk.clone(),
-        Err(_) => VerifyingKey::from_json(&json_text(key, "key")?).map_err(to_py)?,
-    };
-    let public = groth16::public_from_json(&json_text(public, "public")?).map_err(to_py)?;
-    let proof = Proof::from_json(&json_text(proof, "proof")?).map_err(to_py)?;
-    groth16::verify(&vk, &public, &proof).map_err(to_py)
+    let (public, proof) = (json_text(public, "public")?, json_text(proof, "proof")?);
+    match key.downcast::<PyProvingKey>() {
+        Ok(k) => k.get().key.verify(&public, &proof),
+        Err(_) => groth16::verify_json(&json_text(key, "key")?, &public, &proof),
+    }
+    .map_err(to_py)
 }

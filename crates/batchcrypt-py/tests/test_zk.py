@@ -256,6 +256,24 @@ def test_ntt_is_evaluation_at_the_roots_of_unity(backend):
         e.ntt(limbs([FR] + coeffs[1:], 4))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bls12_381_ntt_on_snarkjs_roots(backend):
+    e = batchcrypt.Engine(backend)
+    rng = random.Random(6)
+    n, r = 8, BLS_R
+    coeffs = [rng.randrange(r) for _ in range(n)]
+    # snarkjs's roots: powers of 5^((r-1)/2^32) (arkworks takes 7 for this field).
+    w = pow(5, (r - 1) // n, r)
+    want = [sum(c * pow(w, i * j, r) for j, c in enumerate(coeffs)) % r for i in range(n)]
+    got = e.ntt(limbs(coeffs, 4), curve="bls12_381")
+    assert [sum(int(x) << (64 * i) for i, x in enumerate(row)) for row in got] == want
+    assert np.array_equal(e.ntt(got, inverse=True, curve="bls12-381"), limbs(coeffs, 4))
+    with pytest.raises(ValueError, match="below"):
+        e.ntt(limbs([r] + coeffs[1:], 4), curve="bls12_381")
+    with pytest.raises(ValueError, match="curve"):
+        e.ntt(limbs(coeffs, 4), curve="p256")
+
+
 FIXTURES = Path(os.environ.get("BATCHCRYPT_ZK_FIXTURES", ROOT / "target/zk-fixtures"))
 SNARKJS = ROOT / "scripts/zk/node_modules/snarkjs/build/cli.cjs"
 
@@ -279,10 +297,13 @@ def snarkjs_verify(vk, public, proof):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_groth16_prove_and_verify(backend, tmp_path):
-    d = fixture("chain-10")
+@pytest.mark.parametrize("circuit,curve", [("chain-10", "bn128"), ("chain-10-bls12381", "bls12381")])
+def test_groth16_prove_and_verify(backend, circuit, curve, tmp_path):
+    d = fixture(circuit)
     e = batchcrypt.Engine(backend)
     key = batchcrypt.ProvingKey(d / "circuit.zkey")
+    assert key.curve == curve
+    assert ("BN254" if curve == "bn128" else "BLS12-381") in repr(key)
     assert key.n_public >= 1 and key.domain_size & (key.domain_size - 1) == 0
     proof, public = e.groth16_prove(key, d / "witness.wtns")
     vk = d / "verification_key.json"
@@ -319,3 +340,9 @@ def test_groth16_bad_inputs():
     other = fixture("mix")
     with pytest.raises(ValueError, match="different circuits"):
         e.groth16_prove(batchcrypt.ProvingKey(d / "circuit.zkey"), other / "witness.wtns")
+    # A witness of the other curve's circuit, a proof checked against the other curve's key.
+    bls = fixture("chain-10-bls12381")
+    with pytest.raises(ValueError, match="circom --prime"):
+        e.groth16_prove(batchcrypt.ProvingKey(d / "circuit.zkey"), bls / "witness.wtns")
+    with pytest.raises(ValueError):
+        batchcrypt.groth16_verify(d / "verification_key.json", bls / "snarkjs.public.json", bls / "snarkjs.proof.json")

@@ -41,7 +41,6 @@ on_both_curves! {
     our_setup_makes_keys_snarkjs_proves_with => setup_on,
 }
 
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -259,7 +258,12 @@ fn verification_key_on<C: Curve>(circuits: &[&str], _: Primitive) {
         v["nPublic"] = (pk.vk.ic.len() as u64).into();
         assert!(groth16::VerifyingKey::<C>::from_json(&v.to_string()).is_err());
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        v["curve"] = if C::SNARKJS == "bn128" { "bls12381" } else { "bn128" }.into();
+        v["curve"] = if C::SNARKJS == "bn128" {
+            "bls12381"
+        } else {
+            "bn128"
+        }
+        .into();
         assert!(groth16::VerifyingKey::<C>::from_json(&v.to_string()).is_err());
     }
 }
@@ -294,7 +298,11 @@ fn files_of_the_other_curve_are_errors() {
     let key = groth16::AnyProvingKey::read(bls.join("circuit.zkey")).unwrap();
     let w = std::fs::read(bls.join("witness.wtns")).unwrap();
     let proved = key
-        .prove(&common::engine(batchcrypt::Backend::Arkworks), &w, &mut rng(3))
+        .prove(
+            &common::engine(batchcrypt::Backend::Arkworks),
+            &w,
+            &mut rng(3),
+        )
         .unwrap();
     assert!(key.verify(&proved.public, &proved.proof).unwrap());
     assert!(proved.proof.contains("bls12381"));

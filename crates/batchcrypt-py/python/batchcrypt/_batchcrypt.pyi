@@ -152,8 +152,9 @@ class MsmBases:
     def release_device(self) -> None: ...
 
 class ProvingKey:
-    """A Groth16 proving key from snarkjs's .zkey (BN254), kept for many proofs."""
+    """A Groth16 proving key from snarkjs's .zkey (BN254 or BLS12-381), kept for many proofs."""
 
+    curve: str  # "bn128" or "bls12381", as snarkjs names them
     n_vars: int
     n_public: int
     domain_size: int

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::Engine;
 
 /// A proving key over either curve, as a `.zkey` file holds it.
+#[allow(clippy::large_enum_variant)] // a few keys per process, each megabytes behind its vectors
 pub enum AnyProvingKey {
     Bn254(ProvingKey<Bn254>),
     Bls12_381(ProvingKey<Bls12_381>),
@@ -130,7 +131,9 @@ impl AnyProvingKey {
 fn parse_witness<C: Curve>(key: &ProvingKey<C>, witness: &[u8]) -> Result<Witness<C::Fr>> {
     let _ = key;
     Witness::parse(witness).map_err(|e| match e {
-        Error::InvalidInput(m) => Error::invalid(format!("{m} (the proving key is over {})", C::NAME)),
+        Error::InvalidInput(m) => {
+            Error::invalid(format!("{m} (the proving key is over {})", C::NAME))
+        }
         e => e,
     })
 }
@@ -147,7 +150,11 @@ pub(super) fn check_signals<F>(n_vars: usize, w: &Witness<F>) -> Result<()> {
 }
 
 fn verify_with<C: Curve>(vk: &VerifyingKey<C>, public: &str, proof: &str) -> Result<bool> {
-    super::verify(vk, &super::public_from_json::<C::Fr>(public)?, &Proof::from_json(proof)?)
+    super::verify(
+        vk,
+        &super::public_from_json::<C::Fr>(public)?,
+        &Proof::from_json(proof)?,
+    )
 }
 
 /// Whether `proof` (snarkjs's proof.json) verifies for `public` (public.json) under the

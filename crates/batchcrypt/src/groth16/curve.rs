@@ -3,9 +3,9 @@
 //! pairing, its two MSM groups, its scalar field's NTT, and the names snarkjs gives it.
 
 use crate::msm::{Affine, Group, Limbs, Projective};
+use crate::with_curve;
 use ark_ec::pairing::Pairing;
 use ark_ec::short_weierstrass::SWCurveConfig;
-use crate::with_curve;
 use ark_ff::{BigInteger, PrimeField};
 
 /// A pairing curve of circom/snarkjs circuits (implemented by arkworks' pairing types:
@@ -60,7 +60,13 @@ macro_rules! curve {
 }
 
 curve!(crate::bn254::Bn254, bn254, "bn128", "BN254", "bn128");
-curve!(crate::bls12_381::Bls12_381, bls12_381, "bls12381", "BLS12-381", "bls12381");
+curve!(
+    crate::bls12_381::Bls12_381,
+    bls12_381,
+    "bls12381",
+    "BLS12-381",
+    "bls12381"
+);
 
 /// A curve named at run time (a file's, or a user's choice), for applications that serve both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,9 +83,21 @@ impl CurveId {
         use crate::error::Error;
         let magic = data.get(..4).unwrap_or_default();
         let (file, section, what) = match magic {
-            b"zkey" => (BinFile::parse(data, b"zkey", 1, "proving key (.zkey)")?, 2, "proving key"),
-            b"wtns" => (BinFile::parse(data, b"wtns", 2, "witness (.wtns)")?, 1, "witness"),
-            b"r1cs" => (BinFile::parse(data, b"r1cs", 1, "constraint system (.r1cs)")?, 1, "constraint system"),
+            b"zkey" => (
+                BinFile::parse(data, b"zkey", 1, "proving key (.zkey)")?,
+                2,
+                "proving key",
+            ),
+            b"wtns" => (
+                BinFile::parse(data, b"wtns", 2, "witness (.wtns)")?,
+                1,
+                "witness",
+            ),
+            b"r1cs" => (
+                BinFile::parse(data, b"r1cs", 1, "constraint system (.r1cs)")?,
+                1,
+                "constraint system",
+            ),
             _ => {
                 return Err(Error::Corrupt(
                     "not a snarkjs or circom file (.zkey, .wtns, .r1cs): unknown magic".into(),
@@ -108,7 +126,7 @@ impl CurveId {
     pub fn of_file(path: impl AsRef<std::path::Path>) -> crate::error::Result<CurveId> {
         let path = path.as_ref();
         let data = std::fs::read(path)
-            .map_err(|e| crate::error::Error::io(e, &format!("reading {}", path.display())))?;
+            .map_err(|e| crate::error::Error::io(e, format!("reading {}", path.display())))?;
         CurveId::of_bytes(&data)
     }
 

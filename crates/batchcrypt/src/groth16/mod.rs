@@ -226,7 +226,9 @@ pub fn verify<C: Curve>(vk: &VerifyingKey<C>, public: &[C::Fr], proof: &Proof<C>
     let vk_x = public
         .iter()
         .zip(&vk.ic[1..])
-        .fold(G1Projective::<C>::from(vk.ic[0]), |acc, (x, p)| acc + *p * x);
+        .fold(G1Projective::<C>::from(vk.ic[0]), |acc, (x, p)| {
+            acc + *p * x
+        });
     let lhs = C::Pairing::multi_pairing(
         [
             (-proof.a.into_group()).into_affine(),

@@ -89,7 +89,9 @@ pub fn setup<C: Curve, R: rand::Rng + ?Sized>(r1cs: &R1cs<C::Fr>, rng: &mut R) -
         out.extend_from_slice(&wire.to_le_bytes());
         // The limbs of v·R are v·R² in Montgomery form.
         (value * r).limbs_into(&mut limbs);
-        limbs.iter().for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
+        limbs
+            .iter()
+            .for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
     };
     let mut count = 0u32;
     for (row, [a, b, c]) in r1cs.constraints.iter().enumerate() {
@@ -195,5 +197,7 @@ fn put_point<P: crate::msm::Group>(out: &mut Vec<u8>, p: &Affine<P>) {
         x.limbs_into(&mut limbs[..words]);
         y.limbs_into(&mut limbs[words..]);
     }
-    limbs.iter().for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
+    limbs
+        .iter()
+        .for_each(|l| out.extend_from_slice(&l.to_le_bytes()));
 }

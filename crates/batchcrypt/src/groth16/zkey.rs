@@ -194,7 +194,7 @@ impl<C: Curve> ProvingKey<C> {
             .into_iter()
             .map(in_group)
             .collect::<Result<Vec<_>>>()?;
-        let (a, b) = coefficients::<C>(&file, domain_size, n_vars)?;
+        let [a, b] = coefficients::<C>(&file, domain_size, n_vars)?;
         let a_query = g1_points::<C>(file.section(5)?.items(n_vars, p1, "the A query")?)?;
         let b_g1_query =
             g1_points::<C>(file.section(6)?.items(n_vars, p1, "the B query in G1")?)?;
@@ -257,7 +257,7 @@ fn coefficients<C: Curve>(
     file: &BinFile<'_>,
     rows: usize,
     n_vars: usize,
-) -> Result<(Matrix<C::Fr>, Matrix<C::Fr>)> {
+) -> Result<[Matrix<C::Fr>; 2]> {
     let fr = n8r::<C>();
     let mut s = file.section(4)?;
     let n = s.count()?;
@@ -303,7 +303,7 @@ fn coefficients<C: Curve>(
         Matrix { starts, entries }
     };
     let (a, b) = rayon::join(|| matrix(0), || matrix(1));
-    Ok((a, b))
+    Ok([a, b])
 }
 
 /// A little-endian integer of `F`'s size, in `F`'s big-integer type.

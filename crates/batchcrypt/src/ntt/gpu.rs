@@ -23,10 +23,10 @@ macro_rules! launch {
 
 /// A device's twiddle table of field `F` for the largest transform so far, shared by every later
 /// one, and its hold on the device's memory budget.
-struct CachedTwiddles<F>(
-    Mutex<Option<(Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>)>>,
-    std::marker::PhantomData<F>,
-);
+struct CachedTwiddles<F>(Mutex<Option<Held>>, std::marker::PhantomData<F>);
+
+/// A twiddle table and its hold on the memory budget.
+type Held = (Arc<Twiddles<CudaSlice<u32>>>, Reservation<'static>);
 
 impl<F> Default for CachedTwiddles<F> {
     fn default() -> Self {
@@ -89,7 +89,7 @@ impl<'a, F: Field> NttRun<'a, F> {
         let gpu = Gpu::available()?;
         // The values and the permutation's output, and the scaling tables (about 2 sqrt(n)).
         let elem = 4 * F::WORDS as u64;
-        let bytes = 2 * elem * values.len() as u64 + (4 * elem << first.log_size().div_ceil(2));
+        let bytes = 2 * elem * values.len() as u64 + ((4 * elem) << first.log_size().div_ceil(2));
         let memory = gpu.budget().reserve(bytes, "an NTT")?;
         let stream = gpu.stream()?;
         let data = upload_elements(gpu, &stream, values)?;

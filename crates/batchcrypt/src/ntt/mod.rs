@@ -137,7 +137,7 @@ impl<F: Field> Ntt<F> {
                 max_log_size::<F>()
             )));
         }
-        if len % self.size != 0 {
+        if !len.is_multiple_of(self.size) {
             return Err(Error::invalid(format!(
                 "{len} elements are not whole polynomials of {} elements",
                 self.size
