@@ -231,6 +231,7 @@ impl Client {
         d.set_item("circuit_id", r.circuit_id)?;
         d.set_item("domain", r.constraints_domain)?;
         d.set_item("signals", r.signals)?;
+        d.set_item("curve", r.curve)?;
         d.set_item("key_bytes", r.key_bytes)?;
         d.set_item("proof_bytes", r.proof_bytes)?;
         Ok(d)

@@ -655,6 +655,7 @@ impl Service {
             signals: c.signals,
             key_bytes: c.key_bytes,
             proof_bytes: c.proof_bytes,
+            curve: c.curve.snarkjs().to_string(),
         })
     }
 

@@ -883,15 +883,14 @@ fn check_proof(zkey: &std::path::Path, reply: &ProofReply) {
     use batchcrypt::groth16;
     let job = reply.job.as_ref().unwrap();
     assert_eq!(job.state, JobState::Done as i32, "{job:?}");
-    let key = groth16::ProvingKey::<batchcrypt::bn254::Bn254>::read(zkey).unwrap();
-    let proof = groth16::Proof::from_json(&reply.proof_json).unwrap();
-    let public = groth16::public_from_json(&reply.public_json).unwrap();
-    assert!(groth16::verify(&key.vk, &public, &proof).unwrap());
+    let key = groth16::AnyProvingKey::read(zkey).unwrap();
+    assert!(key.verify(&reply.public_json, &reply.proof_json).unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
-    let (Some(chain), Some(mix)) = (fixture("chain-10"), fixture("mix")) else {
+    // A BN254 circuit and a BLS12-381 one, served side by side.
+    let (Some(chain), Some(mix)) = (fixture("chain-10"), fixture("mix-bls12381")) else {
         return;
     };
     let mut c = config("proofs");
@@ -900,11 +899,12 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
     let (server, mut client) = serve(c).await;
     let metrics = server.metrics_addr.unwrap();
     let mut ids = Vec::new();
-    for d in [&chain, &mix] {
+    for (d, curve) in [(&chain, "bn128"), (&mix, "bls12381")] {
         let r = client
             .register(std::fs::read(d.join("circuit.zkey")).unwrap(), "")
             .await
             .unwrap();
+        assert_eq!(r.curve, curve);
         ids.push(r.circuit_id);
     }
     // Registering again gives the same circuit.
@@ -944,7 +944,7 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
     assert!(
         t.chrome_trace_json.contains("traceEvents") && t.chrome_trace_json.contains("queue wait")
     );
-    // A witness of the other circuit is refused, not queued.
+    // A witness of the other circuit (and curve) is refused, not queued.
     let e = client
         .submit(
             &ids[0],

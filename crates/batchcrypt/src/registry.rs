@@ -32,6 +32,7 @@ pub static REGISTRY: &[&Operation] = &[
     &crate::bn254::NTT,
     &crate::bls12_381::MSM_G1,
     &crate::bls12_381::MSM_G2,
+    &crate::bls12_381::NTT,
 ];
 
 impl Backend {

@@ -232,7 +232,8 @@ pub fn run(a: &Args) -> Result<()> {
                     std::fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
                 let r = c.register(bytes, name).await?;
                 eprintln!(
-                    "circuit: {} signals, domain 2^{}; GPU memory: key {} MiB, each proof {} MiB",
+                    "circuit ({}): {} signals, domain 2^{}; GPU memory: key {} MiB, each proof {} MiB",
+                    r.curve,
                     r.signals,
                     r.constraints_domain.trailing_zeros(),
                     r.key_bytes >> 20,
