@@ -108,7 +108,7 @@ impl AnyProvingKey {
     /// Checks that `witness` (a `.wtns` file's bytes) is a witness of this key's circuit: of its
     /// curve, with its number of signals (whether it satisfies the circuit shows when proving).
     pub fn check_witness(&self, witness: &[u8]) -> Result<()> {
-        each_key!(self, k => check_signals(k.n_vars, &parse_witness(k, witness)?))
+        each_key!(self, k => check_signals(k.n_vars, &k.parse_witness(witness)?))
     }
 
     /// A proof of the witness in `witness` (a `.wtns` file's bytes, of this key's curve).
@@ -118,7 +118,7 @@ impl AnyProvingKey {
         witness: &[u8],
         rng: &mut R,
     ) -> Result<ProvedJson> {
-        each_key!(self, k => Ok(engine.groth16().prove(k, &parse_witness(k, witness)?, rng)?.into()))
+        each_key!(self, k => Ok(engine.groth16().prove(k, &k.parse_witness(witness)?, rng)?.into()))
     }
 
     /// Whether `proof` (proof.json) verifies for `public` (public.json) under this key.
@@ -127,15 +127,17 @@ impl AnyProvingKey {
     }
 }
 
-/// A witness file's bytes as a witness of `key`'s curve.
-fn parse_witness<C: Curve>(key: &ProvingKey<C>, witness: &[u8]) -> Result<Witness<C::Fr>> {
-    let _ = key;
-    Witness::parse(witness).map_err(|e| match e {
-        Error::InvalidInput(m) => {
-            Error::invalid(format!("{m} (the proving key is over {})", C::NAME))
-        }
-        e => e,
-    })
+impl<C: Curve> ProvingKey<C> {
+    /// A `.wtns` file's bytes as a witness over this key's curve (an error naming the key's
+    /// curve where the witness is of another).
+    pub fn parse_witness(&self, witness: &[u8]) -> Result<Witness<C::Fr>> {
+        Witness::parse(witness).map_err(|e| match e {
+            Error::InvalidInput(m) => {
+                Error::invalid(format!("{m} (the proving key is over {})", C::NAME))
+            }
+            e => e,
+        })
+    }
 }
 
 /// The witness has as many signals as the key's circuit.

@@ -30,8 +30,6 @@ pub trait Curve: Send + Sync + Copy + Eq + std::fmt::Debug + 'static {
     const SNARKJS: &'static str;
     /// The name people use, for messages ("BN254").
     const NAME: &'static str;
-    /// circom's `--prime` for circuits over the curve's scalar field.
-    const CIRCOM_PRIME: &'static str;
 }
 
 /// Bytes of a base field element in snarkjs's files (n8q: 32 on BN254, 48 on BLS12-381).
@@ -45,7 +43,7 @@ pub fn n8r<C: Curve>() -> usize {
 }
 
 macro_rules! curve {
-    ($pairing:ty, $m:ident, $snarkjs:expr, $name:expr, $prime:expr) => {
+    ($pairing:ty, $m:ident, $snarkjs:expr, $name:expr) => {
         impl Curve for $pairing {
             type Fr = crate::$m::Fr;
             type Fq = crate::$m::Fq;
@@ -54,18 +52,17 @@ macro_rules! curve {
             type Pairing = $pairing;
             const SNARKJS: &'static str = $snarkjs;
             const NAME: &'static str = $name;
-            const CIRCOM_PRIME: &'static str = $prime;
         }
     };
 }
 
-curve!(crate::bn254::Bn254, bn254, "bn128", "BN254", "bn128");
+// snarkjs's names are circom's `--prime` names too.
+curve!(crate::bn254::Bn254, bn254, "bn128", "BN254");
 curve!(
     crate::bls12_381::Bls12_381,
     bls12_381,
     "bls12381",
-    "BLS12-381",
-    "bls12381"
+    "BLS12-381"
 );
 
 /// A curve named at run time (a file's, or a user's choice), for applications that serve both.
@@ -132,10 +129,7 @@ impl CurveId {
 
     /// snarkjs's name ("bn128", "bls12381").
     pub fn snarkjs(self) -> &'static str {
-        match self {
-            CurveId::Bn254 => <crate::bn254::Bn254 as Curve>::SNARKJS,
-            CurveId::Bls12_381 => <crate::bls12_381::Bls12_381 as Curve>::SNARKJS,
-        }
+        with_curve!(self, C => <C as Curve>::SNARKJS)
     }
 
     /// From snarkjs's name or the usual one ("bn128", "bn254", "bls12381", "bls12-381", ...).
@@ -150,10 +144,7 @@ impl CurveId {
 
 impl std::fmt::Display for CurveId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CurveId::Bn254 => "BN254",
-            CurveId::Bls12_381 => "BLS12-381",
-        })
+        f.write_str(with_curve!(*self, C => <C as Curve>::NAME))
     }
 }
 

@@ -286,20 +286,28 @@ fn decimals<F: PrimeField>(v: &serde_json::Value, len: usize, what: &str) -> Res
     }
 }
 
-/// A point from snarkjs's projective triple [x, y, z] with z = 1 (or the point at infinity),
-/// checked on the curve and in the group.
-fn g1_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G1Affine<C>> {
-    let c = decimals::<C::Fq>(v, 3, what)?;
+/// The point of snarkjs's projective triple [x, y, z] with z = 1 (z = 0: the point at
+/// infinity), checked on the curve and in the group.
+fn affine_from_json<P: crate::msm::Group>(
+    c: &[P::BaseField],
+    what: &str,
+    group: &str,
+) -> Result<Affine<P>> {
     if c[2].is_zero() {
-        return Ok(G1Affine::<C>::identity());
+        return Ok(Affine::<P>::identity());
     }
-    let p = G1Affine::<C>::new_unchecked(c[0], c[1]);
+    let p = Affine::<P>::new_unchecked(c[0], c[1]);
     if !c[2].is_one() || !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
-        return Err(Error::invalid(format!("{what} is not a point of G1")));
+        return Err(Error::invalid(format!("{what} is not a point of {group}")));
     }
     Ok(p)
 }
 
+fn g1_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G1Affine<C>> {
+    affine_from_json::<C::G1>(&decimals::<C::Fq>(v, 3, what)?, what, "G1")
+}
+
+/// G2's coordinates are [c0, c1] pairs.
 fn g2_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G2Affine<C>> {
     type Fq2<C> = <<C as Curve>::G2 as ark_ec::CurveConfig>::BaseField;
     let c = match v.as_array() {
@@ -312,14 +320,7 @@ fn g2_from_json<C: Curve>(v: &serde_json::Value, what: &str) -> Result<G2Affine<
             .collect::<Result<Vec<_>>>()?,
         _ => return Err(Error::invalid(format!("{what}: expected 3 coordinates"))),
     };
-    if c[2].is_zero() {
-        return Ok(G2Affine::<C>::identity());
-    }
-    let p = G2Affine::<C>::new_unchecked(c[0], c[1]);
-    if !c[2].is_one() || !p.is_on_curve() || !p.is_in_correct_subgroup_assuming_on_curve() {
-        return Err(Error::invalid(format!("{what} is not a point of G2")));
-    }
-    Ok(p)
+    affine_from_json::<C::G2>(&c, what, "G2")
 }
 
 /// A snarkjs JSON file of the Groth16 protocol (`file` names it in errors, `what` it holds).
