@@ -227,15 +227,17 @@ fn main() {
     );
     write("bitcoin_undo", "floresta", &[&[2u8][..], json.as_bytes()].concat());
 
-    // Groth16 files of the test circuit, where the fixtures were built (scripts/zk-fixtures.sh).
+    // Groth16 files of the test circuit over both curves, where the fixtures were built
+    // (scripts/zk-fixtures.sh); the first byte picks the reader (see the target).
     let fixtures = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/zk-fixtures"))
-        .join("mix");
-    for (kind, file) in [(0u8, "circuit.zkey"), (1, "witness.wtns"), (2, "circuit.r1cs")] {
-        match std::fs::read(fixtures.join(file)) {
-            Ok(b) => write("groth16_files", file, &[&[kind][..], &b].concat()),
-            Err(e) => println!("skipping {file}: {e}"),
+        .unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/zk-fixtures"));
+    for (dir, prefix, kinds) in [("mix", "", [0u8, 1, 2]), ("mix-bls12381", "bls12381-", [0, 3, 4])] {
+        for (kind, file) in kinds.into_iter().zip(["circuit.zkey", "witness.wtns", "circuit.r1cs"]) {
+            match std::fs::read(fixtures.join(dir).join(file)) {
+                Ok(b) => write("groth16_files", &format!("{prefix}{file}"), &[&[kind][..], &b].concat()),
+                Err(e) => println!("skipping {dir}/{file}: {e}"),
+            }
         }
     }
 
