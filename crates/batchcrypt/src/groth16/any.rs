@@ -53,11 +53,7 @@ impl AnyProvingKey {
     }
 
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let data = std::fs::read(path).map_err(|e| {
-            Error::invalid(format!("cannot read proving key {}: {e}", path.display()))
-        })?;
-        Self::parse(&data)
+        Self::parse(&super::zkey::read_file(path.as_ref())?)
     }
 
     pub fn curve(&self) -> CurveId {

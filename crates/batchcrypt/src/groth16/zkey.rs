@@ -132,11 +132,7 @@ impl<C: Curve> ProvingKey<C> {
 
     /// Reads a `.zkey` file.
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let data = std::fs::read(path).map_err(|e| {
-            Error::invalid(format!("cannot read proving key {}: {e}", path.display()))
-        })?;
-        Self::parse(&data)
+        Self::parse(&read_file(path.as_ref())?)
     }
 
     pub fn parse(data: &[u8]) -> Result<Self> {
@@ -228,6 +224,12 @@ impl<C: Curve> ProvingKey<C> {
             h_query: Bases::new(h_query),
         })
     }
+}
+
+/// A proving key file's bytes (an error naming the file where it cannot be read).
+pub(super) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| Error::invalid(format!("cannot read proving key {}: {e}", path.display())))
 }
 
 fn corrupt(msg: String) -> Error {
