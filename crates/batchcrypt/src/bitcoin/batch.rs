@@ -26,13 +26,15 @@ pub struct TxJob<'t, 'a> {
     pub flags: Flags,
 }
 
-/// A signature check as the interpreter asked for it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A signature check as the interpreter asked for it. Plain data, no heap: a window records
+/// a million of them, and freeing a million small allocations on one thread cost more than the
+/// interpreter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Check {
     Ecdsa {
         msg: [u8; 32],
         sig: [u8; 64],
-        key: Vec<u8>,
+        key: Sec1,
     },
     Schnorr {
         msg: [u8; 32],
@@ -41,13 +43,36 @@ enum Check {
     },
 }
 
-/// Answers from what is known; records and optimistically accepts what is not.
-struct Deferring<'k> {
-    known: Option<&'k HashMap<Check, bool>>,
-    pending: Vec<Check>,
+/// A SEC1 public key of up to 65 bytes, zero-padded (so equal keys hash alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Sec1 {
+    len: u8,
+    bytes: [u8; 65],
 }
 
-impl Deferring<'_> {
+impl Sec1 {
+    /// None for a longer encoding, which no verifier accepts.
+    fn new(key: &[u8]) -> Option<Sec1> {
+        let mut bytes = [0u8; 65];
+        bytes.get_mut(..key.len())?.copy_from_slice(key);
+        Some(Sec1 {
+            len: key.len() as u8,
+            bytes,
+        })
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+/// Answers from what is known; records and optimistically accepts what is not.
+struct Deferring<'k, 'p> {
+    known: Option<&'k HashMap<Check, bool>>,
+    pending: &'p mut Vec<Check>,
+}
+
+impl Deferring<'_, '_> {
     fn ask(&mut self, c: Check) -> bool {
         if let Some(&v) = self.known.and_then(|k| k.get(&c)) {
             return v;
@@ -57,12 +82,15 @@ impl Deferring<'_> {
     }
 }
 
-impl SigVerifier for Deferring<'_> {
+impl SigVerifier for Deferring<'_, '_> {
     fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        let Some(key) = Sec1::new(pubkey) else {
+            return false;
+        };
         self.ask(Check::Ecdsa {
             msg: *msg,
             sig: *sig,
-            key: pubkey.to_vec(),
+            key,
         })
     }
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
@@ -91,10 +119,13 @@ impl Replay<'_> {
 
 impl SigVerifier for Replay<'_> {
     fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool {
+        let Some(key) = Sec1::new(pubkey) else {
+            return false;
+        };
         let c = Check::Ecdsa {
             msg: *msg,
             sig: *sig,
-            key: pubkey.to_vec(),
+            key,
         };
         self.ask(c, || CpuVerifier.ecdsa(msg, sig, pubkey))
     }
@@ -106,6 +137,18 @@ impl SigVerifier for Replay<'_> {
         };
         self.ask(c, || CpuVerifier.schnorr(msg, sig, pubkey))
     }
+}
+
+/// Inputs per part of the first run.
+const PART: usize = 64;
+
+/// The first run over consecutive inputs.
+#[derive(Default)]
+struct Part {
+    results: Vec<std::result::Result<(), ScriptError>>,
+    /// How many checks each input asked for, in order.
+    asked: Vec<u32>,
+    checks: Vec<Check>,
 }
 
 /// The first failing input of a transaction.
@@ -194,32 +237,32 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             &mut checker,
         )
     };
-    let first: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = (0..index.len())
-        .into_par_iter()
-        .with_min_len(16)
-        .map(|k| {
-            let mut d = Deferring {
-                known: None,
-                pending: Vec::new(),
-            };
-            let r = run(k, &mut d);
-            (r, d.pending)
+    // The first run, in parts of consecutive inputs: each input's verdict and how many checks it
+    // asked for, the checks back to back.
+    let parts: Vec<Part> = index
+        .par_chunks(PART)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut part = Part::default();
+            for k in c * PART..c * PART + chunk.len() {
+                let before = part.checks.len();
+                let mut d = Deferring {
+                    known: None,
+                    pending: &mut part.checks,
+                };
+                part.results.push(run(k, &mut d));
+                part.asked.push((part.checks.len() - before) as u32);
+            }
+            part
         })
         .collect();
     let scripts_time = t0.elapsed();
 
     // The two batches.
     let t1 = Instant::now();
-    let mut ecdsa: Vec<&Check> = Vec::new();
-    let mut schnorr: Vec<&Check> = Vec::new();
-    for (_, checks) in &first {
-        for c in checks {
-            match c {
-                Check::Ecdsa { .. } => ecdsa.push(c),
-                Check::Schnorr { .. } => schnorr.push(c),
-            }
-        }
-    }
+    let all = || parts.iter().flat_map(|p| &p.checks);
+    let ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
+    let schnorr: Vec<&Check> = all().filter(|c| matches!(c, Check::Schnorr { .. })).collect();
     let (ecdsa_ok, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
     let (schnorr_ok, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
     let signatures_time = t1.elapsed();
@@ -229,33 +272,30 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     // keys takes a round per skipped key). Past MAX_ROUNDS the rest run on the CPU.
     const MAX_ROUNDS: usize = 8;
     let t2 = Instant::now();
-    let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(first.len());
+    let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(index.len());
     let mut open: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
     let (mut e, mut s) = (0usize, 0usize);
-    for (k, (r, checks)) in first.iter().enumerate() {
-        results.push(*r);
-        let at = (e, s);
-        let all_hold = checks
-            .iter()
-            .all(|c| next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok));
-        // Skip the rest of this input's verdicts (`all` stops at the first false).
-        (e, s) = at;
-        for c in checks {
-            next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok);
-        }
-        if !all_hold {
-            // Only inputs that run again need their verdicts by check.
-            let (mut e2, mut s2) = at;
-            let known = checks
-                .iter()
-                .map(|c| {
-                    (
-                        c.clone(),
-                        next_verdict(c, &mut e2, &mut s2, &ecdsa_ok, &schnorr_ok),
-                    )
-                })
-                .collect();
-            open.push((k, known));
+    for part in &parts {
+        let mut at = 0;
+        for (r, &n) in part.results.iter().zip(&part.asked) {
+            let k = results.len();
+            results.push(*r);
+            let checks = &part.checks[at..at + n as usize];
+            at += n as usize;
+            let from = (e, s);
+            let mut all_hold = true;
+            for c in checks {
+                all_hold &= next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok);
+            }
+            if !all_hold {
+                // Only inputs that run again need their verdicts by check.
+                let (mut e, mut s) = from;
+                let known = checks
+                    .iter()
+                    .map(|&c| (c, next_verdict(&c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok)))
+                    .collect();
+                open.push((k, known));
+            }
         }
     }
     let replayed_inputs = open.len();
@@ -266,12 +306,13 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         let runs: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = open
             .par_iter()
             .map(|(k, known)| {
+                let mut pending = Vec::new();
                 let mut d = Deferring {
                     known: Some(known),
-                    pending: Vec::new(),
+                    pending: &mut pending,
                 };
                 let r = run(*k, &mut d);
-                (r, d.pending)
+                (r, pending)
             })
             .collect();
         let all: Vec<&Check> = runs.iter().flat_map(|(_, p)| p).collect();
@@ -385,7 +426,7 @@ fn verify_ecdsa_batch(engine: &Engine, checks: &[&Check]) -> Result<(Vec<bool>, 
         if let Check::Ecdsa { msg, sig, key } = c {
             msgs.push(*msg);
             sigs.push(&sig[..]);
-            keys.push(&key[..]);
+            keys.push(key.as_slice());
         }
     }
     let out = engine
@@ -431,9 +472,10 @@ pub fn signature_checks(
     for j in jobs {
         let pre = Precomputed::new(j.tx, Some(j.spent));
         for i in 0..j.tx.inputs.len() {
+            let mut pending = Vec::new();
             let mut d = Deferring {
                 known: None,
-                pending: Vec::new(),
+                pending: &mut pending,
             };
             let mut checker = TxChecker {
                 tx: j.tx,
@@ -450,9 +492,9 @@ pub fn signature_checks(
                 j.flags,
                 &mut checker,
             );
-            for c in d.pending {
+            for c in pending {
                 match c {
-                    Check::Ecdsa { msg, sig, key } => ecdsa.push((msg, sig, key)),
+                    Check::Ecdsa { msg, sig, key } => ecdsa.push((msg, sig, key.as_slice().to_vec())),
                     Check::Schnorr { msg, sig, key } => schnorr.push((msg, sig, key)),
                 }
             }
