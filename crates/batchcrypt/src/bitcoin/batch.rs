@@ -262,7 +262,9 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     let t1 = Instant::now();
     let all = || parts.iter().flat_map(|p| &p.checks);
     let ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
-    let schnorr: Vec<&Check> = all().filter(|c| matches!(c, Check::Schnorr { .. })).collect();
+    let schnorr: Vec<&Check> = all()
+        .filter(|c| matches!(c, Check::Schnorr { .. }))
+        .collect();
     let (ecdsa_ok, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
     let (schnorr_ok, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
     let signatures_time = t1.elapsed();
@@ -494,7 +496,9 @@ pub fn signature_checks(
             );
             for c in pending {
                 match c {
-                    Check::Ecdsa { msg, sig, key } => ecdsa.push((msg, sig, key.as_slice().to_vec())),
+                    Check::Ecdsa { msg, sig, key } => {
+                        ecdsa.push((msg, sig, key.as_slice().to_vec()))
+                    }
                     Check::Schnorr { msg, sig, key } => schnorr.push((msg, sig, key)),
                 }
             }
