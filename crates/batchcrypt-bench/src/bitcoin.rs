@@ -71,7 +71,7 @@ fn load() -> anyhow::Result<Vec<Loaded>> {
 #[derive(Default, Clone, Copy)]
 struct Stages {
     parse: f64,
-    blocks: f64,
+    validation: f64,
     scripts: f64,
     signatures: f64,
     replay: f64,
@@ -81,10 +81,10 @@ impl std::fmt::Display for Stages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "parse {:.1} ms, block checks {:.1} ms, interpreter and sighashes {:.1} ms, \
-             signature batches {:.1} ms, replays {:.1} ms",
+            "parse {:.1} ms, validation {:.1} ms: in it interpreter and sighashes {:.1} ms, \
+             signature batches {:.1} ms (the two overlap), replays {:.1} ms",
             self.parse * 1e3,
-            self.blocks * 1e3,
+            self.validation * 1e3,
             self.scripts * 1e3,
             self.signatures * 1e3,
             self.replay * 1e3
@@ -119,7 +119,7 @@ fn validate_all(
             .collect();
         let t = std::time::Instant::now();
         let r = verify_with_spent(engine, net, &items).unwrap();
-        let mut checks = t.elapsed().as_secs_f64();
+        stages.validation += t.elapsed().as_secs_f64();
         assert!(
             r.blocks.iter().all(|b| b.verdict.is_ok()),
             "a test block failed"
@@ -129,9 +129,10 @@ fn validate_all(
             stages.scripts += s.scripts_time.as_secs_f64();
             stages.signatures += s.signatures_time.as_secs_f64();
             stages.replay += s.replay_time.as_secs_f64();
-            checks -= (s.scripts_time + s.signatures_time + s.replay_time).as_secs_f64();
         }
-        stages.blocks += checks;
+        // A parsed block is many small vectors: freed on all cores, as they were made.
+        drop(items);
+        parsed.into_par_iter().for_each(drop);
     }
     ran
 }

@@ -282,3 +282,84 @@ fn one_bit_changes_are_refused_at_the_input() {
         }
     }
 }
+
+/// A window larger than one segment of the script batches (its signatures verified while the
+/// next segment's scripts run): valid as a whole, every check counted once, and a changed
+/// spent script in the last block, in the last segment, refused at its input.
+#[test]
+fn a_window_of_several_segments_gives_every_verdict() {
+    use batchcrypt::bitcoin::chain::verify_with_spent;
+    let big: Vec<&Case> = CASES
+        .iter()
+        .filter(|c| c.network == Network::Test && c.name != "testnet3-928828")
+        .collect();
+    let loaded: Vec<(Vec<u8>, Vec<SpentOutput>)> = big.iter().filter_map(|c| load(c)).collect();
+    if loaded.len() != big.len() {
+        return;
+    }
+    let inputs: usize = loaded.iter().map(|(_, s)| s.len()).sum();
+    assert!(
+        inputs > 40_000,
+        "{inputs} inputs: not more than one segment"
+    );
+    // The last block's last input, the script it spends changed (the block's header stays
+    // valid: proof of work is checked here).
+    let (raw, spent) = loaded.last().unwrap();
+    let last = parse_block(raw).unwrap();
+    let (t, i) = (
+        last.txs.len() - 1,
+        last.txs.last().unwrap().inputs.len() - 1,
+    );
+    let mut changed = spent.clone();
+    let spk = &mut changed.last_mut().unwrap().script_pubkey;
+    let n = spk.len();
+    spk[n / 2] ^= 0x01;
+
+    for b in common::backends(Primitive::Secp256k1) {
+        let engine = Engine::with_backend(if b == batchcrypt::Backend::Cuda {
+            BackendChoice::Gpu
+        } else {
+            BackendChoice::Cpu
+        });
+        let one_by_one: usize = loaded
+            .iter()
+            .zip(&big)
+            .map(|((raw, spent), c)| {
+                let r = validate(&engine, raw, spent, c.network, true);
+                r.scripts.unwrap().ecdsa_checks
+            })
+            .sum();
+        for mutate in [false, true] {
+            let blocks: Vec<_> = loaded
+                .iter()
+                .map(|(raw, _)| parse_block(raw).unwrap())
+                .collect();
+            let items: Vec<_> = blocks
+                .iter()
+                .zip(&loaded)
+                .enumerate()
+                .map(|(k, (b, (_, s)))| {
+                    let s = if mutate && k == loaded.len() - 1 {
+                        &changed
+                    } else {
+                        s
+                    };
+                    (b, s.as_slice(), None)
+                })
+                .collect();
+            let w = verify_with_spent(&engine, Network::Test, &items).unwrap();
+            let verdicts: Vec<_> = w.blocks.iter().map(|r| r.verdict.clone()).collect();
+            let (ok, last) = verdicts.split_at(verdicts.len() - 1);
+            assert!(ok.iter().all(|v| v.is_ok()), "{b}: {ok:?}");
+            if mutate {
+                let e = last[0].as_ref().expect_err("the changed signature passed");
+                assert_eq!((e.tx, e.input), (Some(t), Some(i)), "{b}: {e}");
+            } else {
+                assert_eq!(last[0], Ok(()), "{b}");
+                let s = w.scripts.unwrap();
+                assert_eq!(s.inputs, inputs, "{b}: every input ran once");
+                assert_eq!(s.ecdsa_checks, one_by_one, "{b}: every check batched once");
+            }
+        }
+    }
+}

@@ -1,9 +1,10 @@
 //! Script verification of many inputs with their signature checks batched.
 //!
 //! Every input's scripts run on the CPU (all cores). Each signature check the interpreter asks
-//! for is recorded with its message (the sighash) and answered `true`; all recorded checks of
-//! the run then go to the engine as two batches, ECDSA and BIP340, which the dispatcher sends to
-//! the GPU or keeps on the CPU. An input whose checks all hold was evaluated exactly. An input
+//! for is recorded with its message (the sighash) and answered `true`; the recorded checks then
+//! go to the engine as two batches, ECDSA and BIP340, which the dispatcher sends to the GPU or
+//! keeps on the CPU (a large run in segments, one segment's batches verified while the next
+//! segment's scripts run). An input whose checks all hold was evaluated exactly. An input
 //! with a failed check (a bad signature, a multisig whose signatures match later keys, a script
 //! that expects a CHECKSIG to be false) is evaluated again on the CPU, with the batch's verdicts
 //! known and any new check verified at once: so every verdict equals Bitcoin Core's.
@@ -142,6 +143,48 @@ impl SigVerifier for Replay<'_> {
 /// Inputs per part of the first run.
 const PART: usize = 64;
 
+/// A run is cut into this many segments for the overlap of scripts and signatures, when each
+/// holds at least MIN_SEGMENT_INPUTS inputs (smaller GPU batches would waste more than they hide).
+const SEGMENTS: usize = 4;
+const MIN_SEGMENT_INPUTS: usize = 1 << 15;
+
+/// The batch verdicts of the first run's checks, in order, and the backends that gave them.
+#[derive(Default)]
+struct Verdicts {
+    ecdsa: Vec<bool>,
+    schnorr: Vec<bool>,
+    ecdsa_backend: Option<Backend>,
+    schnorr_backend: Option<Backend>,
+}
+
+impl Verdicts {
+    /// The checks of `parts`, verified as one ECDSA and one BIP340 batch; and the time it took.
+    fn batch(&self, engine: &Engine, parts: &[Part]) -> Result<(Verdicts, Duration)> {
+        let t = Instant::now();
+        let all = || parts.iter().flat_map(|p| &p.checks);
+        let ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
+        let schnorr: Vec<&Check> = all()
+            .filter(|c| matches!(c, Check::Schnorr { .. }))
+            .collect();
+        let (ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
+        let v = Verdicts {
+            ecdsa,
+            schnorr,
+            ecdsa_backend,
+            schnorr_backend,
+        };
+        Ok((v, t.elapsed()))
+    }
+
+    fn append(&mut self, mut v: Verdicts) {
+        self.ecdsa.append(&mut v.ecdsa);
+        self.schnorr.append(&mut v.schnorr);
+        self.ecdsa_backend = self.ecdsa_backend.or(v.ecdsa_backend);
+        self.schnorr_backend = self.schnorr_backend.or(v.schnorr_backend);
+    }
+}
+
 /// The first run over consecutive inputs.
 #[derive(Default)]
 struct Part {
@@ -177,6 +220,7 @@ pub struct ScriptReport {
     pub replayed_inputs: usize,
     pub replay_cpu_checks: usize,
     /// Wall time of the interpreter runs with sighashes (CPU), the signature batches, the replays.
+    /// The first two overlap where a run was cut in segments (see [`verify_scripts`]).
     pub scripts_time: Duration,
     pub signatures_time: Duration,
     pub replay_time: Duration,
@@ -196,7 +240,9 @@ impl ScriptReport {
     }
 }
 
-/// Verifies every input of every job; one ECDSA and one BIP340 batch for all of them.
+/// Verifies every input of every job. The checks go to the engine as one ECDSA and one BIP340
+/// batch; a run of more than `MIN_SEGMENT_INPUTS` inputs is cut in up to `SEGMENTS` segments of
+/// at least that many, each segment's batches verified while the next segment's scripts run.
 pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptReport> {
     for (t, j) in jobs.iter().enumerate() {
         if j.spent.len() != j.tx.inputs.len() {
@@ -239,35 +285,57 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     };
     // The first run, in parts of consecutive inputs: each input's verdict and how many checks it
     // asked for, the checks back to back.
-    let parts: Vec<Part> = index
-        .par_chunks(PART)
-        .enumerate()
-        .map(|(c, chunk)| {
-            let mut part = Part::default();
-            for k in c * PART..c * PART + chunk.len() {
-                let before = part.checks.len();
-                let mut d = Deferring {
-                    known: None,
-                    pending: &mut part.checks,
-                };
-                part.results.push(run(k, &mut d));
-                part.asked.push((part.checks.len() - before) as u32);
-            }
-            part
-        })
-        .collect();
-    let scripts_time = t0.elapsed();
-
-    // The two batches.
-    let t1 = Instant::now();
-    let all = || parts.iter().flat_map(|p| &p.checks);
-    let ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
-    let schnorr: Vec<&Check> = all()
-        .filter(|c| matches!(c, Check::Schnorr { .. }))
-        .collect();
-    let (ecdsa_ok, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
-    let (schnorr_ok, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
-    let signatures_time = t1.elapsed();
+    let interpret = |parts: std::ops::Range<usize>| -> (Vec<Part>, Duration) {
+        let t = Instant::now();
+        let out = parts
+            .into_par_iter()
+            .map(|c| {
+                let mut part = Part::default();
+                for k in c * PART..((c + 1) * PART).min(index.len()) {
+                    let before = part.checks.len();
+                    let mut d = Deferring {
+                        known: None,
+                        pending: &mut part.checks,
+                    };
+                    part.results.push(run(k, &mut d));
+                    part.asked.push((part.checks.len() - before) as u32);
+                }
+                part
+            })
+            .collect();
+        (out, t.elapsed())
+    };
+    // A large run goes in segments, each segment's signatures batched while the next one's
+    // scripts run, so the GPU's work hides behind the CPU's.
+    let n_parts = index.len().div_ceil(PART);
+    let per_segment = n_parts.div_ceil(SEGMENTS).max(MIN_SEGMENT_INPUTS / PART);
+    let mut parts: Vec<Part> = Vec::with_capacity(n_parts);
+    let mut verdicts = Verdicts::default();
+    let (mut scripts_time, mut signatures_time) = (t0.elapsed(), Duration::ZERO);
+    let mut batched = 0..0;
+    while batched.end < n_parts {
+        let todo = batched.end..(batched.end + per_segment).min(n_parts);
+        let (done, (mut new, t)) = rayon::join(
+            || verdicts.batch(engine, &parts[batched.clone()]),
+            || interpret(todo.clone()),
+        );
+        let (v, t_batch) = done?;
+        verdicts.append(v);
+        signatures_time += t_batch;
+        scripts_time += t;
+        parts.append(&mut new);
+        batched = todo;
+    }
+    let (v, t_batch) = verdicts.batch(engine, &parts[batched])?;
+    verdicts.append(v);
+    signatures_time += t_batch;
+    let Verdicts {
+        ecdsa: ecdsa_ok,
+        schnorr: schnorr_ok,
+        ecdsa_backend,
+        schnorr_backend,
+    } = verdicts;
+    let (ecdsa_len, schnorr_len) = (ecdsa_ok.len(), schnorr_ok.len());
 
     // Verdicts. An input with a failed check runs again with the verdicts known, its new checks
     // batched again, until a run's new checks all hold (a multisig whose signatures match later
@@ -301,7 +369,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         }
     }
     let replayed_inputs = open.len();
-    let (mut ecdsa_checks, mut schnorr_checks) = (ecdsa.len(), schnorr.len());
+    let (mut ecdsa_checks, mut schnorr_checks) = (ecdsa_len, schnorr_len);
     let mut rounds = 1;
     while !open.is_empty() && rounds < MAX_ROUNDS {
         rounds += 1;
