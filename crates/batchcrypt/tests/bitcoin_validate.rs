@@ -363,3 +363,30 @@ fn a_window_of_several_segments_gives_every_verdict() {
         }
     }
 }
+
+/// testnet3-928828 holds over a thousand multisig inputs whose signatures match later keys: the
+/// pairs their loops may try are batched with the first run, so their reruns find every answer
+/// known and no second batch runs.
+#[test]
+fn multisig_pairs_are_batched_with_the_first_run() {
+    let c = CASES.iter().find(|c| c.name == "testnet3-928828").unwrap();
+    let Some((raw, spent)) = load(c) else {
+        return;
+    };
+    for b in common::backends(Primitive::Secp256k1) {
+        let engine = Engine::with_backend(if b == batchcrypt::Backend::Cuda {
+            BackendChoice::Gpu
+        } else {
+            BackendChoice::Cpu
+        });
+        let r = validate(&engine, &raw, &spent, c.network, true);
+        assert_eq!(r.verdict, Ok(()), "{b}");
+        let s = r.scripts.unwrap();
+        assert!(
+            s.replayed_inputs > 1000,
+            "{b}: {} reruns",
+            s.replayed_inputs
+        );
+        assert_eq!((s.rounds, s.replay_cpu_checks), (1, 0), "{b}");
+    }
+}

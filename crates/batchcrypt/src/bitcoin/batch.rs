@@ -4,10 +4,12 @@
 //! for is recorded with its message (the sighash) and answered `true`; the recorded checks then
 //! go to the engine as two batches, ECDSA and BIP340, which the dispatcher sends to the GPU or
 //! keeps on the CPU (a large run in segments, one segment's batches verified while the next
-//! segment's scripts run). An input whose checks all hold was evaluated exactly. An input
-//! with a failed check (a bad signature, a multisig whose signatures match later keys, a script
-//! that expects a CHECKSIG to be false) is evaluated again on the CPU, with the batch's verdicts
-//! known and any new check verified at once: so every verdict equals Bitcoin Core's.
+//! segment's scripts run). A CHECKMULTISIG also records every other (signature, key) pair its
+//! loop might try, verified in the same batch. An input whose checks all hold was evaluated
+//! exactly. An input with a failed check (a bad signature, a multisig whose signatures match
+//! later keys, a script that expects a CHECKSIG to be false) is evaluated again on the CPU with
+//! the batch's verdicts known, any new check batched again: so every verdict equals Bitcoin
+//! Core's.
 
 use super::checker::{CpuVerifier, SigVerifier, TxChecker, BITCOIN_ECDSA};
 use super::script::{verify_script, Flags, ScriptError};
@@ -67,16 +69,38 @@ impl Sec1 {
     }
 }
 
-/// Answers from what is known; records and optimistically accepts what is not.
+/// Answers from what is known; records and optimistically accepts what is not. Records too the
+/// checks a multisig may ask for later (`hints`), but not those it then asks. This input's
+/// records start at `pending_from` and `hints_from`.
 struct Deferring<'k, 'p> {
     known: Option<&'k HashMap<Check, bool>>,
     pending: &'p mut Vec<Check>,
+    hints: &'p mut Vec<Check>,
+    pending_from: usize,
+    hints_from: usize,
 }
 
-impl Deferring<'_, '_> {
+impl<'k, 'p> Deferring<'k, 'p> {
+    fn new(
+        known: Option<&'k HashMap<Check, bool>>,
+        pending: &'p mut Vec<Check>,
+        hints: &'p mut Vec<Check>,
+    ) -> Self {
+        Deferring {
+            known,
+            pending_from: pending.len(),
+            hints_from: hints.len(),
+            pending,
+            hints,
+        }
+    }
+
     fn ask(&mut self, c: Check) -> bool {
         if let Some(&v) = self.known.and_then(|k| k.get(&c)) {
             return v;
+        }
+        if let Some(h) = self.hints[self.hints_from..].iter().position(|h| *h == c) {
+            self.hints.swap_remove(self.hints_from + h);
         }
         self.pending.push(c);
         true
@@ -100,6 +124,23 @@ impl SigVerifier for Deferring<'_, '_> {
             sig: *sig,
             key: *pubkey,
         })
+    }
+    fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
+        let Some(key) = Sec1::new(pubkey) else {
+            return;
+        };
+        let c = Check::Ecdsa {
+            msg: *msg,
+            sig: *sig,
+            key,
+        };
+        let known = self.known.is_some_and(|k| k.contains_key(&c));
+        if !known
+            && !self.hints[self.hints_from..].contains(&c)
+            && !self.pending[self.pending_from..].contains(&c)
+        {
+            self.hints.push(c);
+        }
     }
 }
 
@@ -153,6 +194,7 @@ const MIN_SEGMENT_INPUTS: usize = 1 << 15;
 struct Verdicts {
     ecdsa: Vec<bool>,
     schnorr: Vec<bool>,
+    hints: Vec<bool>,
     ecdsa_backend: Option<Backend>,
     schnorr_backend: Option<Backend>,
 }
@@ -162,15 +204,20 @@ impl Verdicts {
     fn batch(&self, engine: &Engine, parts: &[Part]) -> Result<(Verdicts, Duration)> {
         let t = Instant::now();
         let all = || parts.iter().flat_map(|p| &p.checks);
-        let ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
+        // The hints (ECDSA only) ride in the ECDSA batch, after the checks asked for.
+        let mut ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
+        let asked = ecdsa.len();
+        ecdsa.extend(parts.iter().flat_map(|p| &p.hints));
         let schnorr: Vec<&Check> = all()
             .filter(|c| matches!(c, Check::Schnorr { .. }))
             .collect();
-        let (ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let hints = ecdsa.split_off(asked);
         let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
         let v = Verdicts {
             ecdsa,
             schnorr,
+            hints,
             ecdsa_backend,
             schnorr_backend,
         };
@@ -180,6 +227,7 @@ impl Verdicts {
     fn append(&mut self, mut v: Verdicts) {
         self.ecdsa.append(&mut v.ecdsa);
         self.schnorr.append(&mut v.schnorr);
+        self.hints.append(&mut v.hints);
         self.ecdsa_backend = self.ecdsa_backend.or(v.ecdsa_backend);
         self.schnorr_backend = self.schnorr_backend.or(v.schnorr_backend);
     }
@@ -192,6 +240,9 @@ struct Part {
     /// How many checks each input asked for, in order.
     asked: Vec<u32>,
     checks: Vec<Check>,
+    /// How many checks each input's multisigs may ask for beyond those (all ECDSA), in order.
+    hinted: Vec<u32>,
+    hints: Vec<Check>,
 }
 
 /// The first failing input of a transaction.
@@ -214,8 +265,9 @@ pub struct ScriptReport {
     /// The backends that ran the ECDSA and BIP340 batches (None: no such checks).
     pub ecdsa_backend: Option<Backend>,
     pub schnorr_backend: Option<Backend>,
-    /// Batch rounds run (1 when every batched check held); inputs evaluated again because a
-    /// batched check failed; checks verified on the CPU after the last round.
+    /// Batch rounds run (1 when the first batch answered every check the scripts asked for);
+    /// inputs evaluated again because a batched check failed; checks verified on the CPU after
+    /// the last round.
     pub rounds: usize,
     pub replayed_inputs: usize,
     pub replay_cpu_checks: usize,
@@ -292,13 +344,11 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             .map(|c| {
                 let mut part = Part::default();
                 for k in c * PART..((c + 1) * PART).min(index.len()) {
-                    let before = part.checks.len();
-                    let mut d = Deferring {
-                        known: None,
-                        pending: &mut part.checks,
-                    };
+                    let (before, hints_before) = (part.checks.len(), part.hints.len());
+                    let mut d = Deferring::new(None, &mut part.checks, &mut part.hints);
                     part.results.push(run(k, &mut d));
                     part.asked.push((part.checks.len() - before) as u32);
+                    part.hinted.push((part.hints.len() - hints_before) as u32);
                 }
                 part
             })
@@ -332,26 +382,31 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     let Verdicts {
         ecdsa: ecdsa_ok,
         schnorr: schnorr_ok,
+        hints: hints_ok,
         ecdsa_backend,
         schnorr_backend,
     } = verdicts;
-    let (ecdsa_len, schnorr_len) = (ecdsa_ok.len(), schnorr_ok.len());
+    let (ecdsa_len, schnorr_len) = (ecdsa_ok.len() + hints_ok.len(), schnorr_ok.len());
 
-    // Verdicts. An input with a failed check runs again with the verdicts known, its new checks
-    // batched again, until a run's new checks all hold (a multisig whose signatures match later
-    // keys takes a round per skipped key). Past MAX_ROUNDS the rest run on the CPU.
+    // Verdicts. An input with a failed check runs again with the verdicts known (a multisig's
+    // other pairs among them, from its hints), any new checks batched again, until a run's new
+    // checks all hold. Past MAX_ROUNDS the rest run on the CPU.
     const MAX_ROUNDS: usize = 8;
     let t2 = Instant::now();
     let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(index.len());
     let mut open: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
-    let (mut e, mut s) = (0usize, 0usize);
+    let (mut e, mut s, mut h) = (0usize, 0usize, 0usize);
     for part in &parts {
-        let mut at = 0;
-        for (r, &n) in part.results.iter().zip(&part.asked) {
+        let (mut at, mut hint_at) = (0, 0);
+        for ((r, &n), &m) in part.results.iter().zip(&part.asked).zip(&part.hinted) {
             let k = results.len();
             results.push(*r);
             let checks = &part.checks[at..at + n as usize];
             at += n as usize;
+            let hints = &part.hints[hint_at..hint_at + m as usize];
+            hint_at += m as usize;
+            let hint_verdicts = &hints_ok[h..h + m as usize];
+            h += m as usize;
             let from = (e, s);
             let mut all_hold = true;
             for c in checks {
@@ -363,6 +418,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
                 let known = checks
                     .iter()
                     .map(|&c| (c, next_verdict(&c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok)))
+                    .chain(hints.iter().copied().zip(hint_verdicts.iter().copied()))
                     .collect();
                 open.push((k, known));
             }
@@ -370,17 +426,15 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     }
     let replayed_inputs = open.len();
     let (mut ecdsa_checks, mut schnorr_checks) = (ecdsa_len, schnorr_len);
-    let mut rounds = 1;
-    while !open.is_empty() && rounds < MAX_ROUNDS {
-        rounds += 1;
+    let (mut rounds, mut reruns) = (1, 0);
+    while !open.is_empty() && reruns + 1 < MAX_ROUNDS {
+        reruns += 1;
         let runs: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = open
             .par_iter()
             .map(|(k, known)| {
-                let mut pending = Vec::new();
-                let mut d = Deferring {
-                    known: Some(known),
-                    pending: &mut pending,
-                };
+                // A rerun's multisigs find their pairs known from the first run's hints.
+                let (mut pending, mut hints) = (Vec::new(), Vec::new());
+                let mut d = Deferring::new(Some(known), &mut pending, &mut hints);
                 let r = run(*k, &mut d);
                 (r, pending)
             })
@@ -396,6 +450,9 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             .copied()
             .filter(|c| matches!(c, Check::Schnorr { .. }))
             .collect();
+        if !all.is_empty() {
+            rounds += 1;
+        }
         let (eo, _) = verify_ecdsa_batch(engine, &ecdsa)?;
         let (so, _) = verify_schnorr_batch(engine, &schnorr)?;
         ecdsa_checks += ecdsa.len();
@@ -542,11 +599,8 @@ pub fn signature_checks(
     for j in jobs {
         let pre = Precomputed::new(j.tx, Some(j.spent));
         for i in 0..j.tx.inputs.len() {
-            let mut pending = Vec::new();
-            let mut d = Deferring {
-                known: None,
-                pending: &mut pending,
-            };
+            let (mut pending, mut hints) = (Vec::new(), Vec::new());
+            let mut d = Deferring::new(None, &mut pending, &mut hints);
             let mut checker = TxChecker {
                 tx: j.tx,
                 input: i,

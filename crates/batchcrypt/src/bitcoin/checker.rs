@@ -16,6 +16,11 @@ pub trait SigVerifier {
     /// `sig` is `r || s` with S made low; `pubkey` SEC1 (02/03 and 33 bytes, or 04 and 65).
     fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool;
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool;
+    /// A check the script may ask for next (see [`SignatureChecker::expect_multisig`]): a
+    /// batching verifier may verify it with the others. The default ignores it.
+    fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
+        let _ = (msg, sig, pubkey);
+    }
 }
 
 impl<V: SigVerifier + ?Sized> SigVerifier for &mut V {
@@ -24,6 +29,9 @@ impl<V: SigVerifier + ?Sized> SigVerifier for &mut V {
     }
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
         (**self).schnorr(msg, sig, pubkey)
+    }
+    fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
+        (**self).expect_ecdsa(msg, sig, pubkey)
     }
 }
 
@@ -88,6 +96,23 @@ pub struct TxChecker<'t, 'a, V> {
     pub verifier: V,
 }
 
+impl<V: SigVerifier> TxChecker<'_, '_, V> {
+    /// The message an ECDSA signature with `hash_type` signs (legacy or BIP143 by `sv`).
+    fn ecdsa_message(&self, script_code: &[u8], hash_type: u8, sv: SigVersion) -> [u8; 32] {
+        match sv {
+            SigVersion::Base => sighash::legacy(self.tx, self.input, script_code, hash_type as i32),
+            _ => sighash::segwit_v0(
+                self.tx,
+                self.pre,
+                self.input,
+                script_code,
+                self.amount,
+                hash_type as i32,
+            ),
+        }
+    }
+}
+
 impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
     fn check_ecdsa(
         &mut self,
@@ -105,18 +130,32 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
         let Some(rs) = consensus_signature(der) else {
             return false;
         };
-        let msg = match sv {
-            SigVersion::Base => sighash::legacy(self.tx, self.input, script_code, hash_type as i32),
-            _ => sighash::segwit_v0(
-                self.tx,
-                self.pre,
-                self.input,
-                script_code,
-                self.amount,
-                hash_type as i32,
-            ),
-        };
+        let msg = self.ecdsa_message(script_code, hash_type, sv);
         self.verifier.ecdsa(&msg, &rs, &key)
+    }
+
+    fn expect_multisig(
+        &mut self,
+        sigs: &[&[u8]],
+        keys: &[&[u8]],
+        script_code: &[u8],
+        sv: SigVersion,
+    ) {
+        let slack = keys.len() - sigs.len();
+        for (i, sig) in sigs.iter().enumerate() {
+            let Some((&hash_type, der)) = sig.split_last() else {
+                continue;
+            };
+            let Some(rs) = consensus_signature(der) else {
+                continue;
+            };
+            let msg = self.ecdsa_message(script_code, hash_type, sv);
+            for key in &keys[i..=i + slack] {
+                if let Some(key) = consensus_pubkey(key) {
+                    self.verifier.expect_ecdsa(&msg, &rs, &key);
+                }
+            }
+        }
     }
 
     fn check_schnorr(

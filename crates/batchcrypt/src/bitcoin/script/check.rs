@@ -27,6 +27,20 @@ pub trait SignatureChecker {
     ) -> Result<(), ScriptError>;
     fn check_lock_time(&self, lock_time: i64) -> bool;
     fn check_sequence(&self, sequence: i64) -> bool;
+    /// Before CHECKMULTISIG's loop, which asks `check_ecdsa` for `sigs[i]` against `keys[j]`
+    /// only where `0 <= j - i <= keys.len() - sigs.len()`, and which of those pairs it asks
+    /// depends on the answers. A checker that defers its checks to a batch may verify every such
+    /// pair at once instead of learning the answers a round at a time. Decides nothing: the
+    /// default ignores it.
+    fn expect_multisig(
+        &mut self,
+        sigs: &[&[u8]],
+        keys: &[&[u8]],
+        script_code: &[u8],
+        sv: SigVersion,
+    ) {
+        let _ = (sigs, keys, script_code, sv);
+    }
 }
 
 /// A checker outside any transaction: every signature and lock time fails.

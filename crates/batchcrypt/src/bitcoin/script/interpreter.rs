@@ -643,6 +643,14 @@ fn checkmultisig(
         }
     }
 
+    if sigs > 0 && keys > sigs {
+        let items = |from: usize, n: i32| -> Result<Vec<&[u8]>, ScriptError> {
+            (0..n as usize)
+                .map(|k| Ok(&top(stack, from + k)?[..]))
+                .collect()
+        };
+        checker.expect_multisig(&items(isig, sigs)?, &items(ikey, keys)?, &code, sv);
+    }
     let mut success = true;
     while success && sigs > 0 {
         let sig = top(stack, isig)?;
