@@ -393,37 +393,57 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     // checks all hold. Past MAX_ROUNDS the rest run on the CPU.
     const MAX_ROUNDS: usize = 8;
     let t2 = Instant::now();
-    let mut results: Vec<std::result::Result<(), ScriptError>> = Vec::with_capacity(index.len());
-    let mut open: Vec<(usize, HashMap<Check, bool>)> = Vec::new();
+    // Where each part's verdicts start in the batches' answers, then the parts side by side.
+    let mut starts = Vec::with_capacity(parts.len());
     let (mut e, mut s, mut h) = (0usize, 0usize, 0usize);
     for part in &parts {
-        let (mut at, mut hint_at) = (0, 0);
-        for ((r, &n), &m) in part.results.iter().zip(&part.asked).zip(&part.hinted) {
-            let k = results.len();
-            results.push(*r);
-            let checks = &part.checks[at..at + n as usize];
-            at += n as usize;
-            let hints = &part.hints[hint_at..hint_at + m as usize];
-            hint_at += m as usize;
-            let hint_verdicts = &hints_ok[h..h + m as usize];
-            h += m as usize;
-            let from = (e, s);
-            let mut all_hold = true;
-            for c in checks {
-                all_hold &= next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok);
-            }
-            if !all_hold {
-                // Only inputs that run again need their verdicts by check.
-                let (mut e, mut s) = from;
-                let known = checks
-                    .iter()
-                    .map(|&c| (c, next_verdict(&c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok)))
-                    .chain(hints.iter().copied().zip(hint_verdicts.iter().copied()))
-                    .collect();
-                open.push((k, known));
-            }
-        }
+        starts.push((e, s, h));
+        let n_ecdsa = part
+            .checks
+            .iter()
+            .filter(|c| matches!(c, Check::Ecdsa { .. }))
+            .count();
+        e += n_ecdsa;
+        s += part.checks.len() - n_ecdsa;
+        h += part.hints.len();
     }
+    let mut results: Vec<std::result::Result<(), ScriptError>> = parts
+        .par_iter()
+        .flat_map_iter(|p| p.results.iter().copied())
+        .collect();
+    let mut open: Vec<(usize, HashMap<Check, bool>)> = parts
+        .par_iter()
+        .zip(&starts)
+        .enumerate()
+        .flat_map_iter(|(c, (part, &(mut e, mut s, mut h)))| {
+            let mut open = Vec::new();
+            let (mut at, mut hint_at) = (0, 0);
+            for (j, (&n, &m)) in part.asked.iter().zip(&part.hinted).enumerate() {
+                let checks = &part.checks[at..at + n as usize];
+                at += n as usize;
+                let hints = &part.hints[hint_at..hint_at + m as usize];
+                hint_at += m as usize;
+                let hint_verdicts = &hints_ok[h..h + m as usize];
+                h += m as usize;
+                let from = (e, s);
+                let mut all_hold = true;
+                for c in checks {
+                    all_hold &= next_verdict(c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok);
+                }
+                if !all_hold {
+                    // Only inputs that run again need their verdicts by check.
+                    let (mut e, mut s) = from;
+                    let known = checks
+                        .iter()
+                        .map(|&c| (c, next_verdict(&c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok)))
+                        .chain(hints.iter().copied().zip(hint_verdicts.iter().copied()))
+                        .collect();
+                    open.push((c * PART + j, known));
+                }
+            }
+            open
+        })
+        .collect();
     let replayed_inputs = open.len();
     let (mut ecdsa_checks, mut schnorr_checks) = (ecdsa_len, schnorr_len);
     let (mut rounds, mut reruns) = (1, 0);
