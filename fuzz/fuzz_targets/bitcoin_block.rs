@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     'txs: for (t, tx) in block.txs.iter().enumerate().skip(1) {
         let pre = Precomputed::new(tx, Some(per_tx[t]));
         for (i, input) in tx.inputs.iter().enumerate() {
-            let mut checker = TxChecker { tx, input: i, amount: per_tx[t][i].value, pre: &pre, verifier: CpuVerifier };
+            let mut checker = TxChecker::new(tx, i, per_tx[t][i].value, &pre, CpuVerifier);
             let spk = &per_tx[t][i].script_pubkey;
             if verify_script(input.script_sig, spk, &input.witness, report.flags, &mut checker).is_err() {
                 first_failure = Some((t, i));

@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
     let i = head[4] as usize % tx.inputs.len();
     let spent: Vec<TxOut> = outs.iter().map(|&(value, script_pubkey)| TxOut { value, script_pubkey }).collect();
     let pre = Precomputed::with_spent(&tx, spent.iter().copied());
-    let mut checker = TxChecker { tx: &tx, input: i, amount: spent[i].value, pre: &pre, verifier: CpuVerifier };
+    let mut checker = TxChecker::new(&tx, i, spent[i].value, &pre, CpuVerifier);
     let input = &tx.inputs[i];
     let ours = verify_script(input.script_sig, spent[i].script_pubkey, &input.witness, flags, &mut checker);
 

@@ -70,13 +70,7 @@ fn our_verify(
     i: usize,
     flags: Flags,
 ) -> Result<(), ScriptError> {
-    let mut checker = TxChecker {
-        tx,
-        input: i,
-        amount: spent[i].value,
-        pre,
-        verifier: CpuVerifier,
-    };
+    let mut checker = TxChecker::new(tx, i, spent[i].value, pre, CpuVerifier);
     let input = &tx.inputs[i];
     verify_script(
         input.script_sig,

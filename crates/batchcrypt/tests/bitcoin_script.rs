@@ -42,13 +42,7 @@ fn trim_flags(f: Flags) -> Flags {
 
 fn verify_input(tx: &Tx, spent: &[SpentOutput], i: usize, flags: Flags) -> Result<(), ScriptError> {
     let pre = Precomputed::new(tx, Some(spent));
-    let mut checker = TxChecker {
-        tx,
-        input: i,
-        amount: spent[i].value,
-        pre: &pre,
-        verifier: CpuVerifier,
-    };
+    let mut checker = TxChecker::new(tx, i, spent[i].value, &pre, CpuVerifier);
     let input = &tx.inputs[i];
     verify_script(
         input.script_sig,

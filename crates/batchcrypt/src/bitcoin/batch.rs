@@ -125,6 +125,9 @@ impl SigVerifier for Deferring<'_, '_> {
             key: *pubkey,
         })
     }
+    fn defers(&self) -> bool {
+        true
+    }
     fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
         let Some(key) = Sec1::new(pubkey) else {
             return;
@@ -314,18 +317,12 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         .collect();
     let pre: Vec<Precomputed> = jobs
         .par_iter()
-        .map(|j| Precomputed::new(j.tx, Some(j.spent)))
+        .map(|j| Precomputed::for_inputs(j.tx, j.spent))
         .collect();
     let run = |k: usize, verifier: &mut dyn SigVerifier| {
         let (t, i) = index[k];
         let j = &jobs[t];
-        let mut checker = TxChecker {
-            tx: j.tx,
-            input: i,
-            amount: j.spent[i].value,
-            pre: &pre[t],
-            verifier,
-        };
+        let mut checker = TxChecker::new(j.tx, i, j.spent[i].value, &pre[t], verifier);
         let input = &j.tx.inputs[i];
         verify_script(
             input.script_sig,
@@ -617,17 +614,11 @@ pub fn signature_checks(
     let mut ecdsa = Vec::new();
     let mut schnorr = Vec::new();
     for j in jobs {
-        let pre = Precomputed::new(j.tx, Some(j.spent));
+        let pre = Precomputed::for_inputs(j.tx, j.spent);
         for i in 0..j.tx.inputs.len() {
             let (mut pending, mut hints) = (Vec::new(), Vec::new());
             let mut d = Deferring::new(None, &mut pending, &mut hints);
-            let mut checker = TxChecker {
-                tx: j.tx,
-                input: i,
-                amount: j.spent[i].value,
-                pre: &pre,
-                verifier: &mut d,
-            };
+            let mut checker = TxChecker::new(j.tx, i, j.spent[i].value, &pre, &mut d);
             let input = &j.tx.inputs[i];
             let _ = verify_script(
                 input.script_sig,
@@ -657,13 +648,7 @@ pub fn verify_input(
     input: usize,
     flags: Flags,
 ) -> std::result::Result<(), ScriptError> {
-    let mut checker = TxChecker {
-        tx,
-        input,
-        amount: spent[input].value,
-        pre,
-        verifier: CpuVerifier,
-    };
+    let mut checker = TxChecker::new(tx, input, spent[input].value, pre, CpuVerifier);
     let i = &tx.inputs[input];
     verify_script(
         i.script_sig,

@@ -16,6 +16,11 @@ pub trait SigVerifier {
     /// `sig` is `r || s` with S made low; `pubkey` SEC1 (02/03 and 33 bytes, or 04 and 65).
     fn ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) -> bool;
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool;
+    /// Whether this verifier defers its checks to a batch, so that checks a script may ask for
+    /// later ([`Self::expect_ecdsa`]) are worth naming now. The default: it verifies at once.
+    fn defers(&self) -> bool {
+        false
+    }
     /// A check the script may ask for next (see [`SignatureChecker::expect_multisig`]): a
     /// batching verifier may verify it with the others. The default ignores it.
     fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
@@ -29,6 +34,9 @@ impl<V: SigVerifier + ?Sized> SigVerifier for &mut V {
     }
     fn schnorr(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8; 32]) -> bool {
         (**self).schnorr(msg, sig, pubkey)
+    }
+    fn defers(&self) -> bool {
+        (**self).defers()
     }
     fn expect_ecdsa(&mut self, msg: &[u8; 32], sig: &[u8; 64], pubkey: &[u8]) {
         (**self).expect_ecdsa(msg, sig, pubkey)
@@ -94,11 +102,46 @@ pub struct TxChecker<'t, 'a, V> {
     pub amount: i64,
     pub pre: &'t Precomputed,
     pub verifier: V,
+    /// The messages of the last multisig's signatures, by hash type, for its script code: its
+    /// loop asks each signature against several keys, one sighash serves them all.
+    multisig: Option<MultisigMessages>,
 }
 
-impl<V: SigVerifier> TxChecker<'_, '_, V> {
+struct MultisigMessages {
+    sv: SigVersion,
+    script_code: Vec<u8>,
+    by_hash_type: Vec<(u8, [u8; 32])>,
+}
+
+impl<'t, 'a, V: SigVerifier> TxChecker<'t, 'a, V> {
+    /// The checker of input `input` of `tx`, which spends an output of value `amount`; `pre`
+    /// computed from `tx`.
+    pub fn new(
+        tx: &'t Tx<'a>,
+        input: usize,
+        amount: i64,
+        pre: &'t Precomputed,
+        verifier: V,
+    ) -> Self {
+        TxChecker {
+            tx,
+            input,
+            amount,
+            pre,
+            verifier,
+            multisig: None,
+        }
+    }
+
     /// The message an ECDSA signature with `hash_type` signs (legacy or BIP143 by `sv`).
     fn ecdsa_message(&self, script_code: &[u8], hash_type: u8, sv: SigVersion) -> [u8; 32] {
+        if let Some(m) = &self.multisig {
+            if m.sv == sv && m.script_code == script_code {
+                if let Some((_, msg)) = m.by_hash_type.iter().find(|(h, _)| *h == hash_type) {
+                    return *msg;
+                }
+            }
+        }
         match sv {
             SigVersion::Base => sighash::legacy(self.tx, self.input, script_code, hash_type as i32),
             _ => sighash::segwit_v0(
@@ -141,6 +184,18 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
         script_code: &[u8],
         sv: SigVersion,
     ) {
+        if !self.verifier.defers() {
+            return;
+        }
+        let mut m = self.multisig.take().unwrap_or(MultisigMessages {
+            sv,
+            script_code: Vec::new(),
+            by_hash_type: Vec::new(),
+        });
+        m.sv = sv;
+        m.script_code.clear();
+        m.script_code.extend_from_slice(script_code);
+        m.by_hash_type.clear();
         let slack = keys.len() - sigs.len();
         for (i, sig) in sigs.iter().enumerate() {
             let Some((&hash_type, der)) = sig.split_last() else {
@@ -149,13 +204,21 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
             let Some(rs) = consensus_signature(der) else {
                 continue;
             };
-            let msg = self.ecdsa_message(script_code, hash_type, sv);
+            let msg = match m.by_hash_type.iter().find(|(h, _)| *h == hash_type) {
+                Some((_, msg)) => *msg,
+                None => {
+                    let msg = self.ecdsa_message(script_code, hash_type, sv);
+                    m.by_hash_type.push((hash_type, msg));
+                    msg
+                }
+            };
             for key in &keys[i..=i + slack] {
                 if let Some(key) = consensus_pubkey(key) {
                     self.verifier.expect_ecdsa(&msg, &rs, &key);
                 }
             }
         }
+        self.multisig = Some(m);
     }
 
     fn check_schnorr(

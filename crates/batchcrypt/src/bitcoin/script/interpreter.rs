@@ -5,8 +5,9 @@ use super::check::{check_tap_tweak, is_low_s, SignatureChecker};
 use super::num::{cast_to_bool, clamp_int, decode, encode};
 use super::opcodes::*;
 use super::*;
+use std::borrow::Cow;
 
-type Stack = Vec<Vec<u8>>;
+type Stack = Vec<StackItem>;
 
 /// What a signature check needs beyond the script (Core's ScriptExecutionData).
 #[derive(Clone, Debug, Default)]
@@ -31,7 +32,7 @@ const TAPROOT_CONTROL_NODE_SIZE: usize = 32;
 const TAPROOT_CONTROL_MAX_SIZE: usize = 33 + 32 * 128;
 const ANNEX_TAG: u8 = 0x50;
 
-fn top(stack: &Stack, i: usize) -> Result<&Vec<u8>, ScriptError> {
+fn top(stack: &Stack, i: usize) -> Result<&StackItem, ScriptError> {
     stack
         .len()
         .checked_sub(i)
@@ -47,11 +48,11 @@ fn need(stack: &Stack, n: usize) -> Result<(), ScriptError> {
     }
 }
 
-fn bool_vec(b: bool) -> Vec<u8> {
+fn bool_item(b: bool) -> StackItem {
     if b {
-        vec![1]
+        StackItem::from_slice(&[1])
     } else {
-        Vec::new()
+        StackItem::new()
     }
 }
 
@@ -139,11 +140,12 @@ fn checksig_pre_tapscript(
     checker: &mut dyn SignatureChecker,
     sv: SigVersion,
 ) -> Result<bool, ScriptError> {
-    let mut code = script_code.to_vec();
+    // Only legacy scripts remove the signature from the script code (FindAndDelete).
+    let mut code = Cow::Borrowed(script_code);
     if sv == SigVersion::Base {
         let mut pattern = Vec::with_capacity(sig.len() + 5);
         push_data(&mut pattern, sig);
-        if find_and_delete(&mut code, &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
+        if find_and_delete(code.to_mut(), &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
             return Err(ScriptError::SigFindAndDelete);
         }
     }
@@ -261,7 +263,7 @@ pub fn eval_script(
             if minimal && !minimal_push(data, opcode) {
                 return Err(E::MinimalData);
             }
-            stack.push(data.to_vec());
+            stack.push(StackItem::from_slice(data));
         } else if executing || (OP_IF..=OP_ENDIF).contains(&opcode) {
             match opcode {
                 OP_1NEGATE | OP_1..=OP_16 => {
@@ -437,11 +439,11 @@ pub fn eval_script(
                     let equal = stack.pop() == stack.pop();
                     if opcode == OP_EQUALVERIFY {
                         if !equal {
-                            stack.push(bool_vec(false));
+                            stack.push(bool_item(false));
                             return Err(E::EqualVerify);
                         }
                     } else {
-                        stack.push(bool_vec(equal));
+                        stack.push(bool_item(equal));
                     }
                 }
                 OP_1ADD | OP_1SUB | OP_NEGATE | OP_ABS | OP_NOT | OP_0NOTEQUAL => {
@@ -502,7 +504,7 @@ pub fn eval_script(
                     let lo = num(top(stack, 2)?)?;
                     let hi = num(top(stack, 1)?)?;
                     stack.truncate(stack.len() - 3);
-                    stack.push(bool_vec(lo <= x && x < hi));
+                    stack.push(bool_item(lo <= x && x < hi));
                 }
                 OP_RIPEMD160 | OP_SHA1 | OP_SHA256 | OP_HASH160 | OP_HASH256 => {
                     let v = stack.pop().ok_or(E::InvalidStackOperation)?;
@@ -530,11 +532,11 @@ pub fn eval_script(
                     stack.truncate(stack.len() - 2);
                     if opcode == OP_CHECKSIGVERIFY {
                         if !ok {
-                            stack.push(bool_vec(false));
+                            stack.push(bool_item(false));
                             return Err(E::CheckSigVerify);
                         }
                     } else {
-                        stack.push(bool_vec(ok));
+                        stack.push(bool_item(ok));
                     }
                 }
                 OP_CHECKSIGADD => {
@@ -562,11 +564,11 @@ pub fn eval_script(
                     )?;
                     if opcode == OP_CHECKMULTISIGVERIFY {
                         if !ok {
-                            stack.push(bool_vec(false));
+                            stack.push(bool_item(false));
                             return Err(E::CheckMultisigVerify);
                         }
                     } else {
-                        stack.push(bool_vec(ok));
+                        stack.push(bool_item(ok));
                     }
                 }
                 _ => return Err(E::BadOpcode),
@@ -583,15 +585,15 @@ pub fn eval_script(
     Ok(())
 }
 
-fn hash_op(opcode: u8, v: &[u8]) -> Vec<u8> {
+fn hash_op(opcode: u8, v: &[u8]) -> StackItem {
     use ripemd::Digest as _;
     let sha = crate::sha256::digest;
     match opcode {
-        OP_RIPEMD160 => ripemd::Ripemd160::digest(v).to_vec(),
-        OP_SHA1 => sha1::Sha1::digest(v).to_vec(),
-        OP_SHA256 => sha(v).to_vec(),
-        OP_HASH160 => ripemd::Ripemd160::digest(sha(v)).to_vec(),
-        _ => crate::sha256::digest_double(v).to_vec(),
+        OP_RIPEMD160 => StackItem::from_slice(&ripemd::Ripemd160::digest(v)),
+        OP_SHA1 => StackItem::from_slice(&sha1::Sha1::digest(v)),
+        OP_SHA256 => StackItem::from_slice(&sha(v)),
+        OP_HASH160 => StackItem::from_slice(&ripemd::Ripemd160::digest(sha(v))),
+        _ => StackItem::from_slice(&crate::sha256::digest_double(v)),
     }
 }
 
@@ -632,12 +634,12 @@ fn checkmultisig(
     i += sigs as usize;
     need(stack, i)?;
 
-    let mut code = script_code.to_vec();
+    let mut code = Cow::Borrowed(script_code);
     if sv == SigVersion::Base {
         for k in 0..sigs as usize {
             let mut pattern = Vec::new();
             push_data(&mut pattern, top(stack, isig + k)?);
-            if find_and_delete(&mut code, &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
+            if find_and_delete(code.to_mut(), &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
                 return Err(E::SigFindAndDelete);
             }
         }
@@ -717,7 +719,7 @@ fn execute_witness_script(
     if stack.iter().any(|e| e.len() > MAX_SCRIPT_ELEMENT_SIZE) {
         return Err(E::PushSize);
     }
-    let mut st: Stack = stack.iter().map(|e| e.to_vec()).collect();
+    let mut st: Stack = stack.iter().map(|e| StackItem::from_slice(e)).collect();
     eval_script(&mut st, script, flags, checker, sv, exec)?;
     if st.len() != 1 {
         return Err(E::CleanStack);
@@ -785,9 +787,10 @@ fn verify_witness_program(
             if witness.len() != 2 {
                 return Err(E::WitnessProgramMismatch);
             }
-            let mut script = vec![OP_DUP, OP_HASH160, 20];
-            script.extend_from_slice(program);
-            script.extend_from_slice(&[OP_EQUALVERIFY, OP_CHECKSIG]);
+            let mut script = [0u8; 25];
+            script[..3].copy_from_slice(&[OP_DUP, OP_HASH160, 20]);
+            script[3..23].copy_from_slice(program);
+            script[23..].copy_from_slice(&[OP_EQUALVERIFY, OP_CHECKSIG]);
             execute_witness_script(
                 witness,
                 &script,

@@ -20,6 +20,10 @@ pub use interpreter::{
 
 use opcodes::*;
 
+/// One item of the interpreter's stack. Inline up to 80 bytes (a DER signature with its hash
+/// type is at most 73, a key 65): an input's pushes, copies and hashes allocate nothing.
+pub type StackItem = smallvec::SmallVec<[u8; 80]>;
+
 /// Which rules a script runs under (Core's SigVersion).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SigVersion {

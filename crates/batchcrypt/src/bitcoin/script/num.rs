@@ -1,7 +1,7 @@
 //! Script numbers: little-endian sign-magnitude, at most 4 bytes as operands (5 for lock times),
 //! results of any size up to 64 bits. Core's CScriptNum.
 
-use super::ScriptError;
+use super::{ScriptError, StackItem};
 
 /// A number read from the stack. Core throws on overflow or a non-minimal encoding, which the
 /// interpreter reports as `SCRIPTNUM`.
@@ -32,13 +32,13 @@ pub fn decode(v: &[u8], require_minimal: bool, max_size: usize) -> Result<i64, S
 }
 
 /// The minimal encoding of `n`.
-pub fn encode(n: i64) -> Vec<u8> {
+pub fn encode(n: i64) -> StackItem {
     if n == 0 {
-        return Vec::new();
+        return StackItem::new();
     }
     let neg = n < 0;
     let mut abs = n.unsigned_abs();
-    let mut out = Vec::with_capacity(9);
+    let mut out = StackItem::new();
     while abs > 0 {
         out.push(abs as u8);
         abs >>= 8;
@@ -87,9 +87,9 @@ mod tests {
         ] {
             assert_eq!(decode(&encode(n), true, 8), Ok(n), "{n}");
         }
-        assert_eq!(encode(-1), vec![0x81]);
-        assert_eq!(encode(128), vec![0x80, 0x00]);
-        assert_eq!(encode(-128), vec![0x80, 0x80]);
+        assert_eq!(encode(-1)[..], [0x81]);
+        assert_eq!(encode(128)[..], [0x80, 0x00]);
+        assert_eq!(encode(-128)[..], [0x80, 0x80]);
     }
 
     #[test]
