@@ -208,13 +208,12 @@ impl Verdicts {
         let t = Instant::now();
         let all = || parts.iter().flat_map(|p| &p.checks);
         // The hints (ECDSA only) ride in the ECDSA batch, after the checks asked for.
-        let mut ecdsa: Vec<&Check> = all().filter(|c| matches!(c, Check::Ecdsa { .. })).collect();
-        let asked = ecdsa.len();
-        ecdsa.extend(parts.iter().flat_map(|p| &p.hints));
+        let ecdsa = all().chain(parts.iter().flat_map(|p| &p.hints));
+        let asked = all().filter(|c| matches!(c, Check::Ecdsa { .. })).count();
         let schnorr: Vec<&Check> = all()
             .filter(|c| matches!(c, Check::Schnorr { .. }))
             .collect();
-        let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, ecdsa)?;
         let hints = ecdsa.split_off(asked);
         let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
         let v = Verdicts {
@@ -470,7 +469,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         if !all.is_empty() {
             rounds += 1;
         }
-        let (eo, _) = verify_ecdsa_batch(engine, &ecdsa)?;
+        let (eo, _) = verify_ecdsa_batch(engine, ecdsa.iter().copied())?;
         let (so, _) = verify_schnorr_batch(engine, &schnorr)?;
         ecdsa_checks += ecdsa.len();
         schnorr_checks += schnorr.len();
@@ -559,19 +558,23 @@ fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr
     }
 }
 
-fn verify_ecdsa_batch(engine: &Engine, checks: &[&Check]) -> Result<(Vec<bool>, Option<Backend>)> {
-    if checks.is_empty() {
-        return Ok((Vec::new(), None));
-    }
-    let mut msgs = Vec::with_capacity(checks.len());
-    let mut sigs = Vec::with_capacity(checks.len());
-    let mut keys = Vec::with_capacity(checks.len());
+/// The ECDSA checks among `checks`, verified as one batch. The columns are gathered in one serial
+/// pass: while scripts run beside the batch, rayon's workers are theirs, and a parallel gathering
+/// waited for them.
+fn verify_ecdsa_batch<'c>(
+    engine: &Engine,
+    checks: impl IntoIterator<Item = &'c Check>,
+) -> Result<(Vec<bool>, Option<Backend>)> {
+    let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
     for c in checks {
         if let Check::Ecdsa { msg, sig, key } = c {
             msgs.push(*msg);
             sigs.push(&sig[..]);
             keys.push(key.as_slice());
         }
+    }
+    if msgs.is_empty() {
+        return Ok((Vec::new(), None));
     }
     let out = engine
         .secp256k1()

@@ -283,9 +283,10 @@ pub mod device {
         let f = gpu.function(k.image, k.name)?;
         let mut codes = vec![0u8; n];
         let mut reasons = vec![None; n];
-        // A chunk a little over one wave of the GPU: small enough that preparation overlaps.
+        // At least four chunks (the preparation of one overlaps the GPU's work on another), of
+        // a quarter of a GPU wave to a little over one.
         let cfg = PipelineConfig {
-            chunk_items: 1 << 17,
+            chunk_items: (n / 4).clamp(1 << 15, 1 << 17),
             depth: 3,
         };
         let encode = |first: usize, dst: &mut [u8]| {
