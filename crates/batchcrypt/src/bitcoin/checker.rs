@@ -133,16 +133,20 @@ impl<'t, 'a, V: SigVerifier> TxChecker<'t, 'a, V> {
         }
     }
 
-    /// The message an ECDSA signature with `hash_type` signs (legacy or BIP143 by `sv`).
-    fn ecdsa_message(&self, script_code: &[u8], hash_type: u8, sv: SigVersion) -> [u8; 32] {
-        if let Some(m) = &self.multisig {
-            if m.sv == sv && m.script_code == script_code {
-                if let Some((_, msg)) = m.by_hash_type.iter().find(|(h, _)| *h == hash_type) {
-                    return *msg;
-                }
-            }
+    /// The message an ECDSA signature with `hash_type` signs (legacy or BIP143 by `sv`), kept
+    /// for the rest of a multisig when it is that multisig's script code.
+    fn ecdsa_message(&mut self, script_code: &[u8], hash_type: u8, sv: SigVersion) -> [u8; 32] {
+        let multisig = self
+            .multisig
+            .as_mut()
+            .filter(|m| m.sv == sv && m.script_code == script_code);
+        if let Some(&(_, msg)) = multisig
+            .as_ref()
+            .and_then(|m| m.by_hash_type.iter().find(|(h, _)| *h == hash_type))
+        {
+            return msg;
         }
-        match sv {
+        let msg = match sv {
             SigVersion::Base => sighash::legacy(self.tx, self.input, script_code, hash_type as i32),
             _ => sighash::segwit_v0(
                 self.tx,
@@ -152,7 +156,11 @@ impl<'t, 'a, V: SigVerifier> TxChecker<'t, 'a, V> {
                 self.amount,
                 hash_type as i32,
             ),
+        };
+        if let Some(m) = multisig {
+            m.by_hash_type.push((hash_type, msg));
         }
+        msg
     }
 }
 
@@ -187,7 +195,7 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
         if !self.verifier.defers() {
             return;
         }
-        let mut m = self.multisig.take().unwrap_or(MultisigMessages {
+        let m = self.multisig.get_or_insert_with(|| MultisigMessages {
             sv,
             script_code: Vec::new(),
             by_hash_type: Vec::new(),
@@ -204,21 +212,13 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
             let Some(rs) = consensus_signature(der) else {
                 continue;
             };
-            let msg = match m.by_hash_type.iter().find(|(h, _)| *h == hash_type) {
-                Some((_, msg)) => *msg,
-                None => {
-                    let msg = self.ecdsa_message(script_code, hash_type, sv);
-                    m.by_hash_type.push((hash_type, msg));
-                    msg
-                }
-            };
+            let msg = self.ecdsa_message(script_code, hash_type, sv);
             for key in &keys[i..=i + slack] {
                 if let Some(key) = consensus_pubkey(key) {
                     self.verifier.expect_ecdsa(&msg, &rs, &key);
                 }
             }
         }
-        self.multisig = Some(m);
     }
 
     fn check_schnorr(
