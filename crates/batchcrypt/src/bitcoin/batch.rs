@@ -12,7 +12,7 @@
 //! Core's.
 
 use super::checker::{CpuVerifier, SigVerifier, TxChecker, BITCOIN_ECDSA};
-use super::script::{verify_script, Flags, ScriptError};
+use super::script::{verify_script, witness_program, Flags, ScriptError};
 use super::sighash::Precomputed;
 use super::{SpentOutput, Tx};
 use crate::backend::Backend;
@@ -184,6 +184,18 @@ impl SigVerifier for Replay<'_> {
     }
 }
 
+/// The per-transaction hashes verifying a job's inputs needs, as Bitcoin Core's
+/// `PrecomputedTransactionData::Init` without `force`: BIP341's only when an input with a witness
+/// spends a taproot output (no other input can reach a taproot signature hash; they cost a pass
+/// over every spent output).
+fn precompute(j: &TxJob<'_, '_>) -> Precomputed {
+    let taproot = j.tx.inputs.iter().zip(j.spent).any(|(i, s)| {
+        !i.witness.is_empty()
+            && matches!(witness_program(&s.script_pubkey), Some((1, p)) if p.len() == 32)
+    });
+    Precomputed::new(j.tx, taproot.then_some(j.spent))
+}
+
 /// Inputs per part of the first run.
 const PART: usize = 64;
 
@@ -314,10 +326,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         .enumerate()
         .flat_map(|(t, j)| (0..j.tx.inputs.len()).map(move |i| (t, i)))
         .collect();
-    let pre: Vec<Precomputed> = jobs
-        .par_iter()
-        .map(|j| Precomputed::for_inputs(j.tx, j.spent))
-        .collect();
+    let pre: Vec<Precomputed> = jobs.par_iter().map(precompute).collect();
     let run = |k: usize, verifier: &mut dyn SigVerifier| {
         let (t, i) = index[k];
         let j = &jobs[t];
@@ -617,7 +626,7 @@ pub fn signature_checks(
     let mut ecdsa = Vec::new();
     let mut schnorr = Vec::new();
     for j in jobs {
-        let pre = Precomputed::for_inputs(j.tx, j.spent);
+        let pre = precompute(j);
         for i in 0..j.tx.inputs.len() {
             let (mut pending, mut hints) = (Vec::new(), Vec::new());
             let mut d = Deferring::new(None, &mut pending, &mut hints);

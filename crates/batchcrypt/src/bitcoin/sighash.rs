@@ -7,7 +7,6 @@
 //! once, in [`Precomputed`], so signing all inputs of a segwit or taproot transaction stays linear.
 //! (Legacy hashes stay quadratic: that is the legacy algorithm itself.)
 
-use super::script::witness_program;
 use super::tx::{write_compact_size, OutPoint, SpentOutput, Tx, TxOut};
 use crate::sha256::{digest, digest_double, Digest};
 use std::cell::RefCell;
@@ -71,22 +70,6 @@ impl Precomputed {
             Some(spent) => Self::with_spent(tx, spent.iter().map(SpentOutput::as_txout)),
             None => Self::without_spent(tx),
         }
-    }
-
-    /// What verifying `tx`'s inputs needs, as Bitcoin Core's `PrecomputedTransactionData::Init`
-    /// without `force`: the BIP341 hashes only when an input with a witness spends a taproot
-    /// output (no other input can reach a taproot signature hash; they cost a pass over every
-    /// spent output).
-    ///
-    /// # Panics
-    /// If `spent` has a length other than the number of inputs.
-    pub fn for_inputs(tx: &Tx, spent: &[SpentOutput]) -> Precomputed {
-        assert_eq!(spent.len(), tx.inputs.len(), "one spent output per input");
-        let taproot = tx.inputs.iter().zip(spent).any(|(i, s)| {
-            !i.witness.is_empty()
-                && matches!(witness_program(&s.script_pubkey), Some((1, p)) if p.len() == 32)
-        });
-        Self::new(tx, taproot.then_some(spent))
     }
 
     /// As [`Precomputed::new`] with the spent outputs given as [`TxOut`]s, one per input.
