@@ -221,12 +221,12 @@ impl Verdicts {
         let all = || parts.iter().flat_map(|p| &p.checks);
         // The hints (ECDSA only) ride in the ECDSA batch, after the checks asked for.
         let ecdsa = all().chain(parts.iter().flat_map(|p| &p.hints));
-        let asked = all().filter(|c| matches!(c, Check::Ecdsa { .. })).count();
+        let hinted: usize = parts.iter().map(|p| p.hints.len()).sum();
         let schnorr: Vec<&Check> = all()
             .filter(|c| matches!(c, Check::Schnorr { .. }))
             .collect();
         let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, ecdsa)?;
-        let hints = ecdsa.split_off(asked);
+        let hints = ecdsa.split_off(ecdsa.len() - hinted);
         let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
         let v = Verdicts {
             ecdsa,
