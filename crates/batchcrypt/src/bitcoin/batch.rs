@@ -4,7 +4,9 @@
 //! for is recorded with its message (the sighash) and answered `true`; the recorded checks then
 //! go to the engine as two batches, ECDSA and BIP340, which the dispatcher sends to the GPU or
 //! keeps on the CPU (a large run in segments, one segment's batches verified while the next
-//! segment's scripts run). A CHECKMULTISIG also records every other (signature, key) pair its
+//! segment's scripts run; where the batches are expected on a GPU, the tasks that interpret a
+//! part also encode its checks as kernel items, so a batch only copies them). A CHECKMULTISIG
+//! also records every other (signature, key) pair its
 //! loop might try, verified in the same batch. An input whose checks all hold was evaluated
 //! exactly. An input with a failed check (a bad signature, a multisig whose signatures match
 //! later keys, a script that expects a CHECKSIG to be false) is evaluated again on the CPU with
@@ -17,6 +19,8 @@ use super::sighash::Precomputed;
 use super::{SpentOutput, Tx};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::secp256k1::Secp256k1Curve;
+use crate::sig::items::Encoded;
 use crate::Engine;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -199,10 +203,36 @@ fn precompute(j: &TxJob<'_, '_>) -> Precomputed {
 /// Inputs per part of the first run.
 const PART: usize = 64;
 
-/// A run is cut into this many segments for the overlap of scripts and signatures, when each
-/// holds at least MIN_SEGMENT_INPUTS inputs (smaller GPU batches would waste more than they hide).
-const SEGMENTS: usize = 4;
+/// A run is cut into up to this many segments for the overlap of scripts and signatures, each
+/// of at least MIN_SEGMENT_INPUTS inputs (smaller GPU batches would waste more than they hide).
+/// Each segment is SHRINK times the one before: a segment's batch, faster per input than the
+/// scripts, still hides behind the next one's scripts, and the last batch, which nothing hides,
+/// is the smallest.
+const SEGMENTS: usize = 5;
 const MIN_SEGMENT_INPUTS: usize = 1 << 15;
+const SHRINK: f64 = 0.75;
+
+/// Where each segment of a run of `n_parts` parts ends.
+fn segment_ends(n_parts: usize) -> Vec<usize> {
+    let min_parts = MIN_SEGMENT_INPUTS / PART;
+    let count = (1..=SEGMENTS)
+        .rev()
+        .find(|&k| {
+            let last = SHRINK.powi(k as i32 - 1);
+            let all: f64 = (0..k).map(|i| SHRINK.powi(i as i32)).sum();
+            (n_parts as f64 * last / all) >= min_parts as f64
+        })
+        .unwrap_or(1);
+    let all: f64 = (0..count).map(|i| SHRINK.powi(i as i32)).sum();
+    let mut ends = Vec::with_capacity(count);
+    let mut share = 0.0;
+    for i in 0..count {
+        share += SHRINK.powi(i as i32) / all;
+        ends.push(((n_parts as f64 * share).round() as usize).min(n_parts));
+    }
+    ends[count - 1] = n_parts;
+    ends
+}
 
 /// The batch verdicts of the first run's checks, in order, and the backends that gave them.
 #[derive(Default)]
@@ -225,9 +255,35 @@ impl Verdicts {
         let schnorr: Vec<&Check> = all()
             .filter(|c| matches!(c, Check::Schnorr { .. }))
             .collect();
-        let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, ecdsa)?;
+        // Items the interpreter's tasks encoded, in the batches' order.
+        let encoded: Option<Vec<&PartItems>> = parts.iter().map(|p| p.encoded.as_ref()).collect();
+        let (ecdsa_items, schnorr_items) = match &encoded {
+            Some(e) => (
+                Some(
+                    e.iter()
+                        .map(|p| &p.ecdsa)
+                        .chain(e.iter().map(|p| &p.hints))
+                        .collect(),
+                ),
+                Some(e.iter().map(|p| &p.schnorr).collect()),
+            ),
+            None => (None, None),
+        };
+        let t_columns = t.elapsed();
+        let (mut ecdsa, ecdsa_backend) = verify_ecdsa_batch(engine, ecdsa, ecdsa_items)?;
         let hints = ecdsa.split_off(ecdsa.len() - hinted);
-        let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr)?;
+        let t_ecdsa = t.elapsed();
+        let (schnorr, schnorr_backend) = verify_schnorr_batch(engine, &schnorr, schnorr_items)?;
+        if crate::pipeline::tracing() {
+            eprintln!(
+                "bitcoin batch: {} ECDSA, {} BIP340 checks: selection {:.1} ms, ECDSA {:.1} ms, BIP340 {:.1} ms",
+                ecdsa.len() + hints.len(),
+                schnorr.len(),
+                ms(t_columns),
+                ms(t_ecdsa - t_columns),
+                ms(t.elapsed() - t_ecdsa)
+            );
+        }
         let v = Verdicts {
             ecdsa,
             schnorr,
@@ -257,6 +313,42 @@ struct Part {
     /// How many checks each input's multisigs may ask for beyond those (all ECDSA), in order.
     hinted: Vec<u32>,
     hints: Vec<Check>,
+    /// The GPU items of the checks and hints, encoded by the task that interpreted the part
+    /// when the batch is expected on a GPU (the batch then only copies them).
+    encoded: Option<PartItems>,
+}
+
+/// A part's GPU items: its ECDSA checks, its BIP340 checks, its hints, each in order.
+struct PartItems {
+    ecdsa: Encoded,
+    schnorr: Encoded,
+    hints: Encoded,
+}
+
+impl PartItems {
+    fn new(part: &Part) -> PartItems {
+        fn ecdsa_of(c: &Check) -> Option<(&[u8; 32], &[u8], &[u8])> {
+            match c {
+                Check::Ecdsa { msg, sig, key } => Some((msg, &sig[..], key.as_slice())),
+                Check::Schnorr { .. } => None,
+            }
+        }
+        let ecdsa: Vec<_> = part.checks.iter().filter_map(ecdsa_of).collect();
+        let hints: Vec<_> = part.hints.iter().filter_map(ecdsa_of).collect();
+        let schnorr: Vec<_> = part
+            .checks
+            .iter()
+            .filter_map(|c| match c {
+                Check::Schnorr { msg, sig, key } => Some((&msg[..], sig, key)),
+                Check::Ecdsa { .. } => None,
+            })
+            .collect();
+        PartItems {
+            ecdsa: crate::ecdsa::pre_encode::<Secp256k1Curve>(&ecdsa, &BITCOIN_ECDSA),
+            schnorr: crate::secp256k1::pre_encode_schnorr(&schnorr),
+            hints: crate::ecdsa::pre_encode::<Secp256k1Curve>(&hints, &BITCOIN_ECDSA),
+        }
+    }
 }
 
 /// The first failing input of a transaction.
@@ -307,8 +399,9 @@ impl ScriptReport {
 }
 
 /// Verifies every input of every job. The checks go to the engine as one ECDSA and one BIP340
-/// batch; a run of more than `MIN_SEGMENT_INPUTS` inputs is cut in up to `SEGMENTS` segments of
-/// at least that many, each segment's batches verified while the next segment's scripts run.
+/// batch; a run of more than `MIN_SEGMENT_INPUTS` inputs is cut in up to `SEGMENTS` shrinking
+/// segments of at least that many, each segment's batches verified while the next segment's
+/// scripts run.
 pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptReport> {
     for (t, j) in jobs.iter().enumerate() {
         if j.spent.len() != j.tx.inputs.len() {
@@ -342,6 +435,14 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     };
     // The first run, in parts of consecutive inputs: each input's verdict and how many checks it
     // asked for, the checks back to back.
+    // A segment's items are encoded where its parts are interpreted, on every core, when its
+    // batch is expected on a GPU; the batch's own preparation would run beside the next
+    // segment's scripts on one thread.
+    let n_parts = index.len().div_ceil(PART);
+    let ends = segment_ends(n_parts);
+    let encode = engine
+        .ecdsa::<Secp256k1Curve>()
+        .plans_gpu((ends[0] * PART).min(index.len()));
     let interpret = |parts: std::ops::Range<usize>| -> (Vec<Part>, Duration) {
         let t = Instant::now();
         let out = parts
@@ -355,6 +456,9 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
                     part.asked.push((part.checks.len() - before) as u32);
                     part.hinted.push((part.hints.len() - hints_before) as u32);
                 }
+                if encode {
+                    part.encoded = Some(PartItems::new(&part));
+                }
                 part
             })
             .collect();
@@ -362,19 +466,31 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     };
     // A large run goes in segments, each segment's signatures batched while the next one's
     // scripts run, so the GPU's work hides behind the CPU's.
-    let n_parts = index.len().div_ceil(PART);
-    let per_segment = n_parts.div_ceil(SEGMENTS).max(MIN_SEGMENT_INPUTS / PART);
     let mut parts: Vec<Part> = Vec::with_capacity(n_parts);
     let mut verdicts = Verdicts::default();
     let (mut scripts_time, mut signatures_time) = (t0.elapsed(), Duration::ZERO);
+    if crate::pipeline::tracing() {
+        eprintln!(
+            "bitcoin scripts: the inputs' index and transactions' hashes {:.1} ms",
+            ms(scripts_time)
+        );
+    }
     let mut batched = 0..0;
-    while batched.end < n_parts {
-        let todo = batched.end..(batched.end + per_segment).min(n_parts);
+    for &end in &ends {
+        let todo = batched.end..end;
         let (done, (mut new, t)) = rayon::join(
             || verdicts.batch(engine, &parts[batched.clone()]),
             || interpret(todo.clone()),
         );
         let (v, t_batch) = done?;
+        if crate::pipeline::tracing() {
+            eprintln!(
+                "bitcoin segment of {} inputs: scripts {:.1} ms beside the last one's batch {:.1} ms",
+                new.iter().map(|p| p.results.len()).sum::<usize>(),
+                ms(t),
+                ms(t_batch)
+            );
+        }
         verdicts.append(v);
         signatures_time += t_batch;
         scripts_time += t;
@@ -398,6 +514,14 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     // checks all hold. Past MAX_ROUNDS the rest run on the CPU.
     const MAX_ROUNDS: usize = 8;
     let t2 = Instant::now();
+    if crate::pipeline::tracing() {
+        eprintln!(
+            "bitcoin scripts of {} inputs: {:.1} ms to the last batch's end, which took {:.1} ms",
+            index.len(),
+            ms(t0.elapsed()),
+            ms(t_batch)
+        );
+    }
     // Where each part's verdicts start in the batches' answers, then the parts side by side.
     let mut starts = Vec::with_capacity(parts.len());
     let (mut e, mut s, mut h) = (0usize, 0usize, 0usize);
@@ -478,8 +602,8 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         if !all.is_empty() {
             rounds += 1;
         }
-        let (eo, _) = verify_ecdsa_batch(engine, ecdsa.iter().copied())?;
-        let (so, _) = verify_schnorr_batch(engine, &schnorr)?;
+        let (eo, _) = verify_ecdsa_batch(engine, ecdsa.iter().copied(), None)?;
+        let (so, _) = verify_schnorr_batch(engine, &schnorr, None)?;
         ecdsa_checks += ecdsa.len();
         schnorr_checks += schnorr.len();
         let (mut e, mut s) = (0usize, 0usize);
@@ -525,6 +649,12 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         replay_cpu_checks += n;
     }
     let replay_time = t2.elapsed();
+    if crate::pipeline::tracing() {
+        eprintln!(
+            "bitcoin verdicts and replays: {:.1} ms ({replayed_inputs} inputs replayed)",
+            ms(replay_time)
+        );
+    }
 
     let mut verdicts = vec![Ok(()); jobs.len()];
     for (k, r) in results.iter().enumerate() {
@@ -553,6 +683,10 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
     })
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 /// The batch verdict of the next check in order (ECDSA and BIP340 checks count separately).
 fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr: &[bool]) -> bool {
     match c {
@@ -573,6 +707,7 @@ fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr
 fn verify_ecdsa_batch<'c>(
     engine: &Engine,
     checks: impl IntoIterator<Item = &'c Check>,
+    encoded: Option<Vec<&Encoded>>,
 ) -> Result<(Vec<bool>, Option<Backend>)> {
     let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
     for c in checks {
@@ -585,9 +720,11 @@ fn verify_ecdsa_batch<'c>(
     if msgs.is_empty() {
         return Ok((Vec::new(), None));
     }
-    let out = engine
-        .secp256k1()
-        .verify_ecdsa(&msgs, &sigs, &keys, &BITCOIN_ECDSA)?;
+    let ecdsa = engine.ecdsa::<Secp256k1Curve>();
+    let out = match encoded {
+        Some(pieces) => ecdsa.verify_pre_encoded(&msgs, &sigs, &keys, &BITCOIN_ECDSA, &pieces)?,
+        None => ecdsa.verify(&msgs, &sigs, &keys, &BITCOIN_ECDSA)?,
+    };
     let ok = out.value.results.iter().map(|r| r.is_ok()).collect();
     Ok((ok, Some(out.backend)))
 }
@@ -595,6 +732,7 @@ fn verify_ecdsa_batch<'c>(
 fn verify_schnorr_batch(
     engine: &Engine,
     checks: &[&Check],
+    encoded: Option<Vec<&Encoded>>,
 ) -> Result<(Vec<bool>, Option<Backend>)> {
     if checks.is_empty() {
         return Ok((Vec::new(), None));
@@ -609,7 +747,11 @@ fn verify_schnorr_batch(
             keys.push(*key);
         }
     }
-    let out = engine.secp256k1().verify_schnorr(&msgs, &sigs, &keys)?;
+    let secp = engine.secp256k1();
+    let out = match encoded {
+        Some(pieces) => secp.verify_schnorr_pre_encoded(&msgs, &sigs, &keys, &pieces)?,
+        None => secp.verify_schnorr(&msgs, &sigs, &keys)?,
+    };
     let ok = out.value.results.iter().map(|r| r.is_ok()).collect();
     Ok((ok, Some(out.backend)))
 }
@@ -669,4 +811,43 @@ pub fn verify_input(
         flags,
         &mut checker,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_shrink_and_cover_the_run() {
+        let min = MIN_SEGMENT_INPUTS / PART;
+        for n in [
+            0,
+            1,
+            min - 1,
+            min,
+            2 * min - 1,
+            2 * min + 1,
+            3 * min,
+            7 * min,
+            20 * min,
+            100_000,
+        ] {
+            let ends = segment_ends(n);
+            assert_eq!(*ends.last().unwrap(), n, "{n}");
+            assert!(ends.len() <= SEGMENTS);
+            let sizes: Vec<usize> = ends
+                .iter()
+                .scan(0, |at, &e| {
+                    let s = e - *at;
+                    *at = e;
+                    Some(s)
+                })
+                .collect();
+            if sizes.len() > 1 {
+                assert!(sizes.iter().all(|&s| s >= min), "{n}: {sizes:?}");
+                assert!(sizes.windows(2).all(|w| w[1] <= w[0] + 1), "{n}: {sizes:?}");
+            }
+        }
+        assert_eq!(segment_ends(100 * min).len(), SEGMENTS);
+    }
 }

@@ -19,7 +19,7 @@ use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::sig::batch::total_len;
-use crate::sig::items::{self, device::Kernel, HostItem, HostScalar};
+use crate::sig::items::{self, device::Kernel, Encoded, HostItem, HostScalar};
 use crate::sig::{self, below, Reason, Sec1Key, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::marker::PhantomData;
@@ -126,6 +126,18 @@ pub(crate) fn item<C: Curve>(
     })
 }
 
+/// The GPU items of `(hash, signature, key)` triples, encoded ahead of their batch
+/// ([`Ecdsa::verify_pre_encoded`]).
+pub(crate) fn pre_encode<C: Curve>(
+    items: &[(&[u8; 32], &[u8], &[u8])],
+    opts: &EcdsaOptions,
+) -> Encoded {
+    Encoded::algebra(items.len(), |i| {
+        let (hash, sig, key) = items[i];
+        item::<C>(hash, sig, key, opts)
+    })
+}
+
 /// ECDSA verification on curve `C` on an [`Engine`]: [`Engine::ecdsa`].
 pub struct Ecdsa<'e, C> {
     pub(crate) engine: &'e Engine,
@@ -142,6 +154,30 @@ impl<C: Curve> Ecdsa<'_, C> {
         pubkeys: &[&[u8]],
         opts: &EcdsaOptions,
     ) -> Result<Output<Verdicts>> {
+        self.verify_with(hashes, sigs, pubkeys, opts, None)
+    }
+
+    /// [`Self::verify`] with the GPU items encoded ahead ([`pre_encode`]): `pieces` hold exactly
+    /// these items, in this order. A batch the dispatcher keeps on the CPU does not use them.
+    pub(crate) fn verify_pre_encoded(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+        pieces: &[&Encoded],
+    ) -> Result<Output<Verdicts>> {
+        self.verify_with(hashes, sigs, pubkeys, opts, Some(pieces))
+    }
+
+    fn verify_with(
+        &self,
+        hashes: &[[u8; 32]],
+        sigs: &[&[u8]],
+        pubkeys: &[&[u8]],
+        opts: &EcdsaOptions,
+        pieces: Option<&[&Encoded]>,
+    ) -> Result<Output<Verdicts>> {
         let n = batch_len(hashes, sigs, pubkeys)?;
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
         sig::batch::verify(
@@ -152,7 +188,13 @@ impl<C: Curve> Ecdsa<'_, C> {
             |i| verify_one::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
             &C::kernel(),
             |i| item::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
+            pieces,
         )
+    }
+
+    /// Whether a batch of `n` signatures would run on a GPU now.
+    pub(crate) fn plans_gpu(&self, n: usize) -> bool {
+        sig::batch::plans_gpu(self.engine, C::operation(), n)
     }
 
     /// Kernel-only GPU time (items prepared on the host, then resident on the device): the median

@@ -22,9 +22,18 @@ use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::sig::batch::total_len;
-use crate::sig::items::{self, device::Kernel};
+use crate::sig::items::{self, device::Kernel, Encoded};
 use crate::sig::Sec1Key;
 use crate::{Engine, Output};
+
+/// The GPU items of BIP340 `(message, signature, key)` triples, encoded ahead of their batch
+/// ([`Secp256k1::verify_schnorr_pre_encoded`]).
+pub(crate) fn pre_encode_schnorr(items: &[(&[u8], &[u8; 64], &[u8; 32])]) -> Encoded {
+    Encoded::algebra(items.len(), |i| {
+        let (msg, sig, key) = items[i];
+        gpu::schnorr_item(sig, key, msg)
+    })
+}
 
 /// Cost-model keys of the two operations.
 pub const OP_ECDSA: &str = "secp256k1-ecdsa";
@@ -132,6 +141,16 @@ impl Secp256k1<'_> {
         sigs: &[[u8; 64]],
         pubkeys: &[[u8; 32]],
     ) -> Result<Output<Verdicts>> {
+        self.verify_schnorr_with(msgs, sigs, pubkeys, None)
+    }
+
+    fn verify_schnorr_with(
+        &self,
+        msgs: &[&[u8]],
+        sigs: &[[u8; 64]],
+        pubkeys: &[[u8; 32]],
+        pieces: Option<&[&Encoded]>,
+    ) -> Result<Output<Verdicts>> {
         let n = crate::sig::batch_len(&[
             ("messages", msgs.len()),
             ("signatures", sigs.len()),
@@ -145,7 +164,20 @@ impl Secp256k1<'_> {
             |i| cpu::verify_schnorr_encoded(&sigs[i], &pubkeys[i], msgs[i]),
             &gpu::schnorr_kernel(),
             |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]),
+            pieces,
         )
+    }
+
+    /// [`Self::verify_schnorr`] with the GPU items encoded ahead ([`pre_encode_schnorr`]):
+    /// `pieces` hold exactly these items, in this order.
+    pub(crate) fn verify_schnorr_pre_encoded(
+        &self,
+        msgs: &[&[u8]],
+        sigs: &[[u8; 64]],
+        pubkeys: &[[u8; 32]],
+        pieces: &[&Encoded],
+    ) -> Result<Output<Verdicts>> {
+        self.verify_schnorr_with(msgs, sigs, pubkeys, Some(pieces))
     }
 
     /// Kernel-only GPU time for ECDSA items: [`crate::ecdsa::Ecdsa::kernel_seconds`] on secp256k1.

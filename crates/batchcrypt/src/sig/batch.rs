@@ -2,7 +2,7 @@
 //! algebra (ECDSA on any curve, BIP340): the measured cost model, the run on the CPU backend or
 //! the GPU, and the calibration of both.
 
-use super::items::{self, device::Kernel, HostItem, HostScalar};
+use super::items::{self, device::Kernel, Encoded, HostItem, HostScalar};
 use super::{Reason, Verdicts};
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Workload};
@@ -39,7 +39,9 @@ fn measured_workload(engine: &Engine, op: &'static Operation, n: usize, bytes_in
 }
 
 /// Verifies `n` items of `op` (`bytes_in` bytes in all): on the CPU backend item by item
-/// (`cpu(i)`), on the GPU through `kernel` with items `item(i)`.
+/// (`cpu(i)`), on the GPU through `kernel` with items `item(i)`, or copied from `prepared` where
+/// the caller encoded them ahead (the same items, in order).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify<S: HostScalar>(
     engine: &Engine,
     op: &'static Operation,
@@ -48,6 +50,7 @@ pub(crate) fn verify<S: HostScalar>(
     cpu: impl Fn(usize) -> std::result::Result<(), Reason> + Sync + Send,
     kernel: &Kernel,
     item: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+    prepared: Option<&[&Encoded]>,
 ) -> Result<Output<Verdicts>> {
     let w = measured_workload(engine, op, n, bytes_in);
     let out = engine.run(
@@ -55,9 +58,27 @@ pub(crate) fn verify<S: HostScalar>(
         &w,
         op.cpu,
         |_, threads| Ok(crate::backend::cpu::par_map(1, n, threads, &cpu)),
-        |r, _| items::device::verify_algebra(kernel, r.len(), |i| item(r.start + i)),
+        |r, _| match prepared {
+            None => items::device::verify_algebra(kernel, r.len(), |i| item(r.start + i)),
+            Some(pieces) => {
+                let fill = items::from_pieces(pieces, r.start, r.len()).ok_or_else(|| {
+                    Error::invalid(format!("prepared items do not cover the batch of {n}"))
+                })?;
+                items::device::verify(kernel, r.len(), &fill)
+            }
+        },
     )?;
     Ok(out.map(|results| Verdicts { results }))
+}
+
+/// Whether a batch of `n` typical items of `op` would run on a GPU now: worth [`Encoded`]
+/// items where the caller can encode them beforehand, off the batch's path.
+pub(crate) fn plans_gpu(engine: &Engine, op: &'static Operation, n: usize) -> bool {
+    let w = measured_workload(engine, op, n, op.typical(n as u64).bytes_in);
+    engine
+        .dispatcher()
+        .plan(&w, op.cpu, op.gpu, op)
+        .is_ok_and(|p| p.backend.is_gpu())
 }
 
 pub(crate) fn not_implemented(b: Backend, op: &str) -> Error {

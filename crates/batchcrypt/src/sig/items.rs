@@ -160,6 +160,70 @@ pub(crate) fn fill_parallel(
         .for_each(|(b, (dst, reasons))| fill(first + b * BLOCK, dst, reasons));
 }
 
+/// Kernel items encoded ahead of their batch by the thread that produced them (a Bitcoin window's
+/// interpreter tasks encode their checks as they record them, so the batch only copies). A batch
+/// verified from such pieces must list the same items in the same order as its inputs.
+#[derive(Default, Debug)]
+pub(crate) struct Encoded {
+    bytes: Vec<u8>,
+    reasons: Vec<Option<Reason>>,
+}
+
+impl Encoded {
+    /// Items `make(0..n)`, with one inversion for all of them.
+    pub(crate) fn algebra<S: HostScalar>(
+        n: usize,
+        make: impl Fn(usize) -> Result<HostItem<S>, Reason> + Sync,
+    ) -> Encoded {
+        let mut p = Encoded {
+            bytes: vec![0; n * ITEM_BYTES],
+            reasons: vec![None; n],
+        };
+        if n > 0 {
+            encode_algebra(&mut p.bytes, &mut p.reasons, 0, &make);
+        }
+        p
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.reasons.len()
+    }
+}
+
+/// The items of `pieces` back to back, from item `offset` on, as a [`FillItems`]; None unless
+/// they hold `n` items from there.
+pub(crate) fn from_pieces<'p>(
+    pieces: &'p [&'p Encoded],
+    offset: usize,
+    n: usize,
+) -> Option<impl FillItems + 'p> {
+    let mut starts = Vec::with_capacity(pieces.len() + 1);
+    let mut total = 0;
+    for p in pieces {
+        starts.push(total);
+        total += p.len();
+    }
+    (offset + n <= total).then_some(())?;
+    starts.push(total);
+    Some(
+        move |first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+            let (mut at, end) = (offset + first, offset + first + reasons.len());
+            // The last piece starting at or before `at`.
+            let mut k = starts.partition_point(|&s| s <= at) - 1;
+            let mut done = 0;
+            while at < end {
+                let p = pieces[k];
+                let from = at - starts[k];
+                let take = (p.len() - from).min(end - at);
+                dst[done * ITEM_BYTES..(done + take) * ITEM_BYTES]
+                    .copy_from_slice(&p.bytes[from * ITEM_BYTES..(from + take) * ITEM_BYTES]);
+                reasons[done..done + take].copy_from_slice(&p.reasons[from..from + take]);
+                (at, done, k) = (at + take, done + take, k + 1);
+            }
+        },
+    )
+}
+
 /// All `n` items encoded at once (kernel-only timing, host emulation).
 pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Option<Reason>>) {
     let mut bytes = vec![0u8; n * ITEM_BYTES];
@@ -309,5 +373,61 @@ pub mod device {
             .zip(codes)
             .map(|(r, c)| verdict(r, c))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces of every size (empty ones included) read back at every offset and block size give
+    /// the items of the whole, in order.
+    #[test]
+    fn pieces_read_back_as_one_batch() {
+        let sizes = [0usize, 3, 0, 0, 1, 5, 0, 2];
+        let mut next = 0u8;
+        let pieces: Vec<Encoded> = sizes
+            .iter()
+            .map(|&n| {
+                let mut p = Encoded {
+                    bytes: vec![0; n * ITEM_BYTES],
+                    reasons: vec![None; n],
+                };
+                for k in 0..n {
+                    p.bytes[k * ITEM_BYTES..(k + 1) * ITEM_BYTES].fill(next);
+                    p.reasons[k] = (next % 3 == 0).then_some(Reason::BadDer);
+                    next += 1;
+                }
+                p
+            })
+            .collect();
+        let refs: Vec<&Encoded> = pieces.iter().collect();
+        let total = next as usize;
+        assert!(from_pieces(&refs, 0, total + 1).is_none());
+        assert!(from_pieces(&refs, 1, total).is_none());
+        for offset in 0..total {
+            for n in 0..=total - offset {
+                let fill = from_pieces(&refs, offset, n).unwrap();
+                for block in 1..=n.max(1) {
+                    let mut bytes = vec![0xffu8; n * ITEM_BYTES];
+                    let mut reasons = vec![Some(Reason::HighS); n];
+                    for first in (0..n).step_by(block) {
+                        let m = block.min(n - first);
+                        fill(
+                            first,
+                            &mut bytes[first * ITEM_BYTES..(first + m) * ITEM_BYTES],
+                            &mut reasons[first..first + m],
+                        );
+                    }
+                    for k in 0..n {
+                        let v = (offset + k) as u8;
+                        assert!(bytes[k * ITEM_BYTES..(k + 1) * ITEM_BYTES]
+                            .iter()
+                            .all(|&b| b == v));
+                        assert_eq!(reasons[k], (v % 3 == 0).then_some(Reason::BadDer));
+                    }
+                }
+            }
+        }
     }
 }
