@@ -136,6 +136,23 @@ impl BlockReport {
     }
 }
 
+/// The block's height (given, or stated by its coinbase) and the script rules in force there.
+pub fn height_and_flags(
+    block: &Block,
+    network: Network,
+    height: Option<u32>,
+) -> Result<(u32, Flags)> {
+    let height = height.or_else(|| bip34_height(block)).ok_or_else(|| {
+        Error::invalid(
+            "the block's height is unknown: its coinbase does not state it (before BIP34); pass it",
+        )
+    })?;
+    let flags = network
+        .params()
+        .script_flags(height, &display_hash(&block.hash()));
+    Ok((height, flags))
+}
+
 /// Every check of a block but its scripts: header proof of work, CheckBlock, ContextualCheckBlock,
 /// the inputs' amounts and lock times, sigop cost, the coinbase's claim.
 pub fn precheck_block(
@@ -146,12 +163,7 @@ pub fn precheck_block(
     let t0 = Instant::now();
     let params = ctx.network.params();
     let hash = display_hash(&block.hash());
-    let height = ctx.height.or_else(|| bip34_height(block)).ok_or_else(|| {
-        Error::invalid(
-            "the block's height is unknown: its coinbase does not state it (before BIP34); pass it",
-        )
-    })?;
-    let flags = params.script_flags(height, &hash);
+    let (height, flags) = height_and_flags(block, ctx.network, ctx.height)?;
     let inputs: usize = block.txs.iter().map(|t| t.inputs.len()).sum();
     let mut report = BlockReport {
         hash,
