@@ -137,28 +137,38 @@ fn validate_all(
     ran
 }
 
+const TARGET: usize = 1 << 20;
+const QUICK_TARGET: usize = 1 << 16;
+const STRESS_BLOCK: &str = "mainnet-367891";
+const WITHOUT_STRESS: &str = "the test blocks but mainnet-367891";
+
+/// Group `bitcoin-resync`: the re-sync workload alone, the test blocks but the stress block
+/// (a shorter run than `bitcoin`, whose stress case keeps the peer busy for minutes).
+pub fn run_resync(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let blocks = load()?;
+    let without: Vec<usize> = (0..blocks.len())
+        .filter(|&k| blocks[k].name != STRESS_BLOCK)
+        .collect();
+    let target = if quick { QUICK_TARGET } else { TARGET };
+    run_case(rep, quick, &blocks, &without, target, WITHOUT_STRESS)
+}
+
 pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     let blocks = load()?;
-    let target: usize = if quick { 1 << 16 } else { 1 << 20 };
+    let target = if quick { QUICK_TARGET } else { TARGET };
     let all: Vec<usize> = (0..blocks.len()).collect();
     // mainnet-367891 holds one transaction of 20,000 inputs (840 kB): libbitcoinconsensus parses
     // the whole transaction again for every input, so it is measured with and without it.
     let without: Vec<usize> = all
         .iter()
         .copied()
-        .filter(|&k| blocks[k].name != "mainnet-367891")
+        .filter(|&k| blocks[k].name != STRESS_BLOCK)
         .collect();
-    for (title, subset) in [
-        ("the test blocks", &all),
-        ("the test blocks but mainnet-367891", &without),
-    ] {
+    for (title, subset) in [("the test blocks", &all), (WITHOUT_STRESS, &without)] {
         run_case(rep, quick, &blocks, subset, target, title)?;
     }
     // One block's latency on each backend, and the dispatcher's pick.
-    let k = blocks
-        .iter()
-        .position(|b| b.name == "mainnet-367891")
-        .unwrap();
+    let k = blocks.iter().position(|b| b.name == STRESS_BLOCK).unwrap();
     let one = [k];
     let lcase = format!(
         "{} ({} inputs), one block",
