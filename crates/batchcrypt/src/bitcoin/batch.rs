@@ -701,29 +701,43 @@ fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr
     }
 }
 
-/// The ECDSA checks among `checks`, verified as one batch. The columns are gathered in one serial
-/// pass: while scripts run beside the batch, rayon's workers are theirs, and a parallel gathering
+/// The ECDSA checks among `checks`, verified as one batch: from the items the interpreter's
+/// tasks encoded where there are some (`encoded`, the same checks in order), the columns then
+/// gathered only if the batch stays on the CPU. The columns are gathered in one serial pass:
+/// while scripts run beside the batch, rayon's workers are theirs, and a parallel gathering
 /// waited for them.
 fn verify_ecdsa_batch<'c>(
     engine: &Engine,
-    checks: impl IntoIterator<Item = &'c Check>,
+    checks: impl IntoIterator<Item = &'c Check> + Clone + Sync,
     encoded: Option<Vec<&Encoded>>,
 ) -> Result<(Vec<bool>, Option<Backend>)> {
-    let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-    for c in checks {
-        if let Check::Ecdsa { msg, sig, key } = c {
-            msgs.push(*msg);
-            sigs.push(&sig[..]);
-            keys.push(key.as_slice());
+    let columns = || {
+        let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::<&[u8]>::new(), Vec::new());
+        for c in checks.clone() {
+            if let Check::Ecdsa { msg, sig, key } = c {
+                msgs.push(*msg);
+                sigs.push(&sig[..]);
+                keys.push(key.as_slice());
+            }
         }
-    }
-    if msgs.is_empty() {
-        return Ok((Vec::new(), None));
-    }
+        (msgs, sigs, keys)
+    };
     let ecdsa = engine.ecdsa::<Secp256k1Curve>();
     let out = match encoded {
-        Some(pieces) => ecdsa.verify_pre_encoded(&msgs, &sigs, &keys, &BITCOIN_ECDSA, &pieces)?,
-        None => ecdsa.verify(&msgs, &sigs, &keys, &BITCOIN_ECDSA)?,
+        Some(pieces) => {
+            let n = pieces.iter().map(|p| p.len()).sum();
+            if n == 0 {
+                return Ok((Vec::new(), None));
+            }
+            ecdsa.verify_pre_encoded(n, &pieces, &BITCOIN_ECDSA, columns)?
+        }
+        None => {
+            let (msgs, sigs, keys) = columns();
+            if msgs.is_empty() {
+                return Ok((Vec::new(), None));
+            }
+            ecdsa.verify(&msgs, &sigs, &keys, &BITCOIN_ECDSA)?
+        }
     };
     let ok = out.value.results.iter().map(|r| r.is_ok()).collect();
     Ok((ok, Some(out.backend)))

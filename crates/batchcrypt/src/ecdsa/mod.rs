@@ -126,6 +126,9 @@ pub(crate) fn item<C: Curve>(
     })
 }
 
+/// A batch's hashes, signatures and keys, item by item.
+pub(crate) type Columns<'a> = (Vec<[u8; 32]>, Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// The GPU items of `(hash, signature, key)` triples, encoded ahead of their batch
 /// ([`Ecdsa::verify_pre_encoded`]).
 pub(crate) fn pre_encode<C: Curve>(
@@ -154,30 +157,6 @@ impl<C: Curve> Ecdsa<'_, C> {
         pubkeys: &[&[u8]],
         opts: &EcdsaOptions,
     ) -> Result<Output<Verdicts>> {
-        self.verify_with(hashes, sigs, pubkeys, opts, None)
-    }
-
-    /// [`Self::verify`] with the GPU items encoded ahead ([`pre_encode`]): `pieces` hold exactly
-    /// these items, in this order. A batch the dispatcher keeps on the CPU does not use them.
-    pub(crate) fn verify_pre_encoded(
-        &self,
-        hashes: &[[u8; 32]],
-        sigs: &[&[u8]],
-        pubkeys: &[&[u8]],
-        opts: &EcdsaOptions,
-        pieces: &[&Encoded],
-    ) -> Result<Output<Verdicts>> {
-        self.verify_with(hashes, sigs, pubkeys, opts, Some(pieces))
-    }
-
-    fn verify_with(
-        &self,
-        hashes: &[[u8; 32]],
-        sigs: &[&[u8]],
-        pubkeys: &[&[u8]],
-        opts: &EcdsaOptions,
-        pieces: Option<&[&Encoded]>,
-    ) -> Result<Output<Verdicts>> {
         let n = batch_len(hashes, sigs, pubkeys)?;
         let bytes_in = 32 * n as u64 + total_len(sigs) + total_len(pubkeys);
         sig::batch::verify(
@@ -188,7 +167,41 @@ impl<C: Curve> Ecdsa<'_, C> {
             |i| verify_one::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
             &C::kernel(),
             |i| item::<C>(&hashes[i], sigs[i], pubkeys[i], opts),
-            pieces,
+            None,
+        )
+    }
+
+    /// [`Self::verify`] of the `n` items that `pieces` hold, encoded ahead ([`pre_encode`]), in
+    /// order. The batch's (hash, signature, key) columns are asked of `columns` only if the
+    /// dispatcher keeps the batch on the CPU: gathering them costs the GPU path a pass over data
+    /// it no longer reads.
+    pub(crate) fn verify_pre_encoded<'a>(
+        &self,
+        n: usize,
+        pieces: &[&Encoded],
+        opts: &EcdsaOptions,
+        columns: impl Fn() -> Columns<'a> + Sync,
+    ) -> Result<Output<Verdicts>> {
+        if n == 0 {
+            return Err(crate::error::Error::EmptyBatch);
+        }
+        let cols = std::sync::OnceLock::new();
+        let cols = || cols.get_or_init(&columns);
+        sig::batch::verify(
+            self.engine,
+            C::operation(),
+            n,
+            C::operation().typical(n as u64).bytes_in,
+            |i| {
+                let (h, s, k) = cols();
+                verify_one::<C>(&h[i], s[i], k[i], opts)
+            },
+            &C::kernel(),
+            |i| {
+                let (h, s, k) = cols();
+                item::<C>(&h[i], s[i], k[i], opts)
+            },
+            Some(pieces),
         )
     }
 
@@ -257,6 +270,48 @@ pub(crate) fn calibrate<C: Curve>(backend: Backend) -> Result<Cost> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Items encoded ahead give the verdicts of the same batch verified from its columns, on
+    /// the CPU backend (which asks for the columns) and, where there is one, on the GPU (which
+    /// copies the encoded items).
+    #[test]
+    fn pre_encoded_items_give_the_verdicts_of_the_columns() {
+        use crate::secp256k1::Secp256k1Curve as C;
+        let mut items: Vec<_> = (0..40).map(C::sample).collect();
+        items[3].0[0] ^= 1; // another message
+        items[7].1[10] ^= 0x40; // a changed signature (or its encoding)
+        items[11].2 = vec![9; 33]; // not a key
+        let opts = EcdsaOptions::default();
+        let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
+        let sigs: Vec<&[u8]> = items.iter().map(|i| i.1.as_slice()).collect();
+        let keys: Vec<&[u8]> = items.iter().map(|i| i.2.as_slice()).collect();
+        let triples: Vec<_> = (0..items.len())
+            .map(|i| (&hashes[i], sigs[i], keys[i]))
+            .collect();
+        let (a, b) = triples.split_at(17);
+        let (a, b) = (pre_encode::<C>(a, &opts), pre_encode::<C>(b, &opts));
+        let mut choices = vec![crate::backend::BackendChoice::Cpu];
+        if crate::backend::Backend::Cuda.availability().is_ok() {
+            choices.push(crate::backend::BackendChoice::Gpu);
+        }
+        for choice in choices {
+            let engine = Engine::with_backend(choice);
+            let want = engine
+                .ecdsa::<C>()
+                .verify(&hashes, &sigs, &keys, &opts)
+                .unwrap();
+            let got = engine
+                .ecdsa::<C>()
+                .verify_pre_encoded(items.len(), &[&a, &b], &opts, || {
+                    (hashes.clone(), sigs.clone(), keys.clone())
+                })
+                .unwrap();
+            assert_eq!(got.value, want.value, "{choice:?}");
+            assert_eq!(got.backend, want.backend);
+            assert!(!want.value.results[3].is_ok() && !want.value.results[7].is_ok());
+            assert!(!want.value.results[11].is_ok() && want.value.results[12].is_ok());
+        }
+    }
 
     #[test]
     fn half_of_n() {
