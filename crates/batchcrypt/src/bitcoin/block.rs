@@ -225,7 +225,21 @@ pub fn precheck_block(
     } else {
         Some(header.time as i64)
     };
-    let wtxids = || block.txs.par_iter().map(|t| t.wtxid()).collect::<Vec<_>>();
+    // A transaction without witnesses serializes alike both ways: its wtxid is its txid.
+    let wtxids = || {
+        block
+            .txs
+            .par_iter()
+            .zip(&txids)
+            .map(|(t, id)| {
+                if t.raw.len() == t.stripped_size() {
+                    *id
+                } else {
+                    t.wtxid()
+                }
+            })
+            .collect::<Vec<_>>()
+    };
     if let Err(e) = contextual_check_block(block, &wtxids, &params, height, cutoff) {
         return fail(report, e, t0);
     }

@@ -41,8 +41,15 @@ pub fn check_transaction(tx: &Tx) -> Result<(), &'static str> {
             return Err("bad-txns-txouttotal-toolarge");
         }
     }
-    let mut seen = HashSet::with_capacity(tx.inputs.len());
-    if tx.inputs.iter().any(|i| !seen.insert(i.prevout)) {
+    // Most transactions have a few inputs: compared pairwise, without a set to fill.
+    let duplicate = if tx.inputs.len() <= 8 {
+        let ins = &tx.inputs;
+        (1..ins.len()).any(|j| ins[..j].iter().any(|i| i.prevout == ins[j].prevout))
+    } else {
+        let mut seen = HashSet::with_capacity(tx.inputs.len());
+        tx.inputs.iter().any(|i| !seen.insert(i.prevout))
+    };
+    if duplicate {
         return Err("bad-txns-inputs-duplicate");
     }
     if tx.is_coinbase() {
