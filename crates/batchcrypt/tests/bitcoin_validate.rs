@@ -390,3 +390,68 @@ fn multisig_pairs_are_batched_with_the_first_run() {
         assert_eq!((s.rounds, s.replay_cpu_checks), (1, 0), "{b}");
     }
 }
+
+/// A block past the weight limit is refused and its scripts never run: they run beside a
+/// block's checks only within the limits that bound their work (a hostile block would choose
+/// it).
+#[test]
+fn a_block_past_the_limits_is_refused_without_running_its_scripts() {
+    use batchcrypt::bitcoin::chain::verify_with_spent;
+    let case = CASES.iter().find(|c| c.name == "testnet3-928831").unwrap();
+    let Some((raw, spent)) = load(case) else {
+        return;
+    };
+    let block = parse_block(&raw).unwrap();
+    // The block (3,992,382 weight units) with copies of its heaviest transaction appended until
+    // it weighs more than 4,000,000.
+    let (k, extra) = block
+        .txs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .max_by_key(|(_, t)| t.weight())
+        .unwrap();
+    let weight = batchcrypt::bitcoin::validate::block_weight(&block);
+    let copies = (4_000_000 - weight) / extra.weight() + 1;
+    let mut big = raw[..80].to_vec();
+    batchcrypt::bitcoin::tx::write_compact_size(
+        &mut big,
+        (block.txs.len() + copies as usize) as u64,
+    );
+    for t in block
+        .txs
+        .iter()
+        .chain(std::iter::repeat_n(extra, copies as usize))
+    {
+        big.extend_from_slice(t.raw);
+    }
+    let first: usize = block.txs[1..k].iter().map(|t| t.inputs.len()).sum();
+    let mut big_spent = spent.clone();
+    for _ in 0..copies {
+        big_spent.extend_from_slice(&spent[first..first + extra.inputs.len()]);
+    }
+    let parsed = parse_block(&big).unwrap();
+    // The limits, on the original block and on the heavier one (its merkle root is now wrong
+    // too, which its checks find first: what matters is that no script of it runs).
+    let limits = |b: &batchcrypt::bitcoin::Block, s: &[SpentOutput]| {
+        let per_tx = spent_per_tx(b, s).unwrap();
+        let (_, flags) =
+            batchcrypt::bitcoin::block::height_and_flags(b, Network::Test, None).unwrap();
+        batchcrypt::bitcoin::block::within_script_limits(b, &per_tx, flags)
+    };
+    assert!(limits(&block, &spent));
+    assert!(!limits(&parsed, &big_spent));
+    for b in common::backends(Primitive::Secp256k1) {
+        let engine = Engine::with_backend(if b == batchcrypt::Backend::Cuda {
+            BackendChoice::Gpu
+        } else {
+            BackendChoice::Cpu
+        });
+        let w = verify_with_spent(&engine, Network::Test, &[(&parsed, &big_spent, None)]).unwrap();
+        assert!(
+            w.blocks[0].verdict.is_err(),
+            "{b}: a block past the limits passed"
+        );
+        assert!(w.scripts.is_none(), "{b}: its scripts ran");
+    }
+}

@@ -153,6 +153,22 @@ pub fn height_and_flags(
     Ok((height, flags))
 }
 
+/// Whether the block keeps to the limits that bound its scripts' work: its weight and its sigop
+/// cost. A block past them fails its checks whatever its scripts say; its scripts must not run
+/// before those checks (a hostile block would choose their cost).
+pub fn within_script_limits(block: &Block, per_tx: &[&[SpentOutput]], flags: Flags) -> bool {
+    block_weight(block) <= MAX_BLOCK_WEIGHT
+        && block
+            .txs
+            .iter()
+            .zip(per_tx)
+            .try_fold(0u64, |cost, (tx, spent)| {
+                let cost = cost + sigop_cost(tx, spent, flags);
+                (cost <= MAX_BLOCK_SIGOPS_COST).then_some(cost)
+            })
+            .is_some()
+}
+
 /// Every check of a block but its scripts: header proof of work, CheckBlock, ContextualCheckBlock,
 /// the inputs' amounts and lock times, sigop cost, the coinbase's claim.
 pub fn precheck_block(

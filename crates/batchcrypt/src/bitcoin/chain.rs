@@ -401,28 +401,33 @@ pub fn verify_with_spent(
 ) -> Result<WindowReport> {
     use rayon::prelude::*;
     let t0 = std::time::Instant::now();
-    let per_block: Vec<(Vec<&[SpentOutput]>, Flags)> = blocks
+    // Each block's spent outputs per transaction, its script rules, and whether its scripts may
+    // run before its checks.
+    let per_block: Vec<(Vec<&[SpentOutput]>, Flags, bool)> = blocks
         .par_iter()
         .map(|(block, spent, height)| {
             let per_tx = super::block::spent_per_tx(block, spent)?;
             let (_, flags) = super::block::height_and_flags(block, network, *height)?;
-            Ok((per_tx, flags))
+            let bounded = super::block::within_script_limits(block, &per_tx, flags);
+            Ok((per_tx, flags, bounded))
         })
         .collect::<Result<_>>()?;
     let jobs: Vec<_> = blocks
         .iter()
         .zip(&per_block)
-        .flat_map(|((b, ..), (per_tx, flags))| script_jobs(b, per_tx, *flags))
+        .filter(|(_, (.., bounded))| *bounded)
+        .flat_map(|((b, ..), (per_tx, flags, _))| script_jobs(b, per_tx, *flags))
         .collect();
     // Without a UTXO set the blocks are independent: their checks run side by side, and beside
-    // every block's scripts (the verdict of a block that fails a check is that failure; its
-    // scripts' work is lost, which only an invalid block costs).
+    // the scripts of every block within the limits that bound them (the verdict of a block that
+    // fails a check is that failure; its scripts' work is lost, which only an invalid block
+    // costs).
     let (checked, scripts) = rayon::join(
         || {
             let checked = blocks
                 .par_iter()
                 .zip(&per_block)
-                .map(|((block, _, height), (per_tx, _))| {
+                .map(|((block, _, height), (per_tx, ..))| {
                     let times = super::validate::NoHistory;
                     let ctx = BlockContext {
                         network,
@@ -453,6 +458,11 @@ pub fn verify_with_spent(
     if let Some(scripts) = &scripts {
         let mut first = 0;
         for (k, r) in reports.iter_mut().enumerate() {
+            if !per_block[k].2 {
+                // Its checks failed: a block past the limits has no script verdicts.
+                debug_assert!(r.verdict.is_err());
+                continue;
+            }
             let n = blocks[k].0.txs.len() - 1;
             if r.verdict.is_ok() {
                 r.set_script_verdicts(&scripts.verdicts[first..first + n]);
