@@ -12,12 +12,14 @@ static __device__ __constant__ uint32_t B[8] = {0x27d2604b, 0x3bce3c3e, 0xcc53b0
 static __device__ __constant__ uint32_t G_X[8] = {0xd898c296, 0xf4a13945, 0x2deb33a0, 0x77037d81, 0x63a440f2, 0xf8bce6e5, 0xe12c4247, 0x6b17d1f2};
 static __device__ __constant__ uint32_t G_Y[8] = {0x37bf51f5, 0xcbb64068, 0x6b315ece, 0x2bce3357, 0x7c0f9e16, 0x8ee7eb4a, 0xfe1a7f9b, 0x4fe342e2};
 
-// The base field in Montgomery form (-p^-1 = 1 mod 2^32, as for SM2's prime).
+// The base field in Montgomery form; p + 1 = 2^256 - 2^224 + 2^192 + 2^96, and -p^-1 = 1 mod 2^32,
+// so it reduces by the sparse rows.
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
     static BC_DEVICE const uint32_t* r2() { return P_R2; }
     static constexpr uint32_t INV = 0x00000001;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr uint32_t SPARSE_ADD = (1u << 3) | (1u << 6) | (1u << 8), SPARSE_SUB = 1u << 7;
 };
 
 using Fp = bc::Fp<FpParams>;

@@ -14,12 +14,14 @@ static __device__ __constant__ uint32_t B[8] = {0x4d940e93, 0xddbcbd41, 0x15ab8f
 static __device__ __constant__ uint32_t G_X[8] = {0x334c74c7, 0x715a4589, 0xf2660be1, 0x8fe30bbf, 0x6a39c994, 0x5f990446, 0x1f198119, 0x32c4ae2c};
 static __device__ __constant__ uint32_t G_Y[8] = {0x2139f0a0, 0x02df32e5, 0xc62a4740, 0xd0a9877c, 0x6b692153, 0x59bdcee3, 0xf4f6779c, 0xbc3736a2};
 
-// The base field: Montgomery form (SM2's prime allows a special reduction too; not yet used).
+// The base field in Montgomery form; p + 1 = 2^256 - 2^224 - 2^96 + 2^64, and -p^-1 = 1 mod 2^32,
+// so it reduces by the sparse rows.
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
     static BC_DEVICE const uint32_t* r2() { return P_R2; }
     static constexpr uint32_t INV = 0x00000001;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr uint32_t SPARSE_ADD = (1u << 2) | (1u << 8), SPARSE_SUB = (1u << 3) | (1u << 7);
 };
 // The scalar field, n = the group order.
 struct FnParams {

@@ -10,7 +10,12 @@
 //                                             // are plain integers reduced by folding (secp256k1)
 //   static BC_DEVICE const uint32_t* r2();    // otherwise: Montgomery form, R = 2^(32 N), with
 //   static constexpr uint32_t INV;            // R^2 mod p and -p^-1 mod 2^32
-// Eight-limb products use PTX carry chains on the GPU; other sizes, and host emulation, plain C++.
+//   static constexpr uint32_t SPARSE_ADD, SPARSE_SUB;  // optional, for INV = 1: bit k set when
+//                                             // p + 1 has a term +2^(32 k) (ADD) or -2^(32 k) (SUB)
+// Eight-limb Montgomery products use PTX carry chains on the GPU; other sizes, sparse primes and host
+// emulation plain C++. A sparse prime (P-256's, SM2's) reduces with additions alone: m = t[0] and
+// m p = m (p + 1) - m, so each reduction step adds or subtracts m at a few limbs instead of
+// multiplying by every limb of p.
 #pragma once
 #include "bc/common.cuh"
 
@@ -105,29 +110,55 @@ BC_DEVICE void mad_row(uint32_t t[LIMBS + 2], const uint32_t x[LIMBS], uint32_t 
 }
 #endif
 
-// t = a * b (512 bits), row by row.
-BC_DEVICE void mul_wide(uint32_t t[2 * LIMBS], const uint32_t a[LIMBS], const uint32_t b[LIMBS]) {
-#ifdef __CUDA_ARCH__
-    uint32_t w[2 * LIMBS + 2];
+// t = a * b (2 N limbs), row by row. Plain C++: the compiler forms wide multiply-adds from it,
+// faster on the GPU than PTX madc rows once the reduction is cheap (sparse or pseudo-Mersenne
+// primes).
+template <int N = LIMBS>
+BC_DEVICE void mul_wide(uint32_t t[2 * N], const uint32_t a[N], const uint32_t b[N]) {
 #pragma unroll
-    for (int i = 0; i < 2 * LIMBS + 2; ++i) w[i] = 0;
-    // Row i adds a * b_i at limb i; limbs i + 8 and i + 9 take its carries.
+    for (int i = 0; i < 2 * N; ++i) t[i] = 0;
 #pragma unroll
-    for (int i = 0; i < LIMBS; ++i) mad_row(w + i, a, b[i], false);
-#pragma unroll
-    for (int i = 0; i < 2 * LIMBS; ++i) t[i] = w[i];
-#else
-    for (int i = 0; i < 2 * LIMBS; ++i) t[i] = 0;
-    for (int i = 0; i < LIMBS; ++i) {
+    for (int i = 0; i < N; ++i) {
         uint64_t c = 0;
-        for (int j = 0; j < LIMBS; ++j) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
             c += uint64_t(t[i + j]) + uint64_t(a[j]) * b[i];
             t[i + j] = uint32_t(c);
             c >>= 32;
         }
-        t[i + LIMBS] = uint32_t(c);
+        t[i + N] = uint32_t(c);
     }
-#endif
+}
+
+// t = a^2 (2 N limbs): each cross product once, doubled, plus the squares (N (N + 1) / 2 limb
+// products instead of N^2).
+template <int N = LIMBS>
+BC_DEVICE void sqr_wide(uint32_t t[2 * N], const uint32_t a[N]) {
+#pragma unroll
+    for (int i = 0; i < 2 * N; ++i) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N - 1; ++i) {
+        uint64_t c = 0;
+#pragma unroll
+        for (int j = i + 1; j < N; ++j) {
+            c += uint64_t(t[i + j]) + uint64_t(a[i]) * a[j];
+            t[i + j] = uint32_t(c);
+            c >>= 32;
+        }
+        t[i + N] = uint32_t(c);
+    }
+    // t = 2 t + a_i^2 at limb 2 i (2 t fits: the cross products sum to less than a^2 / 2).
+    uint64_t c = 0;
+    uint32_t shifted_out = 0;
+#pragma unroll
+    for (int i = 0; i < 2 * N; ++i) {
+        uint32_t d = (t[i] << 1) | shifted_out;
+        shifted_out = t[i] >> 31;
+        uint64_t sq = uint64_t(a[i / 2]) * a[i / 2];
+        c += uint64_t(d) + ((i & 1) ? uint32_t(sq >> 32) : uint32_t(sq));
+        t[i] = uint32_t(c);
+        c >>= 32;
+    }
 }
 
 // t mod p for p = 2^256 - c, c = 2^32 + c0 (c0 < 2^10), t < 2^512: fold the high half twice
@@ -204,11 +235,24 @@ struct limbs_of<P, void_t<decltype(P::LIMBS)>> {
     static constexpr int value = P::LIMBS;
 };
 
+// P::SPARSE_ADD and SPARSE_SUB where the parameters give them, else none.
+template <class P, class = void>
+struct sparse_of {
+    static constexpr uint32_t add = 0, sub = 0;
+};
+template <class P>
+struct sparse_of<P, void_t<decltype(P::SPARSE_ADD)>> {
+    static_assert(P::INV == 1, "the sparse reduction needs -p^-1 = 1 mod 2^32");
+    static constexpr uint32_t add = P::SPARSE_ADD, sub = P::SPARSE_SUB;
+};
+
 template <class P>
 struct Fp {
     static constexpr int N = limbs_of<P>::value;
     static constexpr bool PSEUDO = P::PSEUDO_C0 != 0;
     static_assert(!PSEUDO || N == LIMBS, "the pseudo-Mersenne reduction is for 256-bit primes");
+    static constexpr uint32_t SPARSE_ADD = sparse_of<P>::add, SPARSE_SUB = sparse_of<P>::sub;
+    static constexpr bool SPARSE = SPARSE_ADD != 0;
     uint32_t v[N];
 
     static BC_DEVICE const uint32_t* modulus() { return P::mod(); }
@@ -274,18 +318,66 @@ struct Fp {
         return r;
     }
 
+    // t R^-1 mod p for t = a b < p^2 (2 N limbs) and a sparse prime. Montgomery's steps with
+    // m = t[i] (-p^-1 = 1): t + m p 2^(32 i) = t - m 2^(32 i) + m (p + 1) 2^(32 i), where the first
+    // term clears limb i exactly and the second adds or subtracts m at the few limbs of p + 1's
+    // terms. Step i writes limbs i + 1 .. i + N; its carry (signed: the running sum stays
+    // non-negative) joins the next step at limb i + N + 1. The result, below 2p, is t[N .. 2N)
+    // plus the last carry.
+    static BC_DEVICE Fp reduce_sparse(uint32_t t[2 * N]) {
+        int64_t carry = 0;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            uint32_t m = t[i];
+            int64_t s = 0;
+#pragma unroll
+            for (int k = 1; k <= N; ++k) {
+                s += int64_t(t[i + k]);
+                if ((SPARSE_ADD >> k) & 1) s += m;
+                if ((SPARSE_SUB >> k) & 1) s -= m;
+                if (k == N) s += carry;
+                t[i + k] = uint32_t(s);
+                s >>= 32;
+            }
+            carry = s;
+        }
+        Fp r;
+        uint32_t borrow = sub_n<N>(r.v, t + N, P::mod());
+        if (borrow > uint32_t(carry)) {
+#pragma unroll
+            for (int i = 0; i < N; ++i) r.v[i] = t[N + i];
+        }
+        return r;
+    }
+
     // a * b in the field's representation. Not inlined: every point operation calls it a dozen
     // times, and inlining them all multiplies code size and compile time. Operands by value, so
     // they travel in registers, not through the stack.
     static BC_NOINLINE Fp mul(Fp a, Fp b) {
-        if constexpr (PSEUDO) {
+        if constexpr (PSEUDO || SPARSE) {
             uint32_t t[2 * N];
-            mul_wide(t, a.v, b.v);
+            mul_wide<N>(t, a.v, b.v);
+            return reduce_wide(t);
+        } else {
+            return mont_mul(a.v, b.v);
+        }
+    }
+
+    // a^2 where the reduction is cheap enough for a dedicated squaring to matter.
+    static BC_NOINLINE Fp square(Fp a) {
+        static_assert(PSEUDO || SPARSE, "other fields square with mul");
+        uint32_t t[2 * N];
+        sqr_wide<N>(t, a.v);
+        return reduce_wide(t);
+    }
+
+    static BC_DEVICE Fp reduce_wide(uint32_t t[2 * N]) {
+        if constexpr (PSEUDO) {
             Fp r;
             reduce_pseudo_mersenne(r.v, t, P::PSEUDO_C0);
             return r;
         } else {
-            return mont_mul(a.v, b.v);
+            return reduce_sparse(t);
         }
     }
 
@@ -350,7 +442,10 @@ struct Fp {
     friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mul(a, b); }
 
     BC_DEVICE Fp neg() const { return zero() - *this; }
-    BC_DEVICE Fp sqr() const { return mul(*this, *this); }
+    BC_DEVICE Fp sqr() const {
+        if constexpr (PSEUDO || SPARSE) return square(*this);
+        else return mul(*this, *this);
+    }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
     // x^e for an exponent of N limbs: fixed 4-bit windows (32 N - 4 squarings, 8 N products).
