@@ -12,10 +12,12 @@
 //   static constexpr uint32_t INV;            // R^2 mod p and -p^-1 mod 2^32
 //   static constexpr uint32_t SPARSE_ADD, SPARSE_SUB;  // optional, for INV = 1: bit k set when
 //                                             // p + 1 has a term +2^(32 k) (ADD) or -2^(32 k) (SUB)
-// Eight-limb Montgomery products use PTX carry chains on the GPU; other sizes, sparse primes and host
-// emulation plain C++. A sparse prime (P-256's, SM2's) reduces with additions alone: m = t[0] and
-// m p = m (p + 1) - m, so each reduction step adds or subtracts m at a few limbs instead of
-// multiplying by every limb of p.
+// A product is the wide product (or a square, each cross product once) followed by the field's
+// reduction: folding for pseudo-Mersenne primes, Montgomery's steps otherwise. A sparse prime
+// (P-256's, SM2's) reduces with additions alone: m = t[i] and m p = m (p + 1) - m, so each step
+// adds or subtracts m at a few limbs instead of multiplying by every limb of p. All of it is plain
+// C++ over 64-bit accumulators, which nvcc compiles to wide multiply-adds; the same code runs in
+// host emulation.
 #pragma once
 #include "bc/common.cuh"
 
@@ -60,55 +62,6 @@ BC_DEVICE bool geq_n(const uint32_t* a, const uint32_t* b) {
     return true;
 }
 
-#ifdef __CUDA_ARCH__
-// One row of a multiplication on ten limbs: t += x * y, or with `reduce` (a Montgomery
-// reduction step) t += (t[0] * y) * x. Low halves go into t[0..7], high halves into t[1..8],
-// carries into t[8..9], each chain one madc sequence (the carry flag lives only inside one asm
-// block). The asm works on its own copies of t and writes them back last: an input may share a
-// register with an output when the compiler knows their values equal (m = t[0] when
-// -p^-1 = 1 mod 2^32, as for SM2), and must not be overwritten while still to be read.
-BC_DEVICE void mad_row(uint32_t t[LIMBS + 2], const uint32_t x[LIMBS], uint32_t y, bool reduce) {
-#define BC_ROW_BODY                                                                                   \
-    "mad.lo.cc.u32  t0, %10, m, t0;\n\t"                                                        \
-    "madc.lo.cc.u32 t1, %11, m, t1;\n\t"                                                        \
-    "madc.lo.cc.u32 t2, %12, m, t2;\n\t"                                                        \
-    "madc.lo.cc.u32 t3, %13, m, t3;\n\t"                                                        \
-    "madc.lo.cc.u32 t4, %14, m, t4;\n\t"                                                        \
-    "madc.lo.cc.u32 t5, %15, m, t5;\n\t"                                                        \
-    "madc.lo.cc.u32 t6, %16, m, t6;\n\t"                                                        \
-    "madc.lo.cc.u32 t7, %17, m, t7;\n\t"                                                        \
-    "addc.cc.u32    t8, t8, 0;\n\t"                                                             \
-    "addc.u32       t9, t9, 0;\n\t"                                                             \
-    "mad.hi.cc.u32  t1, %10, m, t1;\n\t"                                                        \
-    "madc.hi.cc.u32 t2, %11, m, t2;\n\t"                                                        \
-    "madc.hi.cc.u32 t3, %12, m, t3;\n\t"                                                        \
-    "madc.hi.cc.u32 t4, %13, m, t4;\n\t"                                                        \
-    "madc.hi.cc.u32 t5, %14, m, t5;\n\t"                                                        \
-    "madc.hi.cc.u32 t6, %15, m, t6;\n\t"                                                        \
-    "madc.hi.cc.u32 t7, %16, m, t7;\n\t"                                                        \
-    "madc.hi.cc.u32 t8, %17, m, t8;\n\t"                                                        \
-    "addc.u32       t9, t9, 0;\n\t"
-#define BC_ROW_IN "mov.b32 t0, %0; mov.b32 t1, %1; mov.b32 t2, %2; mov.b32 t3, %3; mov.b32 t4, %4;\n\t" \
-              "mov.b32 t5, %5; mov.b32 t6, %6; mov.b32 t7, %7; mov.b32 t8, %8; mov.b32 t9, %9;\n\t"
-#define BC_ROW_OUT "mov.b32 %0, t0; mov.b32 %1, t1; mov.b32 %2, t2; mov.b32 %3, t3; mov.b32 %4, t4;\n\t" \
-               "mov.b32 %5, t5; mov.b32 %6, t6; mov.b32 %7, t7; mov.b32 %8, t8; mov.b32 %9, t9;"
-#define BC_ROW_OPERANDS                                                                                              \
-    : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), \
-      "+r"(t[9])                                                                                                 \
-    : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(y)
-    if (reduce) {
-        asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
-            "mul.lo.u32 m, t0, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
-    } else {
-        asm("{\n\t.reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, m;\n\t" BC_ROW_IN
-            "mov.b32 m, %18;\n\t" BC_ROW_BODY BC_ROW_OUT "\n\t}" BC_ROW_OPERANDS);
-    }
-#undef BC_ROW_BODY
-#undef BC_ROW_IN
-#undef BC_ROW_OUT
-#undef BC_ROW_OPERANDS
-}
-#endif
 
 // t = a * b (2 N limbs), row by row. Plain C++: the compiler forms wide multiply-adds from it,
 // faster on the GPU than PTX madc rows once the reduction is cheap (sparse or pseudo-Mersenne
@@ -264,58 +217,28 @@ struct Fp {
         return r;
     }
 
-    // Montgomery product a * b * R^-1 mod p (CIOS). Works for any odd p < 2^(32 N): the running
-    // value stays below 2p, with its top bit kept in t[N]. On the GPU each row of an eight-limb
-    // field is two carry chains for a * b_i and two for m * p (PTX madc); otherwise plain 64-bit
-    // arithmetic.
-    static BC_DEVICE Fp mont_mul(const uint32_t a[N], const uint32_t b[N]) {
+    // t R^-1 mod p for t < p R (2 N limbs), Montgomery's steps over the wide product (separated
+    // operand scanning: the product, or a square, first): step i adds m p 2^(32 i) with
+    // m = t[i] (-p^-1) mod 2^32, which clears limb i; its carry joins the next step at limb
+    // i + N + 1. The result, below 2p, is t[N .. 2N) plus the last carry.
+    static BC_DEVICE Fp reduce_montgomery(uint32_t t[2 * N]) {
         const uint32_t* p = P::mod();
-        uint32_t t[N + 2];
-#pragma unroll
-        for (int i = 0; i < N + 2; ++i) t[i] = 0;
+        uint32_t carry = 0;
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-#ifdef __CUDA_ARCH__
-            if constexpr (N == LIMBS) {
-                // t += a * b_i, then t += m * p with m chosen so that t[0] becomes zero.
-                mad_row(t, a, b[i], false);
-                mad_row(t, p, P::INV, true);
-            } else
-#endif
-            {
-                uint64_t c = 0;
-                for (int j = 0; j < N; ++j) {
-                    c += uint64_t(t[j]) + uint64_t(a[j]) * b[i];
-                    t[j] = uint32_t(c);
-                    c >>= 32;
-                }
-                c += t[N];
-                t[N] = uint32_t(c);
-                t[N + 1] = uint32_t(c >> 32);
-                uint32_t m = t[0] * P::INV;
-                c = 0;
-                for (int j = 0; j < N; ++j) {
-                    c += uint64_t(t[j]) + uint64_t(m) * p[j];
-                    t[j] = uint32_t(c);
-                    c >>= 32;
-                }
-                c += t[N];
-                t[N] = uint32_t(c);
-                t[N + 1] += uint32_t(c >> 32);
+            uint32_t m = t[i] * P::INV;
+            uint64_t c = 0;
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                c += uint64_t(t[i + j]) + uint64_t(m) * p[j];
+                t[i + j] = uint32_t(c);
+                c >>= 32;
             }
-            // t[0] is zero: shift down one limb.
-#pragma unroll
-            for (int j = 0; j < N + 1; ++j) t[j] = t[j + 1];
-            t[N + 1] = 0;
+            c += uint64_t(t[i + N]) + carry;
+            t[i + N] = uint32_t(c);
+            carry = uint32_t(c >> 32);
         }
-        Fp r;
-        uint32_t borrow = sub_n<N>(r.v, t, p);
-        // Keep t - p unless t < p (a borrow not absorbed by the top bit t[N]).
-        if (borrow > t[N]) {
-#pragma unroll
-            for (int i = 0; i < N; ++i) r.v[i] = t[i];
-        }
-        return r;
+        return subtract_once(t + N, carry);
     }
 
     // t R^-1 mod p for t = a b < p^2 (2 N limbs) and a sparse prime. Montgomery's steps with
@@ -341,11 +264,17 @@ struct Fp {
             }
             carry = s;
         }
+        return subtract_once(t + N, uint32_t(carry));
+    }
+
+    // x + top 2^(32 N), known to be below 2p, reduced below p.
+    static BC_DEVICE Fp subtract_once(const uint32_t x[N], uint32_t top) {
         Fp r;
-        uint32_t borrow = sub_n<N>(r.v, t + N, P::mod());
-        if (borrow > uint32_t(carry)) {
+        uint32_t borrow = sub_n<N>(r.v, x, P::mod());
+        // Keep x - p unless x < p (a borrow the top limb does not absorb).
+        if (borrow > top) {
 #pragma unroll
-            for (int i = 0; i < N; ++i) r.v[i] = t[N + i];
+            for (int i = 0; i < N; ++i) r.v[i] = x[i];
         }
         return r;
     }
@@ -354,30 +283,28 @@ struct Fp {
     // times, and inlining them all multiplies code size and compile time. Operands by value, so
     // they travel in registers, not through the stack.
     static BC_NOINLINE Fp mul(Fp a, Fp b) {
-        if constexpr (PSEUDO || SPARSE) {
-            uint32_t t[2 * N];
-            mul_wide<N>(t, a.v, b.v);
-            return reduce_wide(t);
-        } else {
-            return mont_mul(a.v, b.v);
-        }
+        uint32_t t[2 * N];
+        mul_wide<N>(t, a.v, b.v);
+        return reduce_wide(t);
     }
 
-    // a^2 where the reduction is cheap enough for a dedicated squaring to matter.
+    // a^2: the cross products once (N (N + 1) / 2 limb products instead of N^2).
     static BC_NOINLINE Fp square(Fp a) {
-        static_assert(PSEUDO || SPARSE, "other fields square with mul");
         uint32_t t[2 * N];
         sqr_wide<N>(t, a.v);
         return reduce_wide(t);
     }
 
+    // A wide product (below p^2) reduced the field's way.
     static BC_DEVICE Fp reduce_wide(uint32_t t[2 * N]) {
         if constexpr (PSEUDO) {
             Fp r;
             reduce_pseudo_mersenne(r.v, t, P::PSEUDO_C0);
             return r;
-        } else {
+        } else if constexpr (SPARSE) {
             return reduce_sparse(t);
+        } else {
+            return reduce_montgomery(t);
         }
     }
 
@@ -389,7 +316,9 @@ struct Fp {
             for (int i = 0; i < N; ++i) r.v[i] = x[i];
             return r;
         } else {
-            return mont_mul(x, P::r2());
+            uint32_t t[2 * N];
+            mul_wide<N>(t, x, P::r2());
+            return reduce_wide(t);
         }
     }
 
@@ -404,8 +333,14 @@ struct Fp {
     BC_DEVICE void to_plain(uint32_t out[N]) const {
         Fp r = *this;
         if constexpr (!PSEUDO) {
-            uint32_t unit[N] = {1};
-            r = mont_mul(v, unit);
+            // x R^-1: the reduction of x itself as a wide value.
+            uint32_t t[2 * N];
+#pragma unroll
+            for (int i = 0; i < N; ++i) {
+                t[i] = v[i];
+                t[N + i] = 0;
+            }
+            r = reduce_wide(t);
         }
 #pragma unroll
         for (int i = 0; i < N; ++i) out[i] = r.v[i];
@@ -443,8 +378,7 @@ struct Fp {
 
     BC_DEVICE Fp neg() const { return zero() - *this; }
     BC_DEVICE Fp sqr() const {
-        if constexpr (PSEUDO || SPARSE) return square(*this);
-        else return mul(*this, *this);
+        return square(*this);
     }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
