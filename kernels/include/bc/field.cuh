@@ -63,9 +63,8 @@ BC_DEVICE bool geq_n(const uint32_t* a, const uint32_t* b) {
 }
 
 
-// t = a * b (2 N limbs), row by row. Plain C++: the compiler forms wide multiply-adds from it,
-// faster on the GPU than PTX madc rows once the reduction is cheap (sparse or pseudo-Mersenne
-// primes).
+// t = a * b (2 N limbs), row by row. nvcc forms wide multiply-adds (IMAD.WIDE) from the 64-bit
+// accumulator, which PTX madc rows do not get.
 template <int N = LIMBS>
 BC_DEVICE void mul_wide(uint32_t t[2 * N], const uint32_t a[N], const uint32_t b[N]) {
 #pragma unroll
@@ -295,7 +294,7 @@ struct Fp {
         return reduce_wide(t);
     }
 
-    // A wide product (below p^2) reduced the field's way.
+    // A wide value below p R (a product of two elements, or one element) reduced the field's way.
     static BC_DEVICE Fp reduce_wide(uint32_t t[2 * N]) {
         if constexpr (PSEUDO) {
             Fp r;
@@ -377,9 +376,7 @@ struct Fp {
     friend BC_DEVICE Fp operator*(const Fp& a, const Fp& b) { return mul(a, b); }
 
     BC_DEVICE Fp neg() const { return zero() - *this; }
-    BC_DEVICE Fp sqr() const {
-        return square(*this);
-    }
+    BC_DEVICE Fp sqr() const { return square(*this); }
     BC_DEVICE Fp dbl() const { return *this + *this; }
 
     // x^e for an exponent of N limbs: fixed 4-bit windows (32 N - 4 squarings, 8 N products).
