@@ -13,7 +13,7 @@ static __device__ __constant__ uint32_t G_X[8] = {0xd898c296, 0xf4a13945, 0x2deb
 static __device__ __constant__ uint32_t G_Y[8] = {0x37bf51f5, 0xcbb64068, 0x6b315ece, 0x2bce3357, 0x7c0f9e16, 0x8ee7eb4a, 0xfe1a7f9b, 0x4fe342e2};
 
 // The base field in Montgomery form; p + 1 = 2^256 - 2^224 + 2^192 + 2^96, and -p^-1 = 1 mod 2^32,
-// so it reduces by the sparse rows.
+// so it reduces by the sparse steps (bc/field.cuh).
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
     static BC_DEVICE const uint32_t* r2() { return P_R2; }

@@ -15,7 +15,7 @@ static __device__ __constant__ uint32_t G_X[8] = {0x334c74c7, 0x715a4589, 0xf266
 static __device__ __constant__ uint32_t G_Y[8] = {0x2139f0a0, 0x02df32e5, 0xc62a4740, 0xd0a9877c, 0x6b692153, 0x59bdcee3, 0xf4f6779c, 0xbc3736a2};
 
 // The base field in Montgomery form; p + 1 = 2^256 - 2^224 - 2^96 + 2^64, and -p^-1 = 1 mod 2^32,
-// so it reduces by the sparse rows.
+// so it reduces by the sparse steps (bc/field.cuh).
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
     static BC_DEVICE const uint32_t* r2() { return P_R2; }
