@@ -10,13 +10,19 @@ B=.gpu-bundle
 rm -rf "$B" && mkdir -p "$B/bin" "$B/tests" "$B/wheels" "$B/data" "$B/kernels"
 cargo build --release -p batchcrypt-cli -p batchcrypt-bench
 cp target/release/batchcrypt target/release/batchcrypt-bench "$B/bin/"
-# TESTS (name prefixes of integration test files of the library, e.g. "p256 secp256k1") bundles
-# only those, for a run that needs a few; SKIP="wheel node" leaves out the Python wheel and snarkjs.
+# TESTS (name prefixes of integration test files of the crates, e.g. "p256 secp256k1 service")
+# bundles only those, for a run that needs a few; SKIP="wheel node" leaves out the Python wheel and
+# snarkjs.
 if [ -n "${TESTS:-}" ]; then
-  sel=(-p batchcrypt)
-  for t in crates/batchcrypt/tests/*.rs; do
-    n=$(basename "$t" .rs)
-    for p in $TESTS; do [[ $n == "$p"* ]] && sel+=(--test "$n") && break; done
+  sel=()
+  for t in crates/*/tests/*.rs; do
+    n=$(basename "$t" .rs) c=$(basename "$(dirname "$(dirname "$t")")")
+    [ "$c" = batchcrypt-py ] && continue
+    for p in $TESTS; do
+      [[ $n == "$p"* ]] || continue
+      [[ " ${sel[*]} " == *" -p $c "* ]] || sel+=(-p "$c")
+      sel+=(--test "$n") && break
+    done
   done
 else
   sel=(--workspace --exclude batchcrypt-py)
@@ -50,6 +56,15 @@ if ! skip node && [ -d scripts/zk/node_modules/snarkjs ] && command -v node >/de
   tar -cf - --exclude=node_modules/circom2 --exclude='node_modules/*/test' \
       --exclude='node_modules/*/*/test' --exclude='*.md' --exclude='*.map' -C scripts/zk node_modules \
       -C "$(dirname "$(readlink -f "$(command -v node)")")" node | xz -T2 -9 > "$B/node.tar.xz"
+fi
+# FUZZ=1: the fuzz targets as well, stripped, in .gpu-fuzz/fuzz.txz for gpu-run.sh's fuzz step
+# (carry .gpu-fuzz and the corpus, fuzz/corpus, beside the bundle).
+if [ "${FUZZ:-0}" = 1 ]; then
+  scripts/fuzz.sh --build-only
+  F=.gpu-fuzz && rm -rf "$F" && mkdir -p "$F/bin"
+  for t in fuzz/fuzz_targets/*.rs; do cp "fuzz/target/x86_64-unknown-linux-gnu/release/$(basename "$t" .rs)" "$F/bin/"; done
+  strip "$F"/bin/*
+  tar -cf - -C "$F/bin" . | xz -T2 -9 > "$F/fuzz.txz" && rm -rf "$F/bin"
 fi
 # The tests find their data through the build-time path of this checkout; record it.
 # The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.

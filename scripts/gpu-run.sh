@@ -3,7 +3,8 @@
 # that scripts/gpu-bundle.sh built. Logs and JSON results go to $OUT (default ./results); a short
 # table is printed last. Usage: scripts/gpu-run.sh [--quick]
 # STEPS picks what runs (default: all): any of tests python demo merkle bitcoin calibrate bench pybench prove psi
-# sass sanitize (compute-sanitizer over test binaries; only when named) ray (bench/ray_scaling.py; only
+# sass sanitize (compute-sanitizer over test binaries; only when named) fuzz (the fuzz targets on the
+# CPU cores beside the other steps; only when named) ray (bench/ray_scaling.py; only
 # when named; RAY_WHEELS: Ray wheels to install from where it is missing) peers (the GPU peers built under
 # peers/out, each by its peers/<name>/run.sh; only when named; PEERS picks them), e.g. STEPS="tests bench" BENCH="bn254 groth16" to spend device time on one area.
 set -uo pipefail
@@ -98,32 +99,79 @@ run_tests() {
   done
   return $rc
 }
+# Fuzzing (only when STEPS names "fuzz"): the targets scripts/gpu-bundle.sh packed with FUZZ=1
+# (.gpu-fuzz), all at once on the CPU cores while the GPU steps run. FUZZ_PLAN: "target:processes
+# ..." (default: every target, one process each), FUZZ_SECONDS each (default 300). The corpus
+# (fuzz/corpus, carried along) grows in place and comes back as $DEST/fuzz-corpus.txz.
+fuzz_all() {
+  local bin pids=() names=() rc=0 i
+  bin=$(mktemp -d) && tar -xJf .gpu-fuzz/fuzz.txz -C "$bin" || return
+  for e in ${FUZZ_PLAN:-$(ls "$bin" | sed 's/$/:1/')}; do
+    FUZZ_BIN=$bin FUZZ_JOBS=${e#*:} scripts/fuzz.sh "${FUZZ_SECONDS:-300}" "${e%%:*}" \
+      >"$OUT/fuzz-${e%%:*}.log" 2>&1 &
+    pids+=($!) names+=("${e%%:*}")
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "FAILED: ${names[$i]}"; }; done
+  printf '%-16s %-7s %12s %8s %8s\n' target status executions coverage corpus
+  for t in "${names[@]}"; do grep -E "^$t " "$OUT/fuzz-$t.log" | tail -1; done
+  mkdir -p "$DEST" && tar -cJf "$DEST/fuzz-corpus.txz" fuzz/corpus
+  return $rc
+}
+fuzz_pid= fuzz_t0=$SECONDS
+if [[ " ${STEPS:-} " == *" fuzz "* ]]; then
+  { fuzz_all; echo "exit $?"; } >"$OUT/fuzz.log" 2>&1 &
+  fuzz_pid=$!
+fi
 want tests && step rust-tests run_tests
 # compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones; the
 # tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a test-name filter passed to each
 # binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
-# in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished.
+# in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished. The
+# (tool, binary) runs are shared out over every GPU, each run on one (multi_gpu on all of them).
+sanitize_one() { # tool, test binary, GPU list
+  local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} tool=$1 t=$2 log r
+  log=$(CUDA_VISIBLE_DEVICES=$3 timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
+    --print-limit 20 "$t" --test-threads=1 ${SANITIZE_FILTER:-} 2>&1)
+  r=$?
+  echo "### $tool $(basename "$t") (GPU $3)"
+  tail -40 <<<"$log"
+  # A binary whose tests make no GPU call (kernel checks that run only in emulation builds).
+  [[ $r != 0 && $log == *"terminated before first instrumented API call"* ]] && r=gpu-free
+  case $r in
+    0) echo "### $tool $(basename "$t"): 0 errors" ;;
+    gpu-free) echo "### $tool $(basename "$t"): no GPU call to check" ;;
+    124) echo "### $tool $(basename "$t"): NOT FINISHED (over ${SANITIZE_TIMEOUT:-300} s)" ;;
+    *) echo "### $tool $(basename "$t"): exit $r"; return 1 ;;
+  esac
+}
 sanitize() {
-  local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} rc=0
-  for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
-    for t in "$tests"/tests/*; do
-      local hit=0; for p in ${SANITIZE_TESTS:-aes}; do [[ $(basename "$t") == "$p"* ]] && hit=1; done
-      [ $hit = 1 ] || continue
-      echo "### $tool $(basename "$t")"
-      local log; log=$(timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 \
-        "$t" --test-threads=1 ${SANITIZE_FILTER:-} 2>&1)
-      local r=$?
-      tail -40 <<<"$log"
-      # A binary whose tests make no GPU call (kernel checks that run only in emulation builds).
-      [[ $r != 0 && $log == *"terminated before first instrumented API call"* ]] && r=gpu-free
-      case $r in
-        0) echo "### $tool $(basename "$t"): 0 errors" ;;
-        gpu-free) echo "### $tool $(basename "$t"): no GPU call to check" ;;
-        124) echo "### $tool $(basename "$t"): NOT FINISHED (over ${SANITIZE_TIMEOUT:-300} s)" ;;
-        *) echo "### $tool $(basename "$t"): exit $r"; rc=1 ;;
-      esac
+  local jobs=() gpus all rc=0 g
+  for p in ${SANITIZE_TESTS:-aes}; do   # in the order named: the runs wanted most go first
+    for t in "$tests"/tests/"$p"*; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+        [ -x "$t" ] && jobs+=("$tool $t")
+      done
     done
   done
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$gpus" -ge 1 ] || gpus=1
+  all=$(seq -s, 0 $((gpus - 1)))
+  # One worker per GPU takes the next run from a shared counter; each run's log is kept in $OUT.
+  local q=$OUT/sanitize; mkdir -p "$q" && echo 0 >"$q/next"
+  local workers=()
+  for ((g = 0; g < gpus; g++)); do
+    ( while :; do
+        n=$(flock "$q/next" sh -c 'n=$(cat "$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$q/next")
+        [ "$n" -lt ${#jobs[@]} ] || break
+        set -- ${jobs[$n]}
+        d=$g; [[ $(basename "$2") == multi_gpu* ]] && d=$all
+        sanitize_one "$1" "$2" "$d" >"$q/run-$n.log" 2>&1 || echo "$n" >>"$q/failed"
+      done ) &
+    workers+=($!)
+  done
+  wait "${workers[@]}"
+  for ((n = 0; n < ${#jobs[@]}; n++)); do cat "$q/run-$n.log"; done
+  grep -h '^### .*: ' "$q"/run-*.log | sort
+  [ ! -s "$q/failed" ] || rc=1
   return $rc
 }
 [[ " ${STEPS:-} " == *" sanitize "* ]] && step sanitize sanitize
@@ -183,5 +231,10 @@ if want sass && command -v cuobjdump >/dev/null; then
 fi
 cp "$B"/kernels/ptxas-report.txt "$OUT/" 2>/dev/null
 
+if [ -n "$fuzz_pid" ]; then
+  wait "$fuzz_pid"; cat "$OUT/fuzz.log"
+  grep -qx "exit 0" "$OUT/fuzz.log" && status=ok || status=FAIL
+  summary+=("$(printf '%-28s %-5s %4ss' fuzz "$status" $((SECONDS - fuzz_t0)))")
+fi
 finish
 grep -q FAIL "$OUT/summary.txt" && exit 1 || exit 0

@@ -22,8 +22,15 @@ fn items() -> &'static ItemFile {
     })
 }
 
+/// One listener for the process: binding a fresh one per run made the kernel search for a free
+/// port among the closed connections' ports, which took most of each run.
+fn listener() -> &'static TcpListener {
+    static L: OnceLock<TcpListener> = OnceLock::new();
+    L.get_or_init(|| TcpListener::bind("127.0.0.1:0").unwrap())
+}
+
 fuzz_target!(|script: &[u8]| {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = listener();
     let ours = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (mut theirs, _) = listener.accept().unwrap();
     let script = script.to_vec();
@@ -32,6 +39,8 @@ fuzz_target!(|script: &[u8]| {
         let _ = theirs.shutdown(std::net::Shutdown::Write);
         let mut sink = Vec::new();
         let _ = theirs.read_to_end(&mut sink);
+        // Closed with a reset: no connection of the run lingers in TIME_WAIT holding a port.
+        let _ = socket2::SockRef::from(&theirs).set_linger(Some(Duration::ZERO));
     });
     let cfg = Config { chunk: 4, timeout: Duration::from_secs(5), ..Config::default() };
     let r = psi::run_with_key(ours, items(), engine(Backend::Portable), &cfg, &Quiet, &[7; 32]);
