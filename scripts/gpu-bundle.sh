@@ -57,14 +57,16 @@ if ! skip node && [ -d scripts/zk/node_modules/snarkjs ] && command -v node >/de
       --exclude='node_modules/*/*/test' --exclude='*.md' --exclude='*.map' -C scripts/zk node_modules \
       -C "$(dirname "$(readlink -f "$(command -v node)")")" node | xz -T2 -9 > "$B/node.tar.xz"
 fi
-# FUZZ=1: the fuzz targets as well, stripped, in .gpu-fuzz/fuzz.txz for gpu-run.sh's fuzz step
-# (carry .gpu-fuzz and the corpus, fuzz/corpus, beside the bundle).
+# FUZZ=1: the fuzz targets as well, stripped, in .gpu-fuzz/fuzz.txz for gpu-run.sh's fuzz step,
+# and the corpus grown so far (fuzz/corpus) in .gpu-fuzz/corpus.txz (carry .gpu-fuzz beside the
+# bundle).
 if [ "${FUZZ:-0}" = 1 ]; then
   scripts/fuzz.sh --build-only
   F=.gpu-fuzz && rm -rf "$F" && mkdir -p "$F/bin"
   for t in fuzz/fuzz_targets/*.rs; do cp "fuzz/target/x86_64-unknown-linux-gnu/release/$(basename "$t" .rs)" "$F/bin/"; done
   strip "$F"/bin/*
   tar -cf - -C "$F/bin" . | xz -T2 -9 > "$F/fuzz.txz" && rm -rf "$F/bin"
+  [ ! -d fuzz/corpus ] || tar -cf - fuzz/corpus | xz -T2 -9 > "$F/corpus.txz"
 fi
 # The tests find their data through the build-time path of this checkout; record it.
 # The embedded kernel images and ptxas's resource report, for inspection on the GPU machine.

@@ -102,10 +102,12 @@ run_tests() {
 # Fuzzing (only when STEPS names "fuzz"): the targets scripts/gpu-bundle.sh packed with FUZZ=1
 # (.gpu-fuzz), all at once on the CPU cores while the GPU steps run. FUZZ_PLAN: "target:processes
 # ..." (default: every target, one process each), FUZZ_SECONDS each (default 300). The corpus
-# (fuzz/corpus, carried along) grows in place and comes back as $DEST/fuzz-corpus.txz.
+# (fuzz/corpus, packed in .gpu-fuzz/corpus.txz) grows in place and comes back, with any failing
+# inputs (fuzz/artifacts), as $DEST/fuzz-corpus.txz.
 fuzz_all() {
   local bin pids=() names=() rc=0 i
   bin=$(mktemp -d) && tar -xJf .gpu-fuzz/fuzz.txz -C "$bin" || return
+  [ ! -f .gpu-fuzz/corpus.txz ] || tar -xJf .gpu-fuzz/corpus.txz || return
   for e in ${FUZZ_PLAN:-$(ls "$bin" | sed 's/$/:1/')}; do
     FUZZ_BIN=$bin FUZZ_JOBS=${e#*:} scripts/fuzz.sh "${FUZZ_SECONDS:-300}" "${e%%:*}" \
       >"$OUT/fuzz-${e%%:*}.log" 2>&1 &
@@ -114,7 +116,7 @@ fuzz_all() {
   for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "FAILED: ${names[$i]}"; }; done
   printf '%-16s %-7s %12s %8s %8s\n' target status executions coverage corpus
   for t in "${names[@]}"; do grep -E "^$t " "$OUT/fuzz-$t.log" | tail -1; done
-  mkdir -p "$DEST" && tar -cJf "$DEST/fuzz-corpus.txz" fuzz/corpus
+  mkdir -p "$DEST" && tar -cJf "$DEST/fuzz-corpus.txz" fuzz/corpus fuzz/artifacts
   return $rc
 }
 fuzz_pid= fuzz_t0=$SECONDS
@@ -123,8 +125,8 @@ if [[ " ${STEPS:-} " == *" fuzz "* ]]; then
   fuzz_pid=$!
 fi
 want tests && step rust-tests run_tests
-# compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones; the
-# tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a test-name filter passed to each
+# compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones, each
+# optionally "tool,tool:prefix"; the tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a test-name filter passed to each
 # binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
 # in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished. The
 # (tool, binary) runs are shared out over every GPU, each run on one (multi_gpu on all of them).
@@ -146,11 +148,12 @@ sanitize_one() { # tool, test binary, GPU list
 }
 sanitize() {
   local jobs=() gpus all rc=0 g
-  for p in ${SANITIZE_TESTS:-aes}; do   # in the order named: the runs wanted most go first
+  # In the order named, the runs wanted most first; "tool,tool:prefix" names the tools for one.
+  for p in ${SANITIZE_TESTS:-aes}; do
+    local tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
+    [[ $p == *:* ]] && tools=${p%%:*} && tools=${tools//,/ } && p=${p#*:}
     for t in "$tests"/tests/"$p"*; do
-      for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
-        [ -x "$t" ] && jobs+=("$tool $t")
-      done
+      for tool in $tools; do [ -x "$t" ] && jobs+=("$tool $t"); done
     done
   done
   gpus=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$gpus" -ge 1 ] || gpus=1

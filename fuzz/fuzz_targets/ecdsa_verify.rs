@@ -11,10 +11,10 @@ use batchcrypt_fuzz::{engine, EcdsaCase};
 use libfuzzer_sys::fuzz_target;
 use secp256k1::{ecdsa, Message, PublicKey, SecretKey};
 
-/// libsecp256k1's verdict, with our rules around it: hybrid keys (06/07) are not SEC1 keys for us,
+/// libsecp256k1's verdict, with our rules around it: a key whose tag we refuse is refused (`refused_key_tag`),
 /// and high S is normalised unless low S is required.
 fn libsecp256k1(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bool {
-    if matches!(key.first(), Some(6 | 7)) {
+    if batchcrypt_fuzz::refused_key_tag(key) {
         return false;
     }
     let Ok(key) = PublicKey::from_slice(key) else { return false };
@@ -38,7 +38,7 @@ fn libsecp256k1(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bo
 fn k256(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bool {
     use k256::ecdsa::signature::hazmat::PrehashVerifier;
     use k256::ecdsa::{Signature, VerifyingKey};
-    if matches!(key.first(), Some(6 | 7)) {
+    if batchcrypt_fuzz::refused_key_tag(key) {
         return false;
     }
     let Ok(vk) = VerifyingKey::from_sec1_bytes(key) else { return false };

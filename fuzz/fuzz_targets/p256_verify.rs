@@ -13,10 +13,10 @@ use libfuzzer_sys::fuzz_target;
 use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 
-/// RustCrypto's verdict, with our rules around it: hybrid keys (06/07) are not SEC1 keys for us,
+/// RustCrypto's verdict, with our rules around it: a key whose tag we refuse is refused (`refused_key_tag`),
 /// and low S only when asked for.
 fn rustcrypto(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bool {
-    if matches!(key.first(), Some(6 | 7)) {
+    if batchcrypt_fuzz::refused_key_tag(key) {
         return false;
     }
     let Ok(vk) = VerifyingKey::from_sec1_bytes(key) else { return false };

@@ -52,6 +52,14 @@ pub fn engine(backend: Backend) -> &'static Engine {
     &all.iter().find(|(b, _)| *b == backend).expect("an engine for this backend").1
 }
 
+/// Key encodings the reference crates read but batchcrypt refuses, so that the targets compare
+/// like with like: hybrid keys (tags 06/07, which SEC1 allows and libsecp256k1 reads, but
+/// batchcrypt's signature APIs do not take) and tag 05, the x-only "compact" form of an
+/// Internet-Draft that RustCrypto's `sec1` reads and neither SEC1 nor GM/T 0003 defines.
+pub fn refused_key_tag(key: &[u8]) -> bool {
+    matches!(key.first(), Some(5 | 6 | 7))
+}
+
 /// Strict DER of an ECDSA signature `(r, s)` (big-endian 32-byte scalars).
 pub fn der(r: &[u8; 32], s: &[u8; 32]) -> Vec<u8> {
     fn int(out: &mut Vec<u8>, x: &[u8; 32]) {

@@ -300,15 +300,20 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
     let want = cpu.msm(&bases, &scalars).unwrap().value;
     assert_eq!(many.msm(&bases, &scalars).unwrap().value, want);
 
-    // A batch of transforms: whole polynomials to each GPU.
+    // A batch of transforms: whole polynomials to each GPU, as many as its measured rate earns
+    // (a GPU measured while another process used it may earn none of a small batch).
     let t = Ntt::forward(1 << 12);
-    let polys = 9;
+    let polys = 32;
     let mut want: Vec<Fr> = (0..polys * t.size as u64)
         .map(|i| Fr::from(i * 7919 + 1))
         .collect();
     let mut got = want.clone();
     cpu.ntt(&mut want, &t).unwrap();
     let out = many.ntt(&mut got, &t).unwrap();
-    assert_eq!(out.gpus, all);
+    assert!(
+        out.gpus.len() > 1 && out.gpus.iter().all(|g| all.contains(g)),
+        "{:?}",
+        out.gpus
+    );
     assert_eq!(got, want);
 }

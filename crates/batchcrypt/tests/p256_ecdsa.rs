@@ -323,6 +323,13 @@ fn malformed_items_get_their_reason() {
             Err(Reason::BadPublicKeyEncoding),
         ),
         (
+            // Tag 05 with x alone: a "compact" point RustCrypto's sec1 reads; not SEC1's.
+            der.clone(),
+            [&[5u8][..], &full[1..33]].concat(),
+            SigFormat::Der,
+            Err(Reason::BadPublicKeyEncoding),
+        ),
+        (
             der.clone(),
             vec![0],
             SigFormat::Der,

@@ -300,6 +300,9 @@ fn malformed_items_have_their_reason() {
     off_curve[64] ^= 1;
     let mut bad_prefix = key;
     bad_prefix[0] = 6;
+    // Tag 05 with x alone: an Internet-Draft's "compact" point that RustCrypto's sec1 reads and
+    // neither SEC1 nor GM/T 0003 defines (a fuzzing finding against the sm2 crate).
+    let compact_tag = [&[5u8][..], &key[1..33]].concat();
     let mut no_point = [0u8; 33];
     no_point[0] = 2;
     // x = 0: 0 - 0 + b is a square or not; walk x until it is not.
@@ -332,6 +335,7 @@ fn malformed_items_have_their_reason() {
             bad_prefix.to_vec(),
             Reason::BadPublicKeyEncoding,
         ),
+        (sig.to_vec(), compact_tag, Reason::BadPublicKeyEncoding),
         (
             sig.to_vec(),
             key[..64].to_vec(),
