@@ -39,6 +39,9 @@ fi
 [ -z "${build_only:-}" ] || exit 0
 
 jobs=${FUZZ_JOBS:-1}
+# One input at a time per process, so the processes are the parallelism: a thread pool as wide
+# as the machine in each of many processes made them contend (rates fell tenfold on 64 cores).
+export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 summary=()
 failed=()
 for t in "${targets[@]}"; do

@@ -101,16 +101,19 @@ run_tests() {
 }
 # Fuzzing (only when STEPS names "fuzz"): the targets scripts/gpu-bundle.sh packed with FUZZ=1
 # (.gpu-fuzz), all at once on the CPU cores while the GPU steps run. FUZZ_PLAN: "target:processes
-# ..." (default: every target, one process each), FUZZ_SECONDS each (default 300). The corpus
-# (fuzz/corpus, packed in .gpu-fuzz/corpus.txz) grows in place and comes back, with any failing
-# inputs (fuzz/artifacts), as $DEST/fuzz-corpus.txz.
+# ..." (default: every target, one process each), FUZZ_SECONDS each (default 300; the step takes
+# about half a minute more to start and end). The corpus (fuzz/corpus, packed in
+# .gpu-fuzz/corpus.txz) grows in place and comes back, with any failing inputs (fuzz/artifacts),
+# as $DEST/fuzz-corpus.txz.
 fuzz_all() {
   local bin pids=() names=() rc=0 i
   bin=$(mktemp -d) && tar -xJf .gpu-fuzz/fuzz.txz -C "$bin" || return
   [ ! -f .gpu-fuzz/corpus.txz ] || tar -xJf .gpu-fuzz/corpus.txz || return
   for e in ${FUZZ_PLAN:-$(ls "$bin" | sed 's/$/:1/')}; do
-    FUZZ_BIN=$bin FUZZ_JOBS=${e#*:} scripts/fuzz.sh "${FUZZ_SECONDS:-300}" "${e%%:*}" \
-      >"$OUT/fuzz-${e%%:*}.log" 2>&1 &
+    # Its working files under $OUT: a run stopped by a time limit keeps the workers' logs.
+    mkdir -p "$OUT/fuzz-tmp/${e%%:*}"
+    TMPDIR=$OUT/fuzz-tmp/${e%%:*} FUZZ_BIN=$bin FUZZ_JOBS=${e#*:} scripts/fuzz.sh "${FUZZ_SECONDS:-300}" \
+      "${e%%:*}" >"$OUT/fuzz-${e%%:*}.log" 2>&1 &
     pids+=($!) names+=("${e%%:*}")
   done
   for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "FAILED: ${names[$i]}"; }; done
