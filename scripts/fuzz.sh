@@ -40,7 +40,7 @@ fi
 
 jobs=${FUZZ_JOBS:-1}
 # One input at a time per process, so the processes are the parallelism: a thread pool as wide
-# as the machine in each of many processes made them contend (rates fell tenfold on 64 cores).
+# as the machine in each of many processes makes them contend on a many-core host.
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 summary=()
 failed=()

@@ -129,16 +129,16 @@ if [[ " ${STEPS:-} " == *" fuzz "* ]]; then
 fi
 want tests && step rust-tests run_tests
 # compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones, each
-# optionally "tool,tool:prefix"; the tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a test-name filter passed to each
-# binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
+# optionally "tool,tool:prefix"; the tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a
+# test-name filter passed to each binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
 # in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished. The
 # (tool, binary) runs are shared out over every GPU, each run on one (multi_gpu on all of them).
 sanitize_one() { # tool, test binary, GPU list
   local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} tool=$1 t=$2 log r
+  echo "### $tool $(basename "$t") (GPU $3)"   # first: a run stopped from outside is named
   log=$(CUDA_VISIBLE_DEVICES=$3 timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
     --print-limit 20 "$t" --test-threads=1 ${SANITIZE_FILTER:-} 2>&1)
   r=$?
-  echo "### $tool $(basename "$t") (GPU $3)"
   tail -40 <<<"$log"
   # A binary whose tests make no GPU call (kernel checks that run only in emulation builds).
   [[ $r != 0 && $log == *"terminated before first instrumented API call"* ]] && r=gpu-free

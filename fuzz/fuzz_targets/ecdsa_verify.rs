@@ -11,8 +11,8 @@ use batchcrypt_fuzz::{engine, EcdsaCase};
 use libfuzzer_sys::fuzz_target;
 use secp256k1::{ecdsa, Message, PublicKey, SecretKey};
 
-/// libsecp256k1's verdict, with our rules around it: a key whose tag we refuse is refused (`refused_key_tag`),
-/// and high S is normalised unless low S is required.
+/// libsecp256k1's verdict, with our rules around it: a key whose tag we refuse
+/// (`refused_key_tag`) is refused, and high S is normalised unless low S is required.
 fn libsecp256k1(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bool {
     if batchcrypt_fuzz::refused_key_tag(key) {
         return false;

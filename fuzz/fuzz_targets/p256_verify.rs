@@ -13,8 +13,8 @@ use libfuzzer_sys::fuzz_target;
 use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 
-/// RustCrypto's verdict, with our rules around it: a key whose tag we refuse is refused (`refused_key_tag`),
-/// and low S only when asked for.
+/// RustCrypto's verdict, with our rules around it: a key whose tag we refuse
+/// (`refused_key_tag`) is refused, and low S only when asked for.
 fn rustcrypto(hash: &[u8; 32], sig: &[u8], key: &[u8], o: &EcdsaOptions) -> bool {
     if batchcrypt_fuzz::refused_key_tag(key) {
         return false;
