@@ -26,8 +26,8 @@ mkdir -p "$B/zk"
 cp -r "$BUNDLE"/zk/. "$B/zk/"
 # An entry K:bls12381 writes the circuit over BLS12-381 (chain-K-bls12381).
 for entry in ${ZK_BENCH:-16 20}; do
-  # Only the Groth16 benchmark and the prove step use them.
-  want prove || { want bench && [[ " ${BENCH:-groth16} " == *" groth16 "* ]]; } || break
+  # Only the Groth16 benchmarks (groth16, the scaling groups) and the prove step use them.
+  want prove || { want bench && [[ " ${BENCH:-groth16} " =~ \ (groth16|scaling|scaling-groth16)\  ]]; } || break
   k=${entry%%:*} curve=bn128 dir="$B/zk/chain-$k"
   [ "$entry" = "$k" ] || { curve=${entry#*:}; dir="$B/zk/chain-$k-$curve"; }
   "$B/bin/batchcrypt-bench" --chain-circuit "$k" "$dir" "$curve" &&
@@ -129,34 +129,38 @@ if [[ " ${STEPS:-} " == *" fuzz "* ]]; then
 fi
 want tests && step rust-tests run_tests
 # compute-sanitizer over test binaries (SANITIZE_TESTS: name prefixes, default the AES ones, each
-# optionally "tool,tool:prefix"; the tools in SANITIZE_TOOLS, default all four; SANITIZE_FILTER: a
-# test-name filter passed to each binary): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
+# optionally "tool,tool:prefix" and "prefix/filter", a test-name filter for that run, so one
+# binary's tests can be shared out as several runs; the tools in SANITIZE_TOOLS, default all four;
+# SANITIZE_FILTER: a filter for the runs that name none): each run must report 0 errors. Slow (the kernels run instrumented), so only when named
 # in STEPS; a run past SANITIZE_TIMEOUT seconds (default 300) is reported as not finished. The
 # (tool, binary) runs are shared out over every GPU, each run on one (multi_gpu on all of them).
-sanitize_one() { # tool, test binary, GPU list
+sanitize_one() { # tool, test binary, GPU list, test-name filter (optional)
   local cs=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer} tool=$1 t=$2 log r
-  echo "### $tool $(basename "$t") (GPU $3)"   # first: a run stopped from outside is named
+  local filter=${4:-${SANITIZE_FILTER:-}} name
+  name=$(basename "$t")${4:+/$4}
+  echo "### $tool $name (GPU $3)"   # first: a run stopped from outside is named
   log=$(CUDA_VISIBLE_DEVICES=$3 timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
-    --print-limit 20 "$t" --test-threads=1 ${SANITIZE_FILTER:-} 2>&1)
+    --print-limit 20 "$t" --test-threads=1 $filter 2>&1)
   r=$?
   tail -40 <<<"$log"
   # A binary whose tests make no GPU call (kernel checks that run only in emulation builds).
   [[ $r != 0 && $log == *"terminated before first instrumented API call"* ]] && r=gpu-free
   case $r in
-    0) echo "### $tool $(basename "$t"): 0 errors" ;;
-    gpu-free) echo "### $tool $(basename "$t"): no GPU call to check" ;;
-    124) echo "### $tool $(basename "$t"): NOT FINISHED (over ${SANITIZE_TIMEOUT:-300} s)" ;;
-    *) echo "### $tool $(basename "$t"): exit $r"; return 1 ;;
+    0) echo "### $tool $name: 0 errors" ;;
+    gpu-free) echo "### $tool $name: no GPU call to check" ;;
+    124) echo "### $tool $name: NOT FINISHED (over ${SANITIZE_TIMEOUT:-300} s)" ;;
+    *) echo "### $tool $name: exit $r"; return 1 ;;
   esac
 }
 sanitize() {
   local jobs=() gpus all rc=0 g
   # In the order named, the runs wanted most first; "tool,tool:prefix" names the tools for one.
   for p in ${SANITIZE_TESTS:-aes}; do
-    local tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
+    local tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck} filter=
     [[ $p == *:* ]] && tools=${p%%:*} && tools=${tools//,/ } && p=${p#*:}
+    [[ $p == */* ]] && filter=${p#*/} && p=${p%%/*}
     for t in "$tests"/tests/"$p"*; do
-      for tool in $tools; do [ -x "$t" ] && jobs+=("$tool $t"); done
+      for tool in $tools; do [ -x "$t" ] && jobs+=("$tool $t $filter"); done
     done
   done
   gpus=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$gpus" -ge 1 ] || gpus=1
@@ -170,7 +174,7 @@ sanitize() {
         [ "$n" -lt ${#jobs[@]} ] || break
         set -- ${jobs[$n]}
         d=$g; [[ $(basename "$2") == multi_gpu* ]] && d=$all
-        sanitize_one "$1" "$2" "$d" >"$q/run-$n.log" 2>&1 || echo "$n" >>"$q/failed"
+        sanitize_one "$1" "$2" "$d" "${3:-}" >"$q/run-$n.log" 2>&1 || echo "$n" >>"$q/failed"
       done ) &
     workers+=($!)
   done
