@@ -17,7 +17,7 @@ const GROUP: &str = "groth16";
 /// Copies of the key's bases in the precomputed GPU rows.
 const PRECOMPUTE: u32 = 8;
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("target/zk-fixtures"))

@@ -65,8 +65,9 @@ fn main() -> anyhow::Result<()> {
             "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
             "bitcoin-resync" => bitcoin::run_resync(&mut rep, args.quick)?,
             "scaling" => scaling::run(&mut rep, args.quick)?,
+            "scaling-groth16" => scaling::groth16(&mut rep, args.quick)?,
             "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

@@ -205,6 +205,69 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             Some(&name(1)),
         );
     }
+    drop((data, out));
+    groth16(rep, quick)
+}
+
+/// Groth16 proofs/s with 16 proofs in flight through the prover service over 1, 2, 4, ... GPUs
+/// (worker `i` on GPU `i mod k`, each GPU holding the key): the `chain-K` fixture of
+/// `BATCHCRYPT_ZK_FIXTURES` (K = 20; 16 quick), skipped with a line where it is absent.
+pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    use batchcrypt::groth16::{ProverService, ProvingKey, ServiceConfig, Witness};
+    use std::sync::Arc;
+    if let Err(why) = gpu::availability() {
+        println!("\n(Groth16 scaling skipped: no GPU: {why})");
+        return Ok(());
+    }
+    let k = if quick { 16 } else { 20 };
+    let dir = crate::groth16::fixtures().join(format!("chain-{k}"));
+    if !dir.join("circuit.zkey").is_file() {
+        println!(
+            "\n(Groth16 scaling skipped: no {}; scripts/zk-fixtures.sh or the GPU script writes it)",
+            dir.join("circuit.zkey").display()
+        );
+        return Ok(());
+    }
+    const IN_FLIGHT: usize = 16;
+    let key = Arc::new(ProvingKey::<batchcrypt::bn254::Bn254>::read(dir.join("circuit.zkey"))?);
+    let witness = Witness::read(dir.join("witness.wtns"))?;
+    let case = format!("groth16 prove 2^{k}, {IN_FLIGHT} in flight");
+    rep.header(&format!(
+        "Groth16 over the GPUs: proofs/s of the chain circuit at 2^{k} constraints, {IN_FLIGHT} in flight"
+    ));
+    let count = gpu::count();
+    for g in gpu_sets(count) {
+        let all: Vec<usize> = (0..g).collect();
+        let engine = Arc::new(Engine::with_gpus(BackendChoice::Gpu, &all));
+        let service = ProverService::start(
+            engine,
+            key.clone(),
+            ServiceConfig {
+                workers: IN_FLIGHT,
+                queue: IN_FLIGHT,
+            },
+        );
+        // One proof per GPU first: each GPU's copy of the key uploaded before the clock starts.
+        let warm: Vec<_> = (0..IN_FLIGHT.max(g))
+            .map(|_| service.submit(Witness { values: witness.values.clone() }))
+            .collect();
+        for t in warm {
+            t.wait()?;
+        }
+        let total = if quick { 2 * IN_FLIGHT } else { 8 * IN_FLIGHT };
+        let started = std::time::Instant::now();
+        let tickets: Vec<_> = (0..total)
+            .map(|_| service.submit(Witness { values: witness.values.clone() }))
+            .collect();
+        for t in tickets {
+            t.wait()?;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        drop(service);
+        let name = format!("ours, {g} GPU{}", if g == 1 { "" } else { "s" });
+        rep.add(GROUP, &case, &name, total as u64, 0, secs, Some("ours, 1 GPU"));
+        println!("{:<34} {:<36} {:>10.1} proofs/s", "", name, total as f64 / secs);
+    }
     Ok(())
 }
 
