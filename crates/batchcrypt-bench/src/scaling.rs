@@ -229,7 +229,9 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     const IN_FLIGHT: usize = 16;
-    let key = Arc::new(ProvingKey::<batchcrypt::bn254::Bn254>::read(dir.join("circuit.zkey"))?);
+    let key = Arc::new(ProvingKey::<batchcrypt::bn254::Bn254>::read(
+        dir.join("circuit.zkey"),
+    )?);
     let witness = Witness::read(dir.join("witness.wtns"))?;
     let case = format!("groth16 prove 2^{k}, {IN_FLIGHT} in flight");
     rep.header(&format!(
@@ -247,9 +249,14 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 queue: IN_FLIGHT,
             },
         );
-        // One proof per GPU first: each GPU's copy of the key uploaded before the clock starts.
+        // A round of proofs first (at least one per GPU): every copy of the key is uploaded
+        // before the clock starts.
         let warm: Vec<_> = (0..IN_FLIGHT.max(g))
-            .map(|_| service.submit(Witness { values: witness.values.clone() }))
+            .map(|_| {
+                service.submit(Witness {
+                    values: witness.values.clone(),
+                })
+            })
             .collect();
         for t in warm {
             t.wait()?;
@@ -257,7 +264,11 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let total = if quick { 2 * IN_FLIGHT } else { 8 * IN_FLIGHT };
         let started = std::time::Instant::now();
         let tickets: Vec<_> = (0..total)
-            .map(|_| service.submit(Witness { values: witness.values.clone() }))
+            .map(|_| {
+                service.submit(Witness {
+                    values: witness.values.clone(),
+                })
+            })
             .collect();
         for t in tickets {
             t.wait()?;
@@ -265,8 +276,21 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let secs = started.elapsed().as_secs_f64();
         drop(service);
         let name = format!("ours, {g} GPU{}", if g == 1 { "" } else { "s" });
-        rep.add(GROUP, &case, &name, total as u64, 0, secs, Some("ours, 1 GPU"));
-        println!("{:<34} {:<36} {:>10.1} proofs/s", "", name, total as f64 / secs);
+        rep.add(
+            GROUP,
+            &case,
+            &name,
+            total as u64,
+            0,
+            secs,
+            Some("ours, 1 GPU"),
+        );
+        println!(
+            "{:<34} {:<36} {:>10.1} proofs/s",
+            "",
+            name,
+            total as f64 / secs
+        );
     }
     Ok(())
 }
