@@ -293,5 +293,16 @@ fn verify_chain_from_a_core_blocks_directory() {
         ok && text.contains("VALID: 10 blocks") && text.contains("height 109"),
         "a range: {text}"
     );
+    // --from alone takes the spent outputs from the undo records too.
+    let (ok, text) = run(&["--from", "200"]);
+    assert!(
+        ok && text.contains("VALID: 7 blocks") && text.contains("height 206"),
+        "a range to the tip: {text}"
+    );
+    let (ok, text) = run(&["--from", "300"]);
+    assert!(
+        !ok && text.contains("outside the directory's chain, heights 0 to 206"),
+        "past the tip: {text}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -4,9 +4,10 @@
 
 mod common;
 use batchcrypt::bitcoin::spent::{
-    encode_core_block_undo, parse_bcoin_undo, parse_core_block_undo, parse_floresta_json,
+    encode_core_block_undo, flatten_block_undo, parse_bcoin_undo, parse_core_block_undo,
+    parse_floresta_json,
 };
-use batchcrypt::bitcoin::store::{flatten_block_undo, network_magic, BlocksDir};
+use batchcrypt::bitcoin::store::{chain_range, network_magic, BlocksDir};
 use batchcrypt::bitcoin::{parse_block, Block, SpentOutput};
 use batchcrypt::sha256::digest_double;
 use common::read_shared;
@@ -516,4 +517,81 @@ fn undo_index_tells_identical_records_apart() {
         );
         assert!(dir.read_undo(loc).unwrap().is_empty());
     }
+}
+
+/// A block of one coinbase transaction whose script states `height` (BIP34), on `prev`.
+fn block_on(prev: &[u8; 32], height: u32, tag: u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(1u32.to_le_bytes());
+    b.extend(prev);
+    b.extend([tag; 32]); // merkle root: not checked by the store; tells a fork's blocks apart
+    b.extend([0u8; 12]);
+    b.push(1); // one transaction
+    b.extend(1u32.to_le_bytes());
+    b.push(1);
+    b.extend([0u8; 32]);
+    b.extend(u32::MAX.to_le_bytes());
+    let h = height.to_le_bytes();
+    b.extend([5, 4, h[0], h[1], h[2], h[3]]); // the height pushed as a 4-byte number
+    b.extend(u32::MAX.to_le_bytes());
+    b.push(1);
+    b.extend(0u64.to_le_bytes());
+    b.push(0);
+    b.extend(0u32.to_le_bytes());
+    b
+}
+
+fn header_hash(raw: &[u8]) -> [u8; 32] {
+    digest_double(&raw[..80])
+}
+
+/// The chain order of a directory whose blocks lie out of order over two files, with a shorter
+/// fork; heights from genesis, or from the first block's coinbase where the start is pruned;
+/// ranges by height.
+#[test]
+fn chain_orders_blocks_by_parent_links() {
+    // 30 blocks from a genesis block, and a fork of 2 blocks on block 10.
+    let mut main: Vec<Vec<u8>> = vec![block_on(&[0; 32], 0, 0)];
+    for h in 1..30 {
+        main.push(block_on(&header_hash(&main[h - 1]), h as u32, 0));
+    }
+    let fork1 = block_on(&header_hash(&main[10]), 11, 1);
+    let fork2 = block_on(&header_hash(&fork1), 12, 1);
+    let check = |tag: &str, first: usize| {
+        let tmp = TempDir::new(tag);
+        let mut stored: Vec<&Vec<u8>> = main[first..].iter().collect();
+        stored.swap(2, 17);
+        stored.swap(0, 9);
+        stored.insert(5, &fork2);
+        stored.insert(12, &fork1);
+        let recs: Vec<(Vec<u8>, Vec<u8>)> = stored.iter().map(|b| ((*b).clone(), vec![])).collect();
+        write_records(&tmp.0.join("blk00000.dat"), &recs[..11], Some([7; 8]));
+        write_records(&tmp.0.join("blk00003.dat"), &recs[11..], Some([7; 8]));
+        std::fs::write(tmp.0.join("xor.dat"), [7u8; 8]).unwrap();
+        let dir = BlocksDir::open(&tmp.0, MAGIC).unwrap();
+        let chain = dir.chain().unwrap();
+        assert_eq!(chain.len(), 30 - first, "{tag}");
+        for (i, b) in chain.iter().enumerate() {
+            let h = first + i;
+            assert_eq!(b.hash, header_hash(&main[h]), "{tag} {h}");
+            assert_eq!(b.height, Some(h as u32));
+            assert_eq!(&dir.read_block(b).unwrap(), &main[h]);
+        }
+        chain
+    };
+    let chain = check("genesis", 0);
+    assert_eq!(chain_range(&chain, None, None).unwrap(), 1..30);
+    assert_eq!(chain_range(&chain, Some(0), Some(2)).unwrap(), 0..2);
+    assert_eq!(chain_range(&chain, Some(5), Some(3)).unwrap(), 5..8);
+    assert_eq!(chain_range(&chain, Some(28), Some(10)).unwrap(), 28..30);
+    assert_eq!(chain_range(&chain, Some(30), None).unwrap(), 30..30);
+    let err = chain_range(&chain, Some(31), None).unwrap_err().to_string();
+    assert!(err.contains("heights 0 to 29"), "{err}");
+
+    // Pruned: the chain starts at block 12, whose coinbase says so.
+    let chain = check("pruned", 12);
+    assert_eq!(chain_range(&chain, None, Some(2)).unwrap(), 0..2);
+    assert_eq!(chain_range(&chain, Some(20), Some(1)).unwrap(), 8..9);
+    assert!(chain_range(&chain, Some(11), None).is_err());
+    assert!(chain_range(&[], Some(3), None).unwrap().is_empty());
 }

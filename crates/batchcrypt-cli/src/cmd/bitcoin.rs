@@ -6,15 +6,14 @@ use batchcrypt::bitcoin::batch::ScriptReport;
 use batchcrypt::bitcoin::block::{verify_block, BlockContext, BlockReport};
 use batchcrypt::bitcoin::chain::{verify_with_spent, ChainState, WindowReport};
 use batchcrypt::bitcoin::script::Flags;
-use batchcrypt::bitcoin::spent::read_spent_file;
-use batchcrypt::bitcoin::store::{flatten_block_undo, network_magic, BlocksDir};
+use batchcrypt::bitcoin::spent::{flatten_block_undo, read_spent_file};
+use batchcrypt::bitcoin::store::{chain_range, network_magic, BlocksDir, ChainBlock};
 use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
 use batchcrypt::bitcoin::validate::{Network, NoHistory};
-use batchcrypt::bitcoin::{display_hash, parse_block, Header, SpentOutput};
+use batchcrypt::bitcoin::{display_hash, parse_block, SpentOutput};
 use batchcrypt::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -34,7 +33,7 @@ undo record, CBlockUndo). Exit status 0 when valid, 1 when invalid, 2 on bad inp
         name = "verify-chain",
         after_help = "Examples:\n  batchcrypt bitcoin verify-chain --hex regtest-chain-206.hex --network regtest\n  batchcrypt bitcoin verify-chain --blocks-dir ~/.bitcoin/blocks\n  batchcrypt bitcoin verify-chain --blocks-dir ~/.bitcoin/testnet3/blocks --network test --use-undo --from 2000000 --count 1000\n\n\
 With --blocks-dir the blocks are put in chain order by their parent links (forks: the longest \
-branch). From the genesis block the UTXO set is built as blocks connect; with --use-undo (or \
+branch). From the genesis block the UTXO set is built as blocks connect; with --use-undo or --from (or \
 when the directory does not reach back to genesis) each block's spent outputs come from the \
 rev*.dat undo records instead, so a range is checked without the blocks before it."
     )]
@@ -82,9 +81,9 @@ pub struct ChainArgs {
     /// Take spent outputs from the rev*.dat undo records instead of building the UTXO set.
     #[arg(long, requires = "blocks_dir")]
     use_undo: bool,
-    /// First height to validate (with --use-undo; earlier blocks are skipped).
-    #[arg(long, default_value_t = 0)]
-    from: u32,
+    /// First height to validate (implies --use-undo: the blocks before it are not connected).
+    #[arg(long, requires = "blocks_dir")]
+    from: Option<u32>,
     /// Validate at most this many blocks.
     #[arg(long)]
     count: Option<usize>,
@@ -296,62 +295,48 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
     let Some(dir) = &a.blocks_dir else {
         bail!("give --hex FILE or --blocks-dir DIR (see --help)");
     };
-    let magic = network_magic(match a.network {
-        Network::Main => "main",
-        Network::Test => "test",
-        Network::Regtest => "regtest",
-    })
-    .expect("known network");
+    let magic = network_magic(a.network.name()).expect("a known network");
     let store =
         BlocksDir::open(dir, magic).with_context(|| format!("opening {}", dir.display()))?;
-    eprintln!("reading blocks from {} ...", dir.display());
-    let raws = store.read_blocks()?;
-    let chain = order_chain(&raws)?;
-    let genesis = batchcrypt::bitcoin::chain::ChainState::at_genesis(a.network).tip();
-    let starts_at_genesis = chain.first().is_some_and(|&k| {
-        parse_block(&raws[k].2)
-            .map(|b| b.hash() == genesis)
-            .unwrap_or(false)
-    });
-    if starts_at_genesis && !a.use_undo {
-        let selected: Vec<usize> = chain
-            .iter()
-            .copied()
-            .skip(1)
-            .take(a.count.unwrap_or(usize::MAX))
-            .collect();
+    eprintln!("reading the block headers in {} ...", dir.display());
+    let chain = store.chain()?;
+    if chain.is_empty() {
+        bail!("no blocks in {}", dir.display());
+    }
+    let read = |w: &[ChainBlock]| -> batchcrypt::Result<Vec<Vec<u8>>> {
+        w.iter().map(|b| store.read_block(b)).collect()
+    };
+    let starts_at_genesis = chain[0].hash == ChainState::at_genesis(a.network).tip();
+    if starts_at_genesis && !a.use_undo && a.from.is_none() {
+        let selected = &chain[1..];
+        let selected = &selected[..selected.len().min(a.count.unwrap_or(usize::MAX))];
         let bar = progress(Some(selected.len() as u64), a.quiet);
         let mut state = ChainState::at_genesis(a.network);
         for w in selected.chunks(a.window.max(1)) {
-            let window: Vec<Vec<u8>> = w.iter().map(|&k| raws[k].2.clone()).collect();
-            tally.add(&state.connect(engine, &window)?, &bar)?;
+            tally.add(&state.connect(engine, &read(w)?)?, &bar)?;
         }
         tally.finish(&bar, Some((state.height(), display_hash(&state.tip()))));
         return Ok(());
     }
-    // Undo mode: heights from genesis where the directory has it, else from each coinbase (BIP34).
+    // Undo mode: each block's spent outputs from its undo record, so any range stands alone.
+    eprintln!("matching the undo records in {} ...", dir.display());
     let undo = store.undo_index()?;
-    let base = if starts_at_genesis { Some(0u32) } else { None };
-    let selected: Vec<(usize, Option<u32>)> = chain
-        .iter()
-        .enumerate()
-        .map(|(i, &k)| (k, base.map(|b| b + i as u32)))
-        .filter(|(_, h)| h.is_none_or(|h| h >= a.from.max(1)))
-        .take(a.count.unwrap_or(usize::MAX))
-        .collect();
+    let selected = &chain[chain_range(&chain, a.from, a.count)?];
     let bar = progress(Some(selected.len() as u64), a.quiet);
     let mut last = None;
     for w in selected.chunks(a.window.max(1)) {
-        let blocks: Vec<_> = w
+        let raws = read(w)?;
+        let blocks: Vec<_> = raws
             .par_iter()
-            .map(|&(k, _)| parse_block(&raws[k].2))
+            .map(|raw| parse_block(raw))
             .collect::<batchcrypt::Result<_>>()?;
         let mut spent: Vec<Vec<SpentOutput>> = Vec::new();
-        for b in &blocks {
-            let loc = undo.get(&b.hash()).with_context(|| {
+        for (b, at) in blocks.iter().zip(w) {
+            let loc = undo.get(&at.hash).with_context(|| {
                 format!(
-                    "no undo record for block {} in {}: run without --use-undo from genesis",
-                    display_hash(&b.hash()),
+                    "no undo record for block {} in {}: the node has not connected it or its rev \
+                     file is pruned (from genesis, run without --use-undo and --from)",
+                    display_hash(&at.hash),
                     dir.display()
                 )
             })?;
@@ -361,7 +346,7 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
             .iter()
             .zip(&spent)
             .zip(w)
-            .map(|((b, s), &(_, h))| (b, s.as_slice(), h))
+            .map(|((b, s), at)| (b, s.as_slice(), at.height))
             .collect();
         let report = verify_with_spent(engine, a.network, &items)?;
         if let Some(b) = report.blocks.last() {
@@ -371,53 +356,6 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
     }
     tally.finish(&bar, last);
     Ok(())
-}
-
-/// Indices of `raws` in chain order: from the block whose parent is absent (the genesis block
-/// or the first kept block) along parent links, taking the longest branch at forks.
-fn order_chain(raws: &[(u32, u64, Vec<u8>)]) -> Result<Vec<usize>> {
-    let mut by_hash = HashMap::new();
-    let mut parent = Vec::with_capacity(raws.len());
-    for (k, (_, _, raw)) in raws.iter().enumerate() {
-        if raw.len() < 80 {
-            bail!(
-                "a block record of {} bytes is too short for a header",
-                raw.len()
-            );
-        }
-        let h: [u8; 80] = raw[..80].try_into().unwrap();
-        by_hash.insert(batchcrypt::sha256::digest_double(&h), k);
-        parent.push(Header::parse(&h).prev_block);
-    }
-    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut roots = Vec::new();
-    for (k, p) in parent.iter().enumerate() {
-        match by_hash.get(p) {
-            Some(&pk) => children.entry(pk).or_default().push(k),
-            None => roots.push(k),
-        }
-    }
-    // Depth of the longest branch below each block (iteratively, children before parents).
-    let mut depth = vec![0usize; raws.len()];
-    let mut order = Vec::with_capacity(raws.len());
-    let mut stack: Vec<usize> = roots.clone();
-    while let Some(k) = stack.pop() {
-        order.push(k);
-        stack.extend(children.get(&k).into_iter().flatten());
-    }
-    for &k in order.iter().rev() {
-        depth[k] = 1 + children
-            .get(&k)
-            .map_or(0, |c| c.iter().map(|&c| depth[c]).max().unwrap_or(0));
-    }
-    let Some(&root) = roots.iter().max_by_key(|&&r| depth[r]) else {
-        bail!("no blocks found");
-    };
-    let mut chain = vec![root];
-    while let Some(c) = children.get(chain.last().unwrap()) {
-        chain.push(*c.iter().max_by_key(|&&c| depth[c]).unwrap());
-    }
-    Ok(chain)
 }
 
 fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {

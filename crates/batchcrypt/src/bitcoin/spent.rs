@@ -160,6 +160,38 @@ pub fn parse_core_block_undo(bytes: &[u8]) -> Result<Vec<Vec<SpentOutput>>> {
     Ok(undo)
 }
 
+/// Flattens a block's undo data (one `Vec` per transaction after the coinbase, as
+/// [`parse_core_block_undo`] gives it) into one spent output
+/// per input of those transactions, in block order, checking that the counts fit the block.
+pub fn flatten_block_undo(
+    block: &super::Block<'_>,
+    undo: Vec<Vec<SpentOutput>>,
+) -> Result<Vec<SpentOutput>> {
+    // Core keeps one CTxUndo for every transaction but the first.
+    let txs = block.txs.get(1..).unwrap_or_default();
+    if undo.len() != txs.len() {
+        return Err(Error::invalid(format!(
+            "undo data has {} transaction entries but the block has {} transactions after the \
+             coinbase",
+            undo.len(),
+            txs.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(txs.iter().map(|t| t.inputs.len()).sum());
+    for (i, (tx, coins)) in txs.iter().zip(undo).enumerate() {
+        if coins.len() != tx.inputs.len() {
+            return Err(Error::invalid(format!(
+                "undo data has {} coins for transaction {} but it has {} inputs",
+                coins.len(),
+                i + 1,
+                tx.inputs.len()
+            )));
+        }
+        out.extend(coins);
+    }
+    Ok(out)
+}
+
 pub(super) fn read_block_undo(r: &mut Reader<'_>) -> Result<Vec<Vec<SpentOutput>>> {
     let n = r.count("CTxUndo count", 1)?;
     (0..n)
@@ -519,7 +551,7 @@ pub fn read_spent_file(path: &std::path::Path, block: &super::Block) -> Result<V
     } else if name.ends_with(".undo") {
         parse_bcoin_undo(&bytes)
     } else if name.ends_with(".rev") {
-        super::store::flatten_block_undo(block, parse_core_block_undo(&bytes)?)
+        flatten_block_undo(block, parse_core_block_undo(&bytes)?)
     } else {
         Err(Error::invalid(format!(
             "{name}: unknown spent-output format; name it .undo (bcoin), .spent.json (Floresta) or \

@@ -58,6 +58,52 @@ pub struct UndoLocation {
     pub len: u32,
 }
 
+/// A block of the directory's best chain ([`BlocksDir::chain`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainBlock {
+    /// The block's hash, internal byte order.
+    pub hash: Digest,
+    /// Counted from the genesis block when the directory holds it; else from the height the
+    /// first block's coinbase states (BIP34), `None` where it states none.
+    pub height: Option<u32>,
+    /// The `blk*.dat` file number, the block's offset in it (after the record header) and its
+    /// length.
+    pub file: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// The positions in `chain` (from [`BlocksDir::chain`]) of its blocks from height `from` on, at
+/// most `count`. Without `from`, every block but a genesis block (which spends nothing and has
+/// no undo record). Heights must be known to name `from`; one past the tip gives none.
+pub fn chain_range(
+    chain: &[ChainBlock],
+    from: Option<u32>,
+    count: Option<usize>,
+) -> Result<std::ops::Range<usize>> {
+    let start = match (from, chain.first()) {
+        (_, None) => 0,
+        (None, Some(first)) => usize::from(first.height == Some(0)),
+        (Some(from), Some(first)) => {
+            let base = first.height.ok_or_else(|| {
+                Error::invalid(
+                    "the directory's chain does not start at the genesis block and its first \
+                     block's coinbase states no height (before BIP34), so heights are unknown: \
+                     give no start height",
+                )
+            })?;
+            let tip = base as u64 + chain.len() as u64 - 1;
+            if from < base || from as u64 > tip + 1 {
+                return Err(Error::invalid(format!(
+                    "height {from} is outside the directory's chain, heights {base} to {tip}"
+                )));
+            }
+            (from - base) as usize
+        }
+    };
+    Ok(start..start + (chain.len() - start).min(count.unwrap_or(usize::MAX)))
+}
+
 /// One record of a rev file, de-obfuscated.
 #[derive(Clone, Debug)]
 pub struct UndoRecord {
@@ -173,6 +219,52 @@ impl BlocksDir {
         self.blocks().collect()
     }
 
+    /// The best chain of the blocks in the directory, in order: from the block whose parent is
+    /// absent (the genesis block, or the first block a pruned node kept) along parent links,
+    /// taking the longest branch at forks. Reads each blk file once and keeps only the headers;
+    /// [`BlocksDir::read_block`] reads a block. Empty when the directory holds no block.
+    pub fn chain(&self) -> Result<Vec<ChainBlock>> {
+        let mut blocks = Vec::new();
+        for file in self.blk_files()? {
+            blocks.extend(self.block_summaries(file)?);
+        }
+        let order = best_chain(&blocks);
+        let base = match order.first().map(|&k| &blocks[k]) {
+            None => return Ok(Vec::new()),
+            Some(b) if b.prev == [0; 32] => Some(0),
+            Some(b) => {
+                let first = ChainBlock {
+                    hash: b.hash,
+                    height: None,
+                    file: b.file,
+                    offset: b.offset,
+                    len: b.len,
+                };
+                let raw = self.read_block(&first)?;
+                super::block::bip34_height(&super::parse_block(&raw)?)
+            }
+        };
+        Ok(order
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| {
+                let b = &blocks[k];
+                ChainBlock {
+                    hash: b.hash,
+                    height: base.and_then(|h: u32| h.checked_add(i as u32)),
+                    file: b.file,
+                    offset: b.offset,
+                    len: b.len,
+                }
+            })
+            .collect())
+    }
+
+    /// The raw block at `at` (from [`BlocksDir::chain`]).
+    pub fn read_block(&self, at: &ChainBlock) -> Result<Vec<u8>> {
+        self.read_at("blk", at.file, at.offset, at.len)
+    }
+
     /// The records of `rev{file}.dat`, in file order.
     pub fn undo_records(&self, file: u32) -> Result<Vec<UndoRecord>> {
         let name = file_name("rev", file);
@@ -219,14 +311,25 @@ impl BlocksDir {
 
     /// Reads and parses the undo payload at `location` (from [`UndoIndex::get`]).
     pub fn read_undo(&self, location: &UndoLocation) -> Result<Vec<Vec<SpentOutput>>> {
-        let path = self.dir.join(file_name("rev", location.file));
-        let mut payload = vec![0u8; location.len as usize];
+        parse_payload(&self.read_undo_payload(location)?, location)
+    }
+
+    /// The undo payload at `location` unparsed: a `CBlockUndo`, as
+    /// [`parse_core_block_undo`](super::spent::parse_core_block_undo) reads it.
+    pub fn read_undo_payload(&self, location: &UndoLocation) -> Result<Vec<u8>> {
+        self.read_at("rev", location.file, location.offset, location.len)
+    }
+
+    /// `len` bytes at `offset` of file `prefix{file}.dat`, de-obfuscated.
+    fn read_at(&self, prefix: &str, file: u32, offset: u64, len: u32) -> Result<Vec<u8>> {
+        let path = self.dir.join(file_name(prefix, file));
+        let mut bytes = vec![0u8; len as usize];
         let mut f = File::open(&path).map_err(|e| io_error(&path, e))?;
-        f.seek(SeekFrom::Start(location.offset))
-            .and_then(|_| f.read_exact(&mut payload))
+        f.seek(SeekFrom::Start(offset))
+            .and_then(|_| f.read_exact(&mut bytes))
             .map_err(|e| io_error(&path, e))?;
-        self.unxor(&mut payload, location.offset);
-        parse_payload(&payload, location)
+        self.unxor(&mut bytes, offset);
+        Ok(bytes)
     }
 
     /// The undo data of one block (one `Vec` per transaction after the coinbase), found by
@@ -345,7 +448,7 @@ impl BlocksDir {
         while let Some(rec) = self.next_record(&name, &raw, pos, 0)? {
             pos = rec.end;
             let context = format!("{name}: block at offset {}", rec.offset);
-            out.push(summarize_block(&rec.payload).map_err(within(context))?);
+            out.push(summarize_block(&rec.payload, file, rec.offset).map_err(within(context))?);
         }
         Ok(out)
     }
@@ -400,38 +503,6 @@ impl Blocks<'_> {
     }
 }
 
-/// Flattens a block's undo data (one `Vec` per transaction after the coinbase, as
-/// [`parse_core_block_undo`](super::spent::parse_core_block_undo) gives it) into one spent output
-/// per input of those transactions, in block order, checking that the counts fit the block.
-pub fn flatten_block_undo(
-    block: &Block<'_>,
-    undo: Vec<Vec<SpentOutput>>,
-) -> Result<Vec<SpentOutput>> {
-    // Core keeps one CTxUndo for every transaction but the first.
-    let txs = block.txs.get(1..).unwrap_or_default();
-    if undo.len() != txs.len() {
-        return Err(Error::invalid(format!(
-            "undo data has {} transaction entries but the block has {} transactions after the \
-             coinbase",
-            undo.len(),
-            txs.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(txs.iter().map(|t| t.inputs.len()).sum());
-    for (i, (tx, coins)) in txs.iter().zip(undo).enumerate() {
-        if coins.len() != tx.inputs.len() {
-            return Err(Error::invalid(format!(
-                "undo data has {} coins for transaction {} but it has {} inputs",
-                coins.len(),
-                i + 1,
-                tx.inputs.len()
-            )));
-        }
-        out.extend(coins);
-    }
-    Ok(out)
-}
-
 /// What [`BlocksDir::next_record`] found.
 struct FileRecord {
     /// Where the payload starts in the file.
@@ -447,6 +518,10 @@ struct BlockSummary {
     prev: Digest,
     /// Transactions after the coinbase: the undo record's CTxUndo count.
     txs: u64,
+    /// Where the block lies: blk file number, offset (after the record header), length.
+    file: u32,
+    offset: u64,
+    len: u32,
 }
 
 /// Records each record's block into `index`: first the child of the block matched last, then
@@ -489,7 +564,7 @@ fn match_records(
     }
 }
 
-fn summarize_block(raw: &[u8]) -> Result<BlockSummary> {
+fn summarize_block(raw: &[u8], file: u32, offset: usize) -> Result<BlockSummary> {
     let mut r = Reader::new(raw);
     let header: [u8; 80] = r.array("block header")?;
     let txs = r.compact_size("transaction count")?;
@@ -497,7 +572,52 @@ fn summarize_block(raw: &[u8]) -> Result<BlockSummary> {
         hash: digest_double(&header),
         prev: prev_hash(&header),
         txs: txs.saturating_sub(1),
+        file,
+        offset: offset as u64,
+        len: raw.len() as u32,
     })
+}
+
+/// `blocks` in chain order: from the block whose parent is absent (the genesis block, or the
+/// first block a pruned node kept) along parent links, the longest branch at forks (the most
+/// blocks, not the most work: the directory holds no stale branch longer than the best one
+/// in practice, and work would need every header's target checked).
+fn best_chain(blocks: &[BlockSummary]) -> Vec<usize> {
+    let by_hash: HashMap<Digest, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(k, b)| (b.hash, k))
+        .collect();
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (k, b) in blocks.iter().enumerate() {
+        match by_hash.get(&b.prev) {
+            Some(&p) if p != k => children.entry(p).or_default().push(k),
+            _ => roots.push(k),
+        }
+    }
+    // Depth of the longest branch below each block, children before parents (no recursion: a
+    // chain is a million blocks deep).
+    let mut order = Vec::with_capacity(blocks.len());
+    let mut stack = roots.clone();
+    while let Some(k) = stack.pop() {
+        order.push(k);
+        stack.extend(children.get(&k).into_iter().flatten());
+    }
+    let mut depth = vec![0usize; blocks.len()];
+    for &k in order.iter().rev() {
+        depth[k] = 1 + children
+            .get(&k)
+            .map_or(0, |c| c.iter().map(|&c| depth[c]).max().unwrap_or(0));
+    }
+    let Some(&root) = roots.iter().max_by_key(|&&r| depth[r]) else {
+        return Vec::new();
+    };
+    let mut chain = vec![root];
+    while let Some(c) = children.get(chain.last().expect("not empty")) {
+        chain.push(*c.iter().max_by_key(|&&c| depth[c]).expect("a child"));
+    }
+    chain
 }
 
 fn parse_payload(payload: &[u8], at: &UndoLocation) -> Result<Vec<Vec<SpentOutput>>> {

@@ -104,6 +104,18 @@ pub enum Network {
     Regtest,
 }
 
+impl Network {
+    /// The name [`FromStr`](std::str::FromStr) reads and Core's chain name: "main", "test",
+    /// "regtest".
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Main => "main",
+            Network::Test => "test",
+            Network::Regtest => "regtest",
+        }
+    }
+}
+
 impl std::str::FromStr for Network {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
