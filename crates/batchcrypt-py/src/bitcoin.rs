@@ -26,7 +26,7 @@ fn parse_spent(
                 .map_err(|_| Error::InvalidInput("spent.json: not UTF-8 JSON".into()))?;
             spent::parse_floresta_json(text)
         }
-        "rev" => store::flatten_block_undo(block, spent::parse_core_block_undo(bytes)?),
+        "rev" => spent::flatten_block_undo(block, spent::parse_core_block_undo(bytes)?),
         _ => unreachable!("checked before"),
     }
 }
@@ -285,5 +285,167 @@ impl Engine {
             .collect();
         let root = self.run(py, |e| e.sha256().merkle_root(&ids))?;
         Ok(PyBytes::new(py, &root))
+    }
+}
+
+/// A Bitcoin Core `blocks/` directory, read-only: the best chain of its `blk*.dat` blocks and,
+/// per block, the block with its `rev*.dat` undo record, as `Engine.verify_block` takes them.
+///
+///     d = BlocksDir("~/.bitcoin/blocks", network="main")
+///     for item in d.load(d.range(start=800_000, count=10)):
+///         report = engine.verify_block(**item)
+///
+/// `network`: "main", "test" or "regtest" (the records' magic and the rules the reports apply).
+/// Opening reads every block header (each blk file once) to order the chain: from the block
+/// whose parent is absent (the genesis block, or the first block a pruned node kept), the
+/// longest branch at forks. The `xor.dat` obfuscation key of newer nodes is applied.
+#[pyclass(name = "BlocksDir", module = "batchcrypt")]
+pub struct PyBlocksDir {
+    dir: store::BlocksDir,
+    network: Network,
+    chain: Vec<store::ChainBlock>,
+    /// Matched on the first `load`: reading every rev file is only needed then.
+    undo: Option<store::UndoIndex>,
+}
+
+#[pymethods]
+impl PyBlocksDir {
+    #[new]
+    #[pyo3(signature = (path, network = "main"))]
+    fn new(py: Python<'_>, path: PathBuf, network: &str) -> PyResult<Self> {
+        let network: Network = network.parse().map_err(PyValueError::new_err)?;
+        let magic = store::network_magic(network.name()).expect("a known network");
+        let (dir, chain) = py
+            .allow_threads(|| -> batchcrypt::Result<_> {
+                let dir = store::BlocksDir::open(&path, magic)?;
+                let chain = dir.chain()?;
+                Ok((dir, chain))
+            })
+            .map_err(to_py_io)?;
+        Ok(PyBlocksDir {
+            dir,
+            network,
+            chain,
+            undo: None,
+        })
+    }
+
+    /// The number of blocks in the best chain.
+    fn __len__(&self) -> usize {
+        self.chain.len()
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    #[getter]
+    fn network(&self) -> &'static str {
+        self.network.name()
+    }
+
+    /// The best chain's blocks from height `start` on, at most `count`: a list of dicts
+    /// `{"hash": str (display order), "height": int or None, "position": int (in the chain)}`.
+    /// Without `start`, every block but the genesis block (which spends nothing). Heights are
+    /// counted from the genesis block, or from the height the first block's coinbase states when
+    /// the directory lacks the start of the chain; with neither, `start` raises ValueError.
+    #[pyo3(signature = (start = None, count = None))]
+    fn range<'py>(
+        &self,
+        py: Python<'py>,
+        start: Option<u32>,
+        count: Option<usize>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        store::chain_range(&self.chain, start, count)
+            .map_err(to_py)?
+            .map(|p| {
+                let b = &self.chain[p];
+                let d = PyDict::new(py);
+                d.set_item("hash", batchcrypt::bitcoin::display_hash(&b.hash))?;
+                d.set_item("height", b.height)?;
+                d.set_item("position", p)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// `Engine.verify_block`'s arguments for each of `blocks` (dicts from `range`, or chain
+    /// positions): dicts `{"block": bytes, "spent": bytes (the block's Core undo record),
+    /// "spent_format": "rev", "height": int or None, "network": str}`. The first call matches
+    /// the rev files' records to their blocks (every rev file read once). A block without an
+    /// undo record (not connected by the node, or its rev file pruned) raises ValueError.
+    fn load<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut positions = Vec::new();
+        for (k, item) in blocks.try_iter()?.enumerate() {
+            let item = item?;
+            let p = match item.downcast::<PyDict>() {
+                Ok(d) => field(d, "position", &format!("blocks[{k}]"))?,
+                Err(_) => item.clone(),
+            };
+            let p: usize = p.extract().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "blocks[{k}]: expected a dict from range() or a chain position (int)"
+                ))
+            })?;
+            if p >= self.chain.len() {
+                return Err(PyValueError::new_err(format!(
+                    "blocks[{k}]: position {p} is past the chain's {} blocks",
+                    self.chain.len()
+                )));
+            }
+            positions.push(p);
+        }
+        let (dir, chain, undo) = (&self.dir, &self.chain, &mut self.undo);
+        let loaded = py
+            .allow_threads(
+                || -> batchcrypt::Result<Vec<(Vec<u8>, Vec<u8>, Option<u32>)>> {
+                    if undo.is_none() {
+                        *undo = Some(dir.undo_index()?);
+                    }
+                    let index = undo.as_ref().expect("just built");
+                    positions
+                        .iter()
+                        .map(|&p| {
+                            let b = &chain[p];
+                            let loc = index.get(&b.hash).ok_or_else(|| {
+                                Error::InvalidInput(format!(
+                                    "no undo record for block {} (chain position {p}) in {}: the \
+                                 node has not connected it, or its rev file is pruned",
+                                    batchcrypt::bitcoin::display_hash(&b.hash),
+                                    dir.path().display()
+                                ))
+                            })?;
+                            Ok((dir.read_block(b)?, dir.read_undo_payload(loc)?, b.height))
+                        })
+                        .collect()
+                },
+            )
+            .map_err(to_py_io)?;
+        loaded
+            .into_iter()
+            .map(|(block, spent, height)| {
+                let d = PyDict::new(py);
+                d.set_item("block", PyBytes::new(py, &block))?;
+                d.set_item("spent", PyBytes::new(py, &spent))?;
+                d.set_item("spent_format", "rev")?;
+                d.set_item("height", height)?;
+                d.set_item("network", self.network.name())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "BlocksDir({:?}, network={:?}, blocks={})",
+            self.dir.path().display().to_string(),
+            self.network.name(),
+            self.chain.len()
+        )
     }
 }

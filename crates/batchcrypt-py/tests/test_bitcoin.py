@@ -6,6 +6,7 @@ import pathlib
 import pytest
 
 import batchcrypt
+from core_blocks import compact_size, regtest_chain, write_blocks_dir
 
 BACKENDS = [name for name, why in batchcrypt.backends("secp256k1") if why is None]
 # The shared test data: BATCHCRYPT_SHARED_DATA, else ../shared/data beside the checkout.
@@ -27,14 +28,6 @@ def read(name):
 
 
 # --- a minimal reader of the serialization, to cut transactions out of a block --------------
-
-def compact_size(b, p):
-    x = b[p]
-    if x < 0xfd:
-        return x, p + 1
-    width = {0xfd: 2, 0xfe: 4, 0xff: 8}[x]
-    return int.from_bytes(b[p + 1:p + 1 + width], "little"), p + 1 + width
-
 
 def tx_end(b, p):
     """End of the transaction at p, and the (offset, length) of each input's scriptSig."""
@@ -186,6 +179,70 @@ def test_block_errors():
     assert not r["valid"] and r["reason"] == "high-hash" and not r["scripts_checked"]
     r = e.verify_block(bytes(bad), undo, spent_format="undo", network="test", check_pow=False)
     assert not r["valid"] and r["reason"] == "bad-txnmrklroot" and r["tx"] is None
+
+
+# --- a Bitcoin Core blocks/ directory ---------------------------------------------------------
+
+def regtest_dir(tmp_path):
+    if not os.path.isdir(BLOCKS):
+        pytest.skip(f"shared test data absent: {BLOCKS}")
+    raws = regtest_chain(SHARED)
+    return raws, write_blocks_dir(tmp_path / "blocks", raws)
+
+
+def test_blocks_dir_orders_the_chain_and_reads_undo_records(tmp_path):
+    raws, path = regtest_dir(tmp_path)
+    d = batchcrypt.BlocksDir(path, network="regtest")
+    assert len(d) == len(raws) == 207 and d.network == "regtest"
+    entries = d.range()
+    assert [e["height"] for e in entries] == list(range(1, 207))
+    assert [e["position"] for e in entries] == list(range(1, 207))
+    assert entries[0]["hash"] == core_hash(raws[1])
+    part = d.range(start=100, count=5)
+    assert [e["height"] for e in part] == [100, 101, 102, 103, 104]
+    assert d.range(start=200, count=50)[-1]["height"] == 206 and d.range(start=207) == []
+    e = batchcrypt.Engine("cpu")
+    items = d.load(part + [3, 50, 7])  # dicts from range() or positions; 3, 50, 7 stored out of order
+    assert [i["block"] for i in items] == [raws[h] for h in (100, 101, 102, 103, 104, 3, 50, 7)]
+    for item in items:
+        r = e.verify_block(**item)
+        assert r["valid"] and r["height"] == item["height"], r
+    # The undo record is the data Core would give: a spent amount changed in it is refused.
+    spender = next(i for i in d.load(d.range()) if len(i["spent"]) > 1)
+    r = e.verify_block(**dict(spender, spent=spender["spent"][:-1] + bytes([spender["spent"][-1] ^ 1])))
+    assert not r["valid"], r
+
+
+def test_blocks_dir_errors(tmp_path):
+    raws, path = regtest_dir(tmp_path)
+    d = batchcrypt.BlocksDir(path, network="regtest")
+    with pytest.raises(ValueError, match="outside"):
+        d.range(start=208)
+    with pytest.raises(ValueError, match="position"):
+        d.load([207])
+    with pytest.raises(ValueError, match="position"):
+        d.load([{"height": 5}])
+    with pytest.raises(ValueError, match="network"):
+        batchcrypt.BlocksDir(path, network="moon")
+    with pytest.raises(ValueError, match="not a directory"):
+        batchcrypt.BlocksDir(path / "blk00000.dat", network="regtest")
+    with pytest.raises(ValueError, match="magic"):  # a regtest directory read as mainnet
+        batchcrypt.BlocksDir(path, network="main")
+    # Without the first blocks (a pruned node), heights come from the first block's coinbase.
+    pruned = write_blocks_dir(tmp_path / "pruned", raws, first=150, drop_undo=(152,), shuffle=(), split=20)
+    p = batchcrypt.BlocksDir(pruned, network="regtest")
+    assert len(p) == 57 and [x["height"] for x in p.range(count=3)] == [150, 151, 152]
+    with pytest.raises(ValueError, match="outside"):
+        p.range(start=149)
+    with pytest.raises(ValueError, match="no undo record"):
+        p.load(p.range(start=152, count=1))
+    assert [i["height"] for i in p.load(p.range(start=150, count=2))] == [150, 151]
+
+
+def core_hash(raw):
+    """A block's hash in display order."""
+    import hashlib
+    return hashlib.sha256(hashlib.sha256(raw[:80]).digest()).digest()[::-1].hex()
 
 
 # --- loose transactions ----------------------------------------------------------------------

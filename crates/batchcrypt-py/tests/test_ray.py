@@ -154,6 +154,30 @@ def test_bitcoin_blocks_over_the_cluster(cluster):
     pool.shutdown()
 
 
+def test_a_chain_range_of_a_core_blocks_directory(cluster, tmp_path):
+    if not (SHARED / "bitcoin" / "blocks").is_dir():
+        if os.environ.get("BATCHCRYPT_REQUIRE_SHARED_DATA") == "1":
+            pytest.fail(f"{SHARED / 'bitcoin' / 'blocks'} missing")
+        pytest.skip("shared Bitcoin data not here")
+    sys.path.insert(0, str(HERE))
+    from core_blocks import regtest_chain, write_blocks_dir
+
+    path = write_blocks_dir(tmp_path / "blocks", regtest_chain(SHARED))
+    pool = bcray.Pool(cpu_actors=2)
+    seen = []
+    reports = pool.verify_chain_range(path, network="regtest", start=90, count=40, window=16,
+                                      progress=lambda d, t: seen.append((d, t)))
+    assert [r["height"] for r in reports] == list(range(90, 130))
+    assert all(r["valid"] for r in reports), [r["reason"] for r in reports]
+    assert seen[-1] == (40, 40) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(pool.last_backends) == 40
+    # The whole chain after genesis by default; a start past the tip is an error.
+    assert len(pool.verify_chain_range(path, network="regtest")) == 206
+    with pytest.raises(ValueError, match="outside"):
+        pool.verify_chain_range(path, network="regtest", start=500)
+    pool.shutdown()
+
+
 def test_ray_data_dataset(cluster):
     msgs, sigs, keys, want = bip340_rows(10)
     ds = ray.data.from_items([{"i": i, "msg": m, "sig": s.tobytes(), "pubkey": k}

@@ -143,6 +143,35 @@ class Engine:
         "script_pubkey": hex|bytes}, ...], "flags": "P2SH,WITNESS" (optional; default every
         consensus rule)}, all signatures in one batch; one {"valid", "input", "reason"} each."""
 
+class ChainEntry(TypedDict):
+    """A block of a BlocksDir's best chain (BlocksDir.range)."""
+
+    hash: str
+    height: Optional[int]
+    position: int
+
+class BlockItem(TypedDict):
+    """Engine.verify_block's arguments for one block of a BlocksDir (BlocksDir.load)."""
+
+    block: bytes
+    spent: bytes
+    spent_format: Literal["rev"]
+    height: Optional[int]
+    network: str
+
+class BlocksDir:
+    """A Bitcoin Core blocks/ directory (blk*.dat, rev*.dat, xor.dat), read-only: its best
+    chain, and each block with its undo record as Engine.verify_block takes them."""
+
+    path: str
+    network: str
+    def __init__(self, path: Union[str, "os.PathLike[str]"], network: str = "main") -> None: ...
+    def __len__(self) -> int: ...
+    def range(self, start: Optional[int] = None, count: Optional[int] = None) -> List[ChainEntry]:
+        """The chain's blocks from height `start` (default: all but genesis), at most `count`."""
+    def load(self, blocks: Sequence[Union[ChainEntry, int]]) -> List[BlockItem]:
+        """Each block's raw bytes and Core undo record, for Engine.verify_block(**item)."""
+
 class MsmBases:
     """Fixed MSM bases, checked once and kept in GPU memory across calls (Engine.msm_bases)."""
 

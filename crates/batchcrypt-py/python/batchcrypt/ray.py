@@ -12,6 +12,7 @@ dead actor is replaced.
     digests = pool.sha256(data, msg_len=64, double=True)     # (n, 32) uint8
     proofs = pool.prove("circuit.zkey", ["a.wtns", "b.wtns"])  # [(proof.json, public.json)]
     reports = pool.verify_blocks([{"block": "b.raw", "spent": "b.undo"}, ...])
+    reports = pool.verify_chain_range("~/.bitcoin/blocks", start=800_000, count=1000)
     ds = bcray.verify_dataset(ray.data.read_parquet(...), "schnorr")   # adds a "valid" column
 
 Each actor holds one `batchcrypt.Engine`; a GPU actor sees the one GPU Ray gave it, and its
@@ -39,7 +40,7 @@ from ray.exceptions import (
     WorkerCrashedError,
 )
 
-from . import Engine, ProvingKey, hardware
+from . import BlocksDir, Engine, ProvingKey, hardware
 
 # Failures of the machinery, not of the work: the chunk runs again elsewhere.
 _LOST = (ActorDiedError, ActorUnavailableError, RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError)
@@ -281,6 +282,28 @@ class Pool:
             args = (b.pop("block"), b.pop("spent"))
             tasks.append(("call", "verify_block", args, b))
         return self._calls(tasks, progress)
+
+    def verify_chain_range(self, blocks_dir, *, network: str = "main", start: Optional[int] = None,
+                           count: Optional[int] = None, window: int = 256, progress=None) -> list:
+        """Validates a range of a Bitcoin Core `blocks/` directory's chain, each block with the
+        outputs its undo record says it spent (no UTXO set needed), one task per block over the
+        actors. `start`: the first height (default: the block after genesis); `count`: how many
+        (default: to the tip). The blocks are read here and sent `window` at a time, so memory
+        holds a window, not the range. `progress(done, total)` counts blocks. Returns the
+        report dicts in chain order (see `Engine.verify_block`)."""
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        chain = BlocksDir(os.path.expanduser(blocks_dir), network=network)
+        entries = chain.range(start=start, count=count)
+        total, reports, backends, reasons = len(entries), [], [], []
+        for s in range(0, total, window):
+            done = len(reports)
+            step = None if progress is None else (lambda d, _t, done=done: progress(done + d, total))
+            reports += self.verify_blocks(chain.load(entries[s:s + window]), progress=step)
+            backends += self.last_backends
+            reasons += self.last_reasons
+        self.last_backends, self.last_reasons = backends, reasons
+        return reports
 
 
 class _DatasetVerifier:
