@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 import batchcrypt
-from core_blocks import compact_size, regtest_chain, write_blocks_dir
+from core_blocks import compact_size, regtest_chain, sha256d, write_blocks_dir
 
 BACKENDS = [name for name, why in batchcrypt.backends("secp256k1") if why is None]
 # The shared test data: BATCHCRYPT_SHARED_DATA, else ../shared/data beside the checkout.
@@ -241,8 +241,7 @@ def test_blocks_dir_errors(tmp_path):
 
 def core_hash(raw):
     """A block's hash in display order."""
-    import hashlib
-    return hashlib.sha256(hashlib.sha256(raw[:80]).digest()).digest()[::-1].hex()
+    return sha256d(raw[:80])[::-1].hex()
 
 
 # --- loose transactions ----------------------------------------------------------------------
