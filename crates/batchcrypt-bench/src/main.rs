@@ -20,7 +20,8 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
-    /// Which benchmark groups to run (`scaling`, over every GPU of the machine, `serve`, the
+    /// Which benchmark groups to run (`scaling`, over every GPU of the machine, also in parts:
+    /// `scaling-signatures`, `scaling-msm`, `scaling-sha256`, `scaling-groth16`; `serve`, the
     /// service under many clients, and `bitcoin-resync`, the part of `bitcoin` without its stress
     /// block, run only when named).
     #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "bls12-381".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
@@ -65,9 +66,12 @@ fn main() -> anyhow::Result<()> {
             "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
             "bitcoin-resync" => bitcoin::run_resync(&mut rep, args.quick)?,
             "scaling" => scaling::run(&mut rep, args.quick)?,
+            "scaling-signatures" => scaling::verification(&mut rep, args.quick)?,
+            "scaling-msm" => scaling::msm(&mut rep, args.quick)?,
+            "scaling-sha256" => scaling::sha256(&mut rep, args.quick)?,
             "scaling-groth16" => scaling::groth16(&mut rep, args.quick)?,
             "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

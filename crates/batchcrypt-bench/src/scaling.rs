@@ -23,39 +23,55 @@ fn gpu_sets(count: usize) -> Vec<usize> {
     v
 }
 
-pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    if let Err(why) = gpu::availability() {
-        println!("\n(scaling skipped: no GPU: {why})");
-        return Ok(());
-    }
-    let count = gpu::count();
-    let sets = gpu_sets(count);
-    let engines: Vec<(usize, Engine)> = sets
-        .iter()
-        .map(|&k| {
-            let all: Vec<usize> = (0..k).collect();
-            (k, Engine::with_gpus(BackendChoice::Gpu, &all))
-        })
-        .collect();
-    let name = |k: usize| format!("ours, {k} GPU{}", if k == 1 { "" } else { "s" });
-    let reps = if quick { 3 } else { 5 };
-    rep.header(&format!(
-        "Scaling over {count} GPU{} (same batch, one process; ratio against one GPU)",
-        if count == 1 { "" } else { "s" }
-    ));
-    let d = engines[0].1.dispatcher();
-    for g in 0..count {
-        match d.link_of(g, LinkKind::Staged) {
-            Ok(l) => println!(
-                "GPU {g} host link through staging: {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once",
-                l.h2d / 1e9,
-                l.d2h / 1e9,
-                l.duplex / 1e9
-            ),
-            Err(why) => println!("GPU {g} host link: not measured ({why})"),
-        }
-    }
+/// One engine per set of GPUs (1, 2, 4, ... all), each forced onto its GPUs; None (with a line
+/// saying why) without a GPU.
+struct Sets {
+    engines: Vec<(usize, Engine)>,
+    reps: usize,
+}
 
+fn name(k: usize) -> String {
+    format!("ours, {k} GPU{}", if k == 1 { "" } else { "s" })
+}
+
+impl Sets {
+    fn new(rep: &mut Report, what: &str, quick: bool) -> Option<Sets> {
+        if let Err(why) = gpu::availability() {
+            println!("\n({what} scaling skipped: no GPU: {why})");
+            return None;
+        }
+        let count = gpu::count();
+        let engines = gpu_sets(count)
+            .into_iter()
+            .map(|k| {
+                let all: Vec<usize> = (0..k).collect();
+                (k, Engine::with_gpus(BackendChoice::Gpu, &all))
+            })
+            .collect();
+        rep.header(&format!(
+            "{what} over {count} GPU{} (same batch, one process; ratio against one GPU)",
+            if count == 1 { "" } else { "s" }
+        ));
+        Some(Sets {
+            engines,
+            reps: if quick { 3 } else { 5 },
+        })
+    }
+}
+
+/// Every scaling group: signatures, MSM, SHA256d, Groth16.
+pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    verification(rep, quick)?;
+    msm(rep, quick)?;
+    sha256(rep, quick)?;
+    groth16(rep, quick)
+}
+
+/// ECDSA and BIP340 verification from host memory, split by the dispatcher.
+pub fn verification(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let Some(Sets { engines, reps }) = Sets::new(rep, "Signature verification", quick) else {
+        return Ok(());
+    };
     // ECDSA and BIP340: 2^20 distinct signatures (2^16 quick), repeated to the batch size; a
     // block of its own, so their memory is freed before the hashing.
     {
@@ -102,6 +118,14 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     }
 
+    Ok(())
+}
+
+/// G1 MSM with the bases resident on every GPU of the set.
+pub fn msm(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let Some(Sets { engines, reps }) = Sets::new(rep, "G1 MSM", quick) else {
+        return Ok(());
+    };
     // G1 MSM, 2^24 points (2^20 quick): each GPU holds its slice of the bases (uploaded in the
     // warm-up run, as a proving key's are), the scalars come from host memory.
     {
@@ -136,6 +160,28 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
     }
 
+    Ok(())
+}
+
+/// SHA256d of 64-byte messages from host memory (each GPU's host link printed first) and
+/// resident in GPU memory.
+pub fn sha256(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let Some(Sets { engines, reps }) = Sets::new(rep, "SHA256d-64", quick) else {
+        return Ok(());
+    };
+    let sets: Vec<usize> = engines.iter().map(|e| e.0).collect();
+    let d = engines[0].1.dispatcher();
+    for g in 0..gpu::count() {
+        match d.link_of(g, LinkKind::Staged) {
+            Ok(l) => println!(
+                "GPU {g} host link through staging: {:.1} GB/s up, {:.1} GB/s down, {:.1} GB/s each way at once",
+                l.h2d / 1e9,
+                l.d2h / 1e9,
+                l.duplex / 1e9
+            ),
+            Err(why) => println!("GPU {g} host link: not measured ({why})"),
+        }
+    }
     // SHA256d of 64-byte messages, 2^26 (2^22 quick): from host memory, then resident.
     let n = if quick { 1usize << 22 } else { 1 << 26 };
     let mut data = vec![0u8; 64 * n];
@@ -205,8 +251,7 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             Some(&name(1)),
         );
     }
-    drop((data, out));
-    groth16(rep, quick)
+    Ok(())
 }
 
 /// Groth16 proofs/s with 16 and 32 proofs in flight through the prover service over 1, 2, 4,

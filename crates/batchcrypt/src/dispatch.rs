@@ -177,11 +177,26 @@ impl Plan {
             let gpu = parts.first().map_or(self.gpus.first(), |p| p.0);
             return run_on(gpu, || f(0..n)).map(|t| vec![t]);
         }
+        let started = std::time::Instant::now();
         std::thread::scope(|s| {
             let f = &f;
             let handles: Vec<_> = parts
                 .into_iter()
-                .map(|(gpu, range)| s.spawn(move || run_on(gpu, || f(range))))
+                .map(|(gpu, range)| {
+                    s.spawn(move || {
+                        let len = range.len();
+                        let t = std::time::Instant::now();
+                        let r = run_on(gpu, || f(range));
+                        if crate::pipeline::tracing() {
+                            eprintln!(
+                                "slice on GPU {gpu}: {len} items, started after {:.2} ms, ran {:.2} ms",
+                                (t - started).as_secs_f64() * 1e3,
+                                t.elapsed().as_secs_f64() * 1e3
+                            );
+                        }
+                        r
+                    })
+                })
                 .collect();
             // Every thread is joined before the first error is returned: no slice is left
             // running on a device.

@@ -283,7 +283,8 @@ pub fn run_spans(
     if tracing() {
         let ms = |s: f64| s * 1e3;
         eprintln!(
-            "pipeline: {} bytes out in {} chunks (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
+            "pipeline on GPU {}: {} bytes out in {} chunks (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
+            gpu.index(),
             spans.iter().map(|s| s.out_bytes).sum::<usize>(),
             spans.len(),
             ms(t_start.elapsed().as_secs_f64()),

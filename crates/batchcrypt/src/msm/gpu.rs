@@ -97,8 +97,21 @@ pub(crate) fn window_sums<P: Group>(
     let _memory = gpu
         .budget()
         .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
+    let t = std::time::Instant::now();
     let (mut k, dev) = Launcher::with_scalars(gpu, bases, s, scalars)?;
-    super::window_sums(&mut k, s, &dev)
+    let uploaded = t.elapsed();
+    let sums = super::window_sums(&mut k, s, &dev)?;
+    if crate::pipeline::tracing() {
+        eprintln!(
+            "msm on GPU {}: {} points, window {}: scalars uploaded in {:.2} ms, window sums {:.2} ms",
+            gpu.index(),
+            s.n,
+            s.c,
+            uploaded.as_secs_f64() * 1e3,
+            (t.elapsed() - uploaded).as_secs_f64() * 1e3
+        );
+    }
+    Ok(sums)
 }
 
 /// Elements per piece of the staged upload: converting one piece overlaps the copy of the last.
