@@ -19,7 +19,8 @@ use crate::dispatch::Cost;
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::sig::batch::total_len;
-use crate::sig::items::{self, device::Kernel, Encoded, HostItem, HostScalar};
+use crate::sig::items::{self, device::Kernel, Encoded, HostItem};
+use crate::sig::order::Order;
 use crate::sig::{self, below, Reason, Sec1Key, SigFormat, Verdicts};
 use crate::{Engine, Output};
 use std::marker::PhantomData;
@@ -30,8 +31,8 @@ pub trait Curve: Send + Sync + 'static {
     const N: [u8; 32];
     /// The field prime p, big-endian.
     const P: [u8; 32];
-    /// The scalar field (integers mod n) for the host's part of the GPU items.
-    type Scalar: HostScalar;
+    /// n's Montgomery constants, for the host's part of the GPU items.
+    const ORDER: Order = Order::new(&Self::N);
     /// The operation batches run as: its cost key and CPU backends.
     fn operation() -> &'static Operation;
     /// The verification kernel (`bc::verify` items, x(R) mod n == r) and its fixed-base table.
@@ -115,12 +116,13 @@ pub(crate) fn item<C: Curve>(
     sig: &[u8],
     pubkey: &[u8],
     opts: &EcdsaOptions,
-) -> std::result::Result<HostItem<C::Scalar>, Reason> {
+) -> std::result::Result<HostItem, Reason> {
     let (r, s, key) = parts::<C>(sig, pubkey, opts)?;
+    let o = &C::ORDER;
     Ok(HostItem {
-        a: C::Scalar::reduce_be(hash),
-        b: C::Scalar::reduce_be(&r),
-        d: C::Scalar::reduce_be(&s),
+        a: o.reduce_be(hash),
+        b: o.reduce_be(&r),
+        d: Some(o.reduce_be(&s)),
         key,
         r,
     })
@@ -135,7 +137,7 @@ pub(crate) fn pre_encode<C: Curve>(
     items: &[(&[u8; 32], &[u8], &[u8])],
     opts: &EcdsaOptions,
 ) -> Encoded {
-    Encoded::algebra(items.len(), |i| {
+    Encoded::algebra(&C::ORDER, items.len(), |i| {
         let (hash, sig, key) = items[i];
         item::<C>(hash, sig, key, opts)
     })

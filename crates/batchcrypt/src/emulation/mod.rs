@@ -75,7 +75,7 @@ pub fn verify_ecdsa<C: Curve>(
 ) -> Vec<Result<(), Reason>> {
     let make = |i: usize| crate::ecdsa::item::<C>(&hashes[i], sigs[i], keys[i], opts);
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-        items::encode_algebra(dst, reasons, first, &make)
+        items::encode_algebra(&C::ORDER, dst, reasons, first, &make)
     };
     run_items(hashes.len(), &fill, |raw| C::emulated().run(raw))
 }

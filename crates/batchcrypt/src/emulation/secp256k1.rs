@@ -145,7 +145,7 @@ pub fn verify_schnorr(
 ) -> Vec<Result<(), Reason>> {
     let make = |i: usize| gpu::schnorr_item(&sigs[i], &keys[i], msgs[i]);
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-        crate::sig::items::encode_algebra(dst, reasons, first, &make)
+        crate::sig::items::encode_algebra(&gpu::ORDER, dst, reasons, first, &make)
     };
     super::run_items(msgs.len(), &fill, |items| SCHNORR.run(items))
 }

@@ -51,7 +51,6 @@ fn group() -> &'static EcGroup {
 impl Curve for P256 {
     const N: [u8; 32] = N;
     const P: [u8; 32] = P;
-    type Scalar = ::p256::Scalar;
 
     fn operation() -> &'static Operation {
         &ECDSA
@@ -63,6 +62,7 @@ impl Curve for P256 {
             name: "p256_ecdsa_verify",
             table: "p256_g_table",
             table_len: G_TABLE_LEN,
+            order: Self::ORDER,
         }
     }
 

@@ -9,8 +9,11 @@
 
 use super::parse::{self, Reason};
 use crate::sig::items::device::Kernel;
-use crate::sig::items::{HostItem, HostScalar};
-use k256::Scalar;
+use crate::sig::items::HostItem;
+use crate::sig::order::Order;
+
+/// The order n, for the items' scalar algebra.
+pub(crate) const ORDER: Order = Order::new(&parse::N);
 
 /// Entries of the fixed-base table (33 windows of 128 affine points, 64 bytes each).
 pub(crate) const G_TABLE_LEN: usize = 33 * 128;
@@ -21,6 +24,7 @@ fn kernel(name: &'static str) -> Kernel {
         name,
         table: "secp256k1_g_table",
         table_len: G_TABLE_LEN,
+        order: ORDER,
     }
 }
 
@@ -39,13 +43,13 @@ pub(crate) fn schnorr_item(
     sig: &[u8; 64],
     pubkey: &[u8; 32],
     msg: &[u8],
-) -> Result<HostItem<Scalar>, Reason> {
+) -> Result<HostItem, Reason> {
     let (r, s, key) = parse::schnorr_parts(sig, pubkey)?;
     let e = parse::schnorr_challenge(&r, pubkey, msg);
     Ok(HostItem {
-        a: Scalar::reduce_be(&s),
-        b: -Scalar::reduce_be(&e),
-        d: Scalar::ONE,
+        a: ORDER.reduce_be(&s),
+        b: ORDER.neg(&ORDER.reduce_be(&e)),
+        d: None,
         key,
         r,
     })

@@ -29,7 +29,7 @@ use crate::{Engine, Output};
 /// The GPU items of BIP340 `(message, signature, key)` triples, encoded ahead of their batch
 /// ([`Secp256k1::verify_schnorr_pre_encoded`]).
 pub(crate) fn pre_encode_schnorr(items: &[(&[u8], &[u8; 64], &[u8; 32])]) -> Encoded {
-    Encoded::algebra(items.len(), |i| {
+    Encoded::algebra(&gpu::ORDER, items.len(), |i| {
         let (msg, sig, key) = items[i];
         gpu::schnorr_item(sig, key, msg)
     })
@@ -68,7 +68,6 @@ pub struct Secp256k1Curve;
 impl crate::ecdsa::Curve for Secp256k1Curve {
     const N: [u8; 32] = parse::N;
     const P: [u8; 32] = parse::P;
-    type Scalar = k256::Scalar;
 
     fn operation() -> &'static Operation {
         &ECDSA

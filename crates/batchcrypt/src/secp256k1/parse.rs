@@ -114,13 +114,23 @@ pub fn schnorr_parts(
 
 /// The BIP340 challenge `e = int(hash_BIP0340/challenge(r || x(P) || msg)) mod n`, big-endian.
 pub fn schnorr_challenge(r: &[u8; 32], px: &[u8; 32], msg: &[u8]) -> [u8; 32] {
-    static TAG: OnceLock<[u8; 32]> = OnceLock::new();
-    let tag = TAG.get_or_init(|| crate::sha256::digest(b"BIP0340/challenge"));
-    let mut data = Vec::with_capacity(128 + msg.len());
-    for part in [&tag[..], &tag[..], r, px, msg] {
-        data.extend_from_slice(part);
-    }
-    let e = crate::sha256::digest(&data);
+    use crate::sha256::Midstate;
+    // The tag's two hashes fill the first block, whose state is shared by every challenge.
+    static PREFIX: OnceLock<Midstate> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
+        let tag = crate::sha256::digest(b"BIP0340/challenge");
+        Midstate::new(&[tag, tag].concat())
+    });
+    // Bitcoin's messages are 32 bytes: on the stack.
+    let mut buf = [0u8; 128];
+    let e = if msg.len() <= 64 {
+        buf[..32].copy_from_slice(r);
+        buf[32..64].copy_from_slice(px);
+        buf[64..64 + msg.len()].copy_from_slice(msg);
+        prefix.digest(&buf[..64 + msg.len()])
+    } else {
+        prefix.digest(&[r, px, msg].concat())
+    };
     // e < 2^256 < 2n, so one subtraction reduces it.
     if below(&e, &N) {
         e

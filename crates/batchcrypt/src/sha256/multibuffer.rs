@@ -31,11 +31,12 @@ impl<'a> Padded<'a> {
         }
     }
 
-    /// Only the padded tail of a message of `total_len` bytes whose last `rest.len()` bytes are `rest`.
+    /// The blocks of `rest`, the last `rest.len()` bytes of a message of `total_len` bytes
+    /// (whose earlier bytes are whole blocks), padded for that length.
     pub(crate) fn tail_only(rest: &'a [u8], total_len: usize) -> Self {
         let mut p = Padded::new(rest);
-        p.tail[p.blocks * 64 - 8..p.blocks * 64]
-            .copy_from_slice(&((total_len as u64) * 8).to_be_bytes());
+        let end = (p.blocks - p.body_blocks) * 64;
+        p.tail[end - 8..end].copy_from_slice(&((total_len as u64) * 8).to_be_bytes());
         p
     }
 
@@ -207,13 +208,29 @@ fn hash_var<const L: usize, C: Compressor<L>>(
 }
 
 /// One message through a one-lane compressor (the single-message API).
-pub(crate) fn hash_one<C: Compressor<1>>(c: &C, msg: &[u8], double: bool) -> Digest {
+pub(crate) fn hash_one<C: Compressor<1> + ?Sized>(c: &C, msg: &[u8], double: bool) -> Digest {
     let pad_kw = match msg.len() {
         64 => Some(PAD64_KW),
         n if n % 64 == 0 => Some(schedule_plus_k(&pad_block(n as u64))),
         _ => None,
     };
     c.hash_lanes(&[msg], msg.len(), pad_kw.as_ref(), double)[0]
+}
+
+/// Continues one lane's `state` after `prefix_len` bytes over the rest of a message: its own
+/// blocks and the padding for the whole length.
+pub(crate) fn finish_one<C: Compressor<1> + ?Sized>(
+    c: &C,
+    state: [u32; 8],
+    prefix_len: usize,
+    rest: &[u8],
+) -> Digest {
+    let p = Padded::tail_only(rest, prefix_len + rest.len());
+    let mut s = state.map(|w| [w]);
+    for i in 0..p.blocks() {
+        c.compress(&mut s, &[p.block(i)]);
+    }
+    store(&s, 0)
 }
 
 /// Checks for any backend's tests.

@@ -2,7 +2,7 @@
 //! algebra (ECDSA on any curve, BIP340): the measured cost model, the run on the CPU backend or
 //! the GPU, and the calibration of both.
 
-use super::items::{self, device::Kernel, Encoded, HostItem, HostScalar};
+use super::items::{self, device::Kernel, Encoded, HostItem};
 use super::{Reason, Verdicts};
 use crate::backend::{Backend, BackendChoice};
 use crate::dispatch::{Cost, Workload};
@@ -42,14 +42,14 @@ fn measured_workload(engine: &Engine, op: &'static Operation, n: usize, bytes_in
 /// (`cpu(i)`), on the GPU through `kernel` with items `item(i)`, or copied from `prepared` where
 /// the caller encoded them ahead (the same items, in order).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn verify<S: HostScalar>(
+pub(crate) fn verify(
     engine: &Engine,
     op: &'static Operation,
     n: usize,
     bytes_in: u64,
     cpu: impl Fn(usize) -> std::result::Result<(), Reason> + Sync + Send,
     kernel: &Kernel,
-    item: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+    item: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
     prepared: Option<&[&Encoded]>,
 ) -> Result<Output<Verdicts>> {
     let w = measured_workload(engine, op, n, bytes_in);

@@ -3,16 +3,9 @@
 //! scheme's host code does its own scalar algebra and fills blocks of items; this module owns the
 //! layout, the verdict codes and the chunked trip through the GPU.
 
+use super::order::{Limbs, Order};
 use super::{Reason, Sec1Key};
-use elliptic_curve::bigint::U256;
-use elliptic_curve::consts::U32;
-use elliptic_curve::generic_array::GenericArray;
-use elliptic_curve::ops::Reduce;
-use elliptic_curve::PrimeField;
 use rayon::prelude::*;
-
-/// 32 bytes, as the 256-bit curve crates hold a scalar.
-pub type FieldBytes = GenericArray<u8, U32>;
 
 /// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
 pub(crate) const ITEM_LIMBS: usize = 41;
@@ -65,70 +58,71 @@ pub(crate) fn verdict(reason: Option<Reason>, code: u8) -> Result<(), Reason> {
     }
 }
 
-/// A curve's scalar field as the host's item algebra uses it: the `Scalar` of a RustCrypto curve
-/// crate (k256, p256, sm2).
-pub trait HostScalar:
-    PrimeField<Repr = FieldBytes> + Reduce<U256, Bytes = FieldBytes> + Copy + Send + Sync
-{
-    /// A big-endian 256-bit integer reduced mod n.
-    fn reduce_be(b: &[u8; 32]) -> Self {
-        <Self as Reduce<U256>>::reduce_bytes(&(*b).into())
-    }
-    /// The big-endian bytes of the canonical residue.
-    fn to_be(&self) -> [u8; 32] {
-        self.to_repr().into()
-    }
-}
-impl<S> HostScalar for S where
-    S: PrimeField<Repr = FieldBytes> + Reduce<U256, Bytes = FieldBytes> + Copy + Send + Sync
-{
-}
-
 /// One item before the scalar algebra: u1 = a/d, u2 = b/d mod n (ECDSA: e/s and r/s; BIP340:
-/// s/1 and -e/1).
+/// s and -e, with no d), integers below n.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HostItem<S> {
-    pub a: S,
-    pub b: S,
-    pub d: S,
+pub(crate) struct HostItem {
+    pub a: Limbs,
+    pub b: Limbs,
+    pub d: Option<Limbs>,
     pub key: Sec1Key,
     pub r: [u8; 32],
 }
 
 /// Writes items `first..first + reasons.len()` (`make(i)`) as kernel items into `dst`, and each
-/// item's host-side failure into `reasons`, with one inversion of d for the whole block
+/// item's host-side failure into `reasons`, with one inversion mod `order` for the whole block
 /// (Montgomery's trick).
-pub(crate) fn encode_algebra<S: HostScalar>(
+pub(crate) fn encode_algebra(
+    order: &Order,
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
     first: usize,
-    make: &(impl Fn(usize) -> Result<HostItem<S>, Reason> + Sync),
+    make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync),
 ) {
-    let items: Vec<Result<HostItem<S>, Reason>> =
-        (0..reasons.len()).map(|k| make(first + k)).collect();
-    // d is never zero after parsing.
-    let mut prefix = Vec::with_capacity(items.len());
-    let mut acc = S::ONE;
-    for it in items.iter().flatten() {
-        prefix.push(acc);
-        acc *= it.d;
+    reuse(|items: &mut Vec<Result<HostItem, Reason>>| {
+        reuse(|prefix: &mut Vec<(Limbs, Limbs)>| {
+            items.extend((0..reasons.len()).map(|k| make(first + k)));
+            encode_items(order, dst, reasons, items, prefix)
+        })
+    })
+}
+
+/// [`encode_algebra`] once the items are made; `prefix` is scratch space.
+fn encode_items(
+    o: &Order,
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    items: &[Result<HostItem, Reason>],
+    prefix: &mut Vec<(Limbs, Limbs)>,
+) {
+    // Montgomery form throughout the chain; d is never zero after parsing. Each entry: the
+    // product of the d before it, and d.
+    let mut acc = o.one();
+    for d in items.iter().flatten().filter_map(|it| it.d) {
+        let d = o.to_mont(&d);
+        prefix.push((acc, d));
+        acc = o.mul(&acc, &d);
     }
-    let mut inv = Option::<S>::from(acc.invert()).unwrap_or(S::ZERO);
-    let mut j = prefix.len();
+    let mut inv = if prefix.is_empty() {
+        acc
+    } else {
+        o.invert_mont(&acc)
+    };
     for k in (0..items.len()).rev() {
         let out = &mut dst[k * ITEM_BYTES..(k + 1) * ITEM_BYTES];
         match &items[k] {
             Ok(it) => {
-                j -= 1;
-                let inv_d = inv * prefix[j];
-                encode(
-                    out,
-                    &(it.a * inv_d).to_be(),
-                    &(it.b * inv_d).to_be(),
-                    &it.key,
-                    &it.r,
-                );
-                inv *= it.d;
+                let (u1, u2) = match it.d {
+                    None => (it.a, it.b),
+                    Some(_) => {
+                        let (before, d) = prefix.pop().expect("one entry per item with d");
+                        // 1/d in Montgomery form; a plain operand takes the product out of it.
+                        let inv_d = o.mul(&inv, &before);
+                        inv = o.mul(&inv, &d);
+                        (o.mul(&it.a, &inv_d), o.mul(&it.b, &inv_d))
+                    }
+                };
+                encode(out, &Order::to_be(&u1), &Order::to_be(&u2), &it.key, &it.r);
                 reasons[k] = None;
             }
             Err(why) => {
@@ -139,6 +133,32 @@ pub(crate) fn encode_algebra<S: HostScalar>(
     }
 }
 
+/// Runs `f` on an empty vector kept by this thread for the next call of the same type: the
+/// encoders run per block on every core, and a fresh allocation per block costs each thread page
+/// faults (and the process its memory maps) far above the encoding itself.
+fn reuse<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    use std::any::Any;
+    use std::cell::RefCell;
+    thread_local! {
+        static KEPT: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    }
+    // Taken out while in use, so a nested call of the same type gets a vector of its own.
+    let mut v: Vec<T> = KEPT
+        .with_borrow_mut(|kept| {
+            let at = kept.iter().position(|b| b.is::<Vec<T>>())?;
+            kept.swap_remove(at).downcast::<Vec<T>>().ok().map(|b| *b)
+        })
+        .unwrap_or_default();
+    v.clear();
+    let out = f(&mut v);
+    v.clear();
+    // What one block needs is kept; a vector grown by a whole batch encoded at once is not.
+    if v.capacity() * std::mem::size_of::<T>() <= 1 << 20 {
+        KEPT.with_borrow_mut(|kept| kept.push(Box::new(v)));
+    }
+    out
+}
+
 /// A scheme's encoder: items `first..first + reasons.len()` into `dst`, each host-side failure
 /// into `reasons` (its item then skipped). Called on blocks in parallel.
 pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
@@ -147,7 +167,10 @@ impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
 /// Items per block handed to the scheme's encoder (ECDSA shares one inversion per block).
 const BLOCK: usize = 1024;
 
-/// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks.
+/// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
+/// is encoded in cached memory, then copied into `dst` in one pass: `dst` is write-combined
+/// staging, which takes whole lines written in order at full speed, and the encoders' item-sized
+/// writes (164 bytes, out of order) at a fraction of it.
 pub(crate) fn fill_parallel(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
@@ -157,7 +180,13 @@ pub(crate) fn fill_parallel(
     dst.par_chunks_mut(BLOCK * ITEM_BYTES)
         .zip(reasons.par_chunks_mut(BLOCK))
         .enumerate()
-        .for_each(|(b, (dst, reasons))| fill(first + b * BLOCK, dst, reasons));
+        .for_each(|(b, (dst, reasons))| {
+            reuse(|block: &mut Vec<u8>| {
+                block.resize(dst.len(), 0);
+                fill(first + b * BLOCK, block, reasons);
+                dst.copy_from_slice(block);
+            })
+        });
 }
 
 /// Kernel items encoded ahead of their batch by the thread that produced them (a Bitcoin window's
@@ -170,17 +199,18 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
-    /// Items `make(0..n)`, with one inversion for all of them.
-    pub(crate) fn algebra<S: HostScalar>(
+    /// Items `make(0..n)`, with one inversion mod `order` for all of them.
+    pub(crate) fn algebra(
+        order: &Order,
         n: usize,
-        make: impl Fn(usize) -> Result<HostItem<S>, Reason> + Sync,
+        make: impl Fn(usize) -> Result<HostItem, Reason> + Sync,
     ) -> Encoded {
         let mut p = Encoded {
             bytes: vec![0; n * ITEM_BYTES],
             reasons: vec![None; n],
         };
         if n > 0 {
-            encode_algebra(&mut p.bytes, &mut p.reasons, 0, &make);
+            encode_algebra(order, &mut p.bytes, &mut p.reasons, 0, &make);
         }
         p
     }
@@ -233,9 +263,9 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
 }
 
 pub mod device {
+    use super::Order;
     use super::{
-        encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, HostScalar,
-        Reason, ITEM_BYTES,
+        encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, Reason, ITEM_BYTES,
     };
     use crate::backend::cuda::{
         device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage,
@@ -243,17 +273,20 @@ pub mod device {
     use crate::error::Result;
     use crate::pipeline::{run_chunked, PipelineConfig};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+    use rayon::prelude::*;
     use std::sync::Arc;
 
     const THREADS: u32 = 128;
 
     /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table,
-    /// which the kernel `table(gtable)` writes (`table_len` affine points).
+    /// which the kernel `table(gtable)` writes (`table_len` affine points), and the curve's
+    /// order, which the items' scalar algebra works modulo.
     pub struct Kernel {
         pub image: &'static KernelImage,
         pub name: &'static str,
         pub table: &'static str,
         pub table_len: usize,
+        pub order: Order,
     }
 
     impl Kernel {
@@ -264,26 +297,26 @@ pub mod device {
     }
 
     /// [`time_kernel`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
-    pub(crate) fn time_kernel_algebra<S: HostScalar>(
+    pub(crate) fn time_kernel_algebra(
         k: &Kernel,
         n: usize,
-        make: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+        make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
         iters: usize,
     ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-            encode_algebra(dst, reasons, first, &make)
+            encode_algebra(&k.order, dst, reasons, first, &make)
         };
         time_kernel(k, n, &fill, iters)
     }
 
     /// [`verify`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
-    pub(crate) fn verify_algebra<S: HostScalar>(
+    pub(crate) fn verify_algebra(
         k: &Kernel,
         n: usize,
-        make: impl Fn(usize) -> std::result::Result<HostItem<S>, Reason> + Sync,
+        make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-            encode_algebra(dst, reasons, first, &make)
+            encode_algebra(&k.order, dst, reasons, first, &make)
         };
         verify(k, n, &fill)
     }
@@ -346,7 +379,8 @@ pub mod device {
         let table = k.table(gpu)?;
         let f = gpu.function(k.image, k.name)?;
         let mut codes = vec![0u8; n];
-        let mut reasons = vec![None; n];
+        let mut reasons = Vec::with_capacity(n);
+        reasons.par_extend(rayon::iter::repeat_n(None, n));
         // At least four chunks (the preparation of one overlaps the GPU's work on another), of
         // a quarter of a GPU wave to a little over one.
         let cfg = PipelineConfig {
@@ -368,8 +402,9 @@ pub mod device {
             encode,
             |stream, input, out, count| launch(stream, &f, input, table, out, count),
         )?;
+        // On all cores: one verdict per item is, for a large batch, tens of milliseconds on one.
         Ok(reasons
-            .into_iter()
+            .into_par_iter()
             .zip(codes)
             .map(|(r, c)| verdict(r, c))
             .collect())

@@ -5,6 +5,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod items;
+pub(crate) mod order;
 
 use std::cmp::Ordering;
 
