@@ -133,9 +133,8 @@ fn encode_items(
     }
 }
 
-/// Runs `f` on an empty vector kept by this thread for the next call of the same type: the
-/// encoders run per block on every core, and a fresh allocation per block costs each thread page
-/// faults (and the process its memory maps) far above the encoding itself.
+/// Runs `f` on an empty vector kept by this thread for the next call of the same type, so the
+/// encoders, which run per block on every core, allocate nothing per block.
 fn reuse<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
     use std::any::Any;
     use std::cell::RefCell;
@@ -168,9 +167,8 @@ impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
 const BLOCK: usize = 1024;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
-/// is encoded in cached memory, then copied into `dst` in one pass: `dst` is write-combined
-/// staging, which takes whole lines written in order at full speed, and the encoders' item-sized
-/// writes (164 bytes, out of order) at a fraction of it.
+/// is encoded in cached memory, then copied into `dst` in order: `dst` is write-combined staging,
+/// written best sequentially in whole lines, and the encoders write items of 164 bytes backwards.
 pub(crate) fn fill_parallel(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
