@@ -146,6 +146,29 @@ mod tests {
     }
 }
 
+/// Runs `f` on an empty vector this thread keeps for the next call of the same element type, so a
+/// routine run again and again on every core (a block of kernel items, a sighash preimage)
+/// allocates nothing after its first call. A nested call of the same type gets a vector of its own.
+pub(crate) fn with_kept<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    use std::any::Any;
+    use std::cell::RefCell;
+    thread_local! {
+        static KEPT: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    }
+    // Taken out while in use.
+    let mut v: Vec<T> = KEPT
+        .with_borrow_mut(|kept| {
+            let at = kept.iter().position(|b| b.is::<Vec<T>>())?;
+            kept.swap_remove(at).downcast::<Vec<T>>().ok().map(|b| *b)
+        })
+        .unwrap_or_default();
+    v.clear();
+    let out = f(&mut v);
+    v.clear();
+    KEPT.with_borrow_mut(|kept| kept.push(Box::new(v)));
+    out
+}
+
 /// Copies `src` into `dst` (equal lengths) on all cores: one core cannot keep up with the GPU's
 /// link or the memory.
 pub fn par_copy(dst: &mut [u8], src: &[u8]) {

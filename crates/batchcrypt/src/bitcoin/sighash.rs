@@ -8,8 +8,8 @@
 //! (Legacy hashes stay quadratic: that is the legacy algorithm itself.)
 
 use super::tx::{write_compact_size, OutPoint, SpentOutput, Tx, TxOut};
+use crate::backend::cpu::with_kept;
 use crate::sha256::{digest, digest_double, Digest};
-use std::cell::RefCell;
 use std::sync::OnceLock;
 
 pub const SIGHASH_ALL: u32 = 1;
@@ -162,7 +162,7 @@ pub fn legacy(tx: &Tx, input: usize, script_code: &[u8], hash_type: i32) -> Dige
         one[0] = 1;
         return one;
     }
-    with_buffer(|buf| {
+    with_kept(|buf: &mut Vec<u8>| {
         buf.extend_from_slice(&tx.version.to_le_bytes());
         // ANYONECANPAY: only the input being signed.
         let signed = if anyone_can_pay {
@@ -248,7 +248,7 @@ pub fn segwit_v0(
         // NONE, or SINGLE without a matching output (no bug-compatible ONE here).
         zero
     };
-    with_buffer(|buf| {
+    with_kept(|buf: &mut Vec<u8>| {
         buf.extend_from_slice(&tx.version.to_le_bytes());
         buf.extend_from_slice(&hash_prevouts);
         buf.extend_from_slice(&hash_sequence);
@@ -284,7 +284,7 @@ pub fn taproot(
     leaf: Option<(&[u8; 32], u32)>,
 ) -> Option<Digest> {
     let tag = tag_hash("TapSighash");
-    with_buffer(|buf| {
+    with_kept(|buf: &mut Vec<u8>| {
         buf.extend_from_slice(&tag);
         buf.extend_from_slice(&tag);
         put_taproot_message(buf, tx, pre, input, hash_type, annex, leaf)?;
@@ -380,7 +380,7 @@ fn put_taproot_message(
 /// BIP340's tagged hash: SHA256(SHA256(tag) || SHA256(tag) || parts...).
 pub fn tagged_hash(tag: &str, parts: &[&[u8]]) -> Digest {
     let tag = tag_hash(tag);
-    with_buffer(|buf| {
+    with_kept(|buf: &mut Vec<u8>| {
         buf.extend_from_slice(&tag);
         buf.extend_from_slice(&tag);
         for part in parts {
@@ -404,20 +404,6 @@ fn tag_hash(tag: &str) -> Digest {
         Some(i) => HASHES.get_or_init(|| CACHED.map(|t| digest(t.as_bytes())))[i],
         None => digest(tag.as_bytes()),
     }
-}
-
-/// Runs `f` on this thread's cleared preimage buffer (a fresh one if it is already in use).
-fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    thread_local! {
-        static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-    BUFFER.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            f(&mut buf)
-        }
-        Err(_) => f(&mut Vec::new()),
-    })
 }
 
 /// A script (or any byte vector) as Core serializes it: compact-size length, then the bytes.

@@ -12,8 +12,8 @@ use crate::sig::items::device::Kernel;
 use crate::sig::items::HostItem;
 use crate::sig::order::Order;
 
-/// The order n, for the items' scalar algebra.
-pub(crate) const ORDER: Order = Order::new(&parse::N);
+/// The order n, for the items' scalar algebra (the curve's, which BIP340 shares with ECDSA).
+pub(crate) const ORDER: Order = <super::Secp256k1Curve as crate::ecdsa::Curve>::ORDER;
 
 /// Entries of the fixed-base table (33 windows of 128 affine points, 64 bytes each).
 pub(crate) const G_TABLE_LEN: usize = 33 * 128;

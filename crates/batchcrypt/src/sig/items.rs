@@ -5,6 +5,7 @@
 
 use super::order::{Limbs, Order};
 use super::{Reason, Sec1Key};
+use crate::backend::cpu::with_kept;
 use rayon::prelude::*;
 
 /// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
@@ -79,8 +80,9 @@ pub(crate) fn encode_algebra(
     first: usize,
     make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync),
 ) {
-    reuse(|items: &mut Vec<Result<HostItem, Reason>>| {
-        reuse(|prefix: &mut Vec<(Limbs, Limbs)>| {
+    // Blocks are encoded on every core: their vectors are kept per thread, not allocated anew.
+    with_kept(|items: &mut Vec<Result<HostItem, Reason>>| {
+        with_kept(|prefix: &mut Vec<(Limbs, Limbs)>| {
             items.extend((0..reasons.len()).map(|k| make(first + k)));
             encode_items(order, dst, reasons, items, prefix)
         })
@@ -133,31 +135,6 @@ fn encode_items(
     }
 }
 
-/// Runs `f` on an empty vector kept by this thread for the next call of the same type, so the
-/// encoders, which run per block on every core, allocate nothing per block.
-fn reuse<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
-    use std::any::Any;
-    use std::cell::RefCell;
-    thread_local! {
-        static KEPT: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
-    }
-    // Taken out while in use, so a nested call of the same type gets a vector of its own.
-    let mut v: Vec<T> = KEPT
-        .with_borrow_mut(|kept| {
-            let at = kept.iter().position(|b| b.is::<Vec<T>>())?;
-            kept.swap_remove(at).downcast::<Vec<T>>().ok().map(|b| *b)
-        })
-        .unwrap_or_default();
-    v.clear();
-    let out = f(&mut v);
-    v.clear();
-    // What one block needs is kept; a vector grown by a whole batch encoded at once is not.
-    if v.capacity() * std::mem::size_of::<T>() <= 1 << 20 {
-        KEPT.with_borrow_mut(|kept| kept.push(Box::new(v)));
-    }
-    out
-}
-
 /// A scheme's encoder: items `first..first + reasons.len()` into `dst`, each host-side failure
 /// into `reasons` (its item then skipped). Called on blocks in parallel.
 pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
@@ -179,7 +156,7 @@ pub(crate) fn fill_parallel(
         .zip(reasons.par_chunks_mut(BLOCK))
         .enumerate()
         .for_each(|(b, (dst, reasons))| {
-            reuse(|block: &mut Vec<u8>| {
+            with_kept(|block: &mut Vec<u8>| {
                 block.resize(dst.len(), 0);
                 fill(first + b * BLOCK, block, reasons);
                 dst.copy_from_slice(block);
@@ -197,7 +174,7 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
-    /// Items `make(0..n)`, with one inversion mod `order` for all of them.
+    /// Items `make(0..n)`, with one inversion mod `order` per block, as a batch's.
     pub(crate) fn algebra(
         order: &Order,
         n: usize,
@@ -207,8 +184,13 @@ impl Encoded {
             bytes: vec![0; n * ITEM_BYTES],
             reasons: vec![None; n],
         };
-        if n > 0 {
-            encode_algebra(order, &mut p.bytes, &mut p.reasons, 0, &make);
+        for (b, (dst, reasons)) in p
+            .bytes
+            .chunks_mut(BLOCK * ITEM_BYTES)
+            .zip(p.reasons.chunks_mut(BLOCK))
+            .enumerate()
+        {
+            encode_algebra(order, dst, reasons, b * BLOCK, &make);
         }
         p
     }
