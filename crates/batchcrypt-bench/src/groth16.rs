@@ -66,6 +66,18 @@ pub fn chain_circuit<F: PrimeField>(k: u32) -> (R1cs<F>, Witness<F>) {
     (r1cs, Witness { values })
 }
 
+/// `n` copies of a witness, made on all cores: the witnesses of proofs in flight exist before
+/// the clock starts, as a client's do (copied on the one submitting thread inside the timing,
+/// they would bound the rate of several GPUs).
+pub fn witness_copies<F: PrimeField>(witness: &Witness<F>, n: usize) -> Vec<Witness<F>> {
+    (0..n)
+        .into_par_iter()
+        .map(|_| Witness {
+            values: witness.values.clone(),
+        })
+        .collect()
+}
+
 /// Writes the chain circuit for a 2^k domain over `curve`'s scalar field into `dir` as
 /// circuit.r1cs and witness.wtns.
 pub fn write_chain(k: u32, dir: &Path, curve: CurveId) -> anyhow::Result<()> {
@@ -263,13 +275,7 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
                 let monitor = gpu
                     .then(batchcrypt::backend::nvml::UtilizationMonitor::start)
                     .and_then(Result::ok);
-                // The witnesses exist before the clock starts, as a client's do.
-                let witnesses: Vec<_> = (0..total)
-                    .into_par_iter()
-                    .map(|_| Witness {
-                        values: witness.values.clone(),
-                    })
-                    .collect();
+                let witnesses = witness_copies(&witness, total);
                 let t = Instant::now();
                 let tickets: Vec<_> = witnesses.into_iter().map(|w| service.submit(w)).collect();
                 for t in tickets {

@@ -298,25 +298,15 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             );
             // A round of proofs first (at least one per GPU): every copy of the key is uploaded
             // before the clock starts.
-            let warm: Vec<_> = (0..jobs.max(g))
-                .map(|_| {
-                    service.submit(Witness {
-                        values: witness.values.clone(),
-                    })
-                })
+            let warm: Vec<_> = crate::groth16::witness_copies(&witness, jobs.max(g))
+                .into_iter()
+                .map(|w| service.submit(w))
                 .collect();
             for t in warm {
                 t.wait()?;
             }
             let total = if quick { 2 * jobs } else { 8 * jobs };
-            // The witnesses exist before the clock starts, as a client's do (copied on the one
-            // submitting thread inside the timing, they would bound the rate of several GPUs).
-            let witnesses: Vec<_> = (0..total)
-                .into_par_iter()
-                .map(|_| Witness {
-                    values: witness.values.clone(),
-                })
-                .collect();
+            let witnesses = crate::groth16::witness_copies(&witness, total);
             let started = std::time::Instant::now();
             let tickets: Vec<_> = witnesses.into_iter().map(|w| service.submit(w)).collect();
             for t in tickets {
@@ -324,20 +314,19 @@ pub fn groth16(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             }
             let secs = started.elapsed().as_secs_f64();
             drop(service);
-            let name = format!("ours, {g} GPU{}", if g == 1 { "" } else { "s" });
             rep.add(
                 GROUP,
                 &case,
-                &name,
+                &name(g),
                 total as u64,
                 0,
                 secs,
-                Some("ours, 1 GPU"),
+                Some(&name(1)),
             );
             println!(
                 "{:<34} {:<36} {:>10.1} proofs/s",
                 "",
-                name,
+                name(g),
                 total as f64 / secs
             );
         }
