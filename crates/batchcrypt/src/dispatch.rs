@@ -161,6 +161,43 @@ impl GpuShares {
     }
 }
 
+/// Estimates `(gpu, seconds)` with each replaced by the mean over the GPUs of the same model
+/// (`model`: name, multiprocessors, clock, memory; `None` for unknown): two identical GPUs
+/// measured a few percent apart, one measurement each, would otherwise take unequal shares, and
+/// the larger share bounds the batch.
+fn same_model_mean<M: PartialEq>(
+    estimates: &[(usize, f64)],
+    model: impl Fn(usize) -> Option<M>,
+) -> Vec<(usize, f64)> {
+    estimates
+        .iter()
+        .map(|&(g, s)| {
+            let Some(m) = model(g) else { return (g, s) };
+            let peers: Vec<f64> = estimates
+                .iter()
+                .filter(|e| model(e.0).as_ref() == Some(&m))
+                .map(|e| e.1)
+                .collect();
+            (g, peers.iter().sum::<f64>() / peers.len() as f64)
+        })
+        .collect()
+}
+
+/// A GPU's model as [`same_model_mean`] compares them.
+fn gpu_model(
+    infos: &[crate::backend::gpu::DeviceInfo],
+    g: usize,
+) -> Option<(&str, u32, u32, usize)> {
+    infos.get(g).map(|i| {
+        (
+            i.name.as_str(),
+            i.multiprocessors,
+            i.clock_khz,
+            i.total_memory,
+        )
+    })
+}
+
 impl Plan {
     /// Runs `f` over the plan's GPUs: each over its slice of the batch's `n` items (ranges cut by
     /// [`GpuShares::split`] on multiples of `align`), all at once, each on its own thread inside
@@ -472,8 +509,13 @@ impl Dispatcher {
         };
         let mut choice = plan(GpuShares::one(best), Some(best_s));
         if alone.len() > 1 && w.items >= SPLIT_MIN_ITEMS {
-            let shares =
-                GpuShares::weighted(&alone.iter().map(|&(g, s)| (g, 1.0 / s)).collect::<Vec<_>>());
+            let infos = crate::backend::gpu::infos().unwrap_or_default();
+            let shares = GpuShares::weighted(
+                &same_model_mean(&alone, |g| gpu_model(&infos, g))
+                    .into_iter()
+                    .map(|(g, s)| (g, 1.0 / s))
+                    .collect::<Vec<_>>(),
+            );
             // Each GPU's time on its share; the slowest bounds the batch.
             let split_s = shares
                 .iter()
@@ -910,6 +952,20 @@ mod tests {
         // A download of half the bytes (digests): the upload alone bounds the copies.
         let t = pipelined(LINK, CHUNK, 1e-3, bytes, bytes / 2.0);
         assert!((t / (bytes / 50e9) - 1.0).abs() < 0.01, "{t}");
+    }
+
+    #[test]
+    fn gpus_of_one_model_take_equal_shares() {
+        // GPUs 0 and 1 are one model measured 10% apart, GPU 2 another, GPU 3 unknown.
+        let model = |g: usize| [Some("a"), Some("a"), Some("b"), None][g];
+        let est = [(0, 1.0), (1, 1.1), (2, 2.0), (3, 3.0)];
+        let mean = same_model_mean(&est, model);
+        assert_eq!(mean, vec![(0, 1.05), (1, 1.05), (2, 2.0), (3, 3.0)]);
+        let shares =
+            GpuShares::weighted(&mean.iter().map(|&(g, s)| (g, 1.0 / s)).collect::<Vec<_>>());
+        let s: Vec<f32> = shares.iter().map(|s| s.1).collect();
+        assert_eq!(s[0], s[1]);
+        assert!(s[1] > s[2] && s[2] > s[3]);
     }
 
     #[test]
