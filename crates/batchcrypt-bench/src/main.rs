@@ -22,8 +22,8 @@ use clap::Parser;
 struct Args {
     /// Which benchmark groups to run (`scaling`, over every GPU of the machine, also in parts:
     /// `scaling-signatures`, `scaling-msm`, `scaling-sha256`, `scaling-groth16`; `serve`, the
-    /// service under many clients, and `bitcoin-resync`, the part of `bitcoin` without its stress
-    /// block, run only when named).
+    /// service under many clients, `bitcoin-resync`, the part of `bitcoin` without its stress
+    /// block, and `msm-windows`, the MSM kernels by window size, run only when named).
     #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "bls12-381".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
     groups: Vec<String>,
     /// Smaller batches and fewer repetitions (a smoke run, not for the record).
@@ -61,6 +61,7 @@ fn main() -> anyhow::Result<()> {
             "aes-batch" => aes::run_batch(&mut rep, args.quick)?,
             "bn254" => msm::bn254(&mut rep, args.quick)?,
             "bls12-381" => msm::bls12_381(&mut rep, args.quick)?,
+            "msm-windows" => msm::windows(&mut rep, args.quick)?,
             "ntt" => ntt::run(&mut rep, args.quick)?,
             "groth16" => groth16::run(&mut rep, args.quick)?,
             "bitcoin" => bitcoin::run(&mut rep, args.quick)?,
@@ -71,7 +72,7 @@ fn main() -> anyhow::Result<()> {
             "scaling-sha256" => scaling::sha256(&mut rep, args.quick)?,
             "scaling-groth16" => scaling::groth16(&mut rep, args.quick)?,
             "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, ntt, groth16)"),
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, msm-windows, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

@@ -115,7 +115,7 @@ fn run_group<P: Group>(
             println!("{:<34} {:<36} {:>10.2} ms", "", label, t * 1e3);
         }
         if has_gpu() {
-            let t = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, reps)?;
+            let t = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, None, reps)?;
             rep.add(
                 group,
                 &case,
@@ -161,7 +161,7 @@ fn precomputed<P: Group>(
         let t = time(reps, || drop(engine.msm(&bases, ks).expect("MSM failed")));
         let label = format!("ours gpu, {held} precomputed copies");
         rep.add(group, case, &label, n, 0, t, Some(peer));
-        let tk = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, reps)?;
+        let tk = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, None, reps)?;
         let klabel = format!("gpu kernels, {held} copies");
         rep.add(group, case, &klabel, n, 0, tk, Some(peer));
         println!(
@@ -172,6 +172,57 @@ fn precomputed<P: Group>(
             tk * 1e3,
             setup * 1e3
         );
+    }
+    Ok(())
+}
+
+/// Device time of the G1 MSM kernels by window size around the one the library picks, over the
+/// same bases and scalars (`batchcrypt-bench msm-windows`): the data the window choice
+/// (`msm::Shape::new`) is fitted to. Ratios against the library's choice.
+pub fn windows(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+    let logs: &[u32] = if quick {
+        &[12, 14]
+    } else {
+        &[16, 18, 20, 22, 24]
+    };
+    sweep::<batchcrypt::bn254::G1>(rep, "bn254", logs)?;
+    sweep::<batchcrypt::bls12_381::G1>(rep, "bls12-381", logs)
+}
+
+fn sweep<P: Group>(rep: &mut Report, curve: &str, logs: &[u32]) -> anyhow::Result<()> {
+    if !has_gpu() {
+        println!("(no GPU: the window sweep needs one)");
+        return Ok(());
+    }
+    let group = "msm-windows";
+    let biggest = 1usize << logs.iter().max().unwrap();
+    let (points, scalars) = batchcrypt::msm::sample::<P>(biggest, 42);
+    rep.header(&format!(
+        "{} G1 MSM kernels by window size (same bases and scalars; ratio against the library's window)",
+        curve.to_uppercase()
+    ));
+    for &log in logs {
+        let n = 1usize << log;
+        let bases = Bases::<P>::new(points[..n].to_vec());
+        let ks = &scalars[..n];
+        let chosen = batchcrypt::msm::Shape::new(n, batchcrypt::msm::scalar_bits::<P>())?.c;
+        let case = format!("{curve} g1 msm 2^{log}");
+        let reps = if log <= 20 { 5 } else { 3 };
+        let base = format!("window {chosen} (chosen)");
+        let t = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, Some(chosen), reps)?;
+        rep.add(group, &case, &base, n as u64, 0, t, None);
+        for c in (chosen.saturating_sub(5).max(4)..=(chosen + 2).min(22)).filter(|&c| c != chosen) {
+            let t = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, Some(c), reps)?;
+            rep.add(
+                group,
+                &case,
+                &format!("window {c}"),
+                n as u64,
+                0,
+                t,
+                Some(&base),
+            );
+        }
     }
     Ok(())
 }

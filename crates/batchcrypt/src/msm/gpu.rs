@@ -7,7 +7,8 @@ use crate::backend::cuda::{grid_1d, DriverResult, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaEvent, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+    ValidAsZeroBits,
 };
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ macro_rules! launch {
         $(b.arg($arg);)*
         // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
         // `msm::window_sums` for the items the kernel walks.
-        unsafe { b.launch($cfg) }.map(drop).driver("launch")
+        unsafe { b.launch($cfg) }.map(drop).driver("launch")?;
+        $k.mark($name)
     }};
 }
 
@@ -103,12 +105,13 @@ pub(crate) fn window_sums<P: Group>(
     let sums = super::window_sums(&mut k, s, &dev)?;
     if crate::pipeline::tracing() {
         eprintln!(
-            "msm on GPU {}: {} points, window {}: scalars uploaded in {:.2} ms, window sums {:.2} ms",
+            "msm on GPU {}: {} points, window {}: scalars uploaded in {:.2} ms, window sums {:.2} ms (ms per step: {})",
             gpu.index(),
             s.n,
             s.c,
             uploaded.as_secs_f64() * 1e3,
-            (t.elapsed() - uploaded).as_secs_f64() * 1e3
+            (t.elapsed() - uploaded).as_secs_f64() * 1e3,
+            k.trace_steps()?
         );
     }
     Ok(sums)
@@ -163,13 +166,18 @@ pub(crate) fn upload_elements<F: Limbs>(
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
-/// `iters` runs (for benchmarks).
+/// `iters` runs (for benchmarks); `window`: a window size other than the one the library picks
+/// (bases without precomputed copies only).
 pub fn kernel_seconds<P: Group>(
     bases: &super::Bases<P>,
     scalars: &[P::ScalarField],
+    window: Option<u32>,
     iters: usize,
 ) -> Result<f64> {
-    let s = bases.shape(scalars.len())?;
+    let s = match window {
+        Some(c) => Shape::with_window(scalars.len(), super::scalar_bits::<P>(), c)?,
+        None => bases.shape(scalars.len())?,
+    };
     let held = bases.device()?;
     let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
     let st = (*k.stream).clone();
@@ -235,6 +243,9 @@ struct Launcher<'a> {
     group: &'static str,
     scalar: &'static str,
     point_bytes: usize,
+    /// Under `BATCHCRYPT_TRACE`, an event after each step (the first at the start) and the step's
+    /// name, for the per-step times [`Launcher::trace_steps`] prints.
+    marks: Option<Vec<(String, CudaEvent)>>,
 }
 
 impl<'a> Launcher<'a> {
@@ -267,7 +278,7 @@ impl<'a> Launcher<'a> {
             )
         };
         let dev = upload_elements(gpu, &stream, scalars)?;
-        let k = Launcher {
+        let mut k = Launcher {
             gpu,
             stream,
             bases: &bases.pts,
@@ -275,8 +286,47 @@ impl<'a> Launcher<'a> {
             group: P::KERNELS,
             scalar: P::SCALAR_KERNELS,
             point_bytes: 4 * point_words::<P>(),
+            marks: crate::pipeline::tracing().then(Vec::new),
         };
+        k.mark("start")?;
         Ok((k, dev))
+    }
+
+    /// Records the end of `step` on the stream when tracing.
+    fn mark(&mut self, step: &str) -> Result<()> {
+        if let Some(marks) = &mut self.marks {
+            let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let e = self
+                .stream
+                .context()
+                .new_event(timing)
+                .driver("cuEventCreate")?;
+            e.record(&self.stream).driver("cuEventRecord")?;
+            let name = step.rsplit("_msm_").next().unwrap_or(step);
+            marks.push((name.to_string(), e));
+        }
+        Ok(())
+    }
+
+    /// Device time per step since the start, summed over repeated steps, in the order first run
+    /// (after the stream has finished them).
+    fn trace_steps(&self) -> Result<String> {
+        let Some(marks) = &self.marks else {
+            return Ok(String::new());
+        };
+        let mut steps: Vec<(&str, f32)> = Vec::new();
+        for w in marks.windows(2) {
+            let ms = w[0].1.elapsed_ms(&w[1].1).driver("cuEventElapsedTime")?;
+            match steps.iter_mut().find(|s| s.0 == w[1].0) {
+                Some(s) => s.1 += ms,
+                None => steps.push((&w[1].0, ms)),
+            }
+        }
+        Ok(steps
+            .iter()
+            .map(|(name, ms)| format!("{name} {ms:.2}"))
+            .collect::<Vec<_>>()
+            .join(", "))
     }
 
     fn kernel(&self, step: &str) -> String {
