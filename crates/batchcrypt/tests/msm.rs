@@ -368,5 +368,6 @@ mod emulated {
             c(1 << 16),
             c(1 << 22)
         );
+        assert_eq!(c(1 << 26), batchcrypt::msm::MAX_WINDOW);
     }
 }

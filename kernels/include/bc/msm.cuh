@@ -117,12 +117,13 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t 
     }
 }
 
-// Step 4 over `total` entries sorted by key, `slice` per thread. `add(acc, j)` adds entry j.
+// Step 4 over `total` entries sorted by key, `slice` per thread. `load(j)` reads entry j's point,
+// one entry ahead of `add(acc, point)`, so that the gather's latency overlaps an addition.
 // Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
 // go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
 // is the last level (one slice), which writes every bucket.
-template <class C, class Add>
-BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+template <class C, class Load, class Add>
+BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     const uint64_t slices = (total + slice - 1) / slice;
     const bool last_level = slices == 1;
     BC_FOR_EACH_ITEM(t, slices) {
@@ -145,14 +146,17 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
         };
         Jacobian<C> acc = Jacobian<C>::infinity();
         uint32_t cur = first;
+        auto ahead = load(start);
         for (uint64_t j = start; j < end; ++j) {
+            const auto p = ahead;
+            if (j + 1 < end) ahead = load(j + 1);
             uint32_t key = keys[j];
             if (key != cur) {
                 emit(cur, acc);
                 acc = Jacobian<C>::infinity();
                 cur = key;
             }
-            add(acc, j);
+            add(acc, p);
         }
         emit(cur, acc);
     }
@@ -161,26 +165,34 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
 // Step 4, first level: entries are base indices with a sign bit.
 template <class C>
 BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
-    auto add = [&](Jacobian<C>& acc, uint64_t j) {
-        uint32_t e = entries[j];
-        Affine<C> p = bases[e & ~NEGATIVE];
-        acc = acc.add((e & NEGATIVE) ? p.neg() : p);
+    // The sign travels with the point, applied when it is added.
+    struct Signed {
+        Affine<C> p;
+        bool neg;
     };
-    accumulate<C>(keys, total, slice, add, buckets, next_keys, next_pts);
+    auto load = [&](uint64_t j) {
+        uint32_t e = entries[j];
+        return Signed{bases[e & ~NEGATIVE], (e & NEGATIVE) != 0};
+    };
+    auto add = [&](Jacobian<C>& acc, const Signed& s) { acc = acc.add(s.neg ? s.p.neg() : s.p); };
+    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
 // Step 4, later levels: entries are partial sums.
 template <class C>
 BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
-    auto add = [&](Jacobian<C>& acc, uint64_t j) { acc = acc.add(pts[j]); };
-    accumulate<C>(keys, total, slice, add, buckets, next_keys, next_pts);
+    auto load = [&](uint64_t j) { return pts[j]; };
+    auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
+    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
-// k P for a small k (double-and-add from the top bit).
+// k P for a small k (double-and-add from k's top bit).
 template <class C>
 BC_DEVICE Jacobian<C> mul_small(const Jacobian<C>& p, uint32_t k) {
+    int top = 31;
+    while (top > 0 && !((k >> top) & 1)) --top;
     Jacobian<C> r = Jacobian<C>::infinity();
-    for (int bit = 31; bit >= 0; --bit) {
+    for (int bit = top; bit >= 0; --bit) {
         r = r.dbl();
         if ((k >> bit) & 1) r = r.add(p);
     }

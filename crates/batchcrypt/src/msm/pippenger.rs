@@ -5,6 +5,12 @@
 
 use crate::error::{Error, Result};
 
+/// The largest window [`Shape::new`] picks. The count of additions alone favours wider windows
+/// from about 2^23 points, but their buckets (2^(c-1) a window, each written, read and combined)
+/// cost more in memory traffic than the additions save: the window sweep of the benchmarks
+/// (`msm-windows`, docs/performance.md) measures this on the GPU.
+pub const MAX_WINDOW: u32 = 17;
+
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
 /// of points whatever the distribution of the scalars.
 pub(crate) const SLICE: u32 = 32;
@@ -12,10 +18,15 @@ pub(crate) const SLICE: u32 = 32;
 pub(crate) const SCAN_TILE: u32 = 4096;
 /// Threads per block of the prefix-sum kernels.
 pub(crate) const SCAN_THREADS: u32 = 256;
-/// Buckets per thread when a window's buckets are combined by running sums.
+/// Buckets per thread when a window's buckets are combined by running sums: at most, at least
+/// (each segment's result costs a small multiplication), and the threads wanted.
 const SEGMENT: u32 = 32;
-/// Segment results per thread in the first of the two summing steps.
-const GROUP: u32 = 32;
+const MIN_SEGMENT: u32 = 4;
+const SEGMENT_THREADS: u32 = 1 << 16;
+/// Points summed per thread at each level of the windows' reduction tree: a few additions in
+/// series per level rather than hundreds in one thread, which is all the last level had to run
+/// when a window's segment sums went through two levels.
+const GROUP: u32 = 8;
 
 /// The shape of one MSM: `windows` signed digit windows of `c` bits over `n` scalars, whose
 /// points go to `sets` windows of `2^(c-1)` buckets each. Without precomputed bases
@@ -33,12 +44,12 @@ pub struct Shape {
 
 impl Shape {
     /// The window that minimises the estimated additions for `n` points: one per point and
-    /// window, plus about three per bucket to combine the buckets.
+    /// window, plus about three per bucket to combine the buckets; at most [`MAX_WINDOW`] bits.
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
         let cost = |c: u32| {
             (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)))
         };
-        let c = (4..=21)
+        let c = (4..=MAX_WINDOW)
             .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
             .expect("non-empty range");
         Shape::with_window(n, scalar_bits, c)
@@ -114,9 +125,15 @@ impl Shape {
         u64::from(self.sets) * u64::from(self.buckets_per_window())
     }
 
-    /// Buckets per thread of the running-sum step (a power of two dividing the window's buckets).
+    /// Buckets per thread of the running-sum step (a power of two dividing the window's buckets):
+    /// up to [`SEGMENT`], fewer where that would leave fewer than [`SEGMENT_THREADS`] threads (each
+    /// thread's additions run in series, so a GPU needs many threads to hide their latency).
     pub fn segment(&self) -> u32 {
-        SEGMENT.min(self.buckets_per_window())
+        let fill = (self.buckets() / u64::from(SEGMENT_THREADS)).max(1);
+        let fill = 1u32 << fill.ilog2().min(31);
+        SEGMENT
+            .min(fill.max(MIN_SEGMENT))
+            .min(self.buckets_per_window())
     }
 
     fn segments_per_window(&self) -> u32 {
@@ -270,15 +287,18 @@ pub(crate) fn window_sums<K: Kernels>(
         }
     }
     drop((entries, keys));
-    // Each window: sum m * bucket_m by segments, then the segments summed in two steps.
-    let segs = s.segments_per_window();
-    let mut seg_out = k.points(u64::from(s.sets) * u64::from(segs), false)?;
-    k.window_segments(&buckets, s, &mut seg_out)?;
-    let m1 = GROUP.min(segs);
-    let groups1 = u64::from(s.sets) * u64::from(segs / m1);
-    let mut partial = k.points(groups1, false)?;
-    k.sum_groups(&seg_out, groups1, m1, &mut partial)?;
-    let mut sums = k.points(u64::from(s.sets), false)?;
-    k.sum_groups(&partial, u64::from(s.sets), segs / m1, &mut sums)?;
-    k.read_points(&sums, s.sets as usize)
+    // Each window: sum m * bucket_m by segments, then the segments summed by a tree of
+    // `GROUP`-way steps (a power of two dividing the count at each level).
+    let mut per_window = s.segments_per_window();
+    let mut level = k.points(u64::from(s.sets) * u64::from(per_window), false)?;
+    k.window_segments(&buckets, s, &mut level)?;
+    while per_window > 1 {
+        let m = GROUP.min(per_window);
+        per_window /= m;
+        let groups = u64::from(s.sets) * u64::from(per_window);
+        let mut sums = k.points(groups, false)?;
+        k.sum_groups(&level, groups, m, &mut sums)?;
+        level = sums;
+    }
+    k.read_points(&level, s.sets as usize)
 }
