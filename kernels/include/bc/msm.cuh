@@ -117,58 +117,12 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t 
     }
 }
 
-// A bucket's running sum in extended Jacobian coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2,
-// ZZ = 0 at infinity): adding an affine point costs 8 multiplications and 2 squarings
-// ("madd-2008-s") where Jacobian coordinates cost 7 and 4.
-template <class C>
-struct Xyzz {
-    using F = typename C::F;
-    F x, y, zz, zzz;
-
-    static BC_DEVICE Xyzz infinity() { return Xyzz{F::one(), F::one(), F::zero(), F::zero()}; }
-    static BC_DEVICE Xyzz from(const Jacobian<C>& p) {
-        F z2 = p.z.sqr();
-        return Xyzz{p.x, p.y, z2, z2 * p.z};
-    }
-    BC_DEVICE bool is_infinity() const { return zz.is_zero(); }
-
-    BC_DEVICE Xyzz add(const Affine<C>& q) const {
-        if (q.is_infinity()) return *this;
-        if (is_infinity()) return Xyzz{q.x, q.y, F::one(), F::one()};
-        F p = q.x * zz - x, r = q.y * zzz - y;
-        if (p.is_zero()) return r.is_zero() ? from(Jacobian<C>::from(q).dbl()) : infinity();
-        F pp = p.sqr(), ppp = p * pp, qq = x * pp;
-        Xyzz o;
-        o.x = r.sqr() - ppp - qq.dbl();
-        o.y = r * (qq - o.x) - y * ppp;
-        o.zz = zz * pp;
-        o.zzz = zzz * ppp;
-        return o;
-    }
-
-    // The same point in Jacobian coordinates with Z = ZZZ / ZZ: X ZZ^2, Y ZZZ^2, ZZZ.
-    BC_DEVICE Jacobian<C> jacobian() const {
-        if (is_infinity()) return Jacobian<C>::infinity();
-        return Jacobian<C>{x * zz.sqr(), y * zzz.sqr(), zzz};
-    }
-};
-
-template <class C>
-BC_DEVICE const Jacobian<C>& as_jacobian(const Jacobian<C>& p) {
-    return p;
-}
-template <class C>
-BC_DEVICE Jacobian<C> as_jacobian(const Xyzz<C>& p) {
-    return p.jacobian();
-}
-
-// Step 4 over `total` entries sorted by key, `slice` per thread, summed in accumulators of type
-// Acc (Jacobian or Xyzz). `load(j)` reads entry j's point, one entry ahead of `add(acc, point)`,
-// so that the gather's latency overlaps an addition.
+// Step 4 over `total` entries sorted by key, `slice` per thread. `load(j)` reads entry j's point,
+// one entry ahead of `add(acc, point)`, so that the gather's latency overlaps an addition.
 // Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
 // go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
 // is the last level (one slice), which writes every bucket.
-template <class C, class Acc, class Load, class Add>
+template <class C, class Load, class Add>
 BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     const uint64_t slices = (total + slice - 1) / slice;
     const bool last_level = slices == 1;
@@ -190,7 +144,7 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
                 next_pts[2 * t + 1] = p;
             }
         };
-        Acc acc = Acc::infinity();
+        Jacobian<C> acc = Jacobian<C>::infinity();
         uint32_t cur = first;
         auto ahead = load(start);
         for (uint64_t j = start; j < end; ++j) {
@@ -198,13 +152,13 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
             if (j + 1 < end) ahead = load(j + 1);
             uint32_t key = keys[j];
             if (key != cur) {
-                emit(cur, as_jacobian(acc));
-                acc = Acc::infinity();
+                emit(cur, acc);
+                acc = Jacobian<C>::infinity();
                 cur = key;
             }
             add(acc, p);
         }
-        emit(cur, as_jacobian(acc));
+        emit(cur, acc);
     }
 }
 
@@ -220,8 +174,8 @@ BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries
         uint32_t e = entries[j];
         return Signed{bases[e & ~NEGATIVE], (e & NEGATIVE) != 0};
     };
-    auto add = [&](Xyzz<C>& acc, const Signed& s) { acc = acc.add(s.neg ? s.p.neg() : s.p); };
-    accumulate<C, Xyzz<C>>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+    auto add = [&](Jacobian<C>& acc, const Signed& s) { acc = acc.add(s.neg ? s.p.neg() : s.p); };
+    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
 // Step 4, later levels: entries are partial sums.
@@ -229,7 +183,7 @@ template <class C>
 BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     auto load = [&](uint64_t j) { return pts[j]; };
     auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
-    accumulate<C, Jacobian<C>>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
 // k P for a small k (double-and-add from k's top bit).
