@@ -44,10 +44,11 @@ pub struct Shape {
 
 impl Shape {
     /// The window that minimises the estimated additions for `n` points: one per point and
-    /// window, plus about three per bucket to combine the buckets; at most [`MAX_WINDOW`] bits.
+    /// window, plus about four per bucket (its two running sums, its write and its read); at
+    /// most [`MAX_WINDOW`] bits. Fitted to the benchmarks' window sweep (`msm-windows`).
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
         let cost = |c: u32| {
-            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 3.0 * f64::from(1u32 << (c - 1)))
+            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 4.0 * f64::from(1u32 << (c - 1)))
         };
         let c = (4..=MAX_WINDOW)
             .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
