@@ -212,6 +212,71 @@ fn fewer_scalars_than_bases_use_a_prefix_and_more_is_an_error() {
     prefix_and_errors::<B2>();
 }
 
+/// Three sets of bases (distinct points; repeated, opposite and infinity; a random permutation
+/// of the first) over one set of scalars.
+fn base_sets<P: Group>(n: usize) -> (Vec<Vec<Affine<P>>>, Vec<Vec<Fr<P>>>) {
+    let cases = cases::<P>(n);
+    let mut shuffled = cases[0].1.clone();
+    use rand::seq::SliceRandom;
+    shuffled.shuffle(&mut rng(5));
+    let sets = vec![cases[0].1.clone(), cases[3].1.clone(), shuffled];
+    (sets, cases.into_iter().map(|c| c.2).collect())
+}
+
+fn many_on_every_backend<P: Group>(n: usize) {
+    let (sets, scalar_cases) = base_sets::<P>(n);
+    for b in backends::<P>() {
+        let engine = common::engine(b);
+        for copies in [1, 4] {
+            let prepared: Vec<Bases<P>> = sets
+                .iter()
+                .map(|s| Bases::new(s.clone()).with_precomputation(copies))
+                .collect();
+            let refs: Vec<&Bases<P>> = prepared.iter().collect();
+            for scalars in &scalar_cases {
+                for k in [n, n / 2] {
+                    let got = engine.msm_many(&refs, &scalars[..k]).unwrap();
+                    assert_eq!(got.backend, b);
+                    assert_eq!(got.value.len(), sets.len());
+                    for (set, sum) in sets.iter().zip(&got.value) {
+                        assert_eq!(
+                            sum.into_affine(),
+                            naive(&set[..k], &scalars[..k]).into_affine(),
+                            "{b}, {}, {copies} copies, {k} scalars",
+                            P::KERNELS
+                        );
+                    }
+                }
+            }
+        }
+        // Sets of other lengths, or none, are errors.
+        let short = Bases::new(sets[0][..n - 1].to_vec());
+        let full = Bases::new(sets[0].clone());
+        let scalars = &scalar_cases[0][..n - 1];
+        assert!(
+            matches!(
+                engine.msm_many(&[&full, &short], scalars),
+                Err(Error::InvalidInput(_))
+            ),
+            "{b}"
+        );
+        assert!(
+            matches!(
+                engine.msm_many::<P>(&[], scalars),
+                Err(Error::InvalidInput(_))
+            ),
+            "{b}"
+        );
+    }
+}
+
+#[test]
+fn msms_of_one_set_of_scalars_over_several_sets_of_bases() {
+    many_on_every_backend::<G1>(300);
+    many_on_every_backend::<G2>(100);
+    many_on_every_backend::<B1>(200);
+}
+
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
@@ -254,6 +319,32 @@ mod emulated {
     fn kernels_match_the_definition_on_g2() {
         kernels_on::<G2>(&[1, 2, 5, 64, 300], &[4, 8, 13]);
         kernels_on::<B2>(&[1, 2, 5, 64, 100], &[4, 9]);
+    }
+
+    /// One sorting of the scalars serves every set of bases: the kernel code on the host, over
+    /// windows small enough that slices cross buckets and several accumulation levels run.
+    #[test]
+    fn one_sorting_serves_several_sets_of_bases() {
+        fn on<P: Group>(n: usize) {
+            let (sets, scalar_cases) = base_sets::<P>(n);
+            let refs: Vec<&[Affine<P>]> = sets.iter().map(Vec::as_slice).collect();
+            for scalars in &scalar_cases {
+                for (c, copies) in [(4, 1), (7, 1), (5, 8)] {
+                    let got = batchcrypt::emulation::msm::msm_many(&refs, scalars, Some(c), copies)
+                        .unwrap();
+                    for (set, sum) in sets.iter().zip(got) {
+                        assert_eq!(
+                            sum.into_affine(),
+                            naive(set, scalars).into_affine(),
+                            "{}, c = {c}, {copies} copies",
+                            P::KERNELS
+                        );
+                    }
+                }
+            }
+        }
+        on::<G1>(200);
+        on::<B2>(40);
     }
 
     /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.

@@ -1,8 +1,8 @@
 //! The MSM kernels of any group run on the host (`BC_MSM_SCALAR_STEPS` and `BC_MSM_POINT_STEPS`
-//! of `bc/msm.cuh`), chained by the same [`crate::msm::window_sums`] as on the GPU.
+//! of `bc/msm.cuh`), chained by the same [`crate::msm::sort`] and [`crate::msm::bucket_sums`] as on the GPU.
 
 use crate::error::Result;
-use crate::msm::{window_sums as chain, Kernels, Shape, SLICE};
+use crate::msm::{bucket_sums, sort, Kernels, Shape, SLICE};
 
 /// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
 /// steps.
@@ -30,37 +30,54 @@ pub struct MsmSteps {
 }
 
 /// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
-/// MSM of `scalars` (the scalar field's limbs, eight words each) over `bases` (affine points,
-/// `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted copies of
-/// the bases that `s` reads computed by the kernel code too.
+/// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
+/// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
+/// copies of the bases that `s` reads computed by the kernel code too. The scalars are sorted
+/// into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
     point_words: usize,
-    bases: &[u32],
+    bases: &[&[u32]],
     scalars: &[u32],
     s: &Shape,
-) -> Result<Vec<u32>> {
-    let len = bases.len() / (2 * point_words / 3);
-    let mut raw = vec![0u32; bases.len() * s.copies() as usize];
-    raw[..bases.len()].copy_from_slice(bases);
-    for j in 1..s.copies() as usize {
-        let (prev, next) = raw.split_at_mut(j * bases.len());
-        // SAFETY: copy j - 1 and copy j hold `len` points each.
-        unsafe {
-            (steps.shift_bases)(
-                prev[(j - 1) * bases.len()..].as_ptr(),
-                len as u64,
-                s.shift(),
-                next.as_mut_ptr(),
-            )
-        };
-    }
+) -> Result<Vec<Vec<u32>>> {
+    let copies: Vec<Vec<u32>> = bases
+        .iter()
+        .map(|bases| {
+            let len = bases.len() / (2 * point_words / 3);
+            let mut raw = vec![0u32; bases.len() * s.copies() as usize];
+            raw[..bases.len()].copy_from_slice(bases);
+            for j in 1..s.copies() as usize {
+                let (prev, next) = raw.split_at_mut(j * bases.len());
+                // SAFETY: copy j - 1 and copy j hold `len` points each.
+                unsafe {
+                    (steps.shift_bases)(
+                        prev[(j - 1) * bases.len()..].as_ptr(),
+                        len as u64,
+                        s.shift(),
+                        next.as_mut_ptr(),
+                    )
+                };
+            }
+            raw
+        })
+        .collect();
+    let Some(first) = copies.first() else {
+        return Ok(Vec::new());
+    };
     let mut host = Host {
-        bases: &raw,
+        bases: first,
         steps,
         point_words,
     };
-    chain(&mut host, s, &scalars.to_vec())
+    let sorted = sort(&mut host, s, &scalars.to_vec())?;
+    copies
+        .iter()
+        .map(|raw| {
+            host.bases = raw;
+            bucket_sums(&mut host, s, &sorted)
+        })
+        .collect()
 }
 
 struct Host<'a> {
@@ -225,18 +242,39 @@ pub fn msm<P: crate::msm::Group>(
     window: Option<u32>,
     copies: u32,
 ) -> Result<crate::msm::Projective<P>> {
+    Ok(msm_many(&[bases], scalars, window, copies)?.remove(0))
+}
+
+/// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all.
+pub fn msm_many<P: crate::msm::Group>(
+    bases: &[&[crate::msm::Affine<P>]],
+    scalars: &[P::ScalarField],
+    window: Option<u32>,
+    copies: u32,
+) -> Result<Vec<crate::msm::Projective<P>>> {
     use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
-    let (n, len, bits) = (scalars.len(), bases.len(), scalar_bits::<P>());
+    let len = bases.first().map_or(0, |b| b.len());
+    if bases.iter().any(|b| b.len() != len) {
+        return Err(crate::error::Error::invalid(
+            "sets of bases of several lengths",
+        ));
+    }
+    let (n, bits) = (scalars.len(), scalar_bits::<P>());
     let s = match window {
         Some(c) => Shape::precomputed(n, bits, c, copies, len)?,
         None => Shape::for_bases(n, len, copies, bits)?,
     };
+    let raw: Vec<Vec<u32>> = bases.iter().map(|b| raw_bases(b)).collect();
+    let raw: Vec<&[u32]> = raw.iter().map(Vec::as_slice).collect();
     let sums = window_sums(
         &P::emulated(),
         point_words::<P>(),
-        &raw_bases(bases),
+        &raw,
         &raw_elements(scalars),
         &s,
     )?;
-    Ok(combine_windows::<P>(&sums, s.c))
+    Ok(sums
+        .iter()
+        .map(|sums| combine_windows::<P>(sums, s.c))
+        .collect())
 }

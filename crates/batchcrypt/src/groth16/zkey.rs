@@ -34,7 +34,9 @@ pub struct ProvingKey<C: Curve = crate::bn254::Bn254> {
     pub a_query: Bases<C::G1>,
     pub b_g1_query: Bases<C::G1>,
     pub b_g2_query: Bases<C::G2>,
-    /// For the private signals (index n_public + 1 on).
+    /// One point per signal like A's and B's, the constant's and the public signals' at
+    /// infinity (the file holds the private signals' only): its MSM takes the whole witness, so
+    /// the three share one sorting of its scalars.
     pub c_query: Bases<C::G1>,
     pub h_query: Bases<C::G1>,
 }
@@ -196,11 +198,11 @@ impl<C: Curve> ProvingKey<C> {
             g1_points::<C>(file.section(6)?.items(n_vars, p1, "the B query in G1")?)?;
         let b_g2_query =
             g2_points::<C>(file.section(7)?.items(n_vars, p2, "the B query in G2")?)?;
-        let c_query = g1_points::<C>(file.section(8)?.items(
-            n_vars - n_public - 1,
-            p1,
-            "the C query",
-        )?)?;
+        let c_private = file
+            .section(8)?
+            .items(n_vars - n_public - 1, p1, "the C query")?;
+        let mut c_query = vec![Affine::<C::G1>::identity(); n_public + 1];
+        c_query.extend(g1_points::<C>(c_private)?);
         let h_query = g1_points::<C>(h_raw)?;
         Ok(ProvingKey {
             n_vars,

@@ -69,6 +69,24 @@ impl<P: Group> DeviceBases<P> {
         })
     }
 
+    /// Fails for a shape that reads other copies than these bases hold.
+    fn check(&self, s: &Shape) -> Result<()> {
+        let held = &self.shape;
+        if s.n > held.stride {
+            return Err(crate::error::Error::invalid(format!(
+                "{} scalars for {} bases",
+                s.n, held.stride
+            )));
+        }
+        if s.copies() > 1 && (s.c, s.sets, s.stride) != (held.c, held.sets, held.stride) {
+            return Err(crate::error::Error::invalid(format!(
+                "an MSM shape (window {}, {} bucket windows) other than the one these precomputed bases were made for (window {}, {})",
+                s.c, s.sets, held.c, held.sets
+            )));
+        }
+        Ok(())
+    }
+
     pub fn len(&self) -> usize {
         self.shape.stride
     }
@@ -88,27 +106,42 @@ impl<P: Group> DeviceBases<P> {
     }
 }
 
-/// Each window's sum of `sum k_i P_i` on group P (kernel points, one after another).
-pub(crate) fn window_sums<P: Group>(
-    bases: &DeviceBases<P>,
+/// Each window's sum (kernel points, one after another) of `sum k_i P_i` on group P over each
+/// of `bases` (in this GPU's memory, each read by shape `s`): the scalars cross to the GPU and
+/// are sorted into buckets once for all of them.
+pub(crate) fn window_sums_many<P: Group>(
+    bases: &[&DeviceBases<P>],
     scalars: &[P::ScalarField],
     s: &Shape,
-) -> Result<Vec<u32>> {
+) -> Result<Vec<Vec<u32>>> {
+    let Some(first) = bases.first() else {
+        return Ok(Vec::new());
+    };
+    for b in bases {
+        b.check(s)?;
+    }
     let gpu = Gpu::available()?;
     let point_bytes = 4 * point_words::<P>() as u64;
     let _memory = gpu
         .budget()
         .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
     let t = std::time::Instant::now();
-    let (mut k, dev) = Launcher::with_scalars(gpu, bases, s, scalars)?;
+    let (mut k, dev) = Launcher::with_scalars(gpu, first, s, scalars)?;
     let uploaded = t.elapsed();
-    let sums = super::window_sums(&mut k, s, &dev)?;
+    let sorted = super::sort(&mut k, s, &dev)?;
+    let mut sums = Vec::with_capacity(bases.len());
+    for b in bases {
+        k.bases = &b.pts;
+        sums.push(super::bucket_sums(&mut k, s, &sorted)?);
+    }
     if crate::pipeline::tracing() {
         eprintln!(
-            "msm on GPU {}: {} points, window {}: scalars uploaded in {:.2} ms, window sums {:.2} ms (ms per step: {})",
+            "msm on GPU {}: {} points, window {}, {} set{} of bases: scalars uploaded in {:.2} ms, window sums {:.2} ms (ms per step: {})",
             gpu.index(),
             s.n,
             s.c,
+            bases.len(),
+            if bases.len() == 1 { "" } else { "s" },
             uploaded.as_secs_f64() * 1e3,
             (t.elapsed() - uploaded).as_secs_f64() * 1e3,
             k.trace_steps()?
@@ -257,19 +290,7 @@ impl<'a> Launcher<'a> {
         s: &Shape,
         scalars: &[P::ScalarField],
     ) -> Result<(Self, CudaSlice<u32>)> {
-        let held = &bases.shape;
-        if s.n > held.stride {
-            return Err(crate::error::Error::invalid(format!(
-                "{} scalars for {} bases",
-                s.n, held.stride
-            )));
-        }
-        if s.copies() > 1 && (s.c, s.sets, s.stride) != (held.c, held.sets, held.stride) {
-            return Err(crate::error::Error::invalid(format!(
-                "an MSM shape (window {}, {} bucket windows) other than the one these precomputed bases were made for (window {}, {})",
-                s.c, s.sets, held.c, held.sets
-            )));
-        }
+        bases.check(s)?;
         let stream = gpu.stream()?;
         const {
             assert!(

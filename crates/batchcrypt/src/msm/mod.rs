@@ -332,51 +332,89 @@ impl Engine {
         bases: &Bases<P>,
         scalars: &[P::ScalarField],
     ) -> Result<Output<Projective<P>>> {
-        if scalars.len() > bases.len() {
+        let out = self.msm_many(&[bases], scalars)?;
+        Ok(out.map(|mut sums| sums.remove(0)))
+    }
+
+    /// [`Engine::msm`] of the same scalars over each of `bases` (a prover's queries over one
+    /// witness), one sum per set in order; the sets have one length and one precomputation. On
+    /// the GPU the scalars cross once and are sorted into buckets once for all of them.
+    pub fn msm_many<P: Group>(
+        &self,
+        bases: &[&Bases<P>],
+        scalars: &[P::ScalarField],
+    ) -> Result<Output<Vec<Projective<P>>>> {
+        let Some(first) = bases.first() else {
+            return Err(Error::invalid("an MSM over no set of bases"));
+        };
+        if let Some(b) = bases
+            .iter()
+            .find(|b| (b.len(), b.copies) != (first.len(), first.copies))
+        {
+            return Err(Error::invalid(format!(
+                "MSMs of one set of scalars over bases of {} and {} points ({} and {} precomputed copies): give the sets one length and one precomputation, or make one call per set",
+                first.len(),
+                b.len(),
+                first.copies,
+                b.copies
+            )));
+        }
+        if scalars.len() > first.len() {
             return Err(Error::invalid(format!(
                 "{} scalars for {} bases: an MSM needs a base per scalar",
                 scalars.len(),
-                bases.len()
+                first.len()
             )));
         }
         let n = scalars.len();
         let op = P::operation();
+        let resident = bases.iter().all(|b| b.is_resident());
         let out = self.run(
             op,
-            &workload::<P>(n, bases.is_resident()),
+            &workload::<P>(n, resident, bases.len()),
             op.cpu,
             |_, threads| {
-                Ok(Whole(match n {
-                    0 => Projective::default(),
-                    _ => cpu::msm(bases.as_slice(), scalars, threads),
-                }))
+                Ok(Whole(
+                    bases
+                        .iter()
+                        .map(|b| match n {
+                            0 => Projective::default(),
+                            _ => cpu::msm(b.as_slice(), scalars, threads),
+                        })
+                        .collect::<Vec<_>>(),
+                ))
             },
-            // Each GPU of the plan holds a slice of the bases and sums its scalars' share; the
-            // partial sums are added.
+            // Each GPU of the plan holds a slice of every set of bases (the same range of each:
+            // they have one length) and sums its scalars' share over each; the partial sums are
+            // added.
             |_, gpus| {
                 if n == 0 {
-                    return Ok(Whole(Projective::default()));
+                    return Ok(Whole(vec![Projective::default(); bases.len()]));
                 }
-                let resident = bases.resident_on(gpus)?;
-                let sums: Vec<Result<Projective<P>>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = resident
-                        .parts
-                        .iter()
-                        .filter(|(_, range, _)| range.start < n)
-                        .map(|(g, range, held)| {
+                let resident = bases
+                    .iter()
+                    .map(|b| b.resident_on(gpus))
+                    .collect::<Result<Vec<_>>>()?;
+                let parts: Vec<Result<Vec<Projective<P>>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..resident[0].parts.len())
+                        .filter(|&i| resident[0].parts[i].1.start < n)
+                        .map(|i| {
+                            let (g, range, _) = &resident[0].parts[i];
+                            let held: Vec<&gpu::DeviceBases<P>> =
+                                resident.iter().map(|r| &r.parts[i].2).collect();
                             let part = &scalars[range.start..range.end.min(n)];
                             s.spawn(move || {
                                 crate::backend::gpu::run_on(*g, || {
                                     let shape = Shape::for_bases(
                                         part.len(),
                                         range.len(),
-                                        bases.copies,
+                                        first.copies,
                                         scalar_bits::<P>(),
                                     )?;
-                                    Ok(combine_windows::<P>(
-                                        &gpu::window_sums(held, part, &shape)?,
-                                        shape.c,
-                                    ))
+                                    Ok(gpu::window_sums_many(&held, part, &shape)?
+                                        .iter()
+                                        .map(|sums| combine_windows::<P>(sums, shape.c))
+                                        .collect())
                                 })
                             })
                         })
@@ -386,9 +424,11 @@ impl Engine {
                         .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                         .collect()
                 });
-                let mut total = Projective::<P>::default();
-                for s in sums {
-                    total += s?;
+                let mut total = vec![Projective::<P>::default(); bases.len()];
+                for part in parts {
+                    for (t, p) in total.iter_mut().zip(part?) {
+                        *t += p;
+                    }
                 }
                 Ok(Whole(total))
             },
@@ -399,21 +439,26 @@ impl Engine {
     /// The estimated time of an MSM of `n` points of group `P` on all CPU cores and on the GPU
     /// (bases in GPU memory), measuring each backend on first use (`batchcrypt calibrate`).
     pub fn msm_estimates<P: Group>(&self, n: usize) -> [crate::dispatch::Plan; 2] {
-        self.dispatcher()
-            .estimates(&workload::<P>(n, true), Backend::Arkworks, P::operation())
+        self.dispatcher().estimates(
+            &workload::<P>(n, true, 1),
+            Backend::Arkworks,
+            P::operation(),
+        )
     }
 }
 
-/// The scalars always move; the bases too unless they are in GPU memory already.
-fn workload<P: Group>(n: usize, resident: bool) -> Workload {
-    let n64 = n as u64;
+/// `sets` MSMs of one set of scalars: the scalars always move (once); the bases too unless they
+/// are in GPU memory already.
+fn workload<P: Group>(n: usize, resident: bool, sets: usize) -> Workload {
+    let (n64, sets) = (n as u64, sets as u64);
     let base_bytes = 4 * base_words::<P>() as u64;
     Workload {
         op: P::operation().key,
         items: n64,
-        units: n64,
-        bytes_in: 4 * SCALAR_WORDS as u64 * n64 + if resident { 0 } else { base_bytes * n64 },
-        bytes_out: 4 * point_words::<P>() as u64,
+        units: n64 * sets,
+        bytes_in: 4 * SCALAR_WORDS as u64 * n64
+            + if resident { 0 } else { base_bytes * n64 * sets },
+        bytes_out: 4 * point_words::<P>() as u64 * sets,
         location: Location::Host,
     }
 }

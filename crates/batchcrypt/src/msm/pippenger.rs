@@ -241,6 +241,48 @@ pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
         + (1 << 20)
 }
 
+/// Scalars sorted into their buckets (steps 1-3 of the kernels): `total` entries (a base's index
+/// with the digit's sign) and their bucket keys, in key order. They depend on the scalars and the
+/// shape alone, so MSMs of the same scalars over other bases of that shape reuse them.
+pub(crate) struct Sorted<W> {
+    pub entries: W,
+    pub keys: W,
+    pub total: u64,
+}
+
+/// Steps 1-3 over scalars already in the backend's memory.
+pub(crate) fn sort<K: Kernels>(
+    k: &mut K,
+    s: &Shape,
+    scalars: &K::Words,
+) -> Result<Sorted<K::Words>> {
+    let buckets_len = s.buckets();
+    let mut counts = k.words(buckets_len, true)?;
+    let mut digits = k.words(s.n as u64 * u64::from(s.windows), false)?;
+    k.digits(scalars, s, &mut digits, &mut counts)?;
+    // Exclusive prefix sums of the histogram: each bucket's first entry.
+    let tiles = buckets_len.div_ceil(u64::from(SCAN_TILE));
+    let mut totals = k.words(tiles, false)?;
+    let mut grand = k.words(1, false)?;
+    k.scan_tiles(&mut counts, buckets_len, SCAN_TILE, &mut totals)?;
+    k.scan_tiles(
+        &mut totals,
+        tiles,
+        (tiles as u32).next_multiple_of(SCAN_THREADS),
+        &mut grand,
+    )?;
+    k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
+    let total = u64::from(k.first_word(&grand)?);
+    let mut entries = k.words(total.max(1), false)?;
+    let mut keys = k.words(total.max(1), false)?;
+    k.scatter(&digits, s, &mut counts, &mut entries, &mut keys)?;
+    Ok(Sorted {
+        entries,
+        keys,
+        total,
+    })
+}
+
 /// Runs the MSM steps over scalars already in the backend's memory; returns each window's sum
 /// (the caller adds them with doublings in between).
 pub(crate) fn window_sums<K: Kernels>(
@@ -248,30 +290,19 @@ pub(crate) fn window_sums<K: Kernels>(
     s: &Shape,
     scalars: &K::Words,
 ) -> Result<Vec<u32>> {
+    let sorted = sort(k, s, scalars)?;
+    bucket_sums(k, s, &sorted)
+}
+
+/// Steps 4-6: the sorted entries summed into buckets over the backend's bases, and the buckets
+/// into window sums.
+pub(crate) fn bucket_sums<K: Kernels>(
+    k: &mut K,
+    s: &Shape,
+    sorted: &Sorted<K::Words>,
+) -> Result<Vec<u32>> {
     let buckets_len = s.buckets();
-    let mut counts = k.words(buckets_len, true)?;
-    let (entries, keys, entries_total) = {
-        let mut digits = k.words(s.n as u64 * u64::from(s.windows), false)?;
-        k.digits(scalars, s, &mut digits, &mut counts)?;
-        // Exclusive prefix sums of the histogram: each bucket's first entry.
-        let tiles = buckets_len.div_ceil(u64::from(SCAN_TILE));
-        let mut totals = k.words(tiles, false)?;
-        let mut grand = k.words(1, false)?;
-        k.scan_tiles(&mut counts, buckets_len, SCAN_TILE, &mut totals)?;
-        k.scan_tiles(
-            &mut totals,
-            tiles,
-            (tiles as u32).next_multiple_of(SCAN_THREADS),
-            &mut grand,
-        )?;
-        k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
-        let entries_total = u64::from(k.first_word(&grand)?);
-        let mut entries = k.words(entries_total.max(1), false)?;
-        let mut keys = k.words(entries_total.max(1), false)?;
-        k.scatter(&digits, s, &mut counts, &mut entries, &mut keys)?;
-        (entries, keys, entries_total)
-    };
-    drop(counts);
+    let (entries, keys, entries_total) = (&sorted.entries, &sorted.keys, sorted.total);
     let mut buckets = k.points(buckets_len, true)?;
     let levels = Shape::levels(entries_total);
     if entries_total > 0 {
@@ -280,14 +311,13 @@ pub(crate) fn window_sums<K: Kernels>(
             k.words(next_len(levels[0]), false)?,
             k.points(next_len(levels[0]), false)?,
         );
-        k.accumulate_points(&entries, &keys, levels[0], &mut buckets, &mut next)?;
+        k.accumulate_points(entries, keys, levels[0], &mut buckets, &mut next)?;
         for &t in &levels[1..] {
             let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);
             k.accumulate_partials(&next, t, &mut buckets, &mut after)?;
             next = after;
         }
     }
-    drop((entries, keys));
     // Each window: sum m * bucket_m by segments, then the segments summed by a tree of
     // `GROUP`-way steps (a power of two dividing the count at each level).
     let mut per_window = s.segments_per_window();
