@@ -414,30 +414,40 @@ fn workload<F: Field>(steps: &[Ntt<F>], batch: usize) -> Workload {
     }
 }
 
-/// Measures one backend on forward transforms (one thread for the CPU): 2^10 and 2^16 elements on
-/// the GPU, 2^6 and 2^12 on the CPU (from small sizes, as for the MSM).
+/// Measures one backend on forward transforms: 2^10 and 2^16 elements on the GPU; on the CPU the
+/// fixed cost from 2^6 and 2^12 on one thread and the rate from 2^14 and 2^18 on all threads
+/// (`dispatch::cpu_cost`). A transform's layers are spread over the threads with a
+/// synchronisation each, so all threads reach far less than a thread's in-cache rate times their
+/// count: with one thread's rate scaled, the model put Groth16's 2^20 transforms on 64 threads
+/// at a tenth of their time and chose them over the GPU.
 fn calibrate<F: Field>(backend: Backend) -> Result<Cost> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let engine = Engine::measuring(backend);
-    let mut runner = |t: Ntt<F>| {
+    let pool = crate::backend::cpu::threads().max(1);
+    let mut runner = |t: Ntt<F>, threads: usize| {
         let mut values: Vec<F> = (0..t.size).map(|_| F::rand(&mut rng)).collect();
         let engine = &engine;
         move || -> Result<()> {
             match backend {
-                Backend::Arkworks => cpu::ntt(&mut values, &t, 1),
+                Backend::Arkworks => cpu::ntt(&mut values, &t, threads),
                 _ => drop(engine.ntt(&mut values, &t)?),
             }
             Ok(())
         }
     };
-    let (small, large) = match backend {
-        Backend::Cuda => (Ntt::forward(1 << 10), Ntt::forward(1 << 16)),
-        _ => (Ntt::forward(1 << 6), Ntt::forward(1 << 12)),
+    let mut fit = |small: usize, large: usize, threads: usize| {
+        let (small, large) = (Ntt::forward(small), Ntt::forward(large));
+        let run_small = runner(small, threads);
+        let run_large = runner(large, threads);
+        crate::dispatch::fit(small.work(1), run_small, large.work(1), run_large)
     };
-    let run_small = runner(small);
-    let run_large = runner(large);
-    crate::dispatch::fit(small.work(1), run_small, large.work(1), run_large)
+    if backend.is_gpu() {
+        return fit(1 << 10, 1 << 16, 1);
+    }
+    let one = fit(1 << 6, 1 << 12, 1)?;
+    let all = fit(1 << 14, 1 << 18, pool)?;
+    Ok(crate::dispatch::cpu_cost(one, all, pool))
 }
 
 #[cfg(test)]
