@@ -9,9 +9,11 @@
 //   4. accumulate: the sorted array is cut into equal slices, one per thread, so a bucket holding
 //                  half the points (scalars that are mostly 0 and 1, as in a Groth16 witness)
 //                  costs no more than uniform ones. A bucket wholly inside a slice is summed
-//                  and written; the first and last bucket of each slice may continue in a
-//                  neighbour, so their partial sums go to a list half the slice count long, and
-//                  the same step runs on it until one slice remains.
+//                  and added to its bucket; the first and last bucket of each slice may continue
+//                  in a neighbour, so their partial sums go to a list half the slice count long,
+//                  and the same step runs on it until one slice remains. Each bucket is added to
+//                  once per sorted array, so scalars may arrive in chunks (steps 1-4 per chunk,
+//                  into the same buckets) while the next chunk crosses to the GPU.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings).
@@ -119,9 +121,10 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t 
 
 // Step 4 over `total` entries sorted by key, `slice` per thread. `load(j)` reads entry j's point,
 // one entry ahead of `add(acc, point)`, so that the gather's latency overlaps an addition.
-// Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
-// go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
-// is the last level (one slice), which writes every bucket.
+// Buckets summed whole are added to buckets[key] (a bucket is whole in one slice of one level
+// only, so no two threads touch it); the partial sums of each slice's first and last bucket go to
+// next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this is the
+// last level (one slice), which adds to every bucket.
 template <class C, class Load, class Add>
 BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     const uint64_t slices = (total + slice - 1) / slice;
@@ -131,7 +134,7 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
         const uint32_t first = keys[start], last = keys[end - 1];
         auto emit = [&](uint32_t key, const Jacobian<C>& p) {
             if (last_level || (key != first && key != last)) {
-                buckets[key] = p;
+                buckets[key] = buckets[key].add(p);
             } else if (key == first) {
                 next_keys[2 * t] = key;
                 next_pts[2 * t] = p;
@@ -162,7 +165,8 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
     }
 }
 
-// Step 4, first level: entries are base indices with a sign bit.
+// Step 4, first level: entries are base indices with a sign bit (`bases` starts at the base of
+// the chunk's first scalar, each precomputed copy `stride` points on).
 template <class C>
 BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     // The sign travels with the point, applied when it is added.
