@@ -13,6 +13,7 @@
 //!    Lagrange bases of those points divided by δ, so no division by the vanishing polynomial;
 //! 3. five MSMs: A, B (in G1 and G2) and C over the witness, H over the quotient's values;
 //! 4. the blinding with fresh r and s.
+//! The witness's four MSMs do not wait for steps 1-2: they run beside them, on another thread.
 //!
 //! Every proof is checked (one pairing product) before it is returned: a witness that does not
 //! satisfy the circuit, or a proving key and witness of different circuits, is an error, never a
@@ -94,13 +95,20 @@ pub struct Groth16<'e> {
     pub(crate) engine: &'e Engine,
 }
 
-/// Stage timings, from one origin.
+/// Stage timings, from one origin (stages of concurrent chains may overlap).
 struct Clock {
     origin: Instant,
     stages: Vec<Stage>,
 }
 
 impl Clock {
+    fn new(origin: Instant) -> Clock {
+        Clock {
+            origin,
+            stages: Vec::new(),
+        }
+    }
+
     fn run<T>(
         &mut self,
         name: &'static str,
@@ -132,53 +140,69 @@ impl Groth16<'_> {
         // The provers' large vectors (the domain's evaluations, the quotient), reused across
         // proofs.
         let scratch = crate::memory::VecPool::<C::Fr>::shared();
-        let mut clock = Clock {
-            origin: Instant::now(),
-            stages: Vec::new(),
+        let origin = Instant::now();
+        let (mut clock, mut witness_clock) = (Clock::new(origin), Clock::new(origin));
+
+        // Two chains meet only at the blinding: the witness's MSMs, and the quotient (evaluations,
+        // NTTs, A·B − C) with its MSM. They run at once, so that one chain's host work and
+        // transfers overlap the other's kernels.
+        let witness_msms = || -> Result<_> {
+            let clock = &mut witness_clock;
+            // A, B and C take the witness as their scalars: one call sorts them once for the three.
+            let [a, b1, c] = clock.run("MSMs A, B (G1), C", || {
+                let out = self
+                    .engine
+                    .msm_many(&[&pk.a_query, &pk.b_g1_query, &pk.c_query], w)?;
+                let sums: [_; 3] = out.value.try_into().expect("one sum per set of bases");
+                Ok((sums, Some(out.backend)))
+            })?;
+            let b2 = clock.run("MSM B (G2)", || {
+                let out = self.engine.msm(&pk.b_g2_query, w)?;
+                Ok((out.value, Some(out.backend)))
+            })?;
+            Ok((a, b1, c, b2))
         };
-
-        // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
-        let mut abc = clock.run("evaluate A, B, C", || {
-            let mut abc = scratch.take(3 * n, C::Fr::ZERO);
-            pk.evaluate(w, &mut abc);
-            Ok((abc, None))
-        })?;
-        let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
-            .expect("2n divides r - 1, checked on load");
-        clock.run("NTTs (A, B, C to the odd coset)", || {
-            let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
-            let out = self.engine.ntts(&mut abc, &steps)?;
-            Ok(((), Some(out.backend)))
-        })?;
-        let h = clock.run("quotient A·B − C", || {
-            let (a, rest) = abc.split_at(n);
-            let (b, c) = rest.split_at(n);
-            let mut h = scratch.take(n, C::Fr::ZERO);
-            (h.as_mut_slice(), a, b, c)
-                .into_par_iter()
-                .with_min_len(1 << 12)
-                .for_each(|(h, a, b, c)| *h = *a * b - c);
-            Ok((h, None))
-        })?;
-        scratch.give(abc);
-
-        // A, B and C take the witness as their scalars: one call sorts them once for the three.
-        let [a, b1, c] = clock.run("MSMs A, B (G1), C", || {
-            let out = self
-                .engine
-                .msm_many(&[&pk.a_query, &pk.b_g1_query, &pk.c_query], w)?;
-            let sums: [_; 3] = out.value.try_into().expect("one sum per set of bases");
-            Ok((sums, Some(out.backend)))
-        })?;
-        let b2 = clock.run("MSM B (G2)", || {
-            let out = self.engine.msm(&pk.b_g2_query, w)?;
-            Ok((out.value, Some(out.backend)))
-        })?;
-        let hc = clock.run("MSM H", || {
-            let out = self.engine.msm(&pk.h_query, &h)?;
-            Ok((out.value, Some(out.backend)))
-        })?;
-        scratch.give(h);
+        let quotient_msm = |clock: &mut Clock| -> Result<_> {
+            // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
+            let mut abc = clock.run("evaluate A, B, C", || {
+                let mut abc = scratch.take(3 * n, C::Fr::ZERO);
+                pk.evaluate(w, &mut abc);
+                Ok((abc, None))
+            })?;
+            let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
+                .expect("2n divides r - 1, checked on load");
+            clock.run("NTTs (A, B, C to the odd coset)", || {
+                let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
+                let out = self.engine.ntts(&mut abc, &steps)?;
+                Ok(((), Some(out.backend)))
+            })?;
+            let h = clock.run("quotient A·B − C", || {
+                let (a, rest) = abc.split_at(n);
+                let (b, c) = rest.split_at(n);
+                let mut h = scratch.take(n, C::Fr::ZERO);
+                (h.as_mut_slice(), a, b, c)
+                    .into_par_iter()
+                    .with_min_len(1 << 12)
+                    .for_each(|(h, a, b, c)| *h = *a * b - c);
+                Ok((h, None))
+            })?;
+            scratch.give(abc);
+            let hc = clock.run("MSM H", || {
+                let out = self.engine.msm(&pk.h_query, &h)?;
+                Ok((out.value, Some(out.backend)))
+            })?;
+            scratch.give(h);
+            Ok(hc)
+        };
+        let (msms, hc) = std::thread::scope(|s| {
+            let msms = s.spawn(witness_msms);
+            let hc = quotient_msm(&mut clock);
+            let msms = msms.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (msms, hc)
+        });
+        let ((a, b1, c, b2), hc) = (msms?, hc?);
+        clock.stages.append(&mut witness_clock.stages);
+        clock.stages.sort_by(|x, y| x.start.total_cmp(&y.start));
 
         let proved = clock.run("blind and check", || {
             let (r, s) = (C::Fr::rand(rng), C::Fr::rand(rng));
