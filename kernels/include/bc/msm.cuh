@@ -9,11 +9,13 @@
 //   4. accumulate: the sorted array is cut into equal slices, one per thread, so a bucket holding
 //                  half the points (scalars that are mostly 0 and 1, as in a Groth16 witness)
 //                  costs no more than uniform ones. A bucket wholly inside a slice is summed
-//                  and added to its bucket; the first and last bucket of each slice may continue
-//                  in a neighbour, so their partial sums go to a list half the slice count long,
-//                  and the same step runs on it until one slice remains. Each bucket is added to
-//                  once per sorted array, so scalars may arrive in chunks (steps 1-4 per chunk,
-//                  into the same buckets) while the next chunk crosses to the GPU.
+//                  and written; the first and last bucket of each slice may continue in a
+//                  neighbour, so their partial sums go to a list half the slice count long, and
+//                  the same step runs on it until one slice remains. Scalars may arrive in chunks
+//                  (steps 1-4 per chunk, while the next chunk crosses to the GPU): each chunk
+//                  after the first fills buckets of its own, added to the first's by add_points.
+//                  (Adding inside the accumulation instead makes a warp wait on one thread's
+//                  full addition nearly every step where buckets hold few entries.)
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings).
@@ -121,10 +123,9 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t 
 
 // Step 4 over `total` entries sorted by key, `slice` per thread. `load(j)` reads entry j's point,
 // one entry ahead of `add(acc, point)`, so that the gather's latency overlaps an addition.
-// Buckets summed whole are added to buckets[key] (a bucket is whole in one slice of one level
-// only, so no two threads touch it); the partial sums of each slice's first and last bucket go to
-// next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this is the
-// last level (one slice), which adds to every bucket.
+// Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
+// go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
+// is the last level (one slice), which writes every bucket.
 template <class C, class Load, class Add>
 BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     const uint64_t slices = (total + slice - 1) / slice;
@@ -134,7 +135,7 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
         const uint32_t first = keys[start], last = keys[end - 1];
         auto emit = [&](uint32_t key, const Jacobian<C>& p) {
             if (last_level || (key != first && key != last)) {
-                buckets[key] = buckets[key].add(p);
+                buckets[key] = p;
             } else if (key == first) {
                 next_keys[2 * t] = key;
                 next_pts[2 * t] = p;
@@ -188,6 +189,12 @@ BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys,
     auto load = [&](uint64_t j) { return pts[j]; };
     auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
     accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+}
+
+// Step 4 of a later chunk: acc[i] += in[i] over n buckets.
+template <class C>
+BC_DEVICE void add_points(Jacobian<C>* acc, const Jacobian<C>* in, uint64_t n) {
+    BC_FOR_EACH_ITEM(i, n) acc[i] = acc[i].add(in[i]);
 }
 
 // k P for a small k (double-and-add from k's top bit).
@@ -269,7 +276,7 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
     }
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
-// _window_segments, _sum_groups and _shift_bases, for group C.
+// _add_points, _window_segments, _sum_groups and _shift_bases, for group C.
 #define BC_MSM_POINT_STEPS(PREFIX, C)                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_points(                          \
         const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,            \
@@ -280,6 +287,10 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
         const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \
         bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {                           \
         bc::msm::accumulate_partials<C>(pts, keys, total, slice, buckets, next_keys, next_pts);               \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_add_points(                                 \
+        bc::Jacobian<C>* acc, const bc::Jacobian<C>* in, uint64_t n) {                                        \
+        bc::msm::add_points<C>(acc, in, n);                                                                   \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_window_segments(                            \
         const bc::Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per,          \

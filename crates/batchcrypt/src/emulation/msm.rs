@@ -24,6 +24,7 @@ pub struct MsmSteps {
     ),
     pub accumulate_partials:
         unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    pub add_points: unsafe extern "C" fn(*mut u32, *const u32, u64),
     pub window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     pub sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
     pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
@@ -216,6 +217,10 @@ impl Kernels for Host<'_> {
                 next.1.as_mut_ptr(),
             )
         };
+        Ok(())
+    }
+    fn add_points(&mut self, acc: &mut Vec<u32>, from: &Vec<u32>, n: u64) -> Result<()> {
+        unsafe { (self.steps.add_points)(acc.as_mut_ptr(), from.as_ptr(), n) };
         Ok(())
     }
     fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {

@@ -87,7 +87,19 @@ pub struct Proved<C: Curve = crate::bn254::Bn254> {
     pub proof: Proof<C>,
     /// The public signals (public.json), in the circuit's order.
     pub public: Vec<C::Fr>,
+    /// In order of their start; some overlap.
     pub stages: Vec<Stage>,
+}
+
+/// Seconds from the first of `stages` starting to the last ending (their sum counts overlapping
+/// stages twice).
+pub fn span(stages: &[Stage]) -> f64 {
+    let start = stages.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
+    let end = stages
+        .iter()
+        .map(|s| s.start + s.seconds)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (end - start).max(0.0)
 }
 
 /// Groth16 proving through an [`Engine`] (`engine.groth16()`).
@@ -436,18 +448,35 @@ impl<C: Curve> Proof<C> {
 /// one slice per stage, named with the backend that ran it.
 pub fn chrome_trace(jobs: &[(String, &[Stage])]) -> String {
     let mut events = Vec::new();
-    for (tid, (job, stages)) in jobs.iter().enumerate() {
-        events.push(serde_json::json!({
-            "name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
-            "args": { "name": job },
-        }));
+    let mut tid = 0;
+    for (job, stages) in jobs {
+        // Stages that overlap (the prover's concurrent chains) go to lanes of their own: a
+        // track shows nested slices only. Each lane holds the stages it ends before the next.
+        let mut lane_ends: Vec<f64> = Vec::new();
         for s in *stages {
+            let lane = match lane_ends.iter().position(|&end| end <= s.start + 1e-9) {
+                Some(l) => l,
+                None => {
+                    lane_ends.push(0.0);
+                    let name = match lane_ends.len() {
+                        1 => job.clone(),
+                        l => format!("{job} ({l})"),
+                    };
+                    events.push(serde_json::json!({
+                        "name": "thread_name", "ph": "M", "pid": 1, "tid": tid + lane_ends.len() - 1,
+                        "args": { "name": name },
+                    }));
+                    lane_ends.len() - 1
+                }
+            };
+            lane_ends[lane] = s.start + s.seconds;
             events.push(serde_json::json!({
-                "name": s.name, "cat": "groth16", "ph": "X", "pid": 1, "tid": tid,
+                "name": s.name, "cat": "groth16", "ph": "X", "pid": 1, "tid": tid + lane,
                 "ts": s.start * 1e6, "dur": s.seconds * 1e6,
                 "args": { "backend": s.backend.map_or("host".to_string(), |b| b.to_string()) },
             }));
         }
+        tid += lane_ends.len().max(1);
     }
     serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))
         .expect("JSON of numbers and strings")

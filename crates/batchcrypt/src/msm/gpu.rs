@@ -551,6 +551,17 @@ impl Kernels for Launcher<'_> {
         )
     }
 
+    fn add_points(&mut self, acc: &mut CudaSlice<u8>, from: &CudaSlice<u8>, n: u64) -> Result<()> {
+        launch!(
+            self,
+            &self.kernel("add_points"),
+            grid_1d(n, 128),
+            acc,
+            from,
+            &n
+        )
+    }
+
     fn window_segments(
         &mut self,
         buckets: &CudaSlice<u8>,

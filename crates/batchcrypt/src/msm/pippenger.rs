@@ -211,6 +211,8 @@ pub(crate) trait Kernels {
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
     ) -> Result<()>;
+    /// `acc[i] += from[i]` for the first `n` points.
+    fn add_points(&mut self, acc: &mut Self::Points, from: &Self::Points, n: u64) -> Result<()>;
     fn window_segments(
         &mut self,
         buckets: &Self::Points,
@@ -241,8 +243,8 @@ pub(crate) fn chunk_len(n: usize) -> usize {
 }
 
 /// An upper bound of the device bytes an MSM of shape `s` over `sets` sets of bases allocates at
-/// once (with all its scalars), for the memory budget: each set's buckets, then per chunk of
-/// `chunk` scalars the digits, sorted entries and keys (one per scalar and window at most), the
+/// once (with all its scalars), for the memory budget: each set's buckets and a later chunk's,
+/// then per chunk of `chunk` scalars the digits, sorted entries and keys (one per scalar and window at most), the
 /// histogram, the accumulation's partial sums and the windows' segments.
 pub(crate) fn device_bytes(s: &Shape, point_bytes: u64, chunk: usize, sets: usize) -> u64 {
     let (n, m, w) = (s.n as u64, chunk.min(s.n) as u64, u64::from(s.windows));
@@ -250,7 +252,7 @@ pub(crate) fn device_bytes(s: &Shape, point_bytes: u64, chunk: usize, sets: usiz
     let slices = 2 * (m * w).div_ceil(u64::from(SLICE));
     32 * n
         + 12 * m * w
-        + buckets * (4 + sets as u64 * point_bytes)
+        + buckets * (4 + (sets as u64 + 1) * point_bytes)
         + 2 * slices * (4 + point_bytes)
         + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
         + (1 << 20)
@@ -324,8 +326,9 @@ pub(crate) fn bucket_sums<K: Kernels>(
 /// Each set's window sums of an MSM whose scalars arrive in chunks: `next(k)` gives the next
 /// chunk (the index of its first scalar, its length, the scalars in the backend's memory) or
 /// none after the last; `bind(k, i)` binds set i's bases. Each chunk is sorted once (steps 1-3
-/// in shape `s` narrowed to the chunk) and added into every set's buckets (step 4); the buckets
-/// are reduced once at the end, so chunking changes the sums' order of addition, not the sums.
+/// in shape `s` narrowed to the chunk) and summed into buckets for every set (step 4), a later
+/// chunk's added to the first's; the buckets are reduced once at the end, so chunking changes
+/// the sums' order of addition, not the sums.
 pub(crate) fn window_sums_chunked<K: Kernels>(
     k: &mut K,
     s: &Shape,
@@ -336,18 +339,27 @@ pub(crate) fn window_sums_chunked<K: Kernels>(
     let mut buckets = (0..sets)
         .map(|_| k.points(s.buckets(), true))
         .collect::<Result<Vec<_>>>()?;
+    let mut later = false;
     while let Some((first, len, scalars)) = next(k)? {
         let sorted = sort(k, &Shape { n: len, ..*s }, &scalars)?;
         drop(scalars);
         for (i, b) in buckets.iter_mut().enumerate() {
             bind(k, i);
-            accumulate(k, first, &sorted, b)?;
+            if later {
+                let mut own = k.points(s.buckets(), true)?;
+                accumulate(k, first, &sorted, &mut own)?;
+                k.add_points(b, &own, s.buckets())?;
+            } else {
+                accumulate(k, first, &sorted, b)?;
+            }
         }
+        later = true;
     }
     buckets.iter().map(|b| reduce(k, s, b)).collect()
 }
 
-/// Step 4: sorted entries (of the chunk whose first scalar is `first`) added into `buckets`.
+/// Step 4: sorted entries (of the chunk whose first scalar is `first`) summed into `buckets`
+/// (zeroed; those the chunk does not touch stay so).
 fn accumulate<K: Kernels>(
     k: &mut K,
     first: usize,
