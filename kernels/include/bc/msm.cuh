@@ -11,11 +11,7 @@
 //                  costs no more than uniform ones. A bucket wholly inside a slice is summed
 //                  and written; the first and last bucket of each slice may continue in a
 //                  neighbour, so their partial sums go to a list half the slice count long, and
-//                  the same step runs on it until one slice remains. Scalars may arrive in chunks
-//                  (steps 1-4 per chunk, while the next chunk crosses to the GPU): each chunk
-//                  after the first fills buckets of its own, added to the first's by add_points.
-//                  (Adding inside the accumulation instead makes a warp wait on one thread's
-//                  full addition nearly every step where buckets hold few entries.)
+//                  the same step runs on it until one slice remains.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings).
@@ -166,8 +162,7 @@ BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, 
     }
 }
 
-// Step 4, first level: entries are base indices with a sign bit (`bases` starts at the base of
-// the chunk's first scalar, each precomputed copy `stride` points on).
+// Step 4, first level: entries are base indices with a sign bit.
 template <class C>
 BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     // The sign travels with the point, applied when it is added.
@@ -189,12 +184,6 @@ BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys,
     auto load = [&](uint64_t j) { return pts[j]; };
     auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
     accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
-}
-
-// Step 4 of a later chunk: acc[i] += in[i] over n buckets.
-template <class C>
-BC_DEVICE void add_points(Jacobian<C>* acc, const Jacobian<C>* in, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) acc[i] = acc[i].add(in[i]);
 }
 
 // k P for a small k (double-and-add from k's top bit).
@@ -276,7 +265,7 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
     }
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
-// _add_points, _window_segments, _sum_groups and _shift_bases, for group C.
+// _window_segments, _sum_groups and _shift_bases, for group C.
 #define BC_MSM_POINT_STEPS(PREFIX, C)                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_points(                          \
         const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,            \
@@ -287,10 +276,6 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
         const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \
         bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {                           \
         bc::msm::accumulate_partials<C>(pts, keys, total, slice, buckets, next_keys, next_pts);               \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_add_points(                                 \
-        bc::Jacobian<C>* acc, const bc::Jacobian<C>* in, uint64_t n) {                                        \
-        bc::msm::add_points<C>(acc, in, n);                                                                   \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_window_segments(                            \
         const bc::Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per,          \

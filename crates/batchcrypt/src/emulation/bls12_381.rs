@@ -19,7 +19,6 @@ pub const G2_MSM: MsmSteps = MsmSteps {
     accumulate_points: bls12_381_g2_msm_accumulate_points,
     accumulate_partials: bls12_381_g2_msm_accumulate_partials,
     window_segments: bls12_381_g2_msm_window_segments,
-    add_points: bls12_381_g2_msm_add_points,
     sum_groups: bls12_381_g2_msm_sum_groups,
     shift_bases: bls12_381_g2_msm_shift_bases,
 };
@@ -33,7 +32,6 @@ pub const G1_MSM: MsmSteps = MsmSteps {
     accumulate_points: bls12_381_g1_msm_accumulate_points,
     accumulate_partials: bls12_381_g1_msm_accumulate_partials,
     window_segments: bls12_381_g1_msm_window_segments,
-    add_points: bls12_381_g1_msm_add_points,
     sum_groups: bls12_381_g1_msm_sum_groups,
     shift_bases: bls12_381_g1_msm_shift_bases,
 };
@@ -119,7 +117,6 @@ extern "C" {
         per: u32,
         out: *mut u32,
     );
-    fn bls12_381_g1_msm_add_points(acc: *mut u32, input: *const u32, n: u64);
     fn bls12_381_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bls12_381_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_g2_msm_accumulate_points(
@@ -148,7 +145,6 @@ extern "C" {
         per: u32,
         out: *mut u32,
     );
-    fn bls12_381_g2_msm_add_points(acc: *mut u32, input: *const u32, n: u64);
     fn bls12_381_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bls12_381_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);

@@ -53,7 +53,6 @@ extern "C" {
         per: u32,
         out: *mut u32,
     );
-    fn bn254_g1_msm_add_points(acc: *mut u32, input: *const u32, n: u64);
     fn bn254_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bn254_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_g2_msm_accumulate_points(
@@ -82,7 +81,6 @@ extern "C" {
         per: u32,
         out: *mut u32,
     );
-    fn bn254_g2_msm_add_points(acc: *mut u32, input: *const u32, n: u64);
     fn bn254_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bn254_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
@@ -121,7 +119,6 @@ pub const G1_MSM: MsmSteps = MsmSteps {
     accumulate_points: bn254_g1_msm_accumulate_points,
     accumulate_partials: bn254_g1_msm_accumulate_partials,
     window_segments: bn254_g1_msm_window_segments,
-    add_points: bn254_g1_msm_add_points,
     sum_groups: bn254_g1_msm_sum_groups,
     shift_bases: bn254_g1_msm_shift_bases,
 };
@@ -135,7 +132,6 @@ pub const G2_MSM: MsmSteps = MsmSteps {
     accumulate_points: bn254_g2_msm_accumulate_points,
     accumulate_partials: bn254_g2_msm_accumulate_partials,
     window_segments: bn254_g2_msm_window_segments,
-    add_points: bn254_g2_msm_add_points,
     sum_groups: bn254_g2_msm_sum_groups,
     shift_bases: bn254_g2_msm_shift_bases,
 };

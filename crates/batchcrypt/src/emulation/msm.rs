@@ -1,8 +1,8 @@
 //! The MSM kernels of any group run on the host (`BC_MSM_SCALAR_STEPS` and `BC_MSM_POINT_STEPS`
-//! of `bc/msm.cuh`), chained by the same [`crate::msm::window_sums_chunked`] as on the GPU.
+//! of `bc/msm.cuh`), chained by the same [`crate::msm::sort`] and [`crate::msm::bucket_sums`] as on the GPU.
 
 use crate::error::Result;
-use crate::msm::{Kernels, Shape, SLICE};
+use crate::msm::{bucket_sums, sort, Kernels, Shape, SLICE};
 
 /// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
 /// steps.
@@ -24,7 +24,6 @@ pub struct MsmSteps {
     ),
     pub accumulate_partials:
         unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
-    pub add_points: unsafe extern "C" fn(*mut u32, *const u32, u64),
     pub window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     pub sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
     pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
@@ -33,15 +32,14 @@ pub struct MsmSteps {
 /// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
 /// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
-/// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
-/// chunks of `chunk`, each sorted into buckets once for all the sets, as on the GPU.
+/// copies of the bases that `s` reads computed by the kernel code too. The scalars are sorted
+/// into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
     point_words: usize,
     bases: &[&[u32]],
     scalars: &[u32],
     s: &Shape,
-    chunk: usize,
 ) -> Result<Vec<Vec<u32>>> {
     let copies: Vec<Vec<u32>> = bases
         .iter()
@@ -72,24 +70,14 @@ pub fn window_sums(
         steps,
         point_words,
     };
-    let mut chunks = scalars
-        .chunks(crate::msm::SCALAR_WORDS * chunk.max(1))
-        .enumerate();
-    crate::msm::window_sums_chunked(
-        &mut host,
-        s,
-        copies.len(),
-        |host, i| host.bases = &copies[i],
-        |_| {
-            Ok(chunks.next().map(|(i, words)| {
-                (
-                    i * chunk,
-                    words.len() / crate::msm::SCALAR_WORDS,
-                    words.to_vec(),
-                )
-            }))
-        },
-    )
+    let sorted = sort(&mut host, s, &scalars.to_vec())?;
+    copies
+        .iter()
+        .map(|raw| {
+            host.bases = raw;
+            bucket_sums(&mut host, s, &sorted)
+        })
+        .collect()
 }
 
 struct Host<'a> {
@@ -98,7 +86,7 @@ struct Host<'a> {
     point_words: usize,
 }
 
-// SAFETY (every call below): `msm::window_sums_chunked` sizes each buffer for the items the kernel walks,
+// SAFETY (every call below): `msm::window_sums` sizes each buffer for the items the kernel walks,
 // as on the GPU.
 impl Kernels for Host<'_> {
     type Words = Vec<u32>;
@@ -178,7 +166,6 @@ impl Kernels for Host<'_> {
     }
     fn accumulate_points(
         &mut self,
-        first: usize,
         entries: &Vec<u32>,
         keys: &Vec<u32>,
         total: u64,
@@ -187,7 +174,7 @@ impl Kernels for Host<'_> {
     ) -> Result<()> {
         unsafe {
             (self.steps.accumulate_points)(
-                self.bases[first * 2 * self.point_words / 3..].as_ptr(),
+                self.bases.as_ptr(),
                 entries.as_ptr(),
                 keys.as_ptr(),
                 total,
@@ -217,10 +204,6 @@ impl Kernels for Host<'_> {
                 next.1.as_mut_ptr(),
             )
         };
-        Ok(())
-    }
-    fn add_points(&mut self, acc: &mut Vec<u32>, from: &Vec<u32>, n: u64) -> Result<()> {
-        unsafe { (self.steps.add_points)(acc.as_mut_ptr(), from.as_ptr(), n) };
         Ok(())
     }
     fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {
@@ -259,17 +242,15 @@ pub fn msm<P: crate::msm::Group>(
     window: Option<u32>,
     copies: u32,
 ) -> Result<crate::msm::Projective<P>> {
-    Ok(msm_many(&[bases], scalars, window, copies, None)?.remove(0))
+    Ok(msm_many(&[bases], scalars, window, copies)?.remove(0))
 }
 
-/// [`msm`] of the same scalars over each set of `bases` (of one length), each chunk of `chunk`
-/// scalars (`None`: the GPU path's) sorted once for all.
+/// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all.
 pub fn msm_many<P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
     scalars: &[P::ScalarField],
     window: Option<u32>,
     copies: u32,
-    chunk: Option<usize>,
 ) -> Result<Vec<crate::msm::Projective<P>>> {
     use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
     let len = bases.first().map_or(0, |b| b.len());
@@ -291,7 +272,6 @@ pub fn msm_many<P: crate::msm::Group>(
         &raw,
         &raw_elements(scalars),
         &s,
-        chunk.unwrap_or_else(|| crate::msm::chunk_len(n)),
     )?;
     Ok(sums
         .iter()

@@ -107,9 +107,8 @@ impl<P: Group> DeviceBases<P> {
 }
 
 /// Each window's sum (kernel points, one after another) of `sum k_i P_i` on group P over each
-/// of `bases` (in this GPU's memory, each read by shape `s`): the scalars cross to the GPU in
-/// chunks, each chunk's upload (on a stream of its own) running while the previous chunk is
-/// sorted into buckets once for all the sets of bases and summed into each set's buckets.
+/// of `bases` (in this GPU's memory, each read by shape `s`): the scalars cross to the GPU and
+/// are sorted into buckets once for all of them.
 pub(crate) fn window_sums_many<P: Group>(
     bases: &[&DeviceBases<P>],
     scalars: &[P::ScalarField],
@@ -122,71 +121,29 @@ pub(crate) fn window_sums_many<P: Group>(
         b.check(s)?;
     }
     let gpu = Gpu::available()?;
-    let chunk = super::chunk_len(scalars.len());
     let point_bytes = 4 * point_words::<P>() as u64;
-    let _memory = gpu.budget().reserve(
-        super::device_bytes(s, point_bytes, chunk, bases.len()),
-        "an MSM",
-    )?;
+    let _memory = gpu
+        .budget()
+        .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
     let t = std::time::Instant::now();
-    let mut k = Launcher::new(gpu, first, s)?;
-    const { assert!(<P::ScalarField as Limbs>::WORDS == SCALAR_WORDS) };
-    let words = SCALAR_WORDS * scalars.len();
-    let mut staging = gpu.local::<Staging>().0.take(gpu, words)?;
-    // Declared after the staging buffer, so dropped (and synchronised) before it is returned to
-    // its pool, whatever fails on the way: no copy still reads it then.
-    let uploads = gpu.stream()?;
-    let host = staging.as_mut_slice().driver("pinned")?;
-    let mut pieces = scalars
-        .chunks(chunk)
-        .zip(host[..words].chunks_mut(chunk * SCALAR_WORDS))
-        .enumerate();
-    let mut staged = std::time::Duration::ZERO;
-    let mut stage = || -> Result<Option<(usize, usize, CudaSlice<u32>)>> {
-        let Some((i, (xs, dst))) = pieces.next() else {
-            return Ok(None);
-        };
-        let at = std::time::Instant::now();
-        super::elements_into(dst, xs);
-        let mut dev = alloc::<u32>(&uploads, dst.len(), false)?;
-        // SAFETY: `dst` stays untouched until `uploads` synchronises (on drop at the latest);
-        // the kernels reading `dev` wait for this copy (cudarc records it on the buffer).
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(
-                dev.device_ptr_mut(&uploads).0,
-                &*dst,
-                uploads.cu_stream(),
-            )
-        }
-        .driver("cuMemcpyHtoDAsync")?;
-        staged += at.elapsed();
-        Ok(Some((i * chunk, xs.len(), dev)))
-    };
-    let mut ahead = stage()?;
-    let sums = super::window_sums_chunked(
-        &mut k,
-        s,
-        bases.len(),
-        |k, i| k.bases = &bases[i].pts,
-        |_| {
-            let this = ahead.take();
-            if this.is_some() {
-                ahead = stage()?;
-            }
-            Ok(this)
-        },
-    )?;
+    let (mut k, dev) = Launcher::with_scalars(gpu, first, s, scalars)?;
+    let uploaded = t.elapsed();
+    let sorted = super::sort(&mut k, s, &dev)?;
+    let mut sums = Vec::with_capacity(bases.len());
+    for b in bases {
+        k.bases = &b.pts;
+        sums.push(super::bucket_sums(&mut k, s, &sorted)?);
+    }
     if crate::pipeline::tracing() {
         eprintln!(
-            "msm on GPU {}: {} points in chunks of {}, window {}, {} set{} of bases: {:.2} ms, of which the host staged scalars {:.2} ms (ms per step, over all chunks: {})",
+            "msm on GPU {}: {} points, window {}, {} set{} of bases: scalars uploaded in {:.2} ms, window sums {:.2} ms (ms per step: {})",
             gpu.index(),
             s.n,
-            chunk,
             s.c,
             bases.len(),
             if bases.len() == 1 { "" } else { "s" },
-            t.elapsed().as_secs_f64() * 1e3,
-            staged.as_secs_f64() * 1e3,
+            uploaded.as_secs_f64() * 1e3,
+            (t.elapsed() - uploaded).as_secs_f64() * 1e3,
             k.trace_steps()?
         );
     }
@@ -255,9 +212,7 @@ pub fn kernel_seconds<P: Group>(
         None => bases.shape(scalars.len())?,
     };
     let held = bases.device()?;
-    let gpu = Gpu::available()?;
-    let mut k = Launcher::new(gpu, &held, &s)?;
-    let dev = upload_elements(gpu, &k.stream, scalars)?;
+    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
     let st = (*k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::window_sums(&mut k, &s, &dev).map(drop)
@@ -316,8 +271,6 @@ struct Launcher<'a> {
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
     bases: &'a CudaSlice<u32>,
-    /// 32-bit words per affine base.
-    base_words: usize,
     image: &'static crate::backend::cuda::KernelImage,
     /// The point steps' and the scalar steps' kernel name prefixes.
     group: &'static str,
@@ -329,14 +282,27 @@ struct Launcher<'a> {
 }
 
 impl<'a> Launcher<'a> {
-    /// The steps on a new stream. Fails for a shape that reads other copies than the bases hold.
-    fn new<P: Group>(gpu: &'static Gpu, bases: &'a DeviceBases<P>, s: &Shape) -> Result<Self> {
+    /// The steps on a new stream, and the scalars uploaded on it. Fails for a shape that reads
+    /// other copies than the bases hold.
+    fn with_scalars<P: Group>(
+        gpu: &'static Gpu,
+        bases: &'a DeviceBases<P>,
+        s: &Shape,
+        scalars: &[P::ScalarField],
+    ) -> Result<(Self, CudaSlice<u32>)> {
         bases.check(s)?;
+        let stream = gpu.stream()?;
+        const {
+            assert!(
+                <P::ScalarField as Limbs>::WORDS == SCALAR_WORDS,
+                "the digit kernels read scalars of eight 32-bit limbs"
+            )
+        };
+        let dev = upload_elements(gpu, &stream, scalars)?;
         let mut k = Launcher {
             gpu,
-            stream: gpu.stream()?,
+            stream,
             bases: &bases.pts,
-            base_words: super::base_words::<P>(),
             image: P::image(),
             group: P::KERNELS,
             scalar: P::SCALAR_KERNELS,
@@ -344,7 +310,7 @@ impl<'a> Launcher<'a> {
             marks: crate::pipeline::tracing().then(Vec::new),
         };
         k.mark("start")?;
-        Ok(k)
+        Ok((k, dev))
     }
 
     /// Records the end of `step` on the stream when tracing.
@@ -505,7 +471,6 @@ impl Kernels for Launcher<'_> {
 
     fn accumulate_points(
         &mut self,
-        first: usize,
         entries: &CudaSlice<u32>,
         keys: &CudaSlice<u32>,
         total: u64,
@@ -513,12 +478,12 @@ impl Kernels for Launcher<'_> {
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
         let slice = crate::msm::SLICE;
-        let bases = self.bases.slice(first * self.base_words..);
+        let bases = self.bases;
         launch!(
             self,
             &self.kernel("accumulate_points"),
             grid_1d(total.div_ceil(u64::from(slice)), 128),
-            &bases,
+            bases,
             entries,
             keys,
             &total,
@@ -548,17 +513,6 @@ impl Kernels for Launcher<'_> {
             buckets,
             &mut next.0,
             &mut next.1
-        )
-    }
-
-    fn add_points(&mut self, acc: &mut CudaSlice<u8>, from: &CudaSlice<u8>, n: u64) -> Result<()> {
-        launch!(
-            self,
-            &self.kernel("add_points"),
-            grid_1d(n, 128),
-            acc,
-            from,
-            &n
         )
     }
 

@@ -194,10 +194,8 @@ pub(crate) trait Kernels {
         entries: &mut Self::Words,
         keys: &mut Self::Words,
     ) -> Result<()>;
-    /// `first`: the index of the base of the sorted chunk's first scalar (entries index from it).
     fn accumulate_points(
         &mut self,
-        first: usize,
         entries: &Self::Words,
         keys: &Self::Words,
         total: u64,
@@ -211,8 +209,6 @@ pub(crate) trait Kernels {
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
     ) -> Result<()>;
-    /// `acc[i] += from[i]` for the first `n` points.
-    fn add_points(&mut self, acc: &mut Self::Points, from: &Self::Points, n: u64) -> Result<()>;
     fn window_segments(
         &mut self,
         buckets: &Self::Points,
@@ -230,29 +226,16 @@ pub(crate) trait Kernels {
     fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<u32>>;
 }
 
-/// Scalars per chunk of an MSM of `n` (see [`window_sums_chunked`]): one chunk up to 2^20
-/// scalars, then eighths of at least 2^19 and at most 2^21. On the GPU a chunk crosses while the
-/// previous one is summed, so only the first chunk's upload is not hidden; each chunk costs a
-/// pass over the buckets (one addition each), which larger chunks amortise.
-pub(crate) fn chunk_len(n: usize) -> usize {
-    if n <= 1 << 20 {
-        n.max(1)
-    } else {
-        (n / 8).clamp(1 << 19, 1 << 21)
-    }
-}
-
-/// An upper bound of the device bytes an MSM of shape `s` over `sets` sets of bases allocates at
-/// once (with all its scalars), for the memory budget: each set's buckets and a later chunk's,
-/// then per chunk of `chunk` scalars the digits, sorted entries and keys (one per scalar and window at most), the
-/// histogram, the accumulation's partial sums and the windows' segments.
-pub(crate) fn device_bytes(s: &Shape, point_bytes: u64, chunk: usize, sets: usize) -> u64 {
-    let (n, m, w) = (s.n as u64, chunk.min(s.n) as u64, u64::from(s.windows));
+/// An upper bound of the device bytes [`window_sums`] allocates at once (with the scalars), for
+/// the memory budget: digits, then sorted entries and keys (one per scalar and window at most),
+/// the histogram, the buckets, the accumulation's partial sums and the windows' segments.
+pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
+    let (n, w) = (s.n as u64, u64::from(s.windows));
     let buckets = s.buckets();
-    let slices = 2 * (m * w).div_ceil(u64::from(SLICE));
+    let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
     32 * n
-        + 12 * m * w
-        + buckets * (4 + (sets as u64 + 1) * point_bytes)
+        + 12 * n * w
+        + buckets * (4 + point_bytes)
         + 2 * slices * (4 + point_bytes)
         + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
         + (1 << 20)
@@ -311,86 +294,35 @@ pub(crate) fn window_sums<K: Kernels>(
     bucket_sums(k, s, &sorted)
 }
 
-/// Steps 4-6 over sorted scalars: summed into buckets over the backend's bases, and the buckets
+/// Steps 4-6: the sorted entries summed into buckets over the backend's bases, and the buckets
 /// into window sums.
 pub(crate) fn bucket_sums<K: Kernels>(
     k: &mut K,
     s: &Shape,
     sorted: &Sorted<K::Words>,
 ) -> Result<Vec<u32>> {
-    let mut buckets = k.points(s.buckets(), true)?;
-    accumulate(k, 0, sorted, &mut buckets)?;
-    reduce(k, s, &buckets)
-}
-
-/// Each set's window sums of an MSM whose scalars arrive in chunks: `next(k)` gives the next
-/// chunk (the index of its first scalar, its length, the scalars in the backend's memory) or
-/// none after the last; `bind(k, i)` binds set i's bases. Each chunk is sorted once (steps 1-3
-/// in shape `s` narrowed to the chunk) and summed into buckets for every set (step 4), a later
-/// chunk's added to the first's; the buckets are reduced once at the end, so chunking changes
-/// the sums' order of addition, not the sums.
-pub(crate) fn window_sums_chunked<K: Kernels>(
-    k: &mut K,
-    s: &Shape,
-    sets: usize,
-    mut bind: impl FnMut(&mut K, usize),
-    mut next: impl FnMut(&mut K) -> Result<Option<(usize, usize, K::Words)>>,
-) -> Result<Vec<Vec<u32>>> {
-    let mut buckets = (0..sets)
-        .map(|_| k.points(s.buckets(), true))
-        .collect::<Result<Vec<_>>>()?;
-    let mut later = false;
-    while let Some((first, len, scalars)) = next(k)? {
-        let sorted = sort(k, &Shape { n: len, ..*s }, &scalars)?;
-        drop(scalars);
-        for (i, b) in buckets.iter_mut().enumerate() {
-            bind(k, i);
-            if later {
-                let mut own = k.points(s.buckets(), true)?;
-                accumulate(k, first, &sorted, &mut own)?;
-                k.add_points(b, &own, s.buckets())?;
-            } else {
-                accumulate(k, first, &sorted, b)?;
-            }
-        }
-        later = true;
-    }
-    buckets.iter().map(|b| reduce(k, s, b)).collect()
-}
-
-/// Step 4: sorted entries (of the chunk whose first scalar is `first`) summed into `buckets`
-/// (zeroed; those the chunk does not touch stay so).
-fn accumulate<K: Kernels>(
-    k: &mut K,
-    first: usize,
-    sorted: &Sorted<K::Words>,
-    buckets: &mut K::Points,
-) -> Result<()> {
+    let buckets_len = s.buckets();
     let (entries, keys, entries_total) = (&sorted.entries, &sorted.keys, sorted.total);
-    if entries_total == 0 {
-        return Ok(());
-    }
+    let mut buckets = k.points(buckets_len, true)?;
     let levels = Shape::levels(entries_total);
-    let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
-    let mut next = (
-        k.words(next_len(levels[0]), false)?,
-        k.points(next_len(levels[0]), false)?,
-    );
-    k.accumulate_points(first, entries, keys, levels[0], buckets, &mut next)?;
-    for &t in &levels[1..] {
-        let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);
-        k.accumulate_partials(&next, t, buckets, &mut after)?;
-        next = after;
+    if entries_total > 0 {
+        let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
+        let mut next = (
+            k.words(next_len(levels[0]), false)?,
+            k.points(next_len(levels[0]), false)?,
+        );
+        k.accumulate_points(entries, keys, levels[0], &mut buckets, &mut next)?;
+        for &t in &levels[1..] {
+            let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);
+            k.accumulate_partials(&next, t, &mut buckets, &mut after)?;
+            next = after;
+        }
     }
-    Ok(())
-}
-
-/// Steps 5-6: each window's sum of m * bucket_m by segments, then the segments summed by a tree
-/// of `GROUP`-way steps (a power of two dividing the count at each level).
-fn reduce<K: Kernels>(k: &mut K, s: &Shape, buckets: &K::Points) -> Result<Vec<u32>> {
+    // Each window: sum m * bucket_m by segments, then the segments summed by a tree of
+    // `GROUP`-way steps (a power of two dividing the count at each level).
     let mut per_window = s.segments_per_window();
     let mut level = k.points(u64::from(s.sets) * u64::from(per_window), false)?;
-    k.window_segments(buckets, s, &mut level)?;
+    k.window_segments(&buckets, s, &mut level)?;
     while per_window > 1 {
         let m = GROUP.min(per_window);
         per_window /= m;
