@@ -302,10 +302,7 @@ fn summarize(
         return;
     }
     let n = done.len() as f64;
-    let mut latency: Vec<f64> = done
-        .iter()
-        .map(|(_, s)| s.iter().map(|x| x.seconds).sum())
-        .collect();
+    let mut latency: Vec<f64> = done.iter().map(|(_, s)| groth16::span(s)).collect();
     latency.sort_by(f64::total_cmp);
     eprintln!(
         "{} proofs ({failed} failed) in {secs:.2} s: {:.2} proofs/s; latency median {:.1} ms, max {:.1} ms (queue wait included)",

@@ -158,8 +158,7 @@ impl Groth16<'_> {
         // Two chains meet only at the blinding: the witness's MSMs, and the quotient (evaluations,
         // NTTs, A·B − C) with its MSM. They run at once, so that one chain's host work and
         // transfers overlap the other's kernels.
-        let witness_msms = || -> Result<_> {
-            let clock = &mut witness_clock;
+        let witness_msms = |clock: &mut Clock| -> Result<_> {
             // A, B and C take the witness as their scalars: one call sorts them once for the three.
             let [a, b1, c] = clock.run("MSMs A, B (G1), C", || {
                 let out = self
@@ -207,7 +206,7 @@ impl Groth16<'_> {
             Ok(hc)
         };
         let (msms, hc) = std::thread::scope(|s| {
-            let msms = s.spawn(witness_msms);
+            let msms = s.spawn(|| witness_msms(&mut witness_clock));
             let hc = quotient_msm(&mut clock);
             let msms = msms.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (msms, hc)
@@ -457,16 +456,17 @@ pub fn chrome_trace(jobs: &[(String, &[Stage])]) -> String {
             let lane = match lane_ends.iter().position(|&end| end <= s.start + 1e-9) {
                 Some(l) => l,
                 None => {
+                    let l = lane_ends.len();
                     lane_ends.push(0.0);
-                    let name = match lane_ends.len() {
-                        1 => job.clone(),
-                        l => format!("{job} ({l})"),
+                    let name = match l {
+                        0 => job.clone(),
+                        _ => format!("{job} ({})", l + 1),
                     };
                     events.push(serde_json::json!({
-                        "name": "thread_name", "ph": "M", "pid": 1, "tid": tid + lane_ends.len() - 1,
+                        "name": "thread_name", "ph": "M", "pid": 1, "tid": tid + l,
                         "args": { "name": name },
                     }));
-                    lane_ends.len() - 1
+                    l
                 }
             };
             lane_ends[lane] = s.start + s.seconds;
