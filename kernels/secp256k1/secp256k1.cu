@@ -59,8 +59,9 @@ BC_DEVICE void split_lambda(const uint32_t k[8], uint32_t m1[8], bool& neg1, uin
 
 // Q side: GLV halves (128 bits) in signed 5-bit windows over multiples 1..16 of Q.
 constexpr int QW = 5, QD = 26;  // 26 windows cover 128 bits and the recoding carry
-// G side: signed 8-bit windows of u1 over the precomputed table.
-using GTable = bc::FixedBase<Curve, 8>;
+// G side: signed 12-bit windows of u1 over the precomputed table (22 additions; 2.9 MB, held in
+// L2).
+using GTable = bc::FixedBase<Curve, 12>;
 
 // u1 G + u2 Q: u2 split by the endomorphism (125 doublings shared by both halves, lambda Q's
 // multiples from Q's by beta x), u1 through the fixed-base table (no doublings).
@@ -71,8 +72,12 @@ BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], cons
     int d1[QD], d2[QD];
     bc::signed_digits<QW, QD>(m1, d1);
     bc::signed_digits<QW, QD>(m2, d2);
-    Point qt[1 << (QW - 1)];
-    bc::window_table<Curve, QW>(qt, Point::from(q));
+    // Q's multiples as effective-affine points (a = 0): mixed additions in the loop below, and
+    // acc's Z times zc afterwards puts it back on the curve. Q has prime order, so the table is
+    // always complete.
+    PointAffine qt[1 << (QW - 1)];
+    Fp zc;
+    bc::window_table_iso<Curve, QW>(qt, zc, q);
     Fp beta = Fp::from_plain(BETA);
     Point acc = Point::infinity();
 #pragma unroll 1
@@ -83,12 +88,13 @@ BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], cons
         }
         bc::add_digit(acc, qt, d1[i], neg1);
         if (d2[i] != 0) {
-            Point e = qt[(d2[i] < 0 ? -d2[i] : d2[i]) - 1];
+            PointAffine e = qt[(d2[i] < 0 ? -d2[i] : d2[i]) - 1];
             e.x = e.x * beta;
             if ((d2[i] < 0) != neg2) e.y = e.y.neg();
             acc = acc.add(e);
         }
     }
+    acc.z = acc.z * zc;
     return GTable::mul(gtable, u1, acc);
 }
 
@@ -101,37 +107,59 @@ extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
 
 using namespace bc::verify;
 
+// Both verification kernels run three blocks of 128 threads per SM (at most 170 registers
+// each): unbounded, ptxas gives BIP340's 225 registers and two blocks, and the extra warps hide
+// more than the few spilled registers cost (docs/performance.md).
+#define VERIFY_BOUNDS __launch_bounds__(128, 3)
+
 // ECDSA: u1 = e/s, u2 = r/s. Valid iff R is finite and x(R) mod n == r.
-extern "C" __global__ void __launch_bounds__(128) secp256k1_ecdsa_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+extern "C" __global__ void VERIFY_BOUNDS secp256k1_ecdsa_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     auto dm = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) { return double_mul(gtable, u1, u2, q); };
     BC_FOR_EACH_ITEM(i, n) ok[i] = verdict_x_mod_n<Curve>(items + ITEM_LIMBS * i, N_MOD, dm);
 }
 
 // BIP340: u1 = s, u2 = n - e, the key lifted to even y, r = x(R) expected (below p).
-// Valid iff R is finite, has even y, and x(R) == r.
-extern "C" __global__ void __launch_bounds__(128) secp256k1_schnorr_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
-        const uint32_t* it = items + ITEM_LIMBS * i;
-        PointAffine q;
-        if (it[40] & ITEM_SKIP) {
-            ok[i] = OUT_MISMATCH;
-            continue;
+// Valid iff R is finite, has even y, and x(R) == r. Each thread takes SCHNORR_ITEMS consecutive
+// items, whose parity checks share one inversion (Montgomery's trick): launch
+// ceil(n / SCHNORR_ITEMS) threads.
+constexpr int SCHNORR_ITEMS = 2;
+
+extern "C" __global__ void VERIFY_BOUNDS secp256k1_schnorr_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
+    BC_FOR_EACH_ITEM(t, (n + SCHNORR_ITEMS - 1) / SCHNORR_ITEMS) {
+        Point R[SCHNORR_ITEMS];
+        uint8_t code[SCHNORR_ITEMS];
+#pragma unroll 1
+        for (int j = 0; j < SCHNORR_ITEMS; ++j) {
+            uint64_t i = t * SCHNORR_ITEMS + j;
+            const uint32_t* it = items + ITEM_LIMBS * i;
+            PointAffine q;
+            R[j] = Point::infinity();
+            if (i >= n || (it[40] & ITEM_SKIP)) {
+                code[j] = OUT_MISMATCH;
+            } else if (!item_key<Curve>(it, q)) {
+                code[j] = OUT_KEY_OFF_CURVE;
+            } else {
+                uint32_t u1[8], u2[8];
+                load8(u1, it);
+                load8(u2, it + 8);
+                R[j] = double_mul(gtable, u1, u2, q);
+                code[j] = OUT_VALID;  // until the test below
+            }
         }
-        if (!item_key<Curve>(it, q)) {
-            ok[i] = OUT_KEY_OFF_CURVE;
-            continue;
+        PointAffine a[SCHNORR_ITEMS];
+        bc::to_affine_all<Curve, SCHNORR_ITEMS>(R, a);
+#pragma unroll 1
+        for (int j = 0; j < SCHNORR_ITEMS; ++j) {
+            uint64_t i = t * SCHNORR_ITEMS + j;
+            if (i >= n) break;
+            if (code[j] == OUT_VALID) {
+                uint32_t r[8];
+                load8(r, items + ITEM_LIMBS * i + 32);
+                bool good = !R[j].is_infinity() && !bc::is_odd(a[j].y) && a[j].x == Fp::from_plain(r);
+                code[j] = good ? OUT_VALID : OUT_MISMATCH;
+            }
+            ok[i] = code[j];
         }
-        uint32_t u1[8], u2[8], r[8];
-        load8(u1, it);
-        load8(u2, it + 8);
-        load8(r, it + 32);
-        Point R = double_mul(gtable, u1, u2, q);
-        bool good = false;
-        if (!R.is_infinity()) {
-            PointAffine a = R.to_affine();
-            good = !bc::is_odd(a.y) && a.x == Fp::from_plain(r);
-        }
-        ok[i] = good ? OUT_VALID : OUT_MISMATCH;
     }
 }
 

@@ -14,6 +14,44 @@ static __device__ __constant__ uint32_t G_Y[8] = {0xfb10d4b8, 0x9c47d08f, 0xa685
 struct FpParams {
     static BC_DEVICE const uint32_t* mod() { return P_MOD; }
     static constexpr uint32_t PSEUDO_C0 = 977;
+
+    // p - 2 and (p + 1) / 4 are mostly blocks of ones (223, then 22 after one zero), so
+    // libsecp256k1's addition chains over a^(2^k - 1) take 255 and 253 squarings with 15 and 13
+    // products, where 4-bit windows take 78 products.
+    static constexpr bool POW_CHAINS = true;
+    // a^(2^223 - 1) shifted past the zero and the block of 22 ones; also a^3 and a^(2^22 - 1).
+    template <class F>
+    static BC_DEVICE F blocks(const F& a, F& x2, F& x22) {
+        x2 = a.sqr() * a;
+        F x3 = x2.sqr() * a;
+        F x6 = sqr_n(x3, 3) * x3;
+        F x9 = sqr_n(x6, 3) * x3;
+        F x11 = sqr_n(x9, 2) * x2;
+        x22 = sqr_n(x11, 11) * x11;
+        F x44 = sqr_n(x22, 22) * x22;
+        F x88 = sqr_n(x44, 44) * x44;
+        F x176 = sqr_n(x88, 88) * x88;
+        F x220 = sqr_n(x176, 44) * x44;
+        F x223 = sqr_n(x220, 3) * x3;
+        return sqr_n(x223, 23) * x22;
+    }
+    // a^(p-2): the low ten bits of p - 2 are 00 0010 1101.
+    template <class F>
+    static BC_DEVICE F inv(const F& a) {
+        F x2, x22;
+        F t = blocks(a, x2, x22);
+        t = sqr_n(t, 5) * a;
+        t = sqr_n(t, 3) * x2;
+        return sqr_n(t, 2) * a;
+    }
+    // a^((p+1)/4): the low eight bits of (p + 1) / 4 are 0000 1100.
+    template <class F>
+    static BC_DEVICE F sqrt(const F& a) {
+        F x2, x22;
+        F t = blocks(a, x2, x22);
+        t = sqr_n(t, 6) * x2;
+        return sqr_n(t, 2);
+    }
 };
 // GLV: lambda is a cube root of unity mod n with lambda (x, y) = (beta x, y), beta a cube root of
 // unity mod p. A scalar k splits as k1 + lambda k2 with |k1|, |k2| < 2^128 (the constants of

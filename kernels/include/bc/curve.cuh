@@ -77,13 +77,17 @@ struct Jacobian {
     }
 
     // P + Q for affine Q ("madd-2007-bl"): cheaper when Q comes from a precomputed table.
-    BC_DEVICE Jacobian add(const Affine<C>& q) const {
+    // `zr`, when given, receives Z3 / Z1 = 2H, which effective-affine tables need; it is only
+    // meaningful when neither input is infinity and P != ±Q (never the case while building
+    // a table of small multiples of a point of large order).
+    BC_DEVICE Jacobian add(const Affine<C>& q, F* zr = nullptr) const {
         if (q.is_infinity()) return *this;
         if (is_infinity()) return from(q);
         F z1z1 = z.sqr();
         F u2 = q.x * z1z1, s2 = q.y * z * z1z1;
         F h = u2 - x, rr = (s2 - y).dbl();
         if (h.is_zero()) return rr.is_zero() ? dbl() : infinity();
+        if (zr) *zr = h.dbl();
         F hh = h.sqr(), i = hh.dbl().dbl(), j = h * i, v = x * i;
         Jacobian r;
         r.x = rr.sqr() - j - v.dbl();

@@ -77,23 +77,59 @@ BC_DEVICE void window_table(Jacobian<C>* t, const Jacobian<C>& p) {
     for (int i = 2; i < (1 << (W - 1)); ++i) t[i] = t[i - 1].add(p);
 }
 
-// acc + d t[|d| - 1] with the sign of d flipped when `neg`.
-template <class C>
-BC_DEVICE void add_digit(Jacobian<C>& acc, const Jacobian<C>* t, int d, bool neg) {
+// The multiples 1..2^(W-1) of an affine p as "effective affine" points (libsecp256k1's
+// technique), for curves with a = 0: built by mixed additions, then every entry brought to the
+// last entry's Z, `zc`, with the Z ratios the additions give. The (X, Y) of each entry is then
+// an affine point of the isomorphic curve y^2 = x^3 + b zc^6, and since neither doubling nor
+// addition reads b when a = 0, a multiplication can add the entries there by mixed additions
+// (7M + 4S against a Jacobian addition's 11M + 5S) and return to the curve by multiplying its Z
+// by zc. False when p's order is at most 2^W (an addition met an exceptional case, so a ratio
+// is missing): never for a point of a prime-order group but infinity; a cofactor curve's
+// small-order points take the Jacobian table instead.
+template <class C, int W>
+BC_DEVICE bool window_table_iso(Affine<C>* t, typename C::F& zc, const Affine<C>& p) {
+    static_assert(C::A_IS_ZERO, "the isomorphic curve changes a unless a = 0");
+    using F = typename C::F;
+    constexpr int K = 1 << (W - 1);
+    F zr[K];  // zr[i] = Z_i / Z_(i-1)
+    Jacobian<C> cur = Jacobian<C>::from(p).dbl();
+    zr[1] = p.y.dbl();  // doubling from Z = 1: Z = 2 Y
+    t[0] = p;
+    t[1] = Affine<C>{cur.x, cur.y};
+    bool ok = !zr[1].is_zero();
+#pragma unroll 1
+    for (int i = 2; i < K; ++i) {
+        zr[i] = F::zero();
+        cur = cur.add(p, &zr[i]);
+        ok = ok && !zr[i].is_zero();
+        t[i] = Affine<C>{cur.x, cur.y};
+    }
+    zc = cur.z;
+    F f = zr[K - 1];
+#pragma unroll 1
+    for (int i = K - 2; i >= 0; --i) {
+        F f2 = f.sqr();
+        t[i] = Affine<C>{t[i].x * f2, t[i].y * f2 * f};
+        if (i > 0) f = f * zr[i];
+    }
+    return ok;
+}
+
+// acc + d t[|d| - 1] with the sign of d flipped when `neg`; the entries Jacobian or affine.
+template <class C, class Entry>
+BC_DEVICE void add_digit(Jacobian<C>& acc, const Entry* t, int d, bool neg) {
     if (d == 0) return;
-    Jacobian<C> e = t[(d < 0 ? -d : d) - 1];
+    Entry e = t[(d < 0 ? -d : d) - 1];
     if ((d < 0) != neg) e.y = e.y.neg();
     acc = acc.add(e);
 }
 
-// k P for a variable point: signed W-bit windows over a per-thread table.
-template <class C, int W>
-BC_DEVICE Jacobian<C> mul_window(const Jacobian<C>& p, const uint32_t k[8]) {
+// sum d[i] 2^(W i) t[...] over the signed W-bit digits of k, most significant first.
+template <class C, int W, class Entry>
+BC_DEVICE Jacobian<C> mul_digits(const Entry* t, const uint32_t k[8]) {
     constexpr int D = (256 + W) / W;
     int d[D];
     signed_digits<W, D>(k, d);
-    Jacobian<C> t[1 << (W - 1)];
-    window_table<C, W>(t, p);
     Jacobian<C> acc = Jacobian<C>::infinity();
 #pragma unroll 1
     for (int i = D - 1; i >= 0; --i) {
@@ -106,8 +142,26 @@ BC_DEVICE Jacobian<C> mul_window(const Jacobian<C>& p, const uint32_t k[8]) {
     return acc;
 }
 
+// k P for a variable point: signed W-bit windows over a per-thread table.
+template <class C, int W>
+BC_DEVICE Jacobian<C> mul_window(const Jacobian<C>& p, const uint32_t k[8]) {
+    Jacobian<C> t[1 << (W - 1)];
+    window_table<C, W>(t, p);
+    return mul_digits<C, W>(t, k);
+}
+
+// The same from an affine point: over effective-affine entries when a = 0.
 template <class C, int W>
 BC_DEVICE Jacobian<C> mul_window(const Affine<C>& p, const uint32_t k[8]) {
+    if constexpr (C::A_IS_ZERO) {
+        Affine<C> t[1 << (W - 1)];
+        typename C::F zc;
+        if (!p.is_infinity() && window_table_iso<C, W>(t, zc, p)) {
+            Jacobian<C> acc = mul_digits<C, W>(t, k);
+            acc.z = acc.z * zc;
+            return acc;
+        }
+    }
     return mul_window<C, W>(Jacobian<C>::from(p), k);
 }
 

@@ -12,6 +12,8 @@
 //   static constexpr uint32_t INV;            // R^2 mod p and -p^-1 mod 2^32
 //   static constexpr uint32_t SPARSE_ADD, SPARSE_SUB;  // optional, for INV = 1: bit k set when
 //                                             // p + 1 has a term +2^(32 k) (ADD) or -2^(32 k) (SUB)
+//   static constexpr bool POW_CHAINS;         // optional: P::inv(x) and P::sqrt(x) are addition
+//                                             // chains for x^(p-2) and x^((p+1)/4)
 // A product is the wide product (or a square, each cross product once) followed by the field's
 // reduction: folding for pseudo-Mersenne primes, Montgomery's steps otherwise. A sparse prime
 // (P-256's, SM2's) reduces with additions alone: m = t[i] and m p = m (p + 1) - m, so each step
@@ -197,6 +199,24 @@ struct sparse_of<P, void_t<decltype(P::SPARSE_ADD)>> {
     static_assert(P::INV == 1, "the sparse reduction needs -p^-1 = 1 mod 2^32");
     static constexpr uint32_t add = P::SPARSE_ADD, sub = P::SPARSE_SUB;
 };
+
+// P::POW_CHAINS where the parameters give it, else false.
+template <class P, class = void>
+struct chains_of {
+    static constexpr bool value = false;
+};
+template <class P>
+struct chains_of<P, void_t<decltype(P::POW_CHAINS)>> {
+    static constexpr bool value = P::POW_CHAINS;
+};
+
+// x^(2^k).
+template <class F>
+BC_DEVICE F sqr_n(F x, int k) {
+#pragma unroll 1
+    for (int i = 0; i < k; ++i) x = x.sqr();
+    return x;
+}
 
 template <class P>
 struct Fp {
@@ -397,6 +417,7 @@ struct Fp {
 
     // Inverse by Fermat (x^(p-2)); the inverse of 0 is 0.
     BC_DEVICE Fp inv() const {
+        if constexpr (chains_of<P>::value) return P::inv(*this);
         uint32_t e[N];
         uint32_t two[N] = {2};
         sub_n<N>(e, P::mod(), two);
@@ -405,6 +426,7 @@ struct Fp {
 
     // A square root for p = 3 mod 4 (x^((p+1)/4)); it is one only if its square is x.
     BC_DEVICE Fp sqrt_candidate() const {
+        if constexpr (chains_of<P>::value) return P::sqrt(*this);
         uint32_t e[N];
         uint32_t one_[N] = {1};
         add_n<N>(e, P::mod(), one_);  // p < 2^(32 N) - 1 for every curve here: no carry out

@@ -63,6 +63,7 @@ impl Curve for P256 {
             table: "p256_g_table",
             table_len: G_TABLE_LEN,
             order: Self::ORDER,
+            items_per_thread: 1,
         }
     }
 

@@ -15,27 +15,32 @@ use crate::sig::order::Order;
 /// The order n, for the items' scalar algebra (the curve's, which BIP340 shares with ECDSA).
 pub(crate) const ORDER: Order = <super::Secp256k1Curve as crate::ecdsa::Curve>::ORDER;
 
-/// Entries of the fixed-base table (33 windows of 128 affine points, 64 bytes each).
-pub(crate) const G_TABLE_LEN: usize = 33 * 128;
+/// Entries of the fixed-base table (22 windows of 2048 affine points, 64 bytes each).
+pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
 
-fn kernel(name: &'static str) -> Kernel {
+/// Items per GPU thread of the BIP340 kernel (`SCHNORR_ITEMS` in kernels/secp256k1): they share
+/// the inversion that y's parity needs.
+const SCHNORR_ITEMS: u64 = 2;
+
+fn kernel(name: &'static str, items_per_thread: u64) -> Kernel {
     Kernel {
         image: &crate::kernels::SECP256K1,
         name,
         table: "secp256k1_g_table",
         table_len: G_TABLE_LEN,
         order: ORDER,
+        items_per_thread,
     }
 }
 
 /// The ECDSA kernel.
 pub(crate) fn ecdsa_kernel() -> Kernel {
-    kernel("secp256k1_ecdsa_verify_batch")
+    kernel("secp256k1_ecdsa_verify_batch", 1)
 }
 
 /// The BIP340 kernel.
 pub(crate) fn schnorr_kernel() -> Kernel {
-    kernel("secp256k1_schnorr_verify_batch")
+    kernel("secp256k1_schnorr_verify_batch", SCHNORR_ITEMS)
 }
 
 /// A BIP340 item: u1 = s, u2 = -e for the challenge e = H(r || P.x || msg).

@@ -251,7 +251,7 @@ pub mod device {
         device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage,
     };
     use crate::error::Result;
-    use crate::pipeline::{run_chunked, PipelineConfig};
+    use crate::pipeline::{run_spans, Span};
     use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
     use rayon::prelude::*;
     use std::sync::Arc;
@@ -260,13 +260,15 @@ pub mod device {
 
     /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table,
     /// which the kernel `table(gtable)` writes (`table_len` affine points), and the curve's
-    /// order, which the items' scalar algebra works modulo.
+    /// order, which the items' scalar algebra works modulo. Each GPU thread takes
+    /// `items_per_thread` consecutive items (several share an inversion).
     pub struct Kernel {
         pub image: &'static KernelImage,
         pub name: &'static str,
         pub table: &'static str,
         pub table_len: usize,
         pub order: Order,
+        pub items_per_thread: u64,
     }
 
     impl Kernel {
@@ -304,6 +306,7 @@ pub mod device {
     fn launch(
         stream: &Arc<CudaStream>,
         f: &CudaFunction,
+        per_thread: u64,
         input: &CudaSlice<u8>,
         table: &CudaSlice<u8>,
         out: &mut CudaSlice<u8>,
@@ -313,7 +316,7 @@ pub mod device {
         let mut b = stream.launch_builder(f);
         b.arg(input).arg(table).arg(out).arg(&n64);
         // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
-        unsafe { b.launch(grid_1d(n64, THREADS)) }
+        unsafe { b.launch(grid_1d(n64.div_ceil(per_thread), THREADS)) }
             .map(|_| ())
             .driver("launch")
     }
@@ -334,7 +337,7 @@ pub mod device {
         let input = stream.clone_htod(&bytes).driver("upload")?;
         let mut out = stream.alloc_zeros::<u8>(n).driver("cuMemAlloc")?;
         let seconds = time_on_stream(&stream, iters, || {
-            launch(&stream, &f, &input, table, &mut out, n)
+            launch(&stream, &f, k.items_per_thread, &input, table, &mut out, n)
         })?;
         let codes = stream.clone_dtoh(&out).driver("download")?;
         stream.synchronize().driver("sync")?;
@@ -346,6 +349,22 @@ pub mod device {
                 .map(|(r, c)| verdict(r, c))
                 .collect(),
         ))
+    }
+
+    /// Where each chunk of `n` items starts (and `n` last): at least four chunks (the
+    /// preparation of one overlaps the GPU's work on another) of a quarter of a GPU wave to a
+    /// little over one, the first a quarter of the others, so the GPU starts after a short
+    /// preparation rather than a full chunk's.
+    pub(crate) fn chunk_starts(n: usize) -> Vec<usize> {
+        let chunk = (n / 4).clamp(1 << 15, 1 << 17);
+        let mut starts = vec![0];
+        let mut at = (chunk / 4).min(n);
+        while at < n {
+            starts.push(at);
+            at = (at + chunk).min(n);
+        }
+        starts.push(n);
+        starts
     }
 
     /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 while the GPU works on
@@ -361,26 +380,32 @@ pub mod device {
         let mut codes = vec![0u8; n];
         let mut reasons = Vec::with_capacity(n);
         reasons.par_extend(rayon::iter::repeat_n(None, n));
-        // At least four chunks (the preparation of one overlaps the GPU's work on another), of
-        // a quarter of a GPU wave to a little over one.
-        let cfg = PipelineConfig {
-            chunk_items: (n / 4).clamp(1 << 15, 1 << 17),
-            depth: 3,
-        };
-        let encode = |first: usize, dst: &mut [u8]| {
-            let count = dst.len() / ITEM_BYTES;
-            fill_parallel(dst, &mut reasons[first..first + count], first, fill);
-            Ok(())
-        };
-        run_chunked(
+        let starts = chunk_starts(n);
+        let spans: Vec<Span> = starts
+            .windows(2)
+            .map(|w| Span {
+                in_bytes: (w[1] - w[0]) * ITEM_BYTES,
+                out_bytes: w[1] - w[0],
+                scratch_bytes: 0,
+            })
+            .collect();
+        run_spans(
             gpu,
-            n,
-            ITEM_BYTES,
-            &mut codes,
-            1,
-            cfg,
-            encode,
-            |stream, input, out, count| launch(stream, &f, input, table, out, count),
+            &spans,
+            3,
+            |c, dst| {
+                let (first, count) = (starts[c], starts[c + 1] - starts[c]);
+                fill_parallel(dst, &mut reasons[first..first + count], first, fill);
+                Ok(())
+            },
+            |stream, input, out, c| {
+                let count = starts[c + 1] - starts[c];
+                launch(stream, &f, k.items_per_thread, input, table, out, count)
+            },
+            |c, src| {
+                codes[starts[c]..starts[c + 1]].copy_from_slice(src);
+                Ok(())
+            },
         )?;
         // On all cores: one verdict per item is, for a large batch, tens of milliseconds on one.
         Ok(reasons
@@ -394,6 +419,31 @@ pub mod device {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Chunks cover every item once, in order, none empty, the first a quarter of the rest.
+    #[test]
+    fn chunks_cover_the_batch() {
+        for n in [
+            1usize,
+            2,
+            1 << 13,
+            (1 << 15) + 1,
+            1 << 17,
+            1 << 20,
+            (1 << 20) + 7,
+            1 << 22,
+        ] {
+            let s = device::chunk_starts(n);
+            assert_eq!((s[0], *s.last().unwrap()), (0, n));
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "{n}: {s:?}");
+            let chunk = (n / 4).clamp(1 << 15, 1 << 17);
+            assert_eq!(s[1], (chunk / 4).min(n));
+            assert!(s.windows(2).skip(1).all(|w| w[1] - w[0] <= chunk));
+            if n >= 1 << 20 {
+                assert!(s.len() > 5);
+            }
+        }
+    }
 
     /// Pieces of every size (empty ones included) read back at every offset and block size give
     /// the items of the whole, in order.

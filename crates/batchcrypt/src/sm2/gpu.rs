@@ -365,6 +365,7 @@ fn verify_kernel() -> crate::sig::items::device::Kernel {
         table: "sm2_g_table",
         table_len: G_TABLE_LEN,
         order: crate::sig::order::Order::new(&super::N),
+        items_per_thread: 1,
     }
 }
 
