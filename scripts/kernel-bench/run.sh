@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Kernel-only timing of the verification kernels for variants of the kernel sources, side by side
+# on a machine with an NVIDIA GPU. Each argument is a directory holding a copy of kernels/ (edited
+# as the variant needs); none means this checkout's kernels/. Each variant is compiled for the
+# GPU present with its nvcc, then all are timed in turns, twice.
+#   scripts/kernel-bench/run.sh [variant-dir ...]
+# CURVES: any of SECP SM2 P256 (default SECP); LOGN: batch size 2^LOGN (default 20);
+# NVCC (default /usr/local/cuda/bin/nvcc); ARCH (default sm_90).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT
+[ $# -gt 0 ] || set -- "$root"
+bins=()
+for v in "$@"; do
+  v=$(cd "$v" && pwd)
+  name=$(basename "$v")
+  per=1
+  grep -q "SCHNORR_ITEMS = 2" "$v/kernels/secp256k1/secp256k1.cu" && per=2
+  for c in ${CURVES:-SECP}; do
+    out="$build/$name-$c"
+    bins+=("$out")
+    "$NVCC" -O3 -std=c++17 -arch="${ARCH:-sm_90}" -Xptxas -v -DCURVE_$c -DSCHNORR_PER=$per \
+      -DVARIANT="\"$name\"" -I "$v/kernels/include" -I "$v/kernels" -o "$out" "$here/verify.cu" \
+      > "$out.log" 2>&1 &
+  done
+done
+wait
+for b in "${bins[@]}"; do
+  [ -x "$b" ] || { echo "$(basename "$b"): build failed"; tail -5 "$b.log"; continue; }
+  echo "$(basename "$b"): $(grep -A3 'Compiling entry.*verify' "$b.log" | grep -E 'Used|spill' | sed 's/ptxas info *: //' | tr -s ' \n' ' ')"
+done
+for round in 1 2; do
+  for b in "${bins[@]}"; do [ -x "$b" ] && "$b" "${LOGN:-20}"; done
+done

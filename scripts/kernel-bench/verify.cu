@@ -1,0 +1,96 @@
+// Kernel-only timing of the signature verification kernels, for comparing variants of the kernel
+// sources side by side on one GPU (run.sh builds this file against each variant). Items are
+// random u1, u2 and r with the curve's generator as the (compressed) key: every item takes the
+// full path (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the
+// same. Prints one line per kernel: the median of 7 launches over 2^LOGN items.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#if defined(CURVE_SM2)
+#include "sm2/sm2.cu"
+namespace curve = bc::sm2;
+#define TABLE sm2_g_table
+#define KERNELS {"sm2 verify", sm2_verify, 1}
+#elif defined(CURVE_P256)
+#include "p256/p256.cu"
+namespace curve = bc::p256;
+#define TABLE p256_g_table
+#define KERNELS {"p256 ecdsa", p256_ecdsa_verify, 1}
+#else
+#include "secp256k1/secp256k1.cu"
+namespace curve = bc::secp256k1;
+#define TABLE secp256k1_g_table
+#define KERNELS {"secp256k1 ecdsa", secp256k1_ecdsa_verify_batch, 1}, {"secp256k1 bip340", secp256k1_schnorr_verify_batch, SCHNORR_PER}
+#endif
+#ifndef SCHNORR_PER
+#define SCHNORR_PER 1  // items per thread of the BIP340 kernel (run.sh reads it from the source)
+#endif
+#ifndef VARIANT
+#define VARIANT "kernels"
+#endif
+
+using Verify = void (*)(const uint32_t*, const PointAffine*, uint8_t*, uint64_t);
+struct Case {
+    const char* name;
+    Verify kernel;
+    int per_thread;
+};
+
+static float median_ms(const Case& c, const uint32_t* items, const PointAffine* table, uint8_t* ok, uint64_t n) {
+    const unsigned threads = 128, blocks = unsigned(((n + c.per_thread - 1) / c.per_thread + threads - 1) / threads);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    c.kernel<<<blocks, threads>>>(items, table, ok, n);  // warm-up
+    std::vector<float> ms;
+    for (int r = 0; r < 7; ++r) {
+        cudaEventRecord(a);
+        c.kernel<<<blocks, threads>>>(items, table, ok, n);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float t;
+        cudaEventElapsedTime(&t, a, b);
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[3];
+}
+
+int main(int argc, char** argv) {
+    const int logn = argc > 1 ? atoi(argv[1]) : 20;
+    const uint64_t n = 1ull << logn;
+    uint32_t gx[8], gy[8];
+    cudaMemcpyFromSymbol(gx, curve::G_X, sizeof gx);
+    cudaMemcpyFromSymbol(gy, curve::G_Y, sizeof gy);
+    std::vector<uint32_t> items(n * bc::verify::ITEM_LIMBS);
+    std::mt19937 rng(1);
+    for (uint64_t i = 0; i < n; ++i) {
+        uint32_t* it = &items[bc::verify::ITEM_LIMBS * i];
+        for (int j = 0; j < 40; ++j) it[j] = rng();
+        it[7] &= 0x7fffffff, it[15] &= 0x7fffffff, it[39] &= 0x7fffffff;  // below every n and p
+        for (int j = 0; j < 8; ++j) it[16 + j] = gx[j];
+        it[40] = bc::verify::KEY_COMPRESSED | (gy[0] & 1 ? bc::verify::KEY_ODD : 0);
+    }
+    PointAffine* table;
+    uint32_t* d_items;
+    uint8_t* ok;
+    cudaMalloc(&table, GTable::LEN * sizeof(PointAffine));
+    cudaMalloc(&d_items, items.size() * 4);
+    cudaMalloc(&ok, n);
+    TABLE<<<(GTable::LEN + 127) / 128, 128>>>(table);
+    cudaMemcpy(d_items, items.data(), items.size() * 4, cudaMemcpyHostToDevice);
+    const Case cases[] = {KERNELS};
+    for (const Case& c : cases) {
+        float ms = median_ms(c, d_items, table, ok, n);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) {
+            printf("%s %s: %s\n", VARIANT, c.name, cudaGetErrorString(err));
+            return 1;
+        }
+        printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, c.name, logn, ms, n / ms / 1e3);
+    }
+    return 0;
+}
