@@ -137,3 +137,43 @@ fn g1_scalar_multiplication_matches_arkworks() {
         );
     }
 }
+
+/// A point of order 3 (x = 0, outside G1's subgroup): building the effective-affine table meets
+/// an exceptional case (3P = infinity), so the windowed multiplication must take the Jacobian
+/// table instead, and k P is (k mod 3) P.
+#[test]
+fn g1_small_order_point_takes_the_jacobian_table() {
+    let p = G1Affine::new_unchecked(Fq::zero(), Fq::from(2u64));
+    assert!(p.is_on_curve() && !p.is_in_correct_subgroup_assuming_on_curve());
+    let mut rng = StdRng::seed_from_u64(7);
+    let k: Vec<Fr> = [
+        Fr::zero(),
+        Fr::ONE,
+        Fr::from(2u64),
+        Fr::from(3u64),
+        -Fr::ONE,
+    ]
+    .into_iter()
+    .chain((0..8).map(|_| Fr::rand(&mut rng)))
+    .collect();
+    let out = kern::g1_mul(
+        &vec![point(p); k.len()],
+        &k.iter()
+            .map(|s| limbs::<8>(s.into_bigint()))
+            .collect::<Vec<_>>(),
+    );
+    for (i, o) in out.iter().enumerate() {
+        // 2^64 = 1 mod 3: k mod 3 is the sum of its 64-bit limbs mod 3.
+        let m = k[i]
+            .into_bigint()
+            .as_ref()
+            .iter()
+            .fold(0, |a, &w| (a + w % 3) % 3);
+        let want = match m {
+            0 => G1Affine::zero(),
+            1 => p,
+            _ => -p,
+        };
+        assert_eq!(o[0], point(want), "k P, item {i}");
+    }
+}
