@@ -17,8 +17,9 @@ bins=()
 for v in "$@"; do
   v=$(cd "$v" && pwd)
   name=$(basename "$v")
-  per=1
-  grep -q "SCHNORR_ITEMS = 2" "$v/kernels/secp256k1/secp256k1.cu" && per=2
+  # Items per thread of the BIP340 kernel, as the variant's source sets it (1 where it has none).
+  per=$(sed -n 's/^constexpr int SCHNORR_ITEMS = \([0-9]*\);.*/\1/p' "$v/kernels/secp256k1/secp256k1.cu")
+  per=${per:-1}
   for c in ${CURVES:-SECP}; do
     out="$build/$name-$c"
     bins+=("$out")
