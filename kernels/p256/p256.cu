@@ -17,3 +17,6 @@ extern "C" __global__ void p256_g_table(PointAffine* table) {
 extern "C" __global__ void __launch_bounds__(128) p256_ecdsa_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, bc::verify::double_mul<Curve, GTable, VAR_W>(gtable));
 }
+
+// ECDSA items (e, s) into (u1, u2) in place, before p256_ecdsa_verify.
+extern "C" __global__ void p256_ecdsa_prepare(uint32_t* items, uint64_t n) { bc::verify::ecdsa_prepare<Fn>(items, n); }

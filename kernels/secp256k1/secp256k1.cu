@@ -112,11 +112,15 @@ using namespace bc::verify;
 // more than the few spilled registers cost (docs/performance.md).
 #define VERIFY_BOUNDS __launch_bounds__(128, 3)
 
-// ECDSA: u1 = e/s, u2 = r/s. Valid iff R is finite and x(R) mod n == r.
+// ECDSA: u1 = e/s, u2 = r/s (secp256k1_ecdsa_prepare). Valid iff R is finite and x(R) mod n == r.
 extern "C" __global__ void VERIFY_BOUNDS secp256k1_ecdsa_verify_batch(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     auto dm = [gtable](const uint32_t u1[8], const uint32_t u2[8], const PointAffine& q) { return double_mul(gtable, u1, u2, q); };
     BC_FOR_EACH_ITEM(i, n) ok[i] = verdict_x_mod_n<Curve>(items + ITEM_LIMBS * i, N_MOD, dm);
 }
+
+// ECDSA items (e, s) into (u1, u2) in place, before secp256k1_ecdsa_verify_batch; launch
+// ceil(n / PREPARE_ITEMS) threads.
+extern "C" __global__ void secp256k1_ecdsa_prepare(uint32_t* items, uint64_t n) { ecdsa_prepare<Fn>(items, n); }
 
 // BIP340: u1 = s, u2 = n - e, the key lifted to even y, r = x(R) expected (below p).
 // Valid iff R is finite, has even y, and x(R) == r. Each thread takes SCHNORR_ITEMS consecutive

@@ -20,10 +20,12 @@ for v in "$@"; do
   # Items per thread of the BIP340 kernel, as the variant's source sets it (1 where it has none).
   per=$(sed -n 's/^constexpr int SCHNORR_ITEMS = \([0-9]*\);.*/\1/p' "$v/kernels/secp256k1/secp256k1.cu")
   per=${per:-1}
+  # Whether ECDSA items go through the device's preparation kernel (e, s into u1, u2) first.
+  prep=$(grep -c 'ecdsa_prepare' "$v/kernels/include/bc/verify.cuh" || true)
   for c in ${CURVES:-SECP}; do
     out="$build/$name-$c"
     bins+=("$out")
-    "$NVCC" -O3 -std=c++17 -arch="${ARCH:-sm_90}" -Xptxas -v -DCURVE_$c -DSCHNORR_PER=$per \
+    "$NVCC" -O3 -std=c++17 -arch="${ARCH:-sm_90}" -Xptxas -v -DCURVE_$c -DSCHNORR_PER=$per -DHAS_PREPARE=$((prep > 0)) \
       -DVARIANT="\"$name\"" -I "$v/kernels/include" -I "$v/kernels" -o "$out" "$here/verify.cu" \
       > "$out.log" 2>&1 &
   done

@@ -1,29 +1,38 @@
 // Kernel-only timing of the signature verification kernels, for comparing variants of the kernel
 // sources side by side on one GPU (run.sh builds this file against each variant). Items are
-// random u1, u2 and r with the curve's generator as the (compressed) key: every item takes the
-// full path (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the
-// same. Prints one line per kernel: the median of 7 launches over 2^LOGN items.
+// random u1, u2 and r (ECDSA: e, s and r, which its preparation kernel turns into u1 and u2, timed
+// with it) with the curve's generator as the (compressed) key: every item takes the full path
+// (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the same. Prints
+// one line per kernel: the median of 7 launches over 2^LOGN items, each on a fresh copy.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
+// Variants from before ECDSA's preparation kernel (run.sh tells: HAS_PREPARE) take u1, u2 as they are.
+#if HAS_PREPARE
+#define ECDSA_PREPARE(f) f
+#define PREPARE_PER bc::verify::PREPARE_ITEMS
+#else
+#define ECDSA_PREPARE(f) nullptr
+#define PREPARE_PER 1
+#endif
 #if defined(CURVE_SM2)
 #include "sm2/sm2.cu"
 namespace curve = bc::sm2;
 #define TABLE sm2_g_table
-#define KERNELS {"sm2 verify", sm2_verify, 1}
+#define KERNELS {"sm2 verify", sm2_verify, 1, nullptr}
 #elif defined(CURVE_P256)
 #include "p256/p256.cu"
 namespace curve = bc::p256;
 #define TABLE p256_g_table
-#define KERNELS {"p256 ecdsa", p256_ecdsa_verify, 1}
+#define KERNELS {"p256 ecdsa", p256_ecdsa_verify, 1, ECDSA_PREPARE(p256_ecdsa_prepare)}
 #else
 #include "secp256k1/secp256k1.cu"
 namespace curve = bc::secp256k1;
 #define TABLE secp256k1_g_table
-#define KERNELS {"secp256k1 ecdsa", secp256k1_ecdsa_verify_batch, 1}, {"secp256k1 bip340", secp256k1_schnorr_verify_batch, SCHNORR_PER}
+#define KERNELS {"secp256k1 ecdsa", secp256k1_ecdsa_verify_batch, 1, ECDSA_PREPARE(secp256k1_ecdsa_prepare)}, {"secp256k1 bip340", secp256k1_schnorr_verify_batch, SCHNORR_PER, nullptr}
 #endif
 #ifndef SCHNORR_PER
 #define SCHNORR_PER 1  // items per thread of the BIP340 kernel (run.sh reads it from the source)
@@ -33,22 +42,32 @@ namespace curve = bc::secp256k1;
 #endif
 
 using Verify = void (*)(const uint32_t*, const PointAffine*, uint8_t*, uint64_t);
+using Prepare = void (*)(uint32_t*, uint64_t);
 struct Case {
     const char* name;
     Verify kernel;
     int per_thread;
+    Prepare prepare;  // the scheme's item preparation on the device, or none
 };
 
-static float median_ms(const Case& c, const uint32_t* items, const PointAffine* table, uint8_t* ok, uint64_t n) {
+static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items, const PointAffine* table, uint8_t* ok, uint64_t n) {
     const unsigned threads = 128, blocks = unsigned(((n + c.per_thread - 1) / c.per_thread + threads - 1) / threads);
+    const unsigned prep_blocks = unsigned(((n + PREPARE_PER - 1) / PREPARE_PER + threads - 1) / threads);
+    const size_t bytes = n * bc::verify::ITEM_LIMBS * 4;
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
-    c.kernel<<<blocks, threads>>>(items, table, ok, n);  // warm-up
+    auto run = [&] {
+        if (c.prepare) c.prepare<<<prep_blocks, threads>>>(items, n);
+        c.kernel<<<blocks, threads>>>(items, table, ok, n);
+    };
+    cudaMemcpy(items, pristine, bytes, cudaMemcpyDeviceToDevice);
+    run();  // warm-up
     std::vector<float> ms;
     for (int r = 0; r < 7; ++r) {
+        cudaMemcpy(items, pristine, bytes, cudaMemcpyDeviceToDevice);
         cudaEventRecord(a);
-        c.kernel<<<blocks, threads>>>(items, table, ok, n);
+        run();
         cudaEventRecord(b);
         cudaEventSynchronize(b);
         float t;
@@ -75,16 +94,17 @@ int main(int argc, char** argv) {
         it[40] = bc::verify::KEY_COMPRESSED | (gy[0] & 1 ? bc::verify::KEY_ODD : 0);
     }
     PointAffine* table;
-    uint32_t* d_items;
+    uint32_t *d_items, *pristine;
     uint8_t* ok;
     cudaMalloc(&table, GTable::LEN * sizeof(PointAffine));
     cudaMalloc(&d_items, items.size() * 4);
+    cudaMalloc(&pristine, items.size() * 4);
     cudaMalloc(&ok, n);
     TABLE<<<(GTable::LEN + 127) / 128, 128>>>(table);
-    cudaMemcpy(d_items, items.data(), items.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(pristine, items.data(), items.size() * 4, cudaMemcpyHostToDevice);
     const Case cases[] = {KERNELS};
     for (const Case& c : cases) {
-        float ms = median_ms(c, d_items, table, ok, n);
+        float ms = median_ms(c, pristine, d_items, table, ok, n);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) {
             printf("%s %s: %s\n", VARIANT, c.name, cudaGetErrorString(err));

@@ -212,8 +212,9 @@ fn glv_split_recombines() {
     }
 }
 
-/// u1 = e/s, u2 = r/s as the host prepares them, then the kernel's u1 G + u2 Q and x check, with
-/// keys given uncompressed and compressed (decompressed by the kernel).
+/// e and s as the host hands them over, the preparation kernel's u1 = e/s and u2 = r/s (the
+/// inversion of a run of items shared), then the kernel's u1 G + u2 Q and x check, with keys given
+/// uncompressed and compressed (decompressed by the kernel).
 #[test]
 fn ecdsa_verification_kernel_matches_k256() {
     use k256::ecdsa::{hazmat::SignPrimitive, SigningKey};
@@ -254,10 +255,9 @@ fn ecdsa_verification_kernel_matches_k256() {
             }
             _ => {}
         }
-        let w = s.invert().unwrap();
         let mut item = [0u32; kern::ITEM_LIMBS];
-        item[..8].copy_from_slice(&scalar_limbs(&(e_used * w)));
-        item[8..16].copy_from_slice(&scalar_limbs(&(r * w)));
+        item[..8].copy_from_slice(&scalar_limbs(&e_used));
+        item[8..16].copy_from_slice(&scalar_limbs(&s));
         item[16..24].copy_from_slice(&qx);
         item[32..40].copy_from_slice(&scalar_limbs(&r_used));
         if compressed {
@@ -271,9 +271,9 @@ fn ecdsa_verification_kernel_matches_k256() {
     assert_eq!(kern::verify_items(false, &items), expect);
 }
 
-/// The GPU path end to end (our parsing, host preparation with batch inversion, the kernel code
-/// with its key decompression) against libsecp256k1, verdict and reason for every item, on random
-/// signatures and corrupted copies of them.
+/// The GPU path end to end (our parsing, the device's preparation with its batch inversion, the
+/// kernel code with its key decompression) against libsecp256k1, verdict and reason for every
+/// item, on random signatures and corrupted copies of them.
 #[test]
 fn gpu_flow_matches_libsecp256k1() {
     use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};

@@ -1,7 +1,8 @@
 // Signature verification items, generic over the curve. ECDSA, BIP340 and SM2 verification all
 // reduce to one shape: compute R = u1 G + u2 Q for a public key Q, then test R against r. The host
-// does the scalar algebra of each scheme (ECDSA: u1 = e/s, u2 = r/s; SM2: u1 = s, u2 = r + s and
-// r' = r - e), so the device sees one item layout for every scheme:
+// does the scalar algebra that needs no inversion (BIP340: u1 = s, u2 = n - e; SM2: u1 = s,
+// u2 = r + s and r' = r - e); ECDSA's items arrive as e and s, and ecdsa_prepare below computes
+// u1 = e/s and u2 = r/s on the device. The verification kernels see one item layout:
 //
 //   limbs 0..8 u1, 8..16 u2, 16..24 key x, 24..32 key y (unused when compressed), 32..40 r,
 //   limb 40 flags
@@ -60,6 +61,39 @@ BC_DEVICE uint8_t verdict_x_mod_n(const uint32_t* it, const uint32_t* n_mod, Dou
     load8(u2, it + 8);
     load8(r, it + 32);
     return x_mod_n_equals(double_mul(u1, u2, q), r, n_mod) ? OUT_VALID : OUT_MISMATCH;
+}
+
+// ECDSA items as the host encodes them (e, s, key, r with 1 <= s < n) turned in place into
+// verification items (u1 = e/s, u2 = r/s): each thread takes PREPARE_ITEMS consecutive items and
+// inverts their s together (Montgomery's trick), one inversion for the run. A separate kernel
+// from the verification, which keeps its registers for u1 G + u2 Q. `Fn` is the field mod n.
+constexpr int PREPARE_ITEMS = 16;
+
+template <class Fn>
+BC_DEVICE void ecdsa_prepare(uint32_t* items, uint64_t n) {
+    BC_FOR_EACH_ITEM(t, (n + PREPARE_ITEMS - 1) / PREPARE_ITEMS) {
+        const uint64_t first = t * PREPARE_ITEMS;
+        const int count = int(n - first < PREPARE_ITEMS ? n - first : PREPARE_ITEMS);
+        auto live = [&](int j) { return !(items[ITEM_LIMBS * (first + j) + 40] & ITEM_SKIP); };
+        Fn before[PREPARE_ITEMS];  // the product of the s before each item's
+        Fn acc = Fn::one();
+#pragma unroll 1
+        for (int j = 0; j < count; ++j) {
+            before[j] = acc;
+            if (live(j)) acc = acc * load_plain<Fn>(items + ITEM_LIMBS * (first + j) + 8);
+        }
+        acc = acc.inv();  // 1 / (the product of every s)
+#pragma unroll 1
+        for (int j = count - 1; j >= 0; --j) {
+            if (!live(j)) continue;
+            uint32_t* it = items + ITEM_LIMBS * (first + j);
+            const Fn s = load_plain<Fn>(it + 8);
+            const Fn w = acc * before[j];
+            acc = acc * s;
+            (load_plain<Fn>(it) * w).to_plain(it);
+            (load_plain<Fn>(it + 32) * w).to_plain(it + 8);
+        }
+    }
 }
 
 // u1 G + u2 Q for a curve without an endomorphism: u2 Q in signed W-bit windows, then u1 G from

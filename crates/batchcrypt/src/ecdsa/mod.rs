@@ -31,11 +31,12 @@ pub trait Curve: Send + Sync + 'static {
     const N: [u8; 32];
     /// The field prime p, big-endian.
     const P: [u8; 32];
-    /// n's Montgomery constants, for the host's part of the GPU items.
+    /// n, for the host's part of the GPU items.
     const ORDER: Order = Order::new(&Self::N);
     /// The operation batches run as: its cost key and CPU backends.
     fn operation() -> &'static Operation;
-    /// The verification kernel (`bc::verify` items, x(R) mod n == r) and its fixed-base table.
+    /// The verification kernel (`bc::verify` items, x(R) mod n == r) with its preparation
+    /// (u1 = e/s, u2 = r/s on the device) and its fixed-base table.
     fn kernel() -> Kernel;
     /// The CPU backend on one item that passed [`parts`]: `PublicKeyNotOnCurve` when no point has
     /// the key's coordinates, `SignatureMismatch` when the equation is false.
@@ -110,7 +111,8 @@ pub fn verify_one<C: Curve>(
     C::cpu_verify(hash, &r, &s, &key)
 }
 
-/// The GPU item: u1 = e/s, u2 = r/s (the hash reduced mod n, as SEC 1 takes it for a 256-bit n).
+/// The GPU item: e and s, of which the device's preparation makes u1 = e/s and u2 = r/s (the
+/// hash reduced mod n, as SEC 1 takes it for a 256-bit n).
 pub(crate) fn item<C: Curve>(
     hash: &[u8; 32],
     sig: &[u8],
@@ -121,8 +123,7 @@ pub(crate) fn item<C: Curve>(
     let o = &C::ORDER;
     Ok(HostItem {
         a: o.reduce_be(hash),
-        b: o.reduce_be(&r),
-        d: Some(o.reduce_be(&s)),
+        b: o.reduce_be(&s),
         key,
         r,
     })
@@ -137,7 +138,7 @@ pub(crate) fn pre_encode<C: Curve>(
     items: &[(&[u8; 32], &[u8], &[u8])],
     opts: &EcdsaOptions,
 ) -> Encoded {
-    Encoded::algebra(&C::ORDER, items.len(), |i| {
+    Encoded::host_items(items.len(), |i| {
         let (hash, sig, key) = items[i];
         item::<C>(hash, sig, key, opts)
     })
@@ -224,7 +225,7 @@ impl<C: Curve> Ecdsa<'_, C> {
         iters: usize,
     ) -> Result<(f64, Verdicts)> {
         let n = batch_len(hashes, sigs, pubkeys)?;
-        let (t, results) = items::device::time_kernel_algebra(
+        let (t, results) = items::device::time_host_items(
             &C::kernel(),
             n,
             |i| item::<C>(&hashes[i], sigs[i], pubkeys[i], opts),

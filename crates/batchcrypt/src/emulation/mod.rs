@@ -24,12 +24,14 @@ use std::sync::Mutex;
 pub struct AffineRaw(pub [u32; 16]);
 
 /// A verification kernel `verify(items, gtable, verdicts, n)` of `bc/verify.cuh` compiled for
-/// the host, with the kernel `g_table(gtable)` that writes its fixed-base table.
+/// the host, with the kernel `g_table(gtable)` that writes its fixed-base table and the scheme's
+/// preparation `prepare(items, n)` (ECDSA's u1 = e/s, u2 = r/s in place), if it has one.
 #[derive(Clone, Copy)]
 pub struct VerifyKernel {
     pub table_len: usize,
     pub g_table: unsafe extern "C" fn(*mut AffineRaw),
     pub verify: unsafe extern "C" fn(*const u32, *const AffineRaw, *mut u8, u64),
+    pub prepare: Option<unsafe extern "C" fn(*mut u32, u64)>,
 }
 
 impl VerifyKernel {
@@ -49,8 +51,17 @@ impl VerifyKernel {
         t
     }
 
-    /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items.
+    /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for the host's items (ECDSA:
+    /// e and s where u1 and u2 go), through the preparation and the verification.
     pub fn run(&self, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
+        let mut prepared;
+        let mut items = items;
+        if let Some(prepare) = self.prepare {
+            prepared = items.to_vec();
+            // SAFETY: 41 limbs per item, rewritten in place.
+            unsafe { prepare(prepared.as_mut_ptr().cast(), prepared.len() as u64) };
+            items = &prepared;
+        }
         let mut ok = vec![0u8; items.len()];
         // SAFETY: 41 limbs in and one byte out per item; the table is complete.
         unsafe {
@@ -75,7 +86,7 @@ pub fn verify_ecdsa<C: Curve>(
 ) -> Vec<Result<(), Reason>> {
     let make = |i: usize| crate::ecdsa::item::<C>(&hashes[i], sigs[i], keys[i], opts);
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-        items::encode_algebra(&C::ORDER, dst, reasons, first, &make)
+        items::encode_host_items(dst, reasons, first, &make)
     };
     run_items(hashes.len(), &fill, |raw| C::emulated().run(raw))
 }

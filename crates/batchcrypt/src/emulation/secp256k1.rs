@@ -16,6 +16,7 @@ extern "C" {
         ok: *mut u8,
         n: u64,
     );
+    fn secp256k1_ecdsa_prepare(items: *mut u32, n: u64);
     fn secp256k1_schnorr_verify_batch(
         items: *const u32,
         gtable: *const AffineRaw,
@@ -102,6 +103,7 @@ pub const ECDSA: VerifyKernel = VerifyKernel {
     table_len: G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_ecdsa_verify_batch,
+    prepare: Some(secp256k1_ecdsa_prepare),
 };
 
 /// The BIP340 kernel.
@@ -109,6 +111,7 @@ pub const SCHNORR: VerifyKernel = VerifyKernel {
     table_len: G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_schnorr_verify_batch,
+    prepare: None,
 };
 
 /// The fixed-base table the verification kernels read.
@@ -117,7 +120,8 @@ pub fn g_table() -> &'static [AffineRaw] {
 }
 
 /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for raw kernel items
-/// `[u1, u2, qx, qy, r, flags]` (41 limbs each), by ECDSA's or BIP340's kernel.
+/// `[u1, u2, qx, qy, r, flags]` (41 limbs each; ECDSA: `[e, s, ...]`, prepared by its kernel), by
+/// ECDSA's or BIP340's kernels.
 pub fn verify_items(schnorr: bool, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
     if schnorr {
         SCHNORR.run(items)
@@ -145,7 +149,7 @@ pub fn verify_schnorr(
 ) -> Vec<Result<(), Reason>> {
     let make = |i: usize| gpu::schnorr_item(&sigs[i], &keys[i], msgs[i]);
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-        crate::sig::items::encode_algebra(&gpu::ORDER, dst, reasons, first, &make)
+        crate::sig::items::encode_host_items(dst, reasons, first, &make)
     };
     super::run_items(msgs.len(), &fill, |items| SCHNORR.run(items))
 }

@@ -62,8 +62,8 @@ impl Curve for P256 {
             name: "p256_ecdsa_verify",
             table: "p256_g_table",
             table_len: G_TABLE_LEN,
-            order: Self::ORDER,
             items_per_thread: 1,
+            prepare: Some("p256_ecdsa_prepare"),
         }
     }
 

@@ -22,25 +22,29 @@ pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
 /// the inversion that y's parity needs.
 const SCHNORR_ITEMS: u64 = 2;
 
-fn kernel(name: &'static str, items_per_thread: u64) -> Kernel {
+fn kernel(name: &'static str, items_per_thread: u64, prepare: Option<&'static str>) -> Kernel {
     Kernel {
         image: &crate::kernels::SECP256K1,
         name,
         table: "secp256k1_g_table",
         table_len: G_TABLE_LEN,
-        order: ORDER,
         items_per_thread,
+        prepare,
     }
 }
 
-/// The ECDSA kernel.
+/// The ECDSA kernel, after the device's u1 = e/s, u2 = r/s.
 pub(crate) fn ecdsa_kernel() -> Kernel {
-    kernel("secp256k1_ecdsa_verify_batch", 1)
+    kernel(
+        "secp256k1_ecdsa_verify_batch",
+        1,
+        Some("secp256k1_ecdsa_prepare"),
+    )
 }
 
 /// The BIP340 kernel.
 pub(crate) fn schnorr_kernel() -> Kernel {
-    kernel("secp256k1_schnorr_verify_batch", SCHNORR_ITEMS)
+    kernel("secp256k1_schnorr_verify_batch", SCHNORR_ITEMS, None)
 }
 
 /// A BIP340 item: u1 = s, u2 = -e for the challenge e = H(r || P.x || msg).
@@ -54,7 +58,6 @@ pub(crate) fn schnorr_item(
     Ok(HostItem {
         a: ORDER.reduce_be(&s),
         b: ORDER.neg(&ORDER.reduce_be(&e)),
-        d: None,
         key,
         r,
     })

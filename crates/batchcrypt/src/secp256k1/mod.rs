@@ -29,7 +29,7 @@ use crate::{Engine, Output};
 /// The GPU items of BIP340 `(message, signature, key)` triples, encoded ahead of their batch
 /// ([`Secp256k1::verify_schnorr_pre_encoded`]).
 pub(crate) fn pre_encode_schnorr(items: &[(&[u8], &[u8; 64], &[u8; 32])]) -> Encoded {
-    Encoded::algebra(&gpu::ORDER, items.len(), |i| {
+    Encoded::host_items(items.len(), |i| {
         let (msg, sig, key) = items[i];
         gpu::schnorr_item(sig, key, msg)
     })
@@ -208,7 +208,7 @@ impl Secp256k1<'_> {
             ("signatures", sigs.len()),
             ("public keys", pubkeys.len()),
         ])?;
-        let (t, results) = items::device::time_kernel_algebra(
+        let (t, results) = items::device::time_host_items(
             &gpu::schnorr_kernel(),
             n,
             |i| gpu::schnorr_item(&sigs[i], &pubkeys[i], msgs[i]),

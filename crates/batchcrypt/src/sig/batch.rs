@@ -65,7 +65,7 @@ pub(crate) fn verify(
         op.cpu,
         |_, threads| Ok(crate::backend::cpu::par_map(1, n, threads, &cpu)),
         |r, _| match prepared {
-            None => items::device::verify_algebra(kernel, r.len(), |i| item(r.start + i)),
+            None => items::device::verify_host_items(kernel, r.len(), |i| item(r.start + i)),
             Some(pieces) => {
                 let fill = items::from_pieces(pieces, r.start, r.len()).ok_or_else(|| {
                     Error::invalid(format!("prepared items do not cover the batch of {n}"))

@@ -59,77 +59,40 @@ pub(crate) fn verdict(reason: Option<Reason>, code: u8) -> Result<(), Reason> {
     }
 }
 
-/// One item before the scalar algebra: u1 = a/d, u2 = b/d mod n (ECDSA: e/s and r/s; BIP340:
-/// s and -e, with no d), integers below n.
+/// One item as the host hands it to the device, integers below n: u1 = a, u2 = b for the schemes
+/// whose algebra needs no inversion (BIP340: s and -e; SM2: s and r + s), and a = e, b = s for
+/// ECDSA, whose u1 = e/s and u2 = r/s the device computes (its kernel's `prepare`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostItem {
     pub a: Limbs,
     pub b: Limbs,
-    pub d: Option<Limbs>,
     pub key: Sec1Key,
     pub r: [u8; 32],
 }
 
 /// Writes items `first..first + reasons.len()` (`make(i)`) as kernel items into `dst`, and each
-/// item's host-side failure into `reasons`, with one inversion mod `order` for the whole block
-/// (Montgomery's trick).
-pub(crate) fn encode_algebra(
-    order: &Order,
+/// item's host-side failure into `reasons`.
+pub(crate) fn encode_host_items(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
     first: usize,
     make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync),
 ) {
-    // Blocks are encoded on every core: their vectors are kept per thread, not allocated anew.
-    with_kept(|items: &mut Vec<Result<HostItem, Reason>>| {
-        with_kept(|prefix: &mut Vec<(Limbs, Limbs)>| {
-            items.extend((0..reasons.len()).map(|k| make(first + k)));
-            encode_items(order, dst, reasons, items, prefix)
-        })
-    })
-}
-
-/// [`encode_algebra`] once the items are made; `prefix` is scratch space.
-fn encode_items(
-    o: &Order,
-    dst: &mut [u8],
-    reasons: &mut [Option<Reason>],
-    items: &[Result<HostItem, Reason>],
-    prefix: &mut Vec<(Limbs, Limbs)>,
-) {
-    // Montgomery form throughout the chain; d is never zero after parsing. Each entry: the
-    // product of the d before it, and d.
-    let mut acc = o.one();
-    for d in items.iter().flatten().filter_map(|it| it.d) {
-        let d = o.to_mont(&d);
-        prefix.push((acc, d));
-        acc = o.mul(&acc, &d);
-    }
-    let mut inv = if prefix.is_empty() {
-        acc
-    } else {
-        o.invert_mont(&acc)
-    };
-    for k in (0..items.len()).rev() {
-        let out = &mut dst[k * ITEM_BYTES..(k + 1) * ITEM_BYTES];
-        match &items[k] {
+    for (k, (out, reason)) in dst.chunks_exact_mut(ITEM_BYTES).zip(reasons).enumerate() {
+        match make(first + k) {
             Ok(it) => {
-                let (u1, u2) = match it.d {
-                    None => (it.a, it.b),
-                    Some(_) => {
-                        let (before, d) = prefix.pop().expect("one entry per item with d");
-                        // 1/d in Montgomery form; a plain operand takes the product out of it.
-                        let inv_d = o.mul(&inv, &before);
-                        inv = o.mul(&inv, &d);
-                        (o.mul(&it.a, &inv_d), o.mul(&it.b, &inv_d))
-                    }
-                };
-                encode(out, &Order::to_be(&u1), &Order::to_be(&u2), &it.key, &it.r);
-                reasons[k] = None;
+                encode(
+                    out,
+                    &Order::to_be(&it.a),
+                    &Order::to_be(&it.b),
+                    &it.key,
+                    &it.r,
+                );
+                *reason = None;
             }
             Err(why) => {
                 skip(out);
-                reasons[k] = Some(*why);
+                *reason = Some(why);
             }
         }
     }
@@ -140,7 +103,7 @@ fn encode_items(
 pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
 impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
 
-/// Items per block handed to the scheme's encoder (ECDSA shares one inversion per block).
+/// Items per block handed to the scheme's encoder.
 const BLOCK: usize = 1024;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
@@ -174,9 +137,8 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
-    /// Items `make(0..n)`, with one inversion mod `order` per block, as a batch's.
-    pub(crate) fn algebra(
-        order: &Order,
+    /// Items `make(0..n)`, as a batch's.
+    pub(crate) fn host_items(
         n: usize,
         make: impl Fn(usize) -> Result<HostItem, Reason> + Sync,
     ) -> Encoded {
@@ -184,14 +146,7 @@ impl Encoded {
             bytes: vec![0; n * ITEM_BYTES],
             reasons: vec![None; n],
         };
-        for (b, (dst, reasons)) in p
-            .bytes
-            .chunks_mut(BLOCK * ITEM_BYTES)
-            .zip(p.reasons.chunks_mut(BLOCK))
-            .enumerate()
-        {
-            encode_algebra(order, dst, reasons, b * BLOCK, &make);
-        }
+        encode_host_items(&mut p.bytes, &mut p.reasons, 0, &make);
         p
     }
 
@@ -243,9 +198,9 @@ pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Optio
 }
 
 pub mod device {
-    use super::Order;
     use super::{
-        encode_algebra, encode_all, fill_parallel, verdict, FillItems, HostItem, Reason, ITEM_BYTES,
+        encode_all, encode_host_items, fill_parallel, verdict, FillItems, HostItem, Reason,
+        ITEM_BYTES,
     };
     use crate::backend::cuda::{
         device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage,
@@ -259,16 +214,29 @@ pub mod device {
     const THREADS: u32 = 128;
 
     /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table,
-    /// which the kernel `table(gtable)` writes (`table_len` affine points), and the curve's
-    /// order, which the items' scalar algebra works modulo. Each GPU thread takes
-    /// `items_per_thread` consecutive items (several share an inversion).
+    /// which the kernel `table(gtable)` writes (`table_len` affine points). Each GPU thread takes
+    /// `items_per_thread` consecutive items (several share an inversion). `prepare(items, n)`,
+    /// where the scheme has one, turns the host's items into the verification's in place first
+    /// (ECDSA: e, s into u1 = e/s, u2 = r/s), each thread PREPARE_ITEMS of them.
     pub struct Kernel {
         pub image: &'static KernelImage,
         pub name: &'static str,
         pub table: &'static str,
         pub table_len: usize,
-        pub order: Order,
         pub items_per_thread: u64,
+        pub prepare: Option<&'static str>,
+    }
+
+    /// Items per thread of the preparation kernels (bc/verify.cuh's PREPARE_ITEMS; only the
+    /// grid's size depends on it).
+    const PREPARE_ITEMS: u64 = 16;
+
+    /// A kernel's functions on `gpu`: the verification and its preparation, if any.
+    type Functions = (CudaFunction, Option<CudaFunction>);
+
+    fn functions(gpu: &Gpu, k: &Kernel) -> Result<Functions> {
+        let prepare = k.prepare.map(|p| gpu.function(k.image, p)).transpose()?;
+        Ok((gpu.function(k.image, k.name)?, prepare))
     }
 
     impl Kernel {
@@ -278,34 +246,34 @@ pub mod device {
         }
     }
 
-    /// [`time_kernel`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
-    pub(crate) fn time_kernel_algebra(
+    /// [`time_kernel`] for items a scheme makes one by one.
+    pub(crate) fn time_host_items(
         k: &Kernel,
         n: usize,
         make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
         iters: usize,
     ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-            encode_algebra(&k.order, dst, reasons, first, &make)
+            encode_host_items(dst, reasons, first, &make)
         };
         time_kernel(k, n, &fill, iters)
     }
 
-    /// [`verify`] for items that need the scalar algebra (u1 = a/d, u2 = b/d).
-    pub(crate) fn verify_algebra(
+    /// [`verify`] for items a scheme makes one by one.
+    pub(crate) fn verify_host_items(
         k: &Kernel,
         n: usize,
         make: impl Fn(usize) -> std::result::Result<HostItem, Reason> + Sync,
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-            encode_algebra(&k.order, dst, reasons, first, &make)
+            encode_host_items(dst, reasons, first, &make)
         };
         verify(k, n, &fill)
     }
 
     fn launch(
         stream: &Arc<CudaStream>,
-        f: &CudaFunction,
+        (f, prepare): &Functions,
         per_thread: u64,
         input: &CudaSlice<u8>,
         table: &CudaSlice<u8>,
@@ -313,6 +281,13 @@ pub mod device {
         count: usize,
     ) -> Result<()> {
         let n64 = count as u64;
+        if let Some(p) = prepare {
+            let mut b = stream.launch_builder(p);
+            b.arg(input).arg(&n64);
+            // SAFETY: matches the preparation kernels' signature; they rewrite the `count` items
+            // of `input` in place, on this stream, before the verification reads them.
+            unsafe { b.launch(grid_1d(n64.div_ceil(PREPARE_ITEMS), THREADS)) }.driver("launch")?;
+        }
         let mut b = stream.launch_builder(f);
         b.arg(input).arg(table).arg(out).arg(&n64);
         // SAFETY: matches the verification kernels' signature; `input` holds `count` items.
@@ -331,13 +306,23 @@ pub mod device {
     ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let gpu = Gpu::available()?;
         let table = k.table(gpu)?;
-        let f = gpu.function(k.image, k.name)?;
+        let f = functions(gpu, k)?;
         let stream = gpu.stream()?;
         let (bytes, reasons) = encode_all(n, fill);
         let input = stream.clone_htod(&bytes).driver("upload")?;
         let mut out = stream.alloc_zeros::<u8>(n).driver("cuMemAlloc")?;
-        let seconds = time_on_stream(&stream, iters, || {
-            launch(&stream, &f, k.items_per_thread, &input, table, &mut out, n)
+        // A preparation rewrites the items: each launch then runs on a fresh copy, whose
+        // device-to-device copy the time includes.
+        let mut work = match k.prepare {
+            Some(_) => Some(stream.alloc_zeros::<u8>(bytes.len()).driver("cuMemAlloc")?),
+            None => None,
+        };
+        let seconds = time_on_stream(&stream, iters, || match work.as_mut() {
+            Some(w) => {
+                stream.memcpy_dtod(&input, w).driver("copy")?;
+                launch(&stream, &f, k.items_per_thread, w, table, &mut out, n)
+            }
+            None => launch(&stream, &f, k.items_per_thread, &input, table, &mut out, n),
         })?;
         let codes = stream.clone_dtoh(&out).driver("download")?;
         stream.synchronize().driver("sync")?;
@@ -376,7 +361,7 @@ pub mod device {
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let gpu = Gpu::available()?;
         let table = k.table(gpu)?;
-        let f = gpu.function(k.image, k.name)?;
+        let f = functions(gpu, k)?;
         let mut codes = vec![0u8; n];
         let mut reasons = Vec::with_capacity(n);
         reasons.par_extend(rayon::iter::repeat_n(None, n));

@@ -364,8 +364,8 @@ fn verify_kernel() -> crate::sig::items::device::Kernel {
         name: "sm2_verify",
         table: "sm2_g_table",
         table_len: G_TABLE_LEN,
-        order: crate::sig::order::Order::new(&super::N),
         items_per_thread: 1,
+        prepare: None,
     }
 }
 
