@@ -2,9 +2,9 @@
 //!
 //! A curve is its parameters ([`Curve`]): n and p, its scalar field for the host's algebra, its
 //! verification kernel and its CPU reference. Everything else is written once, here: the
-//! signature encodings (strict DER, compact), the range and low-S rules, SEC1 keys, the scalar
-//! algebra of the GPU items (u1 = e/s, u2 = r/s with one inversion per block), the dispatch and
-//! the measurement. secp256k1 ([`crate::secp256k1::Secp256k1Curve`]) and P-256
+//! signature encodings (strict DER, compact), the range and low-S rules, SEC1 keys, the GPU items
+//! (e and s, of which the curve's preparation kernel makes u1 = e/s and u2 = r/s), the dispatch
+//! and the measurement. secp256k1 ([`crate::secp256k1::Secp256k1Curve`]) and P-256
 //! ([`crate::p256::P256`]) are its instances.
 //!
 //! Every item is parsed once by [`parts`], whatever backend runs the arithmetic afterwards, so

@@ -1,7 +1,8 @@
 //! Verification items for the GPU kernels (`kernels/include/bc/verify.cuh`): every scheme hands
-//! the device u1, u2, the key and r, and the device computes R = u1·G + u2·Q and tests it. The
-//! scheme's host code does its own scalar algebra and fills blocks of items; this module owns the
-//! layout, the verdict codes and the chunked trip through the GPU.
+//! the device u1, u2, the key and r (ECDSA: e and s, of which a preparation kernel makes u1 and
+//! u2), and the device computes R = u1·G + u2·Q and tests it. The scheme's host code does the
+//! scalar algebra that needs no inversion and fills blocks of items; this module owns the layout,
+//! the verdict codes and the chunked trip through the GPU.
 
 use super::order::{Limbs, Order};
 use super::{Reason, Sec1Key};
@@ -108,7 +109,7 @@ const BLOCK: usize = 1024;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
 /// is encoded in cached memory, then copied into `dst` in order: `dst` is write-combined staging,
-/// written best sequentially in whole lines, and the encoders write items of 164 bytes backwards.
+/// written best sequentially in whole lines, and the encoders write items of 164 bytes piecewise.
 pub(crate) fn fill_parallel(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
