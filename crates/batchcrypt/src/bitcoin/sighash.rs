@@ -26,10 +26,21 @@ const OP_CODESEPARATOR: u8 = 0xab;
 
 /// Per-transaction hashes, computed once and shared by every input's signature hash.
 ///
+/// The hashes of the transaction's own data ([`TxHashes`]) are made on first use: a
+/// transaction whose inputs carry no witness never reaches a BIP143 or BIP341 hash (Bitcoin
+/// Core's `Init` skips them too), and most of a pre-segwit block's transactions are such.
+#[derive(Clone, Debug)]
+pub struct Precomputed {
+    tx_hashes: OnceLock<TxHashes>,
+    spent: Option<SpentHashes>,
+}
+
+/// The hashes of a transaction's outpoints, sequences and outputs.
+///
 /// The `sha_*` fields are BIP341's single SHA-256 hashes; BIP143's `hash_*` are one more SHA-256
 /// of them (SHA256d of the same data), which is how Core derives them too.
 #[derive(Clone, Debug)]
-pub struct Precomputed {
+pub struct TxHashes {
     /// SHA-256 of every input's outpoint (txid, index) in order.
     pub sha_prevouts: Digest,
     /// SHA-256 of every input's sequence (4 bytes LE each).
@@ -42,7 +53,6 @@ pub struct Precomputed {
     pub hash_sequence: Digest,
     /// BIP143 hashOutputs.
     pub hash_outputs: Digest,
-    spent: Option<SpentHashes>,
 }
 
 /// What BIP341 needs of the outputs being spent.
@@ -68,7 +78,7 @@ impl Precomputed {
     pub fn new(tx: &Tx, spent: Option<&[SpentOutput]>) -> Precomputed {
         match spent {
             Some(spent) => Self::with_spent(tx, spent.iter().map(SpentOutput::as_txout)),
-            None => Self::without_spent(tx),
+            None => Self::without_spent(),
         }
     }
 
@@ -77,7 +87,7 @@ impl Precomputed {
     /// # Panics
     /// If `spent` does not yield exactly one output per input.
     pub fn with_spent<'s>(tx: &Tx, spent: impl IntoIterator<Item = TxOut<'s>>) -> Precomputed {
-        let mut pre = Self::without_spent(tx);
+        let mut pre = Self::without_spent();
         let n = tx.inputs.len();
         let mut amounts = Vec::with_capacity(8 * n);
         let mut scripts = Vec::new();
@@ -100,28 +110,17 @@ impl Precomputed {
         pre
     }
 
-    fn without_spent(tx: &Tx) -> Precomputed {
-        let mut prevouts = Vec::with_capacity(36 * tx.inputs.len());
-        let mut sequences = Vec::with_capacity(4 * tx.inputs.len());
-        for txin in &tx.inputs {
-            put_outpoint(&mut prevouts, &txin.prevout);
-            sequences.extend_from_slice(&txin.sequence.to_le_bytes());
-        }
-        let mut outputs = Vec::new();
-        for out in &tx.outputs {
-            put_txout(&mut outputs, out.value, out.script_pubkey);
-        }
-        let (sha_prevouts, sha_sequences, sha_outputs) =
-            (digest(&prevouts), digest(&sequences), digest(&outputs));
+    fn without_spent() -> Precomputed {
         Precomputed {
-            sha_prevouts,
-            sha_sequences,
-            sha_outputs,
-            hash_prevouts: digest(&sha_prevouts),
-            hash_sequence: digest(&sha_sequences),
-            hash_outputs: digest(&sha_outputs),
+            tx_hashes: OnceLock::new(),
             spent: None,
         }
+    }
+
+    /// The hashes of `tx`'s own data, made on the first call. `tx` must be the transaction this
+    /// was computed from.
+    pub fn tx_hashes(&self, tx: &Tx) -> &TxHashes {
+        self.tx_hashes.get_or_init(|| TxHashes::new(tx))
     }
 
     /// Whether the spent outputs were given (taproot hashes need them).
@@ -137,6 +136,31 @@ impl Precomputed {
     /// BIP341's sha_scriptpubkeys, where the spent outputs were given.
     pub fn sha_scriptpubkeys(&self) -> Option<&Digest> {
         self.spent.as_ref().map(|s| &s.sha_scriptpubkeys)
+    }
+}
+
+impl TxHashes {
+    fn new(tx: &Tx) -> TxHashes {
+        let mut prevouts = Vec::with_capacity(36 * tx.inputs.len());
+        let mut sequences = Vec::with_capacity(4 * tx.inputs.len());
+        for txin in &tx.inputs {
+            put_outpoint(&mut prevouts, &txin.prevout);
+            sequences.extend_from_slice(&txin.sequence.to_le_bytes());
+        }
+        let mut outputs = Vec::new();
+        for out in &tx.outputs {
+            put_txout(&mut outputs, out.value, out.script_pubkey);
+        }
+        let (sha_prevouts, sha_sequences, sha_outputs) =
+            (digest(&prevouts), digest(&sequences), digest(&outputs));
+        TxHashes {
+            sha_prevouts,
+            sha_sequences,
+            sha_outputs,
+            hash_prevouts: digest(&sha_prevouts),
+            hash_sequence: digest(&sha_sequences),
+            hash_outputs: digest(&sha_outputs),
+        }
     }
 }
 
@@ -227,18 +251,19 @@ pub fn segwit_v0(
     let single = base == SIGHASH_SINGLE as i32;
     let single_or_none = single || base == SIGHASH_NONE as i32;
     let zero = [0u8; 32];
+    let hashes = pre.tx_hashes(tx);
     let hash_prevouts = if anyone_can_pay {
         zero
     } else {
-        pre.hash_prevouts
+        hashes.hash_prevouts
     };
     let hash_sequence = if anyone_can_pay || single_or_none {
         zero
     } else {
-        pre.hash_sequence
+        hashes.hash_sequence
     };
     let hash_outputs = if !single_or_none {
-        pre.hash_outputs
+        hashes.hash_outputs
     } else if single && input < tx.outputs.len() {
         let out = &tx.outputs[input];
         let mut ser = Vec::with_capacity(9 + out.script_pubkey.len() + 8);
@@ -336,14 +361,15 @@ fn put_taproot_message(
     buf.push(hash_type);
     buf.extend_from_slice(&tx.version.to_le_bytes());
     buf.extend_from_slice(&tx.lock_time.to_le_bytes());
+    let hashes = pre.tx_hashes(tx);
     if !anyone_can_pay {
-        buf.extend_from_slice(&pre.sha_prevouts);
+        buf.extend_from_slice(&hashes.sha_prevouts);
         buf.extend_from_slice(&spent.sha_amounts);
         buf.extend_from_slice(&spent.sha_scriptpubkeys);
-        buf.extend_from_slice(&pre.sha_sequences);
+        buf.extend_from_slice(&hashes.sha_sequences);
     }
     if output_type == SIGHASH_ALL as u8 {
-        buf.extend_from_slice(&pre.sha_outputs);
+        buf.extend_from_slice(&hashes.sha_outputs);
     }
 
     // spend_type = ext_flag * 2 + annex_present; ext_flag is 1 for tapscript.

@@ -130,6 +130,14 @@ fn check_pubkey_encoding(pk: &[u8], flags: Flags, sv: SigVersion) -> Result<(), 
     Ok(())
 }
 
+/// The push of `data` as a script would hold it (FindAndDelete's pattern), without a heap
+/// allocation for a signature.
+fn push_of(data: &[u8]) -> smallvec::SmallVec<[u8; 80]> {
+    let mut v = smallvec::SmallVec::new();
+    push_data(&mut v, data);
+    v
+}
+
 /// CHECKSIG outside tapscript: the script code from the last OP_CODESEPARATOR, the signature
 /// removed from it in legacy scripts (FindAndDelete), encodings checked, then the checker.
 fn checksig_pre_tapscript(
@@ -143,11 +151,11 @@ fn checksig_pre_tapscript(
     // Only legacy scripts remove the signature from the script code (FindAndDelete).
     let mut code = Cow::Borrowed(script_code);
     if sv == SigVersion::Base {
-        let mut pattern = Vec::with_capacity(sig.len() + 5);
-        push_data(&mut pattern, sig);
-        if find_and_delete(code.to_mut(), &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
+        let (deleted, found) = find_and_delete(script_code, &push_of(sig));
+        if found > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
             return Err(ScriptError::SigFindAndDelete);
         }
+        code = deleted;
     }
     check_signature_encoding(sig, flags)?;
     check_pubkey_encoding(pubkey, flags, sv)?;
@@ -637,10 +645,12 @@ fn checkmultisig(
     let mut code = Cow::Borrowed(script_code);
     if sv == SigVersion::Base {
         for k in 0..sigs as usize {
-            let mut pattern = Vec::new();
-            push_data(&mut pattern, top(stack, isig + k)?);
-            if find_and_delete(code.to_mut(), &pattern) > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
+            let (deleted, found) = find_and_delete(&code, &push_of(top(stack, isig + k)?));
+            if found > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
                 return Err(E::SigFindAndDelete);
+            }
+            if found > 0 {
+                code = Cow::Owned(deleted.into_owned());
             }
         }
     }
@@ -719,7 +729,9 @@ fn execute_witness_script(
     if stack.iter().any(|e| e.len() > MAX_SCRIPT_ELEMENT_SIZE) {
         return Err(E::PushSize);
     }
-    let mut st: Stack = stack.iter().map(|e| StackItem::from_slice(e)).collect();
+    // Room for what the common scripts push (P2WPKH's implied script: two more items).
+    let mut st: Stack = Vec::with_capacity(stack.len() + 4);
+    st.extend(stack.iter().map(|e| StackItem::from_slice(e)));
     eval_script(&mut st, script, flags, checker, sv, exec)?;
     if st.len() != 1 {
         return Err(E::CleanStack);
@@ -885,7 +897,8 @@ pub fn verify_script(
         SigVersion::Base,
         &mut exec,
     )?;
-    let stack_copy = flags.has(Flags::P2SH).then(|| stack.clone());
+    // Only a P2SH output reads the copy: other inputs skip the copy of their stack.
+    let stack_copy = (flags.has(Flags::P2SH) && is_p2sh(spk)).then(|| stack.clone());
     eval_script(&mut stack, spk, flags, checker, SigVersion::Base, &mut exec)?;
     if !stack.last().is_some_and(|v| cast_to_bool(v)) {
         return Err(E::EvalFalse);
@@ -901,7 +914,7 @@ pub fn verify_script(
             stack.truncate(1);
         }
     }
-    if let (Some(copy), true) = (stack_copy, is_p2sh(spk)) {
+    if let Some(copy) = stack_copy {
         if !is_push_only(script_sig) {
             return Err(E::SigPushOnly);
         }

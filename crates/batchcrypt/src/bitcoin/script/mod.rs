@@ -19,6 +19,7 @@ pub use interpreter::{
 };
 
 use opcodes::*;
+use std::borrow::Cow;
 
 /// One item of the interpreter's stack. Inline up to 80 bytes (a DER signature with its hash
 /// type is at most 73, a key 65): an input's pushes, copies and hashes allocate nothing.
@@ -137,50 +138,59 @@ pub fn witness_program(spk: &[u8]) -> Option<(u8, &[u8])> {
 
 /// Appends the push of `data` as Core's `CScript() << data` writes it (the shortest push opcode
 /// for its length, OP_0 for empty data).
-pub fn push_data(out: &mut Vec<u8>, data: &[u8]) {
+pub fn push_data(out: &mut impl Extend<u8>, data: &[u8]) {
     let n = data.len();
     if n < OP_PUSHDATA1 as usize {
-        out.push(n as u8);
+        out.extend([n as u8]);
     } else if n <= 0xff {
-        out.extend_from_slice(&[OP_PUSHDATA1, n as u8]);
+        out.extend([OP_PUSHDATA1, n as u8]);
     } else if n <= 0xffff {
-        out.push(OP_PUSHDATA2);
-        out.extend_from_slice(&(n as u16).to_le_bytes());
+        out.extend([OP_PUSHDATA2]);
+        out.extend((n as u16).to_le_bytes());
     } else {
-        out.push(OP_PUSHDATA4);
-        out.extend_from_slice(&(n as u32).to_le_bytes());
+        out.extend([OP_PUSHDATA4]);
+        out.extend((n as u32).to_le_bytes());
     }
-    out.extend_from_slice(data);
+    out.extend(data.iter().copied());
 }
 
 /// Core's FindAndDelete: removes every occurrence of `pattern` that starts at an instruction
-/// boundary (matches may repeat back to back). Returns how many were removed.
-pub fn find_and_delete(script: &mut Vec<u8>, pattern: &[u8]) -> usize {
+/// boundary (matches may repeat back to back). Returns the script, borrowed where nothing was
+/// removed, and how many were removed.
+pub fn find_and_delete<'s>(script: &'s [u8], pattern: &[u8]) -> (Cow<'s, [u8]>, usize) {
     if pattern.is_empty() {
-        return 0;
+        return (Cow::Borrowed(script), 0);
     }
+    // Built only once a match is found: most scripts hold none, and a copy per CHECKSIG showed
+    // in profiles.
+    let mut result: Option<Vec<u8>> = None;
     let mut found = 0;
-    let mut result = Vec::with_capacity(script.len());
     let (mut pc, mut pc2) = (0usize, 0usize);
     let mut ops = Ops::new(script);
     loop {
-        result.extend_from_slice(&script[pc2..pc]);
+        let at = pc;
         while script.len() - pc >= pattern.len() && &script[pc..pc + pattern.len()] == pattern {
             pc += pattern.len();
             found += 1;
         }
-        pc2 = pc;
+        if pc != at {
+            let r = result.get_or_insert_with(|| Vec::with_capacity(script.len()));
+            r.extend_from_slice(&script[pc2..at]);
+            pc2 = pc;
+        }
         ops.pos = pc;
         match ops.next() {
             Some(Ok(_)) => pc = ops.pos,
             _ => break,
         }
     }
-    if found > 0 {
-        result.extend_from_slice(&script[pc2..]);
-        *script = result;
+    match result {
+        Some(mut r) => {
+            r.extend_from_slice(&script[pc2..]);
+            (Cow::Owned(r), found)
+        }
+        None => (Cow::Borrowed(script), 0),
     }
-    found
 }
 
 #[cfg(test)]
@@ -232,9 +242,10 @@ mod tests {
             ),
         ];
         for &(script, pat, want, n) in cases {
-            let mut s = script.to_vec();
-            assert_eq!(find_and_delete(&mut s, pat), n, "{script:02x?}");
-            assert_eq!(s, want, "{script:02x?}");
+            let (s, found) = find_and_delete(script, pat);
+            assert_eq!(found, n, "{script:02x?}");
+            assert_eq!(&s[..], want, "{script:02x?}");
+            assert_eq!(matches!(s, Cow::Borrowed(_)), n == 0);
         }
     }
 
