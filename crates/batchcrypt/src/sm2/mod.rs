@@ -225,7 +225,7 @@ impl Sm2<'_> {
             ("signatures", sigs.len()),
             ("public keys", pubkeys.len()),
         ])?;
-        verify::entl(id)?; // checked once for the batch
+        let za = verify::Za::new(id)?; // the ID checked, and hashed, once for the batch
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         self.verify_items(n, 32 + bytes / n as u64, |i| {
             let (r, s, key) = verify::parts(sigs[i], pubkeys[i], format)?;
@@ -235,7 +235,7 @@ impl Sm2<'_> {
                 crate::sig::Sec1Key::Uncompressed { .. } => pubkeys[i][1..].try_into().unwrap(),
                 key => cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?,
             };
-            let e = verify::message_digest(id, &xy, msgs[i]).expect("ID length checked");
+            let e = za.message_digest(&xy, msgs[i]);
             verify::item_from_parts(&e, &r, &s, key)
         })
     }

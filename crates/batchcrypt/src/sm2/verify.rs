@@ -33,15 +33,38 @@ pub const DEFAULT_ID: &[u8] = b"1234567812345678";
 /// `Z_A` for a signer's identifier and public key (`x || y`, big-endian). ENTL is the ID's length
 /// in bits in two bytes, so IDs are at most 8191 bytes.
 pub fn za(id: &[u8], key_xy: &[u8; 64]) -> Result<[u8; 32]> {
-    Ok(crate::sm3::digest_parts(&[
-        &entl(id)?.to_be_bytes(),
-        id,
-        &A,
-        &B,
-        &GX,
-        &GY,
-        key_xy,
-    ]))
+    Ok(Za::new(id)?.za(key_xy))
+}
+
+/// `Z_A` and message digests for many keys under one identifier. What precedes the key in
+/// `Z_A`'s input (ENTL, the ID, the curve's a, b and G: at least 130 bytes) is hashed once: each
+/// key then costs two of SM3's compressions instead of four or more.
+#[derive(Clone)]
+pub struct Za {
+    prefix: crate::sm3::Hasher,
+}
+
+impl Za {
+    /// An error for an ID over 8191 bytes.
+    pub fn new(id: &[u8]) -> Result<Za> {
+        let mut prefix = crate::sm3::Hasher::default();
+        for part in [&entl(id)?.to_be_bytes()[..], id, &A, &B, &GX, &GY] {
+            prefix.update(part);
+        }
+        Ok(Za { prefix })
+    }
+
+    /// `Z_A` of the key `x || y`.
+    pub fn za(&self, key_xy: &[u8; 64]) -> [u8; 32] {
+        let mut h = self.prefix.clone();
+        h.update(key_xy);
+        h.finish()
+    }
+
+    /// `e = SM3(Z_A || M)`.
+    pub fn message_digest(&self, key_xy: &[u8; 64], msg: &[u8]) -> [u8; 32] {
+        crate::sm3::digest_parts(&[&self.za(key_xy), msg])
+    }
 }
 
 /// ENTL: the ID's length in bits, or an error for an ID over 8191 bytes.
@@ -56,7 +79,7 @@ pub fn entl(id: &[u8]) -> Result<u16> {
 
 /// The digest `e = SM3(Z_A || M)` the signature covers.
 pub fn message_digest(id: &[u8], key_xy: &[u8; 64], msg: &[u8]) -> Result<[u8; 32]> {
-    Ok(crate::sm3::digest_parts(&[&za(id, key_xy)?, msg]))
+    Ok(Za::new(id)?.message_digest(key_xy, msg))
 }
 
 /// The signature's `(r, s)` and the key's coordinates, every rule but the curve equation.
@@ -140,5 +163,33 @@ pub(crate) fn encode_block(
                 *reason = Some(why);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prefix hashed once gives the digest of the whole input, whatever the ID's length puts
+    /// at the block boundaries.
+    #[test]
+    fn za_from_the_shared_prefix_equals_the_one_shot_digest() {
+        let key: [u8; 64] = std::array::from_fn(|i| (i * 37 + 11) as u8);
+        for len in [0, 1, 2, 15, 16, 17, 61, 62, 63, 64, 65, 126, 200] {
+            let id: Vec<u8> = (0..len).map(|i| (i * 5 + 3) as u8).collect();
+            let mut whole = ((len * 8) as u16).to_be_bytes().to_vec();
+            for part in [&id[..], &A, &B, &GX, &GY, &key] {
+                whole.extend_from_slice(part);
+            }
+            let z = crate::sm3::digest(&whole);
+            let za = Za::new(&id).unwrap();
+            assert_eq!(za.za(&key), z, "ID of {len} bytes");
+            let msg = b"message digest";
+            assert_eq!(
+                za.message_digest(&key, msg),
+                crate::sm3::digest(&[&z[..], msg].concat())
+            );
+        }
+        assert!(Za::new(&vec![0; 8192]).is_err());
     }
 }

@@ -9,9 +9,24 @@ pub fn digest(msg: &[u8]) -> Digest {
 
 /// The digest of the concatenation of `parts`.
 pub fn digest_parts(parts: &[&[u8]]) -> Digest {
-    let mut h = Sm3::new();
+    let mut h = Hasher::default();
     parts.iter().for_each(|p| h.update(p));
-    h.finalize().into()
+    h.finish()
+}
+
+/// An SM3 computation in progress. Cloned after a prefix many messages share, it hashes that
+/// prefix once for all of them.
+#[derive(Clone, Default)]
+pub struct Hasher(Sm3);
+
+impl Hasher {
+    pub fn update(&mut self, data: &[u8]) {
+        self.0.update(data);
+    }
+
+    pub fn finish(self) -> Digest {
+        self.0.finalize().into()
+    }
 }
 
 /// `count` messages of `len` bytes on `threads` threads.

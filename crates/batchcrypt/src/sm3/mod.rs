@@ -14,6 +14,8 @@ use crate::{Engine, Output};
 
 pub type Digest = [u8; 32];
 
+pub use cpu::Hasher;
+
 /// Batches of equal-length messages.
 pub static FIXED: Operation = Operation::new(
     "sm3_fixed",
