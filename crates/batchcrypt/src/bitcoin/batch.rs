@@ -11,10 +11,9 @@
 //! exactly. An input with a failed check (a bad signature, a multisig whose signatures match
 //! later keys, a script that expects a CHECKSIG to be false) is evaluated again on the CPU with
 //! the batch's verdicts known, any new check batched again: so every verdict equals Bitcoin
-//! Core's. A rerun starts from the messages its first run's multisig signed (a legacy
-//! sighash over a large transaction costs more than the rest of the run).
+//! Core's.
 
-use super::checker::{CpuVerifier, MultisigMessages, SigVerifier, TxChecker, BITCOIN_ECDSA};
+use super::checker::{CpuVerifier, SigVerifier, TxChecker, BITCOIN_ECDSA};
 use super::script::{verify_script, witness_program, Flags, ScriptError};
 use super::sighash::Precomputed;
 use super::{SpentOutput, Tx};
@@ -317,8 +316,6 @@ struct Part {
     /// The GPU items of the checks and hints, encoded by the task that interpreted the part
     /// when the batch is expected on a GPU (the batch then only copies them).
     encoded: Option<PartItems>,
-    /// The multisig messages of inputs with hints, by their position in the part.
-    messages: Vec<(usize, MultisigMessages)>,
 }
 
 /// A part's GPU items: its ECDSA checks, its BIP340 checks, its hints, each in order.
@@ -423,21 +420,18 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         .flat_map(|(t, j)| (0..j.tx.inputs.len()).map(move |i| (t, i)))
         .collect();
     let pre: Vec<Precomputed> = jobs.par_iter().map(precompute).collect();
-    // Runs input k; a run again starts from the messages of its first run's multisig.
-    let run = |k: usize, verifier: &mut dyn SigVerifier, seed: Option<MultisigMessages>| {
+    let run = |k: usize, verifier: &mut dyn SigVerifier| {
         let (t, i) = index[k];
         let j = &jobs[t];
-        let mut checker = TxChecker::new(j.tx, i, j.spent[i].value, &pre[t], verifier)
-            .with_multisig_messages(seed);
+        let mut checker = TxChecker::new(j.tx, i, j.spent[i].value, &pre[t], verifier);
         let input = &j.tx.inputs[i];
-        let r = verify_script(
+        verify_script(
             input.script_sig,
             &j.spent[i].script_pubkey,
             &input.witness,
             j.flags,
             &mut checker,
-        );
-        (r, checker.into_multisig_messages())
+        )
     };
     // The first run, in parts of consecutive inputs: each input's verdict and how many checks it
     // asked for, the checks back to back.
@@ -458,16 +452,9 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
                 for k in c * PART..((c + 1) * PART).min(index.len()) {
                     let (before, hints_before) = (part.checks.len(), part.hints.len());
                     let mut d = Deferring::new(None, &mut part.checks, &mut part.hints);
-                    let (r, messages) = run(k, &mut d, None);
-                    part.results.push(r);
+                    part.results.push(run(k, &mut d));
                     part.asked.push((part.checks.len() - before) as u32);
-                    let hinted = part.hints.len() - hints_before;
-                    part.hinted.push(hinted as u32);
-                    // A multisig with hints is what runs again when a signature matches a
-                    // later key: its messages are kept for that run.
-                    if let (true, Some(m)) = (hinted > 0, messages) {
-                        part.messages.push((k - c * PART, m));
-                    }
+                    part.hinted.push((part.hints.len() - hints_before) as u32);
                 }
                 if encode {
                     part.encoded = Some(PartItems::new(&part));
@@ -553,7 +540,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         .par_iter()
         .flat_map_iter(|p| p.results.iter().copied())
         .collect();
-    let mut open: Vec<(usize, HashMap<Check, bool>, Option<MultisigMessages>)> = parts
+    let mut open: Vec<(usize, HashMap<Check, bool>)> = parts
         .par_iter()
         .zip(&starts)
         .enumerate()
@@ -580,12 +567,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
                         .map(|&c| (c, next_verdict(&c, &mut e, &mut s, &ecdsa_ok, &schnorr_ok)))
                         .chain(hints.iter().copied().zip(hint_verdicts.iter().copied()))
                         .collect();
-                    let messages = part
-                        .messages
-                        .iter()
-                        .find(|(at, _)| *at == j)
-                        .map(|(_, m)| m.clone());
-                    open.push((c * PART + j, known, messages));
+                    open.push((c * PART + j, known));
                 }
             }
             open
@@ -598,11 +580,11 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         reruns += 1;
         let runs: Vec<(std::result::Result<(), ScriptError>, Vec<Check>)> = open
             .par_iter()
-            .map(|(k, known, messages)| {
+            .map(|(k, known)| {
                 // A rerun's multisigs find their pairs known from the first run's hints.
                 let (mut pending, mut hints) = (Vec::new(), Vec::new());
                 let mut d = Deferring::new(Some(known), &mut pending, &mut hints);
-                let (r, _) = run(*k, &mut d, messages.clone());
+                let r = run(*k, &mut d);
                 (r, pending)
             })
             .collect();
@@ -626,7 +608,7 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
         schnorr_checks += schnorr.len();
         let (mut e, mut s) = (0usize, 0usize);
         let mut still = Vec::new();
-        for ((k, mut known, messages), (r, pending)) in open.into_iter().zip(runs) {
+        for ((k, mut known), (r, pending)) in open.into_iter().zip(runs) {
             let mut all_hold = true;
             for c in pending {
                 let ok = match c {
@@ -645,19 +627,19 @@ pub fn verify_scripts(engine: &Engine, jobs: &[TxJob<'_, '_>]) -> Result<ScriptR
             if all_hold {
                 results[k] = r;
             } else {
-                still.push((k, known, messages));
+                still.push((k, known));
             }
         }
         open = still;
     }
     let replayed: Vec<(usize, std::result::Result<(), ScriptError>, usize)> = open
         .par_iter()
-        .map(|(k, known, messages)| {
+        .map(|(k, known)| {
             let mut v = Replay {
                 known,
                 cpu_checks: 0,
             };
-            let (r, _) = run(*k, &mut v, messages.clone());
+            let r = run(*k, &mut v);
             (*k, r, v.cpu_checks)
         })
         .collect();

@@ -107,11 +107,7 @@ pub struct TxChecker<'t, 'a, V> {
     multisig: Option<MultisigMessages>,
 }
 
-/// The messages of one multisig's signatures: a deterministic function of the input, its
-/// script code, the signature version and the hash type, so a later run of the same input may
-/// start from them ([`TxChecker::with_multisig_messages`]).
-#[derive(Clone, Debug)]
-pub(crate) struct MultisigMessages {
+struct MultisigMessages {
     sv: SigVersion,
     script_code: Vec<u8>,
     by_hash_type: Vec<(u8, [u8; 32])>,
@@ -135,18 +131,6 @@ impl<'t, 'a, V: SigVerifier> TxChecker<'t, 'a, V> {
             verifier,
             multisig: None,
         }
-    }
-
-    /// Starts from the multisig messages an earlier run of the same input computed (a legacy
-    /// sighash hashes the whole transaction: a large one's costs more than the rest of a run).
-    pub(crate) fn with_multisig_messages(mut self, m: Option<MultisigMessages>) -> Self {
-        self.multisig = m;
-        self
-    }
-
-    /// The messages of the last multisig run, for a later run of the same input.
-    pub(crate) fn into_multisig_messages(self) -> Option<MultisigMessages> {
-        self.multisig
     }
 
     /// The message an ECDSA signature with `hash_type` signs (legacy or BIP143 by `sv`), kept
@@ -216,13 +200,10 @@ impl<V: SigVerifier> SignatureChecker for TxChecker<'_, '_, V> {
             script_code: Vec::new(),
             by_hash_type: Vec::new(),
         });
-        // Messages already known for this script code (an earlier run's) stay valid.
-        if m.sv != sv || m.script_code != script_code {
-            m.sv = sv;
-            m.script_code.clear();
-            m.script_code.extend_from_slice(script_code);
-            m.by_hash_type.clear();
-        }
+        m.sv = sv;
+        m.script_code.clear();
+        m.script_code.extend_from_slice(script_code);
+        m.by_hash_type.clear();
         let slack = keys.len() - sigs.len();
         for (i, sig) in sigs.iter().enumerate() {
             let Some((&hash_type, der)) = sig.split_last() else {
