@@ -646,10 +646,10 @@ fn checkmultisig(
     if sv == SigVersion::Base {
         for k in 0..sigs as usize {
             let (deleted, found) = find_and_delete(&code, &push_of(top(stack, isig + k)?));
-            if found > 0 && flags.has(Flags::CONST_SCRIPTCODE) {
-                return Err(E::SigFindAndDelete);
-            }
             if found > 0 {
+                if flags.has(Flags::CONST_SCRIPTCODE) {
+                    return Err(E::SigFindAndDelete);
+                }
                 code = Cow::Owned(deleted.into_owned());
             }
         }
