@@ -140,9 +140,105 @@ extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* _
     }
 }
 
-// SM2 signature verification (GM/T 0003.2 §7.1) on the generic items of bc/verify.cuh, prepared by
-// the host as u1 = s, u2 = t = r + s mod n, and r' = r - e mod n: valid iff R = s G + t P_A is
-// finite and x(R) mod n == r' (the standard's R = e + x1 mod n == r).
+// SM2 signature verification (GM/T 0003.2 §7.1). The host parses each item and hands the device
+// s (limbs 0..8), the key, r (limbs 32..40) and in limbs 8..16 either the digest e or, with the
+// MESSAGE flag, where the signed message lies (limbs 8, 9: its byte offset among the batch's
+// messages; limb 10: its length). sm2_verify_prepare hashes e = SM3(Z_A || M) where asked,
+// decompresses keys, and turns each item into bc/verify.cuh's u1 = s, u2 = t = r + s mod n and
+// r' = r - e mod n: valid iff R = s G + t P_A is finite and x(R) mod n == r' (the standard's
+// R = e + x1 mod n == r), which sm2_verify tests.
+//
+// When an item has MESSAGE, the chunk's trailer follows its n items: the batch offset of the
+// chunk's first message byte (two limbs), the ID's length in bytes (a limb), a zero limb, the ID
+// padded to 8 bytes, then the chunk's messages back to back.
+enum : uint32_t { MESSAGE = 8 };
+
+namespace {
+
+using Sm3Stream = bc::MdStream<bc::sm3::Hash>;
+
+// A 256-bit integer (little-endian limbs) as 32 big-endian bytes.
+BC_DEVICE void feed_be(Sm3Stream& h, const uint32_t l[8]) {
+    for (int i = 7; i >= 0; --i)
+        for (int k = 24; k >= 0; k -= 8) h.byte(l[i] >> k);
+}
+
+// e = SM3(Z_A || M) with Z_A = SM3(ENTL || ID || a || b || x_G || y_G || x_A || y_A), as limbs.
+BC_DEVICE void message_digest(const uint8_t* id, uint32_t id_len, const uint32_t x[8], const uint32_t y[8], const uint8_t* msg, uint32_t len, uint32_t e[8]) {
+    Sm3Stream h;
+    const uint32_t entl = id_len * 8;
+    h.byte(entl >> 8);
+    h.byte(entl);
+    h.bytes(id, id_len);
+    uint32_t a[8];
+    for (int i = 0; i < 8; ++i) a[i] = P_MOD[i];
+    a[0] -= 3;  // a = p - 3
+    feed_be(h, a);
+    feed_be(h, B);
+    feed_be(h, G_X);
+    feed_be(h, G_Y);
+    feed_be(h, x);
+    feed_be(h, y);
+    uint32_t z[8], d[8];
+    h.finish(z);
+    Sm3Stream m;
+    m.words(z);
+    m.bytes(msg, len);
+    m.finish(d);
+    for (int i = 0; i < 8; ++i) e[i] = d[7 - i];
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(128) sm2_verify_prepare(uint32_t* __restrict__ items, uint64_t n) {
+    using namespace bc::verify;
+    BC_FOR_EACH_ITEM(i, n) {
+        uint32_t* it = items + ITEM_LIMBS * i;
+        uint32_t flags = it[40];
+        if (flags & ITEM_SKIP) continue;
+        // A compressed key's y: Z_A needs it, and the verification then skips the square root.
+        bool key_ok = true;
+        if (flags & KEY_COMPRESSED) {
+            PointAffine q;
+            key_ok = bc::decompress<Curve>(it + 16, flags & KEY_ODD, q);
+            if (key_ok) {
+                q.y.to_plain(it + 24);
+                flags &= ~(KEY_COMPRESSED | KEY_ODD);
+            }
+        }
+        uint32_t e[8];
+        if (flags & MESSAGE) {
+            // No y, no Z_A: the verification reports the key (as the CPU backend does, first).
+            if (!key_ok) continue;
+            const uint32_t* head = items + ITEM_LIMBS * n;
+            const uint64_t base = head[0] | uint64_t(head[1]) << 32;
+            const uint8_t* id = reinterpret_cast<const uint8_t*>(head + 4);
+            const uint8_t* msgs = id + ((head[2] + 7) & ~7u);
+            const uint64_t at = (it[8] | uint64_t(it[9]) << 32) - base;
+            message_digest(id, head[2], it + 16, it + 24, msgs + at, it[10], e);
+            flags &= ~MESSAGE;
+        } else {
+            load8(e, it + 8);
+        }
+        uint32_t r[8], s[8], t[8];
+        load8(r, it + 32);
+        load8(s, it);
+        // t = r + s mod n (r, s < n), which must not be zero: the item is then a mismatch.
+        if (bc::add_n(t, r, s) || bc::geq_n(t, N_MOD)) bc::sub_n(t, t, N_MOD);
+        uint32_t any = 0;
+        for (int j = 0; j < 8; ++j) any |= t[j];
+        if (!any) flags |= ITEM_SKIP;
+        // r' = r - (e mod n) mod n; e < 2^256 < 2n.
+        if (bc::geq_n(e, N_MOD)) bc::sub_n(e, e, N_MOD);
+        if (bc::sub_n(r, r, e)) bc::add_n(r, r, N_MOD);
+        for (int j = 0; j < 8; ++j) {
+            it[8 + j] = t[j];
+            it[32 + j] = r[j];
+        }
+        it[40] = flags;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(128) sm2_verify(const uint32_t* __restrict__ items, const PointAffine* __restrict__ gtable, uint8_t* __restrict__ ok, uint64_t n) {
     BC_FOR_EACH_ITEM(i, n) ok[i] = bc::verify::verdict_x_mod_n<Curve>(items + bc::verify::ITEM_LIMBS * i, N_MOD, bc::verify::double_mul<Curve, GTable, VAR_W>(gtable));
 }

@@ -411,3 +411,161 @@ fn sub(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
     }
     out
 }
+
+/// Signatures over messages of every length around SM3's block boundaries and the device's
+/// hashing limit, under IDs of several lengths, with compressed and uncompressed keys: every
+/// backend (the GPU hashing short messages itself) and the kernel code on the host give the CPU
+/// backend's verdict, and that verdict is the expected one.
+#[test]
+fn messages_hashed_on_every_backend_agree() {
+    use batchcrypt::sm2::gpu::DEVICE_MESSAGE_MAX;
+    let lens = [
+        0,
+        1,
+        23,
+        55,
+        56,
+        64,
+        119,
+        120,
+        DEVICE_MESSAGE_MAX - 1,
+        DEVICE_MESSAGE_MAX,
+        DEVICE_MESSAGE_MAX + 1,
+        1000,
+    ];
+    let ids: [&[u8]; 3] = [b"", DEFAULT_ID, &[0x5a; 100]];
+    let secrets: Vec<[u8; 32]> = (0..4u8)
+        .map(|i| batchcrypt::sm3::digest(&[i, 0x11]))
+        .collect();
+    let points = batchcrypt::sm2::cpu::mul_base(&secrets, 1);
+    for id in ids {
+        let (mut msgs, mut sigs, mut keys, mut want) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (j, &len) in lens.iter().enumerate() {
+            let w = j % secrets.len();
+            let msg: Vec<u8> = (0..len).map(|b| (b * 13 + j) as u8).collect();
+            let e = verify::message_digest(id, &points[w], &msg).unwrap();
+            let nonce = batchcrypt::sm3::digest(&[&secrets[w][..], &e[..]].concat());
+            let sig = sign::sign_digest_with_nonce(&secrets[w], &nonce, &e).unwrap();
+            let key = if j % 2 == 0 {
+                uncompressed(&points[w])
+            } else {
+                [&[2 | (points[w][63] & 1)][..], &points[w][..32]].concat()
+            };
+            // As signed; then the message changed; then the key another signer's.
+            let mut changed = msg.clone();
+            match changed.first_mut() {
+                Some(b) => *b ^= 1,
+                None => changed.push(0),
+            }
+            let other = uncompressed(&points[(w + 1) % points.len()]);
+            for (m, k, ok) in [
+                (msg.clone(), key.clone(), true),
+                (changed, key, false),
+                (msg, other, false),
+            ] {
+                msgs.push(m);
+                sigs.push(sig.to_vec());
+                keys.push(k);
+                want.push(ok);
+            }
+        }
+        // A compressed key with no point: its reason, whatever the message.
+        let mut no_point = vec![2u8; 33];
+        for x in 0u8.. {
+            no_point[32] = x;
+            if batchcrypt::sm2::cpu::decompress(&no_point.clone().try_into().unwrap()).is_none() {
+                break;
+            }
+        }
+        msgs.push(b"short".to_vec());
+        sigs.push(sigs[0].clone());
+        keys.push(no_point);
+        want.push(false);
+        let m: Vec<&[u8]> = msgs.iter().map(|v| v.as_slice()).collect();
+        let s: Vec<&[u8]> = sigs.iter().map(|v| v.as_slice()).collect();
+        let k: Vec<&[u8]> = keys.iter().map(|v| v.as_slice()).collect();
+        let cpu = common::engine(Backend::Portable)
+            .sm2()
+            .verify(&m, &s, &k, id, SigFormat::Compact)
+            .unwrap()
+            .value
+            .results;
+        for (i, v) in cpu.iter().enumerate() {
+            assert_eq!(
+                v.is_ok(),
+                want[i],
+                "ID of {} bytes, item {i}: {v:?}",
+                id.len()
+            );
+        }
+        assert_eq!(cpu.last(), Some(&Err(Reason::PublicKeyNotOnCurve)));
+        #[cfg(feature = "emulation")]
+        assert_eq!(
+            batchcrypt::emulation::sm2::verify(&m, &s, &k, id, SigFormat::Compact),
+            cpu,
+            "kernel code on the host, ID of {} bytes",
+            id.len()
+        );
+        for b in common::backends(Primitive::Sm2) {
+            let got = common::engine(b)
+                .sm2()
+                .verify(&m, &s, &k, id, SigFormat::Compact)
+                .unwrap();
+            assert_eq!(got.backend, b);
+            assert_eq!(
+                got.value.results,
+                cpu,
+                "backend {b}, ID of {} bytes",
+                id.len()
+            );
+        }
+    }
+}
+
+/// On the GPU, a batch of many chunks (each chunk's messages at their own offsets): every
+/// verdict as expected.
+#[test]
+fn messages_over_many_chunks_on_the_gpu() {
+    let Some(b) = common::backends(Primitive::Sm2)
+        .into_iter()
+        .find(|b| b.is_gpu())
+    else {
+        return;
+    };
+    let secrets: Vec<[u8; 32]> = (0..8u8).map(|i| batchcrypt::sm3::digest(&[i])).collect();
+    let points = batchcrypt::sm2::cpu::mul_base(&secrets, 1);
+    let distinct: Vec<(Vec<u8>, [u8; 64], Vec<u8>)> = (0..64usize)
+        .map(|j| {
+            let w = j % secrets.len();
+            let msg = format!("payment {j} ").repeat(j % 9).into_bytes();
+            let e = verify::message_digest(DEFAULT_ID, &points[w], &msg).unwrap();
+            let nonce = batchcrypt::sm3::digest(&[&secrets[w][..], &e[..]].concat());
+            let sig = sign::sign_digest_with_nonce(&secrets[w], &nonce, &e).unwrap();
+            (msg, sig, uncompressed(&points[w]))
+        })
+        .collect();
+    let n = 300_000;
+    let bad = |i: usize| i % 997 == 5;
+    let msgs: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let mut m = distinct[i % 64].0.clone();
+            if bad(i) {
+                m.push(b'!');
+            }
+            m
+        })
+        .collect();
+    let m: Vec<&[u8]> = msgs.iter().map(|v| v.as_slice()).collect();
+    let s: Vec<&[u8]> = (0..n).map(|i| &distinct[i % 64].1[..]).collect();
+    let k: Vec<&[u8]> = (0..n).map(|i| distinct[i % 64].2.as_slice()).collect();
+    let got = common::engine(b)
+        .sm2()
+        .verify(&m, &s, &k, DEFAULT_ID, SigFormat::Compact)
+        .unwrap()
+        .value
+        .results;
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(v.is_ok(), !bad(i), "item {i}: {v:?}");
+    }
+}

@@ -14,7 +14,7 @@ pub mod sm2;
 pub mod sm3;
 
 use crate::ecdsa::{Curve, EcdsaOptions};
-use crate::sig::items::{self, FillItems, ITEM_BYTES, ITEM_LIMBS};
+use crate::sig::items::{self, FillItems, Trailer, ITEM_LIMBS};
 use crate::sig::Reason;
 use std::sync::Mutex;
 
@@ -54,22 +54,24 @@ impl VerifyKernel {
     /// Kernel codes (1 valid, 0 mismatch, 2 key not on the curve) for the host's items (ECDSA:
     /// e and s where u1 and u2 go), through the preparation and the verification.
     pub fn run(&self, items: &[[u32; ITEM_LIMBS]]) -> Vec<u8> {
-        let mut prepared;
-        let mut items = items;
+        self.run_words(&mut items.as_flattened().to_vec(), items.len())
+    }
+
+    /// The same for `n` items as the device holds them: their limbs, then any trailer the
+    /// preparation reads (rewritten in place).
+    fn run_words(&self, words: &mut [u32], n: usize) -> Vec<u8> {
         if let Some(prepare) = self.prepare {
-            prepared = items.to_vec();
-            // SAFETY: 41 limbs per item, rewritten in place.
-            unsafe { prepare(prepared.as_mut_ptr().cast(), prepared.len() as u64) };
-            items = &prepared;
+            // SAFETY: `n` items of 41 limbs and their trailer, rewritten in place.
+            unsafe { prepare(words.as_mut_ptr(), n as u64) };
         }
-        let mut ok = vec![0u8; items.len()];
+        let mut ok = vec![0u8; n];
         // SAFETY: 41 limbs in and one byte out per item; the table is complete.
         unsafe {
             (self.verify)(
-                items.as_ptr().cast(),
+                words.as_ptr(),
                 self.table().as_ptr(),
                 ok.as_mut_ptr(),
-                items.len() as u64,
+                n as u64,
             )
         };
         ok
@@ -88,26 +90,26 @@ pub fn verify_ecdsa<C: Curve>(
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
         items::encode_host_items(dst, reasons, first, &make)
     };
-    run_items(hashes.len(), &fill, |raw| C::emulated().run(raw))
+    run_items(&C::emulated(), hashes.len(), &fill, &())
 }
 
-/// Verification items through a scheme's whole GPU flow on the host: `fill` encodes them as the
-/// GPU backend does, `kernel` runs the kernel code over them.
+/// Verification items through a scheme's whole GPU flow on the host: `fill` and `trailer` encode
+/// them as the GPU backend does, then `kernel`'s code runs over them.
 pub(crate) fn run_items(
+    kernel: &VerifyKernel,
     n: usize,
     fill: &impl FillItems,
-    kernel: impl Fn(&[[u32; ITEM_LIMBS]]) -> Vec<u8>,
+    trailer: &impl Trailer,
 ) -> Vec<Result<(), Reason>> {
-    let (bytes, reasons) = items::encode_all(n, fill);
-    let raw: Vec<[u32; ITEM_LIMBS]> = bytes
-        .chunks_exact(ITEM_BYTES)
-        .map(|c| {
-            std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap()))
-        })
+    let (mut bytes, reasons) = items::encode_all(n, fill, trailer);
+    bytes.resize(bytes.len().next_multiple_of(4), 0);
+    let mut words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     reasons
         .into_iter()
-        .zip(kernel(&raw))
+        .zip(kernel.run_words(&mut words, n))
         .map(|(r, c)| items::verdict(r, c))
         .collect()
 }

@@ -151,5 +151,5 @@ pub fn verify_schnorr(
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
         crate::sig::items::encode_host_items(dst, reasons, first, &make)
     };
-    super::run_items(msgs.len(), &fill, |items| SCHNORR.run(items))
+    super::run_items(&SCHNORR, msgs.len(), &fill, &())
 }

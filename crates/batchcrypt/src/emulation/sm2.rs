@@ -1,12 +1,9 @@
 //! The SM2 kernels run on the host. Scalars are eight little-endian 32-bit limbs; points affine
 //! `x || y` (16 limbs), the point at infinity all zeros.
 
-/// An affine point in the kernels' field representation (opaque to the host).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct AffineRaw([u32; 16]);
-
-use crate::sm2::G_TABLE_LEN;
+use super::AffineRaw;
+use crate::sig::{Reason, SigFormat};
+use crate::sm2::{gpu, G_TABLE_LEN};
 
 extern "C" {
     fn sm2_g_table(table: *mut AffineRaw);
@@ -15,13 +12,7 @@ extern "C" {
 }
 
 fn g_table() -> &'static [AffineRaw] {
-    static TABLE: std::sync::OnceLock<Vec<AffineRaw>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = vec![AffineRaw([0; 16]); G_TABLE_LEN];
-        // SAFETY: the kernel writes G_TABLE_LEN entries.
-        unsafe { sm2_g_table(t.as_mut_ptr()) };
-        t
-    })
+    VERIFY.table()
 }
 
 /// `k[i] G` for each scalar (limbs here; the kernel reads and writes big-endian bytes).
@@ -118,31 +109,61 @@ pub fn hash_mul(k: &[u32; 8], msgs: &[&[u8]], dst: &[u8]) -> Vec<[u32; 9]> {
 
 extern "C" {
     fn sm2_verify(items: *const u32, gtable: *const AffineRaw, ok: *mut u8, n: u64);
+    fn sm2_verify_prepare(items: *mut u32, n: u64);
 }
 
-/// SM2 verification through the GPU backend's whole flow on the host: the items as
-/// `verify_digests` prepares them for the GPU, then the kernel code.
+/// The verification kernel and its preparation.
+const VERIFY: super::VerifyKernel = super::VerifyKernel {
+    table_len: G_TABLE_LEN,
+    g_table: sm2_g_table,
+    verify: sm2_verify,
+    prepare: Some(sm2_verify_prepare),
+};
+
+/// SM2 verification of digests through the GPU backend's whole flow on the host: the items as
+/// `verify_digests` prepares them for the GPU, then the kernels' code.
 pub fn verify_digests(
     digests: &[[u8; 32]],
     sigs: &[&[u8]],
     keys: &[&[u8]],
-    format: crate::sig::SigFormat,
-) -> Vec<Result<(), crate::sig::Reason>> {
-    let make = |i: usize| crate::sm2::verify::item(&digests[i], sigs[i], keys[i], format);
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
-        crate::sm2::verify::encode_block(dst, reasons, first, &make)
+    format: SigFormat,
+) -> Vec<Result<(), Reason>> {
+    let make = |i: usize| {
+        let (r, s, key) = crate::sm2::verify::parts(sigs[i], keys[i], format)?;
+        Ok(gpu::DeviceItem {
+            r,
+            s,
+            key,
+            digest: gpu::Digest::Given(digests[i]),
+        })
     };
-    super::run_items(digests.len(), &fill, |items| {
-        let mut ok = vec![0u8; items.len()];
-        // SAFETY: 41 limbs in and one byte out per item; the table is complete.
-        unsafe {
-            sm2_verify(
-                items.as_ptr().cast(),
-                g_table().as_ptr(),
-                ok.as_mut_ptr(),
-                items.len() as u64,
-            )
-        };
-        ok
-    })
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        gpu::encode_block(dst, reasons, first, &make)
+    };
+    super::run_items(&VERIFY, digests.len(), &fill, &())
+}
+
+/// SM2 verification of messages the same way: the device's hashing of `e = SM3(Z_A || M)` (for
+/// messages of up to [`gpu::DEVICE_MESSAGE_MAX`] bytes; the host's above) included.
+pub fn verify(
+    msgs: &[&[u8]],
+    sigs: &[&[u8]],
+    keys: &[&[u8]],
+    id: &[u8],
+    format: SigFormat,
+) -> Vec<Result<(), Reason>> {
+    let za = crate::sm2::verify::Za::new(id).expect("an ID of at most 8191 bytes");
+    let messages = gpu::Messages::new(id, msgs);
+    let make = |i: usize| {
+        let (r, s, key) = crate::sm2::verify::parts(sigs[i], keys[i], format)?;
+        let digest = messages.digest(i, || {
+            let xy = crate::sm2::cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?;
+            Ok(za.message_digest(&xy, msgs[i]))
+        })?;
+        Ok(gpu::DeviceItem { r, s, key, digest })
+    };
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        gpu::encode_block(dst, reasons, first, &make)
+    };
+    super::run_items(&VERIFY, msgs.len(), &fill, &messages)
 }

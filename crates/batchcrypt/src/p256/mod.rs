@@ -15,7 +15,7 @@
 use crate::backend::{Backend, Primitive};
 use crate::ecdsa::Curve;
 use crate::operation::Operation;
-use crate::sig::items::device::Kernel;
+use crate::sig::items::device::{Kernel, Prepare};
 use crate::sig::{hex32, Reason, Sec1Key};
 use openssl::ec::EcGroup;
 use openssl::nid::Nid;
@@ -63,7 +63,7 @@ impl Curve for P256 {
             table: "p256_g_table",
             table_len: G_TABLE_LEN,
             items_per_thread: 1,
-            prepare: Some("p256_ecdsa_prepare"),
+            prepare: Some(Prepare::ecdsa("p256_ecdsa_prepare")),
         }
     }
 

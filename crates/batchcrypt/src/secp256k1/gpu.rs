@@ -9,7 +9,7 @@
 //! others.
 
 use super::parse::{self, Reason};
-use crate::sig::items::device::Kernel;
+use crate::sig::items::device::{Kernel, Prepare};
 use crate::sig::items::HostItem;
 use crate::sig::order::Order;
 
@@ -23,7 +23,7 @@ pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
 /// the inversion that y's parity needs.
 const SCHNORR_ITEMS: u64 = 2;
 
-fn kernel(name: &'static str, items_per_thread: u64, prepare: Option<&'static str>) -> Kernel {
+fn kernel(name: &'static str, items_per_thread: u64, prepare: Option<Prepare>) -> Kernel {
     Kernel {
         image: &crate::kernels::SECP256K1,
         name,
@@ -39,7 +39,7 @@ pub(crate) fn ecdsa_kernel() -> Kernel {
     kernel(
         "secp256k1_ecdsa_verify_batch",
         1,
-        Some("secp256k1_ecdsa_prepare"),
+        Some(Prepare::ecdsa("secp256k1_ecdsa_prepare")),
     )
 }
 

@@ -8,6 +8,7 @@ use super::order::{Limbs, Order};
 use super::{Reason, Sec1Key};
 use crate::backend::cpu::with_kept;
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Limbs per kernel item: u1, u2, key x, key y, r (eight little-endian 32-bit limbs each), flags.
 pub(crate) const ITEM_LIMBS: usize = 41;
@@ -42,6 +43,12 @@ pub(crate) fn encode(dst: &mut [u8], u1: &[u8; 32], u2: &[u8; 32], key: &Sec1Key
     put(dst, 24, &y);
     put(dst, 32, r);
     dst[160..164].copy_from_slice(&flags.to_le_bytes());
+}
+
+/// Sets scheme-specific `flags` (bits above bc/verify.cuh's) on an encoded item.
+pub(crate) fn add_flags(dst: &mut [u8], flags: u32) {
+    let f = u32::from_le_bytes(dst[160..164].try_into().unwrap()) | flags;
+    dst[160..164].copy_from_slice(&f.to_le_bytes());
 }
 
 /// An item the kernel passes over (its verdict comes from the host's reason).
@@ -103,6 +110,22 @@ pub(crate) fn encode_host_items(
 /// into `reasons` (its item then skipped). Called on blocks in parallel.
 pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
 impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
+
+/// Bytes a scheme's preparation kernel reads after a chunk's items (SM2: the signer's ID and the
+/// messages the device hashes). `()` for the schemes without.
+pub(crate) trait Trailer: Sync {
+    /// The trailer's length for the chunk of items `items`.
+    fn len(&self, items: Range<usize>) -> usize;
+    /// Writes it into `dst` (`len(items)` bytes).
+    fn write(&self, items: Range<usize>, dst: &mut [u8]);
+}
+
+impl Trailer for () {
+    fn len(&self, _: Range<usize>) -> usize {
+        0
+    }
+    fn write(&self, _: Range<usize>, _: &mut [u8]) {}
+}
 
 /// Items per block handed to the scheme's encoder.
 const BLOCK: usize = 1024;
@@ -190,18 +213,24 @@ pub(crate) fn from_pieces<'p>(
     )
 }
 
-/// All `n` items encoded at once (kernel-only timing, host emulation).
-pub(crate) fn encode_all(n: usize, fill: &impl FillItems) -> (Vec<u8>, Vec<Option<Reason>>) {
-    let mut bytes = vec![0u8; n * ITEM_BYTES];
+/// All `n` items encoded at once, then their trailer (kernel-only timing, host emulation).
+pub(crate) fn encode_all(
+    n: usize,
+    fill: &impl FillItems,
+    trailer: &impl Trailer,
+) -> (Vec<u8>, Vec<Option<Reason>>) {
+    let mut bytes = vec![0u8; n * ITEM_BYTES + trailer.len(0..n)];
     let mut reasons = vec![None; n];
-    fill_parallel(&mut bytes, &mut reasons, 0, fill);
+    let (items, tail) = bytes.split_at_mut(n * ITEM_BYTES);
+    fill_parallel(items, &mut reasons, 0, fill);
+    trailer.write(0..n, tail);
     (bytes, reasons)
 }
 
 pub mod device {
     use super::{
         encode_all, encode_host_items, fill_parallel, verdict, FillItems, HostItem, Reason,
-        ITEM_BYTES,
+        Trailer, ITEM_BYTES,
     };
     use crate::backend::cuda::{
         device_table, grid_1d, time_on_stream, DriverResult, Gpu, KernelImage,
@@ -218,25 +247,44 @@ pub mod device {
     /// which the kernel `table(gtable)` writes (`table_len` affine points). Each GPU thread takes
     /// `items_per_thread` consecutive items (several share an inversion). `prepare(items, n)`,
     /// where the scheme has one, turns the host's items into the verification's in place first
-    /// (ECDSA: e, s into u1 = e/s, u2 = r/s), each thread PREPARE_ITEMS of them.
+    /// (ECDSA: e, s into u1 = e/s, u2 = r/s; SM2: t = r + s, r - e, e hashed there).
     pub struct Kernel {
         pub image: &'static KernelImage,
         pub name: &'static str,
         pub table: &'static str,
         pub table_len: usize,
         pub items_per_thread: u64,
-        pub prepare: Option<&'static str>,
+        pub prepare: Option<Prepare>,
     }
 
-    /// Items per thread of the preparation kernels (bc/verify.cuh's PREPARE_ITEMS; only the
-    /// grid's size depends on it).
-    const PREPARE_ITEMS: u64 = 16;
+    /// A preparation kernel, each of whose threads takes `items_per_thread` consecutive items.
+    #[derive(Clone, Copy)]
+    pub struct Prepare {
+        pub name: &'static str,
+        pub items_per_thread: u64,
+    }
 
-    /// A kernel's functions on `gpu`: the verification and its preparation, if any.
-    type Functions = (CudaFunction, Option<CudaFunction>);
+    impl Prepare {
+        /// ECDSA's: bc/verify.cuh's `ecdsa_prepare`, PREPARE_ITEMS items sharing an inversion.
+        pub const fn ecdsa(name: &'static str) -> Prepare {
+            Prepare {
+                name,
+                items_per_thread: 16,
+            }
+        }
+    }
+
+    /// A kernel's functions on `gpu`: the verification and its preparation (with its items per
+    /// thread), if any.
+    type Functions = (CudaFunction, Option<(CudaFunction, u64)>);
 
     fn functions(gpu: &Gpu, k: &Kernel) -> Result<Functions> {
-        let prepare = k.prepare.map(|p| gpu.function(k.image, p)).transpose()?;
+        let prepare = k
+            .prepare
+            .map(|p| {
+                Ok::<_, crate::error::Error>((gpu.function(k.image, p.name)?, p.items_per_thread))
+            })
+            .transpose()?;
         Ok((gpu.function(k.image, k.name)?, prepare))
     }
 
@@ -257,7 +305,7 @@ pub mod device {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
             encode_host_items(dst, reasons, first, &make)
         };
-        time_kernel(k, n, &fill, iters)
+        time_kernel(k, n, &fill, &(), iters)
     }
 
     /// [`verify`] for items a scheme makes one by one.
@@ -269,7 +317,7 @@ pub mod device {
         let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
             encode_host_items(dst, reasons, first, &make)
         };
-        verify(k, n, &fill)
+        verify(k, n, &fill, &())
     }
 
     fn launch(
@@ -282,12 +330,13 @@ pub mod device {
         count: usize,
     ) -> Result<()> {
         let n64 = count as u64;
-        if let Some(p) = prepare {
+        if let Some((p, per)) = prepare {
             let mut b = stream.launch_builder(p);
             b.arg(input).arg(&n64);
             // SAFETY: matches the preparation kernels' signature; they rewrite the `count` items
-            // of `input` in place, on this stream, before the verification reads them.
-            unsafe { b.launch(grid_1d(n64.div_ceil(PREPARE_ITEMS), THREADS)) }.driver("launch")?;
+            // of `input` in place (reading the trailer after them), on this stream, before the
+            // verification reads them.
+            unsafe { b.launch(grid_1d(n64.div_ceil(*per), THREADS)) }.driver("launch")?;
         }
         let mut b = stream.launch_builder(f);
         b.arg(input).arg(table).arg(out).arg(&n64);
@@ -297,19 +346,20 @@ pub mod device {
             .driver("launch")
     }
 
-    /// Kernel-only time over `n` items already in GPU memory: the median of `iters` launches
-    /// timed with device events, in seconds, and the verdicts.
+    /// Kernel-only time over `n` items (and their trailer) already in GPU memory: the median of
+    /// `iters` launches timed with device events, in seconds, and the verdicts.
     pub(crate) fn time_kernel(
         k: &Kernel,
         n: usize,
         fill: &impl FillItems,
+        trailer: &impl Trailer,
         iters: usize,
     ) -> Result<(f64, Vec<std::result::Result<(), Reason>>)> {
         let gpu = Gpu::available()?;
         let table = k.table(gpu)?;
         let f = functions(gpu, k)?;
         let stream = gpu.stream()?;
-        let (bytes, reasons) = encode_all(n, fill);
+        let (bytes, reasons) = encode_all(n, fill, trailer);
         let input = stream.clone_htod(&bytes).driver("upload")?;
         let mut out = stream.alloc_zeros::<u8>(n).driver("cuMemAlloc")?;
         // A preparation rewrites the items: each launch then runs on a fresh copy, whose
@@ -353,12 +403,13 @@ pub mod device {
         starts
     }
 
-    /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 while the GPU works on
-    /// chunk k.
+    /// Verifies `n` items chunk by chunk: the host encodes chunk k + 1 (its items, then its
+    /// trailer) while the GPU works on chunk k.
     pub(crate) fn verify(
         k: &Kernel,
         n: usize,
         fill: &impl FillItems,
+        trailer: &impl Trailer,
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
         let gpu = Gpu::available()?;
         let table = k.table(gpu)?;
@@ -370,7 +421,7 @@ pub mod device {
         let spans: Vec<Span> = starts
             .windows(2)
             .map(|w| Span {
-                in_bytes: (w[1] - w[0]) * ITEM_BYTES,
+                in_bytes: (w[1] - w[0]) * ITEM_BYTES + trailer.len(w[0]..w[1]),
                 out_bytes: w[1] - w[0],
                 scratch_bytes: 0,
             })
@@ -381,7 +432,12 @@ pub mod device {
             3,
             |c, dst| {
                 let (first, count) = (starts[c], starts[c + 1] - starts[c]);
-                fill_parallel(dst, &mut reasons[first..first + count], first, fill);
+                let (items, tail) = dst.split_at_mut(count * ITEM_BYTES);
+                let reasons = &mut reasons[first..first + count];
+                rayon::join(
+                    || fill_parallel(items, reasons, first, fill),
+                    || trailer.write(first..first + count, tail),
+                );
                 Ok(())
             },
             |stream, input, out, c| {

@@ -6,8 +6,10 @@ use super::{check_scalars, Compressed, Point};
 use crate::backend::cuda::{device_table, grid_1d, time_on_stream, DriverResult, Gpu};
 use crate::error::{Error, Result};
 use crate::pipeline::{run_chunked, PipelineConfig};
+use crate::sig::{items, Reason, Sec1Key};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::Arc;
 
 const THREADS: u32 = 128;
@@ -357,41 +359,259 @@ pub fn hash_to_curve_mul_kernel_seconds(
     })
 }
 
-/// The SM2 verification kernel and its fixed-base table (shared with `sm2_mul_base`).
-fn verify_kernel() -> crate::sig::items::device::Kernel {
-    crate::sig::items::device::Kernel {
+/// Messages up to this many bytes are hashed on the device (`e = SM3(Z_A || M)` in the
+/// preparation kernel); a longer one's digest is made here, so that a chunk's upload stays
+/// bounded.
+pub const DEVICE_MESSAGE_MAX: usize = 256;
+
+/// The item flag (beside bc/verify.cuh's) for "limbs 8..16 say where the message lies".
+const MESSAGE: u32 = 8;
+
+/// The SM2 verification kernel and its preparation (kernels/sm2), with the fixed-base table it
+/// shares with `sm2_mul_base`.
+pub(crate) fn verify_kernel() -> items::device::Kernel {
+    items::device::Kernel {
         image: &crate::kernels::SM2,
         name: "sm2_verify",
         table: "sm2_g_table",
         table_len: G_TABLE_LEN,
         items_per_thread: 1,
-        prepare: None,
+        prepare: Some(items::device::Prepare {
+            name: "sm2_verify_prepare",
+            items_per_thread: 1,
+        }),
     }
 }
 
-type Verdict = std::result::Result<(), crate::sig::Reason>;
+type Verdict = std::result::Result<(), Reason>;
 
-/// Verifies `n` items (`make(i)`) on the GPU, chunk by chunk (the host prepares chunk k + 1 —
-/// digests included — while the GPU works on chunk k).
-pub fn verify(
-    n: usize,
-    make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync,
-) -> Result<Vec<Verdict>> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
-        super::verify::encode_block(dst, reasons, first, &make)
-    };
-    crate::sig::items::device::verify(&verify_kernel(), n, &fill)
+/// Where an item's digest comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Digest {
+    /// `e`, as the caller or the host computed it.
+    Given([u8; 32]),
+    /// Hashed on the device from the message at this byte offset among the batch's device
+    /// messages ([`Messages`]).
+    Message { offset: u64, len: u32 },
 }
 
-/// Kernel-only seconds of [`verify`] (median of `iters`) over items resident on the device, and
-/// the verdicts. For benchmarks.
+/// One item as the host hands it to the device: the parsed signature and key, and its digest.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceItem {
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub key: Sec1Key,
+    pub digest: Digest,
+}
+
+fn encode(dst: &mut [u8], it: &DeviceItem) {
+    match it.digest {
+        Digest::Given(e) => items::encode(dst, &it.s, &e, &it.key, &it.r),
+        Digest::Message { offset, len } => {
+            items::encode(dst, &it.s, &[0; 32], &it.key, &it.r);
+            // Limbs 8 and 9: the offset; limb 10: the length.
+            dst[32..40].copy_from_slice(&offset.to_le_bytes());
+            dst[40..44].copy_from_slice(&len.to_le_bytes());
+            items::add_flags(dst, MESSAGE);
+        }
+    }
+}
+
+/// Writes items `first..first + reasons.len()` (`make(i)`) into `dst`, each host-side failure
+/// into `reasons` (its item skipped).
+pub(crate) fn encode_block(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    make: &(impl Fn(usize) -> std::result::Result<DeviceItem, Reason> + Sync),
+) {
+    for (k, (out, reason)) in dst
+        .chunks_exact_mut(items::ITEM_BYTES)
+        .zip(reasons.iter_mut())
+        .enumerate()
+    {
+        match make(first + k) {
+            Ok(it) => {
+                encode(out, &it);
+                *reason = None;
+            }
+            Err(why) => {
+                items::skip(out);
+                *reason = Some(why);
+            }
+        }
+    }
+}
+
+/// The messages the device hashes, as each chunk's trailer (kernels/sm2): the identifier, then
+/// the chunk's messages back to back. A message over [`DEVICE_MESSAGE_MAX`] bytes takes no room
+/// (the host hashes it).
+pub struct Messages<'a> {
+    id: &'a [u8],
+    msgs: &'a [&'a [u8]],
+    /// `starts[i]`: message i's offset among the device messages; `starts[n]` their total.
+    starts: Vec<u64>,
+}
+
+impl<'a> Messages<'a> {
+    pub fn new(id: &'a [u8], msgs: &'a [&'a [u8]]) -> Messages<'a> {
+        let mut starts = Vec::with_capacity(msgs.len() + 1);
+        let mut at = 0u64;
+        starts.push(0);
+        for m in msgs {
+            if on_device(m) {
+                at += m.len() as u64;
+            }
+            starts.push(at);
+        }
+        Messages { id, msgs, starts }
+    }
+
+    /// Item `i`'s digest: from its message on the device, or `host()` for a long message.
+    pub fn digest(
+        &self,
+        i: usize,
+        host: impl FnOnce() -> std::result::Result<[u8; 32], Reason>,
+    ) -> std::result::Result<Digest, Reason> {
+        let m = self.msgs[i];
+        Ok(if on_device(m) {
+            Digest::Message {
+                offset: self.starts[i],
+                len: m.len() as u32,
+            }
+        } else {
+            Digest::Given(host()?)
+        })
+    }
+
+    fn header_len(&self) -> usize {
+        16 + self.id.len().next_multiple_of(8)
+    }
+}
+
+fn on_device(m: &[u8]) -> bool {
+    m.len() <= DEVICE_MESSAGE_MAX
+}
+
+impl items::Trailer for Messages<'_> {
+    fn len(&self, r: Range<usize>) -> usize {
+        self.header_len() + (self.starts[r.end] - self.starts[r.start]) as usize
+    }
+
+    fn write(&self, r: Range<usize>, dst: &mut [u8]) {
+        let base = self.starts[r.start];
+        let (head, mut body) = dst.split_at_mut(self.header_len());
+        head[..8].copy_from_slice(&base.to_le_bytes());
+        head[8..12].copy_from_slice(&(self.id.len() as u32).to_le_bytes());
+        head[12..16].fill(0);
+        head[16..16 + self.id.len()].copy_from_slice(self.id);
+        head[16 + self.id.len()..].fill(0);
+        // In blocks of items in parallel, each block's bytes in order (the staging is
+        // write-combined: written sequentially, never read).
+        const BLOCK: usize = 4096;
+        let mut pieces = Vec::new();
+        for b in r.clone().step_by(BLOCK) {
+            let end = (b + BLOCK).min(r.end);
+            let (piece, rest) = body.split_at_mut((self.starts[end] - self.starts[b]) as usize);
+            pieces.push((b..end, piece));
+            body = rest;
+        }
+        pieces.into_par_iter().for_each(|(items, piece)| {
+            let mut at = 0;
+            for m in &self.msgs[items] {
+                if on_device(m) {
+                    piece[at..at + m.len()].copy_from_slice(m);
+                    at += m.len();
+                }
+            }
+        });
+    }
+}
+
+/// Verifies `n` items (`make(i)`) on the GPU, chunk by chunk (the host parses chunk k + 1 while
+/// the GPU hashes and verifies chunk k); `messages` where items are hashed on the device.
+pub fn verify(
+    n: usize,
+    make: impl Fn(usize) -> std::result::Result<DeviceItem, Reason> + Sync,
+    messages: Option<&Messages>,
+) -> Result<Vec<Verdict>> {
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        encode_block(dst, reasons, first, &make)
+    };
+    match messages {
+        Some(m) => items::device::verify(&verify_kernel(), n, &fill, m),
+        None => items::device::verify(&verify_kernel(), n, &fill, &()),
+    }
+}
+
+/// Kernel-only seconds of [`verify`] (median of `iters`) over items resident on the device
+/// (the preparation, hashing included, and the verification), and the verdicts. For
+/// benchmarks.
 pub fn verify_kernel_seconds(
     n: usize,
-    make: impl Fn(usize) -> std::result::Result<super::verify::Item, crate::sig::Reason> + Sync,
+    make: impl Fn(usize) -> std::result::Result<DeviceItem, Reason> + Sync,
+    messages: Option<&Messages>,
     iters: usize,
 ) -> Result<(f64, Vec<Verdict>)> {
-    let fill = |first, dst: &mut [u8], reasons: &mut [Option<crate::sig::Reason>]| {
-        super::verify::encode_block(dst, reasons, first, &make)
+    let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
+        encode_block(dst, reasons, first, &make)
     };
-    crate::sig::items::device::time_kernel(&verify_kernel(), n, &fill, iters)
+    match messages {
+        Some(m) => items::device::time_kernel(&verify_kernel(), n, &fill, m, iters),
+        None => items::device::time_kernel(&verify_kernel(), n, &fill, &(), iters),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sig::items::Trailer;
+
+    /// A chunk's trailer: its header (the chunk's first offset, the ID), then exactly the
+    /// chunk's short messages in order, each at the offset its item was given; long messages
+    /// hashed on the host take no room.
+    #[test]
+    fn trailer_holds_each_chunks_messages_at_their_offsets() {
+        let msgs: Vec<Vec<u8>> = (0..10_000usize)
+            .map(|i| {
+                let len = if i % 101 == 7 {
+                    DEVICE_MESSAGE_MAX + 1 + i % 3
+                } else {
+                    i % 70
+                };
+                (0..len).map(|b| (b ^ i) as u8).collect()
+            })
+            .collect();
+        let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+        for id in [&b""[..], b"1234567812345678", b"odd-id"] {
+            let m = Messages::new(id, &refs);
+            for r in [0..10_000, 3..5000, 4097..9000, 9999..10_000, 5..5] {
+                let mut dst = vec![0xeeu8; m.len(r.clone())];
+                m.write(r.clone(), &mut dst);
+                let base = u64::from_le_bytes(dst[..8].try_into().unwrap());
+                assert_eq!(
+                    u32::from_le_bytes(dst[8..12].try_into().unwrap()) as usize,
+                    id.len()
+                );
+                assert_eq!(&dst[16..16 + id.len()], id);
+                let body = &dst[16 + id.len().next_multiple_of(8)..];
+                let mut total = 0;
+                for i in r.clone() {
+                    let host = || Ok([7u8; 32]);
+                    match m.digest(i, host).unwrap() {
+                        Digest::Message { offset, len } => {
+                            let at = (offset - base) as usize;
+                            assert_eq!(&body[at..at + len as usize], refs[i], "item {i}");
+                            total += len as usize;
+                        }
+                        Digest::Given(e) => {
+                            assert!(refs[i].len() > DEVICE_MESSAGE_MAX);
+                            assert_eq!(e, [7; 32]);
+                        }
+                    }
+                }
+                assert_eq!(body.len(), total, "{r:?}");
+            }
+        }
+    }
 }

@@ -203,15 +203,38 @@ impl Sm2<'_> {
             ("signatures", sigs.len()),
             ("public keys", pubkeys.len()),
         ])?;
-        self.verify_items(n, 32, |i| {
-            verify::item(&digests[i], sigs[i], pubkeys[i], format)
-        })
+        self.run(
+            &VERIFY,
+            n,
+            (32 + 72 + 33, 1),
+            |threads| {
+                crate::backend::cpu::par_map(1, n, threads, |i| {
+                    verify::item(&digests[i], sigs[i], pubkeys[i], format)
+                        .and_then(|it| cpu::verify_item(&it))
+                })
+            },
+            |r| {
+                gpu::verify(
+                    r.len(),
+                    |i| {
+                        let i = r.start + i;
+                        let (r, s, key) = verify::parts(sigs[i], pubkeys[i], format)?;
+                        let digest = gpu::Digest::Given(digests[i]);
+                        Ok(gpu::DeviceItem { r, s, key, digest })
+                    },
+                    None,
+                )
+            },
+        )
+        .map(|out| out.map(|results| Verdicts { results }))
     }
 
     /// Verifies signature `i` over message `msgs[i]` signed by the holder of `pubkeys[i]` with
     /// distinguishing identifier `id` ([`verify::DEFAULT_ID`] unless the parties agreed on
-    /// another): the digest `SM3(Z_A || M)` is computed here, on the CPU, while the backend
-    /// verifies earlier items. A compressed key costs a square root on the CPU for `Z_A`.
+    /// another). The digest `SM3(Z_A || M)` is part of the batch: on the GPU the device hashes
+    /// messages of up to [`gpu::DEVICE_MESSAGE_MAX`] bytes (and decompresses keys); longer
+    /// ones, and all on the CPU, are hashed on the CPU, where a compressed key costs a square root
+    /// for `Z_A`.
     pub fn verify(
         &self,
         msgs: &[&[u8]],
@@ -226,38 +249,47 @@ impl Sm2<'_> {
             ("public keys", pubkeys.len()),
         ])?;
         let za = verify::Za::new(id)?; // the ID checked, and hashed, once for the batch
-        let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
-        self.verify_items(n, 32 + bytes / n as u64, |i| {
-            let (r, s, key) = verify::parts(sigs[i], pubkeys[i], format)?;
-            // An uncompressed key's coordinates go into Z_A as given (the backend checks the
-            // curve equation); a compressed one needs its y, a square root here.
+                                       // e on the host: an uncompressed key's coordinates go into Z_A as given (the backend
+                                       // checks the curve equation); a compressed one needs its y, a square root here.
+        let digest = |i: usize, key: &crate::sig::Sec1Key| {
             let xy = match key {
                 crate::sig::Sec1Key::Uncompressed { .. } => pubkeys[i][1..].try_into().unwrap(),
-                key => cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?,
+                key => cpu::key_xy(key).ok_or(Reason::PublicKeyNotOnCurve)?,
             };
-            let e = za.message_digest(&xy, msgs[i]);
-            verify::item_from_parts(&e, &r, &s, key)
-        })
-    }
-
-    fn verify_items(
-        &self,
-        n: usize,
-        digest_bytes: u64,
-        make: impl Fn(usize) -> std::result::Result<verify::Item, Reason> + Sync,
-    ) -> Result<Output<Verdicts>> {
-        let out = self.run(
+            Ok(za.message_digest(&xy, msgs[i]))
+        };
+        let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+        self.run(
             &VERIFY,
             n,
-            (digest_bytes + 72 + 33, 1),
+            (bytes / n as u64 + 72 + 33, 1),
             |threads| {
                 crate::backend::cpu::par_map(1, n, threads, |i| {
-                    make(i).and_then(|it| cpu::verify_item(&it))
+                    let (r, s, key) = verify::parts(sigs[i], pubkeys[i], format)?;
+                    let it = verify::item_from_parts(&digest(i, &key)?, &r, &s, key)?;
+                    cpu::verify_item(&it)
                 })
             },
-            |r| gpu::verify(r.len(), |i| make(r.start + i)),
-        )?;
-        Ok(out.map(|results| Verdicts { results }))
+            |r| {
+                let messages = gpu::Messages::new(id, &msgs[r.clone()]);
+                gpu::verify(
+                    r.len(),
+                    |i| {
+                        let (rr, s, key) =
+                            verify::parts(sigs[r.start + i], pubkeys[r.start + i], format)?;
+                        let digest = messages.digest(i, || digest(r.start + i, &key))?;
+                        Ok(gpu::DeviceItem {
+                            r: rr,
+                            s,
+                            key,
+                            digest,
+                        })
+                    },
+                    Some(&messages),
+                )
+            },
+        )
+        .map(|out| out.map(|results| Verdicts { results }))
     }
 
     /// A batch of `n` items of `op`, `(bytes in, bytes out)` each, on the backend the engine

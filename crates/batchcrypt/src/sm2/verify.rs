@@ -9,9 +9,10 @@
 //! 4. `t = r + s mod n`, which must not be zero; `R = s·G + t·P_A`, which must not be the point
 //!    at infinity (OpenSSL rejects it too: it has no x); valid iff `(e + x(R)) mod n == r`.
 //!
-//! Every backend gets the same [`Item`]: `u1 = s`, `u2 = t` and `r' = r - e mod n`, and tests
-//! `x(R) mod n == r'` — the shape of ECDSA's test, so the GPU runs the generic verification items
-//! of `bc/verify.cuh`.
+//! The CPU backend verifies an [`Item`]: `u1 = s`, `u2 = t` and `r' = r - e mod n`, and tests
+//! `x(R) mod n == r'` — the shape of ECDSA's test. The GPU gets the parsed `r`, `s`, key and `e`
+//! (or the message, which it hashes) and makes the same item itself (`kernels/sm2`), so it runs
+//! the generic verification of `bc/verify.cuh`.
 
 use super::N;
 use crate::error::{Error, Result};
@@ -137,33 +138,6 @@ pub fn item_from_parts(
         key,
         r: (r - e).to_repr().into(),
     })
-}
-
-/// Writes items `first..first + reasons.len()` (`make(i)`) as GPU verification items into `dst`,
-/// and each item's failure on the host into `reasons`.
-pub(crate) fn encode_block(
-    dst: &mut [u8],
-    reasons: &mut [Option<Reason>],
-    first: usize,
-    make: &(impl Fn(usize) -> std::result::Result<Item, Reason> + Sync),
-) {
-    use crate::sig::items::{self, ITEM_BYTES};
-    for (k, (out, reason)) in dst
-        .chunks_exact_mut(ITEM_BYTES)
-        .zip(reasons.iter_mut())
-        .enumerate()
-    {
-        match make(first + k) {
-            Ok(it) => {
-                items::encode(out, &it.u1, &it.u2, &it.key, &it.r);
-                *reason = None;
-            }
-            Err(why) => {
-                items::skip(out);
-                *reason = Some(why);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
