@@ -455,15 +455,33 @@ pub struct Messages<'a> {
 
 impl<'a> Messages<'a> {
     pub fn new(id: &'a [u8], msgs: &'a [&'a [u8]]) -> Messages<'a> {
-        let mut starts = Vec::with_capacity(msgs.len() + 1);
-        let mut at = 0u64;
-        starts.push(0);
-        for m in msgs {
-            if on_device(m) {
-                at += m.len() as u64;
-            }
-            starts.push(at);
-        }
+        // A prefix sum on all cores (a batch's host time is tens of nanoseconds an item): each
+        // block's sums from zero, then each block shifted by the total before it.
+        const BLOCK: usize = 1 << 14;
+        let mut starts = vec![0u64; msgs.len() + 1];
+        starts[1..]
+            .par_chunks_mut(BLOCK)
+            .zip(msgs.par_chunks(BLOCK))
+            .for_each(|(out, ms)| {
+                let mut at = 0;
+                for (o, m) in out.iter_mut().zip(ms) {
+                    at += if on_device(m) { m.len() as u64 } else { 0 };
+                    *o = at;
+                }
+            });
+        let mut before = 0;
+        let offsets: Vec<u64> = starts[1..]
+            .chunks(BLOCK)
+            .map(|b| {
+                let o = before;
+                before += b[b.len() - 1];
+                o
+            })
+            .collect();
+        starts[1..]
+            .par_chunks_mut(BLOCK)
+            .zip(offsets)
+            .for_each(|(out, o)| out.iter_mut().for_each(|v| *v += o));
         Messages { id, msgs, starts }
     }
 
@@ -572,7 +590,8 @@ mod tests {
     /// hashed on the host take no room.
     #[test]
     fn trailer_holds_each_chunks_messages_at_their_offsets() {
-        let msgs: Vec<Vec<u8>> = (0..10_000usize)
+        // Over two of the prefix sum's blocks (2^14 items).
+        let msgs: Vec<Vec<u8>> = (0..40_000usize)
             .map(|i| {
                 let len = if i % 101 == 7 {
                     DEVICE_MESSAGE_MAX + 1 + i % 3
@@ -585,7 +604,14 @@ mod tests {
         let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
         for id in [&b""[..], b"1234567812345678", b"odd-id"] {
             let m = Messages::new(id, &refs);
-            for r in [0..10_000, 3..5000, 4097..9000, 9999..10_000, 5..5] {
+            for r in [
+                0..40_000,
+                3..5000,
+                4097..9000,
+                16_383..33_000,
+                39_999..40_000,
+                5..5,
+            ] {
                 let mut dst = vec![0xeeu8; m.len(r.clone())];
                 m.write(r.clone(), &mut dst);
                 let base = u64::from_le_bytes(dst[..8].try_into().unwrap());
