@@ -156,10 +156,7 @@ pub fn verify(
     let messages = gpu::Messages::new(id, msgs);
     let make = |i: usize| {
         let (r, s, key) = crate::sm2::verify::parts(sigs[i], keys[i], format)?;
-        let digest = messages.digest(i, || {
-            let xy = crate::sm2::cpu::key_xy(&key).ok_or(Reason::PublicKeyNotOnCurve)?;
-            Ok(za.message_digest(&xy, msgs[i]))
-        })?;
+        let digest = messages.digest(i, || crate::sm2::host_digest(&za, &key, msgs[i]))?;
         Ok(gpu::DeviceItem { r, s, key, digest })
     };
     let fill = |first, dst: &mut [u8], reasons: &mut [Option<Reason>]| {

@@ -249,15 +249,7 @@ impl Sm2<'_> {
             ("public keys", pubkeys.len()),
         ])?;
         let za = verify::Za::new(id)?; // the ID checked, and hashed, once for the batch
-                                       // e on the host: an uncompressed key's coordinates go into Z_A as given (the backend
-                                       // checks the curve equation); a compressed one needs its y, a square root here.
-        let digest = |i: usize, key: &crate::sig::Sec1Key| {
-            let xy = match key {
-                crate::sig::Sec1Key::Uncompressed { .. } => pubkeys[i][1..].try_into().unwrap(),
-                key => cpu::key_xy(key).ok_or(Reason::PublicKeyNotOnCurve)?,
-            };
-            Ok(za.message_digest(&xy, msgs[i]))
-        };
+        let digest = |i: usize, key: &crate::sig::Sec1Key| host_digest(&za, key, msgs[i]);
         let bytes: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         self.run(
             &VERIFY,
@@ -323,6 +315,25 @@ impl Sm2<'_> {
             .dispatcher()
             .estimates(&op.typical(n as u64), Backend::Portable, op))
     }
+}
+
+/// `e = SM3(Z_A || M)` on the host: an uncompressed key's coordinates go into `Z_A` as given
+/// (the backend checks the curve equation); a compressed one needs its y, a square root here.
+pub(crate) fn host_digest(
+    za: &verify::Za,
+    key: &crate::sig::Sec1Key,
+    msg: &[u8],
+) -> std::result::Result<[u8; 32], Reason> {
+    let xy = match *key {
+        crate::sig::Sec1Key::Uncompressed { x, y } => {
+            let mut xy = [0u8; 64];
+            xy[..32].copy_from_slice(&x);
+            xy[32..].copy_from_slice(&y);
+            xy
+        }
+        ref key => cpu::key_xy(key).ok_or(Reason::PublicKeyNotOnCurve)?,
+    };
+    Ok(za.message_digest(&xy, msg))
 }
 
 const fn operation(
