@@ -171,9 +171,6 @@ pub fn run_chunked(
     mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize) -> Result<()>,
 ) -> Result<()> {
     debug_assert_eq!(output.len(), n * out_size);
-    // Every output byte is written below, chunk by chunk on the pipeline's thread: its pages are
-    // mapped first on all cores, where a fresh buffer's faults cost more than the copies.
-    crate::backend::cpu::prefault(output);
     let chunk = cfg.chunk_items.clamp(1, n.max(1));
     let spans: Vec<Span> = (0..n)
         .step_by(chunk)

@@ -179,17 +179,6 @@ pub fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-/// Maps `buf`'s pages on all cores, each by one write of a zero, ahead of a writer that would
-/// fault them in one piece at a time: a fresh page is zeroed by the kernel on its first write
-/// (with huge pages 2 MiB at once), far slower than the copy itself when it happens inside a
-/// pipeline's serial copy-out. Bytes touched become zero; callers overwrite them all.
-pub fn prefault(buf: &mut [u8]) {
-    use rayon::prelude::*;
-    const PAGE: usize = 4096;
-    buf.par_chunks_mut(2 << 20)
-        .for_each(|c| c.iter_mut().step_by(PAGE).for_each(|b| *b = 0));
-}
-
 /// Fills `buf` with `value` on all cores (the pages of a large new buffer are mapped as they are
 /// first written, which one core does slowly).
 pub fn par_fill<T: Copy + Send + Sync>(buf: &mut [T], value: T) {
