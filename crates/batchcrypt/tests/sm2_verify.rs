@@ -211,9 +211,7 @@ fn openssl_both_ways() {
             .try_into()
             .unwrap();
         let xy = uncompressed_xy(&keys[i]);
-        let e = verify::message_digest(OPENSSL_ID, &xy, &msgs[i]).unwrap();
-        let nonce = batchcrypt::sm3::digest(&[&d[..], &e[..]].concat());
-        let Some(sig) = sign::sign_digest_with_nonce(&d, &nonce, &e) else {
+        let Some(sig) = sign_message(&d, &xy, OPENSSL_ID, &msgs[i]) else {
             continue;
         };
         let der = der_of(sig[..32].try_into().unwrap(), sig[32..].try_into().unwrap());
@@ -221,6 +219,14 @@ fn openssl_both_ways() {
         v.update(&msgs[i]).unwrap();
         assert!(v.verify(&der).unwrap(), "OpenSSL rejects our signature {i}");
     }
+}
+
+/// Our signature of `msg` under `id` by secret `d` (public key `xy`), its nonce derived from `d`
+/// and the digest; None in the rare case signing with that nonce fails.
+fn sign_message(d: &[u8; 32], xy: &[u8; 64], id: &[u8], msg: &[u8]) -> Option<[u8; 64]> {
+    let e = verify::message_digest(id, xy, msg).unwrap();
+    let nonce = batchcrypt::sm3::digest(&[&d[..], &e[..]].concat());
+    sign::sign_digest_with_nonce(d, &nonce, &e)
 }
 
 fn uncompressed_xy(sec1: &[u8]) -> [u8; 64] {
@@ -444,9 +450,7 @@ fn messages_hashed_on_every_backend_agree() {
         for (j, &len) in lens.iter().enumerate() {
             let w = j % secrets.len();
             let msg: Vec<u8> = (0..len).map(|b| (b * 13 + j) as u8).collect();
-            let e = verify::message_digest(id, &points[w], &msg).unwrap();
-            let nonce = batchcrypt::sm3::digest(&[&secrets[w][..], &e[..]].concat());
-            let sig = sign::sign_digest_with_nonce(&secrets[w], &nonce, &e).unwrap();
+            let sig = sign_message(&secrets[w], &points[w], id, &msg).unwrap();
             let key = if j % 2 == 0 {
                 uncompressed(&points[w])
             } else {
@@ -539,9 +543,7 @@ fn messages_over_many_chunks_on_the_gpu() {
         .map(|j| {
             let w = j % secrets.len();
             let msg = format!("payment {j} ").repeat(j % 9).into_bytes();
-            let e = verify::message_digest(DEFAULT_ID, &points[w], &msg).unwrap();
-            let nonce = batchcrypt::sm3::digest(&[&secrets[w][..], &e[..]].concat());
-            let sig = sign::sign_digest_with_nonce(&secrets[w], &nonce, &e).unwrap();
+            let sig = sign_message(&secrets[w], &points[w], DEFAULT_ID, &msg).unwrap();
             (msg, sig, uncompressed(&points[w]))
         })
         .collect();

@@ -86,16 +86,30 @@ pub(crate) fn encode_host_items(
     first: usize,
     make: &(impl Fn(usize) -> Result<HostItem, Reason> + Sync),
 ) {
+    encode_items(dst, reasons, first, make, |out, it| {
+        encode(
+            out,
+            &Order::to_be(&it.a),
+            &Order::to_be(&it.b),
+            &it.key,
+            &it.r,
+        )
+    });
+}
+
+/// Writes items `first..first + reasons.len()` (`make(i)`) into `dst` with the scheme's
+/// `encode`, and each item's host-side failure into `reasons` (its item skipped).
+pub(crate) fn encode_items<T>(
+    dst: &mut [u8],
+    reasons: &mut [Option<Reason>],
+    first: usize,
+    make: &impl Fn(usize) -> Result<T, Reason>,
+    encode: impl Fn(&mut [u8], &T),
+) {
     for (k, (out, reason)) in dst.chunks_exact_mut(ITEM_BYTES).zip(reasons).enumerate() {
         match make(first + k) {
             Ok(it) => {
-                encode(
-                    out,
-                    &Order::to_be(&it.a),
-                    &Order::to_be(&it.b),
-                    &it.key,
-                    &it.r,
-                );
+                encode(out, &it);
                 *reason = None;
             }
             Err(why) => {

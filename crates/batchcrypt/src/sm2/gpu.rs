@@ -425,22 +425,7 @@ pub(crate) fn encode_block(
     first: usize,
     make: &(impl Fn(usize) -> std::result::Result<DeviceItem, Reason> + Sync),
 ) {
-    for (k, (out, reason)) in dst
-        .chunks_exact_mut(items::ITEM_BYTES)
-        .zip(reasons.iter_mut())
-        .enumerate()
-    {
-        match make(first + k) {
-            Ok(it) => {
-                encode(out, &it);
-                *reason = None;
-            }
-            Err(why) => {
-                items::skip(out);
-                *reason = Some(why);
-            }
-        }
-    }
+    items::encode_items(dst, reasons, first, make, encode);
 }
 
 /// The messages the device hashes, as each chunk's trailer (kernels/sm2): the identifier, then
