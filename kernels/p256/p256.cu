@@ -5,13 +5,13 @@
 using namespace bc::p256;
 
 namespace {
-// 12-bit signed windows for u1 G (22 mixed additions from a 2.9 MB table), 5-bit windows for u2 Q.
-using GTable = bc::FixedBase<Curve, 12>;
+// u1 G from the wide fixed-base table, u2 Q in 5-bit windows.
+using GTable = bc::FixedBase<Curve, bc::WIDE_G_WINDOW>;
 constexpr int VAR_W = 5;
 }  // namespace
 
 extern "C" __global__ void p256_g_table(PointAffine* table) {
-    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
+    BC_FOR_EACH_ITEM(r, (uint64_t)GTable::RUNS) GTable::build_run(int(r), table);
 }
 
 // Four blocks of 128 threads per SM (128 registers, some spilled): the warps added hide more

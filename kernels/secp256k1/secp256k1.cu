@@ -102,7 +102,7 @@ BC_DEVICE Point double_mul(const PointAffine* gtable, const uint32_t u1[8], cons
 
 // The fixed-base table (GTable::LEN affine points), computed once, in parallel.
 extern "C" __global__ void secp256k1_g_table(PointAffine* table) {
-    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
+    BC_FOR_EACH_ITEM(r, (uint64_t)GTable::RUNS) GTable::build_run(int(r), table);
 }
 
 using namespace bc::verify;

@@ -10,11 +10,9 @@ using namespace bc::sm2;
 
 namespace {
 
-// 12-bit signed windows: 22 mixed additions per k G from a 2.9 MB table (L2-resident on the
-// GPUs this targets), against 33 from 270 KB with 8 bits.
-using GTable = bc::FixedBase<Curve, 12>;
+using GTable = bc::FixedBase<Curve, bc::WIDE_G_WINDOW>;
 // k G items per thread of sm2_mul_base, sharing one inversion for the affine output.
-constexpr int BASE_ITEMS = 2;
+constexpr int BASE_ITEMS = 4;
 constexpr int VAR_W = 5;  // variable-base window: 16 Jacobian multiples per thread
 
 BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
@@ -67,7 +65,7 @@ BC_DEVICE void store_be(uint32_t* dst, const Fp& x) {
 
 // The fixed-base table (GTable::LEN affine points, Montgomery form), computed once, in parallel.
 extern "C" __global__ void sm2_g_table(PointAffine* table) {
-    BC_FOR_EACH_ITEM(i, (uint64_t)GTable::LEN) table[i] = GTable::entry(int(i));
+    BC_FOR_EACH_ITEM(r, (uint64_t)GTable::RUNS) GTable::build_run(int(r), table);
 }
 
 // out[i] = k[i] G, BASE_ITEMS items per thread (thread t: items t * BASE_ITEMS ...): launch

@@ -33,7 +33,7 @@ done
 wait
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "$(basename "$b"): build failed"; tail -5 "$b.log"; continue; }
-  echo "$(basename "$b"): $(grep -A3 'Compiling entry.*verify' "$b.log" | grep -E 'Used|spill' | sed 's/ptxas info *: //' | tr -s ' \n' ' ')"
+  echo "$(basename "$b"): $(grep -E -A3 'Compiling entry.*(verify|mul_base)' "$b.log" | grep -E 'Used|spill' | sed 's/ptxas info *: //' | tr -s ' \n' ' ')"
 done
 for round in 1 2; do
   for b in "${bins[@]}"; do [ -x "$b" ] && "$b" "${LOGN:-20}"; done

@@ -3,7 +3,8 @@
 // random u1, u2 and r (ECDSA: e, s and r, which its preparation kernel turns into u1 and u2, timed
 // with it) with the curve's generator as the (compressed) key: every item takes the full path
 // (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the same. Prints
-// one line per kernel: the median of 7 launches over 2^LOGN items, each on a fresh copy.
+// one line per kernel: the median of 7 launches over 2^LOGN items, each on a fresh copy. For SM2
+// also k G (sm2_mul_base) over 2^LOGN random scalars.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +79,41 @@ static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items,
     return ms[3];
 }
 
+#if defined(CURVE_SM2)
+// k G over n random scalars below 2^255 (big-endian words, as the kernel reads them).
+static void time_mul_base(const PointAffine* table, uint64_t n, int logn) {
+    std::vector<uint32_t> k(8 * n);
+    std::mt19937 rng(2);
+    for (auto& w : k) w = rng();
+    for (uint64_t i = 0; i < n; ++i) k[8 * i] &= 0x7fffffff;
+    uint32_t *d_k, *d_out;
+    cudaMalloc(&d_k, k.size() * 4);
+    cudaMalloc(&d_out, 16 * n * 4);
+    cudaMemcpy(d_k, k.data(), k.size() * 4, cudaMemcpyHostToDevice);
+    const unsigned threads = 128, blocks = unsigned(((n + BASE_ITEMS - 1) / BASE_ITEMS + threads - 1) / threads);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n);  // warm-up
+    std::vector<float> ms;
+    for (int r = 0; r < 7; ++r) {
+        cudaEventRecord(a);
+        sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n);
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float t;
+        cudaEventElapsedTime(&t, a, b);
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) printf("%s sm2 k G: %s\n", VARIANT, cudaGetErrorString(err));
+    else printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, "sm2 k G", logn, ms[3], n / ms[3] / 1e3);
+    cudaFree(d_k);
+    cudaFree(d_out);
+}
+#endif
+
 int main(int argc, char** argv) {
     const int logn = argc > 1 ? atoi(argv[1]) : 20;
     const uint64_t n = 1ull << logn;
@@ -112,5 +148,8 @@ int main(int argc, char** argv) {
         }
         printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, c.name, logn, ms, n / ms / 1e3);
     }
+#if defined(CURVE_SM2)
+    time_mul_base(table, n, logn);
+#endif
     return 0;
 }

@@ -174,6 +174,23 @@ pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 t,
                 Some("openssl 1 core"),
             );
+            // The same into one buffer reused batch after batch (mapped by the first call).
+            let mut reused = vec![[0u8; 64]; n];
+            gpu::mul_base_into(&ks, &mut reused)?;
+            let t = time(reps, || gpu::mul_base_into(&ks, &mut reused).unwrap());
+            anyhow::ensure!(
+                reused[..cpu_n] == want[..],
+                "GPU k G into a buffer differs from the CPU"
+            );
+            rep.add(
+                GROUP,
+                &case,
+                "batchcrypt cuda (end to end, into a reused buffer)",
+                n as u64,
+                0,
+                t,
+                Some("openssl 1 core"),
+            );
             let t = gpu::mul_base_kernel_seconds(&ks, reps.max(3))?;
             rep.add(
                 GROUP,
@@ -620,10 +637,10 @@ fn t_openssl_kp(rep: &Report, case: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// k·G for 10^6 scalars on the GPU end to end, sweeping the pipeline's chunk (scalars per chunk;
-/// the library's default is `gpu::CHUNK`), each size timed 7 times in an interleaved order so
-/// that the host's drift falls on all of them; the kernel alone for reference. Checked against
-/// the CPU on the first 4 096.
+/// k·G for 10^6 scalars on the GPU end to end into one reused buffer, sweeping the pipeline's
+/// chunk (scalars per chunk; the library's default is `gpu::CHUNK`), each size timed 7 times in
+/// an interleaved order so that the host's drift falls on all of them; the kernel alone for
+/// reference. Checked against the CPU on the first 4 096.
 pub fn run_chunks(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     if has_gpu() {
         use batchcrypt::sm2::gpu;
@@ -631,14 +648,16 @@ pub fn run_chunks(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         let ks = scalars(n, 1);
         let want = cpu::mul_base(&ks[..4096], batchcrypt::backend::cpu::threads());
         let case = format!("mul_base {n}");
-        rep.header("SM2 k·G on the GPU end to end, by pipeline chunk");
+        rep.header("SM2 k·G on the GPU end to end into a reused buffer, by pipeline chunk");
         let logs = [16u32, 17, 18, 19, 20];
         let mut times = vec![Vec::new(); logs.len()];
-        drop(gpu::mul_base(&ks)?); // warm-up: the table, the pinned buffers
+        let mut got = vec![[0u8; 64]; n];
+        gpu::mul_base_into(&ks, &mut got)?; // warm-up: the table, the pinned buffers, the output
         for _ in 0..7 {
             for (j, &log) in logs.iter().enumerate() {
+                got[..4096].fill([0; 64]);
                 let t0 = std::time::Instant::now();
-                let got = gpu::mul_base_chunked(&ks, 1 << log)?;
+                gpu::mul_base_into_chunked(&ks, &mut got, 1 << log)?;
                 times[j].push(t0.elapsed().as_secs_f64());
                 anyhow::ensure!(got[..4096] == want[..], "GPU k G differs from the CPU");
             }

@@ -171,31 +171,59 @@ pub fn run_chunked(
     mut launch: impl FnMut(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>, usize) -> Result<()>,
 ) -> Result<()> {
     debug_assert_eq!(output.len(), n * out_size);
-    let chunk = cfg.chunk_items.clamp(1, n.max(1));
-    let spans: Vec<Span> = (0..n)
-        .step_by(chunk)
-        .map(|first| {
-            let items = chunk.min(n - first);
-            Span {
-                in_bytes: items * in_size,
-                out_bytes: items * out_size,
-                scratch_bytes: 0,
-            }
+    let chunks = chunk_ranges(n, cfg.chunk_items);
+    let spans: Vec<Span> = chunks
+        .iter()
+        .map(|r| Span {
+            in_bytes: r.len() * in_size,
+            out_bytes: r.len() * out_size,
+            scratch_bytes: 0,
         })
         .collect();
-    let items = |c: usize| chunk.min(n - c * chunk);
     run_spans(
         gpu,
         &spans,
         cfg.depth,
-        |c, dst| fill(c * chunk, dst),
-        |stream, i, o, c| launch(stream, i, o, items(c)),
+        |c, dst| fill(chunks[c].start, dst),
+        |stream, i, o, c| launch(stream, i, o, chunks[c].len()),
         |c, src| {
-            let at = c * chunk * out_size;
+            let at = chunks[c].start * out_size;
             par_copy(&mut output[at..at + src.len()], src);
             Ok(())
         },
     )
+}
+
+/// The items of each chunk when `n` items stream in chunks of `chunk`. From four chunks on, the
+/// first two and the last two are a quarter and a half of one: the first upload and the last
+/// download and copy-out overlap no kernel, so smaller ends shorten the batch. Every chunk but
+/// the last starts at a multiple of a quarter chunk (of `chunk` where it is not a multiple of 4).
+pub(crate) fn chunk_ranges(n: usize, chunk: usize) -> Vec<std::ops::Range<usize>> {
+    let chunk = chunk.clamp(1, n.max(1));
+    let q = chunk / 4;
+    let sizes: Vec<usize> = if chunk % 4 != 0 || n < 4 * chunk {
+        (0..n).step_by(chunk).map(|s| chunk.min(n - s)).collect()
+    } else {
+        // In quarters: 1, 2, then 4s and one shorter remainder, then 2, 1; the items past the
+        // last whole quarter join the last chunk.
+        let units = n / q;
+        let middle = units - 6;
+        let mut v = vec![q, 2 * q];
+        v.extend(std::iter::repeat(chunk).take(middle / 4));
+        if middle % 4 != 0 {
+            v.push((middle % 4) * q);
+        }
+        v.extend([2 * q, q + n % q]);
+        v
+    };
+    let mut start = 0;
+    sizes
+        .into_iter()
+        .map(|k| {
+            start += k;
+            start - k..start
+        })
+        .collect()
 }
 
 /// One chunk of a batch cut into chunks of different sizes (messages of any length): the bytes
@@ -280,6 +308,13 @@ pub fn run_spans(
         Ok(())
     };
     let result = run();
+    if result.is_err() {
+        // A chunk's preparation or launch failed: let the chunks in flight finish before their
+        // buffers go (their copies would write into freed memory).
+        for slot in slots.iter_mut() {
+            let _ = slot.stream.synchronize();
+        }
+    }
     if tracing() {
         let ms = |s: f64| s * 1e3;
         eprintln!(
@@ -595,4 +630,50 @@ fn time_copies(gpu: &Gpu, up: &[u8], down: &mut [u8]) -> Result<Link> {
         alone: (best.0 + best.1) / (2 * up.len()) as f64,
         latency,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_ranges;
+
+    #[test]
+    fn chunks_cover_the_batch_in_order_with_small_ends() {
+        for chunk in [1usize, 3, 4, 6, 8, 1 << 17] {
+            for n in [
+                1usize,
+                2,
+                5,
+                7,
+                31,
+                32,
+                33,
+                1000,
+                4 * (1 << 17) + 5,
+                1_000_000,
+            ] {
+                let r = chunk_ranges(n, chunk);
+                assert_eq!(r[0].start, 0, "{n} by {chunk}");
+                assert_eq!(r.last().unwrap().end, n, "{n} by {chunk}");
+                assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+                assert!(r
+                    .iter()
+                    .all(|c| !c.is_empty() && c.len() <= chunk.max(1) * 5 / 4));
+                let q = if chunk % 4 == 0 && n >= 4 * chunk {
+                    chunk / 4
+                } else {
+                    chunk.min(n)
+                };
+                assert!(r.iter().all(|c| c.start % q == 0), "{n} by {chunk}: {r:?}");
+            }
+        }
+        let c = 1 << 17;
+        let r = chunk_ranges(1_000_000, c);
+        let sizes: Vec<usize> = r.iter().map(|x| x.len()).collect();
+        assert_eq!(&sizes[..2], &[c / 4, c / 2]);
+        assert_eq!(sizes[sizes.len() - 2], c / 2);
+        assert!(sizes[sizes.len() - 1] < c / 2);
+        // Below four chunks: equal chunks, the last holding the rest.
+        let sizes: Vec<usize> = chunk_ranges(3 * c + 1, c).iter().map(|x| x.len()).collect();
+        assert_eq!(sizes, [c, c, c, 1]);
+    }
 }

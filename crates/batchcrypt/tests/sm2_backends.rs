@@ -62,7 +62,7 @@ fn bad_encodings(good: &Compressed) -> Vec<Compressed> {
 
 #[test]
 fn every_backend_agrees_on_every_operation() {
-    let ks = scalars(3000, 1);
+    let ks = scalars(3003, 1); // not a multiple of the k·G kernel's items per thread
     let key = scalars(4, 2)[3];
     let msgs: Vec<Vec<u8>> = (0..2000u32)
         .map(|i| {
@@ -85,6 +85,14 @@ fn every_backend_agrees_on_every_operation() {
         let e = common::engine(b);
         let base = e.sm2().mul_base(&ks).unwrap();
         assert_eq!(base.backend, b);
+        // Into a caller's buffer holding other bytes: every point overwritten.
+        let mut into = vec![[0xa5u8; 64]; ks.len()];
+        let done = e.sm2().mul_base_into(&ks, &mut into).unwrap();
+        assert_eq!(done.backend, b);
+        assert!(
+            into == base.value,
+            "{b}: mul_base_into differs from mul_base"
+        );
         // Points: the multiples (infinity for k = 0 included, which is off the curve as (0, 0)),
         // plus one with y flipped by a bit.
         let mut points = base.value.clone();
@@ -169,6 +177,16 @@ fn bad_input_is_an_error() {
         let s = e.sm2();
         assert!(matches!(s.mul_base(&[]), Err(Error::EmptyBatch)), "{b}");
         assert!(s.mul_base(&[N]).is_err(), "{b}");
+        // A bad scalar far into a batch of several pipeline chunks: named by its index.
+        let mut ks = vec![[1u8; 32]; 300_000];
+        ks[200_001] = N;
+        let err = s.mul_base(&ks).unwrap_err().to_string();
+        assert!(err.contains("scalar 200001 "), "{b}: {err}");
+        let mut short = vec![[0u8; 64]; 1];
+        assert!(
+            s.mul_base_into(&[[1; 32], [2; 32]], &mut short).is_err(),
+            "{b}: an output of the wrong length"
+        );
         assert!(s.mul_shared(&[0xff; 32], &[[0; 64]]).is_err(), "{b}");
         assert!(
             matches!(s.mul_compressed(&[1; 32], &[]), Err(Error::EmptyBatch)),

@@ -80,6 +80,24 @@ pub(crate) fn par_map<T: Send>(
         .collect()
 }
 
+/// [`par_map`] into a caller's slice: `out[i] = f(i)`.
+pub(crate) fn par_map_into<T: Send>(
+    min_piece: usize,
+    out: &mut [T],
+    threads: usize,
+    f: impl Fn(usize) -> T + Sync + Send,
+) {
+    use rayon::prelude::*;
+    if threads <= 1 {
+        out.iter_mut().enumerate().for_each(|(i, o)| *o = f(i));
+        return;
+    }
+    out.par_iter_mut()
+        .with_min_len(min_piece)
+        .enumerate()
+        .for_each(|(i, o)| *o = f(i));
+}
+
 /// `n` zeroed `[u8; B]` items as zeroed memory from the allocator (for large sizes, fresh pages
 /// that the OS zeroes on first touch). `vec![[0u8; B]; n]` writes every item on one thread
 /// instead for B > 16 — tens of milliseconds per 64 MB of output.
@@ -173,7 +191,8 @@ pub(crate) fn with_kept<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
 /// link or the memory.
 pub fn par_copy(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
-    const PIECE: usize = 1 << 20;
+    // A pipeline chunk (a few MiB) spread over every core.
+    const PIECE: usize = 1 << 18;
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));

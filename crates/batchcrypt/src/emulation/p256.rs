@@ -10,7 +10,7 @@ extern "C" {
 
 /// The ECDSA kernel.
 pub const ECDSA: VerifyKernel = VerifyKernel {
-    table_len: crate::p256::G_TABLE_LEN,
+    table_len: crate::sig::items::EMULATED_WIDE_G_TABLE_LEN,
     g_table: p256_g_table,
     verify: p256_ecdsa_verify,
     prepare: Some(p256_ecdsa_prepare),

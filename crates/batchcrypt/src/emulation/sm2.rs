@@ -2,8 +2,9 @@
 //! `x || y` (16 limbs), the point at infinity all zeros.
 
 use super::AffineRaw;
+use crate::sig::items::EMULATED_WIDE_G_TABLE_LEN;
 use crate::sig::{Reason, SigFormat};
-use crate::sm2::{gpu, G_TABLE_LEN};
+use crate::sm2::gpu;
 
 extern "C" {
     fn sm2_g_table(table: *mut AffineRaw);
@@ -114,7 +115,7 @@ extern "C" {
 
 /// The verification kernel and its preparation.
 const VERIFY: super::VerifyKernel = super::VerifyKernel {
-    table_len: G_TABLE_LEN,
+    table_len: EMULATED_WIDE_G_TABLE_LEN,
     g_table: sm2_g_table,
     verify: sm2_verify,
     prepare: Some(sm2_verify_prepare),

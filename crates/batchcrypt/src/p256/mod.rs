@@ -29,9 +29,8 @@ pub const N: [u8; 32] = hex32("ffffffff00000000ffffffffffffffffbce6faada7179e84f
 /// The field prime p, big-endian.
 pub const P: [u8; 32] = hex32("ffffffff00000001000000000000000000000000ffffffffffffffffffffffff");
 
-/// Entries of the fixed-base table: 22 windows of 2^11 affine points (12-bit signed windows,
-/// kernels/p256/p256.cu).
-pub(crate) const G_TABLE_LEN: usize = 22 << 11;
+/// Entries of the fixed-base table (kernels/p256/p256.cu's `GTable`).
+pub(crate) const G_TABLE_LEN: usize = crate::sig::items::WIDE_G_TABLE_LEN;
 
 /// ECDSA verification: DER or compact signatures, SEC1 keys, 32-byte message hashes.
 pub static ECDSA: Operation = Operation::new(

@@ -241,6 +241,14 @@ pub(crate) fn encode_all(
     (bytes, reasons)
 }
 
+/// Entries of the wide fixed-base table of G that SM2's and P-256's kernels read
+/// (`bc::WIDE_G_WINDOW` in kernels/include/bc/ecmult.cuh): 13 signed 20-bit windows of 2^19
+/// affine points (436 MB) on the GPU.
+pub(crate) const WIDE_G_TABLE_LEN: usize = 13 << 19;
+/// The same table as the host emulation builds it: 22 signed 12-bit windows of 2^11 points.
+#[cfg(feature = "emulation")]
+pub(crate) const EMULATED_WIDE_G_TABLE_LEN: usize = 22 << 11;
+
 pub mod device {
     use super::{
         encode_all, encode_host_items, fill_parallel, verdict, FillItems, HostItem, Reason,

@@ -4,7 +4,7 @@
 
 use super::verify::Item;
 use super::{Compressed, Point};
-use crate::backend::cpu::par_map;
+use crate::backend::cpu::{par_map, par_map_into};
 use crate::sig::{Reason, Sec1Key};
 use sm2::elliptic_curve::bigint::{impl_modulus, Encoding, NonZero, U256, U384};
 use sm2::elliptic_curve::group::{Group, GroupEncoding};
@@ -106,7 +106,14 @@ pub fn verify_item(it: &Item) -> Result<(), Reason> {
 
 /// `k·G` for each scalar.
 pub fn mul_base(scalars: &[[u8; 32]], threads: usize) -> Vec<Point> {
-    par_map(PIECE, scalars.len(), threads, |i| {
+    let mut out = crate::backend::cpu::zeroed_arrays::<64>(scalars.len());
+    mul_base_into(scalars, threads, &mut out);
+    out
+}
+
+/// [`mul_base`] into `out` (one point per scalar).
+pub fn mul_base_into(scalars: &[[u8; 32]], threads: usize, out: &mut [Point]) {
+    par_map_into(PIECE, out, threads, |i| {
         encode(&(ProjectivePoint::GENERATOR * scalar(&scalars[i])))
     })
 }

@@ -76,37 +76,78 @@ fn launch(
 
 /// `k·G` for each scalar, on the GPU (transfers included, pipelined in chunks).
 pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
-    mul_base_chunked(scalars, CHUNK)
+    let mut out = crate::backend::cpu::zeroed_arrays::<64>(scalars.len());
+    mul_base_into(scalars, &mut out)?;
+    Ok(out)
 }
 
-/// [`mul_base`] with `chunk` scalars per pipeline chunk (the benchmarks sweep it).
-pub fn mul_base_chunked(scalars: &[[u8; 32]], chunk: usize) -> Result<Vec<Point>> {
-    check_scalars(scalars)?;
+/// [`mul_base`] into a caller's buffer of one point per scalar: a buffer reused batch after batch
+/// is already mapped, where a fresh one takes a page fault per 4 KiB on its first write.
+pub fn mul_base_into(scalars: &[[u8; 32]], out: &mut [Point]) -> Result<()> {
+    mul_base_into_chunked(scalars, out, CHUNK)
+}
+
+/// [`mul_base_into`] with `chunk` scalars per pipeline chunk (the benchmarks sweep it).
+pub fn mul_base_into_chunked(scalars: &[[u8; 32]], out: &mut [Point], chunk: usize) -> Result<()> {
+    mul_base_part_into(scalars, 0, out, chunk)
+}
+
+/// [`mul_base_into`] for the part of a batch that starts at its scalar `base` (a bad scalar's
+/// error names its index in the whole batch).
+pub(crate) fn mul_base_part_into(
+    scalars: &[[u8; 32]],
+    base: usize,
+    out: &mut [Point],
+    chunk: usize,
+) -> Result<()> {
+    if scalars.is_empty() {
+        return Err(Error::EmptyBatch);
+    }
+    super::check_output(out.len(), scalars.len())?;
     let gpu = Gpu::available()?;
     let table = g_table(gpu)?;
     let f = gpu.function(&crate::kernels::SM2, "sm2_mul_base")?;
-    let n = scalars.len();
-    let mut out = crate::backend::cpu::zeroed_arrays::<64>(n);
-    // The kernel reads and writes big-endian bytes: plain copies on both sides.
-    let fill = |first: usize, dst: &mut [u8]| {
-        crate::backend::cpu::par_copy(dst, scalars[first..first + dst.len() / 32].as_flattened());
-        Ok(())
-    };
+    // The kernel reads and writes big-endian bytes: plain copies on both sides, each scalar's
+    // range checked as it is copied (one pass over them; a batch with a bad scalar stops there).
+    let fill = |first: usize, dst: &mut [u8]| stage_scalars(dst, scalars, first, base);
     let cfg = PipelineConfig {
         chunk_items: chunk,
         depth: 3,
     };
     run_chunked(
         gpu,
-        n,
+        scalars.len(),
         32,
         out.as_flattened_mut(),
         64,
         cfg,
         fill,
         |s, input, o, count| launch(s, &f, &[input, table], o, count, BASE_ITEMS),
-    )?;
-    Ok(out)
+    )
+}
+
+/// Copies `scalars[first..]` into the staging buffer `dst`, checking that each is below n while
+/// it is in cache; the first that is not is the error (numbered from `base`).
+fn stage_scalars(dst: &mut [u8], scalars: &[[u8; 32]], first: usize, base: usize) -> Result<()> {
+    // Pieces of 64 KiB: a chunk's copy spreads over every core (one core cannot keep up with
+    // the kernel).
+    const PIECE: usize = 1 << 11;
+    let ks = &scalars[first..first + dst.len() / 32];
+    let bad = dst
+        .par_chunks_mut(32 * PIECE)
+        .zip(ks.par_chunks(PIECE))
+        .enumerate()
+        .filter_map(|(p, (d, s))| {
+            d.copy_from_slice(s.as_flattened());
+            s.iter()
+                .position(|k| !super::below_n(k))
+                .map(|i| p * PIECE + i)
+        })
+        .min();
+    match bad {
+        Some(i) => Err(super::scalar_out_of_range(base + first + i)),
+        None => Ok(()),
+    }
 }
 
 /// `k·P` for one scalar over every point, on the GPU (transfers included, pipelined in chunks);

@@ -48,11 +48,10 @@ pub const SUITE: &str = "SM2_XMD:SM3_SSWU_RO_";
 /// The domain separation tag batchcrypt's PSI uses (RFC 9380 §3.1: application, version, suite).
 pub const DEFAULT_DST: &[u8] = b"BATCHCRYPT-PSI-V01-CS01-with-SM2_XMD:SM3_SSWU_RO_";
 
-/// Entries of the GPU fixed-base table of G: 22 signed 12-bit windows of 2048 affine points
-/// (64 bytes each), as `kernels/sm2` defines `GTable`.
-pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
+/// Entries of the GPU fixed-base table of G, as `kernels/sm2` defines `GTable`.
+pub(crate) const G_TABLE_LEN: usize = crate::sig::items::WIDE_G_TABLE_LEN;
 /// k·G items per GPU thread (`BASE_ITEMS` in `kernels/sm2`).
-pub(crate) const BASE_ITEMS: usize = 2;
+pub(crate) const BASE_ITEMS: usize = 4;
 
 const OP_MUL_BASE: &str = "sm2_mul_base";
 const OP_MUL: &str = "sm2_mul";
@@ -68,13 +67,24 @@ pub(crate) fn check_scalars(scalars: &[[u8; 32]]) -> Result<()> {
     match scalars
         .par_iter()
         .with_min_len(1 << 14)
-        .position_first(|k| *k >= N)
+        .position_first(|k| !below_n(k))
     {
-        Some(i) => Err(Error::invalid(format!(
-            "scalar {i} is not below the group order n"
-        ))),
+        Some(i) => Err(scalar_out_of_range(i)),
         None => Ok(()),
     }
+}
+
+/// Whether the big-endian `k` is below n: by its top 64 bits, but for the rare `k` whose top
+/// bits are n's (a comparison of whole arrays is a byte-wise call, several times slower).
+pub(crate) fn below_n(k: &[u8; 32]) -> bool {
+    const N_TOP: u64 = u64::from_be_bytes([N[0], N[1], N[2], N[3], N[4], N[5], N[6], N[7]]);
+    let top = u64::from_be_bytes(k[..8].try_into().expect("8 bytes"));
+    top < N_TOP || (top == N_TOP && *k < N)
+}
+
+/// The error for scalar `i` of a batch not below n.
+pub(crate) fn scalar_out_of_range(i: usize) -> Error {
+    Error::invalid(format!("scalar {i} is not below the group order n"))
 }
 
 /// The tag the hash sees: RFC 9380 §5.3.3 replaces a tag over 255 bytes by
@@ -118,13 +128,33 @@ pub struct Sm2<'e> {
 impl Sm2<'_> {
     /// `k·G` for each scalar (each below n).
     pub fn mul_base(&self, scalars: &[[u8; 32]]) -> Result<Output<Vec<Point>>> {
-        check_scalars(scalars)?;
-        self.run(
+        let mut out = crate::backend::cpu::zeroed_arrays::<64>(scalars.len());
+        let done = self.mul_base_into(scalars, &mut out)?;
+        Ok(done.map(|()| out))
+    }
+
+    /// [`Self::mul_base`] into a caller's buffer of one point per scalar (no allocation: for
+    /// callers that multiply batch after batch into the same memory).
+    pub fn mul_base_into(&self, scalars: &[[u8; 32]], out: &mut [Point]) -> Result<Output<()>> {
+        // The GPU path checks each scalar's range as it stages it; the CPU's here.
+        if scalars.is_empty() {
+            return Err(Error::EmptyBatch);
+        }
+        check_output(out.len(), scalars.len())?;
+        let n = scalars.len() as u64;
+        let w = MUL_BASE.workload(n, 32 * n, 64 * n, n);
+        self.engine.run_into(
             &MUL_BASE,
-            scalars.len(),
-            (32, 64),
-            |threads| cpu::mul_base(scalars, threads),
-            |r| gpu::mul_base(&scalars[r]),
+            &w,
+            MUL_BASE.cpu,
+            out,
+            (1, 1),
+            |_, threads, out| {
+                check_scalars(scalars)?;
+                cpu::mul_base_into(scalars, threads, out);
+                Ok(())
+            },
+            |r, out, _| gpu::mul_base_part_into(&scalars[r.clone()], r.start, out, gpu::CHUNK),
         )
     }
 
@@ -381,6 +411,16 @@ pub static VERIFY: Operation = operation(
 /// The SM2 operations: k·G, k·P, hash-to-curve + k·H(m), verify.
 pub const OPERATIONS: [&Operation; 4] = [&MUL_BASE, &MUL, &HASH_MUL, &VERIFY];
 
+/// An output buffer must hold one result per input.
+pub(crate) fn check_output(len: usize, n: usize) -> Result<()> {
+    if len != n {
+        return Err(Error::invalid(format!(
+            "output holds {len} points for {n} scalars"
+        )));
+    }
+    Ok(())
+}
+
 fn check_key(k: &[u8; 32], n: usize) -> Result<()> {
     check_scalars(std::slice::from_ref(k))?;
     if n == 0 {
@@ -449,4 +489,28 @@ fn calibrate(op: &'static str, backend: Backend) -> Result<Cost> {
         Ok(())
     };
     crate::dispatch::fit_sizes(small, large, 1, run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{below_n, N};
+
+    #[test]
+    fn below_n_at_its_edges() {
+        let mut k = N;
+        assert!(!below_n(&k), "n");
+        k[31] -= 1;
+        assert!(below_n(&k), "n - 1");
+        k[8] = 0;
+        assert!(below_n(&k), "n's top bits, lower below");
+        k = N;
+        k[31] = 0xff;
+        assert!(!below_n(&k), "n's top bits, lower above");
+        assert!(!below_n(&[0xff; 32]));
+        assert!(below_n(&[0; 32]));
+        let mut top_below = [0xff; 32];
+        top_below[..8].copy_from_slice(&N[..8]);
+        top_below[7] -= 1;
+        assert!(below_n(&top_below), "top bits below n's");
+    }
 }
