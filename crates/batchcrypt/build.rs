@@ -27,6 +27,12 @@ fn main() {
         println!("cargo:rerun-if-env-changed={v}");
     }
     println!("cargo::rustc-check-cfg=cfg(batchcrypt_kernels)");
+    // Names this build's kernels in saved calibrations (src/calibration.rs): measurements taken
+    // with other kernels do not apply.
+    println!(
+        "cargo:rustc-env=BATCHCRYPT_KERNELS_ID={:016x}",
+        tree_hash(&kernel_dir)
+    );
 
     let require = env::var("BATCHCRYPT_REQUIRE_CUDA")
         .map(|v| v == "1")
@@ -101,6 +107,30 @@ fn emulate(kernel_dir: &Path, sources: &[(String, PathBuf)]) {
         b.file(src);
     }
     b.compile("batchcrypt_kernels_host");
+}
+
+/// A hash of every file's path and bytes under `dir`, in sorted order.
+fn tree_hash(dir: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, files);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in files {
+        f.strip_prefix(dir).unwrap_or(&f).hash(&mut h);
+        fs::read(&f).unwrap_or_default().hash(&mut h);
+    }
+    h.finish()
 }
 
 /// `kernels/<dir>/<name>.cu` → (name, path). Headers (`.cuh`) are included, not compiled.

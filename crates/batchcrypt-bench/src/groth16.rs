@@ -204,10 +204,19 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
             ));
         }
         engines.push(("ours auto".to_string(), BackendChoice::Auto, 1));
+        // The same after `ours auto` saved what it measured: where a later process starts.
+        let saved = "ours auto, calibration saved";
+        engines.push((saved.to_string(), BackendChoice::Auto, 1));
+        // A calibration file of this run's own (every other row measures afresh).
+        let calibration = tempfile::tempdir()?;
+        let _file = CalibrationFile::set(calibration.path().join("calibration.json"));
         for (name, choice, copies) in &engines {
             let pk =
                 &ProvingKey::<C>::read(path.join("circuit.zkey"))?.with_precomputation(*copies);
-            let engine = Engine::with_backend(*choice);
+            let engine = match name.as_str() {
+                n if n == saved => Engine::with_backend(*choice),
+                _ => Engine::calibrating(*choice),
+            };
             let mut rng = rand::rngs::OsRng;
             let mut prove = || {
                 engine
@@ -256,7 +265,10 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
                 .map(|s| format!("{} {:.2}", s.name, s.seconds * 1e3))
                 .collect();
             println!("{:<34} {:<36} ms: {}", "", "", stages.join(" | "));
-            if *choice == BackendChoice::Cpu {
+            if name == "ours auto" {
+                engine.save_calibration()?;
+            }
+            if *choice == BackendChoice::Cpu || name == saved {
                 continue;
             }
             // Proofs in flight at once through the prover service (one shared key and engine).
@@ -381,5 +393,27 @@ mod tests {
             witness.to_bytes() == want_wtns,
             "witness.wtns differs from circom's"
         );
+    }
+}
+
+/// `BATCHCRYPT_CALIBRATION` pointed at `path` while this lives, then as it was.
+struct CalibrationFile(Option<std::ffi::OsString>);
+
+impl CalibrationFile {
+    fn set(path: std::path::PathBuf) -> Self {
+        let env = batchcrypt::calibration::CALIBRATION_ENV;
+        let old = std::env::var_os(env);
+        std::env::set_var(env, path);
+        CalibrationFile(old)
+    }
+}
+
+impl Drop for CalibrationFile {
+    fn drop(&mut self) {
+        let env = batchcrypt::calibration::CALIBRATION_ENV;
+        match self.0.take() {
+            Some(v) => std::env::set_var(env, v),
+            None => std::env::remove_var(env),
+        }
     }
 }

@@ -43,8 +43,9 @@ enum Command {
     Bitcoin(cmd::bitcoin::Command),
     /// Merkle root and txids of a raw Bitcoin block, checked against its header.
     Merkle(cmd::merkle::Args),
-    /// Measure the cost model on this machine and show where the CPU/GPU crossover lies.
-    Calibrate,
+    /// Measure the cost model on this machine, show where the CPU/GPU crossover lies, and save it
+    /// so that later processes start from it instead of measuring on first use.
+    Calibrate(cmd::calibrate::Args),
     /// Private set intersection with a peer over TCP (ECDH-PSI over SM2).
     Psi(cmd::psi::Args),
     /// Encrypt a file or stream with AES-128/256: authenticated chunked GCM (default) or raw CTR.
@@ -78,7 +79,7 @@ fn main() {
         Command::Sha256(a) => cmd::sha256::run(&engine, &a),
         Command::Merkle(a) => cmd::merkle::run(&engine, &a),
         Command::Bitcoin(c) => cmd::bitcoin::run(&engine, &c),
-        Command::Calibrate => cmd::calibrate::run(&engine),
+        Command::Calibrate(a) => cmd::calibrate::run(&Engine::calibrating(cli.backend), &a),
         Command::Psi(a) => cmd::psi::run(&engine, &a),
         Command::Encrypt(a) => cmd::aes::run(&engine, &a, false),
         Command::Decrypt(a) => cmd::aes::run(&engine, &a, true),

@@ -348,6 +348,20 @@ type CostKey = (&'static str, Backend, usize);
 /// before the others would have started.
 const SPLIT_MIN_ITEMS: u64 = 1 << 12;
 
+/// Everything a dispatcher has measured (failed measurements left out): what
+/// [`crate::calibration`] keeps across processes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measurements {
+    /// Operation, backend, GPU index (0 for the CPU) and cost.
+    pub costs: Vec<(&'static str, Backend, usize, Cost)>,
+    /// Operation, backend and seconds per unit over data streaming from DRAM, all threads.
+    pub streaming: Vec<(&'static str, Backend, f64)>,
+    /// Each GPU's host link by the way host memory meets it.
+    pub links: Vec<(usize, LinkKind, Link)>,
+    pub host_bw: Option<f64>,
+    pub dram_bw: Option<f64>,
+}
+
 pub struct Dispatcher {
     choice: BackendChoice,
     /// The GPUs (indices among the process's) this dispatcher may use; `None`: all of them.
@@ -377,6 +391,50 @@ impl Dispatcher {
             links: Mutex::new(HashMap::new()),
             host_bw: OnceLock::new(),
             dram_bw: OnceLock::new(),
+        }
+    }
+
+    /// Everything measured so far.
+    pub fn measurements(&self) -> Measurements {
+        let mut links: Vec<_> = self
+            .links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(&(gpu, kind), l)| l.as_ref().ok().map(|&l| (gpu, kind, l)))
+            .collect();
+        links.sort_by_key(|&(gpu, kind, _)| (gpu, kind as u8));
+        Measurements {
+            costs: self.measured(),
+            streaming: self.measured_streaming(),
+            links,
+            host_bw: self.host_bw.get().copied(),
+            dram_bw: self.dram_bw.get().copied(),
+        }
+    }
+
+    /// Takes `m` as measured (a saved calibration): what it holds is not measured again.
+    pub fn restore(&self, m: Measurements) {
+        let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+        for (op, b, gpu, c) in m.costs {
+            costs.insert((op, b, gpu), Ok(c));
+        }
+        drop(costs);
+        let mut streaming = self.streaming.lock().unwrap_or_else(|p| p.into_inner());
+        for (op, b, c) in m.streaming {
+            streaming.insert((op, b), Some(c));
+        }
+        drop(streaming);
+        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        for (gpu, kind, l) in m.links {
+            links.insert((gpu, kind), Ok(l));
+        }
+        drop(links);
+        if let Some(bw) = m.host_bw {
+            let _ = self.host_bw.set(bw);
+        }
+        if let Some(bw) = m.dram_bw {
+            let _ = self.dram_bw.set(bw);
         }
     }
 

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod bitcoin;
 pub mod bls12_381;
 pub mod bn254;
+pub mod calibration;
 pub mod dispatch;
 pub mod ecdsa;
 #[cfg(feature = "emulation")]
@@ -90,28 +91,47 @@ impl Engine {
         Ok(Self::with_backend(BackendChoice::from_env()?))
     }
 
+    /// An engine with this choice, starting from the machine's saved calibration where there is
+    /// one ([`calibration`]).
     pub fn with_backend(choice: BackendChoice) -> Self {
+        Self::from_saved(dispatch::Dispatcher::new(choice))
+    }
+
+    /// An engine that measures every backend itself, whatever calibration is saved: what
+    /// `batchcrypt calibrate` runs before [`Engine::save_calibration`].
+    pub fn calibrating(choice: BackendChoice) -> Self {
         Engine {
             dispatcher: dispatch::Dispatcher::new(choice),
         }
+    }
+
+    fn from_saved(dispatcher: dispatch::Dispatcher) -> Self {
+        if let Some(m) = calibration::load() {
+            dispatcher.restore(m);
+        }
+        Engine { dispatcher }
+    }
+
+    /// Saves everything this engine's dispatcher has measured, for later processes on this
+    /// machine; returns the file's path.
+    pub fn save_calibration(&self) -> Result<std::path::PathBuf> {
+        calibration::save(&self.dispatcher.measurements())
     }
 
     /// An engine that uses only the GPUs `gpus` lists (indices among the process's GPUs, in the
     /// order `batchcrypt info` lists them). Which GPUs the process sees at all is
     /// `BATCHCRYPT_DEVICES`' choice.
     pub fn with_gpus(choice: BackendChoice, gpus: &[usize]) -> Self {
-        Engine {
-            dispatcher: dispatch::Dispatcher::with_gpus(choice, Some(gpus.to_vec())),
-        }
+        Self::from_saved(dispatch::Dispatcher::with_gpus(choice, Some(gpus.to_vec())))
     }
 
     /// An engine that runs everything on `backend` alone, on the thread's current GPU for the
     /// GPU: what a calibration measures (the dispatcher calibrates each GPU with it current).
     pub fn measuring(backend: Backend) -> Self {
         let choice = BackendChoice::Exact(backend);
-        match backend.is_gpu() {
-            true => Engine::with_gpus(choice, &[backend::gpu::current()]),
-            false => Engine::with_backend(choice),
+        let gpus = backend.is_gpu().then(|| vec![backend::gpu::current()]);
+        Engine {
+            dispatcher: dispatch::Dispatcher::with_gpus(choice, gpus),
         }
     }
 

@@ -2,8 +2,16 @@ use anyhow::Result;
 use batchcrypt::dispatch::Plan;
 use batchcrypt::Engine;
 
-/// Measures the cost model for every operation of the registry and prints the decision per size.
-pub fn run(engine: &Engine) -> Result<()> {
+#[derive(clap::Args)]
+pub struct Args {
+    /// Measure and print only; keep any saved calibration as it is.
+    #[arg(long)]
+    no_save: bool,
+}
+
+/// Measures the cost model for every operation of the registry, prints the decision per size, and
+/// saves the measurements for later processes.
+pub fn run(engine: &Engine, args: &Args) -> Result<()> {
     use batchcrypt::dispatch::Location;
     print!("{}", batchcrypt::describe_hardware());
     println!(
@@ -83,6 +91,14 @@ pub fn run(engine: &Engine) -> Result<()> {
             ),
             Err(why) => println!("GPU {gpu} host<->device copies ({how}): not measured ({why})"),
         }
+    }
+    if !args.no_save {
+        let path = engine.save_calibration()?;
+        println!(
+            "\nsaved to {}: later processes on this machine start from these measurements ({}=off ignores them; run this again after changing the hardware or the build)",
+            path.display(),
+            batchcrypt::calibration::CALIBRATION_ENV
+        );
     }
     Ok(())
 }

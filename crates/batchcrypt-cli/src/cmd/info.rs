@@ -4,6 +4,22 @@ use batchcrypt::{Backend, Primitive};
 /// The hardware, the backends and the operations, all from the library's own tables.
 pub fn run() -> Result<()> {
     print!("{}", batchcrypt::describe_hardware());
+    use batchcrypt::calibration;
+    match calibration::path() {
+        None => println!("calibration: none saved or read ({}=off)", calibration::CALIBRATION_ENV),
+        Some(p) if calibration::load().is_some() => println!(
+            "calibration: {} (this machine and build: the dispatcher starts from it)",
+            p.display()
+        ),
+        Some(p) if p.exists() => println!(
+            "calibration: {} is of another machine or build, or unreadable: ignored (run `batchcrypt calibrate`)",
+            p.display()
+        ),
+        Some(p) => println!(
+            "calibration: none saved at {} (`batchcrypt calibrate` measures and saves it; until then each process measures on first use)",
+            p.display()
+        ),
+    }
     println!("backends:");
     for b in Backend::ALL {
         let implements: Vec<&str> = Primitive::ALL
