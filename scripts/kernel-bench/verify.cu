@@ -51,22 +51,17 @@ struct Case {
     Prepare prepare;  // the scheme's item preparation on the device, or none
 };
 
-static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items, const PointAffine* table, uint8_t* ok, uint64_t n) {
-    const unsigned threads = 128, blocks = unsigned(((n + c.per_thread - 1) / c.per_thread + threads - 1) / threads);
-    const unsigned prep_blocks = unsigned(((n + PREPARE_PER - 1) / PREPARE_PER + threads - 1) / threads);
-    const size_t bytes = n * bc::verify::ITEM_LIMBS * 4;
+// The median of 7 timed runs of `run` after one warm-up, each after an untimed `reset`.
+template <class Reset, class Run>
+static float median_of_7(Reset reset, Run run) {
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
-    auto run = [&] {
-        if (c.prepare) c.prepare<<<prep_blocks, threads>>>(items, n);
-        c.kernel<<<blocks, threads>>>(items, table, ok, n);
-    };
-    cudaMemcpy(items, pristine, bytes, cudaMemcpyDeviceToDevice);
+    reset();
     run();  // warm-up
     std::vector<float> ms;
     for (int r = 0; r < 7; ++r) {
-        cudaMemcpy(items, pristine, bytes, cudaMemcpyDeviceToDevice);
+        reset();
         cudaEventRecord(a);
         run();
         cudaEventRecord(b);
@@ -79,36 +74,42 @@ static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items,
     return ms[3];
 }
 
+// One result line, or the launch error; false on an error.
+static bool report(const char* name, int logn, uint64_t n, float ms) {
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+        printf("%s %s: %s\n", VARIANT, name, cudaGetErrorString(err));
+        return false;
+    }
+    printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, name, logn, ms, n / ms / 1e3);
+    return true;
+}
+
+static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items, const PointAffine* table, uint8_t* ok, uint64_t n) {
+    const unsigned threads = 128, blocks = unsigned(((n + c.per_thread - 1) / c.per_thread + threads - 1) / threads);
+    const unsigned prep_blocks = unsigned(((n + PREPARE_PER - 1) / PREPARE_PER + threads - 1) / threads);
+    const size_t bytes = n * bc::verify::ITEM_LIMBS * 4;
+    return median_of_7([&] { cudaMemcpy(items, pristine, bytes, cudaMemcpyDeviceToDevice); },
+                       [&] {
+                           if (c.prepare) c.prepare<<<prep_blocks, threads>>>(items, n);
+                           c.kernel<<<blocks, threads>>>(items, table, ok, n);
+                       });
+}
+
 #if defined(CURVE_SM2)
 // k G over n random scalars below 2^255 (big-endian words, as the kernel reads them).
 static void time_mul_base(const PointAffine* table, uint64_t n, int logn) {
     std::vector<uint32_t> k(8 * n);
     std::mt19937 rng(2);
     for (auto& w : k) w = rng();
-    for (uint64_t i = 0; i < n; ++i) k[8 * i] &= 0x7fffffff;
+    for (uint64_t i = 0; i < n; ++i) k[8 * i] &= 0xffffff7f;  // the most significant byte below 0x80
     uint32_t *d_k, *d_out;
     cudaMalloc(&d_k, k.size() * 4);
     cudaMalloc(&d_out, 16 * n * 4);
     cudaMemcpy(d_k, k.data(), k.size() * 4, cudaMemcpyHostToDevice);
     const unsigned threads = 128, blocks = unsigned(((n + BASE_ITEMS - 1) / BASE_ITEMS + threads - 1) / threads);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n);  // warm-up
-    std::vector<float> ms;
-    for (int r = 0; r < 7; ++r) {
-        cudaEventRecord(a);
-        sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float t;
-        cudaEventElapsedTime(&t, a, b);
-        ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) printf("%s sm2 k G: %s\n", VARIANT, cudaGetErrorString(err));
-    else printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, "sm2 k G", logn, ms[3], n / ms[3] / 1e3);
+    float ms = median_of_7([] {}, [&] { sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n); });
+    report("sm2 k G", logn, n, ms);
     cudaFree(d_k);
     cudaFree(d_out);
 }
@@ -140,13 +141,7 @@ int main(int argc, char** argv) {
     cudaMemcpy(pristine, items.data(), items.size() * 4, cudaMemcpyHostToDevice);
     const Case cases[] = {KERNELS};
     for (const Case& c : cases) {
-        float ms = median_ms(c, pristine, d_items, table, ok, n);
-        cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess) {
-            printf("%s %s: %s\n", VARIANT, c.name, cudaGetErrorString(err));
-            return 1;
-        }
-        printf("%-24s %-18s 2^%d  %8.2f ms  %6.2f M/s\n", VARIANT, c.name, logn, ms, n / ms / 1e3);
+        if (!report(c.name, logn, n, median_ms(c, pristine, d_items, table, ok, n))) return 1;
     }
 #if defined(CURVE_SM2)
     time_mul_base(table, n, logn);

@@ -203,7 +203,8 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
                 PRECOMPUTE,
             ));
         }
-        engines.push(("ours auto".to_string(), BackendChoice::Auto, 1));
+        let auto = "ours auto";
+        engines.push((auto.to_string(), BackendChoice::Auto, 1));
         // The same after `ours auto` saved what it measured: where a later process starts.
         let saved = "ours auto, calibration saved";
         engines.push((saved.to_string(), BackendChoice::Auto, 1));
@@ -265,7 +266,7 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
                 .map(|s| format!("{} {:.2}", s.name, s.seconds * 1e3))
                 .collect();
             println!("{:<34} {:<36} ms: {}", "", "", stages.join(" | "));
-            if name == "ours auto" {
+            if name == auto {
                 engine.save_calibration()?;
             }
             if *choice == BackendChoice::Cpu || name == saved {
