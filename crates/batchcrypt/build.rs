@@ -29,10 +29,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(batchcrypt_kernels)");
     // Names this build's kernels in saved calibrations (src/calibration.rs): measurements taken
     // with other kernels do not apply.
-    println!(
-        "cargo:rustc-env=BATCHCRYPT_KERNELS_ID={:016x}",
-        tree_hash(&kernel_dir)
-    );
+    let kernels_id = tree_hash(&kernel_dir);
+    println!("cargo:rustc-env=BATCHCRYPT_KERNELS_ID={kernels_id:016x}");
 
     let require = env::var("BATCHCRYPT_REQUIRE_CUDA")
         .map(|v| v == "1")
@@ -46,10 +44,11 @@ fn main() {
     match nvcc {
         Some(nvcc) => {
             let archs = env::var("BATCHCRYPT_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
+            let cache = kernel_cache(&out, &nvcc, kernels_id, &archs);
             let mut report = String::new();
             for (name, src) in &sources {
                 let fatbin = out.join(format!("{name}.fatbin"));
-                let log = compile(&nvcc, &kernel_dir, src, &fatbin, &archs);
+                let log = compile_cached(&cache, name, &nvcc, &kernel_dir, src, &fatbin, &archs);
                 let _ = writeln!(report, "== {name}\n{log}");
                 let _ = writeln!(
                     gen,
@@ -175,13 +174,72 @@ fn find_nvcc(root: &Path) -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
+/// Where compiled kernels are kept for every build of this target directory: the debug and
+/// release builds (and the Python package's) share them instead of each running nvcc over the
+/// same sources for many minutes. The key covers everything nvcc's output depends on: the
+/// kernel tree, the targets, and the compiler itself.
+fn kernel_cache(out: &Path, nvcc: &Path, kernels_id: u64, archs: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    // OUT_DIR is <target>/[<triple>/]<profile>/build/<package>-<hash>/out.
+    let target = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| out.ancestors().nth(4).map(Path::to_path_buf))
+        .unwrap_or_else(|| out.to_path_buf());
+    let version = Command::new(nvcc)
+        .arg("--version")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (kernels_id, archs, nvcc, version, COMPILER_FLAGS).hash(&mut h);
+    target
+        .join("batchcrypt-kernels")
+        .join(format!("{:016x}", h.finish()))
+}
+
+/// A kernel from the cache, or compiled and then cached. Entries are written under a temporary
+/// name and renamed, so builds running at once never read a partial file.
+fn compile_cached(
+    cache: &Path,
+    name: &str,
+    nvcc: &Path,
+    kernel_dir: &Path,
+    src: &Path,
+    out: &Path,
+    archs: &str,
+) -> String {
+    let (cached, cached_log) = (
+        cache.join(format!("{name}.fatbin")),
+        cache.join(format!("{name}.log")),
+    );
+    if let (Ok(bin), Ok(log)) = (fs::read(&cached), fs::read_to_string(&cached_log)) {
+        fs::write(out, bin).unwrap();
+        return log;
+    }
+    let log = compile(nvcc, kernel_dir, src, out, archs);
+    if fs::create_dir_all(cache).is_ok() {
+        let tmp = |p: &Path| p.with_extension(format!("tmp{}", std::process::id()));
+        // The binary goes first: an entry counts only once both files are in place.
+        for (from, to) in [
+            (fs::read(out).unwrap(), &cached),
+            (log.clone().into_bytes(), &cached_log),
+        ] {
+            let t = tmp(to);
+            if fs::write(&t, from).is_err() || fs::rename(&t, to).is_err() {
+                let _ = fs::remove_file(&t);
+                break;
+            }
+        }
+    }
+    log
+}
+
+/// nvcc's options apart from the targets; part of the cache key.
+const COMPILER_FLAGS: &[&str] = &["-fatbin", "-O3", "-std=c++17", "-Xptxas", "-v"];
+
 fn compile(nvcc: &Path, kernel_dir: &Path, src: &Path, out: &Path, archs: &str) -> String {
     let mut cmd = Command::new(nvcc);
-    cmd.arg("-fatbin")
-        .arg("-O3")
-        .arg("-std=c++17")
-        .arg("-Xptxas")
-        .arg("-v")
+    cmd.args(COMPILER_FLAGS)
         // The targets (sm_80, sm_90, PTX) compile in parallel.
         .arg("--threads")
         .arg("0");
