@@ -44,7 +44,7 @@ fn main() {
     match nvcc {
         Some(nvcc) => {
             let archs = env::var("BATCHCRYPT_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
-            let cache = kernel_cache(&out, &nvcc, kernels_id, &archs);
+            let cache = KernelCache::new(&out, &kernel_dir, &nvcc, &archs);
             let mut report = String::new();
             for (name, src) in &sources {
                 let fatbin = out.join(format!("{name}.fatbin"));
@@ -174,33 +174,56 @@ fn find_nvcc(root: &Path) -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
-/// Where compiled kernels are kept for every build of this target directory: the debug and
+/// Where compiled kernels are kept for every build of this target directory, so the debug and
 /// release builds (and the Python package's) share them instead of each running nvcc over the
-/// same sources for many minutes. The key covers everything nvcc's output depends on: the
-/// kernel tree, the targets, and the compiler itself.
-fn kernel_cache(out: &Path, nvcc: &Path, kernels_id: u64, archs: &str) -> PathBuf {
-    use std::hash::{Hash, Hasher};
-    // OUT_DIR is <target>/[<triple>/]<profile>/build/<package>-<hash>/out.
-    let target = env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .or_else(|| out.ancestors().nth(4).map(Path::to_path_buf))
-        .unwrap_or_else(|| out.to_path_buf());
-    let version = Command::new(nvcc)
-        .arg("--version")
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (kernels_id, archs, nvcc, version, COMPILER_FLAGS).hash(&mut h);
-    target
-        .join("batchcrypt-kernels")
-        .join(format!("{:016x}", h.finish()))
+/// same sources for many minutes, and a change to one kernel recompiles only that kernel.
+struct KernelCache {
+    dir: PathBuf,
+    /// Everything each kernel's binary depends on besides its own directory: the shared headers
+    /// (kernels/include), the targets, the flags, and the compiler itself.
+    common: u64,
+}
+
+impl KernelCache {
+    fn new(out: &Path, kernel_dir: &Path, nvcc: &Path, archs: &str) -> Self {
+        use std::hash::{Hash, Hasher};
+        // OUT_DIR is <target>/[<triple>/]<profile>/build/<package>-<hash>/out.
+        let target = env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .or_else(|| out.ancestors().nth(4).map(Path::to_path_buf))
+            .unwrap_or_else(|| out.to_path_buf());
+        let version = Command::new(nvcc)
+            .arg("--version")
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let include = tree_hash(&kernel_dir.join("include"));
+        (include, archs, nvcc, version, COMPILER_FLAGS).hash(&mut h);
+        KernelCache {
+            dir: target.join("batchcrypt-kernels"),
+            common: h.finish(),
+        }
+    }
+
+    /// The cache's files for kernel `name` compiled from `src` (which includes only its own
+    /// directory's headers and kernels/include).
+    fn entry(&self, name: &str, src: &Path) -> (PathBuf, PathBuf) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.common, name, tree_hash(src.parent().unwrap())).hash(&mut h);
+        let stem = format!("{name}-{:016x}", h.finish());
+        (
+            self.dir.join(format!("{stem}.fatbin")),
+            self.dir.join(format!("{stem}.log")),
+        )
+    }
 }
 
 /// A kernel from the cache, or compiled and then cached. Entries are written under a temporary
 /// name and renamed, so builds running at once never read a partial file.
 fn compile_cached(
-    cache: &Path,
+    cache: &KernelCache,
     name: &str,
     nvcc: &Path,
     kernel_dir: &Path,
@@ -208,16 +231,13 @@ fn compile_cached(
     out: &Path,
     archs: &str,
 ) -> String {
-    let (cached, cached_log) = (
-        cache.join(format!("{name}.fatbin")),
-        cache.join(format!("{name}.log")),
-    );
+    let (cached, cached_log) = cache.entry(name, src);
     if let (Ok(bin), Ok(log)) = (fs::read(&cached), fs::read_to_string(&cached_log)) {
         fs::write(out, bin).unwrap();
         return log;
     }
     let log = compile(nvcc, kernel_dir, src, out, archs);
-    if fs::create_dir_all(cache).is_ok() {
+    if fs::create_dir_all(&cache.dir).is_ok() {
         let tmp = |p: &Path| p.with_extension(format!("tmp{}", std::process::id()));
         // The binary goes first: an entry counts only once both files are in place.
         for (from, to) in [
