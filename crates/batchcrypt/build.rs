@@ -45,10 +45,10 @@ fn main() {
         Some(nvcc) => {
             let archs = env::var("BATCHCRYPT_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
             let cache = KernelCache::new(&out, &kernel_dir, &nvcc, &archs);
+            let logs = compile_all(&cache, &nvcc, &kernel_dir, &sources, &out, &archs);
             let mut report = String::new();
-            for (name, src) in &sources {
+            for ((name, _), log) in sources.iter().zip(logs) {
                 let fatbin = out.join(format!("{name}.fatbin"));
-                let log = compile_cached(&cache, name, &nvcc, &kernel_dir, src, &fatbin, &archs);
                 let _ = writeln!(report, "== {name}\n{log}");
                 let _ = writeln!(
                     gen,
@@ -218,6 +218,41 @@ impl KernelCache {
             self.dir.join(format!("{stem}.log")),
         )
     }
+}
+
+/// Every kernel into `out/<name>.fatbin`, as many at once as cargo's jobs allow (one nvcc
+/// process keeps about one core busy); the logs in `sources`' order.
+fn compile_all(
+    cache: &KernelCache,
+    nvcc: &Path,
+    kernel_dir: &Path,
+    sources: &[(String, PathBuf)],
+    out: &Path,
+    archs: &str,
+) -> Vec<String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let jobs = env::var("NUM_JOBS")
+        .ok()
+        .and_then(|j| j.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, sources.len().max(1));
+    let next = AtomicUsize::new(0);
+    let logs = Mutex::new(vec![String::new(); sources.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((name, src)) = sources.get(i) else {
+                    break;
+                };
+                let fatbin = out.join(format!("{name}.fatbin"));
+                let log = compile_cached(cache, name, nvcc, kernel_dir, src, &fatbin, archs);
+                logs.lock().unwrap()[i] = log;
+            });
+        }
+    });
+    logs.into_inner().unwrap()
 }
 
 /// A kernel from the cache, or compiled and then cached. Entries are written under a temporary
