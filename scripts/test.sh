@@ -12,11 +12,11 @@ scripts/zk-fixtures.sh
 # The Groth16 tests must find the fixtures and check our proofs with snarkjs itself.
 export BATCHCRYPT_REQUIRE_ZK_FIXTURES=1 BATCHCRYPT_REQUIRE_SNARKJS=1
 
-# One feature set for the build and the tests, so nothing is compiled twice; no incremental
-# state (it only pays off when editing, and it is most of a build's disk use).
+# No incremental state (it only pays off when editing, and it is most of a build's disk use).
 export CARGO_INCREMENTAL=0
+# `cargo test` builds every library, binary and test of the workspace (there are no benches or
+# examples) in its own profile: a `cargo build` beforehand would compile all of it a second time.
 echo "== Rust: build everything, run all tests"
-cargo build --workspace --all-targets --exclude batchcrypt-py --features batchcrypt/emulation
 cargo test --workspace --exclude batchcrypt-py --features batchcrypt/emulation
 echo "== Rust: library without the CUDA backend"
 cargo test -p batchcrypt --no-default-features --lib
