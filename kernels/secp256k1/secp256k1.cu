@@ -59,9 +59,8 @@ BC_DEVICE void split_lambda(const uint32_t k[8], uint32_t m1[8], bool& neg1, uin
 
 // Q side: GLV halves (128 bits) in signed 5-bit windows over multiples 1..16 of Q.
 constexpr int QW = 5, QD = 26;  // 26 windows cover 128 bits and the recoding carry
-// G side: signed 12-bit windows of u1 over the precomputed table (22 additions; 2.9 MB, held in
-// L2).
-using GTable = bc::FixedBase<Curve, 12>;
+// G side: u1 from the wide fixed-base table (13 mixed additions, no doublings).
+using GTable = bc::FixedBase<Curve, bc::WIDE_G_WINDOW>;
 
 // u1 G + u2 Q: u2 split by the endomorphism (125 doublings shared by both halves, lambda Q's
 // multiples from Q's by beta x), u1 through the fixed-base table (no doublings).

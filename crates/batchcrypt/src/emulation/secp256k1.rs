@@ -2,8 +2,9 @@
 
 pub use super::AffineRaw;
 use super::VerifyKernel;
-use crate::secp256k1::gpu::{self, G_TABLE_LEN};
+use crate::secp256k1::gpu;
 use crate::secp256k1::{EcdsaOptions, Reason, Secp256k1Curve};
+use crate::sig::items::EMULATED_WIDE_G_TABLE_LEN;
 
 /// Limbs of a raw kernel item.
 pub const ITEM_LIMBS: usize = crate::sig::items::ITEM_LIMBS;
@@ -100,7 +101,7 @@ pub fn point_ops(p: &[[u32; 16]], q: &[[u32; 16]]) -> Vec<[u32; 82]> {
 
 /// The ECDSA kernel (GLV, the fixed-base table for u1 G).
 pub const ECDSA: VerifyKernel = VerifyKernel {
-    table_len: G_TABLE_LEN,
+    table_len: EMULATED_WIDE_G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_ecdsa_verify_batch,
     prepare: Some(secp256k1_ecdsa_prepare),
@@ -108,7 +109,7 @@ pub const ECDSA: VerifyKernel = VerifyKernel {
 
 /// The BIP340 kernel.
 pub const SCHNORR: VerifyKernel = VerifyKernel {
-    table_len: G_TABLE_LEN,
+    table_len: EMULATED_WIDE_G_TABLE_LEN,
     g_table: secp256k1_g_table,
     verify: secp256k1_schnorr_verify_batch,
     prepare: None,

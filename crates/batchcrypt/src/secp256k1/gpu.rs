@@ -16,8 +16,8 @@ use crate::sig::order::Order;
 /// The order n, for the items' scalar algebra (the curve's, which BIP340 shares with ECDSA).
 pub(crate) const ORDER: Order = <super::Secp256k1Curve as crate::ecdsa::Curve>::ORDER;
 
-/// Entries of the fixed-base table (22 windows of 2048 affine points, 64 bytes each).
-pub(crate) const G_TABLE_LEN: usize = 22 * 2048;
+/// Entries of the fixed-base table (kernels/secp256k1's `GTable`).
+pub(crate) const G_TABLE_LEN: usize = crate::sig::items::WIDE_G_TABLE_LEN;
 
 /// Items per GPU thread of the BIP340 kernel (`SCHNORR_ITEMS` in kernels/secp256k1): they share
 /// the inversion that y's parity needs.

@@ -241,7 +241,7 @@ pub(crate) fn encode_all(
     (bytes, reasons)
 }
 
-/// Entries of the wide fixed-base table of G that SM2's and P-256's kernels read
+/// Entries of the wide fixed-base table of G that the secp256k1, SM2 and P-256 kernels read
 /// (`bc::WIDE_G_WINDOW` in kernels/include/bc/ecmult.cuh): 13 signed 20-bit windows of 2^19
 /// affine points (436 MB) on the GPU.
 pub(crate) const WIDE_G_TABLE_LEN: usize = 13 << 19;
