@@ -218,6 +218,25 @@ impl KernelCache {
             self.dir.join(format!("{stem}.log")),
         )
     }
+
+    /// Removes kernel `name`'s older entries before a new one is stored, so editing a kernel
+    /// does not grow the cache by a binary per edit.
+    fn forget(&self, name: &str) {
+        for entry in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let file = entry.file_name();
+            let old = file
+                .to_str()
+                .and_then(|f| f.strip_prefix(name)?.strip_prefix('-'))
+                .is_some_and(|rest| {
+                    rest.len() > 17
+                        && rest[..16].bytes().all(|b| b.is_ascii_hexdigit())
+                        && rest.as_bytes()[16] == b'.'
+                });
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
 }
 
 /// Every kernel into `out/<name>.fatbin`, as many at once as cargo's jobs allow (one nvcc
@@ -273,13 +292,13 @@ fn compile_cached(
     }
     let log = compile(nvcc, kernel_dir, src, out, archs);
     if fs::create_dir_all(&cache.dir).is_ok() {
-        let tmp = |p: &Path| p.with_extension(format!("tmp{}", std::process::id()));
+        cache.forget(name);
         // The binary goes first: an entry counts only once both files are in place.
         for (from, to) in [
             (fs::read(out).unwrap(), &cached),
             (log.clone().into_bytes(), &cached_log),
         ] {
-            let t = tmp(to);
+            let t = PathBuf::from(format!("{}.tmp{}", to.display(), std::process::id()));
             if fs::write(&t, from).is_err() || fs::rename(&t, to).is_err() {
                 let _ = fs::remove_file(&t);
                 break;
