@@ -44,8 +44,8 @@ fn main() {
     match nvcc {
         Some(nvcc) => {
             let archs = env::var("BATCHCRYPT_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
-            let cache = KernelCache::new(&out, &kernel_dir, &nvcc, &archs);
-            let logs = compile_all(&cache, &nvcc, &kernel_dir, &sources, &out, &archs);
+            let cache = KernelCache::new(&out, &kernel_dir, nvcc, archs);
+            let logs = cache.compile_all(&sources, &out);
             let mut report = String::new();
             for ((name, _), log) in sources.iter().zip(logs) {
                 let fatbin = out.join(format!("{name}.fatbin"));
@@ -174,10 +174,13 @@ fn find_nvcc(root: &Path) -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
-/// Where compiled kernels are kept for every build of this target directory, so the debug and
-/// release builds (and the Python package's) share them instead of each running nvcc over the
-/// same sources for many minutes, and a change to one kernel recompiles only that kernel.
+/// nvcc with a cache of compiled kernels for every build of this target directory, so the debug
+/// and release builds (and the Python package's) share them instead of each running nvcc over
+/// the same sources for many minutes, and a change to one kernel recompiles only that kernel.
 struct KernelCache {
+    nvcc: PathBuf,
+    kernel_dir: PathBuf,
+    archs: String,
     dir: PathBuf,
     /// Everything each kernel's binary depends on besides its own directory: the shared headers
     /// (kernels/include), the targets, the flags, and the compiler itself.
@@ -185,22 +188,25 @@ struct KernelCache {
 }
 
 impl KernelCache {
-    fn new(out: &Path, kernel_dir: &Path, nvcc: &Path, archs: &str) -> Self {
+    fn new(out: &Path, kernel_dir: &Path, nvcc: PathBuf, archs: String) -> Self {
         use std::hash::{Hash, Hasher};
         // OUT_DIR is <target>/[<triple>/]<profile>/build/<package>-<hash>/out.
         let target = env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .or_else(|| out.ancestors().nth(4).map(Path::to_path_buf))
             .unwrap_or_else(|| out.to_path_buf());
-        let version = Command::new(nvcc)
+        let version = Command::new(&nvcc)
             .arg("--version")
             .output()
             .map(|o| o.stdout)
             .unwrap_or_default();
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let include = tree_hash(&kernel_dir.join("include"));
-        (include, archs, nvcc, version, COMPILER_FLAGS).hash(&mut h);
+        (include, &archs, &nvcc, version, COMPILER_FLAGS).hash(&mut h);
         KernelCache {
+            nvcc,
+            kernel_dir: kernel_dir.to_path_buf(),
+            archs,
             dir: target.join("batchcrypt-kernels"),
             common: h.finish(),
         }
@@ -237,75 +243,60 @@ impl KernelCache {
             }
         }
     }
-}
 
-/// Every kernel into `out/<name>.fatbin`, as many at once as cargo's jobs allow (one nvcc
-/// process keeps about one core busy); the logs in `sources`' order.
-fn compile_all(
-    cache: &KernelCache,
-    nvcc: &Path,
-    kernel_dir: &Path,
-    sources: &[(String, PathBuf)],
-    out: &Path,
-    archs: &str,
-) -> Vec<String> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let jobs = env::var("NUM_JOBS")
-        .ok()
-        .and_then(|j| j.parse::<usize>().ok())
-        .unwrap_or(1)
-        .clamp(1, sources.len().max(1));
-    let next = AtomicUsize::new(0);
-    let logs = Mutex::new(vec![String::new(); sources.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((name, src)) = sources.get(i) else {
-                    break;
-                };
-                let fatbin = out.join(format!("{name}.fatbin"));
-                let log = compile_cached(cache, name, nvcc, kernel_dir, src, &fatbin, archs);
-                logs.lock().unwrap()[i] = log;
-            });
-        }
-    });
-    logs.into_inner().unwrap()
-}
-
-/// A kernel from the cache, or compiled and then cached. Entries are written under a temporary
-/// name and renamed, so builds running at once never read a partial file.
-fn compile_cached(
-    cache: &KernelCache,
-    name: &str,
-    nvcc: &Path,
-    kernel_dir: &Path,
-    src: &Path,
-    out: &Path,
-    archs: &str,
-) -> String {
-    let (cached, cached_log) = cache.entry(name, src);
-    if let (Ok(bin), Ok(log)) = (fs::read(&cached), fs::read_to_string(&cached_log)) {
-        fs::write(out, bin).unwrap();
-        return log;
+    /// Every kernel into `out/<name>.fatbin`, as many at once as cargo's jobs allow (one nvcc
+    /// process keeps about one core busy); the logs in `sources`' order.
+    fn compile_all(&self, sources: &[(String, PathBuf)], out: &Path) -> Vec<String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Mutex;
+        let jobs = env::var("NUM_JOBS")
+            .ok()
+            .and_then(|j| j.parse::<usize>().ok())
+            .unwrap_or(1)
+            .clamp(1, sources.len().max(1));
+        let next = AtomicUsize::new(0);
+        let logs = Mutex::new(vec![String::new(); sources.len()]);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((name, src)) = sources.get(i) else {
+                        break;
+                    };
+                    let fatbin = out.join(format!("{name}.fatbin"));
+                    let log = self.compile(name, src, &fatbin);
+                    logs.lock().unwrap()[i] = log;
+                });
+            }
+        });
+        logs.into_inner().unwrap()
     }
-    let log = compile(nvcc, kernel_dir, src, out, archs);
-    if fs::create_dir_all(&cache.dir).is_ok() {
-        cache.forget(name);
-        // The binary goes first: an entry counts only once both files are in place.
-        for (from, to) in [
-            (fs::read(out).unwrap(), &cached),
-            (log.clone().into_bytes(), &cached_log),
-        ] {
-            let t = PathBuf::from(format!("{}.tmp{}", to.display(), std::process::id()));
-            if fs::write(&t, from).is_err() || fs::rename(&t, to).is_err() {
-                let _ = fs::remove_file(&t);
-                break;
+
+    /// A kernel from the cache, or compiled and then cached. Entries are written under a
+    /// temporary name and renamed, so builds running at once never read a partial file.
+    fn compile(&self, name: &str, src: &Path, out: &Path) -> String {
+        let (cached, cached_log) = self.entry(name, src);
+        if let (Ok(bin), Ok(log)) = (fs::read(&cached), fs::read_to_string(&cached_log)) {
+            fs::write(out, bin).unwrap();
+            return log;
+        }
+        let log = compile(&self.nvcc, &self.kernel_dir, src, out, &self.archs);
+        if fs::create_dir_all(&self.dir).is_ok() {
+            self.forget(name);
+            // The binary goes first: an entry counts only once both files are in place.
+            for (from, to) in [
+                (fs::read(out).unwrap(), &cached),
+                (log.clone().into_bytes(), &cached_log),
+            ] {
+                let t = PathBuf::from(format!("{}.tmp{}", to.display(), std::process::id()));
+                if fs::write(&t, from).is_err() || fs::rename(&t, to).is_err() {
+                    let _ = fs::remove_file(&t);
+                    break;
+                }
             }
         }
+        log
     }
-    log
 }
 
 /// nvcc's options apart from the targets; part of the cache key.
