@@ -102,9 +102,15 @@ impl Client {
         Self::connect_with(address, Options::default()).await
     }
 
+    /// `address` is `host:port`, a URI, or `unix:PATH` for a server's Unix socket
+    /// (`batchcrypt serve --unix-socket PATH`: a client on the same machine without TCP).
     pub async fn connect_with(address: &str, options: Options) -> Result<Client, String> {
         let tls = options.tls_ca.is_some();
-        let uri = if address.contains("://") {
+        let unix = address.strip_prefix("unix:").map(std::path::PathBuf::from);
+        let uri = if unix.is_some() {
+            // Names no host: the connector below opens the socket.
+            "http://localhost".to_string()
+        } else if address.contains("://") {
             address.to_string()
         } else {
             format!("{}://{address}", if tls { "https" } else { "http" })
@@ -112,14 +118,35 @@ impl Client {
         let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| format!("{uri}: {e}"))?
             .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            .initial_connection_window_size(crate::H2_CONNECTION_WINDOW)
+            .initial_stream_window_size(crate::H2_STREAM_WINDOW);
         if let Some(ca) = options.tls_ca {
+            if unix.is_some() {
+                return Err("a Unix socket is served without TLS: drop the CA".into());
+            }
             endpoint = endpoint
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| format!("TLS: {e}"))?;
         }
-        let channel = endpoint.connect().await.map_err(|e| {
-            format!("cannot connect to {uri}: {e} (is `batchcrypt serve` running there?)")
+        let connected = match &unix {
+            Some(path) => {
+                let path = path.clone();
+                endpoint
+                    .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                        let path = path.clone();
+                        async move {
+                            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                                tokio::net::UnixStream::connect(path).await?,
+                            ))
+                        }
+                    }))
+                    .await
+            }
+            None => endpoint.connect().await,
+        };
+        let channel = connected.map_err(|e| {
+            format!("cannot connect to {address}: {e} (is `batchcrypt serve` running there?)")
         })?;
         let token = match options.token {
             Some(t) => Some(

@@ -22,3 +22,10 @@ pub mod proto {
 
 pub use client::Client;
 pub use server::{start, Running, ServerConfig};
+
+// HTTP/2 flow control and framing, the same on both ends. h2's defaults (64 KiB windows, 16 KiB
+// frames) cut a request of a few hundred items into several frames and answer most requests with
+// window updates: more system calls per call than the call's own frames.
+const H2_CONNECTION_WINDOW: u32 = 16 << 20;
+const H2_STREAM_WINDOW: u32 = 4 << 20;
+const H2_MAX_FRAME: u32 = 1 << 20;

@@ -21,13 +21,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tonic::{Request, Response, Status};
 
 /// Everything `batchcrypt serve` can be told.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// Also serve on this Unix socket: clients on the same machine skip the TCP stack.
+    /// Reachable by the socket file's owner and group; no TLS.
+    pub unix_socket: Option<PathBuf>,
     /// Where `/metrics` is served (None: not at all).
     pub metrics: Option<SocketAddr>,
     pub batch: BatchConfig,
@@ -50,6 +53,7 @@ impl ServerConfig {
     pub fn new(data_dir: PathBuf) -> Self {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
+            unix_socket: None,
             metrics: Some(SocketAddr::from(([127, 0, 0, 1], 7701))),
             batch: BatchConfig::default(),
             prover: ProverConfig {
@@ -104,10 +108,11 @@ pub fn default_proof_memory() -> u64 {
 /// A running server.
 pub struct Running {
     pub addr: SocketAddr,
+    pub unix_socket: Option<PathBuf>,
     pub metrics_addr: Option<SocketAddr>,
     /// Jobs a crash had left running, queued again at start.
     pub requeued: usize,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<watch::Sender<bool>>,
     done: tokio::task::JoinHandle<Result<(), String>>,
 }
 
@@ -115,7 +120,7 @@ impl Running {
     /// Stops gracefully and waits until it has.
     pub async fn shutdown(mut self) -> Result<(), String> {
         if let Some(s) = self.stop.take() {
-            let _ = s.send(());
+            let _ = s.send(true);
         }
         self.done.await.map_err(|e| e.to_string())?
     }
@@ -130,6 +135,11 @@ impl Running {
 /// Binds the listeners and starts serving on the current tokio runtime.
 pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running, String> {
     config.check_exposure()?;
+    // Before anything starts: a refused socket leaves nothing running.
+    let unix = match &config.unix_socket {
+        Some(path) => Some((bind_unix(path)?, path.clone())),
+        None => None,
+    };
     let metrics = Arc::new(Metrics::default());
     let (prover, requeued) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -139,9 +149,9 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<BatchCryptServer<Service>>().await;
 
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let stop = async {
-        let _ = stop_rx.await;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|&s| s).await;
     };
     let (metrics_addr, metrics_stop) = match config.metrics {
         Some(m) => {
@@ -170,7 +180,28 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         .max_encoding_message_size(config.max_message_bytes);
     let guard = Arc::new(Guard::new(config.token.clone(), config.rate_limit));
     let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
-    let mut builder = tonic::transport::Server::builder();
+    let builder = || {
+        tonic::transport::Server::builder()
+            .initial_connection_window_size(crate::H2_CONNECTION_WINDOW)
+            .initial_stream_window_size(crate::H2_STREAM_WINDOW)
+            .max_frame_size(crate::H2_MAX_FRAME)
+    };
+    // The Unix socket's server: the same services, without TLS.
+    let unix_served = unix.map(|(listener, path)| {
+        let router = builder()
+            .add_service(health_service.clone())
+            .add_service(grpc.clone());
+        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+        let served = router.serve_with_incoming_shutdown(incoming, stopped(stop_rx.clone()));
+        let task = tokio::spawn(async move {
+            let served = served.await.map_err(|e| e.to_string());
+            let _ = std::fs::remove_file(&path);
+            served
+        });
+        (task, config.unix_socket.clone())
+    });
+    let unix_socket = unix_served.as_ref().and_then(|u| u.1.clone());
+    let mut builder = builder();
     if let Some((cert, key)) = &config.tls {
         let read =
             |p: &PathBuf| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
@@ -184,11 +215,15 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let done = tokio::spawn(async move {
         let served = router.serve_with_incoming_shutdown(incoming, async move {
-            stop.await;
+            stopped(stop_rx).await;
             // Readiness goes first, so balancers stop sending while calls in flight finish.
             health.set_not_serving::<BatchCryptServer<Service>>().await;
         });
-        let served = served.await.map_err(|e| e.to_string());
+        let mut served = served.await.map_err(|e| e.to_string());
+        if let Some((task, _)) = unix_served {
+            let unix = task.await.map_err(|e| e.to_string()).and_then(|r| r);
+            served = served.and(unix);
+        }
         let p = prover.clone();
         tokio::task::spawn_blocking(move || p.drain())
             .await
@@ -200,11 +235,36 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     });
     Ok(Running {
         addr,
+        unix_socket,
         metrics_addr,
         requeued,
         stop: Some(stop_tx),
         done,
     })
+}
+
+/// Binds `path` for the owner and its group. A socket file left by a server that is gone is
+/// replaced; one a running server answers on is not.
+fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.file_type().is_socket() {
+            return Err(format!("{} exists and is not a socket", path.display()));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(format!(
+                "a server already answers on {}: stop it or choose another path",
+                path.display()
+            ));
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
+    }
+    let listener = tokio::net::UnixListener::bind(path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+        .map_err(|e| format!("cannot restrict {}: {e}", path.display()))?;
+    Ok(listener)
 }
 
 /// Bearer token and per-address rate limit, checked before a call is decoded further.

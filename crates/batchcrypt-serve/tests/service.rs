@@ -619,6 +619,76 @@ async fn exposed_listener_needs_tls_and_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_socket_clients_get_what_tcp_clients_get() {
+    let mut c = config("unix");
+    let path = c.prover.data_dir.join("serve.sock");
+    // A stale socket file (a server gone) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    c.unix_socket = Some(path.clone());
+    let (server, mut tcp) = serve(c.clone()).await;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660, "owner and group only");
+    // A second server does not take a socket a live one answers on.
+    c.metrics = None;
+    c.prover.data_dir = data_dir("unix-second");
+    let e = start(engine(), c).await.err().expect("refused");
+    assert!(e.contains("already answers"), "{e}");
+
+    let mut unix = bounded(Client::connect(&format!("unix:{}", path.display())))
+        .await
+        .expect("connects over the socket");
+    assert!(bounded(unix.ready()).await.unwrap());
+    let s = sigs(300);
+    let der: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
+    let keys: Vec<&[u8]> = s.keys.iter().map(|v| v.as_slice()).collect();
+    let want = strings(
+        engine()
+            .secp256k1()
+            .verify_ecdsa(&s.hashes, &der, &keys, &EcdsaOptions::default())
+            .unwrap()
+            .value
+            .results,
+    );
+    assert!(want.iter().any(|v| v.is_ok()) && want.iter().any(|v| v.is_err()));
+    for client in [&mut unix, &mut tcp] {
+        let got = bounded(client.verify_ecdsa(
+            EcdsaCurve::Secp256k1,
+            &s.hashes,
+            &der,
+            &keys,
+            SigFormat::Der,
+            false,
+        ))
+        .await
+        .unwrap();
+        assert_eq!(got, want);
+    }
+    let msgs: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
+    let got = bounded(unix.hash(HashAlgorithm::Sha256d, &msgs))
+        .await
+        .unwrap();
+    for (m, d) in msgs.iter().zip(&got) {
+        assert_eq!(*d, batchcrypt::sha256::digest_double(m));
+    }
+    // TLS is not offered on the socket: the client says so rather than failing to handshake.
+    let e = Client::connect_with(
+        &format!("unix:{}", path.display()),
+        Options {
+            tls_ca: Some(b"not used".to_vec()),
+            ..Options::default()
+        },
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert!(e.contains("without TLS"), "{e}");
+    drop(unix);
+    bounded(server.shutdown()).await.unwrap();
+    assert!(!path.exists(), "the socket file goes with the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_leaves_the_server_serving() {
     let (server, client) = serve(config("away")).await;
     let s = sigs(2000);

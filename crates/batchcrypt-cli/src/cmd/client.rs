@@ -13,7 +13,8 @@ use std::path::PathBuf;
     after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
-    /// The server's address.
+    /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
+    /// this machine (`batchcrypt serve --unix-socket PATH`).
     #[arg(
         long,
         global = true,

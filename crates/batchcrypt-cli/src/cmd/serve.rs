@@ -20,12 +20,16 @@ circuit's .zkey once, then submit witnesses; jobs are kept in --data so none acc
 the server stops, and admitted by the GPU memory they need (--gpu-memory).\n\n\
 It listens on loopback unless told otherwise; elsewhere it wants --tls-cert, --tls-key and --token. \
 Ctrl-C or SIGTERM stops it gracefully: calls in flight and running proofs finish first.",
-    after_help = "Examples:\n  batchcrypt serve\n  batchcrypt serve --listen 0.0.0.0:7700 --tls-cert server.pem --tls-key server.key --token-file token.txt\n  batchcrypt client health\n  batchcrypt client hash --lines ids.txt\n  curl -s 127.0.0.1:7701/metrics"
+    after_help = "Examples:\n  batchcrypt serve\n  batchcrypt serve --unix-socket /run/batchcrypt.sock    (then: batchcrypt client --server unix:/run/batchcrypt.sock health)\n  batchcrypt serve --listen 0.0.0.0:7700 --tls-cert server.pem --tls-key server.key --token-file token.txt\n  batchcrypt client health\n  batchcrypt client hash --lines ids.txt\n  curl -s 127.0.0.1:7701/metrics"
 )]
 pub struct Args {
     /// Address for gRPC.
     #[arg(long, default_value = "127.0.0.1:7700")]
     listen: SocketAddr,
+    /// Also serve on this Unix socket, for clients on this machine (`batchcrypt client --server
+    /// unix:PATH`): calls skip the TCP stack. Its owner and group may connect; no TLS.
+    #[arg(long, value_name = "PATH")]
+    unix_socket: Option<PathBuf>,
     /// Address for Prometheus metrics (`/metrics`), or `none`.
     #[arg(long, default_value = "127.0.0.1:7701")]
     metrics_listen: String,
@@ -81,6 +85,7 @@ pub struct Args {
 pub fn run(engine: Engine, a: &Args) -> Result<()> {
     let mut c = ServerConfig::new(a.data.clone());
     c.listen = a.listen;
+    c.unix_socket = a.unix_socket.clone();
     c.metrics = match a.metrics_listen.as_str() {
         "none" => None,
         m => Some(m.parse().with_context(|| format!("--metrics-listen {m}"))?),
@@ -127,8 +132,13 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
             .await
             .map_err(anyhow::Error::msg)?;
         eprintln!(
-            "batchcrypt serve: gRPC on {}{}; data in {}{}",
+            "batchcrypt serve: gRPC on {}{}{}; data in {}{}",
             running.addr,
+            running
+                .unix_socket
+                .as_ref()
+                .map(|p| format!(" and unix:{}", p.display()))
+                .unwrap_or_default(),
             running
                 .metrics_addr
                 .map(|m| format!(", metrics on http://{m}/metrics"))
