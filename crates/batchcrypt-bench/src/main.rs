@@ -22,7 +22,8 @@ use clap::Parser;
 struct Args {
     /// Which benchmark groups to run (`scaling`, over every GPU of the machine, also in parts:
     /// `scaling-signatures`, `scaling-msm`, `scaling-sha256`, `scaling-groth16`; `serve`, the
-    /// service under many clients, `bitcoin-resync`, the part of `bitcoin` without its stress
+    /// service under many clients, also in parts: `serve-ecdsa`, `serve-sha256d`,
+    /// `serve-proofs`; `bitcoin-resync`, the part of `bitcoin` without its stress
     /// block, and `msm-windows`, the MSM kernels by window size, run only when named).
     #[arg(default_values_t = vec!["sha256".to_string(), "secp256k1".to_string(), "p256".to_string(), "sm2".to_string(), "aes".to_string(), "xts".to_string(), "aes-batch".to_string(), "bn254".to_string(), "bls12-381".to_string(), "ntt".to_string(), "groth16".to_string(), "bitcoin".to_string()])]
     groups: Vec<String>,
@@ -71,8 +72,11 @@ fn main() -> anyhow::Result<()> {
             "scaling-msm" => scaling::msm(&mut rep, args.quick)?,
             "scaling-sha256" => scaling::sha256(&mut rep, args.quick)?,
             "scaling-groth16" => scaling::groth16(&mut rep, args.quick)?,
-            "serve" => serve::run(&mut rep, args.quick)?,
-            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, msm-windows, ntt, groth16)"),
+            "serve" => serve::run(&mut rep, args.quick, serve::Part::All)?,
+            "serve-ecdsa" => serve::run(&mut rep, args.quick, serve::Part::Ecdsa)?,
+            "serve-sha256d" => serve::run(&mut rep, args.quick, serve::Part::Sha256d)?,
+            "serve-proofs" => serve::run(&mut rep, args.quick, serve::Part::Proofs)?,
+            other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, serve-ecdsa, serve-sha256d, serve-proofs, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, msm-windows, ntt, groth16)"),
         }
     }
     if let Some(path) = &args.json {

@@ -66,9 +66,10 @@ fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// One client per connection where the open-files limit allows, else clients share connections.
+/// Room is kept for a connection per client over each of the two transports.
 async fn connect_clients(addr: &str, clients: usize) -> anyhow::Result<Vec<Client>> {
-    let limit = raise_open_files(2 * clients as u64 + 512);
-    let conns = clients.min(((limit.saturating_sub(256)) / 2).max(1) as usize);
+    let limit = raise_open_files(4 * clients as u64 + 512);
+    let conns = clients.min(((limit.saturating_sub(256)) / 4).max(1) as usize);
     let mut pool = Vec::with_capacity(conns);
     for _ in 0..conns {
         pool.push(Client::connect(addr).await.map_err(anyhow::Error::msg)?);
@@ -194,169 +195,275 @@ fn sha256d_call(
     }
 }
 
-pub fn run(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
+/// The parts of the group, each also a group of its own (`serve-ecdsa`, `serve-sha256d`,
+/// `serve-proofs`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    All,
+    Ecdsa,
+    Sha256d,
+    Proofs,
+}
+
+pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(rep, quick))
+    let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
+    let has = |p: Part| part == Part::All || part == p;
+    rt.block_on(async {
+        if has(Part::Ecdsa) || has(Part::Sha256d) {
+            batched(
+                rep,
+                engine.clone(),
+                quick,
+                has(Part::Ecdsa),
+                has(Part::Sha256d),
+            )
+            .await?;
+        }
+        if has(Part::Proofs) {
+            proofs(rep, engine, quick).await?;
+        }
+        Ok(())
+    })
 }
 
-async fn run_async(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
-    let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
+/// The batched operations' closed and open loops against one library batch.
+async fn batched(
+    rep: &mut Report,
+    engine: Arc<Engine>,
+    quick: bool,
+    ecdsa: bool,
+    sha256d: bool,
+) -> anyhow::Result<()> {
     let data = std::env::temp_dir().join(format!("batchcrypt-bench-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&data)?;
     let mut config = ServerConfig::new(data.clone());
     config.listen = "127.0.0.1:0".parse()?;
     config.metrics = Some("127.0.0.1:0".parse()?);
+    config.unix_socket = Some(data.join("serve.sock"));
     let server = batchcrypt_serve::start(engine.clone(), config)
         .await
         .map_err(anyhow::Error::msg)?;
-    let addr = server.addr.to_string();
     let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
     let n = clients * PER_REQUEST;
-
-    // ECDSA.
-    rep.header(&format!(
-        "service: {clients} clients x {PER_REQUEST} ECDSA signatures, {rounds} rounds, against one batch of {n}"
-    ));
-    let b = Arc::new(crate::secp256k1::batch(n));
-    let case = format!("ECDSA verify, {clients} x {PER_REQUEST} (DER, packed)");
-    let sigs: Vec<&[u8]> = b.sigs.iter().map(|v| v.as_slice()).collect();
-    let keys: Vec<&[u8]> = b.keys.iter().map(|v| v.as_slice()).collect();
-    let opts = EcdsaOptions::default();
-    let mut ran = None;
-    let s = time(5, || {
-        let o = engine
-            .secp256k1()
-            .verify_ecdsa(&b.hashes, &sigs, &keys, &opts)
-            .unwrap();
-        assert!(o.value.all_valid());
-        ran = Some(o.backend);
-    });
-    let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
-    rep.add(GROUP, &case, &base, n as u64, 0, s, None);
-    let conns = connect_clients(&addr, clients).await?;
-    // Each client's request, packed once: a remote client's packing costs the server nothing,
-    // and here clients share the server's cores.
-    let requests: Arc<Vec<batchcrypt_serve::proto::VerifyEcdsaRequest>> = Arc::new(
-        (0..clients)
-            .map(|c| {
-                let r = c * PER_REQUEST..(c + 1) * PER_REQUEST;
-                batchcrypt_serve::proto::VerifyEcdsaRequest {
-                    hashes_packed: Some(column(&b.hashes[r.clone()])),
-                    signatures_packed: Some(column(&b.sigs[r.clone()])),
-                    public_keys_packed: Some(column(&b.keys[r])),
-                    ..Default::default()
-                }
-            })
-            .collect(),
-    );
-    let call = {
-        move |mut client: Client, c: usize| {
-            let request = requests[c].clone();
-            async move {
-                let v = client
-                    .raw()
-                    .verify_ecdsa(request)
-                    .await
-                    .expect("served")
-                    .into_inner();
-                assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
-                v.batch_items
-            }
-        }
+    // Every client has a connection over TCP (loopback) and one over the Unix socket.
+    let tcp = connect_clients(&server.addr.to_string(), clients).await?;
+    let unix_addr = format!("unix:{}", server.unix_socket.as_ref().unwrap().display());
+    let unix = connect_clients(&unix_addr, clients).await?;
+    let closed = Closed {
+        metrics: server.metrics_addr,
+        clients,
+        per_request: PER_REQUEST,
+        rounds,
     };
-    closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
-    let (secs, lat, mean_batch) = closed_loop(conns.clone(), rounds, call.clone()).await;
-    let served = format!("served, {clients} clients");
-    rep.add(
-        GROUP,
-        &case,
-        &served,
-        (n * rounds) as u64,
-        0,
-        secs,
-        Some(&base),
-    );
-    let (p50, p99, max) = latencies(lat);
-    println!(
-        "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
-        1e3 * secs / rounds as f64
-    );
-    println!("  {}", stages(server.metrics_addr, "verify_ecdsa").await);
-    // The same clients paced at half the rate just served: latency when the server keeps up.
-    let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
-    let (secs2, lat) = open_loop(conns.clone(), rounds, interval, call).await;
-    rep.add(
-        GROUP,
-        &case,
-        "served, open loop at half that rate",
-        (n * rounds) as u64,
-        0,
-        secs2,
-        Some(&base),
-    );
-    let (p50, p99, max) = latencies(lat);
-    println!(
-        "  open loop: each client every {:.0} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-        1e3 * interval.as_secs_f64()
-    );
 
-    // SHA256d of 64-byte messages.
-    rep.header(&format!(
-        "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes, {rounds} rounds, against one batch of {n}"
-    ));
-    let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
-    let case = format!("SHA256d-64, {clients} x {PER_REQUEST}");
-    let mut ran = None;
-    let s = time(5, || {
-        let m = Messages::fixed(&msgs, 64).unwrap();
-        ran = Some(engine.sha256().hash(&m, Mode::Double).unwrap().backend);
-    });
-    let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
-    rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
-    let all = bytes::Bytes::from(msgs.to_vec());
-    let call = sha256d_call(all.clone(), PER_REQUEST);
-    closed_loop(conns.clone(), 1, call.clone()).await;
-    let (secs, lat, mean_batch) = closed_loop(conns, rounds, call).await;
-    rep.add(
-        GROUP,
-        &case,
-        &served,
-        (n * rounds) as u64,
-        (64 * n * rounds) as u64,
-        secs,
-        Some(&base),
-    );
-    let (p50, p99, max) = latencies(lat);
-    println!(
-        "  latency per request: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
-    );
-    println!("  {}", stages(server.metrics_addr, "hash").await);
-    // The same items in requests 16 times larger.
-    let big = PER_REQUEST * 16;
-    let few = n / big;
-    let call = sha256d_call(all, big);
-    let conns_few = connect_clients(&addr, few).await?;
-    closed_loop(conns_few.clone(), 1, call.clone()).await;
-    let (secs, lat, mean_batch) = closed_loop(conns_few, rounds, call).await;
-    let items = few * big * rounds;
-    rep.add(
-        GROUP,
-        &case,
-        &format!("served, {few} clients x {big}"),
-        items as u64,
-        64 * items as u64,
-        secs,
-        Some(&base),
-    );
-    let (p50, p99, max) = latencies(lat);
-    println!(
-        "  {few} clients x {big}: latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items"
-    );
+    if ecdsa {
+        rep.header(&format!(
+            "service: {clients} clients x {PER_REQUEST} ECDSA signatures, {rounds} rounds, against one batch of {n}"
+        ));
+        let b = Arc::new(crate::secp256k1::batch(n));
+        let case = format!("ECDSA verify, {clients} x {PER_REQUEST} (DER, packed)");
+        let sigs: Vec<&[u8]> = b.sigs.iter().map(|v| v.as_slice()).collect();
+        let keys: Vec<&[u8]> = b.keys.iter().map(|v| v.as_slice()).collect();
+        let opts = EcdsaOptions::default();
+        let mut ran = None;
+        let s = time(5, || {
+            let o = engine
+                .secp256k1()
+                .verify_ecdsa(&b.hashes, &sigs, &keys, &opts)
+                .unwrap();
+            assert!(o.value.all_valid());
+            ran = Some(o.backend);
+        });
+        let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        rep.add(GROUP, &case, &base, n as u64, 0, s, None);
+        // Each client's request, packed once: a remote client's packing costs the server
+        // nothing, and here clients share the server's cores.
+        let requests: Arc<Vec<batchcrypt_serve::proto::VerifyEcdsaRequest>> = Arc::new(
+            (0..clients)
+                .map(|c| {
+                    let r = c * PER_REQUEST..(c + 1) * PER_REQUEST;
+                    batchcrypt_serve::proto::VerifyEcdsaRequest {
+                        hashes_packed: Some(column(&b.hashes[r.clone()])),
+                        signatures_packed: Some(column(&b.sigs[r.clone()])),
+                        public_keys_packed: Some(column(&b.keys[r])),
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+        );
+        let call = {
+            move |mut client: Client, c: usize| {
+                let request = requests[c].clone();
+                async move {
+                    let v = client
+                        .raw()
+                        .verify_ecdsa(request)
+                        .await
+                        .expect("served")
+                        .into_inner();
+                    assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
+                    v.batch_items
+                }
+            }
+        };
+        let secs = closed
+            .run(
+                rep,
+                &case,
+                &base,
+                "TCP",
+                &tcp,
+                0,
+                call.clone(),
+                "verify_ecdsa",
+            )
+            .await;
+        closed
+            .run(
+                rep,
+                &case,
+                &base,
+                "Unix socket",
+                &unix,
+                0,
+                call.clone(),
+                "verify_ecdsa",
+            )
+            .await;
+        // The same clients paced at half the rate just served over TCP: latency when the
+        // server keeps up.
+        let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
+        let (secs2, lat) = open_loop(tcp.clone(), rounds, interval, call).await;
+        rep.add(
+            GROUP,
+            &case,
+            "served over TCP, open loop at half that rate",
+            (n * rounds) as u64,
+            0,
+            secs2,
+            Some(&base),
+        );
+        let (p50, p99, max) = latencies(lat);
+        println!(
+            "  open loop: each client every {:.0} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+            1e3 * interval.as_secs_f64()
+        );
+    }
+
+    if sha256d {
+        rep.header(&format!(
+            "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes, {rounds} rounds, against one batch of {n}"
+        ));
+        let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
+        let case = format!("SHA256d-64, {clients} x {PER_REQUEST}");
+        let mut ran = None;
+        let s = time(5, || {
+            let m = Messages::fixed(&msgs, 64).unwrap();
+            ran = Some(engine.sha256().hash(&m, Mode::Double).unwrap().backend);
+        });
+        let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
+        let all = bytes::Bytes::from(msgs.to_vec());
+        let call = sha256d_call(all.clone(), PER_REQUEST);
+        for (transport, conns) in [("TCP", &tcp), ("Unix socket", &unix)] {
+            closed
+                .run(
+                    rep,
+                    &case,
+                    &base,
+                    transport,
+                    conns,
+                    64,
+                    call.clone(),
+                    "hash",
+                )
+                .await;
+        }
+        // The same items in requests 16 times larger.
+        let big = PER_REQUEST * 16;
+        let few = n / big;
+        let closed_few = Closed {
+            clients: few,
+            per_request: big,
+            ..closed
+        };
+        let call = sha256d_call(all, big);
+        for (transport, conns) in [("TCP", &tcp), ("Unix socket", &unix)] {
+            closed_few
+                .run(
+                    rep,
+                    &case,
+                    &base,
+                    transport,
+                    conns,
+                    64,
+                    call.clone(),
+                    "hash",
+                )
+                .await;
+        }
+    }
+    drop((tcp, unix));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
+    Ok(())
+}
 
-    proofs(rep, engine, quick).await
+/// A closed loop of `clients` over `rounds`, reported against the library's batch.
+#[derive(Clone, Copy)]
+struct Closed {
+    metrics: Option<std::net::SocketAddr>,
+    clients: usize,
+    per_request: usize,
+    rounds: usize,
+}
+
+impl Closed {
+    /// One warm-up round, then the measured ones over `conns`; prints latency, the batches the
+    /// server formed and its stages for `op` (cumulative over the server's life); returns the
+    /// seconds taken.
+    #[allow(clippy::too_many_arguments)]
+    async fn run<F, Fut>(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        transport: &str,
+        conns: &[Client],
+        bytes_per_item: u64,
+        call: F,
+        op: &str,
+    ) -> f64
+    where
+        F: Fn(Client, usize) -> Fut + Clone + Send + 'static,
+        Fut: std::future::Future<Output = u64> + Send,
+    {
+        let conns = conns[..self.clients].to_vec();
+        closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
+        let before = stages(self.metrics, op).await;
+        let (secs, lat, mean_batch) = closed_loop(conns, self.rounds, call).await;
+        let after = stages(self.metrics, op).await;
+        let items = (self.rounds * self.clients * self.per_request) as u64;
+        rep.add(
+            GROUP,
+            case,
+            &format!("served over {transport}, {} clients", self.clients),
+            items,
+            bytes_per_item * items,
+            secs,
+            Some(base),
+        );
+        let (p50, p99, max) = latencies(lat);
+        println!(
+            "  {transport}: latency per request p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
+            1e3 * secs / self.rounds as f64
+        );
+        println!("  {}", stages_between(before, after));
+        secs
+    }
 }
 
 /// 64 clients proving on three circuits at once under a budget that holds two of their keys.
@@ -486,26 +593,36 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
     Ok(())
 }
 
-/// The server's own view of an operation: batches formed, their mean run time, and the mean time
-/// requests waited for their batch (from its metrics).
-async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> String {
+/// The server's own view of an operation, cumulative over its life: batches formed, the seconds
+/// they ran, and the requests' waits for their batch (count, seconds), from its metrics.
+async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> [f64; 4] {
     let Some(m) = metrics else {
-        return String::new();
+        return [0.0; 4];
     };
     let text = http_get(m).await.unwrap_or_default();
-    let get = |name: &str, labels: &str| -> f64 {
+    let get = |name: &str, stage: &str| -> f64 {
+        let key = format!("{name}{{op=\"{op}\",stage=\"{stage}\"}} ");
         text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}{{{labels}}} ")))
+            .find_map(|l| l.strip_prefix(&key))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0.0)
     };
-    let run = format!("op=\"{op}\",stage=\"run\"");
-    let queue = format!("op=\"{op}\",stage=\"queue\"");
-    let batches = get("batchcrypt_stage_seconds_count", &run);
+    [
+        get("batchcrypt_stage_seconds_count", "run"),
+        get("batchcrypt_stage_seconds_sum", "run"),
+        get("batchcrypt_stage_seconds_count", "queue"),
+        get("batchcrypt_stage_seconds_sum", "queue"),
+    ]
+}
+
+/// The server's view between two readings of [`stages`].
+fn stages_between(before: [f64; 4], after: [f64; 4]) -> String {
+    let d: Vec<f64> = (0..4).map(|i| after[i] - before[i]).collect();
     format!(
-        "server: {batches:.0} batches, run {:.2} ms each on average; requests waited {:.2} ms for their batch on average",
-        1e3 * get("batchcrypt_stage_seconds_sum", &run) / batches.max(1.0),
-        1e3 * get("batchcrypt_stage_seconds_sum", &queue) / get("batchcrypt_stage_seconds_count", &queue).max(1.0)
+        "server: {:.0} batches, run {:.2} ms each on average; requests waited {:.2} ms for their batch on average",
+        d[0],
+        1e3 * d[1] / d[0].max(1.0),
+        1e3 * d[3] / d[2].max(1.0)
     )
 }
 
