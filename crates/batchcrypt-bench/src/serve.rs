@@ -2,12 +2,19 @@
 //! clients, against one large library batch of the same items.
 //!
 //! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
-//! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and send
-//! the next, for R rounds; then ECDSA open loop (each client paced at half the rate just served,
-//! whatever the replies) and SHA256d in requests 16 times larger. The served rate is all items over the wall time; the baseline is one
-//! library call on the C × 256 items of a round. Latency is each request's, send to reply.
-//! With C × 256 items always outstanding, Little's law bounds latency from below by that many
-//! items over the throughput.
+//! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
+//! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket;
+//! then ECDSA open loop over TCP (each client paced at half the rate just served, whatever the
+//! replies) and SHA256d in requests 16 times larger. The served rate is all items over the wall
+//! time; the baseline is one library call on the C × 256 items of a round. Latency is each
+//! request's, send to reply. With C × 256 items always outstanding, Little's law bounds latency
+//! from below by that many items over the throughput.
+//!
+//! The server runs on a tokio runtime of its own, as in its own process, and the clients on
+//! another; both have a thread per core unless `BATCHCRYPT_BENCH_SERVER_THREADS` or
+//! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise, and `BATCHCRYPT_BENCH_IN_FLIGHT` sets the
+//! batches of one operation the server runs at once (for sweeps; every run prints what it was
+//! given).
 //!
 //! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
 //! three domains, development keys), with a GPU memory budget that holds two of the three keys,
@@ -27,7 +34,8 @@ use std::time::{Duration, Instant};
 const GROUP: &str = "serve";
 const PER_REQUEST: usize = 256;
 
-/// Raises the open-files limit toward `want` (two descriptors per loopback connection).
+/// Raises the open-files limit toward `want` (two descriptors per loopback connection, in one
+/// process with its server).
 fn raise_open_files(want: u64) -> u64 {
     let mut r = libc::rlimit {
         rlim_cur: 0,
@@ -205,16 +213,27 @@ pub enum Part {
     Proofs,
 }
 
+/// Threads of a runtime from the environment variable `var`, else tokio's default (one per core).
+fn runtime(var: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
+        println!("  ({var}={n})");
+        b.worker_threads(n);
+    }
+    Ok(b.enable_all().build()?)
+}
+
 pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // The clients' runtime; the server runs on its own, as it would in its own process.
+    let rt = runtime("BATCHCRYPT_BENCH_CLIENT_THREADS")?;
+    let server_rt = runtime("BATCHCRYPT_BENCH_SERVER_THREADS")?;
     let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
     let has = |p: Part| part == Part::All || part == p;
     rt.block_on(async {
         if has(Part::Ecdsa) || has(Part::Sha256d) {
             batched(
                 rep,
+                server_rt.handle(),
                 engine.clone(),
                 quick,
                 has(Part::Ecdsa),
@@ -232,6 +251,7 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
 /// The batched operations' closed and open loops against one library batch.
 async fn batched(
     rep: &mut Report,
+    server_rt: &tokio::runtime::Handle,
     engine: Arc<Engine>,
     quick: bool,
     ecdsa: bool,
@@ -243,8 +263,16 @@ async fn batched(
     config.listen = "127.0.0.1:0".parse()?;
     config.metrics = Some("127.0.0.1:0".parse()?);
     config.unix_socket = Some(data.join("serve.sock"));
-    let server = batchcrypt_serve::start(engine.clone(), config)
-        .await
+    if let Some(n) = std::env::var("BATCHCRYPT_BENCH_IN_FLIGHT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        println!("  (BATCHCRYPT_BENCH_IN_FLIGHT={n})");
+        config.batch.in_flight = n;
+    }
+    let server = server_rt
+        .spawn(batchcrypt_serve::start(engine.clone(), config))
+        .await?
         .map_err(anyhow::Error::msg)?;
     let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
     let n = clients * PER_REQUEST;
