@@ -395,43 +395,29 @@ async fn batched(
         let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
         rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
         let all = bytes::Bytes::from(msgs.to_vec());
-        let call = sha256d_call(all.clone(), PER_REQUEST);
-        for (transport, conns) in [("TCP", &tcp), ("Unix socket", &unix)] {
-            closed
-                .run(
-                    rep,
-                    &case,
-                    &base,
-                    transport,
-                    conns,
-                    64,
-                    call.clone(),
-                    "hash",
-                )
-                .await;
-        }
-        // The same items in requests 16 times larger.
+        // Requests of 256, then the same items in requests 16 times larger.
         let big = PER_REQUEST * 16;
-        let few = n / big;
-        let closed_few = Closed {
-            clients: few,
+        let larger = Closed {
+            clients: n / big,
             per_request: big,
             ..closed
         };
-        let call = sha256d_call(all, big);
-        for (transport, conns) in [("TCP", &tcp), ("Unix socket", &unix)] {
-            closed_few
-                .run(
-                    rep,
-                    &case,
-                    &base,
-                    transport,
-                    conns,
-                    64,
-                    call.clone(),
-                    "hash",
-                )
-                .await;
+        for shape in [closed, larger] {
+            let call = sha256d_call(all.clone(), shape.per_request);
+            for (transport, conns) in [("TCP", &tcp), ("Unix socket", &unix)] {
+                shape
+                    .run(
+                        rep,
+                        &case,
+                        &base,
+                        transport,
+                        conns,
+                        64,
+                        call.clone(),
+                        "hash",
+                    )
+                    .await;
+            }
         }
     }
     drop((tcp, unix));

@@ -118,21 +118,49 @@ fn strings(v: Vec<Result<(), batchcrypt::secp256k1::Reason>>) -> Vec<Result<(), 
         .collect()
 }
 
+fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|x| x.as_slice()).collect()
+}
+
+/// The library's verdicts on the DER signatures of `s`.
+fn library_ecdsa(s: &Sigs) -> Vec<Result<(), String>> {
+    let (der, keys) = (slices(&s.der), slices(&s.keys));
+    strings(
+        engine()
+            .secp256k1()
+            .verify_ecdsa(&s.hashes, &der, &keys, &EcdsaOptions::default())
+            .unwrap()
+            .value
+            .results,
+    )
+}
+
+/// The server's verdicts on DER signatures over secp256k1, by default rules.
+async fn served_ecdsa(
+    client: &mut Client,
+    hashes: &[[u8; 32]],
+    der: &[&[u8]],
+    keys: &[&[u8]],
+) -> Vec<Result<(), String>> {
+    bounded(client.verify_ecdsa(
+        EcdsaCurve::Secp256k1,
+        hashes,
+        der,
+        keys,
+        SigFormat::Der,
+        false,
+    ))
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_clients_get_what_the_library_gives() {
     let (server, client) = serve(config("many")).await;
     let n = 3000;
     let s = Arc::new(sigs(n));
     let e = engine();
-    let der: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
-    let keys: Vec<&[u8]> = s.keys.iter().map(|v| v.as_slice()).collect();
-    let want_ecdsa = strings(
-        e.secp256k1()
-            .verify_ecdsa(&s.hashes, &der, &keys, &EcdsaOptions::default())
-            .unwrap()
-            .value
-            .results,
-    );
+    let want_ecdsa = library_ecdsa(&s);
     let msgs: Vec<&[u8]> = s.hashes.iter().map(|h| h.as_slice()).collect();
     let want_schnorr = strings(
         e.secp256k1()
@@ -155,19 +183,8 @@ async fn many_clients_get_what_the_library_gives() {
                 let start = (c * 131 + round * 977) % (n - 300);
                 let len = 1 + (c * 37 + round * 11) % 256;
                 let r = start..start + len;
-                let der: Vec<&[u8]> = s.der[r.clone()].iter().map(|v| v.as_slice()).collect();
-                let keys: Vec<&[u8]> = s.keys[r.clone()].iter().map(|v| v.as_slice()).collect();
-                let got = client
-                    .verify_ecdsa(
-                        EcdsaCurve::Secp256k1,
-                        &s.hashes[r.clone()],
-                        &der,
-                        &keys,
-                        SigFormat::Der,
-                        false,
-                    )
-                    .await
-                    .unwrap();
+                let (der, keys) = (slices(&s.der[r.clone()]), slices(&s.keys[r.clone()]));
+                let got = served_ecdsa(&mut client, &s.hashes[r.clone()], &der, &keys).await;
                 assert_eq!(got, we[r.clone()], "ECDSA client {c} round {round}");
                 let msgs: Vec<&[u8]> = s.hashes[r.clone()].iter().map(|h| h.as_slice()).collect();
                 let got = client
@@ -640,35 +657,16 @@ async fn unix_socket_clients_get_what_tcp_clients_get() {
         .expect("connects over the socket");
     assert!(bounded(unix.ready()).await.unwrap());
     let s = sigs(300);
-    let der: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
-    let keys: Vec<&[u8]> = s.keys.iter().map(|v| v.as_slice()).collect();
-    let want = strings(
-        engine()
-            .secp256k1()
-            .verify_ecdsa(&s.hashes, &der, &keys, &EcdsaOptions::default())
-            .unwrap()
-            .value
-            .results,
-    );
+    let want = library_ecdsa(&s);
     assert!(want.iter().any(|v| v.is_ok()) && want.iter().any(|v| v.is_err()));
+    let (der, keys) = (slices(&s.der), slices(&s.keys));
     for client in [&mut unix, &mut tcp] {
-        let got = bounded(client.verify_ecdsa(
-            EcdsaCurve::Secp256k1,
-            &s.hashes,
-            &der,
-            &keys,
-            SigFormat::Der,
-            false,
-        ))
-        .await
-        .unwrap();
-        assert_eq!(got, want);
+        assert_eq!(served_ecdsa(client, &s.hashes, &der, &keys).await, want);
     }
-    let msgs: Vec<&[u8]> = s.der.iter().map(|v| v.as_slice()).collect();
-    let got = bounded(unix.hash(HashAlgorithm::Sha256d, &msgs))
+    let got = bounded(unix.hash(HashAlgorithm::Sha256d, &der))
         .await
         .unwrap();
-    for (m, d) in msgs.iter().zip(&got) {
+    for (m, d) in der.iter().zip(&got) {
         assert_eq!(*d, batchcrypt::sha256::digest_double(m));
     }
     // TLS is not offered on the socket: the client says so rather than failing to handshake.
