@@ -47,10 +47,19 @@ impl Default for BatchConfig {
 /// one call.
 pub trait Batched: Send + Sync + 'static {
     type Group: Eq + Hash + Clone + Send + 'static;
-    type Item: Send + 'static;
+    /// One request's items, as the operation keeps them (a list, or packed columns that a batch
+    /// reads in place).
+    type Items: Send + 'static;
     type Out: Send + 'static;
-    /// Runs the items of one group; exactly one output per item, in order, and the backend.
-    fn run(&self, group: &Self::Group, items: Vec<Self::Item>) -> Result<Ran<Self::Out>, String>;
+    /// How many items a request holds.
+    fn count(items: &Self::Items) -> usize;
+    /// Runs the requests of one group as one call; exactly one output per item, in the requests'
+    /// order, and the backend.
+    fn run(
+        &self,
+        group: &Self::Group,
+        requests: Vec<Self::Items>,
+    ) -> Result<Ran<Self::Out>, String>;
 }
 
 pub struct Ran<O> {
@@ -68,7 +77,7 @@ pub struct Reply<O> {
 
 struct Request<B: Batched> {
     group: B::Group,
-    items: Vec<B::Item>,
+    items: B::Items,
     arrived: Instant,
     reply: oneshot::Sender<Result<Reply<B::Out>, Status>>,
 }
@@ -104,12 +113,8 @@ impl<B: Batched> Batcher<B> {
     }
 
     /// Queues `items` and waits for their outputs.
-    pub async fn submit(
-        &self,
-        group: B::Group,
-        items: Vec<B::Item>,
-    ) -> Result<Reply<B::Out>, Status> {
-        let n = items.len();
+    pub async fn submit(&self, group: B::Group, items: B::Items) -> Result<Reply<B::Out>, Status> {
+        let n = B::count(&items);
         if n == 0 {
             return Ok(Reply {
                 outs: Vec::new(),
@@ -165,7 +170,7 @@ async fn form_batches<B: Batched>(
                 None => break, // every sender gone: the server stopped
             },
         };
-        let mut items = first.items.len();
+        let mut items = B::count(&first.items);
         let until = first.arrived + config.max_delay;
         let mut batch = vec![first];
         // Whatever is queued already joins.
@@ -222,10 +227,11 @@ fn take<B: Batched>(
     r: Request<B>,
     max_items: usize,
 ) {
-    if *items + r.items.len() > max_items && *items > 0 {
+    let n = B::count(&r.items);
+    if *items + n > max_items && *items > 0 {
         *carry = Some(r);
     } else {
-        *items += r.items.len();
+        *items += n;
         batch.push(r);
     }
 }
@@ -242,12 +248,12 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
         groups.entry(r.group.clone()).or_default().push(r);
     }
     for (group, requests) in groups {
-        let counts: Vec<usize> = requests.iter().map(|r| r.items.len()).collect();
+        let counts: Vec<usize> = requests.iter().map(|r| B::count(&r.items)).collect();
         let total: usize = counts.iter().sum();
-        let mut items = Vec::with_capacity(total);
+        let mut parts = Vec::with_capacity(requests.len());
         let mut replies = Vec::with_capacity(requests.len());
         for r in requests {
-            items.extend(r.items);
+            parts.push(r.items);
             replies.push((r.reply, r.arrived));
         }
         metrics
@@ -255,7 +261,7 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
             .get_or_create(&Metrics::op(op))
             .observe(total as f64);
         let t = Instant::now();
-        let ran = inner.run(&group, items);
+        let ran = inner.run(&group, parts);
         let seconds = t.elapsed().as_secs_f64();
         metrics.stage(op, "run", seconds);
         match ran {
@@ -308,9 +314,13 @@ mod tests {
 
     impl Batched for Gated {
         type Group = u8;
-        type Item = u32;
+        type Items = Vec<u32>;
         type Out = u32;
-        fn run(&self, g: &u8, items: Vec<u32>) -> Result<Ran<u32>, String> {
+        fn count(items: &Vec<u32>) -> usize {
+            items.len()
+        }
+        fn run(&self, g: &u8, requests: Vec<Vec<u32>>) -> Result<Ran<u32>, String> {
+            let items: Vec<u32> = requests.into_iter().flatten().collect();
             let _ = self.started.lock().unwrap().send(());
             self.gate
                 .lock()

@@ -16,6 +16,65 @@ use std::sync::Arc;
 /// A verdict as the reply carries it: empty where valid, else the reason.
 pub type Verdict = Result<(), String>;
 
+/// One request's list of byte strings, read in place: a packed buffer cut by a width or by the
+/// items' ends (checked to rise within it), or a buffer per item.
+pub enum Col {
+    Packed {
+        data: Bytes,
+        width: usize,
+        ends: Vec<u32>,
+    },
+    Each(Vec<Bytes>),
+}
+
+impl Col {
+    pub fn len(&self) -> usize {
+        match self {
+            Col::Packed { data, width, ends } if *width > 0 => data.len() / width,
+            Col::Packed { ends, .. } => ends.len(),
+            Col::Each(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, i: usize) -> &[u8] {
+        match self {
+            Col::Packed { data, width, .. } if *width > 0 => &data[i * width..(i + 1) * width],
+            Col::Packed { data, ends, .. } => {
+                let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+                &data[start..ends[i] as usize]
+            }
+            Col::Each(v) => &v[i],
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The items as buffers of their own (slices of a packed buffer), for operations that keep
+    /// items one by one.
+    pub fn into_vec(self) -> Vec<Bytes> {
+        match self {
+            Col::Each(v) => v,
+            Col::Packed { ref data, .. } => (0..self.len())
+                .map(|i| {
+                    let item = self.get(i);
+                    data.slice_ref(item)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The requests' items one after another, for operations that take them one by one.
+fn flatten<T>(requests: Vec<Vec<T>>) -> Vec<T> {
+    requests.into_iter().flatten().collect()
+}
+
 fn backend_of<T>(o: &Output<T>) -> String {
     o.backend.to_string()
 }
@@ -61,20 +120,42 @@ fn verdicts(r: Vec<Result<(), Reason>>) -> Vec<Verdict> {
 
 pub struct Ecdsa(pub Arc<Engine>);
 
+/// One ECDSA request's columns, of one length; every hash 32 bytes (checked on arrival).
+pub struct EcdsaItems {
+    pub hashes: Col,
+    pub sigs: Col,
+    pub keys: Col,
+}
+
 impl Batched for Ecdsa {
     /// Requests batch together when they name the same curve and rules.
     type Group = (EcdsaCurve, SigFormat, bool);
-    /// (message hash, signature, SEC1 key)
-    type Item = ([u8; 32], Bytes, Bytes);
+    type Items = EcdsaItems;
     type Out = Verdict;
+    fn count(items: &EcdsaItems) -> usize {
+        items.hashes.len()
+    }
     fn run(
         &self,
         &(curve, format, require_low_s): &Self::Group,
-        items: Vec<Self::Item>,
+        requests: Vec<EcdsaItems>,
     ) -> Result<Ran<Verdict>, String> {
-        let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
-        let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
-        let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
+        // The library's inputs point into the requests' buffers: nothing per item is copied
+        // but the hash, nor reference-counted.
+        let total = requests.iter().map(Self::count).sum();
+        let mut hashes: Vec<[u8; 32]> = Vec::with_capacity(total);
+        let mut sigs: Vec<&[u8]> = Vec::with_capacity(total);
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(total);
+        for r in &requests {
+            for h in r.hashes.iter() {
+                hashes.push(h.try_into().map_err(|_| "a message hash is not 32 bytes")?);
+            }
+            sigs.extend(r.sigs.iter());
+            keys.extend(r.keys.iter());
+        }
+        if sigs.len() != total || keys.len() != total {
+            return Err("a request's lists differ in length".into());
+        }
         let opts = EcdsaOptions {
             format,
             require_low_s,
@@ -96,13 +177,18 @@ impl Batched for Ecdsa {
 
 pub struct Schnorr(pub Arc<Engine>);
 
+/// A BIP340 item: (message, signature, x-only key), or its verdict when its lengths are wrong.
+pub type SchnorrItem = Result<(Bytes, [u8; 64], [u8; 32]), Verdict>;
+
 impl Batched for Schnorr {
     type Group = ();
-    /// (message, signature, x-only key), or the item's verdict when its lengths are wrong.
-    type Item = Result<(Bytes, [u8; 64], [u8; 32]), Verdict>;
+    type Items = Vec<SchnorrItem>;
     type Out = Verdict;
-    fn run(&self, _: &(), items: Vec<Self::Item>) -> Result<Ran<Verdict>, String> {
-        with_prechecked(items, |good| {
+    fn count(items: &Self::Items) -> usize {
+        items.len()
+    }
+    fn run(&self, _: &(), requests: Vec<Self::Items>) -> Result<Ran<Verdict>, String> {
+        with_prechecked(flatten(requests), |good| {
             let msgs: Vec<&[u8]> = good.iter().map(|i| &i.0[..]).collect();
             let sigs: Vec<[u8; 64]> = good.iter().map(|i| i.1).collect();
             let keys: Vec<[u8; 32]> = good.iter().map(|i| i.2).collect();
@@ -117,7 +203,7 @@ impl Batched for Schnorr {
 }
 
 /// A Schnorr item from the request's bytes.
-pub fn schnorr_item(msg: Bytes, sig: &[u8], key: &[u8]) -> <Schnorr as Batched>::Item {
+pub fn schnorr_item(msg: Bytes, sig: &[u8], key: &[u8]) -> SchnorrItem {
     let sig: [u8; 64] = sig
         .try_into()
         .map_err(|_| Err(Reason::BadLength.to_string()))?;
@@ -132,13 +218,18 @@ pub struct Sm2Verify(pub Arc<Engine>);
 impl Batched for Sm2Verify {
     /// (format, distinguishing identifier)
     type Group = (SigFormat, Bytes);
-    type Item = (Bytes, Bytes, Bytes);
+    /// (message, signature, key) per item.
+    type Items = Vec<(Bytes, Bytes, Bytes)>;
     type Out = Verdict;
+    fn count(items: &Self::Items) -> usize {
+        items.len()
+    }
     fn run(
         &self,
         (format, id): &Self::Group,
-        items: Vec<Self::Item>,
+        requests: Vec<Self::Items>,
     ) -> Result<Ran<Verdict>, String> {
+        let items = flatten(requests);
         let msgs: Vec<&[u8]> = items.iter().map(|i| &i.0[..]).collect();
         let sigs: Vec<&[u8]> = items.iter().map(|i| &i.1[..]).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| &i.2[..]).collect();
@@ -165,10 +256,14 @@ pub struct Hash(pub Arc<Engine>);
 
 impl Batched for Hash {
     type Group = HashKind;
-    type Item = Bytes;
+    type Items = Col;
     type Out = [u8; 32];
-    fn run(&self, kind: &HashKind, items: Vec<Bytes>) -> Result<Ran<[u8; 32]>, String> {
+    fn count(items: &Col) -> usize {
+        items.len()
+    }
+    fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
+        let items: Vec<&[u8]> = requests.iter().flat_map(Col::iter).collect();
         let data: Vec<u8> = items.concat();
         let fixed = items.iter().all(|m| m.len() == items[0].len());
         match kind {
@@ -229,10 +324,17 @@ pub struct Sm2HashMul(pub Arc<Engine>);
 impl Batched for Sm2HashMul {
     /// (scalar, domain separation tag)
     type Group = ([u8; 32], Bytes);
-    type Item = Bytes;
+    type Items = Vec<Bytes>;
     type Out = Option<[u8; 33]>;
-    fn run(&self, (k, dst): &Self::Group, items: Vec<Bytes>) -> Result<Ran<Self::Out>, String> {
-        let msgs: Vec<&[u8]> = items.iter().map(|m| &m[..]).collect();
+    fn count(items: &Vec<Bytes>) -> usize {
+        items.len()
+    }
+    fn run(
+        &self,
+        (k, dst): &Self::Group,
+        requests: Vec<Vec<Bytes>>,
+    ) -> Result<Ran<Self::Out>, String> {
+        let msgs: Vec<&[u8]> = requests.iter().flatten().map(|m| &m[..]).collect();
         let out = self
             .0
             .sm2()
@@ -249,11 +351,18 @@ pub struct Sm2Mul(pub Arc<Engine>);
 
 impl Batched for Sm2Mul {
     type Group = [u8; 32];
-    /// A compressed point, or nothing where the request's bytes were not 33 long.
-    type Item = Option<[u8; 33]>;
+    /// Per item a compressed point, or nothing where the request's bytes were not 33 long.
+    type Items = Vec<Option<[u8; 33]>>;
     type Out = Option<[u8; 33]>;
-    fn run(&self, k: &[u8; 32], items: Vec<Self::Item>) -> Result<Ran<Self::Out>, String> {
-        let items = items.into_iter().map(|p| p.ok_or(None)).collect();
+    fn count(items: &Self::Items) -> usize {
+        items.len()
+    }
+    fn run(&self, k: &[u8; 32], requests: Vec<Self::Items>) -> Result<Ran<Self::Out>, String> {
+        let items = requests
+            .into_iter()
+            .flatten()
+            .map(|p| p.ok_or(None))
+            .collect();
         with_prechecked(items, |points| {
             let out = self
                 .0
@@ -269,9 +378,13 @@ pub struct Transactions(pub Arc<Engine>);
 
 impl Batched for Transactions {
     type Group = ();
-    type Item = batchcrypt::bitcoin::txs::LooseTx;
+    type Items = Vec<batchcrypt::bitcoin::txs::LooseTx>;
     type Out = Result<(), batchcrypt::bitcoin::txs::TxRejection>;
-    fn run(&self, _: &(), items: Vec<Self::Item>) -> Result<Ran<Self::Out>, String> {
+    fn count(items: &Self::Items) -> usize {
+        items.len()
+    }
+    fn run(&self, _: &(), requests: Vec<Self::Items>) -> Result<Ran<Self::Out>, String> {
+        let items = flatten(requests);
         let (verdicts, report) = batchcrypt::bitcoin::txs::verify_transactions(&self.0, &items)
             .map_err(|e| e.to_string())?;
         let backend = report
@@ -281,5 +394,38 @@ impl Batched for Transactions {
             outs: verdicts,
             backend,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_column_reads_its_items_in_place_in_every_form() {
+        let data = Bytes::from_static(b"abcdefgh");
+        let by_width = Col::Packed {
+            data: data.clone(),
+            width: 2,
+            ends: Vec::new(),
+        };
+        let by_ends = Col::Packed {
+            data: data.clone(),
+            width: 0,
+            ends: vec![1, 1, 5, 8],
+        };
+        let each = Col::Each(vec![data.slice(0..3), Bytes::new(), data.slice(3..8)]);
+        assert_eq!(
+            by_width.iter().collect::<Vec<_>>(),
+            [b"ab", b"cd", b"ef", b"gh"]
+        );
+        let want: [&[u8]; 4] = [b"a", b"", b"bcde", b"fgh"];
+        assert_eq!(by_ends.iter().collect::<Vec<_>>(), want);
+        assert_eq!(
+            (each.len(), each.get(1), each.get(2)),
+            (3, &b""[..], &b"defgh"[..])
+        );
+        assert_eq!(by_ends.into_vec(), want.map(Bytes::from_static).to_vec());
+        assert_eq!(by_width.into_vec()[3], Bytes::from_static(b"gh"));
     }
 }

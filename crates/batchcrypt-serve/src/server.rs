@@ -419,15 +419,15 @@ impl Service {
         Ok(n)
     }
 
-    /// A request's list, given one by one or packed (not both), as slices of its buffer.
+    /// A request's list, given one by one or packed (not both), read in place.
     fn list(
         &self,
         what: &str,
         one_by_one: Vec<Bytes>,
         packed: Option<Column>,
-    ) -> Result<Vec<Bytes>, Status> {
+    ) -> Result<ops::Col, Status> {
         let Some(c) = packed else {
-            return Ok(one_by_one);
+            return Ok(ops::Col::Each(one_by_one));
         };
         if !one_by_one.is_empty() {
             return Err(Status::invalid_argument(format!(
@@ -453,12 +453,7 @@ impl Service {
                 self.max_items
             )));
         }
-        if c.width > 0 {
-            let w = c.width as usize;
-            return Ok((0..n).map(|i| c.data.slice(i * w..(i + 1) * w)).collect());
-        }
         let mut start = 0usize;
-        let mut out = Vec::with_capacity(n);
         for &end in &c.ends {
             let end = end as usize;
             if end < start || end > c.data.len() {
@@ -467,16 +462,19 @@ impl Service {
                     c.data.len()
                 ));
             }
-            out.push(c.data.slice(start..end));
             start = end;
         }
-        if start != c.data.len() {
+        if c.width == 0 && start != c.data.len() {
             return bad(format!(
                 "the last end is {start}, the data {} bytes",
                 c.data.len()
             ));
         }
-        Ok(out)
+        Ok(ops::Col::Packed {
+            data: c.data,
+            width: c.width as usize,
+            ends: c.ends,
+        })
     }
 
     async fn ecdsa(&self, r: VerifyEcdsaRequest) -> Result<VerifyReply, Status> {
@@ -488,17 +486,12 @@ impl Service {
             ("signatures", sigs.len()),
             ("public keys", keys.len()),
         ])?;
-        let hashes = hashes
-            .iter()
-            .map(|h| <[u8; 32]>::try_from(&h[..]))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| Status::invalid_argument("every message hash must be 32 bytes"))?;
-        let items = hashes
-            .into_iter()
-            .zip(sigs)
-            .zip(keys)
-            .map(|((h, s), k)| (h, s, k))
-            .collect();
+        if hashes.iter().any(|h| h.len() != 32) {
+            return Err(Status::invalid_argument(
+                "every message hash must be 32 bytes",
+            ));
+        }
+        let items = ops::EcdsaItems { hashes, sigs, keys };
         let reply = self
             .ecdsa
             .submit((curve(r.curve)?, format(r.format)?, r.require_low_s), items)
@@ -516,10 +509,11 @@ impl Service {
             ("public keys", keys.len()),
         ])?;
         let items = msgs
+            .into_vec()
             .into_iter()
-            .zip(sigs)
-            .zip(keys)
-            .map(|((m, s), k)| ops::schnorr_item(m, &s, &k))
+            .zip(sigs.iter())
+            .zip(keys.iter())
+            .map(|((m, s), k)| ops::schnorr_item(m, s, k))
             .collect();
         Ok(verify_reply(self.schnorr.submit((), items).await?))
     }
@@ -541,9 +535,10 @@ impl Service {
             ));
         }
         let items = msgs
+            .into_vec()
             .into_iter()
-            .zip(sigs)
-            .zip(keys)
+            .zip(sigs.into_vec())
+            .zip(keys.into_vec())
             .map(|((m, s), k)| (m, s, k))
             .collect();
         Ok(verify_reply(
