@@ -7,7 +7,8 @@
 //! `max_items`, then waits for one of `in_flight` slots; requests that arrive meanwhile join it.
 //! A request larger than `max_items` runs alone. Requests whose client went away before their
 //! batch ran are dropped from it. Within a batch, requests are grouped by their options (a
-//! signature format, a PSI party's scalar) and each group runs as one engine call.
+//! signature format, a PSI party's scalar) and each group runs as one engine call, handed the
+//! requests' items as they arrived (packed columns stay packed: nothing is made per item).
 
 use crate::metrics::Metrics;
 use std::collections::HashMap;
