@@ -213,11 +213,17 @@ pub enum Part {
     Proofs,
 }
 
+/// A sweep's setting from the environment variable `var`, printed when given.
+fn setting(var: &str) -> Option<usize> {
+    let n = std::env::var(var).ok()?.parse().ok()?;
+    println!("  ({var}={n})");
+    Some(n)
+}
+
 /// Threads of a runtime from the environment variable `var`, else tokio's default (one per core).
 fn runtime(var: &str) -> anyhow::Result<tokio::runtime::Runtime> {
     let mut b = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
-        println!("  ({var}={n})");
+    if let Some(n) = setting(var) {
         b.worker_threads(n);
     }
     Ok(b.enable_all().build()?)
@@ -242,7 +248,7 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
             .await?;
         }
         if has(Part::Proofs) {
-            proofs(rep, engine, quick).await?;
+            proofs(rep, server_rt.handle(), engine, quick).await?;
         }
         Ok(())
     })
@@ -263,11 +269,7 @@ async fn batched(
     config.listen = "127.0.0.1:0".parse()?;
     config.metrics = Some("127.0.0.1:0".parse()?);
     config.unix_socket = Some(data.join("serve.sock"));
-    if let Some(n) = std::env::var("BATCHCRYPT_BENCH_IN_FLIGHT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        println!("  (BATCHCRYPT_BENCH_IN_FLIGHT={n})");
+    if let Some(n) = setting("BATCHCRYPT_BENCH_IN_FLIGHT") {
         config.batch.in_flight = n;
     }
     let server = server_rt
@@ -481,7 +483,12 @@ impl Closed {
 }
 
 /// 64 clients proving on three circuits at once under a budget that holds two of their keys.
-async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::Result<()> {
+async fn proofs(
+    rep: &mut Report,
+    server_rt: &tokio::runtime::Handle,
+    engine: Arc<Engine>,
+    quick: bool,
+) -> anyhow::Result<()> {
     let ks: [u32; 3] = if quick { [8, 9, 10] } else { [12, 14, 16] };
     let (clients, per_client) = if quick { (8, 1) } else { (64, 3) };
     rep.header(&format!(
@@ -516,8 +523,9 @@ async fn proofs(rep: &mut Report, engine: Arc<Engine>, quick: bool) -> anyhow::R
     config.prover.workers = workers as usize;
     config.prover.memory = budget;
     batchcrypt::backend::gpu::reset_memory_stats();
-    let server = batchcrypt_serve::start(engine, config)
-        .await
+    let server = server_rt
+        .spawn(batchcrypt_serve::start(engine, config))
+        .await?
         .map_err(anyhow::Error::msg)?;
     let addr = server.addr.to_string();
     let mut c = Client::connect(&addr).await.map_err(anyhow::Error::msg)?;

@@ -129,9 +129,8 @@ impl Client {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| format!("TLS: {e}"))?;
         }
-        let connected = match &unix {
+        let connected = match unix {
             Some(path) => {
-                let path = path.clone();
                 endpoint
                     .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
                         let path = path.clone();

@@ -140,6 +140,7 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         Some(path) => Some((bind_unix(path)?, path.clone())),
         None => None,
     };
+    let unix_socket = config.unix_socket.clone();
     let metrics = Arc::new(Metrics::default());
     let (prover, requeued) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -193,14 +194,12 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
             .add_service(grpc.clone());
         let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
         let served = router.serve_with_incoming_shutdown(incoming, stopped(stop_rx.clone()));
-        let task = tokio::spawn(async move {
+        tokio::spawn(async move {
             let served = served.await.map_err(|e| e.to_string());
             let _ = std::fs::remove_file(&path);
             served
-        });
-        (task, config.unix_socket.clone())
+        })
     });
-    let unix_socket = unix_served.as_ref().and_then(|u| u.1.clone());
     let mut builder = builder();
     if let Some((cert, key)) = &config.tls {
         let read =
@@ -220,7 +219,7 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
             health.set_not_serving::<BatchCryptServer<Service>>().await;
         });
         let mut served = served.await.map_err(|e| e.to_string());
-        if let Some((task, _)) = unix_served {
+        if let Some(task) = unix_served {
             let unix = task.await.map_err(|e| e.to_string()).and_then(|r| r);
             served = served.and(unix);
         }
