@@ -21,12 +21,14 @@ struct FqParams {
     static BC_DEVICE const uint32_t* r2() { return Q_R2; }
     static constexpr uint32_t INV = 0xfffcfffd;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr bool SPARE_BIT = true;
 };
 struct FrParams {
     static BC_DEVICE const uint32_t* mod() { return R_MOD; }
     static BC_DEVICE const uint32_t* r2() { return R_R2; }
     static constexpr uint32_t INV = 0xffffffff;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr bool SPARE_BIT = true;
 };
 
 using Fq = bc::Fp<FqParams>;

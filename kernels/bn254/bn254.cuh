@@ -17,6 +17,7 @@ struct FqParams {
     static BC_DEVICE const uint32_t* r2() { return Q_R2; }
     static constexpr uint32_t INV = 0xe4866389;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr bool SPARE_BIT = true;
 };
 // The scalar field Fr (the group order r).
 struct FrParams {
@@ -24,6 +25,7 @@ struct FrParams {
     static BC_DEVICE const uint32_t* r2() { return R_R2; }
     static constexpr uint32_t INV = 0xefffffff;
     static constexpr uint32_t PSEUDO_C0 = 0;
+    static constexpr bool SPARE_BIT = true;
 };
 
 using Fq = bc::Fp<FqParams>;

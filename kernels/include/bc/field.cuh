@@ -14,6 +14,8 @@
 //                                             // p + 1 has a term +2^(32 k) (ADD) or -2^(32 k) (SUB)
 //   static constexpr bool POW_CHAINS;         // optional: P::inv(x) and P::sqrt(x) are addition
 //                                             // chains for x^(p-2) and x^((p+1)/4)
+//   static constexpr bool SPARE_BIT;          // optional: p < 2^(32 N - 1), which lets Montgomery
+//                                             // products run as carry chains on the GPU (below)
 // A product is the wide product (or a square, each cross product once) followed by the field's
 // reduction: folding for pseudo-Mersenne primes, Montgomery's steps otherwise. A sparse prime
 // (P-256's, SM2's) reduces with additions alone: m = t[i] and m p = m (p + 1) - m, so each step
@@ -177,6 +179,91 @@ BC_DEVICE void reduce_pseudo_mersenne(uint32_t r[LIMBS], const uint32_t t[2 * LI
     }
 }
 
+// The carry-chain products below are PTX, for the GPU; the host emulation and builds with
+// BC_FIELD_PORTABLE run the portable C++ products.
+#if defined(__CUDA_ARCH__) && !defined(BC_FIELD_PORTABLE)
+#define BC_CARRY_CHAINS 1
+#else
+#define BC_CARRY_CHAINS 0
+#endif
+
+#if BC_CARRY_CHAINS
+// Montgomery's product a b R^-1 over N limbs (N even) in carry chains: the products of a's even
+// limbs with one limb of b do not overlap, nor do those of its odd limbs, so each half is one
+// unbroken chain of multiply-adds (mad.lo.cc, madc.hi.cc) into its own accumulator, `e` at
+// weight 2^0 and `o` at weight 2^32. Each of the N steps adds a b_i and m p (m clears the low
+// limb), then divides by 2^32 by swapping the accumulators' roles: the old `e`, its limb 0
+// cleared, continues at weight 2^32 two limbs down, its limb 1 folded into the new `e`'s limb 0.
+// Needs p < 2^(32 N - 1), so that a step's sum (below 2p + 2^33 p) stays in the accumulators'
+// limbs; for a, b < p the result is below 2p.
+namespace cc {
+template <int N>
+BC_DEVICE void step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi, const uint32_t* p, uint32_t inv, bool first) {
+    if (first) {
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(o[j]) : "r"(a[j + 1]), "r"(bi));
+            asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(o[j + 1]) : "r"(a[j + 1]), "r"(bi));
+            asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(e[j]) : "r"(a[j]), "r"(bi));
+            asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(e[j + 1]) : "r"(a[j]), "r"(bi));
+        }
+    } else {
+        // Limb 1 of the old low accumulator has weight 2^0 now; its carry (weight 2^32) enters
+        // the high accumulator's chain, which moves the old limbs 2.. down by two.
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[1]));
+#pragma unroll
+        for (int j = 0; j < N - 2; j += 2) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(o[j]) : "r"(a[j + 1]), "r"(bi), "r"(o[j + 2]));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(o[j + 1]) : "r"(a[j + 1]), "r"(bi), "r"(o[j + 3]));
+        }
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(o[N - 2]) : "r"(a[N - 1]), "r"(bi));
+        asm volatile("madc.hi.u32 %0, %1, %2, 0;" : "=r"(o[N - 1]) : "r"(a[N - 1]), "r"(bi));
+        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(a[0]), "r"(bi));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[1]) : "r"(a[0]), "r"(bi));
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[j]) : "r"(a[j]), "r"(bi));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[j + 1]) : "r"(a[j]), "r"(bi));
+        }
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+    }
+    const uint32_t m = e[0] * inv;
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[0]) : "r"(p[1]), "r"(m));
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[1]) : "r"(p[1]), "r"(m));
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[j]) : "r"(p[j + 1]), "r"(m));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[j + 1]) : "r"(p[j + 1]), "r"(m));
+    }
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(p[0]), "r"(m));
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[1]) : "r"(p[0]), "r"(m));
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[j]) : "r"(p[j]), "r"(m));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[j + 1]) : "r"(p[j]), "r"(m));
+    }
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+}
+
+template <int N>
+BC_DEVICE void mont_mul(uint32_t r[N], const uint32_t a[N], const uint32_t b[N], const uint32_t* p, uint32_t inv) {
+    static_assert(N % 2 == 0, "the chains pair limbs");
+    uint32_t e[N], o[N];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        step<N>(e, o, a, b[i], p, inv, i == 0);
+        step<N>(o, e, a, b[i + 1], p, inv, false);
+    }
+    // The last step left its low accumulator in o (limb 0 cleared): r = e + o / 2^32.
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r[0]) : "r"(e[0]), "r"(o[1]));
+#pragma unroll
+    for (int j = 1; j < N - 1; ++j) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r[j]) : "r"(e[j]), "r"(o[j + 1]));
+    asm volatile("addc.u32 %0, %1, 0;" : "=r"(r[N - 1]) : "r"(e[N - 1]));
+}
+
+}  // namespace cc
+#endif
+
 template <class...>
 using void_t = void;
 // P::LIMBS where the parameters give it, else 8.
@@ -210,6 +297,16 @@ struct chains_of<P, void_t<decltype(P::POW_CHAINS)>> {
     static constexpr bool value = P::POW_CHAINS;
 };
 
+// P::SPARE_BIT where the parameters give it, else false.
+template <class P, class = void>
+struct spare_bit_of {
+    static constexpr bool value = false;
+};
+template <class P>
+struct spare_bit_of<P, void_t<decltype(P::SPARE_BIT)>> {
+    static constexpr bool value = P::SPARE_BIT;
+};
+
 // x^(2^k).
 template <class F>
 BC_DEVICE F sqr_n(F x, int k) {
@@ -225,6 +322,8 @@ struct Fp {
     static_assert(!PSEUDO || N == LIMBS, "the pseudo-Mersenne reduction is for 256-bit primes");
     static constexpr uint32_t SPARSE_ADD = sparse_of<P>::add, SPARSE_SUB = sparse_of<P>::sub;
     static constexpr bool SPARSE = SPARSE_ADD != 0;
+    // Montgomery products in carry chains (GPU only): p needs its top bit spare.
+    static constexpr bool CHAINS = BC_CARRY_CHAINS && !PSEUDO && !SPARSE && spare_bit_of<P>::value && N % 2 == 0;
     uint32_t v[N];
 
     static BC_DEVICE const uint32_t* modulus() { return P::mod(); }
@@ -302,6 +401,13 @@ struct Fp {
     // times, and inlining them all multiplies code size and compile time. Operands by value, so
     // they travel in registers, not through the stack.
     static BC_NOINLINE Fp mul(Fp a, Fp b) {
+#if BC_CARRY_CHAINS
+        if constexpr (CHAINS) {
+            uint32_t r[N];
+            cc::mont_mul<N>(r, a.v, b.v, P::mod(), P::INV);
+            return subtract_once(r, 0);
+        }
+#endif
         uint32_t t[2 * N];
         mul_wide<N>(t, a.v, b.v);
         return reduce_wide(t);
@@ -309,6 +415,15 @@ struct Fp {
 
     // a^2: the cross products once (N (N + 1) / 2 limb products instead of N^2).
     static BC_NOINLINE Fp square(Fp a) {
+#if BC_CARRY_CHAINS
+        // As a product: the chains beat the square's halved limb products at eight limbs, not at
+        // twelve, where the product's accumulators crowd the registers.
+        if constexpr (CHAINS && N <= 8) {
+            uint32_t r[N];
+            cc::mont_mul<N>(r, a.v, a.v, P::mod(), P::INV);
+            return subtract_once(r, 0);
+        }
+#endif
         uint32_t t[2 * N];
         sqr_wide<N>(t, a.v);
         return reduce_wide(t);

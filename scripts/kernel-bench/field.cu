@@ -1,0 +1,248 @@
+// Kernel-only timing of field products and mixed additions (BN254 and BLS12-381 G1), for
+// comparing variants of kernels/include/bc/field.cuh compiled side by side (see field.sh). Each
+// thread runs a dependent chain over 256 table points; a checksum of the results in ordinary
+// form lets variants be checked equal. First, every product and square of pairs of edge values
+// (0, 1, p - 1, p - 2^32, powers of two, ...) and random ones is checked against the portable
+// C++ product in the same binary.
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <cuda_runtime.h>
+#include "bn254/bn254.cuh"
+#include "bls12_381/bls12_381.cuh"
+
+using namespace bc;
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+template <class C>
+__device__ void madd_chain(const Affine<C>* pts, Jacobian<C>* out, int iters) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    Jacobian<C> acc = Jacobian<C>::from(pts[t & 255]);
+    for (int k = 0; k < iters; ++k) acc = acc.add(pts[(t + 7 * k + 1) & 255]);
+    out[t] = acc;
+}
+
+template <class F>
+__device__ void mul_chain(const F* xs, F* out, int iters) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    F x = xs[t & 255], y = xs[(t + 1) & 255];
+    for (int k = 0; k < iters; ++k) {
+        x = x * y;
+        y = y + x;
+    }
+    out[t] = x;
+}
+
+template <class F>
+__device__ void sqr_chain(const F* xs, F* out, int iters) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    F x = xs[t & 255];
+    for (int k = 0; k < iters; ++k) x = x.sqr() + xs[k & 255];
+    out[t] = x;
+}
+
+// Adapters so that points and elements share run(): Base is the field, PER its elements per item.
+template <class C>
+struct AffineOf : Affine<C> {
+    using Base = typename C::F;
+    static constexpr int PER = 3;  // the results are Jacobian
+};
+template <class F_>
+struct Elem : F_ {
+    using Base = F_;
+    static constexpr int PER = 1;
+};
+
+template <class F>
+__global__ void __launch_bounds__(128) mul_k(const Elem<F>* xs, Elem<F>* out, int iters) {
+    mul_chain<F>(xs, out, iters);
+}
+template <class F>
+__global__ void __launch_bounds__(128) sqr_k(const Elem<F>* xs, Elem<F>* out, int iters) {
+    sqr_chain<F>(xs, out, iters);
+}
+
+template <class C>
+__global__ void __launch_bounds__(128) madd_k(const AffineOf<C>* pts, AffineOf<C>* out, int iters) {
+    madd_chain<C>(pts, reinterpret_cast<Jacobian<C>*>(out), iters);
+}
+
+// The sum of every limb (weighted by position) of every element in ordinary form.
+template <class F>
+__global__ void checksum(const F* xs, uint64_t n, uint32_t* sum) {
+    BC_FOR_EACH_ITEM(i, n) {
+        uint32_t v[F::N];
+        xs[i].to_plain(v);
+        uint32_t x = 0;
+        for (int j = 0; j < F::N; ++j) x += v[j] * (j + 1);
+        atomicAdd(sum, x);
+    }
+}
+
+// The field's own product and square of every pair of xs against the portable product and
+// square followed by the field's reduction; counts the disagreements.
+template <class F>
+__global__ void against_portable(const F* xs, uint64_t n, uint32_t* bad) {
+    BC_FOR_EACH_ITEM(k, n * n) {
+        const F a = xs[k / n], b = xs[k % n];
+        uint32_t t[2 * F::N];
+        mul_wide<F::N>(t, a.v, b.v);
+        if (a * b != F::reduce_wide(t)) atomicAdd(bad, 1u);
+        if (k % n == 0) {
+            sqr_wide<F::N>(t, a.v);
+            if (a.sqr() != F::reduce_wide(t)) atomicAdd(bad, 1u);
+        }
+    }
+}
+
+// Edge values below p (little-endian limbs): 0, 1, 2, p - 1, p - 2, p - 2^32, p - 2^64, p - 1
+// without its top limb's low bit, floor(p / 2) and one more, every 2^k below p, limbs all ones
+// under p's top limb; then random values up to `count`.
+template <class F>
+std::vector<F> edge_and_random(const uint32_t* p, int count) {
+    constexpr int N = F::N;
+    std::vector<F> v;
+    auto minus = [&](uint32_t word, int at) {
+        F e;
+        uint64_t borrow = 0;
+        for (int j = 0; j < N; ++j) {
+            int64_t d = int64_t(p[j]) - (j == at ? word : 0) - int64_t(borrow);
+            e.v[j] = uint32_t(d);
+            borrow = d < 0;
+        }
+        return e;
+    };
+    auto small = [&](uint32_t x) {
+        F e = {};
+        e.v[0] = x;
+        return e;
+    };
+    v.push_back(small(0));
+    v.push_back(small(1));
+    v.push_back(small(2));
+    v.push_back(minus(1, 0));
+    v.push_back(minus(2, 0));
+    v.push_back(minus(1, 1));
+    v.push_back(minus(1, 2));
+    F half = {};
+    for (int j = 0; j < N; ++j) half.v[j] = (p[j] >> 1) | (j + 1 < N ? p[j + 1] << 31 : 0);
+    v.push_back(half);
+    half.v[0] += 1;
+    v.push_back(half);
+    for (int k = 0; k < 32 * N - 1; k += 7) {
+        F e = {};
+        e.v[k / 32] = 1u << (k % 32);
+        if (k / 32 < N - 1 || e.v[N - 1] < p[N - 1]) v.push_back(e);
+    }
+    F ones;
+    for (int j = 0; j < N - 1; ++j) ones.v[j] = 0xffffffffu;
+    ones.v[N - 1] = p[N - 1] - 1;
+    v.push_back(ones);
+    while (int(v.size()) < count) {
+        F e;
+        for (int j = 0; j < N; ++j) e.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
+        e.v[N - 1] %= p[N - 1];
+        v.push_back(e);
+    }
+    return v;
+}
+
+template <class F>
+void check(const char* name, const uint32_t* p) {
+    auto xs = edge_and_random<F>(p, 2048);
+    F* dev;
+    uint32_t* bad;
+    CHECK(cudaMalloc(&dev, xs.size() * sizeof(F)));
+    CHECK(cudaMalloc(&bad, 4));
+    CHECK(cudaMemcpy(dev, xs.data(), xs.size() * sizeof(F), cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(bad, 0, 4));
+    against_portable<F><<<1024, 128>>>(dev, xs.size(), bad);
+    uint32_t b;
+    CHECK(cudaMemcpy(&b, bad, 4, cudaMemcpyDeviceToHost));
+    printf("%-28s %s: %zu x %zu products and %zu squares against the portable ones: %u differ\n", VARIANT, name, xs.size(), xs.size(), xs.size(), b);
+    if (b) exit(1);
+    cudaFree(dev);
+    cudaFree(bad);
+}
+
+template <class F>
+std::vector<F> random_elements(int n, const uint32_t* mod_host) {
+    std::vector<F> v(n);
+    for (auto& e : v) {
+        for (int j = 0; j < F::N; ++j) e.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
+        e.v[F::N - 1] %= mod_host[F::N - 1];  // below p
+    }
+    return v;
+}
+
+template <class F, class K>
+void run(const char* name, K kernel, const std::vector<F>& host, int threads, int iters, double ops_per_iter) {
+    F *in, *out;
+    uint32_t* sum;
+    CHECK(cudaMalloc(&in, host.size() * sizeof(F)));
+    CHECK(cudaMalloc(&out, threads * sizeof(F) * 3));
+    CHECK(cudaMalloc(&sum, 4));
+    CHECK(cudaMemcpy(in, host.data(), host.size() * sizeof(F), cudaMemcpyHostToDevice));
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    kernel<<<threads / 128, 128>>>(in, out, 4);
+    CHECK(cudaDeviceSynchronize());
+    float best = 1e30f;
+    for (int r = 0; r < 3; ++r) {
+        cudaEventRecord(a);
+        kernel<<<threads / 128, 128>>>(in, out, iters);
+        cudaEventRecord(b);
+        CHECK(cudaEventSynchronize(b));
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (ms < best) best = ms;
+    }
+    CHECK(cudaMemset(sum, 0, 4));
+    checksum<typename F::Base><<<256, 128>>>(reinterpret_cast<const typename F::Base*>(out), uint64_t(threads) * F::PER, sum);
+    uint32_t s;
+    CHECK(cudaMemcpy(&s, sum, 4, cudaMemcpyDeviceToHost));
+    printf("%-28s %s: %8.3f ns per op (%.3f G/s), checksum %08x\n", VARIANT, name, best * 1e6 / (double(threads) * iters * ops_per_iter),
+           double(threads) * iters * ops_per_iter / (best * 1e6), s);
+    cudaFree(in);
+    cudaFree(out);
+    cudaFree(sum);
+}
+
+int main(int argc, char** argv) {
+    const int threads = argc > 1 ? atoi(argv[1]) : (1 << 18);
+    const int iters = argc > 2 ? atoi(argv[2]) : 256;
+    uint32_t bn_q[8], bls_q[12];
+    CHECK(cudaMemcpyFromSymbol(bn_q, bc::bn254::Q_MOD, sizeof bn_q));
+    CHECK(cudaMemcpyFromSymbol(bls_q, bc::bls12_381::Q_MOD, sizeof bls_q));
+    srand(1);
+    uint32_t bn_r[8], bls_r[8];
+    CHECK(cudaMemcpyFromSymbol(bn_r, bc::bn254::R_MOD, sizeof bn_r));
+    CHECK(cudaMemcpyFromSymbol(bls_r, bc::bls12_381::R_MOD, sizeof bls_r));
+    check<bn254::Fq>("BN254 Fq", bn_q);
+    check<bn254::Fr>("BN254 Fr", bn_r);
+    check<bls12_381::Fq>("BLS12-381 Fq", bls_q);
+    check<bls12_381::Fr>("BLS12-381 Fr", bls_r);
+    {
+        using F = Elem<bn254::Fq>;
+        auto v = random_elements<F>(256, bn_q);
+        run<F>("BN254 Fq product+sum", mul_k<bn254::Fq>, v, threads, iters, 1);
+        run<F>("BN254 Fq square+sum", sqr_k<bn254::Fq>, v, threads, iters, 1);
+        auto pts = random_elements<Elem<bn254::Fq>>(512, bn_q);
+        std::vector<AffineOf<bn254::G1>> a(256);
+        for (int i = 0; i < 256; ++i) a[i].x = pts[2 * i], a[i].y = pts[2 * i + 1];
+        run<AffineOf<bn254::G1>>("BN254 G1 mixed addition", madd_k<bn254::G1>, a, threads, iters, 1);
+    }
+    {
+        using F = Elem<bls12_381::Fq>;
+        auto v = random_elements<F>(256, bls_q);
+        run<F>("BLS12-381 Fq product+sum", mul_k<bls12_381::Fq>, v, threads, iters, 1);
+        run<F>("BLS12-381 Fq square+sum", sqr_k<bls12_381::Fq>, v, threads, iters, 1);
+        auto pts = random_elements<Elem<bls12_381::Fq>>(512, bls_q);
+        std::vector<AffineOf<bls12_381::G1>> a(256);
+        for (int i = 0; i < 256; ++i) a[i].x = pts[2 * i], a[i].y = pts[2 * i + 1];
+        run<AffineOf<bls12_381::G1>>("BLS12-381 G1 mixed addition", madd_k<bls12_381::G1>, a, threads, iters, 1);
+    }
+    return 0;
+}
