@@ -19,9 +19,10 @@
 // A product is the wide product (or a square, each cross product once) followed by the field's
 // reduction: folding for pseudo-Mersenne primes, Montgomery's steps otherwise. A sparse prime
 // (P-256's, SM2's) reduces with additions alone: m = t[i] and m p = m (p + 1) - m, so each step
-// adds or subtracts m at a few limbs instead of multiplying by every limb of p. All of it is plain
-// C++ over 64-bit accumulators, which nvcc compiles to wide multiply-adds; the same code runs in
-// host emulation.
+// adds or subtracts m at a few limbs instead of multiplying by every limb of p. The portable code
+// is plain C++ over 64-bit accumulators, which nvcc compiles to wide multiply-adds, and runs in the
+// host emulation too; on the GPU, additions and subtractions, and the Montgomery products of primes
+// with a spare top bit, run as PTX carry chains (below).
 #pragma once
 #include "bc/common.cuh"
 
@@ -30,9 +31,26 @@ namespace bc {
 // Limbs of a 256-bit integer (scalars, the 256-bit fields).
 constexpr int LIMBS = 8;
 
-// r = a + b over N limbs, returns the carry out.
+// Carry chains (PTX add.cc/addc, mad.lo.cc/madc.hi.cc) on the GPU: one instruction per limb
+// where the portable C++ below needs a wide addition and a shift. The host emulation and builds
+// with BC_FIELD_PORTABLE run the portable code.
+#if defined(__CUDA_ARCH__) && !defined(BC_FIELD_PORTABLE)
+#define BC_CARRY_CHAINS 1
+#else
+#define BC_CARRY_CHAINS 0
+#endif
+
+// r = a + b over N limbs, returns the carry out. r may be a or b.
 template <int N = LIMBS>
 BC_DEVICE uint32_t add_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+#if BC_CARRY_CHAINS
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r[0]) : "r"(a[0]), "r"(b[0]));
+#pragma unroll
+    for (int i = 1; i < N; ++i) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r[i]) : "r"(a[i]), "r"(b[i]));
+    uint32_t carry;
+    asm volatile("addc.u32 %0, 0, 0;" : "=r"(carry));
+    return carry;
+#else
     uint64_t c = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
@@ -41,11 +59,20 @@ BC_DEVICE uint32_t add_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
         c >>= 32;
     }
     return uint32_t(c);
+#endif
 }
 
-// r = a - b over N limbs, returns the borrow out (1 if a < b).
+// r = a - b over N limbs, returns the borrow out (1 if a < b). r may be a or b.
 template <int N = LIMBS>
 BC_DEVICE uint32_t sub_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+#if BC_CARRY_CHAINS
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r[0]) : "r"(a[0]), "r"(b[0]));
+#pragma unroll
+    for (int i = 1; i < N; ++i) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r[i]) : "r"(a[i]), "r"(b[i]));
+    uint32_t borrow;
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));  // 0 or 2^32 - 1
+    return borrow & 1;
+#else
     int64_t c = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
@@ -54,6 +81,7 @@ BC_DEVICE uint32_t sub_n(uint32_t* r, const uint32_t* a, const uint32_t* b) {
         c >>= 32;  // arithmetic shift: 0 or -1
     }
     return uint32_t(-c);
+#endif
 }
 
 // a >= b as integers of N limbs.
@@ -178,14 +206,6 @@ BC_DEVICE void reduce_pseudo_mersenne(uint32_t r[LIMBS], const uint32_t t[2 * LI
         for (int j = 0; j < LIMBS; ++j) r[j] = s[j];
     }
 }
-
-// The carry-chain products below are PTX, for the GPU; the host emulation and builds with
-// BC_FIELD_PORTABLE run the portable C++ products.
-#if defined(__CUDA_ARCH__) && !defined(BC_FIELD_PORTABLE)
-#define BC_CARRY_CHAINS 1
-#else
-#define BC_CARRY_CHAINS 0
-#endif
 
 #if BC_CARRY_CHAINS
 // Montgomery's product a b R^-1 over N limbs (N even) in carry chains: the products of a's even
