@@ -6,6 +6,7 @@
 // C++ product in the same binary.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 #include <cuda_runtime.h>
 #include "bn254/bn254.cuh"
@@ -275,6 +276,21 @@ void time_accumulate(const char* name, const uint32_t* p, int log_bases, int log
     cudaFree(d_next);
 }
 
+// Products, squares and mixed additions over the base field of C.
+template <class C>
+void time_curve(const char* curve, const uint32_t* q, int threads, int iters) {
+    using Fq = typename C::F;
+    using F = Elem<Fq>;
+    auto v = random_elements<F>(256, q);
+    const std::string name(curve);
+    run<F>((name + " Fq product+sum").c_str(), mul_k<Fq>, v, threads, iters, 1);
+    run<F>((name + " Fq square+sum").c_str(), sqr_k<Fq>, v, threads, iters, 1);
+    auto pts = random_elements<F>(512, q);
+    std::vector<AffineOf<C>> a(256);
+    for (int i = 0; i < 256; ++i) a[i].x = pts[2 * i], a[i].y = pts[2 * i + 1];
+    run<AffineOf<C>>((name + " G1 mixed addition").c_str(), madd_k<C>, a, threads, iters, 1);
+}
+
 int main(int argc, char** argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : (1 << 18);
     const int iters = argc > 2 ? atoi(argv[2]) : 256;
@@ -294,25 +310,7 @@ int main(int argc, char** argv) {
         time_accumulate<bls12_381::G1>("BLS12-381 G1", bls_q, 20, 24, 19);
         return 0;
     }
-    {
-        using F = Elem<bn254::Fq>;
-        auto v = random_elements<F>(256, bn_q);
-        run<F>("BN254 Fq product+sum", mul_k<bn254::Fq>, v, threads, iters, 1);
-        run<F>("BN254 Fq square+sum", sqr_k<bn254::Fq>, v, threads, iters, 1);
-        auto pts = random_elements<Elem<bn254::Fq>>(512, bn_q);
-        std::vector<AffineOf<bn254::G1>> a(256);
-        for (int i = 0; i < 256; ++i) a[i].x = pts[2 * i], a[i].y = pts[2 * i + 1];
-        run<AffineOf<bn254::G1>>("BN254 G1 mixed addition", madd_k<bn254::G1>, a, threads, iters, 1);
-    }
-    {
-        using F = Elem<bls12_381::Fq>;
-        auto v = random_elements<F>(256, bls_q);
-        run<F>("BLS12-381 Fq product+sum", mul_k<bls12_381::Fq>, v, threads, iters, 1);
-        run<F>("BLS12-381 Fq square+sum", sqr_k<bls12_381::Fq>, v, threads, iters, 1);
-        auto pts = random_elements<Elem<bls12_381::Fq>>(512, bls_q);
-        std::vector<AffineOf<bls12_381::G1>> a(256);
-        for (int i = 0; i < 256; ++i) a[i].x = pts[2 * i], a[i].y = pts[2 * i + 1];
-        run<AffineOf<bls12_381::G1>>("BLS12-381 G1 mixed addition", madd_k<bls12_381::G1>, a, threads, iters, 1);
-    }
+    time_curve<bn254::G1>("BN254", bn_q, threads, iters);
+    time_curve<bls12_381::G1>("BLS12-381", bls_q, threads, iters);
     return 0;
 }

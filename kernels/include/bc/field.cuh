@@ -217,6 +217,18 @@ BC_DEVICE void reduce_pseudo_mersenne(uint32_t r[LIMBS], const uint32_t t[2 * LI
 // Needs p < 2^(32 N - 1), so that a step's sum (below 2p + 2^33 p) stays in the accumulators'
 // limbs; for a, b < p the result is below 2p.
 namespace cc {
+// acc[j], acc[j + 1] += x[j] y for the even j < N: one chain, its carry out left in the flag.
+template <int N>
+BC_DEVICE void mad_row(uint32_t* acc, const uint32_t* x, uint32_t y) {
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[0]) : "r"(x[0]), "r"(y));
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[1]) : "r"(x[0]), "r"(y));
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[j]) : "r"(x[j]), "r"(y));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[j + 1]) : "r"(x[j]), "r"(y));
+    }
+}
+
 template <int N>
 BC_DEVICE void step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi, const uint32_t* p, uint32_t inv, bool first) {
     if (first) {
@@ -238,30 +250,12 @@ BC_DEVICE void step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi, co
         }
         asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(o[N - 2]) : "r"(a[N - 1]), "r"(bi));
         asm volatile("madc.hi.u32 %0, %1, %2, 0;" : "=r"(o[N - 1]) : "r"(a[N - 1]), "r"(bi));
-        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(a[0]), "r"(bi));
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[1]) : "r"(a[0]), "r"(bi));
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[j]) : "r"(a[j]), "r"(bi));
-            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[j + 1]) : "r"(a[j]), "r"(bi));
-        }
+        mad_row<N>(e, a, bi);
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
     }
     const uint32_t m = e[0] * inv;
-    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[0]) : "r"(p[1]), "r"(m));
-    asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[1]) : "r"(p[1]), "r"(m));
-#pragma unroll
-    for (int j = 2; j < N; j += 2) {
-        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[j]) : "r"(p[j + 1]), "r"(m));
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[j + 1]) : "r"(p[j + 1]), "r"(m));
-    }
-    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(p[0]), "r"(m));
-    asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[1]) : "r"(p[0]), "r"(m));
-#pragma unroll
-    for (int j = 2; j < N; j += 2) {
-        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[j]) : "r"(p[j]), "r"(m));
-        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[j + 1]) : "r"(p[j]), "r"(m));
-    }
+    mad_row<N>(o, p + 1, m);  // its carry out is zero: o stays below 2^(32 N)
+    mad_row<N>(e, p, m);
     asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
 }
 
@@ -286,15 +280,21 @@ BC_DEVICE void mont_mul(uint32_t r[N], const uint32_t a[N], const uint32_t b[N],
 
 template <class...>
 using void_t = void;
-// P::LIMBS where the parameters give it, else 8.
-template <class P, class = void>
-struct limbs_of {
-    static constexpr int value = LIMBS;
-};
-template <class P>
-struct limbs_of<P, void_t<decltype(P::LIMBS)>> {
-    static constexpr int value = P::LIMBS;
-};
+
+// TRAIT<P>::value: P::NAME where the parameters give it, else DEFAULT.
+#define BC_OPTIONAL_PARAM(TRAIT, NAME, TYPE, DEFAULT)            \
+    template <class P, class = void>                            \
+    struct TRAIT {                                              \
+        static constexpr TYPE value = DEFAULT;                  \
+    };                                                          \
+    template <class P>                                          \
+    struct TRAIT<P, void_t<decltype(P::NAME)>> {                \
+        static constexpr TYPE value = P::NAME;                  \
+    };
+
+BC_OPTIONAL_PARAM(limbs_of, LIMBS, int, LIMBS)
+BC_OPTIONAL_PARAM(chains_of, POW_CHAINS, bool, false)
+BC_OPTIONAL_PARAM(spare_bit_of, SPARE_BIT, bool, false)
 
 // P::SPARSE_ADD and SPARSE_SUB where the parameters give them, else none.
 template <class P, class = void>
@@ -305,26 +305,6 @@ template <class P>
 struct sparse_of<P, void_t<decltype(P::SPARSE_ADD)>> {
     static_assert(P::INV == 1, "the sparse reduction needs -p^-1 = 1 mod 2^32");
     static constexpr uint32_t add = P::SPARSE_ADD, sub = P::SPARSE_SUB;
-};
-
-// P::POW_CHAINS where the parameters give it, else false.
-template <class P, class = void>
-struct chains_of {
-    static constexpr bool value = false;
-};
-template <class P>
-struct chains_of<P, void_t<decltype(P::POW_CHAINS)>> {
-    static constexpr bool value = P::POW_CHAINS;
-};
-
-// P::SPARE_BIT where the parameters give it, else false.
-template <class P, class = void>
-struct spare_bit_of {
-    static constexpr bool value = false;
-};
-template <class P>
-struct spare_bit_of<P, void_t<decltype(P::SPARE_BIT)>> {
-    static constexpr bool value = P::SPARE_BIT;
 };
 
 // x^(2^k).
