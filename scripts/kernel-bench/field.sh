@@ -6,11 +6,7 @@
 #   scripts/kernel-bench/field.sh "" "-DFLAG" ...
 # NVCC (default /usr/local/cuda/bin/nvcc); ARCH (default sm_90); THREADS, ITERS.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-build=$(mktemp -d)
-trap 'rm -rf "$build"' EXIT
+. "$(dirname "$0")/common.sh"
 [ $# -gt 0 ] || set -- ""
 bins=()
 i=0

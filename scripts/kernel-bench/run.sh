@@ -7,11 +7,7 @@
 # CURVES: any of SECP SM2 P256 (default SECP); LOGN: batch size 2^LOGN (default 20);
 # NVCC (default /usr/local/cuda/bin/nvcc); ARCH (default sm_90).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-build=$(mktemp -d)
-trap 'rm -rf "$build"' EXIT
+. "$(dirname "$0")/common.sh"
 [ $# -gt 0 ] || set -- "$root"
 bins=()
 for v in "$@"; do
