@@ -104,6 +104,15 @@ __global__ void against_portable(const F* xs, uint64_t n, uint32_t* bad) {
     }
 }
 
+// A random element below p (its top limb reduced below p's).
+template <class F>
+F random_element(const uint32_t* p) {
+    F e;
+    for (int j = 0; j < F::N; ++j) e.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
+    e.v[F::N - 1] %= p[F::N - 1];
+    return e;
+}
+
 // Edge values below p (little-endian limbs): 0, 1, 2, p - 1, p - 2, p - 2^32, p - 2^64, p - 1
 // without its top limb's low bit, floor(p / 2) and one more, every 2^k below p, limbs all ones
 // under p's top limb; then random values up to `count`.
@@ -147,12 +156,7 @@ std::vector<F> edge_and_random(const uint32_t* p, int count) {
     for (int j = 0; j < N - 1; ++j) ones.v[j] = 0xffffffffu;
     ones.v[N - 1] = p[N - 1] - 1;
     v.push_back(ones);
-    while (int(v.size()) < count) {
-        F e;
-        for (int j = 0; j < N; ++j) e.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
-        e.v[N - 1] %= p[N - 1];
-        v.push_back(e);
-    }
+    while (int(v.size()) < count) v.push_back(random_element<F>(p));
     return v;
 }
 
@@ -177,10 +181,7 @@ void check(const char* name, const uint32_t* p) {
 template <class F>
 std::vector<F> random_elements(int n, const uint32_t* mod_host) {
     std::vector<F> v(n);
-    for (auto& e : v) {
-        for (int j = 0; j < F::N; ++j) e.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
-        e.v[F::N - 1] %= mod_host[F::N - 1];  // below p
-    }
+    for (auto& e : v) e = random_element<F>(mod_host);
     return v;
 }
 
@@ -231,11 +232,7 @@ void time_accumulate(const char* name, const uint32_t* p, int log_bases, int log
     const uint64_t n = 1ull << log_bases, m = 1ull << log_entries, b = 1ull << log_buckets;
     const uint32_t slice = 32;
     std::vector<Affine<C>> bases(n);
-    for (auto& q : bases) {
-        for (int j = 0; j < F::N; ++j) q.x.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand()), q.y.v[j] = (uint32_t(rand()) << 16) ^ uint32_t(rand());
-        q.x.v[F::N - 1] %= p[F::N - 1];
-        q.y.v[F::N - 1] %= p[F::N - 1];
-    }
+    for (auto& q : bases) q = Affine<C>{random_element<F>(p), random_element<F>(p)};
     std::vector<uint32_t> entries(m), keys(m);
     for (uint64_t i = 0; i < m; ++i) {
         entries[i] = uint32_t(rand() % n) | (rand() & 1 ? msm::NEGATIVE : 0);
