@@ -139,6 +139,13 @@ fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<B2>(&[1 << 12, (1 << 16) + 3]);
 }
 
+/// From about 2^22 points the first accumulation level takes longer slices (`Shape::levels`).
+#[test]
+fn gpu_matches_arkworks_where_slices_are_longer() {
+    gpu_against_arkworks::<G1>(&[1 << 22]);
+    gpu_against_arkworks::<B1>(&[1 << 22]);
+}
+
 /// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
 /// whole batch and a prefix, with a few copies and with one per digit window.
 #[test]
@@ -439,12 +446,17 @@ mod emulated {
 
     #[test]
     fn levels_shrink_to_one_slice() {
-        assert_eq!(Shape::levels(0), vec![0]);
-        assert_eq!(Shape::levels(32), vec![32]);
-        assert_eq!(Shape::levels(33), vec![33, 4]);
+        assert_eq!(Shape::levels(0), vec![(0, 32)]);
+        assert_eq!(Shape::levels(32), vec![(32, 32)]);
+        assert_eq!(Shape::levels(33), vec![(33, 32), (4, 32)]);
+        // Large first levels take longer slices, as long as 2^19 threads remain; later levels
+        // take 32 entries a slice.
+        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 32), (1 << 20, 32)]);
+        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 128), (1 << 20, 32)]);
         let l = Shape::levels(1 << 28);
+        assert_eq!(l[..2], [(1 << 28, 256), (1 << 21, 32)]);
         assert!(
-            l.windows(2).all(|w| w[1] < w[0]) && *l.last().unwrap() <= 32,
+            l.windows(2).all(|w| w[1].0 < w[0].0) && l.last().unwrap().0 <= 32,
             "{l:?}"
         );
         assert!(

@@ -2,7 +2,7 @@
 //! of `bc/msm.cuh`), chained by the same [`crate::msm::sort`] and [`crate::msm::bucket_sums`] as on the GPU.
 
 use crate::error::Result;
-use crate::msm::{bucket_sums, sort, Kernels, Shape, SLICE};
+use crate::msm::{bucket_sums, sort, Kernels, Shape};
 
 /// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
 /// steps.
@@ -168,7 +168,7 @@ impl Kernels for Host<'_> {
         &mut self,
         entries: &Vec<u32>,
         keys: &Vec<u32>,
-        total: u64,
+        (total, slice): (u64, u32),
         buckets: &mut Vec<u32>,
         next: &mut (Vec<u32>, Vec<u32>),
     ) -> Result<()> {
@@ -178,7 +178,7 @@ impl Kernels for Host<'_> {
                 entries.as_ptr(),
                 keys.as_ptr(),
                 total,
-                SLICE,
+                slice,
                 buckets.as_mut_ptr(),
                 next.0.as_mut_ptr(),
                 next.1.as_mut_ptr(),
@@ -189,7 +189,7 @@ impl Kernels for Host<'_> {
     fn accumulate_partials(
         &mut self,
         from: &(Vec<u32>, Vec<u32>),
-        total: u64,
+        (total, slice): (u64, u32),
         buckets: &mut Vec<u32>,
         next: &mut (Vec<u32>, Vec<u32>),
     ) -> Result<()> {
@@ -198,7 +198,7 @@ impl Kernels for Host<'_> {
                 from.1.as_ptr(),
                 from.0.as_ptr(),
                 total,
-                SLICE,
+                slice,
                 buckets.as_mut_ptr(),
                 next.0.as_mut_ptr(),
                 next.1.as_mut_ptr(),

@@ -473,11 +473,10 @@ impl Kernels for Launcher<'_> {
         &mut self,
         entries: &CudaSlice<u32>,
         keys: &CudaSlice<u32>,
-        total: u64,
+        (total, slice): (u64, u32),
         buckets: &mut CudaSlice<u8>,
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
-        let slice = crate::msm::SLICE;
         let bases = self.bases;
         launch!(
             self,
@@ -497,11 +496,10 @@ impl Kernels for Launcher<'_> {
     fn accumulate_partials(
         &mut self,
         from: &(CudaSlice<u32>, CudaSlice<u8>),
-        total: u64,
+        (total, slice): (u64, u32),
         buckets: &mut CudaSlice<u8>,
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
-        let slice = crate::msm::SLICE;
         launch!(
             self,
             &self.kernel("accumulate_partials"),

@@ -12,8 +12,13 @@ use crate::error::{Error, Result};
 pub const MAX_WINDOW: u32 = 17;
 
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
-/// of points whatever the distribution of the scalars.
+/// of points whatever the distribution of the scalars. The first level takes up to
+/// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads: each slice leaves two partial
+/// sums (full additions, about one and a half mixed ones each) for the next level, a tenth of the
+/// first level's work at 32 entries a slice.
 pub(crate) const SLICE: u32 = 32;
+const MAX_SLICE: u32 = 256;
+const SLICE_THREADS: u64 = 1 << 19;
 /// Entries per tile of the histogram's prefix sum (a multiple of [`SCAN_THREADS`]).
 pub(crate) const SCAN_TILE: u32 = 4096;
 /// Threads per block of the prefix-sum kernels.
@@ -141,14 +146,19 @@ impl Shape {
         self.buckets_per_window() / self.segment()
     }
 
-    /// Entry counts of the accumulation levels: each level's slices leave two partial sums each
-    /// for the next, until one slice holds the rest.
-    pub fn levels(total: u64) -> Vec<u64> {
-        let mut v = vec![total];
-        let mut t = total;
-        while t > u64::from(SLICE) {
-            t = 2 * t.div_ceil(u64::from(SLICE));
-            v.push(t);
+    /// The accumulation levels, as (entries, entries per slice): each level's slices leave two
+    /// partial sums each for the next, until one slice holds the rest.
+    pub fn levels(total: u64) -> Vec<(u64, u32)> {
+        let mut first = SLICE;
+        while first < MAX_SLICE && total / u64::from(2 * first) >= SLICE_THREADS {
+            first *= 2;
+        }
+        let mut v = vec![(total, first)];
+        let (mut t, mut slice) = (total, first);
+        while t > u64::from(slice) {
+            t = 2 * t.div_ceil(u64::from(slice));
+            slice = SLICE;
+            v.push((t, slice));
         }
         v
     }
@@ -194,18 +204,19 @@ pub(crate) trait Kernels {
         entries: &mut Self::Words,
         keys: &mut Self::Words,
     ) -> Result<()>;
+    /// `level`: the entries and the entries per slice ([`Shape::levels`]).
     fn accumulate_points(
         &mut self,
         entries: &Self::Words,
         keys: &Self::Words,
-        total: u64,
+        level: (u64, u32),
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
     ) -> Result<()>;
     fn accumulate_partials(
         &mut self,
         from: &(Self::Words, Self::Points),
-        total: u64,
+        level: (u64, u32),
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
     ) -> Result<()>;
@@ -306,15 +317,18 @@ pub(crate) fn bucket_sums<K: Kernels>(
     let mut buckets = k.points(buckets_len, true)?;
     let levels = Shape::levels(entries_total);
     if entries_total > 0 {
-        let next_len = |t: u64| 2 * t.div_ceil(u64::from(SLICE));
+        let next_len = |(t, slice): (u64, u32)| 2 * t.div_ceil(u64::from(slice));
         let mut next = (
             k.words(next_len(levels[0]), false)?,
             k.points(next_len(levels[0]), false)?,
         );
         k.accumulate_points(entries, keys, levels[0], &mut buckets, &mut next)?;
-        for &t in &levels[1..] {
-            let mut after = (k.words(next_len(t), false)?, k.points(next_len(t), false)?);
-            k.accumulate_partials(&next, t, &mut buckets, &mut after)?;
+        for &level in &levels[1..] {
+            let mut after = (
+                k.words(next_len(level), false)?,
+                k.points(next_len(level), false)?,
+            );
+            k.accumulate_partials(&next, level, &mut buckets, &mut after)?;
             next = after;
         }
     }
