@@ -139,11 +139,12 @@ fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<B2>(&[1 << 12, (1 << 16) + 3]);
 }
 
-/// From about 2^22 points the first accumulation level takes longer slices (`Shape::levels`).
+/// From 2^23 points the scalars cross in chunks of 2^22 (the last one shorter here), each sorted
+/// and summed while the next crosses, and from about 2^22 the first accumulation level takes
+/// longer slices (`Shape::levels`).
 #[test]
-fn gpu_matches_arkworks_where_slices_are_longer() {
-    gpu_against_arkworks::<G1>(&[1 << 22]);
-    gpu_against_arkworks::<B1>(&[1 << 22]);
+fn gpu_matches_arkworks_on_chunked_uploads_and_longer_slices() {
+    gpu_against_arkworks::<G1>(&[(1 << 23) + 5]);
 }
 
 /// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
@@ -329,21 +330,37 @@ mod emulated {
     }
 
     /// One sorting of the scalars serves every set of bases: the kernel code on the host, over
-    /// windows small enough that slices cross buckets and several accumulation levels run.
+    /// windows small enough that slices cross buckets and several accumulation levels run; and
+    /// scalars taken in chunks (as a large MSM's cross to the GPU), each chunk's buckets added
+    /// into the others', with and without precomputed copies.
     #[test]
     fn one_sorting_serves_several_sets_of_bases() {
         fn on<P: Group>(n: usize) {
             let (sets, scalar_cases) = base_sets::<P>(n);
             let refs: Vec<&[Affine<P>]> = sets.iter().map(Vec::as_slice).collect();
+            let third = Some(n.div_ceil(3));
             for scalars in &scalar_cases {
-                for (c, copies) in [(4, 1), (7, 1), (5, 8)] {
-                    let got = batchcrypt::emulation::msm::msm_many(&refs, scalars, Some(c), copies)
-                        .unwrap();
+                for (c, copies, chunk) in [
+                    (4, 1, None),
+                    (7, 1, None),
+                    (5, 8, None),
+                    (4, 1, third),
+                    (5, 8, third),
+                    (7, 1, Some(1)),
+                ] {
+                    let got = batchcrypt::emulation::msm::msm_many(
+                        &refs,
+                        scalars,
+                        Some(c),
+                        copies,
+                        chunk,
+                    )
+                    .unwrap();
                     for (set, sum) in sets.iter().zip(got) {
                         assert_eq!(
                             sum.into_affine(),
                             naive(set, scalars).into_affine(),
-                            "{}, c = {c}, {copies} copies",
+                            "{}, c = {c}, {copies} copies, chunks of {chunk:?}",
                             P::KERNELS
                         );
                     }

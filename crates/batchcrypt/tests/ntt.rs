@@ -210,11 +210,29 @@ fn sequence_on<F: Field>(p: Primitive) {
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
-    use batchcrypt::emulation::ntt::ntt;
+    use batchcrypt::emulation::ntt::{mul_sub, ntt};
 
     on_both_fields! {
         kernels_match_the_definition => definition_on,
         kernels_match_arkworks_over_several_passes => passes_on,
+        pointwise_kernel_matches_arkworks => mul_sub_on,
+    }
+
+    /// The prover's pointwise a·b − c, edge values (0, 1, −1) among random ones.
+    fn mul_sub_on<F: Field>(_: Primitive) {
+        let mut abc = values::<F>(3 * 1000, 5);
+        for (i, x) in [F::from(0u64), F::from(1u64), -F::from(1u64)]
+            .into_iter()
+            .enumerate()
+        {
+            abc[i] = x;
+            abc[1000 + 3 * i] = x;
+            abc[2000 + 5 * i] = x;
+        }
+        let want: Vec<F> = (0..1000)
+            .map(|i| abc[i] * abc[1000 + i] - abc[2000 + i])
+            .collect();
+        assert_eq!(mul_sub(&abc), want);
     }
 
     /// The kernel code on the host, against the definition on small sizes (one and several passes

@@ -14,7 +14,9 @@
 //                  the same step runs on it until one slice remains.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
-// The host adds the windows (a few hundred doublings).
+// The host adds the windows (a few hundred doublings). Scalars that cross to the GPU in chunks
+// (a large MSM, so that a chunk's steps overlap the next one's copy) run steps 1-4 per chunk,
+// each chunk's buckets added into the others' (add_buckets) before steps 5-6.
 //
 // Fixed bases (a proving key's, reused by every proof) may be precomputed: `copies` shifted
 // copies of the bases, copy j = 2^(c sets j) P_i, one after another `stride` points apart. Digit
@@ -103,8 +105,9 @@ BC_DEVICE void scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_
 
 // Step 3. `cursor` starts as a copy of the bucket offsets and ends as the next bucket's; the order
 // within a bucket depends on the GPU's scheduling, the sum does not. An entry names its base in
-// the (precomputed) copy its digit window reads.
-BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+// the (precomputed) copy its digit window reads; the n scalars are those of bases first.. (a
+// chunk of a larger MSM).
+BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
     const uint32_t half = 1u << (c - 1);
     BC_FOR_EACH_ITEM(j, n * windows) {
         uint32_t code = digits[j];
@@ -112,7 +115,7 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t 
         uint32_t w = uint32_t(j / n), i = uint32_t(j % n);
         uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
         uint32_t pos = atomicAdd(&cursor[key], 1u);
-        entries[pos] = ((w / sets) * stride + i) | (code & NEGATIVE);
+        entries[pos] = ((w / sets) * stride + first + i) | (code & NEGATIVE);
         keys[pos] = key;
     }
 }
@@ -184,6 +187,13 @@ BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys,
     auto load = [&](uint64_t j) { return pts[j]; };
     auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
     accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+}
+
+// Between steps 4 and 5 of an MSM whose scalars arrive in chunks: acc[i] += more[i], a chunk's
+// buckets added into the buckets of those before it.
+template <class C>
+BC_DEVICE void add_buckets(Jacobian<C>* acc, const Jacobian<C>* more, uint64_t count) {
+    BC_FOR_EACH_ITEM(i, count) acc[i] = acc[i].add(more[i]);
 }
 
 // k P for a small k (double-and-add from k's top bit).
@@ -260,12 +270,12 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
     extern "C" __global__ void PREFIX##_msm_scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) { \
         bc::msm::scan_add(data, m, tile, offsets);                                                             \
     }                                                                                                          \
-    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) { \
-        bc::msm::scatter(digits, n, c, windows, sets, stride, cursor, entries, keys);                          \
+    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) { \
+        bc::msm::scatter(digits, n, first, c, windows, sets, stride, cursor, entries, keys);                   \
     }
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
-// _window_segments, _sum_groups and _shift_bases, for group C.
+// _add_buckets, _window_segments, _sum_groups and _shift_bases, for group C.
 #define BC_MSM_POINT_STEPS(PREFIX, C)                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_points(                          \
         const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,            \
@@ -276,6 +286,10 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
         const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \
         bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {                           \
         bc::msm::accumulate_partials<C>(pts, keys, total, slice, buckets, next_keys, next_pts);               \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_add_buckets(                                \
+        bc::Jacobian<C>* acc, const bc::Jacobian<C>* more, uint64_t count) {                                  \
+        bc::msm::add_buckets<C>(acc, more, count);                                                            \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_window_segments(                            \
         const bc::Jacobian<C>* buckets, uint32_t buckets_per_window, uint32_t windows, uint32_t per,          \

@@ -159,9 +159,17 @@ BC_DEVICE void bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint3
     }
 }
 
+// A prover's pointwise step on three polynomials of n elements held one after another (a, b, c):
+// out[i] = a[i] b[i] - c[i] (Groth16's quotient on the coset), so they need not leave the GPU.
+template <class F>
+BC_DEVICE void mul_sub(const F* abc, uint64_t n, F* out) {
+    BC_FOR_EACH_ITEM(i, n) store(out + i, load(abc + i) * load(abc + n + i) - load(abc + 2 * n + i));
+}
+
 }  // namespace bc::ntt
 
-// The kernels of the three steps over field F, named PREFIX_ntt_twiddles, _pass and _bitrev.
+// The kernels of the three steps over field F, named PREFIX_ntt_twiddles, _pass and _bitrev, and
+// the pointwise PREFIX_ntt_mul_sub.
 #define BC_NTT_STEPS(PREFIX, F)                                                                                \
     extern "C" __global__ void PREFIX##_ntt_twiddles(const F* omega, uint64_t count, F* out) {                 \
         bc::ntt::twiddles(omega, count, out);                                                                  \
@@ -171,4 +179,7 @@ BC_DEVICE void bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint3
     }                                                                                                          \
     extern "C" __global__ void PREFIX##_ntt_bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint32_t mode, const F* lo, const F* hi, uint32_t lo_bits) { \
         bc::ntt::bitrev(in, out, log_n, batch, mode, lo, hi, lo_bits);                                        \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_ntt_mul_sub(const F* abc, uint64_t n, F* out) {                        \
+        bc::ntt::mul_sub(abc, n, out);                                                                         \
     }

@@ -18,6 +18,7 @@ pub const G2_MSM: MsmSteps = MsmSteps {
     scatter: bls12_381_msm_scatter,
     accumulate_points: bls12_381_g2_msm_accumulate_points,
     accumulate_partials: bls12_381_g2_msm_accumulate_partials,
+    add_buckets: bls12_381_g2_msm_add_buckets,
     window_segments: bls12_381_g2_msm_window_segments,
     sum_groups: bls12_381_g2_msm_sum_groups,
     shift_bases: bls12_381_g2_msm_shift_bases,
@@ -31,6 +32,7 @@ pub const G1_MSM: MsmSteps = MsmSteps {
     scatter: bls12_381_msm_scatter,
     accumulate_points: bls12_381_g1_msm_accumulate_points,
     accumulate_partials: bls12_381_g1_msm_accumulate_partials,
+    add_buckets: bls12_381_g1_msm_add_buckets,
     window_segments: bls12_381_g1_msm_window_segments,
     sum_groups: bls12_381_g1_msm_sum_groups,
     shift_bases: bls12_381_g1_msm_shift_bases,
@@ -41,10 +43,12 @@ pub const NTT: NttSteps = NttSteps {
     twiddles: bls12_381_ntt_twiddles,
     pass: bls12_381_ntt_pass,
     bitrev: bls12_381_ntt_bitrev,
+    mul_sub: bls12_381_ntt_mul_sub,
 };
 
 extern "C" {
     fn bls12_381_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
+    fn bls12_381_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
     fn bls12_381_ntt_pass(
         data: *mut u32,
         log_n: u32,
@@ -83,6 +87,7 @@ extern "C" {
     fn bls12_381_msm_scatter(
         digits: *const u32,
         n: u64,
+        first: u32,
         c: u32,
         windows: u32,
         sets: u32,
@@ -110,6 +115,7 @@ extern "C" {
         next_keys: *mut u32,
         next_pts: *mut u32,
     );
+    fn bls12_381_g1_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
     fn bls12_381_g1_msm_window_segments(
         buckets: *const u32,
         per_window: u32,
@@ -138,6 +144,7 @@ extern "C" {
         next_keys: *mut u32,
         next_pts: *mut u32,
     );
+    fn bls12_381_g2_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
     fn bls12_381_g2_msm_window_segments(
         buckets: *const u32,
         per_window: u32,

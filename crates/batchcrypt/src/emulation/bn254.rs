@@ -19,6 +19,7 @@ extern "C" {
     fn bn254_msm_scatter(
         digits: *const u32,
         n: u64,
+        first: u32,
         c: u32,
         windows: u32,
         sets: u32,
@@ -46,6 +47,7 @@ extern "C" {
         next_keys: *mut u32,
         next_pts: *mut u32,
     );
+    fn bn254_g1_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
     fn bn254_g1_msm_window_segments(
         buckets: *const u32,
         per_window: u32,
@@ -74,6 +76,7 @@ extern "C" {
         next_keys: *mut u32,
         next_pts: *mut u32,
     );
+    fn bn254_g2_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
     fn bn254_g2_msm_window_segments(
         buckets: *const u32,
         per_window: u32,
@@ -84,6 +87,7 @@ extern "C" {
     fn bn254_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bn254_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
+    fn bn254_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
     fn bn254_ntt_pass(
         data: *mut u32,
         log_n: u32,
@@ -118,6 +122,7 @@ pub const G1_MSM: MsmSteps = MsmSteps {
     scatter: bn254_msm_scatter,
     accumulate_points: bn254_g1_msm_accumulate_points,
     accumulate_partials: bn254_g1_msm_accumulate_partials,
+    add_buckets: bn254_g1_msm_add_buckets,
     window_segments: bn254_g1_msm_window_segments,
     sum_groups: bn254_g1_msm_sum_groups,
     shift_bases: bn254_g1_msm_shift_bases,
@@ -131,6 +136,7 @@ pub const G2_MSM: MsmSteps = MsmSteps {
     scatter: bn254_msm_scatter,
     accumulate_points: bn254_g2_msm_accumulate_points,
     accumulate_partials: bn254_g2_msm_accumulate_partials,
+    add_buckets: bn254_g2_msm_add_buckets,
     window_segments: bn254_g2_msm_window_segments,
     sum_groups: bn254_g2_msm_sum_groups,
     shift_bases: bn254_g2_msm_shift_bases,
@@ -141,4 +147,5 @@ pub const NTT: NttSteps = NttSteps {
     twiddles: bn254_ntt_twiddles,
     pass: bn254_ntt_pass,
     bitrev: bn254_ntt_bitrev,
+    mul_sub: bn254_ntt_mul_sub,
 };

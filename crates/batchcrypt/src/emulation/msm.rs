@@ -1,8 +1,8 @@
 //! The MSM kernels of any group run on the host (`BC_MSM_SCALAR_STEPS` and `BC_MSM_POINT_STEPS`
-//! of `bc/msm.cuh`), chained by the same [`crate::msm::sort`] and [`crate::msm::bucket_sums`] as on the GPU.
+//! of `bc/msm.cuh`), chained by the same [`crate::msm::window_sums_chunked`] as on the GPU.
 
 use crate::error::Result;
-use crate::msm::{bucket_sums, sort, Kernels, Shape};
+use crate::msm::{window_sums_chunked, Kernels, Shape};
 
 /// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
 /// steps.
@@ -10,8 +10,18 @@ pub struct MsmSteps {
     pub digits: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, *mut u32, *mut u32),
     pub scan_tiles: unsafe extern "C" fn(*mut u32, u64, u32, *mut u32),
     pub scan_add: unsafe extern "C" fn(*mut u32, u64, u32, *const u32),
-    pub scatter:
-        unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, *mut u32, *mut u32, *mut u32),
+    pub scatter: unsafe extern "C" fn(
+        *const u32,
+        u64,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        *mut u32,
+        *mut u32,
+        *mut u32,
+    ),
     pub accumulate_points: unsafe extern "C" fn(
         *const u32,
         *const u32,
@@ -24,6 +34,7 @@ pub struct MsmSteps {
     ),
     pub accumulate_partials:
         unsafe extern "C" fn(*const u32, *const u32, u64, u32, *mut u32, *mut u32, *mut u32),
+    pub add_buckets: unsafe extern "C" fn(*mut u32, *const u32, u64),
     pub window_segments: unsafe extern "C" fn(*const u32, u32, u32, u32, *mut u32),
     pub sum_groups: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
     pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
@@ -32,14 +43,15 @@ pub struct MsmSteps {
 /// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
 /// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
-/// copies of the bases that `s` reads computed by the kernel code too. The scalars are sorted
-/// into buckets once for all the sets, as on the GPU.
+/// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
+/// chunks of `chunk` and each chunk sorted into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
     point_words: usize,
     bases: &[&[u32]],
     scalars: &[u32],
     s: &Shape,
+    chunk: usize,
 ) -> Result<Vec<Vec<u32>>> {
     let copies: Vec<Vec<u32>> = bases
         .iter()
@@ -70,14 +82,19 @@ pub fn window_sums(
         steps,
         point_words,
     };
-    let sorted = sort(&mut host, s, &scalars.to_vec())?;
-    copies
-        .iter()
-        .map(|raw| {
-            host.bases = raw;
-            bucket_sums(&mut host, s, &sorted)
-        })
-        .collect()
+    let words = crate::msm::SCALAR_WORDS;
+    window_sums_chunked(
+        &mut host,
+        s,
+        copies.len(),
+        chunk,
+        |host, j| host.bases = &copies[j],
+        |_, c| {
+            let at = (c * chunk * words).min(scalars.len());
+            let end = (at + chunk * words).min(scalars.len());
+            Ok(scalars[at..end].to_vec())
+        },
+    )
 }
 
 struct Host<'a> {
@@ -145,6 +162,7 @@ impl Kernels for Host<'_> {
         &mut self,
         digits: &Vec<u32>,
         s: &Shape,
+        first: u32,
         cursor: &mut Vec<u32>,
         entries: &mut Vec<u32>,
         keys: &mut Vec<u32>,
@@ -153,6 +171,7 @@ impl Kernels for Host<'_> {
             (self.steps.scatter)(
                 digits.as_ptr(),
                 s.n as u64,
+                first,
                 s.c,
                 s.windows,
                 s.sets,
@@ -206,6 +225,10 @@ impl Kernels for Host<'_> {
         };
         Ok(())
     }
+    fn add_buckets(&mut self, acc: &mut Vec<u32>, more: &Vec<u32>, count: u64) -> Result<()> {
+        unsafe { (self.steps.add_buckets)(acc.as_mut_ptr(), more.as_ptr(), count) };
+        Ok(())
+    }
     fn window_segments(&mut self, buckets: &Vec<u32>, s: &Shape, out: &mut Vec<u32>) -> Result<()> {
         unsafe {
             (self.steps.window_segments)(
@@ -242,15 +265,17 @@ pub fn msm<P: crate::msm::Group>(
     window: Option<u32>,
     copies: u32,
 ) -> Result<crate::msm::Projective<P>> {
-    Ok(msm_many(&[bases], scalars, window, copies)?.remove(0))
+    Ok(msm_many(&[bases], scalars, window, copies, None)?.remove(0))
 }
 
-/// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all.
+/// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all;
+/// the scalars taken in chunks of `chunk` (`None`: all at once) as a large MSM's cross to the GPU.
 pub fn msm_many<P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
     scalars: &[P::ScalarField],
     window: Option<u32>,
     copies: u32,
+    chunk: Option<usize>,
 ) -> Result<Vec<crate::msm::Projective<P>>> {
     use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
     let len = bases.first().map_or(0, |b| b.len());
@@ -272,6 +297,7 @@ pub fn msm_many<P: crate::msm::Group>(
         &raw,
         &raw_elements(scalars),
         &s,
+        chunk.unwrap_or(n),
     )?;
     Ok(sums
         .iter()

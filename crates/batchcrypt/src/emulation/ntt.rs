@@ -24,6 +24,7 @@ pub struct NttSteps {
     ),
     pub bitrev:
         unsafe extern "C" fn(*const u32, *mut u32, u32, u64, u32, *const u32, *const u32, u32),
+    pub mul_sub: unsafe extern "C" fn(*const u32, u64, *mut u32),
 }
 
 /// The steps on host buffers of raw limbs.
@@ -119,4 +120,14 @@ pub fn ntt<F: Field>(values: &mut [F], t: &Ntt<F>, table_log: u32) -> Result<()>
         *x = F::from_limbs(l);
     }
     Ok(())
+}
+
+/// a[i] b[i] - c[i] for the three polynomials of `abc` (one after another) through `F`'s kernel.
+pub fn mul_sub<F: Field>(abc: &[F]) -> Vec<F> {
+    let n = abc.len() / 3;
+    let raw = crate::msm::raw_elements(abc);
+    let mut out = vec![0u32; F::WORDS * n];
+    // SAFETY: `raw` holds 3n elements and `out` n, as the kernel reads and writes them.
+    unsafe { (F::emulated().mul_sub)(raw.as_ptr(), n as u64, out.as_mut_ptr()) };
+    out.chunks_exact(F::WORDS).map(F::from_limbs).collect()
 }

@@ -13,7 +13,9 @@
 //!    Lagrange bases of those points divided by δ, so no division by the vanishing polynomial;
 //! 3. five MSMs: A, B (in G1 and G2) and C over the witness, H over the quotient's values;
 //! 4. the blinding with fresh r and s.
-//! The witness's four MSMs do not wait for steps 1-2: they run beside them, on another thread.
+//! The witness's MSMs do not wait for steps 1-2: those in G1 and the one in G2 run beside them,
+//! each on a thread of its own; on the GPU the quotient's values stay there from the NTTs to
+//! its MSM.
 //!
 //! Every proof is checked (one pairing product) before it is returned: a witness that does not
 //! satisfy the circuit, or a proving key and witness of different circuits, is an error, never a
@@ -153,25 +155,27 @@ impl Groth16<'_> {
         // proofs.
         let scratch = crate::memory::VecPool::<C::Fr>::shared();
         let origin = Instant::now();
-        let (mut clock, mut witness_clock) = (Clock::new(origin), Clock::new(origin));
+        let mut clock = Clock::new(origin);
+        let (mut g1_clock, mut g2_clock) = (Clock::new(origin), Clock::new(origin));
 
-        // Two chains meet only at the blinding: the witness's MSMs, and the quotient (evaluations,
-        // NTTs, A·B − C) with its MSM. They run at once, so that one chain's host work and
-        // transfers overlap the other's kernels.
-        let witness_msms = |clock: &mut Clock| -> Result<_> {
+        // Three chains meet only at the blinding: the witness's MSMs in G1, its MSM in G2, and the
+        // quotient (evaluations, NTTs, A·B − C) with its MSM. They run at once, so that one
+        // chain's host work and transfers overlap the others' kernels.
+        let g1_msms = |clock: &mut Clock| -> Result<_> {
             // A, B and C take the witness as their scalars: one call sorts them once for the three.
-            let [a, b1, c] = clock.run("MSMs A, B (G1), C", || {
+            clock.run("MSMs A, B (G1), C", || {
                 let out = self
                     .engine
                     .msm_many(&[&pk.a_query, &pk.b_g1_query, &pk.c_query], w)?;
                 let sums: [_; 3] = out.value.try_into().expect("one sum per set of bases");
                 Ok((sums, Some(out.backend)))
-            })?;
-            let b2 = clock.run("MSM B (G2)", || {
+            })
+        };
+        let g2_msm = |clock: &mut Clock| -> Result<_> {
+            clock.run("MSM B (G2)", || {
                 let out = self.engine.msm(&pk.b_g2_query, w)?;
                 Ok((out.value, Some(out.backend)))
-            })?;
-            Ok((a, b1, c, b2))
+            })
         };
         let quotient_msm = |clock: &mut Clock| -> Result<_> {
             // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
@@ -182,11 +186,25 @@ impl Groth16<'_> {
             })?;
             let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
                 .expect("2n divides r - 1, checked on load");
-            clock.run("NTTs (A, B, C to the odd coset)", || {
+            // On the GPU the transformed values stay there for the quotient and its MSM.
+            let kept = clock.run("NTTs (A, B, C to the odd coset)", || {
                 let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
-                let out = self.engine.ntts(&mut abc, &steps)?;
-                Ok(((), Some(out.backend)))
+                let out = self.engine.ntts_kept(&mut abc, &steps)?;
+                Ok((out.value, Some(out.backend)))
             })?;
+            if let Some(polys) = kept {
+                scratch.give(abc);
+                let gpu = polys.gpu();
+                let h = clock.run("quotient A·B − C", || {
+                    Ok((polys.mul_sub()?, Some(Backend::Cuda)))
+                })?;
+                return clock.run("MSM H", || {
+                    let hc = crate::backend::gpu::run_on(gpu, || {
+                        crate::msm::on_device(&pk.h_query, h.limbs(), h.len())
+                    })?;
+                    Ok((hc, Some(Backend::Cuda)))
+                });
+            }
             let h = clock.run("quotient A·B − C", || {
                 let (a, rest) = abc.split_at(n);
                 let (b, c) = rest.split_at(n);
@@ -205,14 +223,17 @@ impl Groth16<'_> {
             scratch.give(h);
             Ok(hc)
         };
-        let (msms, hc) = std::thread::scope(|s| {
-            let msms = s.spawn(|| witness_msms(&mut witness_clock));
+        let (g1, g2, hc) = std::thread::scope(|s| {
+            let g1 = s.spawn(|| g1_msms(&mut g1_clock));
+            let g2 = s.spawn(|| g2_msm(&mut g2_clock));
             let hc = quotient_msm(&mut clock);
-            let msms = msms.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (msms, hc)
+            let g1 = g1.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let g2 = g2.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (g1, g2, hc)
         });
-        let ((a, b1, c, b2), hc) = (msms?, hc?);
-        clock.stages.append(&mut witness_clock.stages);
+        let ([a, b1, c], b2, hc) = (g1?, g2?, hc?);
+        clock.stages.append(&mut g1_clock.stages);
+        clock.stages.append(&mut g2_clock.stages);
         clock.stages.sort_by(|x, y| x.start.total_cmp(&y.start));
 
         let proved = clock.run("blind and check", || {

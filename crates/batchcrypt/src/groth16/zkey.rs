@@ -116,8 +116,8 @@ impl<C: Curve> ProvingKey<C> {
     }
 
     /// A bound on one proof's GPU working memory beside the key: the domain's three evaluation
-    /// vectors and their NTT scratch, and the MSMs' scalars and buckets (the prover's two chains
-    /// run at once, so both count).
+    /// vectors and their NTT scratch, and the MSMs' scalars and buckets (the prover's three chains
+    /// run at once, so all count).
     pub fn proof_device_bytes(&self) -> u64 {
         const BUCKETS: u64 = 64 << 20;
         let fr = n8r::<C>() as u64;

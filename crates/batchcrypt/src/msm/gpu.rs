@@ -106,12 +106,21 @@ impl<P: Group> DeviceBases<P> {
     }
 }
 
+/// The scalars of an MSM: in host memory, or already in the current GPU's memory as the kernels
+/// read them ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a
+/// prover computed there.
+pub(crate) enum Scalars<'a, F> {
+    Host(&'a [F]),
+    Device(&'a CudaSlice<u32>),
+}
+
 /// Each window's sum (kernel points, one after another) of `sum k_i P_i` on group P over each
-/// of `bases` (in this GPU's memory, each read by shape `s`): the scalars cross to the GPU and
-/// are sorted into buckets once for all of them.
-pub(crate) fn window_sums_many<P: Group>(
-    bases: &[&DeviceBases<P>],
-    scalars: &[P::ScalarField],
+/// of `bases` (in this GPU's memory, each read by shape `s`, whose `n` scalars are taken): the
+/// scalars cross to the GPU, if they are not there, and are sorted into buckets once for all of
+/// them.
+pub(crate) fn window_sums_many<'a, P: Group>(
+    bases: &[&'a DeviceBases<P>],
+    scalars: Scalars<'_, P::ScalarField>,
     s: &Shape,
 ) -> Result<Vec<Vec<u32>>> {
     let Some(first) = bases.first() else {
@@ -122,32 +131,130 @@ pub(crate) fn window_sums_many<P: Group>(
     }
     let gpu = Gpu::available()?;
     let point_bytes = 4 * point_words::<P>() as u64;
-    let _memory = gpu
-        .budget()
-        .reserve(crate::msm::device_bytes(s, point_bytes), "an MSM")?;
+    let _memory = gpu.budget().reserve(
+        crate::msm::device_bytes(s, bases.len(), point_bytes),
+        "an MSM",
+    )?;
     let t = std::time::Instant::now();
-    let (mut k, dev) = Launcher::with_scalars(gpu, first, s, scalars)?;
-    let uploaded = t.elapsed();
-    let sorted = super::sort(&mut k, s, &dev)?;
-    let mut sums = Vec::with_capacity(bases.len());
-    for b in bases {
-        k.bases = &b.pts;
-        sums.push(super::bucket_sums(&mut k, s, &sorted)?);
-    }
+    let mut k = Launcher::new::<P>(gpu, first, s)?;
+    k.mark("start")?;
+    let bind = |k: &mut Launcher<'a>, j: usize| k.bases = &bases[j].pts;
+    let sums = match scalars {
+        Scalars::Host(xs) => {
+            // Large batches cross in chunks on a stream of their own, each chunk's steps
+            // running while the next one crosses.
+            let chunk = if s.n >= 2 * UPLOAD_CHUNK {
+                UPLOAD_CHUNK
+            } else {
+                s.n
+            };
+            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], chunk)?;
+            super::window_sums_chunked(&mut k, s, bases.len(), chunk, bind, |k, c| {
+                up.ready(c, &k.stream)
+            })?
+        }
+        Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
+            super::window_sums_chunked(&mut k, s, bases.len(), s.n, bind, |_, _| Ok(d))?
+        }
+        Scalars::Device(d) => {
+            return Err(crate::error::Error::invalid(format!(
+                "{} words of scalars in GPU memory for an MSM of {} points",
+                d.len(),
+                s.n
+            )))
+        }
+    };
     if crate::pipeline::tracing() {
         eprintln!(
-            "msm on GPU {}: {} points, window {}, {} set{} of bases: scalars uploaded in {:.2} ms, window sums {:.2} ms (ms per step: {})",
+            "msm on GPU {}: {} points, window {}, {} set{} of bases: {:.2} ms with the scalars' crossing (ms per step: {})",
             gpu.index(),
             s.n,
             s.c,
             bases.len(),
             if bases.len() == 1 { "" } else { "s" },
-            uploaded.as_secs_f64() * 1e3,
-            (t.elapsed() - uploaded).as_secs_f64() * 1e3,
+            t.elapsed().as_secs_f64() * 1e3,
             k.trace_steps()?
         );
     }
     Ok(sums)
+}
+
+/// Scalars per chunk of a large MSM's upload (from twice as many on): 128 MiB of scalars.
+const UPLOAD_CHUNK: usize = 1 << 22;
+
+/// Host scalars crossing to the GPU in chunks on a stream of their own: each chunk converted into
+/// page-locked staging and copied, the next chunk's conversion and copy issued as soon as the
+/// computing stream asks for this one, so that they overlap its steps.
+struct ChunkedUpload<'x, F> {
+    xs: &'x [F],
+    chunk: usize,
+    stream: StreamGuard<'static>,
+    staging: crate::backend::cuda::Pinned<'static>,
+    /// Each chunk's buffer and the event after its copy, once issued.
+    issued: Vec<Option<(CudaSlice<u32>, CudaEvent)>>,
+}
+
+impl<'x, F: Limbs> ChunkedUpload<'x, F> {
+    fn new(gpu: &'static Gpu, xs: &'x [F], chunk: usize) -> Result<Self> {
+        let staging = gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?;
+        let chunks = xs.len().div_ceil(chunk.max(1)).max(1);
+        let mut up = ChunkedUpload {
+            xs,
+            chunk: chunk.max(1),
+            stream: gpu.stream()?,
+            staging,
+            issued: (0..chunks).map(|_| None).collect(),
+        };
+        up.issue(0)?;
+        Ok(up)
+    }
+
+    fn issue(&mut self, c: usize) -> Result<()> {
+        let at = (c * self.chunk).min(self.xs.len());
+        let piece = &self.xs[at..(at + self.chunk).min(self.xs.len())];
+        let words = F::WORDS * piece.len();
+        let mut dev = alloc::<u32>(&self.stream, words.max(F::WORDS), false)?;
+        // Raw access waits once for earlier copies out of the staging buffer.
+        let host = self.staging.as_mut_slice().driver("pinned")?;
+        let dst = &mut host[F::WORDS * at..F::WORDS * at + words];
+        super::elements_into(dst, piece);
+        if words > 0 {
+            // SAFETY: `dst` stays untouched until the stream has copied it: the staging buffer
+            // is ours until this upload is dropped, after the chunks' copies (`Drop`).
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    dev.slice_mut(0..words).device_ptr_mut(&self.stream).0,
+                    dst,
+                    self.stream.cu_stream(),
+                )
+            }
+            .driver("cuMemcpyHtoDAsync")?;
+        }
+        let done = self.stream.record_event(None).driver("cuEventRecord")?;
+        self.issued[c] = Some((dev, done));
+        Ok(())
+    }
+
+    /// Chunk c's scalars for the steps on `compute`, which waits for their copy; the next chunk's
+    /// copy is issued first.
+    fn ready(&mut self, c: usize, compute: &CudaStream) -> Result<CudaSlice<u32>> {
+        if c + 1 < self.issued.len() && self.issued[c + 1].is_none() {
+            self.issue(c + 1)?;
+        }
+        if self.issued[c].is_none() {
+            self.issue(c)?;
+        }
+        let (dev, done) = self.issued[c].take().expect("issued above");
+        compute.wait(&done).driver("cuStreamWaitEvent")?;
+        Ok(dev)
+    }
+}
+
+impl<F> Drop for ChunkedUpload<'_, F> {
+    fn drop(&mut self) {
+        // The staging buffer goes back to its pool only after the copies out of it.
+        let _ = self.stream.synchronize();
+    }
 }
 
 /// Elements per piece of the staged upload: converting one piece overlaps the copy of the last.
@@ -212,7 +319,9 @@ pub fn kernel_seconds<P: Group>(
         None => bases.shape(scalars.len())?,
     };
     let held = bases.device()?;
-    let (mut k, dev) = Launcher::with_scalars(Gpu::available()?, &held, &s, scalars)?;
+    let gpu = Gpu::available()?;
+    let mut k = Launcher::new::<P>(gpu, &held, &s)?;
+    let dev = upload_elements(gpu, &k.stream, scalars)?;
     let st = (*k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || {
         super::window_sums(&mut k, &s, &dev).map(drop)
@@ -282,35 +391,25 @@ struct Launcher<'a> {
 }
 
 impl<'a> Launcher<'a> {
-    /// The steps on a new stream, and the scalars uploaded on it. Fails for a shape that reads
-    /// other copies than the bases hold.
-    fn with_scalars<P: Group>(
-        gpu: &'static Gpu,
-        bases: &'a DeviceBases<P>,
-        s: &Shape,
-        scalars: &[P::ScalarField],
-    ) -> Result<(Self, CudaSlice<u32>)> {
+    /// The steps on a new stream. Fails for a shape that reads other copies than the bases hold.
+    fn new<P: Group>(gpu: &'static Gpu, bases: &'a DeviceBases<P>, s: &Shape) -> Result<Self> {
         bases.check(s)?;
-        let stream = gpu.stream()?;
         const {
             assert!(
                 <P::ScalarField as Limbs>::WORDS == SCALAR_WORDS,
                 "the digit kernels read scalars of eight 32-bit limbs"
             )
         };
-        let dev = upload_elements(gpu, &stream, scalars)?;
-        let mut k = Launcher {
+        Ok(Launcher {
             gpu,
-            stream,
+            stream: gpu.stream()?,
             bases: &bases.pts,
             image: P::image(),
             group: P::KERNELS,
             scalar: P::SCALAR_KERNELS,
             point_bytes: 4 * point_words::<P>(),
             marks: crate::pipeline::tracing().then(Vec::new),
-        };
-        k.mark("start")?;
-        Ok((k, dev))
+        })
     }
 
     /// Records the end of `step` on the stream when tracing.
@@ -448,6 +547,7 @@ impl Kernels for Launcher<'_> {
         &mut self,
         digits: &CudaSlice<u32>,
         s: &Shape,
+        first: u32,
         cursor: &mut CudaSlice<u32>,
         entries: &mut CudaSlice<u32>,
         keys: &mut CudaSlice<u32>,
@@ -459,6 +559,7 @@ impl Kernels for Launcher<'_> {
             grid_1d(n * u64::from(s.windows), 256),
             digits,
             &n,
+            &first,
             &s.c,
             &s.windows,
             &s.sets,
@@ -511,6 +612,22 @@ impl Kernels for Launcher<'_> {
             buckets,
             &mut next.0,
             &mut next.1
+        )
+    }
+
+    fn add_buckets(
+        &mut self,
+        acc: &mut CudaSlice<u8>,
+        more: &CudaSlice<u8>,
+        count: u64,
+    ) -> Result<()> {
+        launch!(
+            self,
+            &self.kernel("add_buckets"),
+            grid_1d(count, 128),
+            acc,
+            more,
+            &count
         )
     }
 

@@ -310,6 +310,29 @@ fn from_raw<P: Group>(p: &[u32]) -> Projective<P> {
     )
 }
 
+/// `sum scalars[i] bases[i]` on the current GPU over `n` scalars already in its memory, as the
+/// kernels read them (a prover's quotient computed there), the bases resident there: the
+/// engine's GPU path without the scalars' crossing.
+pub(crate) fn on_device<P: Group>(
+    bases: &Bases<P>,
+    scalars: &cudarc::driver::CudaSlice<u32>,
+    n: usize,
+) -> Result<Projective<P>> {
+    if n > bases.len() {
+        return Err(Error::invalid(format!(
+            "{n} scalars for {} bases: an MSM needs a base per scalar",
+            bases.len()
+        )));
+    }
+    if n == 0 {
+        return Ok(Projective::default());
+    }
+    let held = bases.device()?;
+    let shape = bases.shape(n)?;
+    let sums = gpu::window_sums_many(&[&**held], gpu::Scalars::Device(scalars), &shape)?;
+    Ok(combine_windows::<P>(&sums[0], shape.c))
+}
+
 /// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
 pub(crate) fn combine_windows<P: Group>(sums: &[u32], c: u32) -> Projective<P> {
     use ark_ff::AdditiveGroup;
@@ -411,10 +434,14 @@ impl Engine {
                                         first.copies,
                                         scalar_bits::<P>(),
                                     )?;
-                                    Ok(gpu::window_sums_many(&held, part, &shape)?
-                                        .iter()
-                                        .map(|sums| combine_windows::<P>(sums, shape.c))
-                                        .collect())
+                                    Ok(gpu::window_sums_many(
+                                        &held,
+                                        gpu::Scalars::Host(part),
+                                        &shape,
+                                    )?
+                                    .iter()
+                                    .map(|sums| combine_windows::<P>(sums, shape.c))
+                                    .collect())
                                 })
                             })
                         })

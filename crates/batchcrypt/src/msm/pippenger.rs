@@ -196,10 +196,12 @@ pub(crate) trait Kernels {
         offsets: &Self::Words,
     ) -> Result<()>;
     fn first_word(&mut self, w: &Self::Words) -> Result<u32>;
+    /// `first`: the index among the bases of the shape's first scalar (a chunk's).
     fn scatter(
         &mut self,
         digits: &Self::Words,
         s: &Shape,
+        first: u32,
         cursor: &mut Self::Words,
         entries: &mut Self::Words,
         keys: &mut Self::Words,
@@ -220,6 +222,13 @@ pub(crate) trait Kernels {
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
     ) -> Result<()>;
+    /// acc[i] += more[i] for the first `count` points.
+    fn add_buckets(
+        &mut self,
+        acc: &mut Self::Points,
+        more: &Self::Points,
+        count: u64,
+    ) -> Result<()>;
     fn window_segments(
         &mut self,
         buckets: &Self::Points,
@@ -237,16 +246,17 @@ pub(crate) trait Kernels {
     fn read_points(&mut self, p: &Self::Points, len: usize) -> Result<Vec<u32>>;
 }
 
-/// An upper bound of the device bytes [`window_sums`] allocates at once (with the scalars), for
-/// the memory budget: digits, then sorted entries and keys (one per scalar and window at most),
-/// the histogram, the buckets, the accumulation's partial sums and the windows' segments.
-pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
+/// An upper bound of the device bytes [`window_sums_chunked`] allocates at once over `sets` sets
+/// of bases (with the scalars), for the memory budget: digits, then sorted entries and keys (one
+/// per scalar and window at most), the histogram, each set's buckets and a chunk's, the
+/// accumulation's partial sums and the windows' segments.
+pub(crate) fn device_bytes(s: &Shape, sets: usize, point_bytes: u64) -> u64 {
     let (n, w) = (s.n as u64, u64::from(s.windows));
     let buckets = s.buckets();
     let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
     32 * n
         + 12 * n * w
-        + buckets * (4 + point_bytes)
+        + buckets * (4 + point_bytes * (sets as u64 + 1))
         + 2 * slices * (4 + point_bytes)
         + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
         + (1 << 20)
@@ -255,17 +265,18 @@ pub(crate) fn device_bytes(s: &Shape, point_bytes: u64) -> u64 {
 /// Scalars sorted into their buckets (steps 1-3 of the kernels): `total` entries (a base's index
 /// with the digit's sign) and their bucket keys, in key order. They depend on the scalars and the
 /// shape alone, so MSMs of the same scalars over other bases of that shape reuse them.
-pub(crate) struct Sorted<W> {
-    pub entries: W,
-    pub keys: W,
-    pub total: u64,
+struct Sorted<W> {
+    entries: W,
+    keys: W,
+    total: u64,
 }
 
-/// Steps 1-3 over scalars already in the backend's memory.
-pub(crate) fn sort<K: Kernels>(
+/// Steps 1-3 over scalars already in the backend's memory: those of bases `first..first + s.n`.
+fn sort<K: Kernels>(
     k: &mut K,
     s: &Shape,
     scalars: &K::Words,
+    first: u32,
 ) -> Result<Sorted<K::Words>> {
     let buckets_len = s.buckets();
     let mut counts = k.words(buckets_len, true)?;
@@ -286,7 +297,7 @@ pub(crate) fn sort<K: Kernels>(
     let total = u64::from(k.first_word(&grand)?);
     let mut entries = k.words(total.max(1), false)?;
     let mut keys = k.words(total.max(1), false)?;
-    k.scatter(&digits, s, &mut counts, &mut entries, &mut keys)?;
+    k.scatter(&digits, s, first, &mut counts, &mut entries, &mut keys)?;
     Ok(Sorted {
         entries,
         keys,
@@ -301,42 +312,85 @@ pub(crate) fn window_sums<K: Kernels>(
     s: &Shape,
     scalars: &K::Words,
 ) -> Result<Vec<u32>> {
-    let sorted = sort(k, s, scalars)?;
-    bucket_sums(k, s, &sorted)
+    let mut sums = window_sums_chunked(k, s, 1, s.n, |_, _| {}, |_, _| Ok(scalars))?;
+    Ok(sums.remove(0))
 }
 
-/// Steps 4-6: the sorted entries summed into buckets over the backend's bases, and the buckets
-/// into window sums.
-pub(crate) fn bucket_sums<K: Kernels>(
+/// An MSM whose scalars arrive in chunks of `chunk` (the last one shorter), over `sets` sets of
+/// bases: `scalars(k, c)` gives chunk c's scalars in the backend's memory, `bind(k, j)` makes set
+/// j's bases the ones the steps read. Each chunk is sorted once (steps 1-3) and summed into
+/// buckets for each set (step 4; after the first chunk into buckets of its own, then added to
+/// the others'), so that a chunk's steps can run while the next one crosses; then each set's
+/// buckets are reduced (steps 5-6). One list of window sums per set.
+pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     k: &mut K,
     s: &Shape,
-    sorted: &Sorted<K::Words>,
-) -> Result<Vec<u32>> {
-    let buckets_len = s.buckets();
-    let (entries, keys, entries_total) = (&sorted.entries, &sorted.keys, sorted.total);
-    let mut buckets = k.points(buckets_len, true)?;
-    let levels = Shape::levels(entries_total);
-    if entries_total > 0 {
-        let next_len = |(t, slice): (u64, u32)| 2 * t.div_ceil(u64::from(slice));
-        let mut next = (
-            k.words(next_len(levels[0]), false)?,
-            k.points(next_len(levels[0]), false)?,
-        );
-        k.accumulate_points(entries, keys, levels[0], &mut buckets, &mut next)?;
-        for &level in &levels[1..] {
-            let mut after = (
-                k.words(next_len(level), false)?,
-                k.points(next_len(level), false)?,
-            );
-            k.accumulate_partials(&next, level, &mut buckets, &mut after)?;
-            next = after;
+    sets: usize,
+    chunk: usize,
+    mut bind: impl FnMut(&mut K, usize),
+    mut scalars: impl FnMut(&mut K, usize) -> Result<W>,
+) -> Result<Vec<Vec<u32>>> {
+    let chunk = chunk.max(1);
+    let mut totals = (0..sets)
+        .map(|_| k.points(s.buckets(), true))
+        .collect::<Result<Vec<_>>>()?;
+    for c in 0..s.n.div_ceil(chunk).max(1) {
+        let first = c * chunk;
+        let part = Shape {
+            n: chunk.min(s.n - first),
+            ..*s
+        };
+        let words = scalars(k, c)?;
+        let sorted = sort(k, &part, words.borrow(), first as u32)?;
+        for (j, total) in totals.iter_mut().enumerate() {
+            bind(k, j);
+            if c == 0 {
+                accumulate(k, &sorted, total)?;
+            } else {
+                let mut more = k.points(s.buckets(), true)?;
+                accumulate(k, &sorted, &mut more)?;
+                k.add_buckets(total, &more, s.buckets())?;
+            }
         }
     }
-    // Each window: sum m * bucket_m by segments, then the segments summed by a tree of
-    // `GROUP`-way steps (a power of two dividing the count at each level).
+    totals.iter().map(|t| reduce(k, s, t)).collect()
+}
+
+/// Step 4: the sorted entries summed into `buckets` (zeros, the point at infinity, where no entry
+/// falls).
+fn accumulate<K: Kernels>(
+    k: &mut K,
+    sorted: &Sorted<K::Words>,
+    buckets: &mut K::Points,
+) -> Result<()> {
+    let (entries, keys, entries_total) = (&sorted.entries, &sorted.keys, sorted.total);
+    if entries_total == 0 {
+        return Ok(());
+    }
+    let levels = Shape::levels(entries_total);
+    let next_len = |(t, slice): (u64, u32)| 2 * t.div_ceil(u64::from(slice));
+    let mut next = (
+        k.words(next_len(levels[0]), false)?,
+        k.points(next_len(levels[0]), false)?,
+    );
+    k.accumulate_points(entries, keys, levels[0], buckets, &mut next)?;
+    for &level in &levels[1..] {
+        let mut after = (
+            k.words(next_len(level), false)?,
+            k.points(next_len(level), false)?,
+        );
+        k.accumulate_partials(&next, level, buckets, &mut after)?;
+        next = after;
+    }
+    Ok(())
+}
+
+/// Steps 5-6: each window's sum_m m * bucket_m by segments, then the segments summed by a tree
+/// of `GROUP`-way steps (a power of two dividing the count at each level).
+fn reduce<K: Kernels>(k: &mut K, s: &Shape, buckets: &K::Points) -> Result<Vec<u32>> {
     let mut per_window = s.segments_per_window();
     let mut level = k.points(u64::from(s.sets) * u64::from(per_window), false)?;
-    k.window_segments(&buckets, s, &mut level)?;
+    k.window_segments(buckets, s, &mut level)?;
     while per_window > 1 {
         let m = GROUP.min(per_window);
         per_window /= m;

@@ -60,6 +60,63 @@ pub(crate) fn ntt<F: Field>(values: &mut [F], steps: &[Ntt<F>]) -> Result<()> {
     download_elements(run.k.gpu, &run.k.stream, &run.data, values)
 }
 
+/// The transforms `steps` on `values` (as [`ntt`]), the result left in the current GPU's memory.
+pub(crate) fn ntt_on_device<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<OnDevice<F>> {
+    let mut run = NttRun::new(values, steps)?;
+    run.steps()?;
+    run.k.stream.synchronize().driver("sync")?;
+    Ok(OnDevice {
+        k: run.k,
+        data: run.data,
+        len: values.len(),
+        _memory: run._memory,
+        _field: std::marker::PhantomData,
+    })
+}
+
+/// Elements of `F` in one GPU's memory, as the kernels store them (arkworks' Montgomery limbs),
+/// with their hold on its memory budget: a transform's result that the next step reads where it
+/// is.
+pub struct OnDevice<F> {
+    k: Device,
+    data: CudaSlice<u32>,
+    len: usize,
+    _memory: Reservation<'static>,
+    _field: std::marker::PhantomData<F>,
+}
+
+impl<F: Field> OnDevice<F> {
+    /// The GPU holding them (an index among the process's GPUs).
+    pub fn gpu(&self) -> usize {
+        self.k.gpu.index()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements' limbs (`F::WORDS` words each), finished: any stream of the GPU may read them.
+    pub fn limbs(&self) -> &CudaSlice<u32> {
+        &self.data
+    }
+
+    /// a[i] b[i] − c[i] of the three polynomials held one after another (a prover's quotient),
+    /// in their place in GPU memory.
+    pub fn mul_sub(mut self) -> Result<OnDevice<F>> {
+        let n = (self.len / 3) as u64;
+        let mut out = alloc::<u32>(&self.k.stream, F::WORDS * (n as usize).max(1), false)?;
+        launch!(self.k, "mul_sub", grid_1d(n, 256), &self.data, &n, &mut out)?;
+        self.k.stream.synchronize().driver("sync")?;
+        self.data = out;
+        self.len = n as usize;
+        Ok(self)
+    }
+}
+
 /// Seconds of device time for `steps` on `values` already in GPU memory (the twiddle table
 /// built), the median of `iters` runs (for benchmarks).
 pub fn ntt_kernel_seconds<F: Field>(values: &[F], steps: &[Ntt<F>], iters: usize) -> Result<f64> {

@@ -348,21 +348,9 @@ impl Engine {
     /// `values`, in place: a prover's interpolate-then-evaluate-on-a-coset is one call, and on
     /// the GPU the values cross to it and back once.
     pub fn ntts<F: Field>(&self, values: &mut [F], steps: &[Ntt<F>]) -> Result<Output<()>> {
-        let first = steps
-            .first()
-            .ok_or_else(|| Error::invalid("no transforms given"))?;
-        let batch = first.batch_of(values.len())?;
-        for t in steps {
-            t.batch_of(values.len())?;
-            if t.size != first.size {
-                return Err(Error::invalid(format!(
-                    "transforms of sizes {} and {} in one call; make one call per size",
-                    first.size, t.size
-                )));
-            }
-        }
+        let batch = check_steps(values, steps)?;
         // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
-        let nothing = values.is_empty() || first.size == 1;
+        let nothing = values.is_empty() || steps[0].size == 1;
         let op = F::operation();
         self.run_into(
             op,
@@ -370,7 +358,7 @@ impl Engine {
             op.cpu,
             values,
             // Whole polynomials to each GPU.
-            (1, first.size.max(1)),
+            (1, steps[0].size.max(1)),
             |_, threads, values| {
                 if !nothing {
                     for t in steps {
@@ -386,6 +374,39 @@ impl Engine {
         )
     }
 
+    /// [`Engine::ntts`] where the dispatcher puts them, all on one GPU if on the GPU, and the
+    /// result left there (`Some`) for a next step that runs on that GPU; `None` when they ran on
+    /// the CPU, in place in `values`.
+    pub(crate) fn ntts_kept<F: Field>(
+        &self,
+        values: &mut [F],
+        steps: &[Ntt<F>],
+    ) -> Result<Output<Option<gpu::OnDevice<F>>>> {
+        let batch = check_steps(values, steps)?;
+        let op = F::operation();
+        let plan = self
+            .dispatcher()
+            .plan(&workload(steps, batch), op.cpu, op.gpu, op)?;
+        // Size 1 is the identity (see above): nothing to run or keep.
+        let nothing = values.is_empty() || steps[0].size == 1;
+        let value = match (nothing, plan.backend.is_gpu()) {
+            (true, _) => None,
+            (false, true) => Some(plan.on_gpu(|| gpu::ntt_on_device(values, steps))?),
+            (false, false) => {
+                for t in steps {
+                    cpu::ntt(values, t, plan.threads)
+                }
+                None
+            }
+        };
+        Ok(Output {
+            value,
+            backend: plan.backend,
+            threads: plan.threads,
+            gpus: plan.ran_on(values.len(), crate::operation::Split::No, 1),
+        })
+    }
+
     /// The estimated time of `t` on `batch` polynomials on all CPU cores and on the GPU (data
     /// from and back to host memory).
     pub fn ntt_estimates<F: Field>(&self, t: &Ntt<F>, batch: usize) -> [crate::dispatch::Plan; 2] {
@@ -395,6 +416,24 @@ impl Engine {
             F::operation(),
         )
     }
+}
+
+/// The polynomials of one call's `steps` (all of one size, dividing `values`): their count.
+fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<usize> {
+    let first = steps
+        .first()
+        .ok_or_else(|| Error::invalid("no transforms given"))?;
+    let batch = first.batch_of(values.len())?;
+    for t in steps {
+        t.batch_of(values.len())?;
+        if t.size != first.size {
+            return Err(Error::invalid(format!(
+                "transforms of sizes {} and {} in one call; make one call per size",
+                first.size, t.size
+            )));
+        }
+    }
+    Ok(batch)
 }
 
 /// Elements go to the GPU and come back once; the work is n/2 log n products per polynomial and
