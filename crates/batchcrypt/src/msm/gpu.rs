@@ -182,48 +182,46 @@ pub(crate) fn window_sums_many<'a, P: Group>(
 /// Scalars per chunk of a large MSM's upload (from twice as many on): 128 MiB of scalars.
 const UPLOAD_CHUNK: usize = 1 << 22;
 
-/// Host scalars crossing to the GPU in chunks on a stream of their own: each chunk converted into
-/// page-locked staging and copied, the next chunk's conversion and copy issued as soon as the
-/// computing stream asks for this one, so that they overlap its steps.
+/// Field elements crossing to the GPU in chunks on a stream of their own: each chunk converted
+/// into page-locked staging piece by piece (a piece's copy overlapping the next one's conversion)
+/// when the computing stream asks for it, which an MSM does for its next chunk once this one's
+/// steps are queued, so that the crossing overlaps them.
 struct ChunkedUpload<'x, F> {
     xs: &'x [F],
     chunk: usize,
     stream: StreamGuard<'static>,
     staging: crate::backend::cuda::Pinned<'static>,
-    /// Each chunk's buffer and the event after its copy, once issued.
-    issued: Vec<Option<(CudaSlice<u32>, CudaEvent)>>,
 }
 
 impl<'x, F: Limbs> ChunkedUpload<'x, F> {
     fn new(gpu: &'static Gpu, xs: &'x [F], chunk: usize) -> Result<Self> {
-        let staging = gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?;
-        let chunks = xs.len().div_ceil(chunk.max(1)).max(1);
-        let mut up = ChunkedUpload {
+        Ok(ChunkedUpload {
             xs,
             chunk: chunk.max(1),
             stream: gpu.stream()?,
-            staging,
-            issued: (0..chunks).map(|_| None).collect(),
-        };
-        up.issue(0)?;
-        Ok(up)
+            staging: gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?,
+        })
     }
 
-    fn issue(&mut self, c: usize) -> Result<()> {
+    /// Chunk c's elements for the steps on `compute`, which waits for their copy.
+    fn ready(&mut self, c: usize, compute: &CudaStream) -> Result<CudaSlice<u32>> {
         let at = (c * self.chunk).min(self.xs.len());
-        let piece = &self.xs[at..(at + self.chunk).min(self.xs.len())];
-        let words = F::WORDS * piece.len();
-        let mut dev = alloc::<u32>(&self.stream, words.max(F::WORDS), false)?;
+        let chunk = &self.xs[at..(at + self.chunk).min(self.xs.len())];
+        let mut dev = alloc::<u32>(&self.stream, F::WORDS * chunk.len().max(1), false)?;
         // Raw access waits once for earlier copies out of the staging buffer.
         let host = self.staging.as_mut_slice().driver("pinned")?;
-        let dst = &mut host[F::WORDS * at..F::WORDS * at + words];
-        super::elements_into(dst, piece);
-        if words > 0 {
+        let host = &mut host[F::WORDS * at..F::WORDS * (at + chunk.len())];
+        for (i, piece) in chunk.chunks(UPLOAD_PIECE).enumerate() {
+            let from = i * UPLOAD_PIECE * F::WORDS;
+            let dst = &mut host[from..from + F::WORDS * piece.len()];
+            super::elements_into(dst, piece);
             // SAFETY: `dst` stays untouched until the stream has copied it: the staging buffer
-            // is ours until this upload is dropped, after the chunks' copies (`Drop`).
+            // is ours until this upload is dropped, after the copies (`Drop`).
             unsafe {
                 cudarc::driver::result::memcpy_htod_async(
-                    dev.slice_mut(0..words).device_ptr_mut(&self.stream).0,
+                    dev.slice_mut(from..from + dst.len())
+                        .device_ptr_mut(&self.stream)
+                        .0,
                     dst,
                     self.stream.cu_stream(),
                 )
@@ -231,20 +229,6 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
             .driver("cuMemcpyHtoDAsync")?;
         }
         let done = self.stream.record_event(None).driver("cuEventRecord")?;
-        self.issued[c] = Some((dev, done));
-        Ok(())
-    }
-
-    /// Chunk c's scalars for the steps on `compute`, which waits for their copy; the next chunk's
-    /// copy is issued first.
-    fn ready(&mut self, c: usize, compute: &CudaStream) -> Result<CudaSlice<u32>> {
-        if c + 1 < self.issued.len() && self.issued[c + 1].is_none() {
-            self.issue(c + 1)?;
-        }
-        if self.issued[c].is_none() {
-            self.issue(c)?;
-        }
-        let (dev, done) = self.issued[c].take().expect("issued above");
         compute.wait(&done).driver("cuStreamWaitEvent")?;
         Ok(dev)
     }
@@ -273,36 +257,14 @@ impl Default for Staging {
     }
 }
 
-/// Field elements in GPU memory as the kernels read them (Montgomery limbs): converted piece by
-/// piece into page-locked staging, each piece's copy running while the next is converted.
+/// Field elements in GPU memory as the kernels read them (Montgomery limbs), ready for the steps
+/// on `stream` ([`ChunkedUpload`] in one chunk).
 pub(crate) fn upload_elements<F: Limbs>(
-    gpu: &Gpu,
+    gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
     xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    let words = F::WORDS * xs.len();
-    let mut dev = alloc::<u32>(stream, words.max(F::WORDS), false)?;
-    let mut staging = gpu.local::<Staging>().0.take(gpu, words)?;
-    // One wait for earlier copies out of the staging buffer, then raw access.
-    let host = staging.as_mut_slice().driver("pinned")?;
-    let host: &mut [u32] = &mut host[..words];
-    for (i, piece) in xs.chunks(UPLOAD_PIECE).enumerate() {
-        let at = i * UPLOAD_PIECE * F::WORDS;
-        let dst = &mut host[at..at + F::WORDS * piece.len()];
-        super::elements_into(dst, piece);
-        // SAFETY: `dst` stays untouched until the stream synchronises below (the staging buffer
-        // is ours until then); the copy is ordered before the kernels on the same stream.
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(
-                dev.slice_mut(at..at + dst.len()).device_ptr_mut(stream).0,
-                dst,
-                stream.cu_stream(),
-            )
-        }
-        .driver("cuMemcpyHtoDAsync")?;
-    }
-    stream.synchronize().driver("sync")?;
-    Ok(dev)
+    ChunkedUpload::new(gpu, xs, xs.len())?.ready(0, stream)
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
@@ -355,10 +317,12 @@ pub(crate) fn download_elements<F: Limbs>(
         .memcpy_dtoh(&dev.slice(0..words), host)
         .driver("download")?;
     stream.synchronize().driver("sync")?;
-    out.par_iter_mut()
-        .zip(host.par_chunks_exact(F::WORDS))
-        .with_min_len(1 << 12)
-        .for_each(|(x, l)| *x = F::from_limbs(l));
+    crate::backend::cpu::for_transfer(|| {
+        out.par_iter_mut()
+            .zip(host.par_chunks_exact(F::WORDS))
+            .with_min_len(1 << 12)
+            .for_each(|(x, l)| *x = F::from_limbs(l))
+    });
     Ok(())
 }
 

@@ -268,14 +268,16 @@ pub(crate) fn raw_elements<F: Limbs>(xs: &[F]) -> Vec<u32> {
     out
 }
 
-/// [`raw_elements`] into `dst`, on all cores; writes `dst` only (it may be write-combined
-/// staging).
+/// [`raw_elements`] into `dst`, in the transfer pool ([`crate::backend::cpu::for_transfer`]);
+/// writes `dst` only (it may be write-combined staging).
 pub(crate) fn elements_into<F: Limbs>(dst: &mut [u32], xs: &[F]) {
     use rayon::prelude::*;
-    dst.par_chunks_exact_mut(F::WORDS)
-        .zip(xs.par_iter())
-        .with_min_len(1 << 12)
-        .for_each(|(d, x)| x.limbs_into(d));
+    crate::backend::cpu::for_transfer(|| {
+        dst.par_chunks_exact_mut(F::WORDS)
+            .zip(xs.par_iter())
+            .with_min_len(1 << 12)
+            .for_each(|(d, x)| x.limbs_into(d))
+    });
 }
 
 /// Affine bases as the kernels read them: x, y as base field limbs, infinity as zeros.

@@ -334,13 +334,15 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     let mut totals = (0..sets)
         .map(|_| k.points(s.buckets(), true))
         .collect::<Result<Vec<_>>>()?;
-    for c in 0..s.n.div_ceil(chunk).max(1) {
+    let chunks = s.n.div_ceil(chunk).max(1);
+    let mut next = Some(scalars(k, 0)?);
+    for c in 0..chunks {
         let first = c * chunk;
         let part = Shape {
             n: chunk.min(s.n - first),
             ..*s
         };
-        let words = scalars(k, c)?;
+        let words = next.take().expect("fetched before");
         let sorted = sort(k, &part, words.borrow(), first as u32)?;
         for (j, total) in totals.iter_mut().enumerate() {
             bind(k, j);
@@ -351,6 +353,11 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
                 accumulate(k, &sorted, &mut more)?;
                 k.add_buckets(total, &more, s.buckets())?;
             }
+        }
+        // The next chunk is asked for once this one's additions are queued: where the backend
+        // queues them (the GPU), its crossing overlaps them.
+        if c + 1 < chunks {
+            next = Some(scalars(k, c + 1)?);
         }
     }
     totals.iter().map(|t| reduce(k, s, t)).collect()
