@@ -244,15 +244,18 @@ impl<F> Drop for ChunkedUpload<'_, F> {
 /// Elements per piece of the staged upload: converting one piece overlaps the copy of the last.
 const UPLOAD_PIECE: usize = 1 << 20;
 
-/// Page-locked staging for uploads of field elements (write-combined: the host only writes it), one buffer
-/// per concurrent upload, kept between calls; one pool per device.
+/// Page-locked staging for uploads of field elements (write-combined: the host only writes it),
+/// one buffer per concurrent upload, kept between calls; one pool per device. A Groth16 proof
+/// uploads three vectors at once (the witness for G1 and for G2, the evaluations for the NTTs),
+/// so 16 proofs in flight hold 48: a pool that keeps fewer allocates and frees page-locked
+/// memory, which stalls the device, on most uploads.
 struct Staging(PinnedPool);
 
 impl Default for Staging {
     fn default() -> Self {
         Staging(PinnedPool::new(
             cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
-            16,
+            64,
         ))
     }
 }
