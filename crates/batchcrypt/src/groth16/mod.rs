@@ -13,6 +13,7 @@
 //!    Lagrange bases of those points divided by δ, so no division by the vanishing polynomial;
 //! 3. five MSMs: A, B (in G1 and G2) and C over the witness, H over the quotient's values;
 //! 4. the blinding with fresh r and s.
+//!
 //! The witness's MSMs do not wait for steps 1-2: those in G1 and the one in G2 run beside them,
 //! each on a thread of its own; on the GPU the quotient's values stay there from the NTTs to
 //! its MSM.
