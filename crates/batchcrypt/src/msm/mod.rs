@@ -320,12 +320,7 @@ pub(crate) fn on_device<P: Group>(
     scalars: &cudarc::driver::CudaSlice<u32>,
     n: usize,
 ) -> Result<Projective<P>> {
-    if n > bases.len() {
-        return Err(Error::invalid(format!(
-            "{n} scalars for {} bases: an MSM needs a base per scalar",
-            bases.len()
-        )));
-    }
+    check_scalars(n, bases.len())?;
     if n == 0 {
         return Ok(Projective::default());
     }
@@ -333,6 +328,16 @@ pub(crate) fn on_device<P: Group>(
     let shape = bases.shape(n)?;
     let sums = gpu::window_sums_many(&[&**held], gpu::Scalars::Device(scalars), &shape)?;
     Ok(combine_windows::<P>(&sums[0], shape.c))
+}
+
+/// Fails for more scalars than bases.
+fn check_scalars(n: usize, bases: usize) -> Result<()> {
+    if n > bases {
+        return Err(Error::invalid(format!(
+            "{n} scalars for {bases} bases: an MSM needs a base per scalar"
+        )));
+    }
+    Ok(())
 }
 
 /// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
@@ -384,13 +389,7 @@ impl Engine {
                 b.copies
             )));
         }
-        if scalars.len() > first.len() {
-            return Err(Error::invalid(format!(
-                "{} scalars for {} bases: an MSM needs a base per scalar",
-                scalars.len(),
-                first.len()
-            )));
-        }
+        check_scalars(scalars.len(), first.len())?;
         let n = scalars.len();
         let op = P::operation();
         let resident = bases.iter().all(|b| b.is_resident());

@@ -348,9 +348,7 @@ impl Engine {
     /// `values`, in place: a prover's interpolate-then-evaluate-on-a-coset is one call, and on
     /// the GPU the values cross to it and back once.
     pub fn ntts<F: Field>(&self, values: &mut [F], steps: &[Ntt<F>]) -> Result<Output<()>> {
-        let batch = check_steps(values, steps)?;
-        // Size 1: the identity, times n^-1 = 1 and g^0 = 1.
-        let nothing = values.is_empty() || steps[0].size == 1;
+        let (batch, nothing) = check_steps(values, steps)?;
         let op = F::operation();
         self.run_into(
             op,
@@ -382,13 +380,11 @@ impl Engine {
         values: &mut [F],
         steps: &[Ntt<F>],
     ) -> Result<Output<Option<gpu::OnDevice<F>>>> {
-        let batch = check_steps(values, steps)?;
+        let (batch, nothing) = check_steps(values, steps)?;
         let op = F::operation();
         let plan = self
             .dispatcher()
             .plan(&workload(steps, batch), op.cpu, op.gpu, op)?;
-        // Size 1 is the identity (see above): nothing to run or keep.
-        let nothing = values.is_empty() || steps[0].size == 1;
         let value = match (nothing, plan.backend.is_gpu()) {
             (true, _) => None,
             (false, true) => Some(plan.on_gpu(|| gpu::ntt_on_device(values, steps))?),
@@ -418,8 +414,10 @@ impl Engine {
     }
 }
 
-/// The polynomials of one call's `steps` (all of one size, dividing `values`): their count.
-fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<usize> {
+/// The polynomials of one call's `steps` (all of one size, dividing `values`): their count, and
+/// whether there is nothing to transform (no values, or size 1: the identity, times n^-1 = 1 and
+/// g^0 = 1).
+fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<(usize, bool)> {
     let first = steps
         .first()
         .ok_or_else(|| Error::invalid("no transforms given"))?;
@@ -433,7 +431,7 @@ fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<usize> {
             )));
         }
     }
-    Ok(batch)
+    Ok((batch, values.is_empty() || first.size == 1))
 }
 
 /// Elements go to the GPU and come back once; the work is n/2 log n products per polynomial and
