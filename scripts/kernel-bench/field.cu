@@ -221,56 +221,65 @@ void run(const char* name, K kernel, const std::vector<F>& host, int threads, in
 
 // The MSM's bucket accumulation (step 4, first level) as the library launches it: entries sorted
 // by key, 32 per thread, over random bases.
-template <class C>
-__global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) accumulate_k(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
-    bc::msm::accumulate_points<C>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);
+template <class C, class Acc>
+__global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) accumulate_k(const Affine<C>* bases, const uint32_t* entries, const uint32_t* ends, uint32_t buckets_len, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+    bc::msm::accumulate_points<C, Acc>(bases, entries, ends, buckets_len, total, slice, buckets, next_keys, next_pts);
 }
 
-template <class C>
-void time_accumulate(const char* name, const uint32_t* p, int log_bases, int log_entries, int log_buckets) {
+// The MSM's first accumulation level over 2^log_entries entries (random bases of 2^log_bases)
+// in 2^log_buckets equal buckets, `slice` entries a thread, buckets summed in Acc coordinates.
+template <class C, class Acc>
+void time_accumulate(const char* name, const char* acc, const uint32_t* p, int log_bases, int log_entries, int log_buckets, uint32_t slice) {
     using F = typename C::F;
     const uint64_t n = 1ull << log_bases, m = 1ull << log_entries, b = 1ull << log_buckets;
-    const uint32_t slice = 32;
     std::vector<Affine<C>> bases(n);
     for (auto& q : bases) q = Affine<C>{random_element<F>(p), random_element<F>(p)};
-    std::vector<uint32_t> entries(m), keys(m);
-    for (uint64_t i = 0; i < m; ++i) {
-        entries[i] = uint32_t(rand() % n) | (rand() & 1 ? msm::NEGATIVE : 0);
-        keys[i] = uint32_t(i * b / m);
-    }
+    std::vector<uint32_t> entries(m), ends(b);
+    for (uint64_t i = 0; i < m; ++i) entries[i] = uint32_t(rand() % n) | (rand() & 1 ? msm::NEGATIVE : 0);
+    for (uint64_t k = 0; k < b; ++k) ends[k] = uint32_t((k + 1) * m / b);
     Affine<C>* d_bases;
-    uint32_t *d_entries, *d_keys, *d_next_keys;
+    uint32_t *d_entries, *d_ends, *d_next_keys;
     Jacobian<C>*d_buckets, *d_next;
     const uint64_t slices = m / slice;
     CHECK(cudaMalloc(&d_bases, n * sizeof(Affine<C>)));
     CHECK(cudaMalloc(&d_entries, m * 4));
-    CHECK(cudaMalloc(&d_keys, m * 4));
+    CHECK(cudaMalloc(&d_ends, b * 4));
     CHECK(cudaMalloc(&d_buckets, b * sizeof(Jacobian<C>)));
     CHECK(cudaMalloc(&d_next_keys, 2 * slices * 4));
     CHECK(cudaMalloc(&d_next, 2 * slices * sizeof(Jacobian<C>)));
     CHECK(cudaMemcpy(d_bases, bases.data(), n * sizeof(Affine<C>), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_entries, entries.data(), m * 4, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(d_keys, keys.data(), m * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_ends, ends.data(), b * 4, cudaMemcpyHostToDevice));
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
     float best = 1e30f;
     for (int r = 0; r < 4; ++r) {
         cudaEventRecord(e0);
-        accumulate_k<C><<<uint32_t((slices + 127) / 128), 128>>>(d_bases, d_entries, d_keys, m, slice, d_buckets, d_next_keys, d_next);
+        accumulate_k<C, Acc><<<uint32_t((slices + 127) / 128), 128>>>(d_bases, d_entries, d_ends, uint32_t(b), m, slice, d_buckets, d_next_keys, d_next);
         cudaEventRecord(e1);
         CHECK(cudaEventSynchronize(e1));
+        CHECK(cudaGetLastError());
         float ms;
         cudaEventElapsedTime(&ms, e0, e1);
         if (r && ms < best) best = ms;
     }
-    printf("%-28s %s: accumulation of 2^%d entries into 2^%d buckets: %8.3f ms (%.3f G additions/s)\n", VARIANT, name, log_entries, log_buckets, best, m / (best * 1e6));
+    printf("%-28s %s %-8s: 2^%d entries into 2^%d buckets, slices of %3u: %8.3f ms (%.3f G additions/s)\n", VARIANT, name, acc, log_entries, log_buckets, slice, best, m / (best * 1e6));
     cudaFree(d_bases);
     cudaFree(d_entries);
-    cudaFree(d_keys);
+    cudaFree(d_ends);
     cudaFree(d_buckets);
     cudaFree(d_next_keys);
     cudaFree(d_next);
+}
+
+template <class C>
+void time_accumulations(const char* name, const uint32_t* p) {
+    for (int log_buckets : {16, 19})
+        for (uint32_t slice : {32u, 256u}) {
+            time_accumulate<C, Jacobian<C>>(name, "jacobian", p, 20, 24, log_buckets, slice);
+            time_accumulate<C, Xyzz<C>>(name, "xyzz", p, 20, 24, log_buckets, slice);
+        }
 }
 
 // Products, squares and mixed additions over the base field of C.
@@ -303,8 +312,8 @@ int main(int argc, char** argv) {
     check<bls12_381::Fq>("BLS12-381 Fq", bls_q);
     check<bls12_381::Fr>("BLS12-381 Fr", bls_r);
     if (getenv("ACCUMULATE")) {
-        time_accumulate<bn254::G1>("BN254 G1", bn_q, 20, 24, 19);
-        time_accumulate<bls12_381::G1>("BLS12-381 G1", bls_q, 20, 24, 19);
+        time_accumulations<bn254::G1>("BN254 G1", bn_q);
+        time_accumulations<bls12_381::G1>("BLS12-381 G1", bls_q);
         return 0;
     }
     time_curve<bn254::G1>("BN254", bn_q, threads, iters);

@@ -331,8 +331,9 @@ mod emulated {
 
     /// One sorting of the scalars serves every set of bases: the kernel code on the host, over
     /// windows small enough that slices cross buckets and several accumulation levels run; and
-    /// scalars taken in chunks (as a large MSM's cross to the GPU), each chunk's buckets added
-    /// into the others', with and without precomputed copies.
+    /// scalars taken in chunks (growing from a quarter of the largest, as a large MSM's cross to
+    /// the GPU), each chunk's buckets added into the others', with and without precomputed
+    /// copies.
     #[test]
     fn one_sorting_serves_several_sets_of_bases() {
         fn on<P: Group>(n: usize) {
@@ -459,6 +460,21 @@ mod emulated {
         let plain = Shape::new(1 << 20, 254).unwrap();
         let pre = Shape::for_bases(1000, 1 << 20, 4, 254).unwrap();
         assert_eq!((pre.c, pre.sets), (plain.c, plain.windows.div_ceil(4)));
+    }
+
+    /// The upload's chunks cover the scalars in order, the first a quarter of the largest.
+    #[test]
+    fn chunks_grow_to_the_largest_and_cover_the_scalars() {
+        use batchcrypt::msm::chunks;
+        assert_eq!(chunks(10, 4), vec![0..1, 1..3, 3..7, 7..10]);
+        assert_eq!(chunks(0, 4), vec![0..0]);
+        assert_eq!(chunks(3, 1), vec![0..1, 1..2, 2..3]);
+        let big = chunks(1 << 24, 1 << 22);
+        assert_eq!(big[0], 0..1 << 20);
+        assert_eq!(big[1].len(), 1 << 21);
+        assert!(big[2..].iter().all(|r| r.len() <= 1 << 22));
+        assert!(big.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!(big.last().unwrap().end, 1 << 24);
     }
 
     #[test]

@@ -5,13 +5,15 @@
 //   1. digits:     each scalar -> signed c-bit window digits; a histogram of (window, bucket).
 //   2. scan:       exclusive prefix sums of the histogram -> where each bucket's list starts.
 //   3. scatter:    (point index, sign) of every non-zero digit into its bucket's list; the lists
-//                  of all windows form one array sorted by bucket key (window * B + |digit| - 1).
+//                  of all windows form one array sorted by bucket key (window * B + |digit| - 1),
+//                  the histogram's sums becoming each bucket's end.
 //   4. accumulate: the sorted array is cut into equal slices, one per thread, so a bucket holding
 //                  half the points (scalars that are mostly 0 and 1, as in a Groth16 witness)
-//                  costs no more than uniform ones. A bucket wholly inside a slice is summed
-//                  and written; the first and last bucket of each slice may continue in a
-//                  neighbour, so their partial sums go to a list half the slice count long, and
-//                  the same step runs on it until one slice remains.
+//                  costs no more than uniform ones. Points are summed in XYZZ coordinates. A
+//                  bucket wholly inside a slice is summed and written; the first and last bucket
+//                  of each slice may continue in a neighbour, so their partial sums (with their
+//                  keys) go to a list half the slice count long, and the same step runs on it
+//                  until one slice remains.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings). Scalars that cross to the GPU in chunks
@@ -103,11 +105,12 @@ BC_DEVICE void scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_
     BC_FOR_EACH_ITEM(j, m) data[j] += offsets[j / tile];
 }
 
-// Step 3. `cursor` starts as a copy of the bucket offsets and ends as the next bucket's; the order
-// within a bucket depends on the GPU's scheduling, the sum does not. An entry names its base in
-// the (precomputed) copy its digit window reads; the n scalars are those of bases first.. (a
-// chunk of a larger MSM).
-BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) {
+// Step 3. `cursor` starts as a copy of the bucket offsets and ends as each bucket's end (the next
+// bucket's offset), which is all step 4 needs to tell the buckets apart: no key is stored per
+// entry. The order within a bucket depends on the GPU's scheduling, the sum does not. An entry
+// names its base in the (precomputed) copy its digit window reads; the n scalars are those of
+// bases first.. (a chunk of a larger MSM).
+BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) {
     const uint32_t half = 1u << (c - 1);
     BC_FOR_EACH_ITEM(j, n * windows) {
         uint32_t code = digits[j];
@@ -116,77 +119,118 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint3
         uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
         uint32_t pos = atomicAdd(&cursor[key], 1u);
         entries[pos] = ((w / sets) * stride + first + i) | (code & NEGATIVE);
-        keys[pos] = key;
     }
 }
 
-// Step 4 over `total` entries sorted by key, `slice` per thread. `load(j)` reads entry j's point,
-// one entry ahead of `add(acc, point)`, so that the gather's latency overlaps an addition.
-// Buckets summed whole go to buckets[key]; the partial sums of each slice's first and last bucket
-// go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket pads with infinity), unless this
-// is the last level (one slice), which writes every bucket.
-template <class C, class Load, class Add>
-BC_DEVICE void accumulate(const uint32_t* keys, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+// The bucket keys of sorted entries, read in increasing order: an array of one key per entry
+// (the partial sums of a level), or the buckets' ends (the scattered entries), walked from the
+// bucket of the slice's first entry, found by bisection.
+struct KeyArray {
+    const uint32_t* keys;
+    BC_DEVICE uint32_t start(uint64_t j) { return keys[j]; }
+    BC_DEVICE uint32_t at(uint64_t j) { return keys[j]; }
+};
+
+struct BucketEnds {
+    const uint32_t* ends;
+    uint32_t count;
+    uint32_t key = 0;
+    uint64_t end = 0;
+    BC_DEVICE uint32_t start(uint64_t j) {
+        uint32_t lo = 0, hi = count - 1;  // the first bucket ending after j; the last one does
+        while (lo < hi) {
+            const uint32_t mid = (lo + hi) / 2;
+            if (ends[mid] > j) hi = mid;
+            else lo = mid + 1;
+        }
+        key = lo;
+        end = ends[lo];
+        return key;
+    }
+    BC_DEVICE uint32_t at(uint64_t j) {
+        while (j >= end) end = ends[++key];
+        return key;
+    }
+};
+
+template <class C>
+BC_DEVICE const Jacobian<C>& as_jacobian(const Jacobian<C>& p) { return p; }
+template <class C>
+BC_DEVICE Jacobian<C> as_jacobian(const Xyzz<C>& p) { return p.to_jacobian(); }
+
+// Step 4 over `total` entries sorted by key, `slice` per thread, summed into accumulators of type
+// Acc. `load(j)` reads entry j's point, one entry ahead of `add(acc, point)`, so that the gather's
+// latency overlaps an addition. Buckets summed whole go to buckets[key]; the partial sums of each
+// slice's first and last bucket go to next_keys/next_pts[2t], [2t + 1] (a slice of one bucket
+// pads with infinity), unless this is the last level (one slice), which writes every bucket.
+template <class C, class Acc, class Keys, class Load, class Add>
+BC_DEVICE void accumulate(Keys keys_of, uint64_t total, uint32_t slice, Load load, Add add, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     const uint64_t slices = (total + slice - 1) / slice;
     const bool last_level = slices == 1;
     BC_FOR_EACH_ITEM(t, slices) {
         const uint64_t start = t * slice, end = start + slice < total ? start + slice : total;
-        const uint32_t first = keys[start], last = keys[end - 1];
-        auto emit = [&](uint32_t key, const Jacobian<C>& p) {
-            if (last_level || (key != first && key != last)) {
-                buckets[key] = p;
-            } else if (key == first) {
-                next_keys[2 * t] = key;
-                next_pts[2 * t] = p;
-                if (first == last) {
-                    next_keys[2 * t + 1] = key;
-                    next_pts[2 * t + 1] = Jacobian<C>::infinity();
-                }
-            } else {
-                next_keys[2 * t + 1] = key;
-                next_pts[2 * t + 1] = p;
-            }
-        };
-        Jacobian<C> acc = Jacobian<C>::infinity();
-        uint32_t cur = first;
+        Keys keys = keys_of;
+        uint32_t cur = keys.start(start);
+        bool first = true;  // whether `cur` is the slice's first bucket
+        Acc acc = Acc::infinity();
         auto ahead = load(start);
         for (uint64_t j = start; j < end; ++j) {
             const auto p = ahead;
             if (j + 1 < end) ahead = load(j + 1);
-            uint32_t key = keys[j];
+            const uint32_t key = keys.at(j);
             if (key != cur) {
-                emit(cur, acc);
-                acc = Jacobian<C>::infinity();
+                // A bucket that ends inside the slice: whole unless it began before it.
+                if (last_level || !first) {
+                    buckets[cur] = as_jacobian<C>(acc);
+                } else {
+                    next_keys[2 * t] = cur;
+                    next_pts[2 * t] = as_jacobian<C>(acc);
+                }
+                first = false;
+                acc = Acc::infinity();
                 cur = key;
             }
             add(acc, p);
         }
-        emit(cur, acc);
+        // The slice's last bucket, which may go on in the next slice.
+        if (last_level) {
+            buckets[cur] = as_jacobian<C>(acc);
+        } else if (first) {
+            next_keys[2 * t] = cur;
+            next_pts[2 * t] = as_jacobian<C>(acc);
+            next_keys[2 * t + 1] = cur;
+            next_pts[2 * t + 1] = Jacobian<C>::infinity();
+        } else {
+            next_keys[2 * t + 1] = cur;
+            next_pts[2 * t + 1] = as_jacobian<C>(acc);
+        }
     }
 }
 
-// Step 4, first level: entries are base indices with a sign bit.
-template <class C>
-BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
-    // The sign travels with the point, applied when it is added.
+// Step 4, first level: entries are base indices with a sign bit, in buckets that end at
+// ends[0..buckets), summed in Acc coordinates (Jacobian or XYZZ).
+template <class C, class Acc>
+BC_DEVICE void accumulate_points(const Affine<C>* bases, const uint32_t* entries, const uint32_t* ends, uint32_t buckets_len, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
+    // The sign travels with the point, applied when it is added (negating at the load would wait
+    // for the gather there).
     struct Signed {
         Affine<C> p;
         bool neg;
     };
     auto load = [&](uint64_t j) {
-        uint32_t e = entries[j];
+        const uint32_t e = entries[j];
         return Signed{bases[e & ~NEGATIVE], (e & NEGATIVE) != 0};
     };
-    auto add = [&](Jacobian<C>& acc, const Signed& s) { acc = acc.add(s.neg ? s.p.neg() : s.p); };
-    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+    auto add = [&](Acc& acc, const Signed& s) { acc = acc.add(s.neg ? s.p.neg() : s.p); };
+    accumulate<C, Acc>(BucketEnds{ends, buckets_len}, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
-// Step 4, later levels: entries are partial sums.
+// Step 4, later levels: entries are partial sums with their keys.
 template <class C>
 BC_DEVICE void accumulate_partials(const Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice, Jacobian<C>* buckets, uint32_t* next_keys, Jacobian<C>* next_pts) {
     auto load = [&](uint64_t j) { return pts[j]; };
     auto add = [&](Jacobian<C>& acc, const Jacobian<C>& p) { acc = acc.add(p); };
-    accumulate<C>(keys, total, slice, load, add, buckets, next_keys, next_pts);
+    accumulate<C, Jacobian<C>>(KeyArray{keys}, total, slice, load, add, buckets, next_keys, next_pts);
 }
 
 // Between steps 4 and 5 of an MSM whose scalars arrive in chunks: acc[i] += more[i], a chunk's
@@ -270,17 +314,22 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
     extern "C" __global__ void PREFIX##_msm_scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) { \
         bc::msm::scan_add(data, m, tile, offsets);                                                             \
     }                                                                                                          \
-    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries, uint32_t* keys) { \
-        bc::msm::scatter(digits, n, first, c, windows, sets, stride, cursor, entries, keys);                   \
+    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) { \
+        bc::msm::scatter(digits, n, first, c, windows, sets, stride, cursor, entries);                         \
     }
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
-// _add_buckets, _window_segments, _sum_groups and _shift_bases, for group C.
-#define BC_MSM_POINT_STEPS(PREFIX, C)                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_points(                          \
-        const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* keys, uint64_t total,            \
-        uint32_t slice, bc::Jacobian<C>* buckets, uint32_t* next_keys, bc::Jacobian<C>* next_pts) {           \
-        bc::msm::accumulate_points<C>(bases, entries, keys, total, slice, buckets, next_keys, next_pts);      \
+// _add_buckets, _window_segments, _sum_groups and _shift_bases, for group C. The accumulation,
+// which bounds a large MSM, is compiled for ACC_BLOCKS blocks per SM: fewer registers a thread
+// where that hides more of the gathers' latency than the spills cost (measured per group by
+// scripts/kernel-bench/field.sh with ACCUMULATE=1).
+#define BC_MSM_POINT_STEPS(PREFIX, C, ACC_BLOCKS)                                                              \
+    extern "C" __global__ void __launch_bounds__(128, ACC_BLOCKS) PREFIX##_msm_accumulate_points(              \
+        const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* ends, uint32_t buckets_len,       \
+        uint64_t total, uint32_t slice, bc::Jacobian<C>* buckets, uint32_t* next_keys,                        \
+        bc::Jacobian<C>* next_pts) {                                                                          \
+        bc::msm::accumulate_points<C, bc::Xyzz<C>>(bases, entries, ends, buckets_len, total, slice, buckets,  \
+                                                    next_keys, next_pts);                                     \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_partials(                        \
         const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \

@@ -94,12 +94,12 @@ extern "C" {
         stride: u32,
         cursor: *mut u32,
         entries: *mut u32,
-        keys: *mut u32,
     );
     fn bls12_381_g1_msm_accumulate_points(
         bases: *const u32,
         entries: *const u32,
-        keys: *const u32,
+        ends: *const u32,
+        buckets_len: u32,
         total: u64,
         slice: u32,
         buckets: *mut u32,
@@ -128,7 +128,8 @@ extern "C" {
     fn bls12_381_g2_msm_accumulate_points(
         bases: *const u32,
         entries: *const u32,
-        keys: *const u32,
+        ends: *const u32,
+        buckets_len: u32,
         total: u64,
         slice: u32,
         buckets: *mut u32,

@@ -10,22 +10,12 @@ pub struct MsmSteps {
     pub digits: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, *mut u32, *mut u32),
     pub scan_tiles: unsafe extern "C" fn(*mut u32, u64, u32, *mut u32),
     pub scan_add: unsafe extern "C" fn(*mut u32, u64, u32, *const u32),
-    pub scatter: unsafe extern "C" fn(
-        *const u32,
-        u64,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        *mut u32,
-        *mut u32,
-        *mut u32,
-    ),
+    pub scatter: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, u32, *mut u32, *mut u32),
     pub accumulate_points: unsafe extern "C" fn(
         *const u32,
         *const u32,
         *const u32,
+        u32,
         u64,
         u32,
         *mut u32,
@@ -44,14 +34,15 @@ pub struct MsmSteps {
 /// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
 /// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
-/// chunks of `chunk` and each chunk sorted into buckets once for all the sets, as on the GPU.
+/// chunks growing to `chunk` ([`crate::msm::chunks`]; `None`: all at once) and each chunk sorted
+/// into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
     point_words: usize,
     bases: &[&[u32]],
     scalars: &[u32],
     s: &Shape,
-    chunk: usize,
+    chunk: Option<usize>,
 ) -> Result<Vec<Vec<u32>>> {
     let copies: Vec<Vec<u32>> = bases
         .iter()
@@ -83,17 +74,17 @@ pub fn window_sums(
         point_words,
     };
     let words = crate::msm::SCALAR_WORDS;
+    let chunks = match chunk {
+        Some(most) => crate::msm::chunks(s.n, most),
+        None => vec![0..s.n],
+    };
     window_sums_chunked(
         &mut host,
         s,
         copies.len(),
-        chunk,
+        &chunks,
         |host, j| host.bases = &copies[j],
-        |_, c| {
-            let at = (c * chunk * words).min(scalars.len());
-            let end = (at + chunk * words).min(scalars.len());
-            Ok(scalars[at..end].to_vec())
-        },
+        |_, c| Ok(scalars[chunks[c].start * words..chunks[c].end * words].to_vec()),
     )
 }
 
@@ -165,7 +156,6 @@ impl Kernels for Host<'_> {
         first: u32,
         cursor: &mut Vec<u32>,
         entries: &mut Vec<u32>,
-        keys: &mut Vec<u32>,
     ) -> Result<()> {
         unsafe {
             (self.steps.scatter)(
@@ -178,7 +168,6 @@ impl Kernels for Host<'_> {
                 s.stride as u32,
                 cursor.as_mut_ptr(),
                 entries.as_mut_ptr(),
-                keys.as_mut_ptr(),
             )
         };
         Ok(())
@@ -186,7 +175,8 @@ impl Kernels for Host<'_> {
     fn accumulate_points(
         &mut self,
         entries: &Vec<u32>,
-        keys: &Vec<u32>,
+        ends: &Vec<u32>,
+        buckets_len: u64,
         (total, slice): (u64, u32),
         buckets: &mut Vec<u32>,
         next: &mut (Vec<u32>, Vec<u32>),
@@ -195,7 +185,8 @@ impl Kernels for Host<'_> {
             (self.steps.accumulate_points)(
                 self.bases.as_ptr(),
                 entries.as_ptr(),
-                keys.as_ptr(),
+                ends.as_ptr(),
+                buckets_len as u32,
                 total,
                 slice,
                 buckets.as_mut_ptr(),
@@ -269,7 +260,8 @@ pub fn msm<P: crate::msm::Group>(
 }
 
 /// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all;
-/// the scalars taken in chunks of `chunk` (`None`: all at once) as a large MSM's cross to the GPU.
+/// the scalars taken in chunks growing to `chunk` (`None`: all at once) as a large MSM's cross to
+/// the GPU.
 pub fn msm_many<P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
     scalars: &[P::ScalarField],
@@ -297,7 +289,7 @@ pub fn msm_many<P: crate::msm::Group>(
         &raw,
         &raw_elements(scalars),
         &s,
-        chunk.unwrap_or(n),
+        chunk,
     )?;
     Ok(sums
         .iter()

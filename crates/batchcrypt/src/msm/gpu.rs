@@ -143,18 +143,18 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         Scalars::Host(xs) => {
             // Large batches cross in chunks on a stream of their own, each chunk's steps
             // running while the next one crosses.
-            let chunk = if s.n >= 2 * UPLOAD_CHUNK {
-                UPLOAD_CHUNK
+            let chunks = if s.n >= 2 * UPLOAD_CHUNK {
+                super::chunks(s.n, UPLOAD_CHUNK)
             } else {
-                s.n
+                vec![0..s.n]
             };
-            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], chunk)?;
-            super::window_sums_chunked(&mut k, s, bases.len(), chunk, bind, |k, c| {
+            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], chunks.clone())?;
+            super::window_sums_chunked(&mut k, s, bases.len(), &chunks, bind, |k, c| {
                 up.ready(c, &k.stream)
             })?
         }
         Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
-            super::window_sums_chunked(&mut k, s, bases.len(), s.n, bind, |_, _| Ok(d))?
+            super::window_sums_chunked(&mut k, s, bases.len(), &[0..s.n], bind, |_, _| Ok(d))?
         }
         Scalars::Device(d) => {
             return Err(crate::error::Error::invalid(format!(
@@ -179,7 +179,8 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     Ok(sums)
 }
 
-/// Scalars per chunk of a large MSM's upload (from twice as many on): 128 MiB of scalars.
+/// Scalars per chunk of a large MSM's upload (from twice as many on; the first chunks smaller,
+/// [`super::chunks`]): 128 MiB of scalars.
 const UPLOAD_CHUNK: usize = 1 << 22;
 
 /// Field elements crossing to the GPU in chunks on a stream of their own: each chunk converted
@@ -188,16 +189,16 @@ const UPLOAD_CHUNK: usize = 1 << 22;
 /// steps are queued, so that the crossing overlaps them.
 struct ChunkedUpload<'x, F> {
     xs: &'x [F],
-    chunk: usize,
+    chunks: Vec<std::ops::Range<usize>>,
     stream: StreamGuard<'static>,
     staging: crate::backend::cuda::Pinned<'static>,
 }
 
 impl<'x, F: Limbs> ChunkedUpload<'x, F> {
-    fn new(gpu: &'static Gpu, xs: &'x [F], chunk: usize) -> Result<Self> {
+    fn new(gpu: &'static Gpu, xs: &'x [F], chunks: Vec<std::ops::Range<usize>>) -> Result<Self> {
         Ok(ChunkedUpload {
             xs,
-            chunk: chunk.max(1),
+            chunks,
             stream: gpu.stream()?,
             staging: gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?,
         })
@@ -205,8 +206,8 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
 
     /// Chunk c's elements for the steps on `compute`, which waits for their copy.
     fn ready(&mut self, c: usize, compute: &CudaStream) -> Result<CudaSlice<u32>> {
-        let at = (c * self.chunk).min(self.xs.len());
-        let chunk = &self.xs[at..(at + self.chunk).min(self.xs.len())];
+        let at = self.chunks[c].start;
+        let chunk = &self.xs[self.chunks[c].clone()];
         let mut dev = alloc::<u32>(&self.stream, F::WORDS * chunk.len().max(1), false)?;
         // Raw access waits once for earlier copies out of the staging buffer.
         let host = self.staging.as_mut_slice().driver("pinned")?;
@@ -267,7 +268,7 @@ pub(crate) fn upload_elements<F: Limbs>(
     stream: &Arc<CudaStream>,
     xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    ChunkedUpload::new(gpu, xs, xs.len())?.ready(0, stream)
+    ChunkedUpload::new(gpu, xs, vec![0..xs.len()])?.ready(0, stream)
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
@@ -288,9 +289,23 @@ pub fn kernel_seconds<P: Group>(
     let mut k = Launcher::new::<P>(gpu, &held, &s)?;
     let dev = upload_elements(gpu, &k.stream, scalars)?;
     let st = (*k.stream).clone();
-    crate::backend::cuda::time_on_stream(&st, iters, || {
+    let t = crate::backend::cuda::time_on_stream(&st, iters, || {
         super::window_sums(&mut k, &s, &dev).map(drop)
-    })
+    })?;
+    if crate::pipeline::tracing() {
+        // One more run, its steps timed (the marks of the timed runs dropped).
+        k.marks = Some(Vec::new());
+        k.mark("start")?;
+        super::window_sums(&mut k, &s, &dev)?;
+        eprintln!(
+            "msm kernels: {} points, window {}: {:.2} ms (ms per step: {})",
+            s.n,
+            s.c,
+            t * 1e3,
+            k.trace_steps()?
+        );
+    }
+    Ok(t)
 }
 
 /// Page-locked landing space for downloads (cached: the host reads it), like [`Staging`].
@@ -517,7 +532,6 @@ impl Kernels for Launcher<'_> {
         first: u32,
         cursor: &mut CudaSlice<u32>,
         entries: &mut CudaSlice<u32>,
-        keys: &mut CudaSlice<u32>,
     ) -> Result<()> {
         let (n, stride) = (s.n as u64, s.stride as u32);
         launch!(
@@ -532,27 +546,29 @@ impl Kernels for Launcher<'_> {
             &s.sets,
             &stride,
             cursor,
-            entries,
-            keys
+            entries
         )
     }
 
     fn accumulate_points(
         &mut self,
         entries: &CudaSlice<u32>,
-        keys: &CudaSlice<u32>,
+        ends: &CudaSlice<u32>,
+        buckets_len: u64,
         (total, slice): (u64, u32),
         buckets: &mut CudaSlice<u8>,
         next: &mut (CudaSlice<u32>, CudaSlice<u8>),
     ) -> Result<()> {
         let bases = self.bases;
+        let buckets_len = buckets_len as u32;
         launch!(
             self,
             &self.kernel("accumulate_points"),
             grid_1d(total.div_ceil(u64::from(slice)), 128),
             bases,
             entries,
-            keys,
+            ends,
+            &buckets_len,
             &total,
             &slice,
             buckets,

@@ -204,13 +204,14 @@ pub(crate) trait Kernels {
         first: u32,
         cursor: &mut Self::Words,
         entries: &mut Self::Words,
-        keys: &mut Self::Words,
     ) -> Result<()>;
-    /// `level`: the entries and the entries per slice ([`Shape::levels`]).
+    /// `ends`: each of the `buckets` buckets' end among the entries; `level`: the entries and the
+    /// entries per slice ([`Shape::levels`]).
     fn accumulate_points(
         &mut self,
         entries: &Self::Words,
-        keys: &Self::Words,
+        ends: &Self::Words,
+        buckets_len: u64,
         level: (u64, u32),
         buckets: &mut Self::Points,
         next: &mut (Self::Words, Self::Points),
@@ -247,15 +248,15 @@ pub(crate) trait Kernels {
 }
 
 /// An upper bound of the device bytes [`window_sums_chunked`] allocates at once over `sets` sets
-/// of bases (with the scalars), for the memory budget: digits, then sorted entries and keys (one
-/// per scalar and window at most), the histogram, each set's buckets and a chunk's, the
+/// of bases (with the scalars), for the memory budget: digits, then sorted entries (one per
+/// scalar and window at most), the histogram, each set's buckets and a chunk's, the
 /// accumulation's partial sums and the windows' segments.
 pub(crate) fn device_bytes(s: &Shape, sets: usize, point_bytes: u64) -> u64 {
     let (n, w) = (s.n as u64, u64::from(s.windows));
     let buckets = s.buckets();
     let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
     32 * n
-        + 12 * n * w
+        + 8 * n * w
         + buckets * (4 + point_bytes * (sets as u64 + 1))
         + 2 * slices * (4 + point_bytes)
         + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
@@ -263,11 +264,13 @@ pub(crate) fn device_bytes(s: &Shape, sets: usize, point_bytes: u64) -> u64 {
 }
 
 /// Scalars sorted into their buckets (steps 1-3 of the kernels): `total` entries (a base's index
-/// with the digit's sign) and their bucket keys, in key order. They depend on the scalars and the
-/// shape alone, so MSMs of the same scalars over other bases of that shape reuse them.
+/// with the digit's sign) in bucket order, and where each of the `buckets` buckets ends. They
+/// depend on the scalars and the shape alone, so MSMs of the same scalars over other bases of
+/// that shape reuse them.
 struct Sorted<W> {
     entries: W,
-    keys: W,
+    ends: W,
+    buckets: u64,
     total: u64,
 }
 
@@ -296,11 +299,12 @@ fn sort<K: Kernels>(
     k.scan_add(&mut counts, buckets_len, SCAN_TILE, &totals)?;
     let total = u64::from(k.first_word(&grand)?);
     let mut entries = k.words(total.max(1), false)?;
-    let mut keys = k.words(total.max(1), false)?;
-    k.scatter(&digits, s, first, &mut counts, &mut entries, &mut keys)?;
+    // The bucket starts become their ends.
+    k.scatter(&digits, s, first, &mut counts, &mut entries)?;
     Ok(Sorted {
         entries,
-        keys,
+        ends: counts,
+        buckets: buckets_len,
         total,
     })
 }
@@ -312,12 +316,29 @@ pub(crate) fn window_sums<K: Kernels>(
     s: &Shape,
     scalars: &K::Words,
 ) -> Result<Vec<u32>> {
-    let mut sums = window_sums_chunked(k, s, 1, s.n, |_, _| {}, |_, _| Ok(scalars))?;
+    let mut sums = window_sums_chunked(k, s, 1, &[0..s.n], |_, _| {}, |_, _| Ok(scalars))?;
     Ok(sums.remove(0))
 }
 
-/// An MSM whose scalars arrive in chunks of `chunk` (the last one shorter), over `sets` sets of
-/// bases: `scalars(k, c)` gives chunk c's scalars in the backend's memory, `bind(k, j)` makes set
+/// `n` scalars cut into the chunks in which they cross to the GPU: a quarter of `most` first,
+/// then each chunk twice the one before up to `most`, the last one what is left (at least one
+/// chunk, empty when `n` is 0). A small first chunk leaves little of the crossing exposed before
+/// the steps start; each later one crosses while the steps of the one before run, which take
+/// longer than its copy.
+pub fn chunks(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
+    let most = most.max(1);
+    let (mut v, mut at, mut len) = (Vec::new(), 0, (most / 4).max(1));
+    while at < n || v.is_empty() {
+        let end = (at + len).min(n);
+        v.push(at..end);
+        at = end;
+        len = (2 * len).min(most);
+    }
+    v
+}
+
+/// An MSM whose scalars arrive in `chunks` (ranges of the `s.n` scalars, in order), over `sets`
+/// sets of bases: `scalars(k, c)` gives chunk c's scalars in the backend's memory, `bind(k, j)` makes set
 /// j's bases the ones the steps read. Each chunk is sorted once (steps 1-3) and summed into
 /// buckets for each set (step 4; after the first chunk into buckets of its own, then added to
 /// the others'), so that a chunk's steps can run while the next one crosses; then each set's
@@ -326,24 +347,21 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     k: &mut K,
     s: &Shape,
     sets: usize,
-    chunk: usize,
+    chunks: &[std::ops::Range<usize>],
     mut bind: impl FnMut(&mut K, usize),
     mut scalars: impl FnMut(&mut K, usize) -> Result<W>,
 ) -> Result<Vec<Vec<u32>>> {
-    let chunk = chunk.max(1);
     let mut totals = (0..sets)
         .map(|_| k.points(s.buckets(), true))
         .collect::<Result<Vec<_>>>()?;
-    let chunks = s.n.div_ceil(chunk).max(1);
     let mut next = Some(scalars(k, 0)?);
-    for c in 0..chunks {
-        let first = c * chunk;
+    for (c, range) in chunks.iter().enumerate() {
         let part = Shape {
-            n: chunk.min(s.n - first),
+            n: range.len(),
             ..*s
         };
         let words = next.take().expect("fetched before");
-        let sorted = sort(k, &part, words.borrow(), first as u32)?;
+        let sorted = sort(k, &part, words.borrow(), range.start as u32)?;
         for (j, total) in totals.iter_mut().enumerate() {
             bind(k, j);
             if c == 0 {
@@ -356,7 +374,7 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
         }
         // The next chunk is asked for once this one's additions are queued: where the backend
         // queues them (the GPU), its crossing overlaps them.
-        if c + 1 < chunks {
+        if c + 1 < chunks.len() {
             next = Some(scalars(k, c + 1)?);
         }
     }
@@ -370,7 +388,7 @@ fn accumulate<K: Kernels>(
     sorted: &Sorted<K::Words>,
     buckets: &mut K::Points,
 ) -> Result<()> {
-    let (entries, keys, entries_total) = (&sorted.entries, &sorted.keys, sorted.total);
+    let entries_total = sorted.total;
     if entries_total == 0 {
         return Ok(());
     }
@@ -380,7 +398,14 @@ fn accumulate<K: Kernels>(
         k.words(next_len(levels[0]), false)?,
         k.points(next_len(levels[0]), false)?,
     );
-    k.accumulate_points(entries, keys, levels[0], buckets, &mut next)?;
+    k.accumulate_points(
+        &sorted.entries,
+        &sorted.ends,
+        sorted.buckets,
+        levels[0],
+        buckets,
+        &mut next,
+    )?;
     for &level in &levels[1..] {
         let mut after = (
             k.words(next_len(level), false)?,
