@@ -27,8 +27,8 @@ BC_DEVICE G1Affine load_affine(const uint32_t* src) {
 }  // namespace
 
 BC_MSM_SCALAR_STEPS(bls12_381, G1)
-BC_MSM_POINT_STEPS(bls12_381_g1, G1, 1)
-BC_MSM_POINT_STEPS(bls12_381_g2, G2, 1)
+BC_MSM_POINT_STEPS(bls12_381_g1, G1, Xyzz, 1)
+BC_MSM_POINT_STEPS(bls12_381_g2, G2, Jacobian, 1)
 BC_NTT_STEPS(bls12_381, Fr)
 
 // Field checks: for a, b < q, writes a+b, a-b, a*b, a^2, a^-1, -a, and the square root candidate

@@ -3,7 +3,8 @@
 //! equal. The GPU
 //! rows are the call with the bases already in GPU memory (as a prover keeps its proving key) and
 //! the scalars in host memory — conversion, upload, kernels and the final window sum — and the
-//! kernels alone (device time, scalars resident).
+//! kernels alone (device time, scalars resident). `MSM_LOGS` (e.g. "20 24") runs only those sizes
+//! (log2 of the points) of each group's list.
 
 use crate::report::{has_gpu, time, with_gpu_and_auto, Report};
 use ark_ec::CurveGroup;
@@ -35,12 +36,30 @@ pub fn bls12_381(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
     run_group::<G2>(rep, "bls12-381", "g2", g2)
 }
 
+/// The sizes of `logs` that `MSM_LOGS` names (all of them without it).
+fn chosen(logs: &[u32]) -> Vec<u32> {
+    match std::env::var("MSM_LOGS") {
+        Ok(v) => {
+            let want: Vec<u32> = v
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            logs.iter().copied().filter(|l| want.contains(l)).collect()
+        }
+        Err(_) => logs.to_vec(),
+    }
+}
+
 fn run_group<P: Group>(
     rep: &mut Report,
     curve: &'static str,
     name: &str,
     logs: &[u32],
 ) -> anyhow::Result<()> {
+    let logs = &chosen(logs)[..];
+    if logs.is_empty() {
+        return Ok(());
+    }
     let group = curve;
     let biggest = 1usize << logs.iter().max().unwrap();
     let t = std::time::Instant::now();

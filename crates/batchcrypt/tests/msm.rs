@@ -482,10 +482,11 @@ mod emulated {
         assert_eq!(Shape::levels(0), vec![(0, 32)]);
         assert_eq!(Shape::levels(32), vec![(32, 32)]);
         assert_eq!(Shape::levels(33), vec![(33, 32), (4, 32)]);
-        // Large first levels take longer slices, as long as 2^19 threads remain; later levels
+        // Large first levels take longer slices, as long as 2^18 threads remain; later levels
         // take 32 entries a slice.
-        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 32), (1 << 20, 32)]);
-        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 128), (1 << 20, 32)]);
+        assert_eq!(Shape::levels(1 << 22)[..2], [(1 << 22, 32), (1 << 18, 32)]);
+        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 64), (1 << 19, 32)]);
+        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 256), (1 << 19, 32)]);
         let l = Shape::levels(1 << 28);
         assert_eq!(l[..2], [(1 << 28, 256), (1 << 21, 32)]);
         assert!(

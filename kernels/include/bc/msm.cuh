@@ -9,11 +9,12 @@
 //                  the histogram's sums becoming each bucket's end.
 //   4. accumulate: the sorted array is cut into equal slices, one per thread, so a bucket holding
 //                  half the points (scalars that are mostly 0 and 1, as in a Groth16 witness)
-//                  costs no more than uniform ones. Points are summed in XYZZ coordinates. A
-//                  bucket wholly inside a slice is summed and written; the first and last bucket
-//                  of each slice may continue in a neighbour, so their partial sums (with their
-//                  keys) go to a list half the slice count long, and the same step runs on it
-//                  until one slice remains.
+//                  costs no more than uniform ones. Points are summed in XYZZ coordinates (G1)
+//                  or Jacobian ones (G2, whose XYZZ sums ran slower over Fp2). A bucket wholly
+//                  inside a slice is summed and written; the first and last bucket of each slice
+//                  may continue in a neighbour, so their partial sums (with their keys) go to a
+//                  list half the slice count long, and the same step runs on it until one slice
+//                  remains.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings). Scalars that cross to the GPU in chunks
@@ -320,16 +321,17 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,
 // _add_buckets, _window_segments, _sum_groups and _shift_bases, for group C. The accumulation,
-// which bounds a large MSM, is compiled for ACC_BLOCKS blocks per SM: fewer registers a thread
-// where that hides more of the gathers' latency than the spills cost (measured per group by
-// scripts/kernel-bench/field.sh with ACCUMULATE=1).
-#define BC_MSM_POINT_STEPS(PREFIX, C, ACC_BLOCKS)                                                              \
+// which bounds a large MSM, sums its buckets in bc::ACC<C> coordinates (Xyzz or Jacobian) and is
+// compiled for ACC_BLOCKS blocks per SM: per group, what its kernels measured fastest (the
+// accumulation alone by scripts/kernel-bench/field.sh with ACCUMULATE=1, the MSM by the
+// benchmarks' msm-windows, bn254 and bls12-381 groups).
+#define BC_MSM_POINT_STEPS(PREFIX, C, ACC, ACC_BLOCKS)                                                         \
     extern "C" __global__ void __launch_bounds__(128, ACC_BLOCKS) PREFIX##_msm_accumulate_points(              \
         const bc::Affine<C>* bases, const uint32_t* entries, const uint32_t* ends, uint32_t buckets_len,       \
         uint64_t total, uint32_t slice, bc::Jacobian<C>* buckets, uint32_t* next_keys,                        \
         bc::Jacobian<C>* next_pts) {                                                                          \
-        bc::msm::accumulate_points<C, bc::Xyzz<C>>(bases, entries, ends, buckets_len, total, slice, buckets,  \
-                                                    next_keys, next_pts);                                     \
+        bc::msm::accumulate_points<C, bc::ACC<C>>(bases, entries, ends, buckets_len, total, slice, buckets,   \
+                                                   next_keys, next_pts);                                      \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) PREFIX##_msm_accumulate_partials(                        \
         const bc::Jacobian<C>* pts, const uint32_t* keys, uint64_t total, uint32_t slice,                     \
