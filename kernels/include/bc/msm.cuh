@@ -13,8 +13,7 @@
 //                  or Jacobian ones (G2, whose XYZZ sums ran slower over Fp2). A bucket wholly
 //                  inside a slice is summed and written; the first and last bucket of each slice
 //                  may continue in a neighbour, so their partial sums (with their keys) go to a
-//                  list half the slice count long, and the same step runs on it until one slice
-//                  remains.
+//                  list of two per slice, and the same step runs on it until one slice remains.
 //   5. windows:    each window's sum_m m * bucket_m by running sums over segments of buckets.
 //   6. groups:     the segments' results summed per window.
 // The host adds the windows (a few hundred doublings). Scalars that cross to the GPU in chunks

@@ -13,11 +13,11 @@ pub const MAX_WINDOW: u32 = 17;
 
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
 /// of points whatever the distribution of the scalars. The first level takes up to
-/// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads (about four waves of an H200's
-/// resident threads): each slice leaves two partial sums (full additions, about one and a half
-/// mixed ones each) for the next level, a tenth of the first level's work at 32 entries a slice,
-/// and its first and last buckets are written as partial sums. A large MSM's scalars cross in
-/// chunks of 2^20 to 2^22 ([`chunks`]), each accumulated on its own, so this weighs on them most.
+/// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads (several waves of a large
+/// GPU's resident threads): each slice leaves two partial sums (full additions, about one and a
+/// half mixed ones each) for the next level, a tenth of the first level's work at 32 entries a
+/// slice. A large MSM's scalars cross in chunks of 2^20 to 2^22 ([`chunks`]), each accumulated on
+/// its own, so this weighs most on them.
 pub(crate) const SLICE: u32 = 32;
 const MAX_SLICE: u32 = 256;
 const SLICE_THREADS: u64 = 1 << 18;
