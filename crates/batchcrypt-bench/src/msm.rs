@@ -205,7 +205,66 @@ pub fn windows(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         &[16, 18, 20, 22, 24]
     };
     sweep::<batchcrypt::bn254::G1>(rep, "bn254", logs)?;
-    sweep::<batchcrypt::bls12_381::G1>(rep, "bls12-381", logs)
+    sweep::<batchcrypt::bls12_381::G1>(rep, "bls12-381", logs)?;
+    let large: Vec<u32> = logs.iter().copied().filter(|&l| l >= 20).collect();
+    sweep_precomputed::<batchcrypt::bn254::G1>(rep, "bn254", &large)?;
+    sweep_precomputed::<batchcrypt::bls12_381::G1>(rep, "bls12-381", &large)
+}
+
+/// The same over bases precomputed with one copy per digit window (one set of buckets), for
+/// windows from the library's choice up: wider windows take fewer additions per scalar, and
+/// their buckets, one set for all windows, are few beside the entries.
+fn sweep_precomputed<P: Group>(rep: &mut Report, curve: &str, logs: &[u32]) -> anyhow::Result<()> {
+    let Some(&biggest) = logs.iter().max() else {
+        return Ok(());
+    };
+    if !has_gpu() {
+        return Ok(());
+    }
+    let group = "msm-windows";
+    let (points, scalars) = batchcrypt::msm::sample::<P>(1 << biggest, 42);
+    rep.header(&format!(
+        "{} G1 MSM kernels over precomputed bases (one copy per digit window) by window size (ratio against the library's window)",
+        curve.to_uppercase()
+    ));
+    for &log in logs {
+        let n = 1usize << log;
+        let ks = &scalars[..n];
+        let bits = batchcrypt::msm::scalar_bits::<P>();
+        let chosen = batchcrypt::msm::Shape::for_bases(n, n, 64, bits)?.c;
+        let case = format!("{curve} g1 msm 2^{log}, copies per window");
+        let reps = if log <= 20 { 5 } else { 3 };
+        let base = format!("window {chosen} (chosen)");
+        // Each window's sum checked against the plain bases' (which the tests check).
+        let engine = Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+        let want = engine
+            .msm(&Bases::<P>::new(points[..n].to_vec()), ks)?
+            .value;
+        for c in chosen..=(chosen + 5).min(24) {
+            let bases = Bases::<P>::new(points[..n].to_vec())
+                .with_precomputation(64)
+                .with_window(c);
+            anyhow::ensure!(
+                engine.msm(&bases, ks)?.value == want,
+                "precomputed bases at window {c} disagree on {case}"
+            );
+            let t = batchcrypt::msm::gpu::kernel_seconds(&bases, ks, None, reps)?;
+            let (label, against) = if c == chosen {
+                (base.clone(), None)
+            } else {
+                (format!("window {c}"), Some(base.as_str()))
+            };
+            rep.add(group, &case, &label, n as u64, 0, t, against);
+            println!(
+                "{:<34} {:<36} {:>10.2} ms  ({} copies)",
+                case,
+                label,
+                t * 1e3,
+                bases.device()?.copies()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn sweep<P: Group>(rep: &mut Report, curve: &str, logs: &[u32]) -> anyhow::Result<()> {

@@ -139,8 +139,8 @@ fn gpu_matches_arkworks_on_larger_batches() {
     gpu_against_arkworks::<B2>(&[1 << 12, (1 << 16) + 3]);
 }
 
-/// From 2^23 points the scalars cross in chunks of 2^22 (the last one shorter here), each sorted
-/// and summed while the next crosses, and from about 2^22 the first accumulation level takes
+/// From 2^23 points the scalars cross in chunks growing from 2^20 (here 2^20, 2^21 and the rest),
+/// each sorted and summed while the next crosses, and from about 2^22 the first accumulation level takes
 /// longer slices (`Shape::levels`).
 #[test]
 fn gpu_matches_arkworks_on_chunked_uploads_and_longer_slices() {
@@ -148,7 +148,8 @@ fn gpu_matches_arkworks_on_chunked_uploads_and_longer_slices() {
 }
 
 /// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
-/// whole batch and a prefix, with a few copies and with one per digit window.
+/// whole batch and a prefix, with a few copies and with one per digit window, at the library's
+/// windows and at windows fixed by the caller (wide ones: one set of 2^19 buckets).
 #[test]
 fn gpu_precomputed_bases_match_arkworks() {
     fn on<P: Group>(n: usize) {
@@ -159,17 +160,20 @@ fn gpu_precomputed_bases_match_arkworks() {
             common::engine(Backend::Cuda),
             common::engine(Backend::Arkworks),
         );
-        for copies in [4, 64] {
+        for (copies, window) in [(4, None), (64, None), (64, Some(20)), (1, Some(9))] {
             for (what, bases, scalars) in cases::<P>(n) {
                 let plain = Bases::new(bases.clone());
-                let bases = Bases::new(bases).with_precomputation(copies);
+                let mut bases = Bases::new(bases).with_precomputation(copies);
+                if let Some(c) = window {
+                    bases = bases.with_window(c);
+                }
                 for k in [&scalars[..], &scalars[..n / 3]] {
                     let want = cpu.msm(&plain, k).unwrap().value;
                     let got = gpu.msm(&bases, k).unwrap().value;
                     assert_eq!(
                         got.into_affine(),
                         want.into_affine(),
-                        "{}: {what}, n = {n}, {} scalars, {copies} copies",
+                        "{}: {what}, n = {n}, {} scalars, {copies} copies, window {window:?}",
                         P::KERNELS,
                         k.len()
                     );
@@ -331,22 +335,22 @@ mod emulated {
 
     /// One sorting of the scalars serves every set of bases: the kernel code on the host, over
     /// windows small enough that slices cross buckets and several accumulation levels run; and
-    /// scalars taken in chunks (growing from a quarter of the largest, as a large MSM's cross to
-    /// the GPU), each chunk's buckets added into the others', with and without precomputed
+    /// scalars taken in chunks (growing from a twelfth of them, or from one, as a large MSM's
+    /// cross to the GPU), each chunk's buckets added into the others', with and without precomputed
     /// copies.
     #[test]
     fn one_sorting_serves_several_sets_of_bases() {
         fn on<P: Group>(n: usize) {
             let (sets, scalar_cases) = base_sets::<P>(n);
             let refs: Vec<&[Affine<P>]> = sets.iter().map(Vec::as_slice).collect();
-            let third = Some(n.div_ceil(3));
+            let small = Some(n.div_ceil(12));
             for scalars in &scalar_cases {
                 for (c, copies, chunk) in [
                     (4, 1, None),
                     (7, 1, None),
                     (5, 8, None),
-                    (4, 1, third),
-                    (5, 8, third),
+                    (4, 1, small),
+                    (5, 8, small),
                     (7, 1, Some(1)),
                 ] {
                     let got = batchcrypt::emulation::msm::msm_many(
@@ -462,19 +466,32 @@ mod emulated {
         assert_eq!((pre.c, pre.sets), (plain.c, plain.windows.div_ceil(4)));
     }
 
-    /// The upload's chunks cover the scalars in order, the first a quarter of the largest.
+    /// The upload's chunks cover the scalars in order, each twice the one before, the last one
+    /// taking a rest shorter than one and a half chunks.
     #[test]
-    fn chunks_grow_to_the_largest_and_cover_the_scalars() {
+    fn chunks_double_and_cover_the_scalars() {
         use batchcrypt::msm::chunks;
-        assert_eq!(chunks(10, 4), vec![0..1, 1..3, 3..7, 7..10]);
+        assert_eq!(chunks(10, 1), vec![0..1, 1..3, 3..7, 7..10]);
         assert_eq!(chunks(0, 4), vec![0..0]);
-        assert_eq!(chunks(3, 1), vec![0..1, 1..2, 2..3]);
-        let big = chunks(1 << 24, 1 << 22);
-        assert_eq!(big[0], 0..1 << 20);
-        assert_eq!(big[1].len(), 1 << 21);
-        assert!(big[2..].iter().all(|r| r.len() <= 1 << 22));
-        assert!(big.windows(2).all(|w| w[0].end == w[1].start));
-        assert_eq!(big.last().unwrap().end, 1 << 24);
+        assert_eq!(chunks(3, 1), vec![0..1, 1..3]);
+        assert_eq!(chunks(3, 5), vec![0..3]);
+        assert_eq!(chunks(15, 1), vec![0..1, 1..3, 3..7, 7..15]);
+        assert_eq!(chunks(16, 1), vec![0..1, 1..3, 3..7, 7..16]);
+        assert_eq!(chunks(18, 1), vec![0..1, 1..3, 3..7, 7..18]);
+        assert_eq!(chunks(20, 1), vec![0..1, 1..3, 3..7, 7..15, 15..20]);
+        let m = 1 << 20;
+        assert_eq!(
+            chunks(16 * m, m),
+            vec![0..m, m..3 * m, 3 * m..7 * m, 7 * m..16 * m]
+        );
+        assert_eq!(chunks(8 * m, m), vec![0..m, m..3 * m, 3 * m..8 * m]);
+        for n in 1..300 {
+            let c = chunks(n, 3);
+            assert!(c
+                .windows(2)
+                .all(|w| w[0].end == w[1].start && !w[0].is_empty()));
+            assert_eq!((c[0].start, c.last().unwrap().end), (0, n));
+        }
     }
 
     #[test]

@@ -143,14 +143,14 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         Scalars::Host(xs) => {
             // Large batches cross in chunks on a stream of their own, each chunk's steps
             // running while the next one crosses.
-            let chunks = if s.n >= 2 * UPLOAD_CHUNK {
-                super::chunks(s.n, UPLOAD_CHUNK)
+            let chunks = if s.n >= CHUNKED_FROM {
+                super::chunks(s.n, FIRST_CHUNK)
             } else {
                 vec![0..s.n]
             };
-            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], chunks.clone())?;
+            let mut up = ChunkedUpload::new(gpu, &xs[..s.n])?;
             super::window_sums_chunked(&mut k, s, bases.len(), &chunks, bind, |k, c| {
-                up.ready(c, &k.stream)
+                up.ready(chunks[c].clone(), &k.stream)
             })?
         }
         Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
@@ -179,9 +179,10 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     Ok(sums)
 }
 
-/// Scalars per chunk of a large MSM's upload (from twice as many on; the first chunks smaller,
-/// [`super::chunks`]): 128 MiB of scalars.
-const UPLOAD_CHUNK: usize = 1 << 22;
+/// Scalars in the first chunk of a large MSM's upload (32 MiB: the crossing the steps wait for),
+/// and the count from which the scalars cross in chunks ([`super::chunks`]).
+const FIRST_CHUNK: usize = 1 << 20;
+const CHUNKED_FROM: usize = 8 * FIRST_CHUNK;
 
 /// Field elements crossing to the GPU in chunks on a stream of their own: each chunk converted
 /// into page-locked staging piece by piece (a piece's copy overlapping the next one's conversion)
@@ -189,25 +190,28 @@ const UPLOAD_CHUNK: usize = 1 << 22;
 /// steps are queued, so that the crossing overlaps them.
 struct ChunkedUpload<'x, F> {
     xs: &'x [F],
-    chunks: Vec<std::ops::Range<usize>>,
     stream: StreamGuard<'static>,
     staging: crate::backend::cuda::Pinned<'static>,
 }
 
 impl<'x, F: Limbs> ChunkedUpload<'x, F> {
-    fn new(gpu: &'static Gpu, xs: &'x [F], chunks: Vec<std::ops::Range<usize>>) -> Result<Self> {
+    fn new(gpu: &'static Gpu, xs: &'x [F]) -> Result<Self> {
         Ok(ChunkedUpload {
             xs,
-            chunks,
             stream: gpu.stream()?,
             staging: gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?,
         })
     }
 
-    /// Chunk c's elements for the steps on `compute`, which waits for their copy.
-    fn ready(&mut self, c: usize, compute: &CudaStream) -> Result<CudaSlice<u32>> {
-        let at = self.chunks[c].start;
-        let chunk = &self.xs[self.chunks[c].clone()];
+    /// The elements of `range` (a chunk, each asked for once) for the steps on `compute`, which
+    /// waits for their copy.
+    fn ready(
+        &mut self,
+        range: std::ops::Range<usize>,
+        compute: &CudaStream,
+    ) -> Result<CudaSlice<u32>> {
+        let at = range.start;
+        let chunk = &self.xs[range];
         let mut dev = alloc::<u32>(&self.stream, F::WORDS * chunk.len().max(1), false)?;
         // Raw access waits once for earlier copies out of the staging buffer.
         let host = self.staging.as_mut_slice().driver("pinned")?;
@@ -268,7 +272,7 @@ pub(crate) fn upload_elements<F: Limbs>(
     stream: &Arc<CudaStream>,
     xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    ChunkedUpload::new(gpu, xs, vec![0..xs.len()])?.ready(0, stream)
+    ChunkedUpload::new(gpu, xs)?.ready(0..xs.len(), stream)
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of

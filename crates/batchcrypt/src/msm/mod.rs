@@ -133,6 +133,8 @@ pub struct Bases<P: Group> {
     host: Vec<Affine<P>>,
     /// Copies the GPU precomputes (1: none).
     copies: u32,
+    /// The digit window every GPU MSM over these bases takes (`None`: the library's choice).
+    window: Option<u32>,
     /// The bases in GPU memory, by the set of GPUs that holds them (a bitmask of GPU indices): an
     /// MSM on one GPU keeps them all there; one over several GPUs gives each a contiguous slice.
     resident: std::sync::Mutex<std::collections::HashMap<u64, Arc<Resident<P>>>>,
@@ -157,6 +159,7 @@ impl<P: Group> Bases<P> {
         Bases {
             host: bases,
             copies: 1,
+            window: None,
             resident: Default::default(),
         }
     }
@@ -169,10 +172,29 @@ impl<P: Group> Bases<P> {
         self
     }
 
+    /// Fixes the digit window (4 to 24 bits) of every GPU MSM over these bases, and of their
+    /// precomputed copies, in place of the library's choice ([`Shape::for_bases`]); a window
+    /// out of range fails the MSMs.
+    pub fn with_window(mut self, c: u32) -> Self {
+        self.window = Some(c);
+        self.resident = Default::default(); // the copies depend on the window
+        self
+    }
+
     /// The shape of a GPU MSM of `n` scalars over these bases: with precomputation, the window
     /// and copies chosen for all the bases, so every call reads the same copies.
     pub(crate) fn shape(&self, n: usize) -> Result<Shape> {
-        Shape::for_bases(n, self.len(), self.copies, scalar_bits::<P>())
+        self.shape_of(n, self.len())
+    }
+
+    /// The shape over `len` of the bases (one GPU's slice of them).
+    fn shape_of(&self, n: usize, len: usize) -> Result<Shape> {
+        let bits = scalar_bits::<P>();
+        match self.window {
+            Some(c) if self.copies > 1 => Shape::precomputed(n, bits, c, self.copies, len),
+            Some(c) => Shape::with_window(n, bits, c),
+            None => Shape::for_bases(n, len, self.copies, bits),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -235,8 +257,7 @@ impl<P: Group> Bases<P> {
                     s.spawn(move || {
                         crate::backend::gpu::run_on(g, || {
                             let len = range.len();
-                            let shape =
-                                Shape::for_bases(len, len, self.copies, scalar_bits::<P>())?;
+                            let shape = self.shape_of(len, len)?;
                             let raw = raw_bases(&self.host[range.clone()]);
                             gpu::DeviceBases::upload(&raw, &shape).map(|b| (g, range, b))
                         })
@@ -379,14 +400,16 @@ impl Engine {
         };
         if let Some(b) = bases
             .iter()
-            .find(|b| (b.len(), b.copies) != (first.len(), first.copies))
+            .find(|b| (b.len(), b.copies, b.window) != (first.len(), first.copies, first.window))
         {
             return Err(Error::invalid(format!(
-                "MSMs of one set of scalars over bases of {} and {} points ({} and {} precomputed copies): give the sets one length and one precomputation, or make one call per set",
+                "MSMs of one set of scalars over bases of {} and {} points ({} and {} precomputed copies, windows {:?} and {:?}): give the sets one length, one precomputation and one window, or make one call per set",
                 first.len(),
                 b.len(),
                 first.copies,
-                b.copies
+                b.copies,
+                first.window,
+                b.window
             )));
         }
         check_scalars(scalars.len(), first.len())?;
@@ -429,12 +452,7 @@ impl Engine {
                             let part = &scalars[range.start..range.end.min(n)];
                             s.spawn(move || {
                                 crate::backend::gpu::run_on(*g, || {
-                                    let shape = Shape::for_bases(
-                                        part.len(),
-                                        range.len(),
-                                        first.copies,
-                                        scalar_bits::<P>(),
-                                    )?;
+                                    let shape = first.shape_of(part.len(), range.len())?;
                                     Ok(gpu::window_sums_many(
                                         &held,
                                         gpu::Scalars::Host(part),

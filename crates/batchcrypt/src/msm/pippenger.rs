@@ -16,8 +16,8 @@ pub const MAX_WINDOW: u32 = 17;
 /// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads (several waves of a large
 /// GPU's resident threads): each slice leaves two partial sums (full additions, about one and a
 /// half mixed ones each) for the next level, a tenth of the first level's work at 32 entries a
-/// slice. A large MSM's scalars cross in chunks of 2^20 to 2^22 ([`chunks`]), each accumulated on
-/// its own, so this weighs most on them.
+/// slice. A large MSM's scalars cross in chunks growing from 2^20 ([`chunks`]), each accumulated
+/// on its own, so this weighs most on the first ones.
 pub(crate) const SLICE: u32 = 32;
 const MAX_SLICE: u32 = 256;
 const SLICE_THREADS: u64 = 1 << 18;
@@ -322,19 +322,20 @@ pub(crate) fn window_sums<K: Kernels>(
     Ok(sums.remove(0))
 }
 
-/// `n` scalars cut into the chunks in which they cross to the GPU: a quarter of `most` first,
-/// then each chunk twice the one before up to `most`, the last one what is left (at least one
-/// chunk, empty when `n` is 0). A small first chunk leaves little of the crossing exposed before
-/// the steps start; each later one crosses while the steps of the one before run, which take
-/// longer than its copy.
-pub fn chunks(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
-    let most = most.max(1);
-    let (mut v, mut at, mut len) = (Vec::new(), 0, (most / 4).max(1));
+/// `n` scalars cut into the chunks in which they cross to the GPU: `first` scalars first, then
+/// each chunk twice the one before, the last one taking the rest where cutting it again would
+/// leave less than half a chunk (at least one chunk, empty when `n` is 0). A small first chunk
+/// leaves little of the crossing exposed before the steps start; each later one crosses while the
+/// steps of the one before run, which take longer than its copy; few, long chunks keep the
+/// accumulation's slices long (each chunk is accumulated on its own).
+pub fn chunks(n: usize, first: usize) -> Vec<std::ops::Range<usize>> {
+    let (mut v, mut at, mut len) = (Vec::new(), 0, first.max(1));
     while at < n || v.is_empty() {
-        let end = (at + len).min(n);
+        let rest = n - at;
+        let end = if rest < len + len / 2 { n } else { at + len };
         v.push(at..end);
         at = end;
-        len = (2 * len).min(most);
+        len *= 2;
     }
     v
 }
