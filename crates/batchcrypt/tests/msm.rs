@@ -464,6 +464,18 @@ mod emulated {
         let plain = Shape::new(1 << 20, 254).unwrap();
         let pre = Shape::for_bases(1000, 1 << 20, 4, 254).unwrap();
         assert_eq!((pre.c, pre.sets), (plain.c, plain.windows.div_ceil(4)));
+        // A copy per digit window leaves one set of buckets; large counts then take wider
+        // windows (fewer digit windows, so fewer copies), never narrower ones.
+        for log in [12, 16, 20, 22, 24] {
+            let plain = Shape::new(1 << log, 254).unwrap();
+            let full = Shape::for_bases(1000, 1 << log, 64, 254).unwrap();
+            assert_eq!(full.sets, 1);
+            assert_eq!(full.copies(), full.windows);
+            assert!(full.c >= plain.c && full.c <= 22, "2^{log}: {full:?}");
+        }
+        assert!(
+            Shape::for_bases(1, 1 << 24, 64, 254).unwrap().c > Shape::new(1 << 24, 254).unwrap().c
+        );
     }
 
     /// The upload's chunks cover the scalars in order, each twice the one before, the last one

@@ -36,6 +36,28 @@ namespace bc::msm {
 // A digit as stored between steps 1 and 3: 0 for none, else |d| with the sign in the top bit.
 constexpr uint32_t NEGATIVE = 0x80000000u;
 
+// atomicAdd(&counters[key], 1) for each calling thread, returning its slot: on the GPU one atomic
+// per distinct key among a warp's active threads, the lanes that share it taking consecutive
+// slots. Few buckets can draw most entries (a top digit window of a few bits, one set of buckets
+// for every window of precomputed bases, a witness of zeros and ones), and the atomics on one
+// address run one after another.
+BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
+#ifdef __CUDA_ARCH__
+    // Inline PTX: the intrinsics need libdevice symbols some toolkits lack.
+    uint32_t active, peers, lane, below, base = 0, slot;
+    asm volatile("activemask.b32 %0;" : "=r"(active));
+    asm volatile("match.any.sync.b32 %0, %1, %2;" : "=r"(peers) : "r"(key), "r"(active));
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(below));
+    const uint32_t leader = uint32_t(__ffs(peers) - 1);
+    if (lane == leader) base = atomicAdd(&counters[key], uint32_t(__popc(peers)));
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, %3;" : "=r"(slot) : "r"(base), "r"(leader), "r"(peers));
+    return slot + uint32_t(__popc(peers & below));
+#else
+    return atomicAdd(&counters[key], 1u);
+#endif
+}
+
 // Step 1. Scalars arrive in the scalar field's representation (Montgomery for arkworks' Fr) and
 // are converted here; digits are stored window-major (digits[w * n + i]) so that step 3 reads
 // them coalesced.
@@ -59,7 +81,7 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t 
             } else {
                 code = v;
             }
-            if (code) atomicAdd(&counts[(w % sets) * half + (code & ~NEGATIVE) - 1], 1u);
+            if (code) claim(counts, (w % sets) * half + (code & ~NEGATIVE) - 1);
             out[w * n + i] = code;
         }
     }
@@ -117,7 +139,7 @@ BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint3
         if (!code) continue;
         uint32_t w = uint32_t(j / n), i = uint32_t(j % n);
         uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
-        uint32_t pos = atomicAdd(&cursor[key], 1u);
+        uint32_t pos = claim(cursor, key);
         entries[pos] = ((w / sets) * stride + first + i) | (code & NEGATIVE);
     }
 }

@@ -59,14 +59,15 @@ pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) 
 }
 
 /// Runs `f` (memory-bound copies and conversions of data crossing to or from a GPU) in a pool of
-/// its own, half the cores (2 to 8 threads), so that a transfer never waits in the
+/// its own, half the cores (2 to 16 threads), so that a transfer never waits in the
 /// global pool's queue behind other work: with 16 Groth16 proofs in flight on 16 cores, an MSM's
-/// scalars waited up to 0.7 s there for their conversion behind the proofs' evaluations.
+/// scalars waited up to 0.7 s there for their conversion behind the proofs' evaluations. Every
+/// GPU's transfers share it.
 pub(crate) fn for_transfer<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     let pool = POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
-            .num_threads((threads() / 2).clamp(2, 8))
+            .num_threads((threads() / 2).clamp(2, 16))
             .thread_name(|i| format!("batchcrypt-transfer-{i}"))
             .build()
             .ok()

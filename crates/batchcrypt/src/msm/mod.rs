@@ -165,7 +165,9 @@ impl<P: Group> Bases<P> {
     }
 
     /// Precomputes up to `copies` shifted copies on the GPU (at most one per digit window; 1 is
-    /// none). The CPU backend reads the bases as they are.
+    /// none). With a copy per digit window (64 asks for that) large sets of bases take a wider
+    /// window than plain ones, so fewer copies ([`Shape::for_bases`]). The CPU backend reads
+    /// the bases as they are.
     pub fn with_precomputation(mut self, copies: u32) -> Self {
         self.copies = copies.max(1);
         self.resident = Default::default(); // made again with the copies

@@ -11,6 +11,12 @@ use crate::error::{Error, Result};
 /// (`msm-windows`, docs/performance.md) measures this on the GPU.
 pub const MAX_WINDOW: u32 = 17;
 
+/// The widest window [`Shape::for_bases`] picks for bases with a copy per digit window, and the
+/// cost of a bucket there in additions: fitted to the benchmarks' sweep over such bases
+/// (`msm-windows`: BN254 2^24 ran 3.5% faster at window 20 than at 17, 2^20 at 17 than at 16).
+const MAX_PRECOMPUTED_WINDOW: u32 = 22;
+const PRECOMPUTED_BUCKET: f64 = 24.0;
+
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
 /// of points whatever the distribution of the scalars. The first level takes up to
 /// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads (several waves of a large
@@ -107,11 +113,23 @@ impl Shape {
         if copies <= 1 {
             return Shape::new(n, scalar_bits);
         }
-        // The window of plain bases of this count: by the additions alone more copies would pay
-        // for larger windows, but on an H100 those ran up to 45% slower (2^20..2^22 points, a
-        // wider gather over more bases and buckets), so precomputation only removes bucket
-        // windows.
-        let c = Shape::new(len, scalar_bits)?.c;
+        let plain = Shape::new(len, scalar_bits)?.c;
+        // Fewer copies than digit windows keep the plain bases' window, with fewer sets of
+        // buckets. A copy per digit window leaves one set of buckets for all of them, and wider
+        // windows then save additions (one per scalar and window) for a few more buckets, each
+        // of which costs about as much as PRECOMPUTED_BUCKET additions: widened up to
+        // MAX_PRECOMPUTED_WINDOW.
+        let windows = |c: u32| (scalar_bits + 1).div_ceil(c);
+        let c = if copies >= windows(plain) {
+            let cost = |c: u32| {
+                f64::from(windows(c)) * len as f64 + PRECOMPUTED_BUCKET * f64::from(1u32 << (c - 1))
+            };
+            (plain..=MAX_PRECOMPUTED_WINDOW.max(plain))
+                .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+                .expect("non-empty range")
+        } else {
+            plain
+        };
         Shape::precomputed(n, scalar_bits, c, copies, len)
     }
 
