@@ -81,7 +81,11 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t 
             } else {
                 code = v;
             }
-            if (code) claim(counts, (w % sets) * half + (code & ~NEGATIVE) - 1);
+            // The top window's few bits of digits are the usual hot buckets here; a warp's
+            // match over the other windows' spread digits costs more than it saves.
+            uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
+            if (code && w + 1 == windows) claim(counts, key);
+            else if (code) atomicAdd(&counts[key], 1u);
             out[w * n + i] = code;
         }
     }
