@@ -38,9 +38,8 @@ constexpr uint32_t NEGATIVE = 0x80000000u;
 
 // atomicAdd(&counters[key], 1) for each calling thread, returning its slot: on the GPU one atomic
 // per distinct key among a warp's active threads, the lanes that share it taking consecutive
-// slots. Few buckets can draw most entries (a top digit window of a few bits, one set of buckets
-// for every window of precomputed bases, a witness of zeros and ones), and the atomics on one
-// address run one after another.
+// slots. Few buckets can draw most entries (a top digit window of a few bits, a witness of zeros
+// and ones), and the atomics on one address run one after another.
 BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
 #ifdef __CUDA_ARCH__
     // Inline PTX: the intrinsics need libdevice symbols some toolkits lack.

@@ -34,8 +34,8 @@ pub struct MsmSteps {
 /// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
 /// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
-/// chunks growing from `chunk` scalars ([`crate::msm::chunks`]; `None`: all at once) and each chunk sorted
-/// into buckets once for all the sets, as on the GPU.
+/// chunks growing from `chunk` scalars ([`crate::msm::chunks`]; `None`: all at once) and each
+/// chunk sorted into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
     point_words: usize,
@@ -260,8 +260,8 @@ pub fn msm<P: crate::msm::Group>(
 }
 
 /// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all;
-/// the scalars taken in chunks growing from `chunk` (`None`: all at once) as a large MSM's cross to
-/// the GPU.
+/// the scalars taken in chunks growing from `chunk` (`None`: all at once) as a large MSM's cross
+/// to the GPU.
 pub fn msm_many<P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
     scalars: &[P::ScalarField],

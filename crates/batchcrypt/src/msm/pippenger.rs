@@ -13,7 +13,7 @@ pub const MAX_WINDOW: u32 = 17;
 
 /// The widest window [`Shape::for_bases`] picks for bases with a copy per digit window, and the
 /// cost of a bucket there in additions: fitted to the benchmarks' sweep over such bases
-/// (`msm-windows`: BN254 2^24 ran 3.5% faster at window 20 than at 17, 2^20 at 17 than at 16).
+/// (`msm-windows`, docs/performance.md).
 const MAX_PRECOMPUTED_WINDOW: u32 = 22;
 const PRECOMPUTED_BUCKET: f64 = 24.0;
 
