@@ -188,6 +188,26 @@ fn gpu_precomputed_bases_match_arkworks() {
     on::<B2>(1 << 12);
 }
 
+/// The GPU memory that bases report counts the copies their shape reads: a request for more
+/// copies than digit windows holds one per window (a prover service admits keys by this figure).
+#[test]
+fn device_bytes_count_the_copies_held() {
+    let (bases, _) = batchcrypt::msm::sample::<G1>(1 << 10, 5);
+    let plain = Bases::new(bases.clone()).device_bytes();
+    assert_eq!(plain, (1 << 10) * 64);
+    let shape = batchcrypt::msm::Shape::for_bases(1 << 10, 1 << 10, 64, 254).unwrap();
+    let all = Bases::new(bases.clone()).with_precomputation(64);
+    assert_eq!(all.device_bytes(), plain * u64::from(shape.windows));
+    assert_eq!(
+        Bases::new(bases.clone())
+            .with_precomputation(4)
+            .device_bytes(),
+        4 * plain
+    );
+    let wide = Bases::new(bases).with_precomputation(64).with_window(20);
+    assert_eq!(wide.device_bytes(), 13 * plain);
+}
+
 fn prefix_and_errors<P: Group>() {
     let (bases, scalars) = batchcrypt::msm::sample::<P>(50, 3);
     for (b, prepared) in backends::<P>().into_iter().flat_map(|b| {

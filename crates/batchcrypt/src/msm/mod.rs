@@ -211,9 +211,12 @@ impl<P: Group> Bases<P> {
         &self.host
     }
 
-    /// GPU memory the bases take on the GPUs that hold them, their precomputed copies included.
+    /// GPU memory the bases take on the GPUs that hold them, their precomputed copies included
+    /// (those the shape reads: at most one per digit window, whatever was asked for).
     pub fn device_bytes(&self) -> u64 {
-        self.len() as u64 * 4 * base_words::<P>() as u64 * u64::from(self.copies)
+        let len = self.len();
+        let copies = self.shape_of(len, len).map_or(self.copies, |s| s.copies());
+        len as u64 * 4 * base_words::<P>() as u64 * u64::from(copies)
     }
 
     /// Frees the bases' GPU copies on every GPU (a service evicting a key for another's room);
