@@ -41,6 +41,12 @@ const SEGMENT_THREADS: u32 = 1 << 16;
 /// when a window's segment sums went through two levels.
 const GROUP: u32 = 8;
 
+/// Digit windows of `c` bits over scalars of `scalar_bits` bits: signed digits carry into one
+/// more bit than the scalar has.
+fn digit_windows(scalar_bits: u32, c: u32) -> u32 {
+    (scalar_bits + 1).div_ceil(c)
+}
+
 /// The shape of one MSM: `windows` signed digit windows of `c` bits over `n` scalars, whose
 /// points go to `sets` windows of `2^(c-1)` buckets each. Without precomputed bases
 /// `sets = windows`; with `copies` precomputed copies of the bases (copy j = 2^(c sets j) P,
@@ -61,7 +67,7 @@ impl Shape {
     /// most [`MAX_WINDOW`] bits. Fitted to the benchmarks' window sweep (`msm-windows`).
     pub fn new(n: usize, scalar_bits: u32) -> Result<Shape> {
         let cost = |c: u32| {
-            (scalar_bits + 1).div_ceil(c) as f64 * (n as f64 + 4.0 * f64::from(1u32 << (c - 1)))
+            f64::from(digit_windows(scalar_bits, c)) * (n as f64 + 4.0 * f64::from(1u32 << (c - 1)))
         };
         let c = (4..=MAX_WINDOW)
             .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
@@ -88,8 +94,7 @@ impl Shape {
                 "MSM window of {c} bits; use 4 to 24"
             )));
         }
-        // Signed digits carry into one more bit than the scalar has.
-        let windows = (scalar_bits + 1).div_ceil(c);
+        let windows = digit_windows(scalar_bits, c);
         let sets = windows.div_ceil(copies.clamp(1, windows));
         // Entries are indexed with 32 bits, point indices with 31 (the top bit is the sign).
         let points = u64::from(windows.div_ceil(sets)) * stride as u64;
@@ -119,10 +124,10 @@ impl Shape {
         // windows then save additions (one per scalar and window) for a few more buckets, each
         // of which costs about as much as PRECOMPUTED_BUCKET additions: widened up to
         // MAX_PRECOMPUTED_WINDOW.
-        let windows = |c: u32| (scalar_bits + 1).div_ceil(c);
-        let c = if copies >= windows(plain) {
+        let c = if copies >= digit_windows(scalar_bits, plain) {
             let cost = |c: u32| {
-                f64::from(windows(c)) * len as f64 + PRECOMPUTED_BUCKET * f64::from(1u32 << (c - 1))
+                f64::from(digit_windows(scalar_bits, c)) * len as f64
+                    + PRECOMPUTED_BUCKET * f64::from(1u32 << (c - 1))
             };
             (plain..=MAX_PRECOMPUTED_WINDOW.max(plain))
                 .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
