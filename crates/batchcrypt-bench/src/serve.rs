@@ -220,9 +220,11 @@ fn setting(var: &str) -> Option<usize> {
     Some(n)
 }
 
-/// Threads of a runtime from the environment variable `var`, else tokio's default (one per core).
-fn runtime(var: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+/// Threads of a runtime from the environment variable `var`, else tokio's default (one per core);
+/// its threads are called `name` (for [`thread_cpu`]).
+fn runtime(var: &str, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
     let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.thread_name(name);
     if let Some(n) = setting(var) {
         b.worker_threads(n);
     }
@@ -231,8 +233,8 @@ fn runtime(var: &str) -> anyhow::Result<tokio::runtime::Runtime> {
 
 pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
     // The clients' runtime; the server runs on its own, as it would in its own process.
-    let rt = runtime("BATCHCRYPT_BENCH_CLIENT_THREADS")?;
-    let server_rt = runtime("BATCHCRYPT_BENCH_SERVER_THREADS")?;
+    let rt = runtime("BATCHCRYPT_BENCH_CLIENT_THREADS", "bench-client")?;
+    let server_rt = runtime("BATCHCRYPT_BENCH_SERVER_THREADS", "serve")?;
     let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
     let has = |p: Part| part == Part::All || part == p;
     rt.block_on(async {
@@ -460,7 +462,9 @@ impl Closed {
         let conns = conns[..self.clients].to_vec();
         closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
         let before = stages(self.metrics, op).await;
+        let cpu = thread_cpu();
         let (secs, lat, mean_batch) = closed_loop(conns, self.rounds, call).await;
+        let cpu = cpu_between(&cpu, &thread_cpu(), secs);
         let after = stages(self.metrics, op).await;
         let items = (self.rounds * self.clients * self.per_request) as u64;
         rep.add(
@@ -478,6 +482,7 @@ impl Closed {
             1e3 * secs / self.rounds as f64
         );
         println!("  {}", stages_between(before, after));
+        println!("  {cpu}");
         secs
     }
 }
@@ -645,6 +650,64 @@ fn stages_between(before: [f64; 4], after: [f64; 4]) -> String {
         d[0],
         1e3 * d[1] / d[0].max(1.0),
         1e3 * d[3] / d[2].max(1.0)
+    )
+}
+
+/// CPU seconds (user and system) each group of this process's threads has used, by thread name
+/// with its number dropped (`serve`, `bench-client`, `batchcrypt-transfer`; the rest carry the
+/// process's name). Threads that ended are not counted. Empty where /proc is not there.
+fn thread_cpu() -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    // SAFETY: sysconf reads a constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let (Ok(comm), Ok(stat)) = (
+            std::fs::read_to_string(t.path().join("comm")),
+            std::fs::read_to_string(t.path().join("stat")),
+        ) else {
+            continue;
+        };
+        // Fields after the parenthesised name: state is the first, utime and stime the 12th
+        // and 13th.
+        let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = f.get(11..13).map_or(0.0, |v| {
+            v.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
+        });
+        let name = comm
+            .trim()
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+        *out.entry(name.to_string()).or_insert(0.0) += ticks / tick;
+    }
+    out
+}
+
+/// The threads' busy cores over `secs` between two readings of [`thread_cpu`], by group.
+fn cpu_between(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    secs: f64,
+) -> String {
+    let mut parts: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k.clone(), (v - before.get(k).unwrap_or(&0.0)) / secs))
+        .filter(|(_, c)| *c >= 0.05)
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!(
+        "CPU: {total:.1} of {cores} cores busy on average ({})",
+        parts
+            .iter()
+            .map(|(k, c)| format!("{k} {c:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
