@@ -6,8 +6,9 @@
 
 use crate::batcher::{Batched, Ran};
 use crate::proto::EcdsaCurve;
+use batchcrypt::ecdsa::{Curve, EncodedItems};
 use batchcrypt::p256::P256;
-use batchcrypt::secp256k1::{EcdsaOptions, Reason, SigFormat};
+use batchcrypt::secp256k1::{EcdsaOptions, Reason, Secp256k1Curve, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{Engine, Output};
 use bytes::Bytes;
@@ -120,11 +121,40 @@ fn verdicts(r: Vec<Result<(), Reason>>) -> Vec<Verdict> {
 
 pub struct Ecdsa(pub Arc<Engine>);
 
-/// One ECDSA request's columns, of one length; every hash 32 bytes (checked on arrival).
+/// One ECDSA request's columns, of one length; every hash 32 bytes (checked on arrival). Where
+/// its batch is expected on a GPU, the request's items are also encoded for it on arrival
+/// ([`EcdsaItems::encode`]), by the thread that received them, so a batch only copies them.
 pub struct EcdsaItems {
     pub hashes: Col,
     pub sigs: Col,
     pub keys: Col,
+    pub encoded: Option<EcdsaEncoded>,
+}
+
+/// A request's items encoded for the GPU, on the curve it names.
+pub enum EcdsaEncoded {
+    Secp256k1(EncodedItems<Secp256k1Curve>),
+    P256(EncodedItems<P256>),
+}
+
+impl EcdsaItems {
+    /// The request's items encoded for `curve` under `opts`.
+    pub fn encode(&mut self, curve: EcdsaCurve, opts: &EcdsaOptions) {
+        fn items<C: Curve>(r: &EcdsaItems, opts: &EcdsaOptions) -> EncodedItems<C> {
+            EncodedItems::new(r.hashes.len(), opts, |i| {
+                (hash32(r.hashes.get(i)), r.sigs.get(i), r.keys.get(i))
+            })
+        }
+        self.encoded = Some(match curve {
+            EcdsaCurve::Secp256k1 => EcdsaEncoded::Secp256k1(items(self, opts)),
+            EcdsaCurve::P256 => EcdsaEncoded::P256(items(self, opts)),
+        });
+    }
+}
+
+/// A hash checked on arrival to be 32 bytes (a zero hash where not, which no path reaches).
+fn hash32(h: &[u8]) -> &[u8; 32] {
+    h.try_into().unwrap_or(&[0; 32])
 }
 
 impl Batched for Ecdsa {
@@ -140,20 +170,16 @@ impl Batched for Ecdsa {
         &(curve, format, require_low_s): &Self::Group,
         requests: Vec<EcdsaItems>,
     ) -> Result<Ran<Verdict>, String> {
-        // The library's inputs point into the requests' buffers: nothing per item is copied
-        // but the hash, nor reference-counted.
-        let total = requests.iter().map(Self::count).sum();
-        let mut hashes: Vec<[u8; 32]> = Vec::with_capacity(total);
-        let mut sigs: Vec<&[u8]> = Vec::with_capacity(total);
-        let mut keys: Vec<&[u8]> = Vec::with_capacity(total);
-        for r in &requests {
-            for h in r.hashes.iter() {
-                hashes.push(h.try_into().map_err(|_| "a message hash is not 32 bytes")?);
-            }
-            sigs.extend(r.sigs.iter());
-            keys.extend(r.keys.iter());
+        if requests
+            .iter()
+            .any(|r| r.hashes.iter().any(|h| h.len() != 32))
+        {
+            return Err("a message hash is not 32 bytes".into());
         }
-        if sigs.len() != total || keys.len() != total {
+        if requests
+            .iter()
+            .any(|r| r.sigs.len() != r.hashes.len() || r.keys.len() != r.hashes.len())
+        {
             return Err("a request's lists differ in length".into());
         }
         let opts = EcdsaOptions {
@@ -161,17 +187,58 @@ impl Batched for Ecdsa {
             require_low_s,
         };
         let out = match curve {
-            EcdsaCurve::Secp256k1 => self
-                .0
-                .secp256k1()
-                .verify_ecdsa(&hashes, &sigs, &keys, &opts),
-            EcdsaCurve::P256 => self.0.ecdsa::<P256>().verify(&hashes, &sigs, &keys, &opts),
+            EcdsaCurve::Secp256k1 => {
+                run_ecdsa::<Secp256k1Curve>(&self.0, &requests, &opts, |e| match e {
+                    EcdsaEncoded::Secp256k1(e) => Some(e),
+                    _ => None,
+                })
+            }
+            EcdsaCurve::P256 => run_ecdsa::<P256>(&self.0, &requests, &opts, |e| match e {
+                EcdsaEncoded::P256(e) => Some(e),
+                _ => None,
+            }),
         }
         .map_err(|e| e.to_string())?;
         Ok(Ran {
             backend: backend_of(&out),
             outs: verdicts(out.value.results),
         })
+    }
+}
+
+/// One batch of `requests` on curve `C`: from their encoded items where every request has them
+/// (`encoded` picks the curve's), the columns then read only if the batch stays on the CPU; else
+/// from the columns. The library's inputs point into the requests' buffers: nothing per item is
+/// copied but the hash, nor reference-counted.
+fn run_ecdsa<C: Curve>(
+    engine: &Engine,
+    requests: &[EcdsaItems],
+    opts: &EcdsaOptions,
+    encoded: impl Fn(&EcdsaEncoded) -> Option<&EncodedItems<C>>,
+) -> batchcrypt::Result<Output<batchcrypt::secp256k1::Verdicts>> {
+    let columns = || {
+        let total = requests.iter().map(Ecdsa::count).sum();
+        let mut hashes: Vec<[u8; 32]> = Vec::with_capacity(total);
+        let mut sigs: Vec<&[u8]> = Vec::with_capacity(total);
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(total);
+        for r in requests {
+            hashes.extend(r.hashes.iter().map(|h| *hash32(h)));
+            sigs.extend(r.sigs.iter());
+            keys.extend(r.keys.iter());
+        }
+        (hashes, sigs, keys)
+    };
+    let ecdsa = engine.ecdsa::<C>();
+    let pieces: Option<Vec<&EncodedItems<C>>> = requests
+        .iter()
+        .map(|r| r.encoded.as_ref().and_then(&encoded))
+        .collect();
+    match pieces {
+        Some(pieces) => ecdsa.verify_encoded(&pieces, columns),
+        None => {
+            let (hashes, sigs, keys) = columns();
+            ecdsa.verify(&hashes, &sigs, &keys, opts)
+        }
     }
 }
 

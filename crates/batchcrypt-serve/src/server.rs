@@ -327,6 +327,10 @@ impl Guard {
 }
 
 /// The service's state: a batcher per batched operation, the prover, the limits.
+/// The largest ECDSA request encoded on arrival (about a millisecond of one core); a larger one
+/// is encoded by its batch, on every core.
+const ENCODE_ON_ARRIVAL: usize = 4096;
+
 pub struct Service {
     engine: Arc<Engine>,
     ecdsa: Batcher<ops::Ecdsa>,
@@ -341,6 +345,9 @@ pub struct Service {
     max_items: usize,
     /// Clients may name server-side paths only on a loopback listener.
     local: bool,
+    /// Whether full ECDSA batches on secp256k1 and on P-256 would run on a GPU: then requests
+    /// are encoded for it as they arrive ([`Service::encodes_on_arrival`]).
+    ecdsa_on_gpu: (bool, bool),
 }
 
 impl Service {
@@ -379,12 +386,32 @@ impl Service {
                 b,
                 m(),
             ),
+            ecdsa_on_gpu: (
+                engine
+                    .ecdsa::<batchcrypt::secp256k1::Secp256k1Curve>()
+                    .plans_gpu(b.max_items),
+                engine
+                    .ecdsa::<batchcrypt::p256::P256>()
+                    .plans_gpu(b.max_items),
+            ),
             engine,
             prover,
             max_items: config.max_request_items,
             local,
             metrics,
         }
+    }
+
+    /// Whether an ECDSA request of `n` items on `curve` is encoded for the GPU as it arrives, on
+    /// the thread that received it: where the curve's batches run on a GPU, for requests of up
+    /// to [`ENCODE_ON_ARRIVAL`] items. The batch then copies the items where it would parse
+    /// them all at once, on every core at the same moment as the other requests' handlers.
+    fn encodes_on_arrival(&self, curve: EcdsaCurve, n: usize) -> bool {
+        let on_gpu = match curve {
+            EcdsaCurve::Secp256k1 => self.ecdsa_on_gpu.0,
+            EcdsaCurve::P256 => self.ecdsa_on_gpu.1,
+        };
+        on_gpu && n <= ENCODE_ON_ARRIVAL
     }
 
     /// Counts the call by operation and status code.
@@ -490,10 +517,23 @@ impl Service {
                 "every message hash must be 32 bytes",
             ));
         }
-        let items = ops::EcdsaItems { hashes, sigs, keys };
+        let (curve, format) = (curve(r.curve)?, format(r.format)?);
+        let mut items = ops::EcdsaItems {
+            hashes,
+            sigs,
+            keys,
+            encoded: None,
+        };
+        if self.encodes_on_arrival(curve, items.hashes.len()) {
+            let opts = batchcrypt::ecdsa::EcdsaOptions {
+                format,
+                require_low_s: r.require_low_s,
+            };
+            items.encode(curve, &opts);
+        }
         let reply = self
             .ecdsa
-            .submit((curve(r.curve)?, format(r.format)?, r.require_low_s), items)
+            .submit((curve, format, r.require_low_s), items)
             .await?;
         Ok(verify_reply(reply))
     }

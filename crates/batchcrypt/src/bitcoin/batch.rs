@@ -18,6 +18,7 @@ use super::script::{verify_script, witness_program, Flags, ScriptError};
 use super::sighash::Precomputed;
 use super::{SpentOutput, Tx};
 use crate::backend::Backend;
+use crate::ecdsa::EncodedItems;
 use crate::error::{Error, Result};
 use crate::secp256k1::Secp256k1Curve;
 use crate::sig::items::Encoded;
@@ -320,9 +321,9 @@ struct Part {
 
 /// A part's GPU items: its ECDSA checks, its BIP340 checks, its hints, each in order.
 struct PartItems {
-    ecdsa: Encoded,
+    ecdsa: EncodedItems<Secp256k1Curve>,
     schnorr: Encoded,
-    hints: Encoded,
+    hints: EncodedItems<Secp256k1Curve>,
 }
 
 impl PartItems {
@@ -344,9 +345,9 @@ impl PartItems {
             })
             .collect();
         PartItems {
-            ecdsa: crate::ecdsa::pre_encode::<Secp256k1Curve>(&ecdsa, &BITCOIN_ECDSA),
+            ecdsa: EncodedItems::new(ecdsa.len(), &BITCOIN_ECDSA, |i| ecdsa[i]),
             schnorr: crate::secp256k1::pre_encode_schnorr(&schnorr),
-            hints: crate::ecdsa::pre_encode::<Secp256k1Curve>(&hints, &BITCOIN_ECDSA),
+            hints: EncodedItems::new(hints.len(), &BITCOIN_ECDSA, |i| hints[i]),
         }
     }
 }
@@ -711,7 +712,7 @@ fn next_verdict(c: &Check, e: &mut usize, s: &mut usize, ecdsa: &[bool], schnorr
 fn verify_ecdsa_batch<'c>(
     engine: &Engine,
     checks: impl IntoIterator<Item = &'c Check> + Clone + Sync,
-    encoded: Option<Vec<&Encoded>>,
+    encoded: Option<Vec<&EncodedItems<Secp256k1Curve>>>,
 ) -> Result<(Vec<bool>, Option<Backend>)> {
     let columns = || {
         let (mut msgs, mut sigs, mut keys) = (Vec::new(), Vec::<&[u8]>::new(), Vec::new());
@@ -727,11 +728,10 @@ fn verify_ecdsa_batch<'c>(
     let ecdsa = engine.ecdsa::<Secp256k1Curve>();
     let out = match encoded {
         Some(pieces) => {
-            let n = pieces.iter().map(|p| p.len()).sum();
-            if n == 0 {
+            if pieces.iter().all(|p| p.is_empty()) {
                 return Ok((Vec::new(), None));
             }
-            ecdsa.verify_pre_encoded(n, &pieces, &BITCOIN_ECDSA, columns)?
+            ecdsa.verify_encoded(&pieces, columns)?
         }
         None => {
             let (msgs, sigs, keys) = columns();

@@ -130,18 +130,43 @@ pub(crate) fn item<C: Curve>(
 }
 
 /// A batch's hashes, signatures and keys, item by item.
-pub(crate) type Columns<'a> = (Vec<[u8; 32]>, Vec<&'a [u8]>, Vec<&'a [u8]>);
+pub type Columns<'a> = (Vec<[u8; 32]>, Vec<&'a [u8]>, Vec<&'a [u8]>);
 
-/// The GPU items of `(hash, signature, key)` triples, encoded ahead of their batch
-/// ([`Ecdsa::verify_pre_encoded`]).
-pub(crate) fn pre_encode<C: Curve>(
-    items: &[(&[u8; 32], &[u8], &[u8])],
-    opts: &EcdsaOptions,
-) -> Encoded {
-    Encoded::host_items(items.len(), |i| {
-        let (hash, sig, key) = items[i];
-        item::<C>(hash, sig, key, opts)
-    })
+/// ECDSA items encoded for the GPU ahead of their batch, with the rules they were read under.
+/// Whoever receives items (a Bitcoin window's interpreter tasks, a service's request handlers)
+/// encodes them as they come, on its own thread, and a batch of many
+/// ([`Ecdsa::verify_encoded`]) then only copies them. An item that breaks a rule keeps its
+/// [`Reason`] and is skipped by the kernel.
+pub struct EncodedItems<C> {
+    items: Encoded,
+    opts: EcdsaOptions,
+    curve: PhantomData<C>,
+}
+
+impl<C: Curve> EncodedItems<C> {
+    /// Items `item(0..n)`, each a (message hash, signature, SEC1 key), read under `opts`.
+    pub fn new<'a>(
+        n: usize,
+        opts: &EcdsaOptions,
+        item: impl Fn(usize) -> (&'a [u8; 32], &'a [u8], &'a [u8]) + Sync,
+    ) -> Self {
+        EncodedItems {
+            items: Encoded::host_items(n, |i| {
+                let (hash, sig, key) = item(i);
+                self::item::<C>(hash, sig, key, opts)
+            }),
+            opts: *opts,
+            curve: PhantomData,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// ECDSA verification on curve `C` on an [`Engine`]: [`Engine::ecdsa`].
@@ -174,20 +199,26 @@ impl<C: Curve> Ecdsa<'_, C> {
         )
     }
 
-    /// [`Self::verify`] of the `n` items that `pieces` hold, encoded ahead ([`pre_encode`]), in
-    /// order. The batch's (hash, signature, key) columns are asked of `columns` only if the
-    /// dispatcher keeps the batch on the CPU: gathering them costs the GPU path a pass over data
-    /// it no longer reads.
-    pub(crate) fn verify_pre_encoded<'a>(
+    /// [`Self::verify`] of the items `pieces` hold, back to back, under the rules they were
+    /// encoded with (every piece's the same). The batch's (hash, signature, key) columns, the
+    /// same items in order, are asked of `columns` only if the dispatcher keeps the batch on the
+    /// CPU: gathering them costs the GPU path a pass over data it no longer reads.
+    pub fn verify_encoded<'a>(
         &self,
-        n: usize,
-        pieces: &[&Encoded],
-        opts: &EcdsaOptions,
+        pieces: &[&EncodedItems<C>],
         columns: impl Fn() -> Columns<'a> + Sync,
     ) -> Result<Output<Verdicts>> {
+        let n = pieces.iter().map(|p| p.len()).sum();
         if n == 0 {
             return Err(crate::error::Error::EmptyBatch);
         }
+        let opts = pieces[0].opts;
+        if pieces.iter().any(|p| p.opts != opts) {
+            return Err(crate::error::Error::invalid(
+                "items encoded under different rules cannot share a batch",
+            ));
+        }
+        let inner: Vec<&Encoded> = pieces.iter().map(|p| &p.items).collect();
         let cols = std::sync::OnceLock::new();
         let cols = || cols.get_or_init(&columns);
         sig::batch::verify(
@@ -197,19 +228,20 @@ impl<C: Curve> Ecdsa<'_, C> {
             C::operation().typical(n as u64).bytes_in,
             |i| {
                 let (h, s, k) = cols();
-                verify_one::<C>(&h[i], s[i], k[i], opts)
+                verify_one::<C>(&h[i], s[i], k[i], &opts)
             },
             &C::kernel(),
             |i| {
                 let (h, s, k) = cols();
-                item::<C>(&h[i], s[i], k[i], opts)
+                item::<C>(&h[i], s[i], k[i], &opts)
             },
-            Some(pieces),
+            Some(&inner),
         )
     }
 
-    /// Whether a batch of `n` signatures would run on a GPU now.
-    pub(crate) fn plans_gpu(&self, n: usize) -> bool {
+    /// Whether a batch of `n` signatures would run on a GPU now: worth [`EncodedItems`] where
+    /// the caller can encode its items before the batch forms.
+    pub fn plans_gpu(&self, n: usize) -> bool {
         sig::batch::plans_gpu(self.engine, C::operation(), n)
     }
 
@@ -278,7 +310,7 @@ mod tests {
     /// the CPU backend (which asks for the columns) and, where there is one, on the GPU (which
     /// copies the encoded items).
     #[test]
-    fn pre_encoded_items_give_the_verdicts_of_the_columns() {
+    fn encoded_items_give_the_verdicts_of_the_columns() {
         use crate::secp256k1::Secp256k1Curve as C;
         let mut items: Vec<_> = (0..40).map(C::sample).collect();
         items[3].0[0] ^= 1; // another message
@@ -288,11 +320,9 @@ mod tests {
         let hashes: Vec<[u8; 32]> = items.iter().map(|i| i.0).collect();
         let sigs: Vec<&[u8]> = items.iter().map(|i| i.1.as_slice()).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| i.2.as_slice()).collect();
-        let triples: Vec<_> = (0..items.len())
-            .map(|i| (&hashes[i], sigs[i], keys[i]))
-            .collect();
-        let (a, b) = triples.split_at(17);
-        let (a, b) = (pre_encode::<C>(a, &opts), pre_encode::<C>(b, &opts));
+        let at = |i: usize| (&hashes[i], sigs[i], keys[i]);
+        let a = EncodedItems::<C>::new(17, &opts, at);
+        let b = EncodedItems::<C>::new(items.len() - 17, &opts, |i| at(17 + i));
         let mut choices = vec![crate::backend::BackendChoice::Cpu];
         if crate::backend::Backend::Cuda.availability().is_ok() {
             choices.push(crate::backend::BackendChoice::Gpu);
@@ -305,15 +335,41 @@ mod tests {
                 .unwrap();
             let got = engine
                 .ecdsa::<C>()
-                .verify_pre_encoded(items.len(), &[&a, &b], &opts, || {
-                    (hashes.clone(), sigs.clone(), keys.clone())
-                })
+                .verify_encoded(&[&a, &b], || (hashes.clone(), sigs.clone(), keys.clone()))
                 .unwrap();
             assert_eq!(got.value, want.value, "{choice:?}");
             assert_eq!(got.backend, want.backend);
             assert!(!want.value.results[3].is_ok() && !want.value.results[7].is_ok());
             assert!(!want.value.results[11].is_ok() && want.value.results[12].is_ok());
         }
+    }
+
+    /// Pieces read under different rules (here low S required in one) are refused as a batch,
+    /// rather than verified under one piece's rules.
+    #[test]
+    fn encoded_items_of_different_rules_do_not_share_a_batch() {
+        use crate::secp256k1::Secp256k1Curve as C;
+        let (hash, sig, key) = C::sample(1);
+        let at = |_| (&hash, sig.as_slice(), key.as_slice());
+        let plain = EcdsaOptions::default();
+        let low_s = EcdsaOptions {
+            require_low_s: true,
+            ..plain
+        };
+        let (a, b) = (
+            EncodedItems::<C>::new(2, &plain, at),
+            EncodedItems::<C>::new(2, &low_s, at),
+        );
+        let engine = Engine::with_backend(crate::backend::BackendChoice::Cpu);
+        let columns = || (vec![hash; 4], vec![&sig[..]; 4], vec![&key[..]; 4]);
+        let e = engine.ecdsa::<C>().verify_encoded(&[&a, &b], columns);
+        assert!(e.is_err());
+        let ok = engine
+            .ecdsa::<C>()
+            .verify_encoded(&[&a, &a], columns)
+            .unwrap();
+        assert!(ok.value.all_valid());
+        assert!(engine.ecdsa::<C>().verify_encoded(&[], columns).is_err());
     }
 
     #[test]
