@@ -219,6 +219,33 @@ fn keep_freed_memory(ctx: &CudaContext) {
     }
 }
 
+/// How a thread waits for its GPU work: `block` (the default) sleeps until the work is done,
+/// `spin` and `yield` are the driver's busy waits. The driver's own default spins where the process
+/// has fewer contexts than cores: a service with several batches in flight then kept a core
+/// spinning for each waiting batch, beside the threads that serve its clients.
+pub const WAIT_ENV: &str = "BATCHCRYPT_GPU_WAIT";
+
+/// Sets how threads wait on device `ordinal` ([`WAIT_ENV`]) before its context is made; an
+/// unknown setting is an error, a driver that refuses keeps its default.
+fn set_wait(ordinal: usize) -> std::result::Result<(), String> {
+    use cudarc::driver::{result, sys::CUctx_flags as F};
+    let flags = match std::env::var(WAIT_ENV).as_deref() {
+        Err(_) | Ok("block") => F::CU_CTX_SCHED_BLOCKING_SYNC,
+        Ok("spin") => F::CU_CTX_SCHED_SPIN,
+        Ok("yield") => F::CU_CTX_SCHED_YIELD,
+        Ok(other) => return Err(format!("{WAIT_ENV}={other}: expected block, spin or yield")),
+    };
+    // SAFETY: plain driver calls: initialisation, then the flags of a device's primary context.
+    unsafe {
+        if result::init().is_ok() {
+            if let Ok(dev) = result::device::get(ordinal as i32) {
+                let _ = cudarc::driver::sys::cuDevicePrimaryCtxSetFlags_v2(dev, flags as u32);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every GPU this process uses, opened on first call: the devices the driver reports, less those
 /// `BATCHCRYPT_DEVICES` leaves out; or why there is none. Never panics: the driver library is
 /// probed before any driver call (cudarc panics on a missing libcuda).
@@ -323,6 +350,7 @@ impl Gpu {
     }
 
     fn open(ordinal: usize, index: usize) -> std::result::Result<Gpu, String> {
+        set_wait(ordinal)?;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| format!("cannot create a CUDA context on device {ordinal}: {e:?}"))?;
         use cudarc::driver::sys::CUdevice_attribute as A;
