@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1 << 20)]
     max_batch: usize,
     /// Batches of one operation running at once.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, default_value_t = BatchConfig::default().in_flight as u32, value_parser = clap::value_parser!(u32).range(1..=64))]
     in_flight: u32,
     /// Proofs running at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
