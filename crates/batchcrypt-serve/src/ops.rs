@@ -330,16 +330,31 @@ impl Batched for Hash {
     }
     fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
+        let mode = if *kind == HashKind::Sha256 {
+            Mode::Single
+        } else {
+            Mode::Double
+        };
+        // Requests packed at one width are one buffer each: joined whole, not item by item.
+        if let (Some(width), false) = (packed_width(&requests), *kind == HashKind::Sm3) {
+            let mut data = Vec::with_capacity(requests.iter().map(|r| width * r.len()).sum());
+            for r in &requests {
+                if let Col::Packed { data: d, .. } = r {
+                    data.extend_from_slice(&d[..width * r.len()]);
+                }
+            }
+            let msgs = Messages::fixed(&data, width).map_err(err)?;
+            let out = self.0.sha256().hash(&msgs, mode).map_err(err)?;
+            return Ok(Ran {
+                backend: backend_of(&out),
+                outs: out.value,
+            });
+        }
         let items: Vec<&[u8]> = requests.iter().flat_map(Col::iter).collect();
         let data: Vec<u8> = items.concat();
         let fixed = items.iter().all(|m| m.len() == items[0].len());
         match kind {
             HashKind::Sha256 | HashKind::Sha256d => {
-                let mode = if *kind == HashKind::Sha256 {
-                    Mode::Single
-                } else {
-                    Mode::Double
-                };
                 let offsets: Vec<u64>;
                 let msgs = if fixed && !items[0].is_empty() {
                     Messages::fixed(&data, items[0].len())
@@ -384,6 +399,20 @@ impl Batched for Hash {
             }
         }
     }
+}
+
+/// The width every request's packed column shares, where they all have one (and it is not 0).
+fn packed_width(requests: &[Col]) -> Option<usize> {
+    let mut width = None;
+    for r in requests {
+        match r {
+            Col::Packed { width: w, .. } if *w > 0 && width.is_none_or(|x| x == *w) => {
+                width = Some(*w)
+            }
+            _ => return None,
+        }
+    }
+    width
 }
 
 pub struct Sm2HashMul(pub Arc<Engine>);
