@@ -241,12 +241,16 @@ fn take<B: Batched>(
 /// Runs one batch group by group and answers each request.
 fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, metrics: &Metrics) {
     let started = Instant::now();
+    let (queue, total_seconds) = (
+        metrics.stage_histogram(op, "queue"),
+        metrics.stage_histogram(op, "total"),
+    );
     let mut groups: HashMap<B::Group, Vec<Request<B>>> = HashMap::new();
     for r in batch {
         if r.reply.is_closed() {
             continue; // its client went away: nothing to compute
         }
-        metrics.stage(op, "queue", (started - r.arrived).as_secs_f64());
+        queue.observe((started - r.arrived).as_secs_f64());
         groups.entry(r.group.clone()).or_default().push(r);
     }
     for (group, requests) in groups {
@@ -278,7 +282,7 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
                 let mut outs = ran.outs.into_iter();
                 for ((reply, arrived), n) in replies.into_iter().zip(counts) {
                     let outs: Vec<B::Out> = outs.by_ref().take(n).collect();
-                    metrics.stage(op, "total", arrived.elapsed().as_secs_f64());
+                    total_seconds.observe(arrived.elapsed().as_secs_f64());
                     let _ = reply.send(Ok(Reply {
                         outs,
                         backend: ran.backend.clone(),

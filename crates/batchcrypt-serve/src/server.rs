@@ -326,11 +326,11 @@ impl Guard {
     }
 }
 
-/// The service's state: a batcher per batched operation, the prover, the limits.
 /// The largest ECDSA request encoded on arrival (about a millisecond of one core); a larger one
 /// is encoded by its batch, on every core.
 const ENCODE_ON_ARRIVAL: usize = 4096;
 
+/// The service's state: a batcher per batched operation, the prover, the limits.
 pub struct Service {
     engine: Arc<Engine>,
     ecdsa: Batcher<ops::Ecdsa>,
