@@ -219,10 +219,12 @@ fn keep_freed_memory(ctx: &CudaContext) {
     }
 }
 
-/// How a thread waits for its GPU work: `block` (the default) sleeps until the work is done,
-/// `spin` and `yield` are the driver's busy waits. The driver's own default spins where the process
-/// has fewer contexts than cores: a service with several batches in flight then kept a core
-/// spinning for each waiting batch, beside the threads that serve its clients.
+/// How a thread waits for its GPU work: `yield` (the default) polls and hands its core to any
+/// other thread ready to run, `block` sleeps until the work is done, `spin` polls without yielding.
+/// The driver's own default spins where the process has fewer contexts than cores: a service with
+/// several batches in flight then kept a core spinning for each waiting batch, beside the threads
+/// that serve its clients; sleeping freed those cores but each wake-up came late for the many
+/// short waits of a proof.
 pub const WAIT_ENV: &str = "BATCHCRYPT_GPU_WAIT";
 
 /// Sets how threads wait on device `ordinal` ([`WAIT_ENV`]) before its context is made; an
@@ -230,10 +232,10 @@ pub const WAIT_ENV: &str = "BATCHCRYPT_GPU_WAIT";
 fn set_wait(ordinal: usize) -> std::result::Result<(), String> {
     use cudarc::driver::{result, sys::CUctx_flags as F};
     let flags = match std::env::var(WAIT_ENV).as_deref() {
-        Err(_) | Ok("block") => F::CU_CTX_SCHED_BLOCKING_SYNC,
+        Err(_) | Ok("yield") => F::CU_CTX_SCHED_YIELD,
+        Ok("block") => F::CU_CTX_SCHED_BLOCKING_SYNC,
         Ok("spin") => F::CU_CTX_SCHED_SPIN,
-        Ok("yield") => F::CU_CTX_SCHED_YIELD,
-        Ok(other) => return Err(format!("{WAIT_ENV}={other}: expected block, spin or yield")),
+        Ok(other) => return Err(format!("{WAIT_ENV}={other}: expected yield, block or spin")),
     };
     // SAFETY: plain driver calls: initialisation, then the flags of a device's primary context.
     unsafe {
