@@ -330,42 +330,42 @@ impl Batched for Hash {
     }
     fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
-        let mode = if *kind == HashKind::Sha256 {
-            Mode::Single
-        } else {
-            Mode::Double
-        };
-        // Requests packed at one width are one buffer each: joined whole, not item by item.
-        if let (Some(width), false) = (packed_width(&requests), *kind == HashKind::Sm3) {
-            let mut data = Vec::with_capacity(requests.iter().map(|r| width * r.len()).sum());
-            for r in &requests {
-                if let Col::Packed { data: d, .. } = r {
-                    data.extend_from_slice(&d[..width * r.len()]);
-                }
-            }
-            let msgs = Messages::fixed(&data, width).map_err(err)?;
-            let out = self.0.sha256().hash(&msgs, mode).map_err(err)?;
-            return Ok(Ran {
-                backend: backend_of(&out),
-                outs: out.value,
-            });
-        }
-        let items: Vec<&[u8]> = requests.iter().flat_map(Col::iter).collect();
-        let data: Vec<u8> = items.concat();
-        let fixed = items.iter().all(|m| m.len() == items[0].len());
+        let items = || -> Vec<&[u8]> { requests.iter().flat_map(Col::iter).collect() };
         match kind {
             HashKind::Sha256 | HashKind::Sha256d => {
-                let offsets: Vec<u64>;
-                let msgs = if fixed && !items[0].is_empty() {
-                    Messages::fixed(&data, items[0].len())
+                let mode = if *kind == HashKind::Sha256 {
+                    Mode::Single
                 } else {
-                    offsets = std::iter::once(0)
-                        .chain(items.iter().scan(0u64, |at, m| {
-                            *at += m.len() as u64;
-                            Some(*at)
-                        }))
-                        .collect();
-                    Messages::var(&data, &offsets)
+                    Mode::Double
+                };
+                let data: Vec<u8>;
+                let offsets: Vec<u64>;
+                let msgs = if let Some(width) = packed_width(&requests) {
+                    // Requests packed at one width are one buffer each: joined whole, not item
+                    // by item.
+                    let mut joined =
+                        Vec::with_capacity(requests.iter().map(Col::len).sum::<usize>() * width);
+                    for r in &requests {
+                        if let Col::Packed { data: d, .. } = r {
+                            joined.extend_from_slice(&d[..width * r.len()]);
+                        }
+                    }
+                    data = joined;
+                    Messages::fixed(&data, width)
+                } else {
+                    let items = items();
+                    data = items.concat();
+                    if items.iter().all(|m| m.len() == items[0].len()) && !items[0].is_empty() {
+                        Messages::fixed(&data, items[0].len())
+                    } else {
+                        offsets = std::iter::once(0)
+                            .chain(items.iter().scan(0u64, |at, m| {
+                                *at += m.len() as u64;
+                                Some(*at)
+                            }))
+                            .collect();
+                        Messages::var(&data, &offsets)
+                    }
                 }
                 .map_err(err)?;
                 let out = self.0.sha256().hash(&msgs, mode).map_err(err)?;
@@ -376,6 +376,7 @@ impl Batched for Hash {
             }
             HashKind::Sm3 => {
                 // The SM3 kernels take messages of one length: one call per length present.
+                let items = items();
                 let mut by_len: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
                 for (i, m) in items.iter().enumerate() {
                     by_len.entry(m.len()).or_default().push(i);
