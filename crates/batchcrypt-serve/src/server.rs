@@ -19,7 +19,7 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 use tonic::{Request, Response, Status};
@@ -345,9 +345,12 @@ pub struct Service {
     max_items: usize,
     /// Clients may name server-side paths only on a loopback listener.
     local: bool,
-    /// Whether full ECDSA batches on secp256k1 and on P-256 would run on a GPU: then requests
-    /// are encoded for it as they arrive ([`Service::encodes_on_arrival`]).
-    ecdsa_on_gpu: (bool, bool),
+    /// Whether full ECDSA batches (`max_batch` items) on secp256k1 and on P-256 would run on a
+    /// GPU, asked at the first request of each curve (the answer measures the CPU's cost once,
+    /// which a server that never verifies ECDSA need not pay at start): then requests are
+    /// encoded for it as they arrive ([`Service::encodes_on_arrival`]).
+    ecdsa_on_gpu: (OnceLock<bool>, OnceLock<bool>),
+    max_batch: usize,
 }
 
 impl Service {
@@ -386,14 +389,8 @@ impl Service {
                 b,
                 m(),
             ),
-            ecdsa_on_gpu: (
-                engine
-                    .ecdsa::<batchcrypt::secp256k1::Secp256k1Curve>()
-                    .plans_gpu(b.max_items),
-                engine
-                    .ecdsa::<batchcrypt::p256::P256>()
-                    .plans_gpu(b.max_items),
-            ),
+            ecdsa_on_gpu: Default::default(),
+            max_batch: b.max_items,
             engine,
             prover,
             max_items: config.max_request_items,
@@ -407,11 +404,20 @@ impl Service {
     /// to [`ENCODE_ON_ARRIVAL`] items. The batch then copies the items where it would parse
     /// them all at once, on every core at the same moment as the other requests' handlers.
     fn encodes_on_arrival(&self, curve: EcdsaCurve, n: usize) -> bool {
-        let on_gpu = match curve {
-            EcdsaCurve::Secp256k1 => self.ecdsa_on_gpu.0,
-            EcdsaCurve::P256 => self.ecdsa_on_gpu.1,
-        };
-        on_gpu && n <= ENCODE_ON_ARRIVAL
+        if n > ENCODE_ON_ARRIVAL {
+            return false;
+        }
+        let (e, full) = (&self.engine, self.max_batch);
+        *match curve {
+            EcdsaCurve::Secp256k1 => self.ecdsa_on_gpu.0.get_or_init(|| {
+                e.ecdsa::<batchcrypt::secp256k1::Secp256k1Curve>()
+                    .plans_gpu(full)
+            }),
+            EcdsaCurve::P256 => self
+                .ecdsa_on_gpu
+                .1
+                .get_or_init(|| e.ecdsa::<batchcrypt::p256::P256>().plans_gpu(full)),
+        }
     }
 
     /// Counts the call by operation and status code.
