@@ -11,12 +11,15 @@ using namespace bc::sm2;
 namespace {
 
 using GTable = bc::FixedBase<Curve, bc::WIDE_G_WINDOW>;
-// k G items per thread of sm2_mul_base, sharing one inversion for the affine output.
+// k G items per thread of sm2_mul_base; the block's threads share one inversion for the affine
+// output (a quarter of the kernel's products when each thread inverted for its own items).
 constexpr int BASE_ITEMS = 4;
 constexpr int VAR_W = 5;  // variable-base window: 16 Jacobian multiples per thread
 
-BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
-    PointAffine a = p.to_affine();
+// The kernels below bring their results to affine with one inversion per block (BlockInverse):
+// every thread of a block reaches it, those past the end or with a bad input carrying the point
+// at infinity, which (as affine (0, 0)) is also what a bad input's output holds.
+BC_DEVICE void store_point(uint32_t* dst, const PointAffine& a) {
     a.x.to_plain(dst);
     a.y.to_plain(dst + 8);
 }
@@ -26,15 +29,9 @@ BC_DEVICE void store_point(uint32_t* dst, const Point& p) {
 // Out bit 2: the point at infinity (x = 0 then).
 enum : uint32_t { C_ODD = 1, C_BAD = 2, C_VALID = 2, C_INFINITY = 4 };
 
-BC_DEVICE void store_compressed(uint32_t* dst, const Point& p) {
-    if (p.is_infinity()) {
-        for (int j = 0; j < 8; ++j) dst[j] = 0;
-        dst[8] = C_VALID | C_INFINITY;
-        return;
-    }
-    PointAffine a = p.to_affine();
-    a.x.to_plain(dst);
-    dst[8] = uint32_t(bc::is_odd(a.y)) | C_VALID;
+BC_DEVICE void store_compressed(uint32_t* dst, const PointAffine& a) {
+    a.x.to_plain(dst);  // zeros for infinity
+    dst[8] = a.is_infinity() ? C_VALID | C_INFINITY : uint32_t(bc::is_odd(a.y)) | C_VALID;
 }
 
 // A compressed input point; false for a bad encoding or an x with no point.
@@ -69,58 +66,83 @@ extern "C" __global__ void sm2_g_table(PointAffine* table) {
 }
 
 // out[i] = k[i] G, BASE_ITEMS items per thread (thread t: items t * BASE_ITEMS ...): launch
-// ceil(n / BASE_ITEMS) threads. Scalars in and x || y out are big-endian bytes.
-extern "C" __global__ void __launch_bounds__(128) sm2_mul_base(const uint32_t* __restrict__ k, const PointAffine* __restrict__ table, uint32_t* __restrict__ out, uint64_t n) {
-    BC_FOR_EACH_ITEM(t, (n + BASE_ITEMS - 1) / BASE_ITEMS) {
-        Point acc[BASE_ITEMS];
+// ceil(n / BASE_ITEMS) threads. Scalars in and x || y out are big-endian bytes. Each item's
+// Jacobian x and y wait in its output slot (as Montgomery limbs) while the z are inverted
+// together, so that a thread holds one point in registers at a time, not BASE_ITEMS. Four
+// blocks per SM (128 registers, a few spilled) beat three without spills and two with the
+// points held: the table's loads and the block's inversion wait, other warps fill in.
+extern "C" __global__ void __launch_bounds__(128, 4) sm2_mul_base(const uint32_t* __restrict__ k, const PointAffine* __restrict__ table, uint32_t* __restrict__ out, uint64_t n) {
+    // Threads past the end take zero scalars (the point at infinity, nothing to invert): they
+    // still meet the block's barriers.
+    BC_FOR_EACH_ITEM_BLOCKWIDE(t, (n + BASE_ITEMS - 1) / BASE_ITEMS) {
+        Fp z[BASE_ITEMS], scratch[BASE_ITEMS];
 #pragma unroll
         for (int j = 0; j < BASE_ITEMS; ++j) {
-            uint64_t i = t * BASE_ITEMS + j;
+            const uint64_t i = t * BASE_ITEMS + j;
             uint32_t kk[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             if (i < n) load_scalar_be(kk, k + 8 * i);
-            acc[j] = GTable::mul(table, kk);
+            const Point p = GTable::mul(table, kk);
+            z[j] = p.z;
+            if (i < n) {
+                *reinterpret_cast<Fp*>(out + 16 * i) = p.x;
+                *reinterpret_cast<Fp*>(out + 16 * i + 8) = p.y;
+            }
         }
-        PointAffine a[BASE_ITEMS];
-        bc::to_affine_all<Curve, BASE_ITEMS>(acc, a);
+        bc::batch_inverse(z, scratch, BASE_ITEMS, bc::BlockInverse{});
 #pragma unroll
         for (int j = 0; j < BASE_ITEMS; ++j) {
-            uint64_t i = t * BASE_ITEMS + j;
+            const uint64_t i = t * BASE_ITEMS + j;
             if (i >= n) break;
-            store_be(out + 16 * i, a[j].x);
-            store_be(out + 16 * i + 8, a[j].y);
+            Fp x = Fp::zero(), y = Fp::zero();  // infinity: z = 0, the output (0, 0)
+            if (!z[j].is_zero()) {
+                const Fp zi2 = z[j].sqr();
+                x = *reinterpret_cast<const Fp*>(out + 16 * i) * zi2;
+                y = *reinterpret_cast<const Fp*>(out + 16 * i + 8) * zi2 * z[j];
+            }
+            store_be(out + 16 * i, x);
+            store_be(out + 16 * i + 8, y);
         }
     }
 }
 
 // out[i] = k P_i (17 limbs: the point, then 1 if P_i is on the curve, else 0 and a zero point).
 extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
-        PointAffine p{bc::load_plain<Fp>(pts + 16 * i), bc::load_plain<Fp>(pts + 16 * i + 8)};
-        uint32_t* o = out + 17 * i;
-        bool good = bc::on_curve(p);
-        o[16] = good;
-        if (!good) {
-            for (int j = 0; j < 16; ++j) o[j] = 0;
-            continue;
+    BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
+        PointAffine p = PointAffine::infinity();
+        if (i < n) p = PointAffine{bc::load_plain<Fp>(pts + 16 * i), bc::load_plain<Fp>(pts + 16 * i + 8)};
+        const bool good = i < n && bc::on_curve(p);
+        Point r = Point::infinity();
+        if (good) {
+            uint32_t kk[8];
+            load_scalar(kk, k);
+            r = bc::mul_window<Curve, VAR_W>(p, kk);
         }
-        uint32_t kk[8];
-        load_scalar(kk, k);
-        store_point(o, bc::mul_window<Curve, VAR_W>(p, kk));
+        PointAffine a = r.to_affine(bc::BlockInverse{});
+        if (i >= n) continue;
+        store_point(out + 17 * i, a);
+        out[17 * i + 16] = good;
     }
 }
 
 // out[i] = k P_i for compressed points (9 limbs in, 9 out; a zero limb 8 out for an invalid P_i).
 extern "C" __global__ void __launch_bounds__(128) sm2_mul_compressed(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
+    BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
         PointAffine p;
-        uint32_t* o = out + 9 * i;
-        if (!decompress(pts + 9 * i, p)) {
-            for (int j = 0; j < 9; ++j) o[j] = 0;
-            continue;
+        const bool good = i < n && decompress(pts + 9 * i, p);
+        Point r = Point::infinity();
+        if (good) {
+            uint32_t kk[8];
+            load_scalar(kk, k);
+            r = bc::mul_window<Curve, VAR_W>(p, kk);
         }
-        uint32_t kk[8];
-        load_scalar(kk, k);
-        store_compressed(o, bc::mul_window<Curve, VAR_W>(p, kk));
+        PointAffine a = r.to_affine(bc::BlockInverse{});
+        if (i >= n) continue;
+        uint32_t* o = out + 9 * i;
+        if (good) {
+            store_compressed(o, a);
+        } else {
+            for (int j = 0; j < 9; ++j) o[j] = 0;
+        }
     }
 }
 
@@ -128,13 +150,18 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul_compressed(const uint3
 // (expand_message_xmd, simplified SWU) under the domain separation tag dst. Message i sits in
 // the slot msgs[i * slot .. (i + 1) * slot): its length (4 bytes, little-endian), then its bytes.
 extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* __restrict__ k, const uint8_t* __restrict__ msgs, uint64_t slot, const uint8_t* __restrict__ dst, uint32_t dst_len, uint32_t* __restrict__ out, uint64_t n) {
-    BC_FOR_EACH_ITEM(i, n) {
-        const uint8_t* m = msgs + i * slot;
-        uint32_t len = *reinterpret_cast<const uint32_t*>(m);
-        Point h = bc::hash_to_curve<Curve, bc::sm3::Hash>(m + 4, len, dst, dst_len);
-        uint32_t kk[8];
-        load_scalar(kk, k);
-        store_compressed(out + 9 * i, bc::mul_window<Curve, VAR_W>(h, kk));
+    BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
+        Point r = Point::infinity();
+        if (i < n) {
+            const uint8_t* m = msgs + i * slot;
+            uint32_t len = *reinterpret_cast<const uint32_t*>(m);
+            Point h = bc::hash_to_curve<Curve, bc::sm3::Hash>(m + 4, len, dst, dst_len);
+            uint32_t kk[8];
+            load_scalar(kk, k);
+            r = bc::mul_window<Curve, VAR_W>(h, kk);
+        }
+        PointAffine a = r.to_affine(bc::BlockInverse{});
+        if (i < n) store_compressed(out + 9 * i, a);
     }
 }
 

@@ -638,7 +638,7 @@ fn t_openssl_kp(rep: &Report, case: &str) -> f64 {
 }
 
 /// k·G for 10^6 scalars on the GPU end to end into one reused buffer, sweeping the pipeline's
-/// chunk (scalars per chunk; the library's default is `gpu::CHUNK`), each size timed 7 times in
+/// chunk (scalars per chunk; the library's default is `gpu::BASE_CHUNK`), each size timed 7 times in
 /// an interleaved order so that the host's drift falls on all of them; the kernel alone for
 /// reference. Checked against the CPU on the first 4 096.
 pub fn run_chunks(rep: &mut Report, quick: bool) -> anyhow::Result<()> {

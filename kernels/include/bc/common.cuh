@@ -12,6 +12,12 @@ namespace bc {
 #define BC_FOR_EACH_ITEM(i, n) \
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
+// The same loop run the same number of times by every thread of a block, for kernels with
+// block-wide barriers in it: a block iterates while its first index is below n, so i may be
+// past the end (the body checks i < n).
+#define BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) \
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i - threadIdx.x < (n); i += (uint64_t)gridDim.x * blockDim.x)
+
 // One SHF instruction (inline PTX: the intrinsic needs a libdevice symbol some toolkits lack).
 BC_DEVICE uint32_t rotr(uint32_t x, uint32_t n) {
 #ifdef __CUDA_ARCH__

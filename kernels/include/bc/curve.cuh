@@ -97,9 +97,12 @@ struct Jacobian {
     }
 
     // Affine coordinates (one inversion); infinity maps to (0, 0).
-    BC_DEVICE Affine<C> to_affine() const {
+    // `invert` may share the inversion with the block (BlockInverse): it then runs for infinity
+    // too (of one), as every thread of the block must reach it.
+    template <class Invert = ThreadInverse>
+    BC_DEVICE Affine<C> to_affine(Invert invert = {}) const {
+        F zi = invert(is_infinity() ? F::one() : z), zi2 = zi.sqr();
         if (is_infinity()) return Affine<C>::infinity();
-        F zi = z.inv(), zi2 = zi.sqr();
         return Affine<C>{x * zi2, y * zi2 * zi};
     }
 
@@ -159,14 +162,15 @@ struct Xyzz {
 };
 
 // K points to affine with one inversion (Montgomery's trick) instead of K: the inversion costs
-// as much as a few hundred multiplications, the sharing 3 per point.
-template <class C, int K>
-BC_DEVICE void to_affine_all(const Jacobian<C> (&p)[K], Affine<C> (&out)[K]) {
+// as much as a few hundred multiplications, the sharing 3 per point. `invert` may share it
+// further, with the block (BlockInverse).
+template <class C, int K, class Invert = ThreadInverse>
+BC_DEVICE void to_affine_all(const Jacobian<C> (&p)[K], Affine<C> (&out)[K], Invert invert = {}) {
     using F = typename C::F;
     F z[K], scratch[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) z[k] = p[k].z;
-    batch_inverse(z, scratch, K);
+    batch_inverse(z, scratch, K, invert);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         if (p[k].is_infinity()) {

@@ -569,16 +569,23 @@ BC_DEVICE bool is_odd(const F& x) {
     return plain[0] & 1;
 }
 
+// Inverts an element on its own thread.
+struct ThreadInverse {
+    template <class F>
+    BC_DEVICE F operator()(const F& x) const { return x.inv(); }
+};
+
 // Montgomery's trick: inverts n elements with one inversion and 3(n-1) multiplications.
-// `scratch` holds n elements. Zeros stay zero and do not spoil the others.
-template <class F>
-BC_DEVICE void batch_inverse(F* x, F* scratch, int n) {
+// `scratch` holds n elements. Zeros stay zero and do not spoil the others. `invert` inverts
+// their (non-zero) product: on the thread, or shared with the block (BlockInverse).
+template <class F, class Invert = ThreadInverse>
+BC_DEVICE void batch_inverse(F* x, F* scratch, int n, Invert invert = {}) {
     F acc = F::one();
     for (int i = 0; i < n; ++i) {
         scratch[i] = acc;
         if (!x[i].is_zero()) acc = acc * x[i];
     }
-    acc = acc.inv();
+    acc = invert(acc);
     for (int i = n - 1; i >= 0; --i) {
         if (x[i].is_zero()) continue;
         F inv = acc * scratch[i];
@@ -586,6 +593,66 @@ BC_DEVICE void batch_inverse(F* x, F* scratch, int n) {
         x[i] = inv;
     }
 }
+
+// A value moved between the lanes of a warp word by word (__shfl_*_sync on each 32-bit word).
+template <class T>
+BC_DEVICE T shfl_up(const T& x, unsigned d) {
+    static_assert(sizeof(T) % 4 == 0, "whole words");
+    T r;
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(&x);
+    uint32_t* o = reinterpret_cast<uint32_t*>(&r);
+#pragma unroll
+    for (int i = 0; i < int(sizeof(T) / 4); ++i) o[i] = __shfl_up_sync(0xffffffffu, s[i], d);
+    return r;
+}
+
+template <class T>
+BC_DEVICE T shfl_down(const T& x, unsigned d) {
+    static_assert(sizeof(T) % 4 == 0, "whole words");
+    T r;
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(&x);
+    uint32_t* o = reinterpret_cast<uint32_t*>(&r);
+#pragma unroll
+    for (int i = 0; i < int(sizeof(T) / 4); ++i) o[i] = __shfl_down_sync(0xffffffffu, s[i], d);
+    return r;
+}
+
+// x^-1 on every thread of a block, with one inversion for the whole block: an inversion costs
+// a few hundred products, which each thread otherwise pays (all lanes of a warp run it at once,
+// so sharing within a warp alone saves nothing). The lanes' products are scanned by shuffles
+// (prefix and suffix, 12 products a thread), the warps' totals inverted together by the first
+// thread while the others wait at the barrier (their SM runs other blocks' warps meanwhile).
+// x must be non-zero. Every thread of the block calls it (barriers), in warps of 32 or one
+// warp of fewer (the host emulation's one-thread blocks).
+template <class F>
+BC_DEVICE F block_inverse(const F& x) {
+    __shared__ F total[32], scratch[32];
+    const unsigned width = blockDim.x < 32 ? blockDim.x : 32;
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    F pre = x, suf = x;  // x_0 ... x_lane and x_lane ... x_(width-1)
+#pragma unroll 1
+    for (unsigned d = 1; d < width; d *= 2) {
+        F up = shfl_up(pre, d), down = shfl_down(suf, d);
+        if (lane >= d) pre = pre * up;
+        if (lane + d < width) suf = suf * down;
+    }
+    if (lane == width - 1) total[warp] = pre;
+    __syncthreads();
+    if (threadIdx.x == 0) batch_inverse(total, scratch, int(warps));
+    __syncthreads();
+    // x^-1 = (x_0 ... x_(width-1))^-1 (x_0 ... x_(lane-1)) (x_(lane+1) ... x_(width-1))
+    F before = shfl_up(pre, 1), after = shfl_down(suf, 1), r = total[warp];
+    if (lane > 0) r = r * before;
+    if (lane + 1 < width) r = r * after;
+    __syncthreads();  // total[] is read before a next call writes it
+    return r;
+}
+
+// Inverts an element with one inversion for its whole block (block_inverse).
+struct BlockInverse {
+    template <class F>
+    BC_DEVICE F operator()(const F& x) const { return block_inverse(x); }
+};
 
 }  // namespace bc
 

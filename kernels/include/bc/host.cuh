@@ -22,6 +22,10 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
     return old;
 }
 
+// A warp of one lane: a shuffle reads the lane's own value, as CUDA's do for a lane out of range.
+inline unsigned __shfl_up_sync(unsigned, unsigned v, unsigned) { return v; }
+inline unsigned __shfl_down_sync(unsigned, unsigned v, unsigned) { return v; }
+
 struct bc_dim3 { unsigned x, y, z; };
 static const bc_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
 

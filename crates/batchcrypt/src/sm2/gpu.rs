@@ -48,9 +48,12 @@ fn flipped<const B: usize>(items: &[[u8; B]]) -> Vec<u8> {
 
 /// Items per pipeline chunk: a few waves of the GPU, so host conversion and copies overlap it,
 /// small enough that the first upload and the last download (which nothing overlaps) are short.
-/// k·G over 10^6 scalars ran at 58 M/s end to end with 2^17, 35–50 with 2^18
-/// (`batchcrypt-bench sm2-chunks`).
 pub const CHUNK: usize = 1 << 17;
+
+/// Items per pipeline chunk of k·G, whose kernel takes a sixteenth of k·P's time per item: a
+/// chunk of 2^18 is one wave of its threads (four items each) on an H200's SMs
+/// (`batchcrypt-bench sm2-chunks` sweeps it).
+pub const BASE_CHUNK: usize = 1 << 18;
 
 /// Launches a kernel over `n` items, `per_thread` items per thread.
 fn launch(
@@ -84,7 +87,7 @@ pub fn mul_base(scalars: &[[u8; 32]]) -> Result<Vec<Point>> {
 /// [`mul_base`] into a caller's buffer of one point per scalar: a buffer reused batch after batch
 /// is already mapped, where a fresh one takes a page fault per 4 KiB on its first write.
 pub fn mul_base_into(scalars: &[[u8; 32]], out: &mut [Point]) -> Result<()> {
-    mul_base_into_chunked(scalars, out, CHUNK)
+    mul_base_into_chunked(scalars, out, BASE_CHUNK)
 }
 
 /// [`mul_base_into`] with `chunk` scalars per pipeline chunk (the benchmarks sweep it).

@@ -154,7 +154,7 @@ impl Sm2<'_> {
                 cpu::mul_base_into(scalars, threads, out);
                 Ok(())
             },
-            |r, out, _| gpu::mul_base_part_into(&scalars[r.clone()], r.start, out, gpu::CHUNK),
+            |r, out, _| gpu::mul_base_part_into(&scalars[r.clone()], r.start, out, gpu::BASE_CHUNK),
         )
     }
 
