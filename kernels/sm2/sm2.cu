@@ -125,7 +125,9 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __rest
 }
 
 // out[i] = k P_i for compressed points (9 limbs in, 9 out; a zero limb 8 out for an invalid P_i).
-extern "C" __global__ void __launch_bounds__(128) sm2_mul_compressed(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
+// Four blocks per SM (a few registers spilled) where the decompression's square root would
+// leave two: 9% faster (k P on points given affine gains nothing from it, and keeps three).
+extern "C" __global__ void __launch_bounds__(128, 4) sm2_mul_compressed(const uint32_t* __restrict__ k, const uint32_t* __restrict__ pts, uint32_t* __restrict__ out, uint64_t n) {
     BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
         PointAffine p;
         const bool good = i < n && decompress(pts + 9 * i, p);

@@ -4,7 +4,8 @@
 // with it) with the curve's generator as the (compressed) key: every item takes the full path
 // (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the same. Prints
 // one line per kernel: the median of 7 launches over 2^LOGN items, each on a fresh copy. For SM2
-// also k G (sm2_mul_base) over 2^LOGN random scalars.
+// also k G (sm2_mul_base) over 2^LOGN random scalars, then k P under one k over those points
+// (sm2_mul, sm2_mul_compressed).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +98,42 @@ static float median_ms(const Case& c, const uint32_t* pristine, uint32_t* items,
 }
 
 #if defined(CURVE_SM2)
+// k P under one k over the n points k G wrote (big-endian x || y words), as affine limbs
+// (sm2_mul) and compressed (sm2_mul_compressed).
+static void time_mul(const uint32_t* d_points_be, uint64_t n, int logn) {
+    std::vector<uint32_t> be(16 * n), plain(16 * n), comp(9 * n);
+    cudaMemcpy(be.data(), d_points_be, be.size() * 4, cudaMemcpyDeviceToHost);
+    auto bswap = [](uint32_t x) { return (x >> 24) | ((x >> 8) & 0xff00) | ((x << 8) & 0xff0000) | (x << 24); };
+    for (uint64_t i = 0; i < n; ++i) {
+        for (int j = 0; j < 8; ++j) {
+            plain[16 * i + j] = comp[9 * i + j] = bswap(be[16 * i + 7 - j]);
+            plain[16 * i + 8 + j] = bswap(be[16 * i + 15 - j]);
+        }
+        comp[9 * i + 8] = plain[16 * i + 8] & 1;
+    }
+    uint32_t k[8] = {0x12345678, 0x9abcdef0, 0x0fedcba9, 0x87654321, 0x11111111, 0x22222222, 0x33333333, 0x0abcdef1};
+    uint32_t *d_k, *d_plain, *d_comp, *d_out;
+    cudaMalloc(&d_k, sizeof k);
+    cudaMalloc(&d_plain, plain.size() * 4);
+    cudaMalloc(&d_comp, comp.size() * 4);
+    cudaMalloc(&d_out, 17 * n * 4);
+    cudaMemcpy(d_k, k, sizeof k, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_plain, plain.data(), plain.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_comp, comp.data(), comp.size() * 4, cudaMemcpyHostToDevice);
+    const unsigned threads = 128, blocks = unsigned((n + threads - 1) / threads);
+    report("sm2 k P", logn, n, median_of_7([] {}, [&] { sm2_mul<<<blocks, threads>>>(d_k, d_plain, d_out, n); }));
+    uint32_t valid = 0;
+    cudaMemcpy(&valid, d_out + 16, 4, cudaMemcpyDeviceToHost);
+    if (!valid) printf("sm2 k P: the first point was not on the curve\n");
+    report("sm2 k P compressed", logn, n, median_of_7([] {}, [&] { sm2_mul_compressed<<<blocks, threads>>>(d_k, d_comp, d_out, n); }));
+    cudaMemcpy(&valid, d_out + 8, 4, cudaMemcpyDeviceToHost);
+    if (!(valid & 2)) printf("sm2 k P compressed: the first point was not valid\n");
+    cudaFree(d_k);
+    cudaFree(d_plain);
+    cudaFree(d_comp);
+    cudaFree(d_out);
+}
+
 // k G over n random scalars below 2^255 (big-endian words, as the kernel reads them).
 static void time_mul_base(const PointAffine* table, uint64_t n, int logn) {
     std::vector<uint32_t> k(8 * n);
@@ -110,6 +147,7 @@ static void time_mul_base(const PointAffine* table, uint64_t n, int logn) {
     const unsigned threads = 128, blocks = unsigned(((n + BASE_ITEMS - 1) / BASE_ITEMS + threads - 1) / threads);
     float ms = median_of_7([] {}, [&] { sm2_mul_base<<<blocks, threads>>>(d_k, table, d_out, n); });
     report("sm2 k G", logn, n, ms);
+    time_mul(d_out, n, logn);
     cudaFree(d_k);
     cudaFree(d_out);
 }
