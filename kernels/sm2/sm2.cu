@@ -58,6 +58,19 @@ BC_DEVICE void store_be(uint32_t* dst, const Fp& x) {
     for (int i = 0; i < 8; ++i) dst[7 - i] = bc::bswap32(l[i]);
 }
 
+// k P in affine coordinates, the inversion shared with the block (every thread calls it); the
+// point at infinity where `good` is false (a bad input, or a thread past the end).
+template <class P>
+BC_DEVICE PointAffine mul_affine(const uint32_t* k, const P& p, bool good) {
+    Point r = Point::infinity();
+    if (good) {
+        uint32_t kk[8];
+        load_scalar(kk, k);
+        r = bc::mul_window<Curve, VAR_W>(p, kk);
+    }
+    return r.to_affine(bc::BlockInverse{});
+}
+
 }  // namespace
 
 // The fixed-base table (GTable::LEN affine points, Montgomery form), computed once, in parallel.
@@ -111,13 +124,7 @@ extern "C" __global__ void __launch_bounds__(128) sm2_mul(const uint32_t* __rest
         PointAffine p = PointAffine::infinity();
         if (i < n) p = PointAffine{bc::load_plain<Fp>(pts + 16 * i), bc::load_plain<Fp>(pts + 16 * i + 8)};
         const bool good = i < n && bc::on_curve(p);
-        Point r = Point::infinity();
-        if (good) {
-            uint32_t kk[8];
-            load_scalar(kk, k);
-            r = bc::mul_window<Curve, VAR_W>(p, kk);
-        }
-        PointAffine a = r.to_affine(bc::BlockInverse{});
+        const PointAffine a = mul_affine(k, p, good);
         if (i >= n) continue;
         store_point(out + 17 * i, a);
         out[17 * i + 16] = good;
@@ -131,13 +138,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) sm2_mul_compressed(const ui
     BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
         PointAffine p;
         const bool good = i < n && decompress(pts + 9 * i, p);
-        Point r = Point::infinity();
-        if (good) {
-            uint32_t kk[8];
-            load_scalar(kk, k);
-            r = bc::mul_window<Curve, VAR_W>(p, kk);
-        }
-        PointAffine a = r.to_affine(bc::BlockInverse{});
+        const PointAffine a = mul_affine(k, p, good);
         if (i >= n) continue;
         uint32_t* o = out + 9 * i;
         if (good) {
@@ -153,16 +154,13 @@ extern "C" __global__ void __launch_bounds__(128, 4) sm2_mul_compressed(const ui
 // the slot msgs[i * slot .. (i + 1) * slot): its length (4 bytes, little-endian), then its bytes.
 extern "C" __global__ void __launch_bounds__(128) sm2_hash_mul(const uint32_t* __restrict__ k, const uint8_t* __restrict__ msgs, uint64_t slot, const uint8_t* __restrict__ dst, uint32_t dst_len, uint32_t* __restrict__ out, uint64_t n) {
     BC_FOR_EACH_ITEM_BLOCKWIDE(i, n) {
-        Point r = Point::infinity();
+        Point h = Point::infinity();
         if (i < n) {
             const uint8_t* m = msgs + i * slot;
             uint32_t len = *reinterpret_cast<const uint32_t*>(m);
-            Point h = bc::hash_to_curve<Curve, bc::sm3::Hash>(m + 4, len, dst, dst_len);
-            uint32_t kk[8];
-            load_scalar(kk, k);
-            r = bc::mul_window<Curve, VAR_W>(h, kk);
+            h = bc::hash_to_curve<Curve, bc::sm3::Hash>(m + 4, len, dst, dst_len);
         }
-        PointAffine a = r.to_affine(bc::BlockInverse{});
+        const PointAffine a = mul_affine(k, h, i < n);
         if (i < n) store_compressed(out + 9 * i, a);
     }
 }

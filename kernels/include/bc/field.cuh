@@ -594,27 +594,27 @@ BC_DEVICE void batch_inverse(F* x, F* scratch, int n, Invert invert = {}) {
     }
 }
 
-// A value moved between the lanes of a warp word by word (__shfl_*_sync on each 32-bit word).
-template <class T>
-BC_DEVICE T shfl_up(const T& x, unsigned d) {
+// A value moved between the lanes of a warp word by word: `shuffle` (a __shfl_*_sync) on each
+// 32-bit word.
+template <class T, class Shuffle>
+BC_DEVICE T shfl_words(const T& x, Shuffle shuffle) {
     static_assert(sizeof(T) % 4 == 0, "whole words");
     T r;
     const uint32_t* s = reinterpret_cast<const uint32_t*>(&x);
     uint32_t* o = reinterpret_cast<uint32_t*>(&r);
 #pragma unroll
-    for (int i = 0; i < int(sizeof(T) / 4); ++i) o[i] = __shfl_up_sync(0xffffffffu, s[i], d);
+    for (int i = 0; i < int(sizeof(T) / 4); ++i) o[i] = shuffle(s[i]);
     return r;
 }
 
 template <class T>
+BC_DEVICE T shfl_up(const T& x, unsigned d) {
+    return shfl_words(x, [d](uint32_t w) { return __shfl_up_sync(0xffffffffu, w, d); });
+}
+
+template <class T>
 BC_DEVICE T shfl_down(const T& x, unsigned d) {
-    static_assert(sizeof(T) % 4 == 0, "whole words");
-    T r;
-    const uint32_t* s = reinterpret_cast<const uint32_t*>(&x);
-    uint32_t* o = reinterpret_cast<uint32_t*>(&r);
-#pragma unroll
-    for (int i = 0; i < int(sizeof(T) / 4); ++i) o[i] = __shfl_down_sync(0xffffffffu, s[i], d);
-    return r;
+    return shfl_words(x, [d](uint32_t w) { return __shfl_down_sync(0xffffffffu, w, d); });
 }
 
 // x^-1 on every thread of a block, with one inversion for the whole block: an inversion costs
