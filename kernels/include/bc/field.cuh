@@ -622,8 +622,9 @@ BC_DEVICE T shfl_down(const T& x, unsigned d) {
 // so sharing within a warp alone saves nothing). The lanes' products are scanned by shuffles
 // (prefix and suffix, 12 products a thread), the warps' totals inverted together by the first
 // thread while the others wait at the barrier (their SM runs other blocks' warps meanwhile).
-// x must be non-zero. Every thread of the block calls it (barriers), in warps of 32 or one
-// warp of fewer (the host emulation's one-thread blocks).
+// x must be non-zero. Every thread of the block calls it (barriers). On the GPU the block is
+// whole warps (the shuffles name all 32 lanes); the host emulation's one-thread block is a warp
+// of one.
 template <class F>
 BC_DEVICE F block_inverse(const F& x) {
     __shared__ F total[32], scratch[32];
