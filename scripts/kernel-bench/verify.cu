@@ -5,7 +5,7 @@
 // (decompression, u1 G + u2 Q, the final test), and none is valid, which costs the same. Prints
 // one line per kernel: the median of 7 launches over 2^LOGN items, each on a fresh copy. For SM2
 // also k G (sm2_mul_base) over 2^LOGN random scalars, then k P under one k over those points
-// (sm2_mul, sm2_mul_compressed).
+// (sm2_mul, sm2_mul_compressed) and hash-to-curve then k over random messages (sm2_hash_mul).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -128,6 +128,23 @@ static void time_mul(const uint32_t* d_points_be, uint64_t n, int logn) {
     report("sm2 k P compressed", logn, n, median_of_7([] {}, [&] { sm2_mul_compressed<<<blocks, threads>>>(d_k, d_comp, d_out, n); }));
     cudaMemcpy(&valid, d_out + 8, 4, cudaMemcpyDeviceToHost);
     if (!(valid & 2)) printf("sm2 k P compressed: the first point was not valid\n");
+    // Hash-to-curve then k: n messages of 32 bytes, each in a slot after its 4-byte length.
+    const uint64_t slot = 36;
+    std::vector<uint8_t> msgs(slot * n);
+    std::mt19937 rng(3);
+    for (uint64_t i = 0; i < n; ++i) {
+        msgs[slot * i] = 32;
+        for (int j = 4; j < int(slot); ++j) msgs[slot * i + j] = uint8_t(rng());
+    }
+    const char tag[] = "batchcrypt-kernel-bench";
+    uint8_t *d_msgs, *d_tag;
+    cudaMalloc(&d_msgs, msgs.size());
+    cudaMalloc(&d_tag, sizeof tag);
+    cudaMemcpy(d_msgs, msgs.data(), msgs.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_tag, tag, sizeof tag, cudaMemcpyHostToDevice);
+    report("sm2 hash-to-curve k", logn, n, median_of_7([] {}, [&] { sm2_hash_mul<<<blocks, threads>>>(d_k, d_msgs, slot, d_tag, uint32_t(sizeof tag - 1), d_out, n); }));
+    cudaFree(d_msgs);
+    cudaFree(d_tag);
     cudaFree(d_k);
     cudaFree(d_plain);
     cudaFree(d_comp);
