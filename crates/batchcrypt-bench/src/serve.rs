@@ -697,10 +697,11 @@ fn cpu_between(
     let mut parts: Vec<(String, f64)> = after
         .iter()
         .map(|(k, v)| (k.clone(), (v - before.get(k).unwrap_or(&0.0)) / secs))
-        .filter(|(_, c)| *c >= 0.05)
         .collect();
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Every group counts toward the total; only those of a twentieth of a core or more are named.
     let total: f64 = parts.iter().map(|p| p.1).sum();
+    parts.retain(|(_, c)| *c >= 0.05);
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!(
         "CPU: {total:.1} of {cores} cores busy on average ({})",

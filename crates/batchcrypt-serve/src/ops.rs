@@ -56,6 +56,15 @@ impl Col {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// Whether every item is `width` bytes: known at once for a column packed at a width (its
+    /// length a multiple of it, checked on arrival), item by item otherwise.
+    pub fn all_of_width(&self, width: usize) -> bool {
+        match self {
+            Col::Packed { width: w, .. } if *w > 0 => *w == width,
+            _ => self.iter().all(|m| m.len() == width),
+        }
+    }
+
     /// The items as buffers of their own (slices of a packed buffer), for operations that keep
     /// items one by one.
     pub fn into_vec(self) -> Vec<Bytes> {
@@ -170,10 +179,7 @@ impl Batched for Ecdsa {
         &(curve, format, require_low_s): &Self::Group,
         requests: Vec<EcdsaItems>,
     ) -> Result<Ran<Verdict>, String> {
-        if requests
-            .iter()
-            .any(|r| r.hashes.iter().any(|h| h.len() != 32))
-        {
+        if requests.iter().any(|r| !r.hashes.all_of_width(32)) {
             return Err("a message hash is not 32 bytes".into());
         }
         if requests

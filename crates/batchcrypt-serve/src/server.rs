@@ -518,7 +518,7 @@ impl Service {
             ("signatures", sigs.len()),
             ("public keys", keys.len()),
         ])?;
-        if hashes.iter().any(|h| h.len() != 32) {
+        if !hashes.all_of_width(32) {
             return Err(Status::invalid_argument(
                 "every message hash must be 32 bytes",
             ));

@@ -446,6 +446,22 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
         })
         .await;
     assert_eq!(bad(r), Code::InvalidArgument);
+    // Hashes packed at another width than 32, or by ends with one of another length.
+    for (len, width, ends) in [(62usize, 31u32, vec![]), (63, 0, vec![32, 63])] {
+        let r = raw
+            .verify_ecdsa(VerifyEcdsaRequest {
+                hashes_packed: Some(Column {
+                    data: vec![1u8; len].into(),
+                    width,
+                    ends,
+                }),
+                signatures: bs(&s.der[..2]),
+                public_keys: bs(&s.keys[..2]),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(bad(r), Code::InvalidArgument, "width {width}");
+    }
     // An unknown signature format.
     let r = raw
         .verify_ecdsa(VerifyEcdsaRequest {
