@@ -210,12 +210,62 @@ fn sequence_on<F: Field>(p: Primitive) {
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
-    use batchcrypt::emulation::ntt::{mul_sub, ntt};
+    use batchcrypt::emulation::ntt::{mul_sub, ntt, products};
 
     on_both_fields! {
         kernels_match_the_definition => definition_on,
         kernels_match_arkworks_over_several_passes => passes_on,
         pointwise_kernel_matches_arkworks => mul_sub_on,
+        sparse_rows_kernel_matches_arkworks => products_on,
+    }
+
+    /// A prover's evaluations from two sparse matrices by rows: rows without terms, rows of
+    /// one and of many, coefficients 0, 1 and -1 among random ones, a signal read by many rows.
+    fn products_on<F: Field>(_: Primitive) {
+        use rand::Rng;
+        let (n, signals) = (300usize, 57usize);
+        let w = values::<F>(signals, 9);
+        let mut r = rand::rngs::StdRng::seed_from_u64(10);
+        let (mut starts, mut cols, mut coefs) = (vec![0u64], Vec::new(), Vec::new());
+        let mut rows: Vec<Vec<(u32, F)>> = Vec::new();
+        for row in 0..2 * n {
+            let terms = match row % 7 {
+                0 => 0,
+                1 => 1,
+                2 => 9,
+                _ => r.gen_range(1..4),
+            };
+            let mut terms_of_row = Vec::new();
+            for t in 0..terms {
+                let signal = if t == 0 && row % 5 == 0 {
+                    3
+                } else {
+                    r.gen_range(0..signals as u32)
+                };
+                let v = match (row + t) % 6 {
+                    0 => F::zero(),
+                    1 => F::ONE,
+                    2 => -F::ONE,
+                    _ => F::rand(&mut r),
+                };
+                terms_of_row.push((signal, v));
+                cols.push(signal);
+                coefs.push(v);
+            }
+            starts.push(cols.len() as u64);
+            rows.push(terms_of_row);
+        }
+        let dot = |terms: &[(u32, F)]| {
+            terms
+                .iter()
+                .fold(F::zero(), |acc, &(s, v)| acc + v * w[s as usize])
+        };
+        let a: Vec<F> = rows[..n].iter().map(|t| dot(t)).collect();
+        let b: Vec<F> = rows[n..].iter().map(|t| dot(t)).collect();
+        let mut want = a.clone();
+        want.extend(&b);
+        want.extend(a.iter().zip(&b).map(|(x, y)| *x * y));
+        assert_eq!(products(&starts, &cols, &coefs, &w), want);
     }
 
     /// The prover's pointwise a·b − c, edge values (0, 1, −1) among random ones.

@@ -166,10 +166,32 @@ BC_DEVICE void mul_sub(const F* abc, uint64_t n, F* out) {
     BC_FOR_EACH_ITEM(i, n) store(out + i, load(abc + i) * load(abc + n + i) - load(abc + 2 * n + i));
 }
 
+// A prover's first step, so the witness's evaluations need not cross from the host: rows i < n of
+// two sparse matrices held by rows one after another (A's rows 0..n, B's n..2n; row r's terms are
+// starts[r]..starts[r + 1] of cols and coefs), each times the witness w, written as three
+// polynomials: out = [A·w | B·w | (A·w)∘(B·w)] (for a satisfying witness the last is C·w).
+template <class F>
+BC_DEVICE F sparse_row(const uint64_t* starts, const uint32_t* cols, const F* coefs, const F* w, uint64_t r) {
+    F acc = F::zero();
+    for (uint64_t e = starts[r]; e < starts[r + 1]; ++e) acc = acc + load(coefs + e) * load(w + cols[e]);
+    return acc;
+}
+
+template <class F>
+BC_DEVICE void products(const uint64_t* starts, const uint32_t* cols, const F* coefs, const F* w, uint64_t n, F* out) {
+    BC_FOR_EACH_ITEM(i, n) {
+        const F a = sparse_row(starts, cols, coefs, w, i);
+        const F b = sparse_row(starts, cols, coefs, w, n + i);
+        store(out + i, a);
+        store(out + n + i, b);
+        store(out + 2 * n + i, a * b);
+    }
+}
+
 }  // namespace bc::ntt
 
 // The kernels of the three steps over field F, named PREFIX_ntt_twiddles, _pass and _bitrev, and
-// the pointwise PREFIX_ntt_mul_sub.
+// the prover's PREFIX_ntt_products and pointwise PREFIX_ntt_mul_sub.
 #define BC_NTT_STEPS(PREFIX, F)                                                                                \
     extern "C" __global__ void PREFIX##_ntt_twiddles(const F* omega, uint64_t count, F* out) {                 \
         bc::ntt::twiddles(omega, count, out);                                                                  \
@@ -179,6 +201,9 @@ BC_DEVICE void mul_sub(const F* abc, uint64_t n, F* out) {
     }                                                                                                          \
     extern "C" __global__ void PREFIX##_ntt_bitrev(const F* in, F* out, uint32_t log_n, uint64_t batch, uint32_t mode, const F* lo, const F* hi, uint32_t lo_bits) { \
         bc::ntt::bitrev(in, out, log_n, batch, mode, lo, hi, lo_bits);                                        \
+    }                                                                                                          \
+    extern "C" __global__ void PREFIX##_ntt_products(const uint64_t* starts, const uint32_t* cols, const F* coefs, const F* w, uint64_t n, F* out) { \
+        bc::ntt::products(starts, cols, coefs, w, n, out);                                                     \
     }                                                                                                          \
     extern "C" __global__ void PREFIX##_ntt_mul_sub(const F* abc, uint64_t n, F* out) {                        \
         bc::ntt::mul_sub(abc, n, out);                                                                         \

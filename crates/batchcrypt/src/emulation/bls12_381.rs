@@ -44,11 +44,20 @@ pub const NTT: NttSteps = NttSteps {
     pass: bls12_381_ntt_pass,
     bitrev: bls12_381_ntt_bitrev,
     mul_sub: bls12_381_ntt_mul_sub,
+    products: bls12_381_ntt_products,
 };
 
 extern "C" {
     fn bls12_381_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
     fn bls12_381_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
+    fn bls12_381_ntt_products(
+        starts: *const u64,
+        cols: *const u32,
+        coefs: *const u32,
+        w: *const u32,
+        n: u64,
+        out: *mut u32,
+    );
     fn bls12_381_ntt_pass(
         data: *mut u32,
         log_n: u32,

@@ -89,6 +89,14 @@ extern "C" {
     fn bn254_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
     fn bn254_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
+    fn bn254_ntt_products(
+        starts: *const u64,
+        cols: *const u32,
+        coefs: *const u32,
+        w: *const u32,
+        n: u64,
+        out: *mut u32,
+    );
     fn bn254_ntt_pass(
         data: *mut u32,
         log_n: u32,
@@ -149,4 +157,5 @@ pub const NTT: NttSteps = NttSteps {
     pass: bn254_ntt_pass,
     bitrev: bn254_ntt_bitrev,
     mul_sub: bn254_ntt_mul_sub,
+    products: bn254_ntt_products,
 };

@@ -25,6 +25,9 @@ pub struct NttSteps {
     pub bitrev:
         unsafe extern "C" fn(*const u32, *mut u32, u32, u64, u32, *const u32, *const u32, u32),
     pub mul_sub: unsafe extern "C" fn(*const u32, u64, *mut u32),
+    #[allow(clippy::type_complexity)]
+    pub products:
+        unsafe extern "C" fn(*const u64, *const u32, *const u32, *const u32, u64, *mut u32),
 }
 
 /// The steps on host buffers of raw limbs.
@@ -129,5 +132,29 @@ pub fn mul_sub<F: Field>(abc: &[F]) -> Vec<F> {
     let mut out = vec![0u32; F::WORDS * n];
     // SAFETY: `raw` holds 3n elements and `out` n, as the kernel reads and writes them.
     unsafe { (F::emulated().mul_sub)(raw.as_ptr(), n as u64, out.as_mut_ptr()) };
+    out.chunks_exact(F::WORDS).map(F::from_limbs).collect()
+}
+
+/// `[A·w | B·w | (A·w)∘(B·w)]` through `F`'s kernel, for two sparse matrices by rows one after
+/// another (`starts`: 2n + 1 offsets into `cols` and `coefs`).
+pub fn products<F: Field>(starts: &[u64], cols: &[u32], coefs: &[F], w: &[F]) -> Vec<F> {
+    let n = starts.len() / 2;
+    assert!(starts.len() == 2 * n + 1 && starts[2 * n] as usize == cols.len());
+    assert!(starts.windows(2).all(|p| p[0] <= p[1]));
+    assert!(coefs.len() == cols.len() && cols.iter().all(|&c| (c as usize) < w.len()));
+    let (coefs, w) = (crate::msm::raw_elements(coefs), crate::msm::raw_elements(w));
+    let mut out = vec![0u32; 3 * F::WORDS * n];
+    // SAFETY: checked above: every offset and signal indexes within the buffers, and `out`
+    // holds the 3n elements the kernel writes.
+    unsafe {
+        (F::emulated().products)(
+            starts.as_ptr(),
+            cols.as_ptr(),
+            coefs.as_ptr(),
+            w.as_ptr(),
+            n as u64,
+            out.as_mut_ptr(),
+        )
+    };
     out.chunks_exact(F::WORDS).map(F::from_limbs).collect()
 }

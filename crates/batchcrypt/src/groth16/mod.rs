@@ -15,8 +15,9 @@
 //! 4. the blinding with fresh r and s.
 //!
 //! The witness's MSMs do not wait for steps 1-2: those in G1 and the one in G2 run beside them,
-//! each on a thread of its own; on the GPU the quotient's values stay there from the NTTs to
-//! its MSM.
+//! each on a thread of its own. On the GPU the quotient's chain stays there from the witness on:
+//! step 1 runs there over the key's A and B (uploaded on the first proof), and the values never
+//! cross back before the quotient's MSM.
 //!
 //! Every proof is checked (one pairing product) before it is returned: a witness that does not
 //! satisfy the circuit, or a proving key and witness of different circuits, is an error, never a
@@ -179,33 +180,38 @@ impl Groth16<'_> {
             })
         };
         let quotient_msm = |clock: &mut Clock| -> Result<_> {
+            let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
+                .expect("2n divides r - 1, checked on load");
+            let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
+            let plan = self.engine.ntt_plan(&steps, 3)?;
+            if plan.backend.is_gpu() {
+                // The whole chain on one GPU: the evaluations made there from the witness and
+                // the key's A and B, the quotient left there for its MSM.
+                let gpu = Some(Backend::Cuda);
+                return plan.on_gpu(|| {
+                    let abc = clock.run("evaluate A, B, C", || {
+                        Ok((crate::ntt::gpu::products(&*pk.rows_on_gpu()?, w)?, gpu))
+                    })?;
+                    let polys = clock.run("NTTs (A, B, C to the odd coset)", || {
+                        Ok((abc.ntts(&steps)?, gpu))
+                    })?;
+                    let h = clock.run("quotient A·B − C", || Ok((polys.mul_sub()?, gpu)))?;
+                    clock.run("MSM H", || {
+                        let hc = crate::msm::on_device(&pk.h_query, h.limbs(), h.len())?;
+                        Ok((hc, gpu))
+                    })
+                });
+            }
             // [A·w | B·w | C·w] on the domain, one buffer so the NTTs take all three at once.
             let mut abc = clock.run("evaluate A, B, C", || {
                 let mut abc = scratch.take(3 * n, C::Fr::ZERO);
                 pk.evaluate(w, &mut abc);
                 Ok((abc, None))
             })?;
-            let odd = crate::ntt::root_of_unity::<C::Fr>(2 * n as u64)
-                .expect("2n divides r - 1, checked on load");
-            // On the GPU the transformed values stay there for the quotient and its MSM.
-            let kept = clock.run("NTTs (A, B, C to the odd coset)", || {
-                let steps = [Ntt::inverse(n), Ntt::forward(n).on_coset(odd)];
-                let out = self.engine.ntts_kept(&mut abc, &steps)?;
-                Ok((out.value, Some(out.backend)))
+            clock.run("NTTs (A, B, C to the odd coset)", || {
+                self.engine.ntts_on_cpu(&plan, &mut abc, &steps)?;
+                Ok(((), Some(plan.backend)))
             })?;
-            if let Some(polys) = kept {
-                scratch.give(abc);
-                let gpu = polys.gpu();
-                let h = clock.run("quotient A·B − C", || {
-                    Ok((polys.mul_sub()?, Some(Backend::Cuda)))
-                })?;
-                return clock.run("MSM H", || {
-                    let hc = crate::backend::gpu::run_on(gpu, || {
-                        crate::msm::on_device(&pk.h_query, h.limbs(), h.len())
-                    })?;
-                    Ok((hc, Some(Backend::Cuda)))
-                });
-            }
             let h = clock.run("quotient A·B − C", || {
                 let (a, rest) = abc.split_at(n);
                 let (b, c) = rest.split_at(n);

@@ -12,8 +12,11 @@ use super::binfile::BinFile;
 use super::{n8q, n8r, Curve, VerifyingKey};
 use crate::error::{Error, Result};
 use crate::msm::{Affine, Bases, Limbs};
+use crate::ntt::gpu::DeviceRows;
 use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField};
 use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 const WHAT: &str = "proving key (.zkey)";
 const PROTOCOL_GROTH16: u32 = 1;
@@ -39,6 +42,9 @@ pub struct ProvingKey<C: Curve = crate::bn254::Bn254> {
     /// the three share one sorting of its scalars.
     pub c_query: Bases<C::G1>,
     pub h_query: Bases<C::G1>,
+    /// A and B in GPU memory, by GPU (uploaded on the first proof there): the prover's
+    /// evaluations are made there from the witness.
+    rows_resident: Mutex<HashMap<usize, Arc<DeviceRows>>>,
 }
 
 /// A sparse matrix by rows (constraints): the entries of row i are
@@ -106,9 +112,36 @@ impl<C: Curve> ProvingKey<C> {
         }
     }
 
-    /// GPU memory the key's five MSM bases take once resident.
+    /// A and B in the current GPU's memory, uploaded there on the first call.
+    pub(crate) fn rows_on_gpu(&self) -> Result<Arc<DeviceRows>> {
+        let gpu = crate::backend::gpu::current();
+        let mut held = self.rows_resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rows) = held.get(&gpu) {
+            return Ok(rows.clone());
+        }
+        // One array of offsets for both matrices, B's rows after A's.
+        let a_terms = self.a.entries.len() as u64;
+        let starts: Vec<u64> = (self.a.starts.iter().map(|&s| s as u64))
+            .chain(self.b.starts[1..].iter().map(|&s| a_terms + s as u64))
+            .collect();
+        let (cols, coefs): (Vec<u32>, Vec<C::Fr>) = self
+            .a
+            .entries
+            .iter()
+            .chain(&self.b.entries)
+            .copied()
+            .unzip();
+        let rows = Arc::new(DeviceRows::upload(&starts, &cols, &coefs, self.n_vars)?);
+        held.insert(gpu, rows.clone());
+        Ok(rows)
+    }
+
+    /// GPU memory the key takes once resident: its five MSM bases and its A and B.
     pub fn device_bytes(&self) -> u64 {
-        self.a_query.device_bytes()
+        DeviceRows::bytes::<C::Fr>(
+            2 * self.domain_size + 1,
+            self.a.entries.len() + self.b.entries.len(),
+        ) + self.a_query.device_bytes()
             + self.b_g1_query.device_bytes()
             + self.b_g2_query.device_bytes()
             + self.c_query.device_bytes()
@@ -126,6 +159,10 @@ impl<C: Curve> ProvingKey<C> {
 
     /// Frees the key's GPU copies (see [`crate::msm::Bases::release_device`]).
     pub fn release_device(&self) {
+        self.rows_resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         self.a_query.release_device();
         self.b_g1_query.release_device();
         self.b_g2_query.release_device();
@@ -225,6 +262,7 @@ impl<C: Curve> ProvingKey<C> {
             b_g2_query: Bases::new(b_g2_query),
             c_query: Bases::new(c_query),
             h_query: Bases::new(h_query),
+            rows_resident: Mutex::default(),
         })
     }
 }

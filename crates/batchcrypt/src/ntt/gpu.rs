@@ -57,19 +57,112 @@ fn twiddles<F: Field>(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSli
 pub(crate) fn ntt<F: Field>(values: &mut [F], steps: &[Ntt<F>]) -> Result<()> {
     let mut run = NttRun::new(values, steps)?;
     run.steps()?;
-    download_elements(run.k.gpu, &run.k.stream, &run.data, values)
+    let held = &run.held;
+    download_elements(held.k.gpu, &held.k.stream, &held.data, values)
 }
 
-/// The transforms `steps` on `values` (as [`ntt`]), the result left in the current GPU's memory.
-pub(crate) fn ntt_on_device<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<OnDevice<F>> {
-    let mut run = NttRun::new(values, steps)?;
-    run.steps()?;
-    run.k.stream.synchronize().driver("sync")?;
+/// Two sparse matrices by rows in one GPU's memory, A's `n` rows then B's (a prover's constraint
+/// matrices), for [`products`], with their hold on its memory budget.
+pub struct DeviceRows {
+    gpu: usize,
+    n: u64,
+    /// The witness's length that every term's signal indexes below.
+    signals: usize,
+    starts: CudaSlice<u64>,
+    cols: CudaSlice<u32>,
+    coefs: CudaSlice<u32>,
+    _memory: Reservation<'static>,
+}
+
+impl DeviceRows {
+    /// Uploads to the current GPU the rows of `starts` (2n + 1 offsets into the terms), each
+    /// term a signal below `signals` (`cols`) and its coefficient.
+    pub fn upload<F: Field>(
+        starts: &[u64],
+        cols: &[u32],
+        coefs: &[F],
+        signals: usize,
+    ) -> Result<DeviceRows> {
+        let terms = cols.len();
+        let well_formed = starts.len() % 2 == 1
+            && coefs.len() == terms
+            && starts.first() == Some(&0)
+            && starts.last() == Some(&(terms as u64))
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && cols.iter().all(|&c| (c as usize) < signals);
+        if !well_formed {
+            return Err(crate::error::Error::invalid(
+                "sparse rows with offsets out of order or signals past the witness",
+            ));
+        }
+        let gpu = Gpu::available()?;
+        let memory = gpu.budget().reserve(
+            Self::bytes::<F>(starts.len(), terms),
+            "a key's constraint matrices",
+        )?;
+        let stream = gpu.stream()?;
+        let rows = DeviceRows {
+            gpu: gpu.index(),
+            n: (starts.len() / 2) as u64,
+            signals,
+            starts: stream.clone_htod(starts).driver("upload")?,
+            cols: stream.clone_htod(cols).driver("upload")?,
+            coefs: upload_elements(gpu, &stream, coefs)?,
+            _memory: memory,
+        };
+        stream.synchronize().driver("sync")?;
+        Ok(rows)
+    }
+
+    /// GPU memory that rows of `offsets` offsets and `terms` terms take.
+    pub fn bytes<F: Field>(offsets: usize, terms: usize) -> u64 {
+        (8 * offsets + (4 + 4 * F::WORDS) * terms.max(1)) as u64
+    }
+
+    /// The GPU holding them.
+    pub fn gpu(&self) -> usize {
+        self.gpu
+    }
+}
+
+/// `[A·w | B·w | (A·w)∘(B·w)]` of `rows` (on the current GPU) and the witness `w`, left in its
+/// memory: a prover's evaluations on the domain, made where the transforms read them.
+pub(crate) fn products<F: Field>(rows: &DeviceRows, w: &[F]) -> Result<OnDevice<F>> {
+    if w.len() != rows.signals {
+        return Err(crate::error::Error::invalid(format!(
+            "a witness of {} signals for constraint matrices over {}",
+            w.len(),
+            rows.signals
+        )));
+    }
+    let gpu = Gpu::available()?;
+    debug_assert_eq!(gpu.index(), rows.gpu, "the rows' GPU is the current one");
+    let n = rows.n;
+    let elem = 4 * F::WORDS as u64;
+    let memory = gpu
+        .budget()
+        .reserve(elem * (3 * n + w.len() as u64), "a prover's evaluations")?;
+    let stream = gpu.stream()?;
+    let dev_w = upload_elements(gpu, &stream, w)?;
+    let mut k = Device { gpu, stream };
+    let mut out = Kernels::<F>::alloc(&mut k, 3 * n)?;
+    launch!(
+        k,
+        "products",
+        grid_1d(n, 256),
+        &rows.starts,
+        &rows.cols,
+        &rows.coefs,
+        &dev_w,
+        &n,
+        &mut out
+    )?;
+    k.stream.synchronize().driver("sync")?;
     Ok(OnDevice {
-        k: run.k,
-        data: run.data,
-        len: values.len(),
-        _memory: run._memory,
+        k,
+        data: out,
+        len: 3 * n as usize,
+        _memory: memory,
         _field: std::marker::PhantomData,
     })
 }
@@ -104,6 +197,27 @@ impl<F: Field> OnDevice<F> {
         &self.data
     }
 
+    /// The transforms `steps` (whole polynomials of one size, as [`ntt`]) on these elements,
+    /// one after another, the result left in GPU memory.
+    pub fn ntts(self, steps: &[Ntt<F>]) -> Result<OnDevice<F>> {
+        let size = steps.first().map_or(0, |t| t.size);
+        for t in steps {
+            t.batch_of(self.len)?;
+            if t.size != size {
+                return Err(crate::error::Error::invalid(
+                    "transforms of several sizes in one call",
+                ));
+            }
+        }
+        if self.len == 0 || size <= 1 {
+            return Ok(self); // the identity
+        }
+        let mut run = NttRun::on_device(self, steps)?;
+        run.steps()?;
+        run.held.k.stream.synchronize().driver("sync")?;
+        Ok(run.held)
+    }
+
     /// a[i] b[i] − c[i] of the three polynomials held one after another (a prover's quotient),
     /// in their place in GPU memory.
     pub fn mul_sub(mut self) -> Result<OnDevice<F>> {
@@ -121,60 +235,73 @@ impl<F: Field> OnDevice<F> {
 /// built), the median of `iters` runs (for benchmarks).
 pub fn ntt_kernel_seconds<F: Field>(values: &[F], steps: &[Ntt<F>], iters: usize) -> Result<f64> {
     let mut run = NttRun::new(values, steps)?;
-    let st = (*run.k.stream).clone();
+    let st = (*run.held.k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || run.steps())
 }
 
-/// A chain of transforms on one buffer in GPU memory: each step reads `data` and leaves its
-/// result there (the permutation writes `out`, then the two swap).
+/// A chain of transforms on one buffer in GPU memory: each step reads `held`'s elements and
+/// leaves its result there (the permutation writes `out`, then the two swap).
 struct NttRun<'a, F> {
-    k: Device,
+    held: OnDevice<F>,
     tw: Arc<Twiddles<CudaSlice<u32>>>,
     steps: &'a [Ntt<F>],
     batch: u64,
-    data: CudaSlice<u32>,
     out: CudaSlice<u32>,
-    _memory: Reservation<'static>,
+    _scratch: Reservation<'static>,
 }
 
 impl<'a, F: Field> NttRun<'a, F> {
+    /// `values` uploaded to the current GPU.
     fn new(values: &[F], steps: &'a [Ntt<F>]) -> Result<Self> {
+        let gpu = Gpu::available()?;
+        let memory = gpu
+            .budget()
+            .reserve(4 * F::WORDS as u64 * values.len() as u64, "an NTT")?;
+        let stream = gpu.stream()?;
+        let data = upload_elements(gpu, &stream, values)?;
+        let held = OnDevice {
+            k: Device { gpu, stream },
+            data,
+            len: values.len(),
+            _memory: memory,
+            _field: std::marker::PhantomData,
+        };
+        Self::on_device(held, steps)
+    }
+
+    /// Elements already in GPU memory.
+    fn on_device(mut held: OnDevice<F>, steps: &'a [Ntt<F>]) -> Result<Self> {
         let first = steps
             .first()
             .ok_or_else(|| crate::error::Error::invalid("no NTT steps"))?;
-        let batch = first.batch_of(values.len())? as u64;
-        let gpu = Gpu::available()?;
-        // The values and the permutation's output, and the scaling tables (about 2 sqrt(n)).
+        let batch = first.batch_of(held.len)? as u64;
+        // The permutation's output and the scaling tables (about 2 sqrt(n)).
         let elem = 4 * F::WORDS as u64;
-        let bytes = 2 * elem * values.len() as u64 + ((4 * elem) << first.log_size().div_ceil(2));
-        let memory = gpu.budget().reserve(bytes, "an NTT")?;
-        let stream = gpu.stream()?;
-        let data = upload_elements(gpu, &stream, values)?;
-        let mut k = Device { gpu, stream };
-        let tw = twiddles::<F>(&mut k, first.log_size())?;
-        let out = Kernels::<F>::alloc(&mut k, values.len() as u64)?;
+        let bytes = elem * held.len as u64 + ((4 * elem) << first.log_size().div_ceil(2));
+        let scratch = held.k.gpu.budget().reserve(bytes, "an NTT")?;
+        let tw = twiddles::<F>(&mut held.k, first.log_size())?;
+        let out = Kernels::<F>::alloc(&mut held.k, held.len as u64)?;
         Ok(NttRun {
-            k,
+            held,
             tw,
             steps,
             batch,
-            data,
             out,
-            _memory: memory,
+            _scratch: scratch,
         })
     }
 
     fn steps(&mut self) -> Result<()> {
         for t in self.steps {
             super::transform(
-                &mut self.k,
+                &mut self.held.k,
                 &self.tw,
                 t,
                 self.batch,
-                &mut self.data,
+                &mut self.held.data,
                 &mut self.out,
             )?;
-            std::mem::swap(&mut self.data, &mut self.out);
+            std::mem::swap(&mut self.held.data, &mut self.out);
         }
         Ok(())
     }

@@ -372,35 +372,33 @@ impl Engine {
         )
     }
 
-    /// [`Engine::ntts`] where the dispatcher puts them, all on one GPU if on the GPU, and the
-    /// result left there (`Some`) for a next step that runs on that GPU; `None` when they ran on
-    /// the CPU, in place in `values`.
-    pub(crate) fn ntts_kept<F: Field>(
+    /// Where the dispatcher puts `steps` on `batch` polynomials, for a caller that makes the
+    /// polynomials where they are transformed (a prover: on the GPU [`gpu::products`] and
+    /// [`gpu::OnDevice::ntts`], run inside [`crate::dispatch::Plan::on_gpu`]; on the CPU
+    /// [`Engine::ntts_on_cpu`]).
+    pub(crate) fn ntt_plan<F: Field>(
         &self,
+        steps: &[Ntt<F>],
+        batch: usize,
+    ) -> Result<crate::dispatch::Plan> {
+        let op = F::operation();
+        self.dispatcher()
+            .plan(&workload(steps, batch), op.cpu, op.gpu, op)
+    }
+
+    /// `steps` on `values` in place on the CPU, on the threads `plan` gives.
+    pub(crate) fn ntts_on_cpu<F: Field>(
+        &self,
+        plan: &crate::dispatch::Plan,
         values: &mut [F],
         steps: &[Ntt<F>],
-    ) -> Result<Output<Option<gpu::OnDevice<F>>>> {
-        let (batch, nothing) = check_steps(values, steps)?;
-        let op = F::operation();
-        let plan = self
-            .dispatcher()
-            .plan(&workload(steps, batch), op.cpu, op.gpu, op)?;
-        let value = match (nothing, plan.backend.is_gpu()) {
-            (true, _) => None,
-            (false, true) => Some(plan.on_gpu(|| gpu::ntt_on_device(values, steps))?),
-            (false, false) => {
-                for t in steps {
-                    cpu::ntt(values, t, plan.threads)
-                }
-                None
+    ) -> Result<()> {
+        if !check_steps(values, steps)?.1 {
+            for t in steps {
+                cpu::ntt(values, t, plan.threads)
             }
-        };
-        Ok(Output {
-            value,
-            backend: plan.backend,
-            threads: plan.threads,
-            gpus: plan.ran_on(values.len(), crate::operation::Split::No, 1),
-        })
+        }
+        Ok(())
     }
 
     /// The estimated time of `t` on `batch` polynomials on all CPU cores and on the GPU (data
