@@ -158,6 +158,36 @@ pub fn msm(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 Some(&name(1)),
             );
         }
+        // The host link's floor: the same scalars cut as evenly over the GPUs and moved to them
+        // at once, as the MSM moves them, with nothing computed.
+        for (k, _) in &engines {
+            let part = n.div_ceil(*k);
+            let t = time(reps, || {
+                std::thread::scope(|s| {
+                    for (g, slice) in scalars.chunks(part).enumerate() {
+                        s.spawn(move || {
+                            gpu::run_on(g, || batchcrypt::msm::gpu::upload_seconds(slice))
+                                .expect("upload")
+                        });
+                    }
+                })
+            });
+            println!(
+                "{case}: the scalars to {k} GPU{} alone, nothing computed: {:.2} ms ({:.1} GB/s)",
+                if *k == 1 { "" } else { "s" },
+                t * 1e3,
+                32.0 * n as f64 / t / 1e9
+            );
+            rep.add(
+                GROUP,
+                &case,
+                &format!("{}, scalars' crossing only", name(*k)),
+                n as u64,
+                32 * n as u64,
+                t,
+                Some(&format!("{}, scalars' crossing only", name(1))),
+            );
+        }
     }
 
     Ok(())

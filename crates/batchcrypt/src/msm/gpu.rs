@@ -275,6 +275,20 @@ pub(crate) fn upload_elements<F: Limbs>(
     ChunkedUpload::new(gpu, xs)?.ready(0..xs.len(), stream)
 }
 
+/// Seconds to move `xs` into the current GPU's memory the way an MSM's scalars cross (staged
+/// through page-locked buffers), nothing computed: the host link's floor under an MSM from host
+/// memory (for benchmarks).
+pub fn upload_seconds<F: Limbs>(xs: &[F]) -> Result<f64> {
+    let gpu = Gpu::available()?;
+    let stream = gpu.stream()?;
+    let t = std::time::Instant::now();
+    let dev = upload_elements(gpu, &stream, xs)?;
+    stream.synchronize().driver("sync")?;
+    let seconds = t.elapsed().as_secs_f64();
+    drop(dev);
+    Ok(seconds)
+}
+
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
 /// `iters` runs (for benchmarks); `window`: a window size other than the one the library picks
 /// (bases without precomputed copies only).
