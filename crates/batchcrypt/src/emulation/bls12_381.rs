@@ -39,49 +39,15 @@ pub const G1_MSM: MsmSteps = MsmSteps {
 };
 
 /// Fr's NTT kernels.
-pub const NTT: NttSteps = NttSteps {
-    twiddles: bls12_381_ntt_twiddles,
-    pass: bls12_381_ntt_pass,
-    bitrev: bls12_381_ntt_bitrev,
-    mul_sub: bls12_381_ntt_mul_sub,
-    products: bls12_381_ntt_products,
-};
+pub const NTT: NttSteps = super::ntt::ntt_steps!(
+    bls12_381_ntt_twiddles,
+    bls12_381_ntt_pass,
+    bls12_381_ntt_bitrev,
+    bls12_381_ntt_mul_sub,
+    bls12_381_ntt_products
+);
 
 extern "C" {
-    fn bls12_381_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
-    fn bls12_381_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
-    fn bls12_381_ntt_products(
-        starts: *const u64,
-        cols: *const u32,
-        coefs: *const u32,
-        w: *const u32,
-        n: u64,
-        out: *mut u32,
-    );
-    fn bls12_381_ntt_pass(
-        data: *mut u32,
-        log_n: u32,
-        batch: u64,
-        stage0: u32,
-        k: u32,
-        tw: *const u32,
-        tw_shift: u32,
-        inverse: u32,
-        mode: u32,
-        lo: *const u32,
-        hi: *const u32,
-        lo_bits: u32,
-    );
-    fn bls12_381_ntt_bitrev(
-        input: *const u32,
-        out: *mut u32,
-        log_n: u32,
-        batch: u64,
-        mode: u32,
-        lo: *const u32,
-        hi: *const u32,
-        lo_bits: u32,
-    );
     fn bls12_381_msm_digits(
         scalars: *const u32,
         n: u64,

@@ -87,40 +87,6 @@ extern "C" {
     );
     fn bn254_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
     fn bn254_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
-    fn bn254_ntt_twiddles(omega: *const u32, count: u64, out: *mut u32);
-    fn bn254_ntt_mul_sub(abc: *const u32, n: u64, out: *mut u32);
-    fn bn254_ntt_products(
-        starts: *const u64,
-        cols: *const u32,
-        coefs: *const u32,
-        w: *const u32,
-        n: u64,
-        out: *mut u32,
-    );
-    fn bn254_ntt_pass(
-        data: *mut u32,
-        log_n: u32,
-        batch: u64,
-        stage0: u32,
-        k: u32,
-        tw: *const u32,
-        tw_shift: u32,
-        inverse: u32,
-        mode: u32,
-        lo: *const u32,
-        hi: *const u32,
-        lo_bits: u32,
-    );
-    fn bn254_ntt_bitrev(
-        input: *const u32,
-        out: *mut u32,
-        log_n: u32,
-        batch: u64,
-        mode: u32,
-        lo: *const u32,
-        hi: *const u32,
-        lo_bits: u32,
-    );
 }
 
 /// G1's MSM kernels.
@@ -152,10 +118,10 @@ pub const G2_MSM: MsmSteps = MsmSteps {
 };
 
 /// Fr's NTT kernels.
-pub const NTT: NttSteps = NttSteps {
-    twiddles: bn254_ntt_twiddles,
-    pass: bn254_ntt_pass,
-    bitrev: bn254_ntt_bitrev,
-    mul_sub: bn254_ntt_mul_sub,
-    products: bn254_ntt_products,
-};
+pub const NTT: NttSteps = super::ntt::ntt_steps!(
+    bn254_ntt_twiddles,
+    bn254_ntt_pass,
+    bn254_ntt_bitrev,
+    bn254_ntt_mul_sub,
+    bn254_ntt_products
+);

@@ -30,6 +30,57 @@ pub struct NttSteps {
         unsafe extern "C" fn(*const u64, *const u32, *const u32, *const u32, u64, *mut u32),
 }
 
+/// A field's [`NttSteps`] from the names `BC_NTT_STEPS(PREFIX, F)` gives its kernels
+/// (`PREFIX_ntt_twiddles`, `_pass`, `_bitrev`, `_mul_sub`, `_products`), declared here once.
+macro_rules! ntt_steps {
+    ($twiddles:ident, $pass:ident, $bitrev:ident, $mul_sub:ident, $products:ident) => {{
+        extern "C" {
+            fn $twiddles(omega: *const u32, count: u64, out: *mut u32);
+            fn $pass(
+                data: *mut u32,
+                log_n: u32,
+                batch: u64,
+                stage0: u32,
+                k: u32,
+                tw: *const u32,
+                tw_shift: u32,
+                inverse: u32,
+                mode: u32,
+                lo: *const u32,
+                hi: *const u32,
+                lo_bits: u32,
+            );
+            fn $bitrev(
+                input: *const u32,
+                out: *mut u32,
+                log_n: u32,
+                batch: u64,
+                mode: u32,
+                lo: *const u32,
+                hi: *const u32,
+                lo_bits: u32,
+            );
+            fn $mul_sub(abc: *const u32, n: u64, out: *mut u32);
+            fn $products(
+                starts: *const u64,
+                cols: *const u32,
+                coefs: *const u32,
+                w: *const u32,
+                n: u64,
+                out: *mut u32,
+            );
+        }
+        $crate::emulation::ntt::NttSteps {
+            twiddles: $twiddles,
+            pass: $pass,
+            bitrev: $bitrev,
+            mul_sub: $mul_sub,
+            products: $products,
+        }
+    }};
+}
+pub(crate) use ntt_steps;
+
 /// The steps on host buffers of raw limbs.
 struct Host<F> {
     steps: NttSteps,
