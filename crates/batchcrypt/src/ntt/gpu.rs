@@ -118,11 +118,6 @@ impl DeviceRows {
     pub fn bytes<F: Field>(offsets: usize, terms: usize) -> u64 {
         (8 * offsets + (4 + 4 * F::WORDS) * terms.max(1)) as u64
     }
-
-    /// The GPU holding them.
-    pub fn gpu(&self) -> usize {
-        self.gpu
-    }
 }
 
 /// `[A·w | B·w | (A·w)∘(B·w)]` of `rows` (on the current GPU) and the witness `w`, left in its
@@ -139,9 +134,13 @@ pub(crate) fn products<F: Field>(rows: &DeviceRows, w: &[F]) -> Result<OnDevice<
     debug_assert_eq!(gpu.index(), rows.gpu, "the rows' GPU is the current one");
     let n = rows.n;
     let elem = 4 * F::WORDS as u64;
+    // One reservation for the chain that follows: the evaluations, and room for the witness now
+    // and for the transforms' scratch after it (so that no step holds memory while it waits for
+    // more).
+    let spare = (elem * w.len() as u64).max(scratch_bytes::<F>(3 * n, n.next_power_of_two()));
     let memory = gpu
         .budget()
-        .reserve(elem * (3 * n + w.len() as u64), "a prover's evaluations")?;
+        .reserve(elem * 3 * n + spare, "a prover's evaluations")?;
     let stream = gpu.stream()?;
     let dev_w = upload_elements(gpu, &stream, w)?;
     let mut k = Device { gpu, stream };
@@ -163,8 +162,16 @@ pub(crate) fn products<F: Field>(rows: &DeviceRows, w: &[F]) -> Result<OnDevice<
         data: out,
         len: 3 * n as usize,
         _memory: memory,
+        spare,
         _field: std::marker::PhantomData,
     })
+}
+
+/// GPU memory a chain of transforms of `size` on `len` elements needs beside them: the
+/// permutation's output and the scaling tables (about 2 sqrt(size) elements).
+fn scratch_bytes<F: Field>(len: u64, size: u64) -> u64 {
+    let elem = 4 * F::WORDS as u64;
+    elem * len + ((4 * elem) << size.max(1).trailing_zeros().div_ceil(2))
 }
 
 /// Elements of `F` in one GPU's memory, as the kernels store them (arkworks' Montgomery limbs),
@@ -175,6 +182,8 @@ pub struct OnDevice<F> {
     data: CudaSlice<u32>,
     len: usize,
     _memory: Reservation<'static>,
+    /// Bytes of that hold beyond the elements, for a next step's scratch.
+    spare: u64,
     _field: std::marker::PhantomData<F>,
 }
 
@@ -247,16 +256,18 @@ struct NttRun<'a, F> {
     steps: &'a [Ntt<F>],
     batch: u64,
     out: CudaSlice<u32>,
-    _scratch: Reservation<'static>,
+    _scratch: Option<Reservation<'static>>,
 }
 
 impl<'a, F: Field> NttRun<'a, F> {
     /// `values` uploaded to the current GPU.
     fn new(values: &[F], steps: &'a [Ntt<F>]) -> Result<Self> {
         let gpu = Gpu::available()?;
+        let len = values.len() as u64;
+        let spare = scratch_bytes::<F>(len, steps.first().map_or(1, |t| t.size as u64));
         let memory = gpu
             .budget()
-            .reserve(4 * F::WORDS as u64 * values.len() as u64, "an NTT")?;
+            .reserve(4 * F::WORDS as u64 * len + spare, "an NTT")?;
         let stream = gpu.stream()?;
         let data = upload_elements(gpu, &stream, values)?;
         let held = OnDevice {
@@ -264,6 +275,7 @@ impl<'a, F: Field> NttRun<'a, F> {
             data,
             len: values.len(),
             _memory: memory,
+            spare,
             _field: std::marker::PhantomData,
         };
         Self::on_device(held, steps)
@@ -275,10 +287,12 @@ impl<'a, F: Field> NttRun<'a, F> {
             .first()
             .ok_or_else(|| crate::error::Error::invalid("no NTT steps"))?;
         let batch = first.batch_of(held.len)? as u64;
-        // The permutation's output and the scaling tables (about 2 sqrt(n)).
-        let elem = 4 * F::WORDS as u64;
-        let bytes = elem * held.len as u64 + ((4 * elem) << first.log_size().div_ceil(2));
-        let scratch = held.k.gpu.budget().reserve(bytes, "an NTT")?;
+        let more =
+            scratch_bytes::<F>(held.len as u64, first.size as u64).saturating_sub(held.spare);
+        let scratch = match more {
+            0 => None,
+            more => Some(held.k.gpu.budget().reserve(more, "an NTT")?),
+        };
         let tw = twiddles::<F>(&mut held.k, first.log_size())?;
         let out = Kernels::<F>::alloc(&mut held.k, held.len as u64)?;
         Ok(NttRun {
