@@ -1,6 +1,6 @@
 //! snarkjs's Groth16 proving key (`.zkey`): read strictly, checked, and kept in the form the
 //! prover uses — the A and B matrices grouped by constraint, the five point queries as MSM bases
-//! (uploaded to GPU memory once, on the first proof that runs there).
+//! (both uploaded to GPU memory once, on the first proof that runs there).
 //!
 //! Sections: 1 protocol (1 = Groth16), 2 header (field moduli, sizes, the verification key's
 //! points), 3 IC (public inputs' query), 4 the A and B coefficients, 5 A, 6 B in G1, 7 B in G2,
