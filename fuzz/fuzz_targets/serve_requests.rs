@@ -16,7 +16,7 @@ use tonic::Request;
 
 struct Harness {
     rt: tokio::runtime::Runtime,
-    service: Service,
+    service: Arc<Service>,
 }
 
 fn harness() -> &'static Harness {

@@ -204,6 +204,43 @@ fn sha256d_call(
     }
 }
 
+/// A closed loop's call over one stream of requests per client: client `c`'s stream is opened
+/// by `open` on its first request and kept, and each request (`request(c)`) is one message on
+/// it; `check` checks the reply and gives the batch it was served in.
+fn stream_call<Q, R, O, OF, M, K>(
+    clients: usize,
+    open: O,
+    request: M,
+    check: K,
+) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
+       + Clone
+       + Send
+       + Sync
+       + 'static
+where
+    Q: Send + 'static,
+    R: Send + 'static,
+    O: Fn(Client) -> OF + Clone + Send + Sync + 'static,
+    OF: std::future::Future<Output = batchcrypt_serve::client::Stream<Q, R>> + Send + 'static,
+    M: Fn(usize) -> Q + Clone + Send + Sync + 'static,
+    K: Fn(R) -> u64 + Clone + Send + Sync + 'static,
+{
+    type Slot<Q, R> = tokio::sync::Mutex<Option<batchcrypt_serve::client::Stream<Q, R>>>;
+    let slots: Arc<Vec<Slot<Q, R>>> = Arc::new((0..clients).map(|_| Slot::default()).collect());
+    move |client: Client, c: usize| {
+        let (slots, open, request, check) =
+            (slots.clone(), open.clone(), request.clone(), check.clone());
+        Box::pin(async move {
+            let mut slot = slots[c].lock().await;
+            if slot.is_none() {
+                *slot = Some(open(client).await);
+            }
+            let stream = slot.as_mut().expect("opened");
+            check(stream.call(request(c)).await.expect("served"))
+        })
+    }
+}
+
 /// The parts of the group, each also a group of its own (`serve-ecdsa`, `serve-sha256d`,
 /// `serve-proofs`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -328,6 +365,7 @@ async fn batched(
                 .collect(),
         );
         let call = {
+            let requests = requests.clone();
             move |mut client: Client, c: usize| {
                 let request = requests[c].clone();
                 async move {
@@ -366,6 +404,34 @@ async fn batched(
                 "verify_ecdsa",
             )
             .await;
+        // The same requests over one stream per client: a message each way per request.
+        for (transport, conns) in [
+            ("TCP, a stream per client", &tcp),
+            ("Unix socket, a stream per client", &unix),
+        ] {
+            let requests = requests.clone();
+            let streamed = stream_call(
+                clients,
+                |mut c: Client| async move { c.verify_ecdsa_stream().await.expect("stream opens") },
+                move |c| requests[c].clone(),
+                |v: batchcrypt_serve::proto::VerifyReply| {
+                    assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
+                    v.batch_items
+                },
+            );
+            closed
+                .run(
+                    rep,
+                    &case,
+                    &base,
+                    transport,
+                    conns,
+                    0,
+                    streamed,
+                    "verify_ecdsa",
+                )
+                .await;
+        }
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
@@ -423,6 +489,34 @@ async fn batched(
                     )
                     .await;
             }
+        }
+        // Requests of 256 over one stream per client.
+        for (transport, conns) in [
+            ("TCP, a stream per client", &tcp),
+            ("Unix socket, a stream per client", &unix),
+        ] {
+            let all = all.clone();
+            let per = closed.per_request;
+            let streamed = stream_call(
+                closed.clients,
+                |mut c: Client| async move { c.hash_stream().await.expect("stream opens") },
+                move |c| batchcrypt_serve::proto::HashRequest {
+                    algorithm: HashAlgorithm::Sha256d as i32,
+                    messages: Vec::new(),
+                    messages_packed: Some(batchcrypt_serve::proto::Column {
+                        data: all.slice(c * per * 64..(c + 1) * per * 64),
+                        width: 64,
+                        ends: Vec::new(),
+                    }),
+                },
+                move |r: batchcrypt_serve::proto::HashReply| {
+                    assert_eq!(r.packed_digests.len(), 32 * per);
+                    r.batch_items
+                },
+            );
+            closed
+                .run(rep, &case, &base, transport, conns, 64, streamed, "hash")
+                .await;
         }
     }
     drop((tcp, unix));

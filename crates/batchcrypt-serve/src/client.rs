@@ -204,6 +204,33 @@ impl Client {
         Ok(verdicts(r.into_inner()))
     }
 
+    /// A stream of ECDSA requests on one call ([`Client::verify_ecdsa`]'s requests, built as
+    /// it builds them or through [`column`]): requests go into the sender, replies come back in
+    /// their order. For a client with many small requests: each costs a message each way
+    /// instead of a call.
+    pub async fn verify_ecdsa_stream(
+        &mut self,
+    ) -> Result<Stream<VerifyEcdsaRequest, VerifyReply>, Status> {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let replies = self
+            .raw
+            .verify_ecdsa_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        Ok(Stream { tx, replies })
+    }
+
+    /// A stream of hash requests on one call, as [`Client::verify_ecdsa_stream`].
+    pub async fn hash_stream(&mut self) -> Result<Stream<HashRequest, HashReply>, Status> {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let replies = self
+            .raw
+            .hash_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        Ok(Stream { tx, replies })
+    }
+
     /// BIP340 (sent packed); signatures and keys of the wrong length get verdicts of their own.
     pub async fn verify_schnorr<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
         &mut self,
@@ -387,5 +414,34 @@ impl Client {
                 other => return other,
             }
         }
+    }
+}
+
+/// Requests of one kind on one open call, and their replies in order.
+pub struct Stream<Q, R> {
+    tx: tokio::sync::mpsc::Sender<Q>,
+    replies: tonic::Streaming<R>,
+}
+
+impl<Q, R> Stream<Q, R> {
+    /// Sends a request without waiting for its reply (up to 16 wait unsent).
+    pub async fn send(&self, request: Q) -> Result<(), Status> {
+        self.tx
+            .send(request)
+            .await
+            .map_err(|_| Status::unavailable("the stream has ended"))
+    }
+
+    /// The reply to the oldest request not yet answered; `None` once the stream has ended.
+    pub async fn reply(&mut self) -> Result<Option<R>, Status> {
+        self.replies.message().await
+    }
+
+    /// Sends a request and waits for its reply (with no other request outstanding).
+    pub async fn call(&mut self, request: Q) -> Result<R, Status> {
+        self.send(request).await?;
+        self.reply()
+            .await?
+            .ok_or_else(|| Status::unavailable("the stream ended before the reply"))
     }
 }

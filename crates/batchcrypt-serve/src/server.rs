@@ -169,17 +169,19 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         None => (None, None),
     };
 
+    let guard = Arc::new(Guard::new(config.token.clone(), config.rate_limit));
     let service = Service::new(
         engine,
         prover.clone(),
         &config,
         metrics,
+        guard.clone(),
+        Some(stop_rx.clone()),
         addr.ip().is_loopback(),
     );
-    let grpc = BatchCryptServer::new(service)
+    let grpc = BatchCryptServer::from_arc(service)
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes);
-    let guard = Arc::new(Guard::new(config.token.clone(), config.rate_limit));
     let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
     let builder = || {
         tonic::transport::Server::builder()
@@ -303,8 +305,15 @@ impl Guard {
                 ));
             }
         }
+        self.admit(r.remote_addr().map(|a| a.ip()))?;
+        Ok(r)
+    }
+
+    /// Takes one request from the rate limit of the client at `ip`: a call, or a message on a
+    /// stream of requests.
+    fn admit(&self, ip: Option<std::net::IpAddr>) -> Result<(), Status> {
         if self.rate > 0 {
-            let ip = r.remote_addr().map(|a| a.ip()).unwrap_or([0u8; 4].into());
+            let ip = ip.unwrap_or([0u8; 4].into());
             let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
             if b.len() > 100_000 {
                 b.clear(); // bounded: forget idle addresses rather than grow without end
@@ -322,7 +331,7 @@ impl Guard {
             }
             *tokens -= 1.0;
         }
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -351,15 +360,31 @@ pub struct Service {
     /// encoded for it as they arrive ([`Service::encodes_on_arrival`]).
     ecdsa_on_gpu: (OnceLock<bool>, OnceLock<bool>),
     max_batch: usize,
+    /// The rate limit, which streams of requests take per message.
+    guard: Arc<Guard>,
+    /// Set when the server begins to shut down: streams of requests stop reading then, so that
+    /// the calls drain (`None` in process, where nothing shuts down).
+    stopping: Option<watch::Receiver<bool>>,
+    /// The service itself, for the tasks of its request streams.
+    me: std::sync::Weak<Service>,
 }
+
+/// Requests of one stream handled at once, their replies still sent in order.
+const STREAM_IN_FLIGHT: usize = 16;
+
+/// The replies of a stream of requests, in order.
+pub type ReplyStream<T> = tokio_stream::wrappers::ReceiverStream<Result<T, Status>>;
 
 impl Service {
     /// The service without a listener: the handlers [`start`] serves, with the same batchers,
     /// prover and limits, to call in process (the fuzz targets do). Needs a tokio runtime.
-    pub fn in_process(engine: Arc<Engine>, config: &ServerConfig) -> Result<Service, String> {
+    pub fn in_process(engine: Arc<Engine>, config: &ServerConfig) -> Result<Arc<Service>, String> {
         let metrics = Arc::new(Metrics::default());
         let (prover, _) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
-        Ok(Service::new(engine, prover, config, metrics, true))
+        let guard = Arc::new(Guard::new(config.token.clone(), config.rate_limit));
+        Ok(Service::new(
+            engine, prover, config, metrics, guard, None, true,
+        ))
     }
 
     fn new(
@@ -367,11 +392,13 @@ impl Service {
         prover: Arc<Prover>,
         config: &ServerConfig,
         metrics: Arc<Metrics>,
+        guard: Arc<Guard>,
+        stopping: Option<watch::Receiver<bool>>,
         local: bool,
-    ) -> Self {
+    ) -> Arc<Self> {
         let b = config.batch;
         let m = || metrics.clone();
-        Service {
+        Arc::new_cyclic(|me| Service {
             ecdsa: Batcher::start("verify_ecdsa", ops::Ecdsa(engine.clone()), b, m()),
             schnorr: Batcher::start("verify_schnorr", ops::Schnorr(engine.clone()), b, m()),
             sm2: Batcher::start("verify_sm2", ops::Sm2Verify(engine.clone()), b, m()),
@@ -395,8 +422,11 @@ impl Service {
             prover,
             max_items: config.max_request_items,
             local,
-            metrics,
-        }
+            metrics: metrics.clone(),
+            guard,
+            stopping,
+            me: me.clone(),
+        })
     }
 
     /// Whether an ECDSA request of `n` items on `curve` is encoded for the GPU as it arrives, on
@@ -422,7 +452,12 @@ impl Service {
 
     /// Counts the call by operation and status code.
     fn count<T>(&self, op: &str, r: Result<T, Status>) -> Result<Response<T>, Status> {
-        let code = match &r {
+        self.counted(op, &r);
+        r.map(Response::new)
+    }
+
+    fn counted<T>(&self, op: &str, r: &Result<T, Status>) {
+        let code = match r {
             Ok(_) => "OK".to_string(),
             Err(s) => format!("{:?}", s.code()),
         };
@@ -430,7 +465,80 @@ impl Service {
             .requests
             .get_or_create(&vec![("op", op.to_string()), ("code", code)])
             .inc();
-        r.map(Response::new)
+    }
+
+    /// A stream of requests of one operation: each message handled by `handle` as it arrives
+    /// (on a task of its own, so several are batched at once), each counted and taken from the
+    /// rate limit as a call is; the replies go back in the requests' order, and the first error
+    /// ends the stream with its status. A client that goes away ends both sides; a server that
+    /// shuts down stops reading and ends the stream after the replies it owes.
+    fn each<Q, T, F, Fut>(
+        &self,
+        r: Request<tonic::Streaming<Q>>,
+        op: &'static str,
+        handle: F,
+    ) -> Result<Response<ReplyStream<T>>, Status>
+    where
+        Q: Send + 'static,
+        T: Send + 'static,
+        F: Fn(Arc<Service>, Q) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
+    {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Status::unavailable("the server is shutting down"))?;
+        let ip = r.remote_addr().map(|a| a.ip());
+        let mut inbound = r.into_inner();
+        let (pending_tx, mut pending) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
+        let (out_tx, out) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
+        let handle = Arc::new(handle);
+        let mut stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            let stop = async {
+                match stopping.as_mut() {
+                    Some(rx) => drop(rx.wait_for(|&s| s).await),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(stop);
+            loop {
+                let next = tokio::select! {
+                    m = inbound.message() => m,
+                    () = &mut stop => break,
+                };
+                let q = match next {
+                    Ok(Some(q)) => Ok(q),
+                    Ok(None) => break,
+                    Err(s) => Err(s),
+                };
+                let last = q.is_err();
+                let (me, handle) = (me.clone(), handle.clone());
+                let task = tokio::spawn(async move {
+                    let out = match q.and_then(|q| me.guard.admit(ip).map(|()| q)) {
+                        Ok(q) => handle(me.clone(), q).await,
+                        Err(s) => Err(s),
+                    };
+                    me.counted(op, &out);
+                    out
+                });
+                if pending_tx.send(task).await.is_err() || last {
+                    break;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Some(task) = pending.recv().await {
+                let reply = task
+                    .await
+                    .unwrap_or_else(|e| Err(Status::internal(format!("request task: {e}"))));
+                let end = reply.is_err();
+                if out_tx.send(reply).await.is_err() || end {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(ReplyStream::new(out)))
     }
 
     /// The common item count of a request's lists.
@@ -894,6 +1002,24 @@ impl BatchCrypt for Service {
     async fn hash(&self, r: Request<HashRequest>) -> Result<Response<HashReply>, Status> {
         let out = self.hashes(r.into_inner()).await;
         self.count("hash", out)
+    }
+
+    type VerifyEcdsaStreamStream = ReplyStream<VerifyReply>;
+
+    async fn verify_ecdsa_stream(
+        &self,
+        r: Request<tonic::Streaming<VerifyEcdsaRequest>>,
+    ) -> Result<Response<Self::VerifyEcdsaStreamStream>, Status> {
+        self.each(r, "verify_ecdsa", |s, q| async move { s.ecdsa(q).await })
+    }
+
+    type HashStreamStream = ReplyStream<HashReply>;
+
+    async fn hash_stream(
+        &self,
+        r: Request<tonic::Streaming<HashRequest>>,
+    ) -> Result<Response<Self::HashStreamStream>, Status> {
+        self.each(r, "hash", |s, q| async move { s.hashes(q).await })
     }
 
     async fn sm2_hash_to_curve_mul(

@@ -593,6 +593,87 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
     bounded(server.shutdown()).await.unwrap();
 }
 
+/// Streams of requests: ECDSA and hash requests sent ahead of their replies get the library's
+/// results in the requests' order; a malformed request ends the stream with its status after
+/// the replies before it; the rate limit counts a stream's messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn streams_of_requests_reply_in_order_and_end_at_a_failure() {
+    use batchcrypt_serve::client::column;
+    let (server, mut client) = serve(config("streams")).await;
+    let s = sigs(200);
+    let want = library_ecdsa(&s);
+    let request = |r: std::ops::Range<usize>| VerifyEcdsaRequest {
+        hashes_packed: Some(column(&s.hashes[r.clone()])),
+        signatures_packed: Some(column(&s.der[r.clone()])),
+        public_keys_packed: Some(column(&s.keys[r])),
+        ..Default::default()
+    };
+    let mut stream = bounded(client.verify_ecdsa_stream()).await.unwrap();
+    // Ten requests of different sizes in flight at once, then their replies.
+    let cuts = [0, 1, 20, 21, 60, 100, 101, 150, 170, 199, 200];
+    for w in cuts.windows(2) {
+        bounded(stream.send(request(w[0]..w[1]))).await.unwrap();
+    }
+    for w in cuts.windows(2) {
+        let reply = bounded(stream.reply()).await.unwrap().expect("a reply");
+        let valid: Vec<bool> = want[w[0]..w[1]].iter().map(|v| v.is_ok()).collect();
+        assert_eq!(reply.valid, valid, "items {}..{}", w[0], w[1]);
+    }
+    // A good request, a malformed one (fewer keys than signatures), then another good one.
+    let mut bad = request(0..10);
+    bad.public_keys_packed = Some(column(&s.keys[0..9]));
+    for r in [request(0..5), bad, request(5..10)] {
+        let _ = bounded(stream.send(r)).await;
+    }
+    let first = bounded(stream.reply()).await.unwrap().expect("a reply");
+    assert_eq!(first.valid.len(), 5);
+    let e = bounded(stream.reply()).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(!matches!(bounded(stream.reply()).await, Ok(Some(_))));
+
+    // Hashes: SHA256d of messages of several lengths, over one stream.
+    let mut hashes = bounded(client.hash_stream()).await.unwrap();
+    for len in [0usize, 1, 55, 64, 200] {
+        let messages: Vec<Vec<u8>> = (0..7u8).map(|i| vec![i; len]).collect();
+        let reply = bounded(hashes.call(HashRequest {
+            algorithm: HashAlgorithm::Sha256d as i32,
+            messages_packed: Some(column(&messages)),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+        let want: Vec<u8> = messages
+            .iter()
+            .flat_map(|m| batchcrypt::sha256::digest(&batchcrypt::sha256::digest(m)))
+            .collect();
+        assert_eq!(reply.packed_digests, want, "messages of {len} bytes");
+    }
+    bounded(server.shutdown()).await.unwrap();
+
+    // The rate limit takes one per message: a stream cannot pass it.
+    let mut c = config("streams-rate");
+    c.rate_limit = 3;
+    let (server, mut client) = serve(c).await;
+    let mut stream = bounded(client.hash_stream()).await.unwrap();
+    let mut codes = Vec::new();
+    for _ in 0..12 {
+        let r = HashRequest {
+            algorithm: HashAlgorithm::Sha256 as i32,
+            messages_packed: Some(column(&[b"x"])),
+            ..Default::default()
+        };
+        match bounded(stream.call(r)).await {
+            Ok(_) => codes.push(Code::Ok),
+            Err(e) => {
+                codes.push(e.code());
+                break;
+            }
+        }
+    }
+    assert_eq!(codes.last(), Some(&Code::ResourceExhausted), "{codes:?}");
+    bounded(server.shutdown()).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_and_rate_limit() {
     let mut c = config("auth");
