@@ -12,9 +12,9 @@
 //!
 //! The server runs on a tokio runtime of its own, as in its own process, and the clients on
 //! another; both have a thread per core unless `BATCHCRYPT_BENCH_SERVER_THREADS` or
-//! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise, and `BATCHCRYPT_BENCH_IN_FLIGHT` sets the
-//! batches of one operation the server runs at once (for sweeps; every run prints what it was
-//! given). Each closed loop also prints how many cores each group of threads kept busy (the
+//! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise, `BATCHCRYPT_BENCH_IN_FLIGHT` sets the
+//! batches of one operation the server runs at once and `BATCHCRYPT_BENCH_MAX_DELAY_MS` the
+//! longest a batch gathers (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy (the
 //! server's, the clients', the library's pools), which says whether the host's CPU bounds it.
 //!
 //! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
@@ -311,6 +311,9 @@ async fn batched(
     config.unix_socket = Some(data.join("serve.sock"));
     if let Some(n) = setting("BATCHCRYPT_BENCH_IN_FLIGHT") {
         config.batch.in_flight = n;
+    }
+    if let Some(ms) = setting("BATCHCRYPT_BENCH_MAX_DELAY_MS") {
+        config.batch.max_delay = Duration::from_millis(ms as u64);
     }
     let server = server_rt
         .spawn(batchcrypt_serve::start(engine.clone(), config))
