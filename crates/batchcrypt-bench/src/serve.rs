@@ -14,8 +14,9 @@
 //! another; both have a thread per core unless `BATCHCRYPT_BENCH_SERVER_THREADS` or
 //! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise, `BATCHCRYPT_BENCH_IN_FLIGHT` sets the
 //! batches of one operation the server runs at once and `BATCHCRYPT_BENCH_MAX_DELAY_MS` the
-//! longest a batch gathers (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy (the
-//! server's, the clients', the library's pools), which says whether the host's CPU bounds it.
+//! longest a batch gathers (for sweeps; every run prints what it was given). Each closed loop
+//! also prints how many cores each group of threads kept busy (the server's, the clients', the
+//! library's pools), which says whether the host's CPU bounds it.
 //!
 //! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
 //! three domains, development keys), with a GPU memory budget that holds two of the three keys,

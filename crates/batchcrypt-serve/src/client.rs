@@ -211,24 +211,12 @@ impl Client {
     pub async fn verify_ecdsa_stream(
         &mut self,
     ) -> Result<Stream<VerifyEcdsaRequest, VerifyReply>, Status> {
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        let replies = self
-            .raw
-            .verify_ecdsa_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await?
-            .into_inner();
-        Ok(Stream { tx, replies })
+        Stream::open(|requests| self.raw.verify_ecdsa_stream(requests)).await
     }
 
     /// A stream of hash requests on one call, as [`Client::verify_ecdsa_stream`].
     pub async fn hash_stream(&mut self) -> Result<Stream<HashRequest, HashReply>, Status> {
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        let replies = self
-            .raw
-            .hash_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await?
-            .into_inner();
-        Ok(Stream { tx, replies })
+        Stream::open(|requests| self.raw.hash_stream(requests)).await
     }
 
     /// BIP340 (sent packed); signatures and keys of the wrong length get verdicts of their own.
@@ -423,8 +411,25 @@ pub struct Stream<Q, R> {
     replies: tonic::Streaming<R>,
 }
 
+/// Requests of a [`Stream`] that may wait unsent.
+const STREAM_QUEUE: usize = 16;
+
 impl<Q, R> Stream<Q, R> {
-    /// Sends a request without waiting for its reply (up to 16 wait unsent).
+    /// The stream that `call` opens with the requests it is given.
+    async fn open<Fut>(
+        call: impl FnOnce(tokio_stream::wrappers::ReceiverStream<Q>) -> Fut,
+    ) -> Result<Self, Status>
+    where
+        Fut: std::future::Future<Output = Result<tonic::Response<tonic::Streaming<R>>, Status>>,
+    {
+        let (tx, rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+        let replies = call(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        Ok(Stream { tx, replies })
+    }
+
+    /// Sends a request without waiting for its reply (up to [`STREAM_QUEUE`] wait unsent).
     pub async fn send(&self, request: Q) -> Result<(), Status> {
         self.tx
             .send(request)

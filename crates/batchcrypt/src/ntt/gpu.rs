@@ -209,16 +209,7 @@ impl<F: Field> OnDevice<F> {
     /// The transforms `steps` (whole polynomials of one size, as [`ntt`]) on these elements,
     /// one after another, the result left in GPU memory.
     pub fn ntts(self, steps: &[Ntt<F>]) -> Result<OnDevice<F>> {
-        let size = steps.first().map_or(0, |t| t.size);
-        for t in steps {
-            t.batch_of(self.len)?;
-            if t.size != size {
-                return Err(crate::error::Error::invalid(
-                    "transforms of several sizes in one call",
-                ));
-            }
-        }
-        if self.len == 0 || size <= 1 {
+        if super::check_steps(self.len, steps)?.1 {
             return Ok(self); // the identity
         }
         let mut run = NttRun::on_device(self, steps)?;

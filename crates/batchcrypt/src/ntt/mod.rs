@@ -348,7 +348,7 @@ impl Engine {
     /// `values`, in place: a prover's interpolate-then-evaluate-on-a-coset is one call, and on
     /// the GPU the values cross to it and back once.
     pub fn ntts<F: Field>(&self, values: &mut [F], steps: &[Ntt<F>]) -> Result<Output<()>> {
-        let (batch, nothing) = check_steps(values, steps)?;
+        let (batch, nothing) = check_steps(values.len(), steps)?;
         let op = F::operation();
         self.run_into(
             op,
@@ -393,7 +393,7 @@ impl Engine {
         values: &mut [F],
         steps: &[Ntt<F>],
     ) -> Result<()> {
-        if !check_steps(values, steps)?.1 {
+        if !check_steps(values.len(), steps)?.1 {
             for t in steps {
                 cpu::ntt(values, t, plan.threads)
             }
@@ -412,16 +412,16 @@ impl Engine {
     }
 }
 
-/// The polynomials of one call's `steps` (all of one size, dividing `values`): their count, and
-/// whether there is nothing to transform (no values, or size 1: the identity, times n^-1 = 1 and
-/// g^0 = 1).
-fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<(usize, bool)> {
+/// The polynomials of one call's `steps` (all of one size, dividing the `len` values): their
+/// count, and whether there is nothing to transform (no values, or size 1: the identity, times
+/// n^-1 = 1 and g^0 = 1).
+pub(crate) fn check_steps<F: Field>(len: usize, steps: &[Ntt<F>]) -> Result<(usize, bool)> {
     let first = steps
         .first()
         .ok_or_else(|| Error::invalid("no transforms given"))?;
-    let batch = first.batch_of(values.len())?;
+    let batch = first.batch_of(len)?;
     for t in steps {
-        t.batch_of(values.len())?;
+        t.batch_of(len)?;
         if t.size != first.size {
             return Err(Error::invalid(format!(
                 "transforms of sizes {} and {} in one call; make one call per size",
@@ -429,7 +429,7 @@ fn check_steps<F: Field>(values: &[F], steps: &[Ntt<F>]) -> Result<(usize, bool)
             )));
         }
     }
-    Ok((batch, values.is_empty() || first.size == 1))
+    Ok((batch, len == 0 || first.size == 1))
 }
 
 /// Elements go to the GPU and come back once; the work is n/2 log n products per polynomial and
