@@ -357,7 +357,8 @@ mod emulated {
     /// windows small enough that slices cross buckets and several accumulation levels run; and
     /// scalars taken in chunks (growing from a twelfth of them, or from one, as a large MSM's
     /// cross to the GPU), each chunk's buckets added into the others', with and without precomputed
-    /// copies.
+    /// copies; and the cells cut into parts, as an MSM split over GPUs (parts sharing windows,
+    /// parts within one window or one precomputed copy).
     #[test]
     fn one_sorting_serves_several_sets_of_bases() {
         fn on<P: Group>(n: usize) {
@@ -365,13 +366,18 @@ mod emulated {
             let refs: Vec<&[Affine<P>]> = sets.iter().map(Vec::as_slice).collect();
             let small = Some(n.div_ceil(12));
             for scalars in &scalar_cases {
-                for (c, copies, chunk) in [
-                    (4, 1, None),
-                    (7, 1, None),
-                    (5, 8, None),
-                    (4, 1, small),
-                    (5, 8, small),
-                    (7, 1, Some(1)),
+                for (c, copies, chunk, parts) in [
+                    (4, 1, None, 1),
+                    (7, 1, None, 1),
+                    (5, 8, None, 1),
+                    (4, 1, small, 1),
+                    (5, 8, small, 1),
+                    (7, 1, Some(1), 1),
+                    (4, 1, small, 2),
+                    (7, 1, None, 3),
+                    (5, 8, small, 4),
+                    (5, 8, None, 7),
+                    (13, 1, small, 2),
                 ] {
                     let got = batchcrypt::emulation::msm::msm_many(
                         &refs,
@@ -379,13 +385,14 @@ mod emulated {
                         Some(c),
                         copies,
                         chunk,
+                        parts,
                     )
                     .unwrap();
                     for (set, sum) in sets.iter().zip(got) {
                         assert_eq!(
                             sum.into_affine(),
                             naive(set, scalars).into_affine(),
-                            "{}, c = {c}, {copies} copies, chunks of {chunk:?}",
+                            "{}, c = {c}, {copies} copies, chunks of {chunk:?}, {parts} parts",
                             P::KERNELS
                         );
                     }
@@ -396,7 +403,8 @@ mod emulated {
         on::<B2>(40);
     }
 
-    /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries.
+    /// Scalars at the top of the field: r - 1, r - 2^k, and values whose top window carries; whole,
+    /// and cut into parts whose first windows take the carries of windows they do not hold.
     fn largest_scalars<P: Group>(n: usize, windows: &[u32], copies: u32) {
         let (bases, _) = batchcrypt::msm::sample::<P>(n, 11);
         let scalars: Vec<Fr<P>> = (0..n)
@@ -404,14 +412,23 @@ mod emulated {
             .collect();
         let want = naive(&bases, &scalars).into_affine();
         for &c in windows {
-            assert_eq!(
-                msm(&bases, &scalars, Some(c), copies)
-                    .unwrap()
-                    .into_affine(),
-                want,
-                "{}: c = {c}, {copies} copies",
-                P::KERNELS
-            );
+            for parts in [1, 2] {
+                let got = batchcrypt::emulation::msm::msm_many(
+                    &[&bases],
+                    &scalars,
+                    Some(c),
+                    copies,
+                    None,
+                    parts,
+                )
+                .unwrap();
+                assert_eq!(
+                    got[0].into_affine(),
+                    want,
+                    "{}: c = {c}, {copies} copies, {parts} parts",
+                    P::KERNELS
+                );
+            }
         }
     }
 
@@ -467,6 +484,74 @@ mod emulated {
         let (bases, scalars) = batchcrypt::msm::sample::<G1>(40, 11);
         let want = naive(&bases, &scalars).into_affine();
         assert_eq!(msm(&bases, &scalars, None, 4).unwrap().into_affine(), want);
+    }
+
+    /// Parts of an MSM split over GPUs: the cuts cover the cells once, in proportion to the
+    /// weights, whatever the scalars' count; each part's windows, bucket windows and copies.
+    #[test]
+    fn parts_cover_the_cells_once() {
+        for (n, c, copies) in [
+            (1000, 16, 1),
+            (1 << 24, 17, 1),
+            (7, 4, 1),
+            (1000, 16, 16),
+            (1000, 16, 3),
+        ] {
+            let whole = Shape::precomputed(n, 254, c, copies, n).unwrap();
+            for weights in [
+                vec![1.0],
+                vec![1.0, 1.0],
+                vec![1.0, 3.0],
+                vec![1.0; 4],
+                vec![1.0; 40],
+            ] {
+                let cuts = Shape::cuts(whole.windows, &weights);
+                assert_eq!(cuts.len(), weights.len());
+                let parts: Vec<Shape> = cuts.iter().filter_map(|&cut| whole.part(cut)).collect();
+                let mut at = 0;
+                for p in &parts {
+                    assert_eq!(p.from, at, "{n} {c} {copies} {weights:?}");
+                    at = p.to;
+                    assert!(p.lo() < p.hi() && p.hi() <= whole.windows);
+                    assert_eq!(p.base() + p.off, p.lo());
+                    if copies == 1 {
+                        assert_eq!(
+                            (p.sets, p.off, p.copies(), p.first_copy()),
+                            (p.part_windows(), 0, 1, 0)
+                        );
+                    } else {
+                        assert_eq!((p.sets, p.off, p.base()), (whole.sets, p.lo(), 0));
+                        assert_eq!(p.first_copy(), p.lo() / whole.sets);
+                        assert_eq!(p.first_copy() + p.copies() - 1, (p.hi() - 1) / whole.sets);
+                    }
+                }
+                assert_eq!(at, whole.to);
+                if weights.len() > 1 && weights.len() <= 4 && n >= 1000 {
+                    // Shares as asked, to a scalar.
+                    let total: f64 = weights.iter().sum();
+                    for (p, w) in parts.iter().zip(&weights) {
+                        let want = w / total * whole.to as f64;
+                        assert!(
+                            ((p.to - p.from) as f64 - want).abs()
+                                <= 1.0 + whole.to as f64 / 65536.0
+                        );
+                    }
+                }
+            }
+        }
+        // Two GPUs on 15 windows share the eighth by scalars.
+        let whole = Shape::precomputed(1 << 24, 254, 17, 1, 1 << 24).unwrap();
+        let cuts = Shape::cuts(whole.windows, &[1.0, 1.0]);
+        let (a, b) = (whole.part(cuts[0]).unwrap(), whole.part(cuts[1]).unwrap());
+        assert_eq!((a.lo(), a.hi(), b.lo(), b.hi()), (0, 8, 7, 15));
+        // A prefix of the scalars keeps the cuts' windows.
+        let short = Shape::precomputed(1000, 254, 16, 16, 1 << 20).unwrap();
+        let long = Shape::precomputed(1 << 20, 254, 16, 16, 1 << 20).unwrap();
+        for cut in Shape::cuts(16, &[1.0, 2.0, 1.0]) {
+            let (s, l) = (short.part(cut).unwrap(), long.part(cut).unwrap());
+            assert_eq!(s.first_copy(), l.first_copy());
+            assert!(s.first_copy() + s.copies() <= l.first_copy() + l.copies());
+        }
     }
 
     #[test]

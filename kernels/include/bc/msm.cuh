@@ -60,9 +60,17 @@ BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
 // Step 1. Scalars arrive in the scalar field's representation (Montgomery for arkworks' Fr) and
 // are converted here; digits are stored window-major (digits[w * n + i]) so that step 3 reads
 // them coalesced.
+//
+// An MSM split over several GPUs gives each a part of its cells (digit window w of scalar i is
+// cell w * points + i, the n scalars here being those of `first..`): [from, to), whole windows
+// lo..hi but for the first and last, which it may share with its neighbours. Every GPU recodes
+// each scalar from its lowest window (the carries) and keeps the digits of its windows, zero
+// outside its cells; its bucket windows count from `off` (0, or lo where precomputed copies
+// hold the shifts: bucket window (w - lo + off) % sets).
 template <class C>
-BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t* out, uint32_t* counts) {
+BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* out, uint32_t* counts) {
     const uint32_t half = 1u << (c - 1);
+    const uint32_t lo = uint32_t(from / points), hi = uint32_t((to + points - 1) / points);
     BC_FOR_EACH_ITEM(i, n) {
         typename C::Scalar s;
 #pragma unroll
@@ -70,9 +78,10 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t 
         uint32_t k[LIMBS];
         s.to_plain(k);
         uint32_t carry = 0;
-        for (uint32_t w = 0; w < windows; ++w) {
+        for (uint32_t w = 0; w < hi; ++w) {
             uint32_t v = bits_at(k, int(w * c), int(c)) + carry;
             carry = v > half;
+            if (w < lo) continue;
             uint32_t code = 0;
             if (carry) {
                 uint32_t m = (1u << c) - v;  // |v - 2^c|, zero when v = 2^c
@@ -80,12 +89,14 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t 
             } else {
                 code = v;
             }
+            const uint64_t cell = uint64_t(w) * points + first + i;
+            if (cell < from || cell >= to) code = 0;
             // The top window's few bits of digits are the usual hot buckets here; a warp's
             // match over the other windows' spread digits costs more than it saves.
-            uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
+            uint32_t key = ((w - lo + off) % sets) * half + (code & ~NEGATIVE) - 1;
             if (code && w + 1 == windows) claim(counts, key);
             else if (code) atomicAdd(&counts[key], 1u);
-            out[w * n + i] = code;
+            out[uint64_t(w - lo) * n + i] = code;
         }
     }
 }
@@ -133,17 +144,18 @@ BC_DEVICE void scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_
 // Step 3. `cursor` starts as a copy of the bucket offsets and ends as each bucket's end (the next
 // bucket's offset), which is all step 4 needs to tell the buckets apart: no key is stored per
 // entry. The order within a bucket depends on the GPU's scheduling, the sum does not. An entry
-// names its base in the (precomputed) copy its digit window reads; the n scalars are those of
-// bases first.. (a chunk of a larger MSM).
-BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) {
+// names its base in the (precomputed) copy its digit window reads, counted from the first copy
+// the part reads; the n scalars are those of bases first.. (a chunk of a larger MSM), over the
+// part's `windows` digit windows (step 1's `off` and `sets`).
+BC_DEVICE void scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) {
     const uint32_t half = 1u << (c - 1);
     BC_FOR_EACH_ITEM(j, n * windows) {
         uint32_t code = digits[j];
         if (!code) continue;
-        uint32_t w = uint32_t(j / n), i = uint32_t(j % n);
+        uint32_t w = uint32_t(j / n) + off, i = uint32_t(j % n);
         uint32_t key = (w % sets) * half + (code & ~NEGATIVE) - 1;
         uint32_t pos = claim(cursor, key);
-        entries[pos] = ((w / sets) * stride + first + i) | (code & NEGATIVE);
+        entries[pos] = ((w / sets - off / sets) * stride + first + i) | (code & NEGATIVE);
     }
 }
 
@@ -330,8 +342,8 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
 // The scalar steps of an MSM as kernels PREFIX_msm_digits, _scan_tiles, _scan_add and _scatter,
 // for the scalars of curve C: they serve every group with those scalars.
 #define BC_MSM_SCALAR_STEPS(PREFIX, C)                                                                         \
-    extern "C" __global__ void PREFIX##_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t c, uint32_t windows, uint32_t sets, uint32_t* digits, uint32_t* counts) { \
-        bc::msm::digits<C>(scalars, n, c, windows, sets, digits, counts);                                      \
+    extern "C" __global__ void PREFIX##_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* digits, uint32_t* counts) { \
+        bc::msm::digits<C>(scalars, n, first, points, from, to, c, windows, off, sets, digits, counts);         \
     }                                                                                                          \
     extern "C" __global__ void PREFIX##_msm_scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) { \
         bc::msm::scan_tiles(data, m, tile, totals);                                                            \
@@ -339,8 +351,8 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
     extern "C" __global__ void PREFIX##_msm_scan_add(uint32_t* data, uint64_t m, uint32_t tile, const uint32_t* offsets) { \
         bc::msm::scan_add(data, m, tile, offsets);                                                             \
     }                                                                                                          \
-    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) { \
-        bc::msm::scatter(digits, n, first, c, windows, sets, stride, cursor, entries);                         \
+    extern "C" __global__ void PREFIX##_msm_scatter(const uint32_t* digits, uint64_t n, uint32_t first, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t stride, uint32_t* cursor, uint32_t* entries) { \
+        bc::msm::scatter(digits, n, first, c, windows, off, sets, stride, cursor, entries);                    \
     }
 
 // The steps that touch points, as kernels PREFIX_msm_accumulate_points, _accumulate_partials,

@@ -39,6 +39,9 @@ pub struct Gpu {
     tables: Mutex<HashMap<&'static str, std::result::Result<&'static CudaSlice<u8>, String>>>,
     /// Per-device state of other modules ([`Gpu::local`]), by type.
     locals: Mutex<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>,
+    /// Whether this device reaches each other one's memory directly ([`Gpu::peer_access`]), by
+    /// the other's index.
+    peers: Mutex<HashMap<usize, bool>>,
 }
 
 thread_local! {
@@ -382,6 +385,7 @@ impl Gpu {
             budget,
             tables: Mutex::new(HashMap::new()),
             locals: Mutex::new(HashMap::new()),
+            peers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -425,6 +429,48 @@ impl Gpu {
             }
         };
         module.load_function(name).driver("cuModuleGetFunction")
+    }
+
+    /// Whether this device reads `peer`'s memory directly (over NVLink or PCIe), set up on the
+    /// first ask: peer access from this context, and `peer`'s stream-ordered pool (where the
+    /// library allocates) opened to this device. Copies between the two work either way; where
+    /// this is false the driver stages them through host memory.
+    pub fn peer_access(&self, peer: &Gpu) -> bool {
+        use cudarc::driver::sys;
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        *peers.entry(peer.index).or_insert_with(|| {
+            if peer.index == self.index {
+                return true;
+            }
+            let mut can = 0;
+            // SAFETY: plain driver calls on two live contexts; every pointer outlives its call.
+            unsafe {
+                if sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
+                    != sys::CUresult::CUDA_SUCCESS
+                    || can == 0
+                    || self.ctx.bind_to_thread().is_err()
+                {
+                    return false;
+                }
+                let rc = sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0);
+                if rc != sys::CUresult::CUDA_SUCCESS
+                    && rc != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+                {
+                    return false;
+                }
+                let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+                let access = sys::CUmemAccessDesc {
+                    location: sys::CUmemLocation {
+                        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                        id: self.info.ordinal as i32,
+                    },
+                    flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+                };
+                sys::cuDeviceGetDefaultMemPool(&mut pool, peer.ctx.cu_device())
+                    == sys::CUresult::CUDA_SUCCESS
+                    && sys::cuMemPoolSetAccess(pool, &access, 1) == sys::CUresult::CUDA_SUCCESS
+            }
+        })
     }
 
     /// A stream for one operation; returned to a small pool when the guard drops.

@@ -7,10 +7,24 @@ use crate::msm::{window_sums_chunked, Kernels, Shape};
 /// One group's MSM kernels compiled for the host: the scalar steps of its curve and its point
 /// steps.
 pub struct MsmSteps {
-    pub digits: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, *mut u32, *mut u32),
+    pub digits: unsafe extern "C" fn(
+        *const u32,
+        u64,
+        u32,
+        u64,
+        u64,
+        u64,
+        u32,
+        u32,
+        u32,
+        u32,
+        *mut u32,
+        *mut u32,
+    ),
     pub scan_tiles: unsafe extern "C" fn(*mut u32, u64, u32, *mut u32),
     pub scan_add: unsafe extern "C" fn(*mut u32, u64, u32, *const u32),
-    pub scatter: unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, u32, *mut u32, *mut u32),
+    pub scatter:
+        unsafe extern "C" fn(*const u32, u64, u32, u32, u32, u32, u32, u32, *mut u32, *mut u32),
     pub accumulate_points: unsafe extern "C" fn(
         *const u32,
         *const u32,
@@ -49,7 +63,14 @@ pub fn window_sums(
         .map(|bases| {
             let len = bases.len() / (2 * point_words / 3);
             let mut raw = vec![0u32; bases.len() * s.copies() as usize];
-            raw[..bases.len()].copy_from_slice(bases);
+            // Copy j of the part is copy first_copy + j of the bases.
+            let first = s.shift() * s.first_copy();
+            if first == 0 {
+                raw[..bases.len()].copy_from_slice(bases);
+            } else {
+                // SAFETY: `len` points in, `len` points out.
+                unsafe { (steps.shift_bases)(bases.as_ptr(), len as u64, first, raw.as_mut_ptr()) };
+            }
             for j in 1..s.copies() as usize {
                 let (prev, next) = raw.split_at_mut(j * bases.len());
                 // SAFETY: copy j - 1 and copy j hold `len` points each.
@@ -110,6 +131,7 @@ impl Kernels for Host<'_> {
         &mut self,
         scalars: &Vec<u32>,
         s: &Shape,
+        first: u32,
         digits: &mut Vec<u32>,
         counts: &mut Vec<u32>,
     ) -> Result<()> {
@@ -117,8 +139,13 @@ impl Kernels for Host<'_> {
             (self.steps.digits)(
                 scalars.as_ptr(),
                 s.n as u64,
+                first,
+                s.points as u64,
+                s.from,
+                s.to,
                 s.c,
                 s.windows,
+                s.off,
                 s.sets,
                 digits.as_mut_ptr(),
                 counts.as_mut_ptr(),
@@ -163,7 +190,8 @@ impl Kernels for Host<'_> {
                 s.n as u64,
                 first,
                 s.c,
-                s.windows,
+                s.part_windows(),
+                s.off,
                 s.sets,
                 s.stride as u32,
                 cursor.as_mut_ptr(),
@@ -256,18 +284,20 @@ pub fn msm<P: crate::msm::Group>(
     window: Option<u32>,
     copies: u32,
 ) -> Result<crate::msm::Projective<P>> {
-    Ok(msm_many(&[bases], scalars, window, copies, None)?.remove(0))
+    Ok(msm_many(&[bases], scalars, window, copies, None, 1)?.remove(0))
 }
 
 /// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all;
 /// the scalars taken in chunks growing from `chunk` (`None`: all at once) as a large MSM's cross
-/// to the GPU.
+/// to the GPU; the cells cut into `parts` equal parts, summed on their own and added, as an MSM
+/// split over that many GPUs.
 pub fn msm_many<P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
     scalars: &[P::ScalarField],
     window: Option<u32>,
     copies: u32,
     chunk: Option<usize>,
+    parts: usize,
 ) -> Result<Vec<crate::msm::Projective<P>>> {
     use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
     let len = bases.first().map_or(0, |b| b.len());
@@ -283,16 +313,21 @@ pub fn msm_many<P: crate::msm::Group>(
     };
     let raw: Vec<Vec<u32>> = bases.iter().map(|b| raw_bases(b)).collect();
     let raw: Vec<&[u32]> = raw.iter().map(Vec::as_slice).collect();
-    let sums = window_sums(
-        &P::emulated(),
-        point_words::<P>(),
-        &raw,
-        &raw_elements(scalars),
-        &s,
-        chunk,
-    )?;
-    Ok(sums
-        .iter()
-        .map(|sums| combine_windows::<P>(sums, s.c))
-        .collect())
+    let scalars = raw_elements(scalars);
+    let mut total = vec![crate::msm::Projective::<P>::default(); bases.len()];
+    for cut in Shape::cuts(s.windows, &vec![1.0; parts.max(1)]) {
+        let Some(part) = s.part(cut) else { continue };
+        let sums = window_sums(
+            &P::emulated(),
+            point_words::<P>(),
+            &raw,
+            &scalars,
+            &part,
+            chunk,
+        )?;
+        for (t, sums) in total.iter_mut().zip(&sums) {
+            *t += combine_windows::<P>(sums, &part);
+        }
+    }
+    Ok(total)
 }

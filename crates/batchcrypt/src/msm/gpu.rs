@@ -7,8 +7,8 @@ use crate::backend::cuda::{grid_1d, DriverResult, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
 use cudarc::driver::{
-    CudaEvent, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
-    ValidAsZeroBits,
+    CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use std::sync::Arc;
 
@@ -36,29 +36,40 @@ pub struct DeviceBases<P: Group> {
 
 impl<P: Group> DeviceBases<P> {
     /// `raw` (x and y limbs, infinity as zeros) uploaded, and the copies `shape` reads computed
-    /// from it by doublings on the GPU.
+    /// from it by doublings on the GPU (from its first copy: a part of an MSM split over GPUs by
+    /// windows holds the copies of its windows).
     pub(crate) fn upload(raw: &[u32], shape: &Shape) -> Result<DeviceBases<P>> {
         let gpu = Gpu::available()?;
         let copies = shape.copies() as usize;
-        let memory = gpu
-            .budget()
-            .reserve(4 * (copies * raw.len()).max(16) as u64, "MSM bases")?;
+        let first = shape.shift() * shape.first_copy();
+        let memory = gpu.budget().reserve(
+            4 * ((copies + usize::from(first > 0)) * raw.len()).max(16) as u64,
+            "MSM bases",
+        )?;
         let stream = gpu.stream()?;
         let mut pts = alloc::<u32>(&stream, (copies * raw.len()).max(16), false)?;
-        if !raw.is_empty() {
+        let (n, shift) = (shape.stride as u64, shape.shift());
+        let f = gpu.function(P::image(), &format!("{}_msm_shift_bases", P::KERNELS))?;
+        let doublings = |from: &CudaView<u32>, doublings: u32, to: &mut CudaViewMut<u32>| {
+            let mut b = stream.launch_builder(&f);
+            b.arg(from).arg(&n).arg(&doublings).arg(to);
+            // SAFETY: `n` points in each of two distinct buffers or copies.
+            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }
+                .map(drop)
+                .driver("launch")
+        };
+        if raw.is_empty() {
+        } else if first == 0 {
             stream
                 .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
                 .driver("upload bases")?;
+        } else {
+            let plain = stream.clone_htod(raw).driver("upload bases")?;
+            doublings(&plain.slice(..), first, &mut pts.slice_mut(0..raw.len()))?;
         }
-        let (n, shift) = (shape.stride as u64, shape.shift());
-        let f = gpu.function(P::image(), &format!("{}_msm_shift_bases", P::KERNELS))?;
         for j in 1..copies {
             let (prev, mut next) = pts.split_at_mut(j * raw.len());
-            let from = prev.slice((j - 1) * raw.len()..);
-            let mut b = stream.launch_builder(&f);
-            b.arg(&from).arg(&n).arg(&shift).arg(&mut next);
-            // SAFETY: copy j - 1 and copy j, `n` points each, in one buffer sized for all copies.
-            unsafe { b.launch(grid_1d(n.div_ceil(4), 128)) }.driver("launch")?;
+            doublings(&prev.slice((j - 1) * raw.len()..), shift, &mut next)?;
         }
         stream.synchronize().driver("sync")?;
         Ok(DeviceBases {
@@ -78,10 +89,17 @@ impl<P: Group> DeviceBases<P> {
                 s.n, held.stride
             )));
         }
-        if s.copies() > 1 && (s.c, s.sets, s.stride) != (held.c, held.sets, held.stride) {
+        let precomputed = |s: &Shape| s.copies() > 1 || s.first_copy() > 0;
+        let reads = s.first_copy()..s.first_copy() + s.copies();
+        let holds = held.first_copy()..held.first_copy() + held.copies();
+        if (precomputed(s) || precomputed(held))
+            && ((s.c, s.sets, s.stride) != (held.c, held.sets, held.stride)
+                || reads.start != holds.start
+                || reads.end > holds.end)
+        {
             return Err(crate::error::Error::invalid(format!(
-                "an MSM shape (window {}, {} bucket windows) other than the one these precomputed bases were made for (window {}, {})",
-                s.c, s.sets, held.c, held.sets
+                "an MSM shape (window {}, {} bucket windows, copies {:?}) other than the one these precomputed bases were made for (window {}, {}, copies {:?})",
+                s.c, s.sets, reads, held.c, held.sets, holds
             )));
         }
         Ok(())
@@ -108,10 +126,12 @@ impl<P: Group> DeviceBases<P> {
 
 /// The scalars of an MSM: in host memory, or already in the current GPU's memory as the kernels
 /// read them ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a
-/// prover computed there.
-pub(crate) enum Scalars<'a, F> {
+/// prover computed there; or crossing to several GPUs at once for an MSM split over them
+/// ([`Broadcast`], with this GPU's place among them).
+pub(crate) enum Scalars<'a, 'x, F> {
     Host(&'a [F]),
     Device(&'a CudaSlice<u32>),
+    Shared(&'a Broadcast<'x, F>, usize),
 }
 
 /// Each window's sum (kernel points, one after another) of `sum k_i P_i` on group P over each
@@ -120,7 +140,7 @@ pub(crate) enum Scalars<'a, F> {
 /// them.
 pub(crate) fn window_sums_many<'a, P: Group>(
     bases: &[&'a DeviceBases<P>],
-    scalars: Scalars<'_, P::ScalarField>,
+    scalars: Scalars<'_, '_, P::ScalarField>,
     s: &Shape,
 ) -> Result<Vec<Vec<u32>>> {
     let Some(first) = bases.first() else {
@@ -136,6 +156,21 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         "an MSM",
     )?;
     let t = std::time::Instant::now();
+    let shared = match &scalars {
+        Scalars::Shared(b, _) => format!(
+            ", digit windows {}..{} of the cells {}..{}, scalars shared between GPUs {}",
+            s.lo(),
+            s.hi(),
+            s.from,
+            s.to,
+            if b.peer {
+                "directly"
+            } else {
+                "through the host"
+            }
+        ),
+        _ => String::new(),
+    };
     let mut k = Launcher::new::<P>(gpu, first, s)?;
     k.mark("start")?;
     let bind = |k: &mut Launcher<'a>, j: usize| k.bases = &bases[j].pts;
@@ -143,18 +178,19 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         Scalars::Host(xs) => {
             // Large batches cross in chunks on a stream of their own, each chunk's steps
             // running while the next one crosses.
-            let chunks = if s.n >= CHUNKED_FROM {
-                super::chunks(s.n, FIRST_CHUNK)
-            } else {
-                vec![0..s.n]
-            };
-            let mut up = ChunkedUpload::new(gpu, &xs[..s.n])?;
+            let chunks = upload_chunks(s.n);
+            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], SCALAR_WORDS * s.n)?;
             super::window_sums_chunked(&mut k, s, bases.len(), &chunks, bind, |k, c| {
                 up.ready(chunks[c].clone(), &k.stream)
             })?
         }
         Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
             super::window_sums_chunked(&mut k, s, bases.len(), &[0..s.n], bind, |_, _| Ok(d))?
+        }
+        Scalars::Shared(b, lane) => {
+            super::window_sums_chunked(&mut k, s, bases.len(), &b.chunks, bind, |k, c| {
+                b.ready(c, lane, &k.stream)
+            })?
         }
         Scalars::Device(d) => {
             return Err(crate::error::Error::invalid(format!(
@@ -166,7 +202,7 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     };
     if crate::pipeline::tracing() {
         eprintln!(
-            "msm on GPU {}: {} points, window {}, {} set{} of bases: {:.2} ms with the scalars' crossing (ms per step: {})",
+            "msm on GPU {}: {} points, window {}, {} set{} of bases{shared}: {:.2} ms with the scalars' crossing (ms per step: {})",
             gpu.index(),
             s.n,
             s.c,
@@ -184,22 +220,37 @@ pub(crate) fn window_sums_many<'a, P: Group>(
 const FIRST_CHUNK: usize = 1 << 20;
 const CHUNKED_FROM: usize = 8 * FIRST_CHUNK;
 
+/// The chunks in which `n` scalars cross to a GPU.
+fn upload_chunks(n: usize) -> Vec<std::ops::Range<usize>> {
+    if n >= CHUNKED_FROM {
+        super::chunks(n, FIRST_CHUNK)
+    } else {
+        vec![0..n]
+    }
+}
+
 /// Field elements crossing to the GPU in chunks on a stream of their own: each chunk converted
 /// into page-locked staging piece by piece (a piece's copy overlapping the next one's conversion)
 /// when the computing stream asks for it, which an MSM does for its next chunk once this one's
 /// steps are queued, so that the crossing overlaps them.
 struct ChunkedUpload<'x, F> {
     xs: &'x [F],
+    gpu: &'static Gpu,
     stream: StreamGuard<'static>,
     staging: crate::backend::cuda::Pinned<'static>,
+    /// Words of the staging buffer taken by earlier chunks (each chunk stages into room of its own).
+    staged: usize,
 }
 
 impl<'x, F: Limbs> ChunkedUpload<'x, F> {
-    fn new(gpu: &'static Gpu, xs: &'x [F]) -> Result<Self> {
+    /// An upload from `xs` with `words` words of staging: room for every chunk it will copy.
+    fn new(gpu: &'static Gpu, xs: &'x [F], words: usize) -> Result<Self> {
         Ok(ChunkedUpload {
             xs,
+            gpu,
             stream: gpu.stream()?,
-            staging: gpu.local::<Staging>().0.take(gpu, F::WORDS * xs.len())?,
+            staging: gpu.local::<Staging>().0.take(gpu, words)?,
+            staged: 0,
         })
     }
 
@@ -210,12 +261,30 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
         range: std::ops::Range<usize>,
         compute: &CudaStream,
     ) -> Result<CudaSlice<u32>> {
-        let at = range.start;
+        let mut dev = alloc::<u32>(&self.stream, F::WORDS * range.len().max(1), false)?;
+        self.copy(range, &mut dev, 0)?;
+        let done = self.stream.record_event(None).driver("cuEventRecord")?;
+        compute.wait(&done).driver("cuStreamWaitEvent")?;
+        Ok(dev)
+    }
+
+    /// The elements of `range` into `dev` from word `at` on, queued on this upload's stream.
+    fn copy(
+        &mut self,
+        range: std::ops::Range<usize>,
+        dev: &mut CudaSlice<u32>,
+        at: usize,
+    ) -> Result<()> {
         let chunk = &self.xs[range];
-        let mut dev = alloc::<u32>(&self.stream, F::WORDS * chunk.len().max(1), false)?;
+        let words = F::WORDS * chunk.len();
         // Raw access waits once for earlier copies out of the staging buffer.
         let host = self.staging.as_mut_slice().driver("pinned")?;
-        let host = &mut host[F::WORDS * at..F::WORDS * (at + chunk.len())];
+        let Some(host) = host.get_mut(self.staged..self.staged + words) else {
+            return Err(crate::error::Error::invalid(
+                "an upload's chunks overran its staging",
+            ));
+        };
+        self.staged += words;
         for (i, piece) in chunk.chunks(UPLOAD_PIECE).enumerate() {
             let from = i * UPLOAD_PIECE * F::WORDS;
             let dst = &mut host[from..from + F::WORDS * piece.len()];
@@ -224,7 +293,7 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
             // is ours until this upload is dropped, after the copies (`Drop`).
             unsafe {
                 cudarc::driver::result::memcpy_htod_async(
-                    dev.slice_mut(from..from + dst.len())
+                    dev.slice_mut(at + from..at + from + dst.len())
                         .device_ptr_mut(&self.stream)
                         .0,
                     dst,
@@ -233,9 +302,7 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
             }
             .driver("cuMemcpyHtoDAsync")?;
         }
-        let done = self.stream.record_event(None).driver("cuEventRecord")?;
-        compute.wait(&done).driver("cuStreamWaitEvent")?;
-        Ok(dev)
+        Ok(())
     }
 }
 
@@ -244,6 +311,155 @@ impl<F> Drop for ChunkedUpload<'_, F> {
         // The staging buffer goes back to its pool only after the copies out of it.
         let _ = self.stream.synchronize();
     }
+}
+
+/// The scalars of an MSM split over several GPUs by digit windows ([`super::Shape::part`]), all
+/// of which need every scalar: each chunk is cut among the GPUs, each GPU's cut crosses its own
+/// host link, and each GPU then copies the other cuts from the other GPUs' memory, so that the
+/// host's bytes cross once whatever the count of GPUs. A chunk is sent to every GPU by the first
+/// GPU's thread to ask for it.
+pub(crate) struct Broadcast<'x, F> {
+    chunks: Vec<std::ops::Range<usize>>,
+    lanes: std::sync::Mutex<Vec<Lane<'x, F>>>,
+    /// Whether every GPU reads the others' memory directly ([`Gpu::peer_access`]).
+    peer: bool,
+}
+
+/// One GPU of a [`Broadcast`]: its upload, and each chunk sent so far (all of the chunk's scalars
+/// in its memory, and the event after their copies).
+struct Lane<'x, F> {
+    up: ChunkedUpload<'x, F>,
+    sent: Vec<(Arc<CudaSlice<u32>>, CudaEvent)>,
+}
+
+impl<'x, F: Limbs> Broadcast<'x, F> {
+    /// `xs` for each of `gpus` (indices into the devices, in order).
+    pub(crate) fn new(gpus: &[usize], xs: &'x [F]) -> Result<Self> {
+        let all = crate::backend::cuda::devices().map_err(|why| {
+            crate::error::Error::BackendUnavailable {
+                backend: "cuda".into(),
+                why,
+            }
+        })?;
+        let lanes: Vec<&'static Gpu> = gpus.iter().filter_map(|&g| all.get(g)).collect();
+        let chunks = upload_chunks(xs.len());
+        let mut peer = true;
+        for a in &lanes {
+            for b in &lanes {
+                peer &= a.peer_access(b);
+            }
+        }
+        let count = lanes.len();
+        let lanes = lanes
+            .iter()
+            .enumerate()
+            .map(|(k, &gpu)| {
+                let words = chunks
+                    .iter()
+                    .map(|c| cut(c.len(), count, k).len())
+                    .sum::<usize>();
+                Ok(Lane {
+                    up: ChunkedUpload::new(gpu, xs, F::WORDS * words)?,
+                    sent: Vec::new(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Broadcast {
+            chunks,
+            lanes: std::sync::Mutex::new(lanes),
+            peer,
+        })
+    }
+
+    /// Chunk `c`'s scalars in the memory of the GPU at place `lane`, for the steps on `compute`
+    /// (on that GPU), which waits for their copies; sends the chunk to every GPU if none has
+    /// asked for it yet.
+    fn ready(&self, c: usize, lane: usize, compute: &CudaStream) -> Result<Arc<CudaSlice<u32>>> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        while lanes[lane].sent.len() <= c {
+            let next = lanes[lane].sent.len();
+            Self::send(&mut lanes, self.chunks[next].clone())?;
+        }
+        let (dev, done) = &lanes[lane].sent[c];
+        compute.wait(done).driver("cuStreamWaitEvent")?;
+        Ok(dev.clone())
+    }
+
+    /// One chunk to every GPU: each GPU's cut up its link, then the other cuts from the other
+    /// GPUs' memory.
+    fn send(lanes: &mut [Lane<'x, F>], range: std::ops::Range<usize>) -> Result<()> {
+        let count = lanes.len();
+        let mut devs = Vec::with_capacity(count);
+        let mut up = Vec::with_capacity(count);
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let u = &mut lane.up;
+            let mut dev = alloc::<u32>(&u.stream, F::WORDS * range.len().max(1), false)?;
+            let mine = cut(range.len(), count, k);
+            let at = F::WORDS * mine.start;
+            u.copy(
+                range.start + mine.start..range.start + mine.end,
+                &mut dev,
+                at,
+            )?;
+            up.push(u.stream.record_event(None).driver("cuEventRecord")?);
+            devs.push(dev);
+        }
+        for h in 0..count {
+            let to = &lanes[h].up;
+            for g in (0..count).filter(|&g| g != h) {
+                let theirs = cut(range.len(), count, g);
+                if theirs.is_empty() {
+                    continue;
+                }
+                let from = &lanes[g].up;
+                let (at, bytes) = (4 * F::WORDS * theirs.start, 4 * F::WORDS * theirs.len());
+                to.stream.wait(&up[g]).driver("cuStreamWaitEvent")?;
+                let (theirs_dev, mine_dev) = if g < h {
+                    let (low, high) = devs.split_at_mut(h);
+                    (&low[g], &mut high[0])
+                } else {
+                    let (low, high) = devs.split_at_mut(g);
+                    (&high[0], &mut low[h])
+                };
+                let (src, _read) = theirs_dev.device_ptr(&from.stream);
+                let (dst, _write) = mine_dev.device_ptr_mut(&to.stream);
+                // SAFETY: both ranges lie inside their buffers (a chunk's words each), which the
+                // broadcast keeps until every GPU's copies are done (`Drop`).
+                unsafe {
+                    cudarc::driver::sys::cuMemcpyPeerAsync(
+                        dst + at as u64,
+                        to.gpu.context().cu_ctx(),
+                        src + at as u64,
+                        from.gpu.context().cu_ctx(),
+                        bytes,
+                        to.stream.cu_stream(),
+                    )
+                }
+                .result()
+                .driver("cuMemcpyPeerAsync")?;
+            }
+        }
+        for (lane, dev) in lanes.iter_mut().zip(devs) {
+            let done = lane.up.stream.record_event(None).driver("cuEventRecord")?;
+            lane.sent.push((Arc::new(dev), done));
+        }
+        Ok(())
+    }
+}
+
+impl<F> Drop for Broadcast<'_, F> {
+    fn drop(&mut self) {
+        // Every GPU's copies out of the others' chunks end before any chunk is freed.
+        let lanes = self.lanes.get_mut().unwrap_or_else(|p| p.into_inner());
+        for lane in lanes.iter() {
+            let _ = lane.up.stream.synchronize();
+        }
+    }
+}
+
+/// GPU `k`'s cut of a chunk of `len` scalars among `count` GPUs.
+fn cut(len: usize, count: usize, k: usize) -> std::ops::Range<usize> {
+    len * k / count..len * (k + 1) / count
 }
 
 /// Elements per piece of the staged upload: converting one piece overlaps the copy of the last.
@@ -272,7 +488,7 @@ pub(crate) fn upload_elements<F: Limbs>(
     stream: &Arc<CudaStream>,
     xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    ChunkedUpload::new(gpu, xs)?.ready(0..xs.len(), stream)
+    ChunkedUpload::new(gpu, xs, F::WORDS * xs.len())?.ready(0..xs.len(), stream)
 }
 
 /// Seconds to move `xs` into the current GPU's memory the way an MSM's scalars cross (staged
@@ -474,18 +690,24 @@ impl Kernels for Launcher<'_> {
         &mut self,
         scalars: &CudaSlice<u32>,
         s: &Shape,
+        first: u32,
         digits: &mut CudaSlice<u32>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = s.n as u64;
+        let (n, points) = (s.n as u64, s.points as u64);
         launch!(
             self,
             &self.scalar_kernel("digits"),
             grid_1d(n, 256),
             scalars,
             &n,
+            &first,
+            &points,
+            &s.from,
+            &s.to,
             &s.c,
             &s.windows,
+            &s.off,
             &s.sets,
             digits,
             counts
@@ -551,16 +773,17 @@ impl Kernels for Launcher<'_> {
         cursor: &mut CudaSlice<u32>,
         entries: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let (n, stride) = (s.n as u64, s.stride as u32);
+        let (n, stride, windows) = (s.n as u64, s.stride as u32, s.part_windows());
         launch!(
             self,
             &self.scalar_kernel("scatter"),
-            grid_1d(n * u64::from(s.windows), 256),
+            grid_1d(n * u64::from(windows), 256),
             digits,
             &n,
             &first,
             &s.c,
-            &s.windows,
+            &windows,
+            &s.off,
             &s.sets,
             &stride,
             cursor,

@@ -136,14 +136,15 @@ pub struct Bases<P: Group> {
     /// The digit window every GPU MSM over these bases takes (`None`: the library's choice).
     window: Option<u32>,
     /// The bases in GPU memory, by the set of GPUs that holds them (a bitmask of GPU indices): an
-    /// MSM on one GPU keeps them all there; one over several GPUs gives each a contiguous slice.
+    /// MSM on one GPU keeps them all there; one over several GPUs gives each a part of the digit
+    /// windows, and the copies those windows read.
     resident: std::sync::Mutex<std::collections::HashMap<u64, Arc<Resident<P>>>>,
 }
 
-/// Bases in GPU memory: each part is a GPU, the bases it holds (a range of the host's), and
-/// their device copy.
+/// Bases in GPU memory: each part is a GPU, its cut of the MSMs' cells ([`Shape::cuts`]), and
+/// the bases as that cut reads them (all of them, or the precomputed copies of its windows).
 pub struct Resident<P: Group> {
-    pub parts: Vec<(usize, std::ops::Range<usize>, gpu::DeviceBases<P>)>,
+    pub parts: Vec<(usize, Cut, gpu::DeviceBases<P>)>,
 }
 
 impl<P: Group> std::ops::Deref for Resident<P> {
@@ -245,26 +246,34 @@ impl<P: Group> Bases<P> {
         ))
     }
 
-    /// The bases in the memory of `gpus`, each holding a contiguous slice in proportion to its
-    /// share, uploaded (all GPUs at once) on first use for that set.
+    /// The bases in the memory of `gpus`, each holding what its part of the digit windows reads
+    /// (a part in proportion to its share), uploaded (all GPUs at once) on first use for that set.
     pub fn resident_on(&self, gpus: &crate::dispatch::GpuShares) -> Result<Arc<Resident<P>>> {
         let key = gpus.iter().fold(0u64, |m, (g, _)| m | 1 << g);
         let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = held.get(&key) {
             return Ok(r.clone());
         }
-        let parts = gpus.split(self.len().max(1), 1);
+        let whole = self.shape_of(self.len(), self.len())?;
+        let weights: Vec<f64> = gpus.iter().map(|(_, w)| f64::from(w)).collect();
+        let mut parts: Vec<(usize, Cut, Shape)> = gpus
+            .iter()
+            .zip(Shape::cuts(whole.windows, &weights))
+            .filter_map(|((g, _), cut)| whole.part(cut).map(|s| (g, cut, s)))
+            .collect();
+        if parts.is_empty() {
+            // No bases: an empty set on the first GPU.
+            parts.push((gpus.first(), (0, 0), whole));
+        }
+        let raw = raw_bases(&self.host);
         let uploaded: Vec<Result<_>> = std::thread::scope(|s| {
             let handles: Vec<_> = parts
                 .into_iter()
-                .map(|(g, range)| {
-                    let range = range.start.min(self.len())..range.end.min(self.len());
+                .map(|(g, cut, shape)| {
+                    let raw = &raw;
                     s.spawn(move || {
                         crate::backend::gpu::run_on(g, || {
-                            let len = range.len();
-                            let shape = self.shape_of(len, len)?;
-                            let raw = raw_bases(&self.host[range.clone()]);
-                            gpu::DeviceBases::upload(&raw, &shape).map(|b| (g, range, b))
+                            gpu::DeviceBases::upload(raw, &shape).map(|b| (g, cut, b))
                         })
                     })
                 })
@@ -353,7 +362,7 @@ pub(crate) fn on_device<P: Group>(
     let held = bases.device()?;
     let shape = bases.shape(n)?;
     let sums = gpu::window_sums_many(&[&**held], gpu::Scalars::Device(scalars), &shape)?;
-    Ok(combine_windows::<P>(&sums[0], shape.c))
+    Ok(combine_windows::<P>(&sums[0], &shape))
 }
 
 /// Fails for more scalars than bases.
@@ -366,15 +375,19 @@ fn check_scalars(n: usize, bases: usize) -> Result<()> {
     Ok(())
 }
 
-/// `sum_w 2^(c w) S_w` from the window sums S_w (kernel points, one after another).
-pub(crate) fn combine_windows<P: Group>(sums: &[u32], c: u32) -> Projective<P> {
+/// `sum_j 2^(c (base + j)) S_j` from the sums S_j of the bucket windows of shape `s` (kernel
+/// points, one after another; `base`: [`Shape::base`], the part's first window).
+pub(crate) fn combine_windows<P: Group>(sums: &[u32], s: &Shape) -> Projective<P> {
     use ark_ff::AdditiveGroup;
     let mut acc = Projective::<P>::default();
-    for s in sums.chunks_exact(point_words::<P>()).rev() {
-        for _ in 0..c {
+    for w in sums.chunks_exact(point_words::<P>()).rev() {
+        for _ in 0..s.c {
             acc.double_in_place();
         }
-        acc += from_raw::<P>(s);
+        acc += from_raw::<P>(w);
+    }
+    for _ in 0..s.c * s.base() {
+        acc.double_in_place();
     }
     acc
 }
@@ -436,9 +449,8 @@ impl Engine {
                         .collect::<Vec<_>>(),
                 ))
             },
-            // Each GPU of the plan holds a slice of every set of bases (the same range of each:
-            // they have one length) and sums its scalars' share over each; the partial sums are
-            // added.
+            // Each GPU of the plan sums its part of the digit windows over every scalar, the
+            // scalars crossing the host's links once between them; the parts' sums are added.
             |_, gpus| {
                 if n == 0 {
                     return Ok(Whole(vec![Projective::default(); bases.len()]));
@@ -447,25 +459,46 @@ impl Engine {
                     .iter()
                     .map(|b| b.resident_on(gpus))
                     .collect::<Result<Vec<_>>>()?;
-                let parts: Vec<Result<Vec<Projective<P>>>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = (0..resident[0].parts.len())
-                        .filter(|&i| resident[0].parts[i].1.start < n)
-                        .map(|i| {
-                            let (g, range, _) = &resident[0].parts[i];
-                            let held: Vec<&gpu::DeviceBases<P>> =
-                                resident.iter().map(|r| &r.parts[i].2).collect();
-                            let part = &scalars[range.start..range.end.min(n)];
+                // The cuts in proportion to those the bases were placed by, over this MSM's
+                // windows (plain bases take their window from the scalars' count).
+                let whole = first.shape_of(n, first.len())?;
+                let weights: Vec<f64> = resident[0]
+                    .parts
+                    .iter()
+                    .map(|(_, (from, to), _)| (to - from) as f64)
+                    .collect();
+                let parts: Vec<(usize, Shape, Vec<&gpu::DeviceBases<P>>)> =
+                    Shape::cuts(whole.windows, &weights)
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(i, cut)| {
+                            let held = resident.iter().map(|r| &r.parts[i].2).collect();
+                            whole.part(cut).map(|s| (resident[0].parts[i].0, s, held))
+                        })
+                        .collect();
+                let shared = match parts.len() {
+                    1 => None,
+                    _ => Some(gpu::Broadcast::new(
+                        &parts.iter().map(|p| p.0).collect::<Vec<_>>(),
+                        scalars,
+                    )?),
+                };
+                let sums: Vec<Result<Vec<Projective<P>>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = parts
+                        .iter()
+                        .enumerate()
+                        .map(|(lane, (g, shape, held))| {
+                            let shared = shared.as_ref();
                             s.spawn(move || {
                                 crate::backend::gpu::run_on(*g, || {
-                                    let shape = first.shape_of(part.len(), range.len())?;
-                                    Ok(gpu::window_sums_many(
-                                        &held,
-                                        gpu::Scalars::Host(part),
-                                        &shape,
-                                    )?
-                                    .iter()
-                                    .map(|sums| combine_windows::<P>(sums, shape.c))
-                                    .collect())
+                                    let from = match shared {
+                                        Some(b) => gpu::Scalars::Shared(b, lane),
+                                        None => gpu::Scalars::Host(scalars),
+                                    };
+                                    Ok(gpu::window_sums_many(held, from, shape)?
+                                        .iter()
+                                        .map(|sums| combine_windows::<P>(sums, shape))
+                                        .collect())
                                 })
                             })
                         })
@@ -475,8 +508,9 @@ impl Engine {
                         .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                         .collect()
                 });
+                drop(shared);
                 let mut total = vec![Projective::<P>::default(); bases.len()];
-                for part in parts {
+                for part in sums {
                     for (t, p) in total.iter_mut().zip(part?) {
                         *t += p;
                     }

@@ -51,6 +51,12 @@ fn digit_windows(scalar_bits: u32, c: u32) -> u32 {
 /// points go to `sets` windows of `2^(c-1)` buckets each. Without precomputed bases
 /// `sets = windows`; with `copies` precomputed copies of the bases (copy j = 2^(c sets j) P,
 /// `stride` points apart), digit window w reads copy w / sets and fills bucket window w % sets.
+///
+/// A shape may be one GPU's part of a larger MSM ([`Shape::part`]): the cells `from..to` of the
+/// MSM's `points` scalars (digit window w of scalar i is cell `w * points + i`), which span the
+/// digit windows `lo()..hi()`; its bucket windows are those of its digit windows (`sets` of them,
+/// `off` = 0) or, over precomputed copies, those of the whole MSM (`off` = `lo()`, the copies read
+/// from `first_copy()` on). A chunk of the scalars keeps its MSM's `points` and cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub n: usize,
@@ -59,7 +65,17 @@ pub struct Shape {
     pub sets: u32,
     /// Points per copy of the bases (their count; at least `n`).
     pub stride: usize,
+    pub points: usize,
+    pub from: u64,
+    pub to: u64,
+    pub off: u32,
 }
+
+/// A part of an MSM's cells, in 2^-16ths of a digit window: from..to (see [`Shape::part`]).
+pub type Cut = (u64, u64);
+
+/// Cut units per digit window ([`Cut`]).
+const CUT_UNITS: u64 = 1 << 16;
 
 impl Shape {
     /// The window that minimises the estimated additions for `n` points: one per point and
@@ -109,7 +125,84 @@ impl Shape {
             windows,
             sets,
             stride,
+            points: n,
+            from: 0,
+            to: u64::from(windows) * n as u64,
+            off: 0,
         })
+    }
+
+    /// The whole MSM cut into consecutive parts of its cells in proportion to `weights` (one per
+    /// GPU, in order): each GPU takes a run of whole digit windows, sharing the first and the
+    /// last with its neighbours by scalars, so that every part has the same work. The cuts
+    /// depend on the windows and weights alone, not on the scalars' count, so that bases held
+    /// for a cut serve every MSM over them ([`Shape::part`]).
+    pub fn cuts(windows: u32, weights: &[f64]) -> Vec<Cut> {
+        let total: f64 = weights.iter().map(|w| w.max(0.0)).sum();
+        let end = u64::from(windows) * CUT_UNITS;
+        let mut at = 0.0;
+        let mut from = 0;
+        weights
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                at += w.max(0.0);
+                let to = if k + 1 == weights.len() || total <= 0.0 {
+                    end
+                } else {
+                    ((at / total * end as f64).round() as u64).clamp(from, end)
+                };
+                let cut = (from, to);
+                from = to;
+                cut
+            })
+            .collect()
+    }
+
+    /// This whole MSM's part `cut` (of [`Shape::cuts`]), or `None` where it holds no cell.
+    pub fn part(&self, (from, to): Cut) -> Option<Shape> {
+        let n = self.points as u128;
+        let cells = |q: u64| (u128::from(q) * n / u128::from(CUT_UNITS)) as u64;
+        let (from, to) = (cells(from), cells(to).min(self.to));
+        if from >= to {
+            return None;
+        }
+        let mut s = Shape { from, to, ..*self };
+        let windows = s.hi() - s.lo();
+        if self.copies() > 1 {
+            s.off = s.lo();
+        } else {
+            s.sets = windows;
+        }
+        Some(s)
+    }
+
+    /// The first digit window of the part, and one past its last.
+    pub fn lo(&self) -> u32 {
+        (self.from / self.points.max(1) as u64) as u32
+    }
+
+    pub fn hi(&self) -> u32 {
+        match self.points {
+            0 => self.windows,
+            p => self.to.div_ceil(p as u64) as u32,
+        }
+    }
+
+    /// Digit windows of the part.
+    pub fn part_windows(&self) -> u32 {
+        self.hi() - self.lo()
+    }
+
+    /// The digit window of bucket window 0: the sums of bucket windows j are those of digit
+    /// windows `base() + j` ([`super::combine_windows`] shifts them up by `c * base()`).
+    pub fn base(&self) -> u32 {
+        self.lo() - self.off
+    }
+
+    /// The first precomputed copy the part reads (0 without precomputation).
+    pub fn first_copy(&self) -> u32 {
+        self.off / self.sets
     }
 
     /// An MSM of `n` scalars over `len` bases of which the GPU keeps `copies` copies (1: none):
@@ -138,9 +231,11 @@ impl Shape {
         Shape::precomputed(n, scalar_bits, c, copies, len)
     }
 
-    /// The copies of the bases this shape reads (1 without precomputation).
+    /// The copies of the bases this shape reads, from [`Shape::first_copy`] on (1 without
+    /// precomputation).
     pub fn copies(&self) -> u32 {
-        self.windows.div_ceil(self.sets)
+        let last = self.off + self.part_windows().max(1) - 1;
+        last / self.sets - self.first_copy() + 1
     }
 
     /// Doublings from one copy of the bases to the next.
@@ -198,10 +293,12 @@ pub(crate) trait Kernels {
     type Points;
     fn words(&mut self, len: u64, zeroed: bool) -> Result<Self::Words>;
     fn points(&mut self, len: u64, zeroed: bool) -> Result<Self::Points>;
+    /// `first`: the index among the bases of the shape's first scalar (a chunk's).
     fn digits(
         &mut self,
         scalars: &Self::Words,
         s: &Shape,
+        first: u32,
         digits: &mut Self::Words,
         counts: &mut Self::Words,
     ) -> Result<()>;
@@ -277,7 +374,7 @@ pub(crate) trait Kernels {
 /// scalar and window at most), the histogram, each set's buckets and a chunk's, the
 /// accumulation's partial sums and the windows' segments.
 pub(crate) fn device_bytes(s: &Shape, sets: usize, point_bytes: u64) -> u64 {
-    let (n, w) = (s.n as u64, u64::from(s.windows));
+    let (n, w) = (s.n as u64, u64::from(s.part_windows()));
     let buckets = s.buckets();
     let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
     32 * n
@@ -308,8 +405,8 @@ fn sort<K: Kernels>(
 ) -> Result<Sorted<K::Words>> {
     let buckets_len = s.buckets();
     let mut counts = k.words(buckets_len, true)?;
-    let mut digits = k.words(s.n as u64 * u64::from(s.windows), false)?;
-    k.digits(scalars, s, &mut digits, &mut counts)?;
+    let mut digits = k.words(s.n as u64 * u64::from(s.part_windows()), false)?;
+    k.digits(scalars, s, first, &mut digits, &mut counts)?;
     // Exclusive prefix sums of the histogram: each bucket's first entry.
     let tiles = buckets_len.div_ceil(u64::from(SCAN_TILE));
     let mut totals = k.words(tiles, false)?;
