@@ -274,8 +274,8 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
     let Some(all) = gpus() else { return };
     let (one, many) = engines(&all);
     let cpu = Engine::with_backend(BackendChoice::Cpu);
-    // Each GPU holds a slice of the bases; an MSM over fewer scalars than bases leaves the last
-    // GPUs' slices out.
+    // Each GPU sums its part of the digit windows over every scalar (a prefix of the bases where
+    // there are fewer scalars than bases).
     let (points, scalars) = sample::<G1>((1 << 16) + 5, 7);
     let bases = Bases::<G1>::new(points);
     for n in [scalars.len(), 40_000, 1000] {
@@ -290,11 +290,20 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
         assert_eq!(a.value, want, "{n} scalars, one GPU");
         assert_eq!(b.value, want, "{n} scalars, every GPU");
     }
-    // Precomputed copies on every GPU's slice, and G2.
+    // Precomputed copies, each GPU holding those of its windows (a few copies, one per digit
+    // window), and G2.
     let (points, scalars) = sample::<G1>(1 << 15, 8);
-    let bases = Bases::<G1>::new(points).with_precomputation(4);
-    let want = cpu.msm(&bases, &scalars).unwrap().value;
-    assert_eq!(many.msm(&bases, &scalars).unwrap().value, want);
+    for copies in [4, 64] {
+        let bases = Bases::<G1>::new(points.clone()).with_precomputation(copies);
+        let want = cpu.msm(&bases, &scalars).unwrap().value;
+        let got = many.msm(&bases, &scalars).unwrap();
+        assert_eq!(got.gpus, all);
+        assert_eq!(got.value, want, "{copies} copies");
+        assert_eq!(
+            many.msm(&bases, &scalars[..999]).unwrap().value,
+            cpu.msm(&bases, &scalars[..999]).unwrap().value
+        );
+    }
     let (points, scalars) = sample::<G2>(1 << 13, 9);
     let bases = Bases::<G2>::new(points);
     let want = cpu.msm(&bases, &scalars).unwrap().value;
@@ -316,4 +325,23 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
         out.gpus
     );
     assert_eq!(got, want);
+}
+
+/// An MSM large enough that its scalars cross in chunks: each chunk cut among the GPUs and copied
+/// from GPU to GPU, every GPU summing its windows over all of them; the same sum as one GPU's.
+#[test]
+fn a_large_msm_over_gpus_matches_one_gpu() {
+    use batchcrypt::bn254::{Bases, G1};
+    use batchcrypt::msm::sample;
+    let Some(all) = gpus() else { return };
+    if all.len() < 2 {
+        return;
+    }
+    let (one, many) = engines(&all);
+    let (points, scalars) = sample::<G1>(9 << 20, 12);
+    let bases = Bases::<G1>::new(points);
+    let a = one.msm(&bases, &scalars).unwrap();
+    let b = many.msm(&bases, &scalars).unwrap();
+    assert_eq!((a.gpus, b.gpus), (vec![0], all));
+    assert_eq!(a.value, b.value);
 }

@@ -491,18 +491,21 @@ pub(crate) fn upload_elements<F: Limbs>(
     ChunkedUpload::new(gpu, xs, F::WORDS * xs.len())?.ready(0..xs.len(), stream)
 }
 
-/// Seconds to move `xs` into the current GPU's memory the way an MSM's scalars cross (staged
-/// through page-locked buffers), nothing computed: the host link's floor under an MSM from host
-/// memory (for benchmarks).
-pub fn upload_seconds<F: Limbs>(xs: &[F]) -> Result<f64> {
-    let gpu = Gpu::available()?;
-    let stream = gpu.stream()?;
+/// Seconds to move `xs` into the memory of each of `gpus` (device indices) the way an MSM's
+/// scalars cross ([`Broadcast`]: each GPU's cut of every chunk staged through page-locked buffers
+/// up its link, the other cuts from GPU to GPU), nothing computed: the links' floor under an MSM
+/// from host memory (for benchmarks).
+pub fn upload_seconds<F: Limbs>(gpus: &[usize], xs: &[F]) -> Result<f64> {
+    let b = Broadcast::new(gpus, xs)?;
     let t = std::time::Instant::now();
-    let dev = upload_elements(gpu, &stream, xs)?;
-    stream.synchronize().driver("sync")?;
-    let seconds = t.elapsed().as_secs_f64();
-    drop(dev);
-    Ok(seconds)
+    let mut lanes = b.lanes.lock().unwrap_or_else(|p| p.into_inner());
+    for range in &b.chunks {
+        Broadcast::send(&mut lanes, range.clone())?;
+    }
+    for lane in lanes.iter() {
+        lane.up.stream.synchronize().driver("sync")?;
+    }
+    Ok(t.elapsed().as_secs_f64())
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of
