@@ -124,12 +124,11 @@ impl<P: Group> DeviceBases<P> {
     }
 }
 
-/// The scalars of an MSM: in host memory, or already in the current GPU's memory as the kernels
-/// read them ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a
-/// prover computed there; or crossing to several GPUs at once for an MSM split over them
-/// ([`Broadcast`], with this GPU's place among them).
+/// The scalars of an MSM: already in the current GPU's memory as the kernels read them
+/// ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a prover
+/// computed there; or crossing from host memory ([`Broadcast`], to one GPU or to several at once
+/// for an MSM split over them, with this GPU's place among them).
 pub(crate) enum Scalars<'a, 'x, F> {
-    Host(&'a [F]),
     Device(&'a CudaSlice<u32>),
     Shared(&'a Broadcast<'x, F>, usize),
 }
@@ -157,7 +156,7 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     )?;
     let t = std::time::Instant::now();
     let shared = match &scalars {
-        Scalars::Shared(b, _) => format!(
+        Scalars::Shared(b, _) if b.count > 1 => format!(
             ", digit windows {}..{} of the cells {}..{}, scalars shared between GPUs {}",
             s.lo(),
             s.hi(),
@@ -175,15 +174,6 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     k.mark("start")?;
     let bind = |k: &mut Launcher<'a>, j: usize| k.bases = &bases[j].pts;
     let sums = match scalars {
-        Scalars::Host(xs) => {
-            // Large batches cross in chunks on a stream of their own, each chunk's steps
-            // running while the next one crosses.
-            let chunks = upload_chunks(s.n);
-            let mut up = ChunkedUpload::new(gpu, &xs[..s.n], SCALAR_WORDS * s.n)?;
-            super::window_sums_chunked(&mut k, s, bases.len(), &chunks, bind, |k, c| {
-                up.ready(chunks[c].clone(), &k.stream)
-            })?
-        }
         Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
             super::window_sums_chunked(&mut k, s, bases.len(), &[0..s.n], bind, |_, _| Ok(d))?
         }
@@ -229,10 +219,9 @@ fn upload_chunks(n: usize) -> Vec<std::ops::Range<usize>> {
     }
 }
 
-/// Field elements crossing to the GPU in chunks on a stream of their own: each chunk converted
-/// into page-locked staging piece by piece (a piece's copy overlapping the next one's conversion)
-/// when the computing stream asks for it, which an MSM does for its next chunk once this one's
-/// steps are queued, so that the crossing overlaps them.
+/// Field elements crossing to one GPU on a stream of their own, a chunk at a time: each chunk
+/// converted into page-locked staging piece by piece, a piece's copy overlapping the next one's
+/// conversion.
 struct ChunkedUpload<'x, F> {
     xs: &'x [F],
     gpu: &'static Gpu,
@@ -313,28 +302,37 @@ impl<F> Drop for ChunkedUpload<'_, F> {
     }
 }
 
-/// The scalars of an MSM split over several GPUs by digit windows ([`super::Shape::part`]), all
-/// of which need every scalar: each chunk is cut among the GPUs, each GPU's cut crosses its own
-/// host link, and each GPU then copies the other cuts from the other GPUs' memory, so that the
-/// host's bytes cross once whatever the count of GPUs. A chunk is sent to every GPU by the first
-/// GPU's thread to ask for it.
+/// The scalars of an MSM crossing from host memory to the GPUs that run it, in chunks
+/// ([`upload_chunks`]) sent one after another by a thread of their own from the start, each
+/// chunk's steps waiting for that chunk alone: the crossing runs at the host's pace, never waiting
+/// for the steps. Over several GPUs (an MSM split by digit windows, [`super::Shape::part`]),
+/// each of which needs every scalar, each chunk is cut among them, each GPU's cut crosses its
+/// own host link, and each GPU then copies the other cuts from the other GPUs' memory, so that
+/// the host's bytes cross once whatever the count of GPUs.
 pub(crate) struct Broadcast<'x, F> {
     chunks: Vec<std::ops::Range<usize>>,
-    lanes: std::sync::Mutex<Vec<Lane<'x, F>>>,
+    /// Each GPU's upload (the sending thread's).
+    lanes: std::sync::Mutex<Vec<ChunkedUpload<'x, F>>>,
+    sent: std::sync::Mutex<Sent>,
+    arrived: std::sync::Condvar,
+    /// Set when the steps end (done or failed): no more chunks are sent.
+    stop: std::sync::atomic::AtomicBool,
+    count: usize,
     /// Whether every GPU reads the others' memory directly ([`Gpu::peer_access`]).
     peer: bool,
 }
 
-/// One GPU of a [`Broadcast`]: its upload, and each chunk sent so far (all of the chunk's scalars
-/// in its memory, and the event after their copies).
-struct Lane<'x, F> {
-    up: ChunkedUpload<'x, F>,
-    sent: Vec<(Arc<CudaSlice<u32>>, CudaEvent)>,
+/// The chunks sent so far (per chunk, per GPU: the chunk's scalars in that GPU's memory and the
+/// event after their copies), and why the sending stopped early, if it did.
+#[derive(Default)]
+struct Sent {
+    chunks: Vec<Vec<(Arc<CudaSlice<u32>>, CudaEvent)>>,
+    ended: Option<String>,
 }
 
 impl<'x, F: Limbs> Broadcast<'x, F> {
     /// `xs` for each of `gpus` (indices into the devices, in order).
-    pub(crate) fn new(gpus: &[usize], xs: &'x [F]) -> Result<Self> {
+    fn new(gpus: &[usize], xs: &'x [F]) -> Result<Self> {
         let all = crate::backend::cuda::devices().map_err(|why| {
             crate::error::Error::BackendUnavailable {
                 backend: "cuda".into(),
@@ -358,41 +356,102 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
                     .iter()
                     .map(|c| cut(c.len(), count, k).len())
                     .sum::<usize>();
-                Ok(Lane {
-                    up: ChunkedUpload::new(gpu, xs, F::WORDS * words)?,
-                    sent: Vec::new(),
-                })
+                ChunkedUpload::new(gpu, xs, F::WORDS * words)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Broadcast {
             chunks,
             lanes: std::sync::Mutex::new(lanes),
+            sent: Default::default(),
+            arrived: std::sync::Condvar::new(),
+            stop: Default::default(),
+            count,
             peer,
         })
     }
 
-    /// Chunk `c`'s scalars in the memory of the GPU at place `lane`, for the steps on `compute`
-    /// (on that GPU), which waits for their copies; sends the chunk to every GPU if none has
-    /// asked for it yet.
-    fn ready(&self, c: usize, lane: usize, compute: &CudaStream) -> Result<Arc<CudaSlice<u32>>> {
-        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        while lanes[lane].sent.len() <= c {
-            let next = lanes[lane].sent.len();
-            Self::send(&mut lanes, self.chunks[next].clone())?;
+    /// `work` (the MSM's steps on each GPU) over `xs` crossing to `gpus`, the chunks sent by a
+    /// thread of their own meanwhile.
+    pub(crate) fn run<R: Send>(
+        gpus: &[usize],
+        xs: &'x [F],
+        work: impl FnOnce(&Broadcast<'x, F>) -> Result<R>,
+    ) -> Result<R> {
+        let b = Broadcast::new(gpus, xs)?;
+        if b.chunks.len() == 1 {
+            // The steps wait for the one chunk whole: sent here, without a thread.
+            b.send_all();
+            return work(&b);
         }
-        let (dev, done) = &lanes[lane].sent[c];
-        compute.wait(done).driver("cuStreamWaitEvent")?;
-        Ok(dev.clone())
+        std::thread::scope(|s| {
+            s.spawn(|| b.send_all());
+            let out = work(&b);
+            b.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            out
+        })
+    }
+
+    /// Sends every chunk in order (until the steps stop), then marks the end, also when a send
+    /// fails or panics, so that no GPU waits for a chunk that will not come.
+    fn send_all(&self) {
+        struct End<'b, 'x, F>(&'b Broadcast<'x, F>, Option<String>);
+        impl<F> Drop for End<'_, '_, F> {
+            fn drop(&mut self) {
+                let mut sent = self.0.sent.lock().unwrap_or_else(|p| p.into_inner());
+                sent.ended = Some(self.1.take().unwrap_or_else(|| "the upload stopped".into()));
+                self.0.arrived.notify_all();
+            }
+        }
+        let mut end = End(self, None);
+        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        for range in &self.chunks {
+            if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            match Self::send(&mut lanes, range.clone()) {
+                Ok(chunk) => {
+                    let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+                    sent.chunks.push(chunk);
+                    self.arrived.notify_all();
+                }
+                Err(e) => {
+                    end.1 = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Chunk `c`'s scalars in the memory of the GPU at place `lane`, for the steps on `compute`
+    /// (on that GPU), which waits for their copies; blocks until the chunk is sent.
+    fn ready(&self, c: usize, lane: usize, compute: &CudaStream) -> Result<Arc<CudaSlice<u32>>> {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(chunk) = sent.chunks.get(c) {
+                let (dev, done) = &chunk[lane];
+                compute.wait(done).driver("cuStreamWaitEvent")?;
+                return Ok(dev.clone());
+            }
+            if let Some(why) = &sent.ended {
+                return Err(crate::error::Error::Cuda {
+                    context: "the MSM scalars' upload",
+                    message: why.clone(),
+                });
+            }
+            sent = self.arrived.wait(sent).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// One chunk to every GPU: each GPU's cut up its link, then the other cuts from the other
-    /// GPUs' memory.
-    fn send(lanes: &mut [Lane<'x, F>], range: std::ops::Range<usize>) -> Result<()> {
+    /// GPUs' memory; per GPU, the chunk in its memory and the event after its copies.
+    fn send(
+        lanes: &mut [ChunkedUpload<'x, F>],
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<(Arc<CudaSlice<u32>>, CudaEvent)>> {
         let count = lanes.len();
         let mut devs = Vec::with_capacity(count);
         let mut up = Vec::with_capacity(count);
-        for (k, lane) in lanes.iter_mut().enumerate() {
-            let u = &mut lane.up;
+        for (k, u) in lanes.iter_mut().enumerate() {
             let mut dev = alloc::<u32>(&u.stream, F::WORDS * range.len().max(1), false)?;
             let mine = cut(range.len(), count, k);
             let at = F::WORDS * mine.start;
@@ -405,13 +464,13 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
             devs.push(dev);
         }
         for h in 0..count {
-            let to = &lanes[h].up;
+            let to = &lanes[h];
             for g in (0..count).filter(|&g| g != h) {
                 let theirs = cut(range.len(), count, g);
                 if theirs.is_empty() {
                     continue;
                 }
-                let from = &lanes[g].up;
+                let from = &lanes[g];
                 let (at, bytes) = (4 * F::WORDS * theirs.start, 4 * F::WORDS * theirs.len());
                 to.stream.wait(&up[g]).driver("cuStreamWaitEvent")?;
                 let (theirs_dev, mine_dev) = if g < h {
@@ -439,11 +498,14 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
                 .driver("cuMemcpyPeerAsync")?;
             }
         }
-        for (lane, dev) in lanes.iter_mut().zip(devs) {
-            let done = lane.up.stream.record_event(None).driver("cuEventRecord")?;
-            lane.sent.push((Arc::new(dev), done));
-        }
-        Ok(())
+        lanes
+            .iter()
+            .zip(devs)
+            .map(|(u, dev)| {
+                let done = u.stream.record_event(None).driver("cuEventRecord")?;
+                Ok((Arc::new(dev), done))
+            })
+            .collect()
     }
 }
 
@@ -451,8 +513,8 @@ impl<F> Drop for Broadcast<'_, F> {
     fn drop(&mut self) {
         // Every GPU's copies out of the others' chunks end before any chunk is freed.
         let lanes = self.lanes.get_mut().unwrap_or_else(|p| p.into_inner());
-        for lane in lanes.iter() {
-            let _ = lane.up.stream.synchronize();
+        for u in lanes.iter() {
+            let _ = u.stream.synchronize();
         }
     }
 }
@@ -498,14 +560,19 @@ pub(crate) fn upload_elements<F: Limbs>(
 pub fn upload_seconds<F: Limbs>(gpus: &[usize], xs: &[F]) -> Result<f64> {
     let b = Broadcast::new(gpus, xs)?;
     let t = std::time::Instant::now();
-    let mut lanes = b.lanes.lock().unwrap_or_else(|p| p.into_inner());
-    for range in &b.chunks {
-        Broadcast::send(&mut lanes, range.clone())?;
+    b.send_all();
+    for u in b.lanes.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        u.stream.synchronize().driver("sync")?;
     }
-    for lane in lanes.iter() {
-        lane.up.stream.synchronize().driver("sync")?;
+    let seconds = t.elapsed().as_secs_f64();
+    let sent = b.sent.lock().unwrap_or_else(|p| p.into_inner());
+    if sent.chunks.len() < b.chunks.len() {
+        return Err(crate::error::Error::Cuda {
+            context: "the MSM scalars' upload",
+            message: sent.ended.clone().unwrap_or_default(),
+        });
     }
-    Ok(t.elapsed().as_secs_f64())
+    Ok(seconds)
 }
 
 /// Seconds of device time for the MSM steps on scalars already in GPU memory, the median of

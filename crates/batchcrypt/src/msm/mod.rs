@@ -476,39 +476,30 @@ impl Engine {
                             whole.part(cut).map(|s| (resident[0].parts[i].0, s, held))
                         })
                         .collect();
-                let shared = match parts.len() {
-                    1 => None,
-                    _ => Some(gpu::Broadcast::new(
-                        &parts.iter().map(|p| p.0).collect::<Vec<_>>(),
-                        scalars,
-                    )?),
-                };
-                let sums: Vec<Result<Vec<Projective<P>>>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = parts
-                        .iter()
-                        .enumerate()
-                        .map(|(lane, (g, shape, held))| {
-                            let shared = shared.as_ref();
-                            s.spawn(move || {
-                                crate::backend::gpu::run_on(*g, || {
-                                    let from = match shared {
-                                        Some(b) => gpu::Scalars::Shared(b, lane),
-                                        None => gpu::Scalars::Host(scalars),
-                                    };
-                                    Ok(gpu::window_sums_many(held, from, shape)?
-                                        .iter()
-                                        .map(|sums| combine_windows::<P>(sums, shape))
-                                        .collect())
+                let lanes: Vec<usize> = parts.iter().map(|p| p.0).collect();
+                let sums = gpu::Broadcast::run(&lanes, scalars, |shared| {
+                    Ok(std::thread::scope(|s| {
+                        let handles: Vec<_> = parts
+                            .iter()
+                            .enumerate()
+                            .map(|(lane, (g, shape, held))| {
+                                s.spawn(move || {
+                                    crate::backend::gpu::run_on(*g, || {
+                                        let from = gpu::Scalars::Shared(shared, lane);
+                                        Ok(gpu::window_sums_many(held, from, shape)?
+                                            .iter()
+                                            .map(|sums| combine_windows::<P>(sums, shape))
+                                            .collect::<Vec<Projective<P>>>())
+                                    })
                                 })
                             })
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                        .collect()
-                });
-                drop(shared);
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                            .collect::<Vec<Result<Vec<Projective<P>>>>>()
+                    }))
+                })?;
                 let mut total = vec![Projective::<P>::default(); bases.len()];
                 for part in sums {
                     for (t, p) in total.iter_mut().zip(part?) {
