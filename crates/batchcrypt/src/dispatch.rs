@@ -83,8 +83,8 @@ pub struct Plan {
 pub enum Split {
     /// Its items are independent: each GPU takes a contiguous slice, the values joined in order.
     Items,
-    /// Its GPU path spreads the batch itself over the GPUs it is given (an MSM: each GPU holds a
-    /// slice of the bases, and the partial sums are added).
+    /// Its GPU path spreads the batch itself over the GPUs it is given (an MSM: each GPU sums a
+    /// part of the digit windows over every scalar, and the partial sums are added).
     Itself,
     /// One GPU runs it all (a stream whose chunks already overlap copies and kernels).
     No,

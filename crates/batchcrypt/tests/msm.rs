@@ -615,16 +615,16 @@ mod emulated {
     fn levels_shrink_to_one_slice() {
         assert_eq!(Shape::levels(0), vec![(0, 32)]);
         assert_eq!(Shape::levels(32), vec![(32, 32)]);
-        assert_eq!(Shape::levels(33), vec![(33, 32), (4, 32)]);
+        assert_eq!(Shape::levels(33), vec![(33, 32), (4, 8)]);
         // Large first levels take longer slices, as long as 2^18 threads remain; later levels
-        // take 32 entries a slice.
-        assert_eq!(Shape::levels(1 << 22)[..2], [(1 << 22, 32), (1 << 18, 32)]);
-        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 64), (1 << 19, 32)]);
-        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 256), (1 << 19, 32)]);
+        // take 8 partial sums a slice.
+        assert_eq!(Shape::levels(1 << 22)[..2], [(1 << 22, 32), (1 << 18, 8)]);
+        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 64), (1 << 19, 8)]);
+        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 256), (1 << 19, 8)]);
         let l = Shape::levels(1 << 28);
-        assert_eq!(l[..2], [(1 << 28, 256), (1 << 21, 32)]);
+        assert_eq!(l[..3], [(1 << 28, 256), (1 << 21, 8), (1 << 19, 8)]);
         assert!(
-            l.windows(2).all(|w| w[1].0 < w[0].0) && l.last().unwrap().0 <= 32,
+            l.windows(2).all(|w| w[1].0 < w[0].0) && l.last().unwrap().0 <= 8,
             "{l:?}"
         );
         assert!(

@@ -102,7 +102,7 @@ pub(crate) fn point_words<P: Group>() -> usize {
 }
 
 /// An [`Operation`] for the MSM of group `P` with cost key `key` (bases resident on the GPU;
-/// split across GPUs by the bases' slices).
+/// split across GPUs by digit windows).
 pub const fn operation<P: Group>(
     key: &'static str,
     primitive: crate::backend::Primitive,

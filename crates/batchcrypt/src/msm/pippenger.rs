@@ -27,6 +27,10 @@ const PRECOMPUTED_BUCKET: f64 = 24.0;
 pub(crate) const SLICE: u32 = 32;
 const MAX_SLICE: u32 = 256;
 const SLICE_THREADS: u64 = 1 << 18;
+/// Partial sums per thread in the later levels: they hold a few partial sums per slice of the
+/// level before, too few threads to fill the GPU, so each level's time is that of the additions
+/// one thread runs in series; short slices make more, shorter levels.
+const PARTIAL_SLICE: u32 = 8;
 /// Entries per tile of the histogram's prefix sum (a multiple of [`SCAN_THREADS`]).
 pub(crate) const SCAN_TILE: u32 = 4096;
 /// Threads per block of the prefix-sum kernels.
@@ -277,7 +281,7 @@ impl Shape {
         let (mut t, mut slice) = (total, first);
         while t > u64::from(slice) {
             t = 2 * t.div_ceil(u64::from(slice));
-            slice = SLICE;
+            slice = PARTIAL_SLICE;
             v.push((t, slice));
         }
         v
