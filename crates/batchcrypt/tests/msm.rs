@@ -613,20 +613,46 @@ mod emulated {
 
     #[test]
     fn levels_shrink_to_one_slice() {
-        assert_eq!(Shape::levels(0), vec![(0, 32)]);
-        assert_eq!(Shape::levels(32), vec![(32, 32)]);
-        assert_eq!(Shape::levels(33), vec![(33, 32), (4, 8)]);
-        // Large first levels take longer slices, as long as 2^18 threads remain; later levels
-        // take 8 partial sums a slice.
-        assert_eq!(Shape::levels(1 << 22)[..2], [(1 << 22, 32), (1 << 18, 8)]);
-        assert_eq!(Shape::levels(1 << 24)[..2], [(1 << 24, 64), (1 << 19, 8)]);
-        assert_eq!(Shape::levels(1 << 26)[..2], [(1 << 26, 256), (1 << 19, 8)]);
-        let l = Shape::levels(1 << 28);
-        assert_eq!(l[..3], [(1 << 28, 256), (1 << 21, 8), (1 << 19, 8)]);
-        assert!(
-            l.windows(2).all(|w| w[1].0 < w[0].0) && l.last().unwrap().0 <= 8,
-            "{l:?}"
+        let r = 67_584; // an H200's resident threads of BN254 G1's accumulation
+        assert_eq!(Shape::levels(0, r), vec![(0, 32)]);
+        assert_eq!(Shape::levels(32, r), vec![(32, 32)]);
+        assert_eq!(Shape::levels(33, r), vec![(33, 32), (4, 8)]);
+        // The first level: the fewest whole waves of at most 256 entries a thread, the entries cut
+        // evenly over them; later levels take 8 partial sums a slice.
+        assert_eq!(
+            Shape::levels(1 << 24, 1 << 16)[..2],
+            [(1 << 24, 256), (1 << 17, 8)]
         );
+        assert_eq!(Shape::levels(70_000_000, r)[0], (70_000_000, 208));
+        assert_eq!(Shape::levels(7_500_000, r)[0], (7_500_000, 111));
+        for total in [
+            1u64 << 20,
+            7_500_000,
+            1 << 24,
+            70_000_000,
+            251_658_240,
+            1 << 28,
+        ] {
+            for resident in [1u64 << 8, 16_896, r, 1 << 20] {
+                let l = Shape::levels(total, resident);
+                let (t, first) = l[0];
+                assert!((32..=256).contains(&first), "{total} {resident}: {first}");
+                let threads = t.div_ceil(u64::from(first));
+                let waves = total.div_ceil(resident * 256).max(1);
+                if total >= 32 * resident {
+                    assert_eq!(
+                        threads.div_ceil(resident),
+                        waves,
+                        "{total} {resident}: {l:?}"
+                    );
+                }
+                assert!(
+                    l.windows(2).all(|w| w[1].0 < w[0].0 && w[1].1 == 8)
+                        && l.last().unwrap().0 <= 8.max(first as u64),
+                    "{l:?}"
+                );
+            }
+        }
         assert!(
             Shape::with_window(10, 254, 3).is_err() && Shape::with_window(10, 254, 25).is_err()
         );

@@ -674,6 +674,8 @@ struct Launcher<'a> {
     /// Under `BATCHCRYPT_TRACE`, an event after each step (the first at the start) and the step's
     /// name, for the per-step times [`Launcher::trace_steps`] prints.
     marks: Option<Vec<(String, CudaEvent)>>,
+    /// Threads of the accumulation the GPU runs at once (0: not asked yet).
+    resident: u64,
 }
 
 impl<'a> Launcher<'a> {
@@ -695,6 +697,7 @@ impl<'a> Launcher<'a> {
             scalar: P::SCALAR_KERNELS,
             point_bytes: 4 * point_words::<P>(),
             marks: crate::pipeline::tracing().then(Vec::new),
+            resident: 0,
         })
     }
 
@@ -859,6 +862,21 @@ impl Kernels for Launcher<'_> {
             cursor,
             entries
         )
+    }
+
+    fn resident(&mut self) -> Result<u64> {
+        if self.resident == 0 {
+            const THREADS: u32 = 128;
+            let f = self
+                .gpu
+                .function(self.image, &self.kernel("accumulate_points"))?;
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                .driver("cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+            self.resident = u64::from(blocks.max(1) * THREADS)
+                * u64::from(self.gpu.info().multiprocessors.max(1));
+        }
+        Ok(self.resident)
     }
 
     fn accumulate_points(

@@ -18,15 +18,16 @@ const MAX_PRECOMPUTED_WINDOW: u32 = 22;
 const PRECOMPUTED_BUCKET: f64 = 24.0;
 
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
-/// of points whatever the distribution of the scalars. The first level takes up to
-/// [`MAX_SLICE`] where that still leaves [`SLICE_THREADS`] threads (several waves of a large
-/// GPU's resident threads): each slice leaves two partial sums (full additions, about one and a
+/// of points whatever the distribution of the scalars, so the threads of a launch end together
+/// and a launch takes a whole number of waves of the GPU's resident threads. The first level
+/// takes the fewest waves whose slices hold at most [`MAX_SLICE`] entries, and cuts the entries
+/// evenly over those waves' threads (at least [`SLICE`] a thread): a launch one thread over a
+/// whole number of waves runs a wave for that thread alone, which cost up to a fifth of a
+/// chunk's accumulation. Each slice leaves two partial sums (full additions, about one and a
 /// half mixed ones each) for the next level, a tenth of the first level's work at 32 entries a
-/// slice. A large MSM's scalars cross in chunks growing from 2^20 ([`chunks`]), each accumulated
-/// on its own, so this weighs most on the first ones.
+/// slice.
 pub(crate) const SLICE: u32 = 32;
 const MAX_SLICE: u32 = 256;
-const SLICE_THREADS: u64 = 1 << 18;
 /// Partial sums per thread in the later levels: they hold a few partial sums per slice of the
 /// level before, too few threads to fill the GPU, so each level's time is that of the additions
 /// one thread runs in series; short slices make more, shorter levels.
@@ -271,12 +272,14 @@ impl Shape {
     }
 
     /// The accumulation levels, as (entries, entries per slice): each level's slices leave two
-    /// partial sums each for the next, until one slice holds the rest.
-    pub fn levels(total: u64) -> Vec<(u64, u32)> {
-        let mut first = SLICE;
-        while first < MAX_SLICE && total / u64::from(2 * first) >= SLICE_THREADS {
-            first *= 2;
-        }
+    /// partial sums each for the next, until one slice holds the rest; `resident`: the threads of
+    /// the first level's kernel the GPU runs at once (its waves).
+    pub fn levels(total: u64, resident: u64) -> Vec<(u64, u32)> {
+        let wave = resident.max(1);
+        let waves = total.div_ceil(wave * u64::from(MAX_SLICE)).max(1);
+        let first = total
+            .div_ceil(waves * wave)
+            .clamp(u64::from(SLICE), u64::from(MAX_SLICE)) as u32;
         let mut v = vec![(total, first)];
         let (mut t, mut slice) = (total, first);
         while t > u64::from(slice) {
@@ -331,6 +334,9 @@ pub(crate) trait Kernels {
         cursor: &mut Self::Words,
         entries: &mut Self::Words,
     ) -> Result<()>;
+    /// Threads of [`Kernels::accumulate_points`] the backend runs at once (a GPU's resident
+    /// threads: its waves).
+    fn resident(&mut self) -> Result<u64>;
     /// `ends`: each of the `buckets` buckets' end among the entries; `level`: the entries and the
     /// entries per slice ([`Shape::levels`]).
     fn accumulate_points(
@@ -519,7 +525,7 @@ fn accumulate<K: Kernels>(
     if entries_total == 0 {
         return Ok(());
     }
-    let levels = Shape::levels(entries_total);
+    let levels = Shape::levels(entries_total, k.resident()?);
     let next_len = |(t, slice): (u64, u32)| 2 * t.div_ceil(u64::from(slice));
     let mut next = (
         k.words(next_len(levels[0]), false)?,
