@@ -16,7 +16,7 @@ use std::sync::Arc;
 macro_rules! launch {
     ($k:expr, $name:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
         let f = $k.gpu.function($k.image, $name)?;
-        let mut b = $k.stream.launch_builder(&f);
+        let mut b = $k.on().launch_builder(&f);
         $(b.arg($arg);)*
         // SAFETY: each call passes its kernel's arguments in order, with buffers sized by
         // `msm::window_sums` for the items the kernel walks.
@@ -170,7 +170,7 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         ),
         _ => String::new(),
     };
-    let mut k = Launcher::new::<P>(gpu, first, s)?;
+    let mut k = Launcher::new::<P>(gpu, first, s, true)?;
     k.mark("start")?;
     let bind = |k: &mut Launcher<'a>, j: usize| k.bases = &bases[j].pts;
     let sums = match scalars {
@@ -590,7 +590,8 @@ pub fn kernel_seconds<P: Group>(
     };
     let held = bases.device()?;
     let gpu = Gpu::available()?;
-    let mut k = Launcher::new::<P>(gpu, &held, &s)?;
+    // The steps of one MSM in series, as its kernels' time (no next MSM's sorting beside).
+    let mut k = Launcher::new::<P>(gpu, &held, &s, false)?;
     let dev = upload_elements(gpu, &k.stream, scalars)?;
     let st = (*k.stream).clone();
     let t = crate::backend::cuda::time_on_stream(&st, iters, || {
@@ -661,26 +662,37 @@ pub(crate) fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     unsafe { stream.alloc::<T>(len) }.driver("cuMemAlloc")
 }
 
-/// The MSM steps on a stream, for the group of `bases`.
+/// The MSM steps on a stream, for the group of `bases`; the scalar steps (1-3) of a chunk on a
+/// second stream where it has one, so that they run beside the accumulation of the chunk before.
 struct Launcher<'a> {
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
+    side: Option<StreamGuard<'static>>,
+    /// Whether the steps now go to the second stream ([`Kernels::sorting`]).
+    sorting: bool,
     bases: &'a CudaSlice<u32>,
     image: &'static crate::backend::cuda::KernelImage,
     /// The point steps' and the scalar steps' kernel name prefixes.
     group: &'static str,
     scalar: &'static str,
     point_bytes: usize,
-    /// Under `BATCHCRYPT_TRACE`, an event after each step (the first at the start) and the step's
-    /// name, for the per-step times [`Launcher::trace_steps`] prints.
-    marks: Option<Vec<(String, CudaEvent)>>,
+    /// Under `BATCHCRYPT_TRACE`, an event after each step (the first at the start on each
+    /// stream), whether it is the second stream's, and the step's name, for the per-step times
+    /// [`Launcher::trace_steps`] prints.
+    marks: Option<Vec<(String, bool, CudaEvent)>>,
     /// Threads of the accumulation the GPU runs at once (0: not asked yet).
     resident: u64,
 }
 
 impl<'a> Launcher<'a> {
-    /// The steps on a new stream. Fails for a shape that reads other copies than the bases hold.
-    fn new<P: Group>(gpu: &'static Gpu, bases: &'a DeviceBases<P>, s: &Shape) -> Result<Self> {
+    /// The steps on a new stream (and a second one for the scalar steps where `side`). Fails
+    /// for a shape that reads other copies than the bases hold.
+    fn new<P: Group>(
+        gpu: &'static Gpu,
+        bases: &'a DeviceBases<P>,
+        s: &Shape,
+        side: bool,
+    ) -> Result<Self> {
         bases.check(s)?;
         const {
             assert!(
@@ -691,6 +703,8 @@ impl<'a> Launcher<'a> {
         Ok(Launcher {
             gpu,
             stream: gpu.stream()?,
+            side: if side { Some(gpu.stream()?) } else { None },
+            sorting: false,
             bases: &bases.pts,
             image: P::image(),
             group: P::KERNELS,
@@ -701,34 +715,54 @@ impl<'a> Launcher<'a> {
         })
     }
 
-    /// Records the end of `step` on the stream when tracing.
+    /// The stream the steps go to now.
+    fn on(&self) -> &Arc<CudaStream> {
+        match (&self.side, self.sorting) {
+            (Some(side), true) => side,
+            _ => &self.stream,
+        }
+    }
+
+    /// Records the end of `step` on the stream it ran on when tracing ("start": on both).
     fn mark(&mut self, step: &str) -> Result<()> {
-        if let Some(marks) = &mut self.marks {
+        let side = self.side.is_some() && self.sorting;
+        let both = step == "start" && self.side.is_some();
+        let Some(marks) = &mut self.marks else {
+            return Ok(());
+        };
+        let name = step.rsplit("_msm_").next().unwrap_or(step).to_string();
+        let mut on: Vec<(bool, &Arc<CudaStream>)> = Vec::new();
+        if !side || both {
+            on.push((false, &self.stream));
+        }
+        if let Some(second) = self.side.as_ref().filter(|_| side || both) {
+            on.push((true, second));
+        }
+        for (on_side, stream) in on {
             let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let e = self
-                .stream
-                .context()
-                .new_event(timing)
-                .driver("cuEventCreate")?;
-            e.record(&self.stream).driver("cuEventRecord")?;
-            let name = step.rsplit("_msm_").next().unwrap_or(step);
-            marks.push((name.to_string(), e));
+            let e = stream.context().new_event(timing).driver("cuEventCreate")?;
+            e.record(stream).driver("cuEventRecord")?;
+            marks.push((name.clone(), on_side, e));
         }
         Ok(())
     }
 
     /// Device time per step since the start, summed over repeated steps, in the order first run
-    /// (after the stream has finished them).
+    /// (after the stream has finished them); each step timed from the mark before it on its own
+    /// stream.
     fn trace_steps(&self) -> Result<String> {
         let Some(marks) = &self.marks else {
             return Ok(String::new());
         };
         let mut steps: Vec<(&str, f32)> = Vec::new();
-        for w in marks.windows(2) {
-            let ms = w[0].1.elapsed_ms(&w[1].1).driver("cuEventElapsedTime")?;
-            match steps.iter_mut().find(|s| s.0 == w[1].0) {
-                Some(s) => s.1 += ms,
-                None => steps.push((&w[1].0, ms)),
+        for side in [false, true] {
+            let own: Vec<_> = marks.iter().filter(|m| m.1 == side).collect();
+            for w in own.windows(2) {
+                let ms = w[0].2.elapsed_ms(&w[1].2).driver("cuEventElapsedTime")?;
+                match steps.iter_mut().find(|s| s.0 == w[1].0) {
+                    Some(s) => s.1 += ms,
+                    None => steps.push((&w[1].0, ms)),
+                }
             }
         }
         Ok(steps
@@ -752,11 +786,15 @@ impl Kernels for Launcher<'_> {
     type Points = CudaSlice<u8>;
 
     fn words(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u32>> {
-        alloc(&self.stream, len.max(1) as usize, zeroed)
+        alloc(self.on(), len.max(1) as usize, zeroed)
     }
 
     fn points(&mut self, len: u64, zeroed: bool) -> Result<CudaSlice<u8>> {
-        alloc(&self.stream, len.max(1) as usize * self.point_bytes, zeroed)
+        alloc(self.on(), len.max(1) as usize * self.point_bytes, zeroed)
+    }
+
+    fn sorting(&mut self, on: bool) {
+        self.sorting = on;
     }
 
     fn digits(
@@ -831,10 +869,11 @@ impl Kernels for Launcher<'_> {
 
     fn first_word(&mut self, w: &CudaSlice<u32>) -> Result<u32> {
         let mut out = [0u32; 1];
-        self.stream
+        let stream = self.on();
+        stream
             .memcpy_dtoh(&w.slice(0..1), &mut out)
             .driver("download")?;
-        self.stream.synchronize().driver("sync")?;
+        stream.synchronize().driver("sync")?;
         Ok(out[0])
     }
 

@@ -325,6 +325,10 @@ pub(crate) trait Kernels {
         offsets: &Self::Words,
     ) -> Result<()>;
     fn first_word(&mut self, w: &Self::Words) -> Result<u32>;
+    /// Whether the steps that follow are the scalar steps (1-3) of a chunk, which a backend may
+    /// queue beside the point steps queued before them (a GPU's second stream); a step reading
+    /// their output waits for them.
+    fn sorting(&mut self, on: bool);
     /// `first`: the index among the bases of the shape's first scalar (a chunk's).
     fn scatter(
         &mut self,
@@ -487,14 +491,22 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     let mut totals = (0..sets)
         .map(|_| k.points(s.buckets(), true))
         .collect::<Result<Vec<_>>>()?;
-    let mut next = Some(scalars(k, 0)?);
-    for (c, range) in chunks.iter().enumerate() {
-        let part = Shape {
-            n: range.len(),
-            ..*s
-        };
-        let words = next.take().expect("fetched before");
-        let sorted = sort(k, &part, words.borrow(), range.start as u32)?;
+    // Each chunk is sorted beside the accumulation of the chunk before (asked for, and sorted,
+    // once that accumulation is queued).
+    let part = |range: &std::ops::Range<usize>| Shape {
+        n: range.len(),
+        ..*s
+    };
+    let mut sort_chunk = |k: &mut K, c: usize| -> Result<Sorted<K::Words>> {
+        k.sorting(true);
+        let words = scalars(k, c);
+        let sorted =
+            words.and_then(|w| sort(k, &part(&chunks[c]), w.borrow(), chunks[c].start as u32));
+        k.sorting(false);
+        sorted
+    };
+    let mut sorted = sort_chunk(k, 0)?;
+    for c in 0..chunks.len() {
         for (j, total) in totals.iter_mut().enumerate() {
             bind(k, j);
             if c == 0 {
@@ -505,10 +517,8 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
                 k.add_buckets(total, &more, s.buckets())?;
             }
         }
-        // The next chunk is asked for once this one's additions are queued: where the backend
-        // queues them (the GPU), its crossing overlaps them.
         if c + 1 < chunks.len() {
-            next = Some(scalars(k, c + 1)?);
+            sorted = sort_chunk(k, c + 1)?;
         }
     }
     totals.iter().map(|t| reduce(k, s, t)).collect()
