@@ -177,7 +177,7 @@ impl Kernels for Host<'_> {
         // A small GPU's worth, so that the tests' batches take first levels of several waves.
         Ok(1 << 8)
     }
-    fn sorting(&mut self, _on: bool) {}
+    fn queue(&mut self, _q: crate::msm::Queue) {}
     fn first_word(&mut self, w: &Vec<u32>) -> Result<u32> {
         Ok(w[0])
     }

@@ -2,7 +2,7 @@
 //! curve's kernel image) on a stream, with the bases uploaded once and kept in GPU memory; and
 //! the staged transfers of field elements that the NTT shares.
 
-use super::{point_words, Group, Kernels, Limbs, Shape, SCALAR_WORDS, SCAN_THREADS};
+use super::{point_words, Group, Kernels, Limbs, Queue, Shape, SCALAR_WORDS, SCAN_THREADS};
 use crate::backend::cuda::{grid_1d, DriverResult, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
@@ -662,14 +662,16 @@ pub(crate) fn alloc<T: DeviceRepr + ValidAsZeroBits>(
     unsafe { stream.alloc::<T>(len) }.driver("cuMemAlloc")
 }
 
-/// The MSM steps on a stream, for the group of `bases`; the scalar steps (1-3) of a chunk on a
-/// second stream where it has one, so that they run beside the accumulation of the chunk before.
+/// The MSM steps on a stream, for the group of `bases`; where it has more ([`Queue`]), the scalar
+/// steps (1-3) of a chunk on a stream of their own and consecutive chunks' accumulations on two
+/// streams in turn, so that each runs beside the tail of the one before.
 struct Launcher<'a> {
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
-    side: Option<StreamGuard<'static>>,
-    /// Whether the steps now go to the second stream ([`Kernels::sorting`]).
-    sorting: bool,
+    /// The second accumulation stream and the scalar steps' stream, where used.
+    more: Option<[StreamGuard<'static>; 2]>,
+    /// Where the steps now go ([`Kernels::queue`]).
+    queue: Queue,
     bases: &'a CudaSlice<u32>,
     image: &'static crate::backend::cuda::KernelImage,
     /// The point steps' and the scalar steps' kernel name prefixes.
@@ -677,21 +679,21 @@ struct Launcher<'a> {
     scalar: &'static str,
     point_bytes: usize,
     /// Under `BATCHCRYPT_TRACE`, an event after each step (the first at the start on each
-    /// stream), whether it is the second stream's, and the step's name, for the per-step times
+    /// stream), the stream's place, and the step's name, for the per-step times
     /// [`Launcher::trace_steps`] prints.
-    marks: Option<Vec<(String, bool, CudaEvent)>>,
+    marks: Option<Vec<(String, usize, CudaEvent)>>,
     /// Threads of the accumulation the GPU runs at once (0: not asked yet).
     resident: u64,
 }
 
 impl<'a> Launcher<'a> {
-    /// The steps on a new stream (and a second one for the scalar steps where `side`). Fails
-    /// for a shape that reads other copies than the bases hold.
+    /// The steps on a new stream (and two more where `overlap`). Fails for a shape that reads
+    /// other copies than the bases hold.
     fn new<P: Group>(
         gpu: &'static Gpu,
         bases: &'a DeviceBases<P>,
         s: &Shape,
-        side: bool,
+        overlap: bool,
     ) -> Result<Self> {
         bases.check(s)?;
         const {
@@ -703,8 +705,11 @@ impl<'a> Launcher<'a> {
         Ok(Launcher {
             gpu,
             stream: gpu.stream()?,
-            side: if side { Some(gpu.stream()?) } else { None },
-            sorting: false,
+            more: match overlap {
+                true => Some([gpu.stream()?, gpu.stream()?]),
+                false => None,
+            },
+            queue: Queue::Points(0),
             bases: &bases.pts,
             image: P::image(),
             group: P::KERNELS,
@@ -715,34 +720,49 @@ impl<'a> Launcher<'a> {
         })
     }
 
-    /// The stream the steps go to now.
-    fn on(&self) -> &Arc<CudaStream> {
-        match (&self.side, self.sorting) {
-            (Some(side), true) => side,
-            _ => &self.stream,
+    /// The streams, by place: the first accumulation stream, the second, the scalar steps'.
+    fn streams(&self) -> Vec<&Arc<CudaStream>> {
+        let mut all = vec![&*self.stream];
+        if let Some(more) = &self.more {
+            all.extend(more.iter().map(|s| &**s));
+        }
+        all
+    }
+
+    /// The place of the stream the steps go to now.
+    fn place(&self) -> usize {
+        match (self.more.is_some(), self.queue) {
+            (false, _) => 0,
+            (true, Queue::Points(q)) => q % 2,
+            (true, Queue::Scalars) => 2,
         }
     }
 
-    /// Records the end of `step` on the stream it ran on when tracing ("start": on both).
+    /// The stream the steps go to now.
+    fn on(&self) -> &Arc<CudaStream> {
+        self.streams()[self.place()]
+    }
+
+    /// Records the end of `step` on the stream it ran on when tracing ("start": on each).
     fn mark(&mut self, step: &str) -> Result<()> {
-        let side = self.side.is_some() && self.sorting;
-        let both = step == "start" && self.side.is_some();
-        let Some(marks) = &mut self.marks else {
+        if self.marks.is_none() {
             return Ok(());
-        };
+        }
         let name = step.rsplit("_msm_").next().unwrap_or(step).to_string();
-        let mut on: Vec<(bool, &Arc<CudaStream>)> = Vec::new();
-        if !side || both {
-            on.push((false, &self.stream));
-        }
-        if let Some(second) = self.side.as_ref().filter(|_| side || both) {
-            on.push((true, second));
-        }
-        for (on_side, stream) in on {
+        let places: Vec<usize> = match step {
+            "start" => (0..self.streams().len()).collect(),
+            _ => vec![self.place()],
+        };
+        let mut events = Vec::new();
+        for place in places {
+            let stream = self.streams()[place];
             let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
             let e = stream.context().new_event(timing).driver("cuEventCreate")?;
             e.record(stream).driver("cuEventRecord")?;
-            marks.push((name.clone(), on_side, e));
+            events.push((name.clone(), place, e));
+        }
+        if let Some(marks) = &mut self.marks {
+            marks.extend(events);
         }
         Ok(())
     }
@@ -755,8 +775,8 @@ impl<'a> Launcher<'a> {
             return Ok(String::new());
         };
         let mut steps: Vec<(&str, f32)> = Vec::new();
-        for side in [false, true] {
-            let own: Vec<_> = marks.iter().filter(|m| m.1 == side).collect();
+        for place in 0..3 {
+            let own: Vec<_> = marks.iter().filter(|m| m.1 == place).collect();
             for w in own.windows(2) {
                 let ms = w[0].2.elapsed_ms(&w[1].2).driver("cuEventElapsedTime")?;
                 match steps.iter_mut().find(|s| s.0 == w[1].0) {
@@ -793,8 +813,8 @@ impl Kernels for Launcher<'_> {
         alloc(self.on(), len.max(1) as usize * self.point_bytes, zeroed)
     }
 
-    fn sorting(&mut self, on: bool) {
-        self.sorting = on;
+    fn queue(&mut self, q: Queue) {
+        self.queue = q;
     }
 
     fn digits(

@@ -291,6 +291,14 @@ impl Shape {
     }
 }
 
+/// The queues of a [`Kernels`] backend: two for the point steps (consecutive chunks'
+/// accumulations in turn) and one for the scalar steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Queue {
+    Points(usize),
+    Scalars,
+}
+
 /// The MSM kernels as one backend runs them, on buffers it owns. `Words` holds 32-bit words,
 /// `Points` Jacobian points; `zeroed` asks for zeros (a zero Z is the point at infinity), else
 /// the contents are unspecified (buffers a kernel writes whole). The bases, and with them the
@@ -325,10 +333,9 @@ pub(crate) trait Kernels {
         offsets: &Self::Words,
     ) -> Result<()>;
     fn first_word(&mut self, w: &Self::Words) -> Result<u32>;
-    /// Whether the steps that follow are the scalar steps (1-3) of a chunk, which a backend may
-    /// queue beside the point steps queued before them (a GPU's second stream); a step reading
-    /// their output waits for them.
-    fn sorting(&mut self, on: bool);
+    /// Where the steps that follow go: a backend may run its queues beside each other (a GPU's
+    /// streams); a step reading another queue's output waits for it.
+    fn queue(&mut self, q: Queue);
     /// `first`: the index among the bases of the shape's first scalar (a chunk's).
     fn scatter(
         &mut self,
@@ -385,15 +392,15 @@ pub(crate) trait Kernels {
 
 /// An upper bound of the device bytes [`window_sums_chunked`] allocates at once over `sets` sets
 /// of bases (with the scalars), for the memory budget: digits, then sorted entries (one per
-/// scalar and window at most), the histogram, each set's buckets and a chunk's, the
-/// accumulation's partial sums and the windows' segments.
+/// scalar and window at most), the histogram, each set's buckets on each of two queues and a
+/// chunk's, the accumulation's partial sums and the windows' segments.
 pub(crate) fn device_bytes(s: &Shape, sets: usize, point_bytes: u64) -> u64 {
     let (n, w) = (s.n as u64, u64::from(s.part_windows()));
     let buckets = s.buckets();
     let slices = 2 * (n * w).div_ceil(u64::from(SLICE));
     32 * n
         + 8 * n * w
-        + buckets * (4 + point_bytes * (sets as u64 + 1))
+        + buckets * (4 + point_bytes * (2 * sets as u64 + 1))
         + 2 * slices * (4 + point_bytes)
         + 2 * u64::from(s.sets) * u64::from(s.segments_per_window()) * point_bytes
         + (1 << 20)
@@ -488,39 +495,60 @@ pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     mut bind: impl FnMut(&mut K, usize),
     mut scalars: impl FnMut(&mut K, usize) -> Result<W>,
 ) -> Result<Vec<Vec<u32>>> {
-    let mut totals = (0..sets)
-        .map(|_| k.points(s.buckets(), true))
-        .collect::<Result<Vec<_>>>()?;
     // Each chunk is sorted beside the accumulation of the chunk before (asked for, and sorted,
-    // once that accumulation is queued).
+    // once that accumulation is queued), and consecutive chunks accumulate on the two point
+    // queues in turn, each into buckets of its own, so that a chunk's first level runs beside
+    // the short later levels of the chunk before; the two queues' buckets are added at the end.
     let part = |range: &std::ops::Range<usize>| Shape {
         n: range.len(),
         ..*s
     };
     let mut sort_chunk = |k: &mut K, c: usize| -> Result<Sorted<K::Words>> {
-        k.sorting(true);
+        k.queue(Queue::Scalars);
         let words = scalars(k, c);
         let sorted =
             words.and_then(|w| sort(k, &part(&chunks[c]), w.borrow(), chunks[c].start as u32));
-        k.sorting(false);
+        k.queue(Queue::Points(0));
         sorted
     };
+    let queues = chunks.len().min(2);
+    let mut totals: Vec<Vec<K::Points>> = Vec::with_capacity(sets);
+    for _ in 0..sets {
+        let mut per_queue = Vec::with_capacity(queues);
+        for q in 0..queues {
+            k.queue(Queue::Points(q));
+            per_queue.push(k.points(s.buckets(), true)?);
+        }
+        totals.push(per_queue);
+    }
     let mut sorted = sort_chunk(k, 0)?;
     for c in 0..chunks.len() {
+        k.queue(Queue::Points(c % 2));
         for (j, total) in totals.iter_mut().enumerate() {
             bind(k, j);
-            if c == 0 {
-                accumulate(k, &sorted, total)?;
+            if c < 2 {
+                accumulate(k, &sorted, &mut total[c])?;
             } else {
                 let mut more = k.points(s.buckets(), true)?;
                 accumulate(k, &sorted, &mut more)?;
-                k.add_buckets(total, &more, s.buckets())?;
+                k.add_buckets(&mut total[c % 2], &more, s.buckets())?;
             }
         }
         if c + 1 < chunks.len() {
             sorted = sort_chunk(k, c + 1)?;
         }
     }
+    k.queue(Queue::Points(0));
+    let totals: Vec<K::Points> = totals
+        .into_iter()
+        .map(|mut t| {
+            if t.len() == 2 {
+                let second = t.remove(1);
+                k.add_buckets(&mut t[0], &second, s.buckets())?;
+            }
+            Ok(t.swap_remove(0))
+        })
+        .collect::<Result<_>>()?;
     totals.iter().map(|t| reduce(k, s, t)).collect()
 }
 
