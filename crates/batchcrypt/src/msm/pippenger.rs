@@ -482,11 +482,12 @@ pub fn chunks(n: usize, first: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// An MSM whose scalars arrive in `chunks` (ranges of the `s.n` scalars, in order), over `sets`
-/// sets of bases: `scalars(k, c)` gives chunk c's scalars in the backend's memory, `bind(k, j)` makes set
-/// j's bases the ones the steps read. Each chunk is sorted once (steps 1-3) and summed into
-/// buckets for each set (step 4; after the first chunk into buckets of its own, then added to
-/// the others'), so that a chunk's steps can run while the next one crosses; then each set's
-/// buckets are reduced (steps 5-6). One list of window sums per set.
+/// sets of bases: `scalars(k, c)` gives chunk c's scalars in the backend's memory, `bind(k, j)`
+/// makes set j's bases the ones the steps read. Each chunk is sorted once (steps 1-3, on the
+/// scalar queue) and summed into buckets for each set (step 4, on the point queues in turn; a
+/// queue's later chunks into buckets of their own, then added to its first one's), so that a
+/// chunk's steps can run while the next one crosses and beside the chunk before; then the
+/// queues' buckets are added and each set's reduced (steps 5-6). One list of window sums per set.
 pub(crate) fn window_sums_chunked<K: Kernels, W: std::borrow::Borrow<K::Words>>(
     k: &mut K,
     s: &Shape,
