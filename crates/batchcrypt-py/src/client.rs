@@ -2,7 +2,7 @@
 //! call releases the GIL while it waits on the network.
 
 use super::{input, rows, sig_format};
-use batchcrypt_serve::client::{Client as Inner, Options};
+use batchcrypt_serve::client::{ecdsa_request, Client as Inner, Options};
 use batchcrypt_serve::proto::{HashAlgorithm, Job, JobState};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -39,6 +39,21 @@ fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         });
     }
     input(obj)
+}
+
+/// Messages of `message_len` bytes back to back in `data`, as a packed column.
+fn packed_column(data: Vec<u8>, message_len: usize) -> PyResult<batchcrypt_serve::proto::Column> {
+    if message_len == 0 || data.len() % message_len != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes are not a whole number of {message_len}-byte messages",
+            data.len()
+        )));
+    }
+    Ok(batchcrypt_serve::proto::Column {
+        data: data.into(),
+        width: message_len as u32,
+        ends: Vec::new(),
+    })
 }
 
 fn verdicts(v: Vec<Result<(), String>>) -> Vec<Option<String>> {
@@ -134,6 +149,40 @@ impl Client {
         Ok(verdicts(v))
     }
 
+    /// Many ECDSA batches, each a (hashes, sigs, pubkeys) tuple, over one stream to the server
+    /// (each batch a message each way rather than a call, sent while the replies come back):
+    /// per batch, per item None (valid) or the reason it is not.
+    #[pyo3(signature = (batches, format = "der", require_low_s = false, curve = "secp256k1"))]
+    fn verify_ecdsa_many(
+        &self,
+        py: Python<'_>,
+        batches: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+        format: &str,
+        require_low_s: bool,
+        curve: &str,
+    ) -> PyResult<Vec<Vec<Option<String>>>> {
+        let (format, curve) = (sig_format(format)?, super::ecdsa_curve(curve)?);
+        let requests = batches
+            .iter()
+            .map(|(hashes, sigs, keys)| {
+                let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
+                let (sigs, keys) = (rows(sigs)?, rows(keys)?);
+                Ok(ecdsa_request(
+                    curve,
+                    &hashes,
+                    &sigs,
+                    &keys,
+                    format,
+                    require_low_s,
+                ))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let v = self.call(py, |c| {
+            Box::pin(async move { c.verify_ecdsa_many(requests).await })
+        })?;
+        Ok(v.into_iter().map(verdicts).collect())
+    }
+
     /// BIP340 over messages of any length; per item None (valid) or the reason.
     fn verify_schnorr(
         &self,
@@ -196,22 +245,34 @@ impl Client {
         message_len: usize,
         algorithm: &str,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let (data, alg) = (input(data)?, self::algorithm(algorithm)?);
-        if message_len == 0 || data.len() % message_len != 0 {
-            return Err(PyValueError::new_err(format!(
-                "{} bytes are not a whole number of {message_len}-byte messages",
-                data.len()
-            )));
-        }
-        let column = batchcrypt_serve::proto::Column {
-            data: data.into(),
-            width: message_len as u32,
-            ends: Vec::new(),
-        };
+        let alg = self::algorithm(algorithm)?;
+        let column = packed_column(input(data)?, message_len)?;
         let d = self.call(py, |c| {
             Box::pin(async move { c.hash_column(alg, column).await })
         })?;
         Ok(PyBytes::new(py, &d))
+    }
+
+    /// Many batches of messages of `message_len` bytes each, back to back in each of `batches`,
+    /// over one stream ([`Client.verify_ecdsa_many`]'s way): per batch its digests, 32 bytes per
+    /// message, back to back.
+    #[pyo3(signature = (batches, message_len, algorithm = "sha256"))]
+    fn hash_packed_many<'py>(
+        &self,
+        py: Python<'py>,
+        batches: Vec<Bound<'_, PyAny>>,
+        message_len: usize,
+        algorithm: &str,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let alg = self::algorithm(algorithm)?;
+        let columns = batches
+            .iter()
+            .map(|b| packed_column(input(b)?, message_len))
+            .collect::<PyResult<Vec<_>>>()?;
+        let d = self.call(py, |c| {
+            Box::pin(async move { c.hash_many(alg, columns).await })
+        })?;
+        Ok(d.iter().map(|d| PyBytes::new(py, d)).collect())
     }
 
     /// Registers a circuit by its .zkey (bytes or a path); a dict with its `circuit_id`, sizes

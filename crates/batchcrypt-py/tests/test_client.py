@@ -74,6 +74,32 @@ def test_verdicts_are_the_librarys(server):
     assert got[0] is None and got[1] and "64 bytes" in got[2]
 
 
+def test_batches_over_one_stream(server):
+    def sha256d(m):
+        return hashlib.sha256(hashlib.sha256(m).digest()).digest()
+
+    msgs = [bytes([i]) * 64 for i in range(40)]
+    batches = [b"".join(msgs[i:i + 8]) for i in range(0, 40, 8)] + [b""]
+    got = server.hash_packed_many(batches, 64, "sha256d")
+    assert got == [b"".join(sha256d(m) for m in msgs[i:i + 8]) for i in range(0, 40, 8)] + [b""]
+    with pytest.raises(ValueError):
+        server.hash_packed_many([b"x" * 63], 64)
+
+    # (sha256(message), DER signature, compressed key): made with the OpenSSL command line (the
+    # first of test_secp256k1.py's vectors); and the same with a flipped signature byte.
+    h = bytes.fromhex("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24")
+    sig = bytes.fromhex("3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8"
+                        "022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4")
+    key = bytes.fromhex("0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab")
+    bad = sig[:-1] + bytes([sig[-1] ^ 1])
+    batches = [([h] * k, [sig if (i + k) % 3 else bad for i in range(k)], [key] * k) for k in range(1, 30)]
+    got = server.verify_ecdsa_many(batches)
+    assert len(got) == len(batches)
+    for (hashes, sigs, keys), verdicts in zip(batches, got):
+        assert verdicts == server.verify_ecdsa(hashes, sigs, keys)
+        assert [v is None for v in verdicts] == [s == sig for s in sigs]
+
+
 def test_proof_round_trip(server):
     fixtures = pathlib.Path(os.environ.get("BATCHCRYPT_ZK_FIXTURES", ROOT / "target/zk-fixtures"))
     chain = fixtures / "chain-10"

@@ -89,6 +89,26 @@ pub fn column<T: AsRef<[u8]>>(items: &[T]) -> Column {
     }
 }
 
+/// An ECDSA request as [`Client::verify_ecdsa`] sends it (packed), for streams.
+pub fn ecdsa_request<S: AsRef<[u8]>, K: AsRef<[u8]>>(
+    curve: EcdsaCurve,
+    hashes: &[[u8; 32]],
+    sigs: &[S],
+    keys: &[K],
+    sig_format: SigFormat,
+    require_low_s: bool,
+) -> VerifyEcdsaRequest {
+    VerifyEcdsaRequest {
+        hashes_packed: Some(column(hashes)),
+        signatures_packed: Some(column(sigs)),
+        public_keys_packed: Some(column(keys)),
+        format: format(sig_format),
+        require_low_s,
+        curve: curve as i32,
+        ..Default::default()
+    }
+}
+
 fn format(f: SigFormat) -> i32 {
     match f {
         SigFormat::Der => SignatureFormat::Der as i32,
@@ -189,19 +209,41 @@ impl Client {
         sig_format: SigFormat,
         require_low_s: bool,
     ) -> Result<Vec<Verdict>, Status> {
-        let r = self
-            .raw
-            .verify_ecdsa(VerifyEcdsaRequest {
-                hashes_packed: Some(column(hashes)),
-                signatures_packed: Some(column(sigs)),
-                public_keys_packed: Some(column(keys)),
-                format: format(sig_format),
-                require_low_s,
-                curve: curve as i32,
-                ..Default::default()
-            })
-            .await?;
+        let request = ecdsa_request(curve, hashes, sigs, keys, sig_format, require_low_s);
+        let r = self.raw.verify_ecdsa(request).await?;
         Ok(verdicts(r.into_inner()))
+    }
+
+    /// Many ECDSA requests ([`ecdsa_request`]) over one stream, sent while the replies come
+    /// back: per request its verdicts, in order.
+    pub async fn verify_ecdsa_many(
+        &mut self,
+        requests: Vec<VerifyEcdsaRequest>,
+    ) -> Result<Vec<Vec<Verdict>>, Status> {
+        let replies = self.verify_ecdsa_stream().await?.all(requests).await?;
+        Ok(replies.into_iter().map(verdicts).collect())
+    }
+
+    /// Many hash requests over one stream, as [`Client::verify_ecdsa_many`]: per request the
+    /// digests packed (32 bytes each, back to back), in order.
+    pub async fn hash_many(
+        &mut self,
+        algorithm: HashAlgorithm,
+        columns: Vec<Column>,
+    ) -> Result<Vec<Vec<u8>>, Status> {
+        let requests = columns
+            .into_iter()
+            .map(|c| HashRequest {
+                algorithm: algorithm as i32,
+                messages: Vec::new(),
+                messages_packed: Some(c),
+            })
+            .collect();
+        let replies = self.hash_stream().await?.all(requests).await?;
+        Ok(replies
+            .into_iter()
+            .map(|r| r.packed_digests.to_vec())
+            .collect())
     }
 
     /// A stream of ECDSA requests on one call ([`Client::verify_ecdsa`]'s requests, built as
@@ -440,6 +482,33 @@ impl<Q, R> Stream<Q, R> {
     /// The reply to the oldest request not yet answered; `None` once the stream has ended.
     pub async fn reply(&mut self) -> Result<Option<R>, Status> {
         self.replies.message().await
+    }
+
+    /// Sends every request, at most [`STREAM_QUEUE`] waiting unsent, while reading the replies:
+    /// one per request, in order; the first failure ends it.
+    pub async fn all(mut self, requests: Vec<Q>) -> Result<Vec<R>, Status> {
+        let count = requests.len();
+        let tx = self.tx.clone();
+        let send = async move {
+            for r in requests {
+                // A closed stream ends with the error its replies carry.
+                if tx.send(r).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let receive = async {
+            let mut out = Vec::with_capacity(count);
+            while out.len() < count {
+                match self.replies.message().await? {
+                    Some(r) => out.push(r),
+                    None => return Err(Status::unavailable("the stream ended before every reply")),
+                }
+            }
+            Ok(out)
+        };
+        let ((), out) = tokio::join!(send, receive);
+        out
     }
 
     /// Sends a request and waits for its reply (with no other request outstanding).
