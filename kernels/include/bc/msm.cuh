@@ -70,7 +70,8 @@ BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
 template <class C>
 BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* out, uint32_t* counts) {
     const uint32_t half = 1u << (c - 1);
-    const uint32_t lo = uint32_t(from / points), hi = uint32_t((to + points - 1) / points);
+    const uint64_t per = points ? points : 1;  // no scalars: no cells, nothing walked
+    const uint32_t lo = uint32_t(from / per), hi = uint32_t((to + per - 1) / per);
     BC_FOR_EACH_ITEM(i, n) {
         typename C::Scalar s;
 #pragma unroll
