@@ -18,14 +18,12 @@ const MAX_PRECOMPUTED_WINDOW: u32 = 22;
 const PRECOMPUTED_BUCKET: f64 = 24.0;
 
 /// Sorted bucket entries per thread in the accumulation step: every thread adds the same number
-/// of points whatever the distribution of the scalars, so the threads of a launch end together
-/// and a launch takes a whole number of waves of the GPU's resident threads. The first level
-/// takes the fewest waves whose slices hold at most [`MAX_SLICE`] entries, and cuts the entries
-/// evenly over those waves' threads (at least [`SLICE`] a thread): a launch one thread over a
-/// whole number of waves runs a wave for that thread alone, which cost up to a fifth of a
-/// chunk's accumulation. Each slice leaves two partial sums (full additions, about one and a
-/// half mixed ones each) for the next level, a tenth of the first level's work at 32 entries a
-/// slice.
+/// of points whatever the distribution of the scalars. The first level takes the fewest waves of
+/// the GPU's resident threads whose slices hold at most [`MAX_SLICE`] entries, and cuts the
+/// entries evenly over those waves' threads (at least [`SLICE`] a thread), so that no launch ends
+/// in a nearly empty wave and slices are as long as the waves allow. Each slice leaves two
+/// partial sums (full additions, about one and a half mixed ones each) for the next level, a
+/// tenth of the first level's work at 32 entries a slice.
 pub(crate) const SLICE: u32 = 32;
 const MAX_SLICE: u32 = 256;
 /// Partial sums per thread in the later levels: they hold a few partial sums per slice of the
