@@ -89,8 +89,11 @@ impl<S> Default for Kept<S> {
     }
 }
 
-/// Slots each pool keeps at most (the largest); a chunk is tens of megabytes.
-const POOL_SLOTS: usize = 6;
+/// Slots each pool keeps at most (the largest). A pool only grows to the slots its device's calls
+/// held at once, so this bounds a burst, not the usual case: the service runs four batches of an
+/// operation at once, of depth 3 each, beside other calls. At 6, a server's third batch made
+/// page-locked buffers and freed them again on every run (milliseconds each).
+const POOL_SLOTS: usize = 16;
 
 /// A slot a pool can keep.
 trait PoolSlot {
@@ -140,7 +143,11 @@ impl PoolSlot for Slot {
 /// Where a pipelined call spent its host time (printed when `BATCHCRYPT_TRACE` is set).
 #[derive(Default)]
 struct Trace {
+    /// Taking the call's slots (making those the pool could not give).
+    slots_s: f64,
     fill_s: f64,
+    /// Enqueueing the copies and kernels.
+    launch_s: f64,
     wait_s: f64,
     copy_out_s: f64,
 }
@@ -262,7 +269,10 @@ pub fn run_spans(
         |s| s.fits(in_max, out_max, dev_out_max),
         || Slot::new(gpu, in_max, out_max, dev_out_max),
     )?;
-    let mut trace = Trace::default();
+    let mut trace = Trace {
+        slots_s: t_start.elapsed().as_secs_f64(),
+        ..Trace::default()
+    };
     let mut drain = |slot: &mut Slot, trace: &mut Trace| -> Result<()> {
         if let Some(c) = slot.pending.take() {
             let t = std::time::Instant::now();
@@ -285,6 +295,7 @@ pub fn run_spans(
                 &mut slot.host_in.as_mut_slice().driver("pinned write")?[..span.in_bytes],
             )?;
             trace.fill_s += t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
             if span.in_bytes > 0 {
                 let src = &slot.host_in.as_slice().driver("pinned")?[..span.in_bytes];
                 slot.stream
@@ -300,6 +311,7 @@ pub fn run_spans(
                     )
                     .driver("cuMemcpyDtoHAsync")?;
             }
+            trace.launch_s += t.elapsed().as_secs_f64();
             slot.pending = Some(c);
         }
         for slot in slots.iter_mut() {
@@ -318,12 +330,14 @@ pub fn run_spans(
     if tracing() {
         let ms = |s: f64| s * 1e3;
         eprintln!(
-            "pipeline on GPU {}: {} bytes out in {} chunks (depth {depth}): {:.2} ms; host fill {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
+            "pipeline on GPU {}: {} bytes out in {} chunks (depth {depth}): {:.2} ms; slots {:.2} ms, host fill {:.2} ms, launches {:.2} ms, waiting on the GPU {:.2} ms, copying out {:.2} ms",
             gpu.index(),
             spans.iter().map(|s| s.out_bytes).sum::<usize>(),
             spans.len(),
             ms(t_start.elapsed().as_secs_f64()),
+            ms(trace.slots_s),
             ms(trace.fill_s),
+            ms(trace.launch_s),
             ms(trace.wait_s),
             ms(trace.copy_out_s)
         );
