@@ -122,8 +122,18 @@ pub(crate) fn encode_items<T>(
 
 /// A scheme's encoder: items `first..first + reasons.len()` into `dst`, each host-side failure
 /// into `reasons` (its item then skipped). Called on blocks in parallel.
-pub(crate) trait FillItems: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync {}
-impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {}
+pub(crate) trait FillItems: Sync {
+    /// Whether `fill` only copies items encoded before (in order, whole), so it may write the
+    /// write-combined staging itself; encoders write items piecewise, through a cached block.
+    const COPIES: bool = false;
+    fn fill(&self, first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]);
+}
+
+impl<F: Fn(usize, &mut [u8], &mut [Option<Reason>]) + Sync> FillItems for F {
+    fn fill(&self, first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]) {
+        self(first, dst, reasons)
+    }
+}
 
 /// Bytes a scheme's preparation kernel reads after a chunk's items (SM2: the signer's ID and the
 /// messages the device hashes). `()` for the schemes without.
@@ -143,23 +153,34 @@ impl Trailer for () {
 
 /// Items per block handed to the scheme's encoder.
 const BLOCK: usize = 1024;
+/// Items per block copied from items encoded before: a batch's chunk is then one or a few tasks,
+/// which a pool busy with other work (a server's requests) still runs without long waits.
+const COPY_BLOCK: usize = 8192;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
 /// is encoded in cached memory, then copied into `dst` in order: `dst` is write-combined staging,
-/// written best sequentially in whole lines, and the encoders write items of 164 bytes piecewise.
-pub(crate) fn fill_parallel(
+/// written best sequentially in whole lines, and the encoders write items of 164 bytes piecewise;
+/// items encoded before are copied into `dst` directly.
+pub(crate) fn fill_parallel<F: FillItems>(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
     first: usize,
-    fill: &impl FillItems,
+    fill: &F,
 ) {
+    if F::COPIES {
+        return dst
+            .par_chunks_mut(COPY_BLOCK * ITEM_BYTES)
+            .zip(reasons.par_chunks_mut(COPY_BLOCK))
+            .enumerate()
+            .for_each(|(b, (dst, reasons))| fill.fill(first + b * COPY_BLOCK, dst, reasons));
+    }
     dst.par_chunks_mut(BLOCK * ITEM_BYTES)
         .zip(reasons.par_chunks_mut(BLOCK))
         .enumerate()
         .for_each(|(b, (dst, reasons))| {
             with_kept(|block: &mut Vec<u8>| {
                 block.resize(dst.len(), 0);
-                fill(first + b * BLOCK, block, reasons);
+                fill.fill(first + b * BLOCK, block, reasons);
                 dst.copy_from_slice(block);
             })
         });
@@ -199,7 +220,7 @@ pub(crate) fn from_pieces<'p>(
     pieces: &'p [&'p Encoded],
     offset: usize,
     n: usize,
-) -> Option<impl FillItems + 'p> {
+) -> Option<Pieces<'p>> {
     let mut starts = Vec::with_capacity(pieces.len() + 1);
     let mut total = 0;
     for p in pieces {
@@ -208,23 +229,38 @@ pub(crate) fn from_pieces<'p>(
     }
     (offset + n <= total).then_some(())?;
     starts.push(total);
-    Some(
-        move |first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]| {
-            let (mut at, end) = (offset + first, offset + first + reasons.len());
-            // The last piece starting at or before `at`.
-            let mut k = starts.partition_point(|&s| s <= at) - 1;
-            let mut done = 0;
-            while at < end {
-                let p = pieces[k];
-                let from = at - starts[k];
-                let take = (p.len() - from).min(end - at);
-                dst[done * ITEM_BYTES..(done + take) * ITEM_BYTES]
-                    .copy_from_slice(&p.bytes[from * ITEM_BYTES..(from + take) * ITEM_BYTES]);
-                reasons[done..done + take].copy_from_slice(&p.reasons[from..from + take]);
-                (at, done, k) = (at + take, done + take, k + 1);
-            }
-        },
-    )
+    Some(Pieces {
+        pieces,
+        starts,
+        offset,
+    })
+}
+
+/// Items encoded before, in pieces, read as one batch from `offset` on ([`from_pieces`]).
+pub(crate) struct Pieces<'p> {
+    pieces: &'p [&'p Encoded],
+    /// Where each piece starts in the whole, and the whole's length last.
+    starts: Vec<usize>,
+    offset: usize,
+}
+
+impl FillItems for Pieces<'_> {
+    const COPIES: bool = true;
+    fn fill(&self, first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]) {
+        let (mut at, end) = (self.offset + first, self.offset + first + reasons.len());
+        // The last piece starting at or before `at`.
+        let mut k = self.starts.partition_point(|&s| s <= at) - 1;
+        let mut done = 0;
+        while at < end {
+            let p = self.pieces[k];
+            let from = at - self.starts[k];
+            let take = (p.len() - from).min(end - at);
+            dst[done * ITEM_BYTES..(done + take) * ITEM_BYTES]
+                .copy_from_slice(&p.bytes[from * ITEM_BYTES..(from + take) * ITEM_BYTES]);
+            reasons[done..done + take].copy_from_slice(&p.reasons[from..from + take]);
+            (at, done, k) = (at + take, done + take, k + 1);
+        }
+    }
 }
 
 /// All `n` items encoded at once, then their trailer (kernel-only timing, host emulation).
@@ -264,6 +300,9 @@ pub mod device {
     use std::sync::Arc;
 
     const THREADS: u32 = 128;
+    /// Batches below this many items set up and read their verdicts on the calling thread:
+    /// fork-joins over a pool that other work keeps busy (a server's) waited milliseconds.
+    const SERIAL_BELOW: usize = 1 << 18;
 
     /// A verification kernel `f(items, gtable, verdicts, n)` with its curve's fixed-base table,
     /// which the kernel `table(gtable)` writes (`table_len` affine points). Each GPU thread takes
@@ -433,12 +472,18 @@ pub mod device {
         fill: &impl FillItems,
         trailer: &impl Trailer,
     ) -> Result<Vec<std::result::Result<(), Reason>>> {
+        let t = std::time::Instant::now();
         let gpu = Gpu::available()?;
         let table = k.table(gpu)?;
         let f = functions(gpu, k)?;
         let mut codes = vec![0u8; n];
         let mut reasons = Vec::with_capacity(n);
-        reasons.par_extend(rayon::iter::repeat_n(None, n));
+        if n < SERIAL_BELOW {
+            reasons.resize(n, None);
+        } else {
+            reasons.par_extend(rayon::iter::repeat_n(None, n));
+        }
+        let setup = t.elapsed();
         let starts = chunk_starts(n);
         let spans: Vec<Span> = starts
             .windows(2)
@@ -471,12 +516,22 @@ pub mod device {
                 Ok(())
             },
         )?;
-        // On all cores: one verdict per item is, for a large batch, tens of milliseconds on one.
-        Ok(reasons
-            .into_par_iter()
-            .zip(codes)
-            .map(|(r, c)| verdict(r, c))
-            .collect())
+        let t = std::time::Instant::now();
+        let each = |(r, c)| verdict(r, c);
+        // On all cores for a large batch (tens of milliseconds on one).
+        let verdicts = if n < SERIAL_BELOW {
+            reasons.into_iter().zip(codes).map(each).collect()
+        } else {
+            reasons.into_par_iter().zip(codes).map(each).collect()
+        };
+        if crate::pipeline::tracing() {
+            eprintln!(
+                "verification of {n} items: {:.2} ms before the pipeline, {:.2} ms after",
+                setup.as_secs_f64() * 1e3,
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        Ok(verdicts)
     }
 }
 
@@ -542,7 +597,7 @@ mod tests {
                     let mut reasons = vec![Some(Reason::HighS); n];
                     for first in (0..n).step_by(block) {
                         let m = block.min(n - first);
-                        fill(
+                        fill.fill(
                             first,
                             &mut bytes[first * ITEM_BYTES..(first + m) * ITEM_BYTES],
                             &mut reasons[first..first + m],
