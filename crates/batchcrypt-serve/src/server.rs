@@ -468,10 +468,12 @@ impl Service {
     }
 
     /// A stream of requests of one operation: each message handled by `handle` as it arrives
-    /// (on a task of its own, so several are batched at once), each counted and taken from the
-    /// rate limit as a call is; the replies go back in the requests' order, and the first error
-    /// ends the stream with its status. A client that goes away ends both sides; a server that
-    /// shuts down stops reading and ends the stream after the replies it owes.
+    /// (up to [`STREAM_IN_FLIGHT`] at once, so several are batched together), each counted and
+    /// taken from the rate limit as a call is; the replies go back in the requests' order, and
+    /// the first error ends the stream with its status. A client that goes away ends both sides
+    /// (its requests not yet batched are dropped); a server that shuts down stops reading and
+    /// ends the stream after the replies it owes. One task per stream reads, runs the handlers
+    /// and sends the replies: a task per message cost a spawn and two hand-offs each.
     fn each<Q, T, F, Fut>(
         &self,
         r: Request<tonic::Streaming<Q>>,
@@ -484,15 +486,14 @@ impl Service {
         F: Fn(Arc<Service>, Q) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
     {
+        use futures_util::stream::{FuturesOrdered, StreamExt};
         let me = self
             .me
             .upgrade()
             .ok_or_else(|| Status::unavailable("the server is shutting down"))?;
         let ip = r.remote_addr().map(|a| a.ip());
         let mut inbound = r.into_inner();
-        let (pending_tx, mut pending) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
         let (out_tx, out) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
-        let handle = Arc::new(handle);
         let mut stopping = self.stopping.clone();
         tokio::spawn(async move {
             let stop = async {
@@ -502,39 +503,43 @@ impl Service {
                 }
             };
             tokio::pin!(stop);
-            loop {
-                let next = tokio::select! {
-                    m = inbound.message() => m,
-                    () = &mut stop => break,
-                };
-                let q = match next {
-                    Ok(Some(q)) => Ok(q),
-                    Ok(None) => break,
-                    Err(s) => Err(s),
-                };
-                let last = q.is_err();
-                let (me, handle) = (me.clone(), handle.clone());
-                let task = tokio::spawn(async move {
-                    let out = match q.and_then(|q| me.guard.admit(ip).map(|()| q)) {
-                        Ok(q) => handle(me.clone(), q).await,
+            let run = |q: Result<Q, Status>| {
+                let me = me.clone();
+                let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
+                async move {
+                    let out = match handled {
+                        Ok(f) => f.await,
                         Err(s) => Err(s),
                     };
                     me.counted(op, &out);
                     out
-                });
-                if pending_tx.send(task).await.is_err() || last {
-                    break;
                 }
-            }
-        });
-        tokio::spawn(async move {
-            while let Some(task) = pending.recv().await {
-                let reply = task
-                    .await
-                    .unwrap_or_else(|e| Err(Status::internal(format!("request task: {e}"))));
-                let end = reply.is_err();
-                if out_tx.send(reply).await.is_err() || end {
-                    break;
+            };
+            let mut running = FuturesOrdered::new();
+            let mut reading = true;
+            loop {
+                tokio::select! {
+                    // Replies first: one that is ready goes out before more is read.
+                    biased;
+                    Some(reply) = running.next(), if !running.is_empty() => {
+                        let reply: Result<T, Status> = reply;
+                        let end = reply.is_err();
+                        if out_tx.send(reply).await.is_err() || end {
+                            break;
+                        }
+                    }
+                    next = inbound.message(), if reading && running.len() < STREAM_IN_FLIGHT => {
+                        match next {
+                            Ok(Some(q)) => running.push_back(run(Ok(q))),
+                            Ok(None) => reading = false,
+                            Err(s) => {
+                                running.push_back(run(Err(s)));
+                                reading = false;
+                            }
+                        }
+                    }
+                    () = &mut stop, if reading => reading = false,
+                    else => break, // nothing more to read and every reply sent
                 }
             }
         });
