@@ -109,6 +109,38 @@ pub fn ecdsa_request<S: AsRef<[u8]>, K: AsRef<[u8]>>(
     }
 }
 
+/// A BIP340 request as [`Client::verify_schnorr`] sends it (packed), for streams.
+pub fn schnorr_request<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
+    msgs: &[M],
+    sigs: &[S],
+    keys: &[K],
+) -> VerifySchnorrRequest {
+    VerifySchnorrRequest {
+        messages_packed: Some(column(msgs)),
+        signatures_packed: Some(column(sigs)),
+        public_keys_packed: Some(column(keys)),
+        ..Default::default()
+    }
+}
+
+/// An SM2 request as [`Client::verify_sm2`] sends it (packed), for streams.
+pub fn sm2_request<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
+    msgs: &[M],
+    sigs: &[S],
+    keys: &[K],
+    id: &[u8],
+    sig_format: SigFormat,
+) -> VerifySm2Request {
+    VerifySm2Request {
+        messages_packed: Some(column(msgs)),
+        signatures_packed: Some(column(sigs)),
+        public_keys_packed: Some(column(keys)),
+        format: format(sig_format),
+        id: Some(bytes::Bytes::copy_from_slice(id)),
+        ..Default::default()
+    }
+}
+
 fn format(f: SigFormat) -> i32 {
     match f {
         SigFormat::Der => SignatureFormat::Der as i32,
@@ -256,6 +288,22 @@ impl Client {
         Stream::open(|requests| self.raw.verify_ecdsa_stream(requests)).await
     }
 
+    /// A stream of BIP340 requests ([`schnorr_request`]) on one call, as
+    /// [`Client::verify_ecdsa_stream`].
+    pub async fn verify_schnorr_stream(
+        &mut self,
+    ) -> Result<Stream<VerifySchnorrRequest, VerifyReply>, Status> {
+        Stream::open(|requests| self.raw.verify_schnorr_stream(requests)).await
+    }
+
+    /// A stream of SM2 requests ([`sm2_request`]) on one call, as
+    /// [`Client::verify_ecdsa_stream`].
+    pub async fn verify_sm2_stream(
+        &mut self,
+    ) -> Result<Stream<VerifySm2Request, VerifyReply>, Status> {
+        Stream::open(|requests| self.raw.verify_sm2_stream(requests)).await
+    }
+
     /// A stream of hash requests on one call, as [`Client::verify_ecdsa_stream`].
     pub async fn hash_stream(&mut self) -> Result<Stream<HashRequest, HashReply>, Status> {
         Stream::open(|requests| self.raw.hash_stream(requests)).await
@@ -270,12 +318,7 @@ impl Client {
     ) -> Result<Vec<Verdict>, Status> {
         let r = self
             .raw
-            .verify_schnorr(VerifySchnorrRequest {
-                messages_packed: Some(column(msgs)),
-                signatures_packed: Some(column(sigs)),
-                public_keys_packed: Some(column(keys)),
-                ..Default::default()
-            })
+            .verify_schnorr(schnorr_request(msgs, sigs, keys))
             .await?;
         Ok(verdicts(r.into_inner()))
     }
@@ -289,17 +332,8 @@ impl Client {
         id: &[u8],
         sig_format: SigFormat,
     ) -> Result<Vec<Verdict>, Status> {
-        let r = self
-            .raw
-            .verify_sm2(VerifySm2Request {
-                messages_packed: Some(column(msgs)),
-                signatures_packed: Some(column(sigs)),
-                public_keys_packed: Some(column(keys)),
-                format: format(sig_format),
-                id: Some(bytes::Bytes::copy_from_slice(id)),
-                ..Default::default()
-            })
-            .await?;
+        let request = sm2_request(msgs, sigs, keys, id, sig_format);
+        let r = self.raw.verify_sm2(request).await?;
         Ok(verdicts(r.into_inner()))
     }
 
@@ -486,29 +520,47 @@ impl<Q, R> Stream<Q, R> {
 
     /// Sends every request, at most [`STREAM_QUEUE`] waiting unsent, while reading the replies:
     /// one per request, in order; the first failure ends it.
-    pub async fn all(mut self, requests: Vec<Q>) -> Result<Vec<R>, Status> {
-        let count = requests.len();
-        let tx = self.tx.clone();
+    pub async fn all(self, requests: Vec<Q>) -> Result<Vec<R>, Status> {
+        let mut out = Vec::with_capacity(requests.len());
+        self.each_reply(requests, |r| out.push(r)).await?;
+        Ok(out)
+    }
+
+    /// Sends every request, at most [`STREAM_QUEUE`] waiting unsent, while handing each reply
+    /// to `f` as it comes (one per request, in order): for a caller that prints or stores them
+    /// as they come. The first failure ends it.
+    pub async fn each_reply(
+        self,
+        requests: impl IntoIterator<Item = Q>,
+        mut f: impl FnMut(R),
+    ) -> Result<(), Status> {
+        let Stream { tx, mut replies } = self;
+        let sent = std::sync::atomic::AtomicUsize::new(0);
+        let counted = &sent;
         let send = async move {
             for r in requests {
                 // A closed stream ends with the error its replies carry.
                 if tx.send(r).await.is_err() {
                     break;
                 }
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            // The requests' end: the server ends the stream once it has answered them all.
+            drop(tx);
         };
         let receive = async {
-            let mut out = Vec::with_capacity(count);
-            while out.len() < count {
-                match self.replies.message().await? {
-                    Some(r) => out.push(r),
-                    None => return Err(Status::unavailable("the stream ended before every reply")),
-                }
+            let mut got = 0;
+            while let Some(r) = replies.message().await? {
+                f(r);
+                got += 1;
             }
-            Ok(out)
+            Ok::<_, Status>(got)
         };
-        let ((), out) = tokio::join!(send, receive);
-        out
+        let ((), got) = tokio::join!(send, receive);
+        if got? < sent.into_inner() {
+            return Err(Status::unavailable("the stream ended before every reply"));
+        }
+        Ok(())
     }
 
     /// Sends a request and waits for its reply (with no other request outstanding).

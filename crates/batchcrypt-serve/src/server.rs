@@ -1018,6 +1018,28 @@ impl BatchCrypt for Service {
         self.each(r, "verify_ecdsa", |s, q| async move { s.ecdsa(q).await })
     }
 
+    type VerifySchnorrStreamStream = ReplyStream<VerifyReply>;
+
+    async fn verify_schnorr_stream(
+        &self,
+        r: Request<tonic::Streaming<VerifySchnorrRequest>>,
+    ) -> Result<Response<Self::VerifySchnorrStreamStream>, Status> {
+        self.each(
+            r,
+            "verify_schnorr",
+            |s, q| async move { s.schnorr(q).await },
+        )
+    }
+
+    type VerifySm2StreamStream = ReplyStream<VerifyReply>;
+
+    async fn verify_sm2_stream(
+        &self,
+        r: Request<tonic::Streaming<VerifySm2Request>>,
+    ) -> Result<Response<Self::VerifySm2StreamStream>, Status> {
+        self.each(r, "verify_sm2", |s, q| async move { s.sm2_verify(q).await })
+    }
+
     type HashStreamStream = ReplyStream<HashReply>;
 
     async fn hash_stream(

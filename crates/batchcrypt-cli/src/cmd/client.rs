@@ -2,15 +2,18 @@
 
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
-use batchcrypt_serve::client::{Client, Options};
-use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, JobState};
-use std::io::BufRead;
+use batchcrypt_serve::client::{
+    column, ecdsa_request, schnorr_request, verdicts, Client, Options, Verdict,
+};
+use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, HashRequest, JobState};
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 #[command(
     about = "Call a running `batchcrypt serve`",
-    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
     /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
@@ -28,6 +31,11 @@ pub struct Args {
     /// PEM certificate of the authority that signed the server's TLS certificate.
     #[arg(long, global = true)]
     tls_ca: Option<PathBuf>,
+    /// Items per request for `hash` and `verify-*`: a file's lines go to the server in requests
+    /// of this many over one stream (several in flight, each batched with other clients'), and
+    /// results print in order as their replies come.
+    #[arg(long, global = true, default_value_t = 16384, value_parser = clap::value_parser!(u64).range(1..))]
+    per_request: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -121,13 +129,55 @@ fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
     Ok(out)
 }
 
-fn print_verdicts(v: &[Result<(), String>]) {
+fn print_verdicts(v: &[Verdict]) {
     for r in v {
         match r {
             Ok(()) => println!("valid"),
             Err(why) => println!("invalid: {why}"),
         }
     }
+}
+
+/// Items answered of a run's total, on stderr while it is a terminal and the run spans several
+/// requests; the line is cleared at the end.
+struct Progress {
+    total: usize,
+    done: usize,
+    shown: Option<Instant>,
+}
+
+impl Progress {
+    fn new(total: usize, per_request: usize) -> Progress {
+        let on = total > per_request && std::io::stderr().is_terminal();
+        Progress {
+            total,
+            done: 0,
+            shown: on.then(Instant::now),
+        }
+    }
+
+    fn add(&mut self, items: usize) {
+        self.done += items;
+        if let Some(at) = &mut self.shown {
+            if at.elapsed() >= Duration::from_millis(500) {
+                eprint!("\r{} of {} items", self.done, self.total);
+                *at = Instant::now();
+            }
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.shown.is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+/// The item ranges of `n` items cut into requests of `per`.
+fn requests(n: usize, per: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..n).step_by(per).map(move |s| s..(s + per).min(n))
 }
 
 fn write_proof(
@@ -172,6 +222,7 @@ pub fn run(a: &Args) -> Result<()> {
         let mut c = Client::connect_with(&a.server, options)
             .await
             .map_err(anyhow::Error::msg)?;
+        let per = usize::try_from(a.per_request).unwrap_or(usize::MAX);
         match &a.command {
             Command::Health => {
                 let ok = c.ready().await?;
@@ -192,9 +243,21 @@ pub fn run(a: &Args) -> Result<()> {
                     (true, _) => HashAlgorithm::Sha256d,
                     _ => HashAlgorithm::Sha256,
                 };
-                for d in c.hash(alg, &msgs).await? {
-                    println!("{}", hex::encode(d));
-                }
+                let mut progress = Progress::new(msgs.len(), per);
+                let sent = requests(msgs.len(), per).map(|r| HashRequest {
+                    algorithm: alg as i32,
+                    messages: Vec::new(),
+                    messages_packed: Some(column(&msgs[r])),
+                });
+                c.hash_stream()
+                    .await?
+                    .each_reply(sent, |reply| {
+                        for d in reply.packed_digests.chunks(32) {
+                            println!("{}", hex::encode(d));
+                        }
+                        progress.add(reply.packed_digests.len() / 32);
+                    })
+                    .await?;
             }
             Command::VerifyEcdsa {
                 file,
@@ -218,15 +281,34 @@ pub fn run(a: &Args) -> Result<()> {
                     "p256" => EcdsaCurve::P256,
                     _ => EcdsaCurve::Secp256k1,
                 };
-                print_verdicts(
-                    &c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, false)
-                        .await?,
-                );
+                let mut progress = Progress::new(rows.len(), per);
+                let sent = requests(rows.len(), per).map(|r| {
+                    ecdsa_request(curve, &hashes[r.clone()], &sigs[r.clone()], &keys[r], format, false)
+                });
+                c.verify_ecdsa_stream()
+                    .await?
+                    .each_reply(sent, |reply| {
+                        let v = verdicts(reply);
+                        print_verdicts(&v);
+                        progress.add(v.len());
+                    })
+                    .await?;
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
                 let col = |k: usize| rows.iter().map(|r| r[k].as_slice()).collect::<Vec<_>>();
-                print_verdicts(&c.verify_schnorr(&col(0), &col(1), &col(2)).await?);
+                let (msgs, sigs, keys) = (col(0), col(1), col(2));
+                let mut progress = Progress::new(rows.len(), per);
+                let sent = requests(rows.len(), per)
+                    .map(|r| schnorr_request(&msgs[r.clone()], &sigs[r.clone()], &keys[r]));
+                c.verify_schnorr_stream()
+                    .await?
+                    .each_reply(sent, |reply| {
+                        let v = verdicts(reply);
+                        print_verdicts(&v);
+                        progress.add(v.len());
+                    })
+                    .await?;
             }
             Command::Register { zkey, name } => {
                 let bytes =
