@@ -361,6 +361,25 @@ async fn sm2_and_psi_operations_match_the_library() {
         .unwrap();
     assert_eq!(got, strings(want.value.results));
     assert_eq!(got.iter().filter(|v| v.is_ok()).count(), 32);
+    // The same items over a stream, seven to a request: the same verdicts, in order.
+    let requests = (0..40).step_by(7).map(|a| {
+        let r = a..(a + 7).min(40);
+        batchcrypt_serve::client::sm2_request(
+            &m[r.clone()],
+            &s[r.clone()],
+            &k[r],
+            b"",
+            SigFormat::Der,
+        )
+    });
+    let mut streamed = Vec::new();
+    let stream = bounded(client.verify_sm2_stream()).await.unwrap();
+    bounded(stream.each_reply(requests, |r| {
+        streamed.extend(batchcrypt_serve::client::verdicts(r))
+    }))
+    .await
+    .unwrap();
+    assert_eq!(streamed, got);
 
     // A PSI party's two steps, against the library.
     let k1 = batchcrypt::psi::random_key();
