@@ -2,8 +2,12 @@
 //! call releases the GIL while it waits on the network.
 
 use super::{input, rows, sig_format};
-use batchcrypt_serve::client::{ecdsa_request, Client as Inner, Options};
-use batchcrypt_serve::proto::{HashAlgorithm, Job, JobState};
+use batchcrypt_serve::client::{
+    column, ecdsa_columns, verdicts as reply_verdicts, Client as Inner, Options,
+};
+use batchcrypt_serve::proto::{
+    Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -28,6 +32,65 @@ fn algorithm(name: &str) -> PyResult<HashAlgorithm> {
             "algorithm must be \"sha256\", \"sha256d\" or \"sm3\", not {o:?}"
         ))),
     }
+}
+
+/// Items as one packed column: an (n, width) uint8 array in one copy of its buffer (no object or
+/// allocation per row, with the GIL held), else a sequence of bytes-like items.
+fn packed(obj: &Bound<'_, PyAny>) -> PyResult<Column> {
+    if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
+        let a = a.as_array();
+        if let (Some(data), width @ 1..) = (a.as_slice(), a.ncols()) {
+            return Ok(Column {
+                data: data.to_vec().into(),
+                width: width as u32,
+                ends: Vec::new(),
+            });
+        }
+    }
+    Ok(column(&rows(obj)?))
+}
+
+/// An ECDSA request from a call's three inputs (each as [`packed`] takes them).
+fn ecdsa_of(
+    curve: EcdsaCurve,
+    (hashes, sigs, keys): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, &Bound<'_, PyAny>),
+    format: batchcrypt::secp256k1::SigFormat,
+    require_low_s: bool,
+) -> PyResult<VerifyEcdsaRequest> {
+    let hashes = packed(hashes)?;
+    let fixed = hashes.width == 32 || (hashes.data.is_empty() && hashes.ends.is_empty());
+    if !fixed {
+        // The exact message: the first hash that is not 32 bytes.
+        super::exact::<32>(rows_of(&hashes), "hashes")?;
+    }
+    Ok(ecdsa_columns(
+        curve,
+        hashes,
+        packed(sigs)?,
+        packed(keys)?,
+        format,
+        require_low_s,
+    ))
+}
+
+/// A column's items, one by one.
+fn rows_of(c: &Column) -> Vec<Vec<u8>> {
+    if c.width > 0 {
+        return c
+            .data
+            .chunks(c.width as usize)
+            .map(<[u8]>::to_vec)
+            .collect();
+    }
+    let mut start = 0;
+    c.ends
+        .iter()
+        .map(|&e| {
+            let item = c.data[start..e as usize].to_vec();
+            start = e as usize;
+            item
+        })
+        .collect()
 }
 
 /// Bytes, or the contents of the file a str or path names.
@@ -137,13 +200,12 @@ impl Client {
         require_low_s: bool,
         curve: &str,
     ) -> PyResult<Vec<Option<String>>> {
-        let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
-        let (sigs, keys, format) = (rows(sigs)?, rows(pubkeys)?, sig_format(format)?);
-        let curve = super::ecdsa_curve(curve)?;
+        let (format, curve) = (sig_format(format)?, super::ecdsa_curve(curve)?);
+        let request = ecdsa_of(curve, (hashes, sigs, pubkeys), format, require_low_s)?;
         let v = self.call(py, |c| {
             Box::pin(async move {
-                c.verify_ecdsa(curve, &hashes, &sigs, &keys, format, require_low_s)
-                    .await
+                let r = c.raw().verify_ecdsa(request).await?;
+                Ok(reply_verdicts(r.into_inner()))
             })
         })?;
         Ok(verdicts(v))
@@ -165,16 +227,7 @@ impl Client {
         let requests = batches
             .iter()
             .map(|(hashes, sigs, keys)| {
-                let hashes = super::exact::<32>(rows(hashes)?, "hashes")?;
-                let (sigs, keys) = (rows(sigs)?, rows(keys)?);
-                Ok(ecdsa_request(
-                    curve,
-                    &hashes,
-                    &sigs,
-                    &keys,
-                    format,
-                    require_low_s,
-                ))
+                ecdsa_of(curve, (hashes, sigs, keys), format, require_low_s)
             })
             .collect::<PyResult<Vec<_>>>()?;
         let v = self.call(py, |c| {

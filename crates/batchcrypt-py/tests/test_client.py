@@ -99,6 +99,16 @@ def test_batches_over_one_stream(server):
         assert verdicts == server.verify_ecdsa(hashes, sigs, keys)
         assert [v is None for v in verdicts] == [s == sig for s in sigs]
 
+    # Rows of a numpy array go packed as they are: the same verdicts as lists of bytes.
+    import numpy as np
+    rows = lambda items: np.frombuffer(b"".join(items), dtype=np.uint8).reshape(len(items), -1)
+    sigs = [sig, bad, sig]
+    want = server.verify_ecdsa([h] * 3, sigs, [key] * 3)
+    assert server.verify_ecdsa(rows([h] * 3), sigs, rows([key] * 3)) == want
+    assert server.verify_ecdsa_many([(rows([h] * 3), sigs, rows([key] * 3))]) == [want]
+    with pytest.raises(ValueError, match="expected 32"):
+        server.verify_ecdsa(rows([h[:31]] * 3), sigs, [key] * 3)
+
 
 def test_proof_round_trip(server):
     fixtures = pathlib.Path(os.environ.get("BATCHCRYPT_ZK_FIXTURES", ROOT / "target/zk-fixtures"))

@@ -98,10 +98,23 @@ pub fn ecdsa_request<S: AsRef<[u8]>, K: AsRef<[u8]>>(
     sig_format: SigFormat,
     require_low_s: bool,
 ) -> VerifyEcdsaRequest {
+    let (hashes, sigs, keys) = (column(hashes), column(sigs), column(keys));
+    ecdsa_columns(curve, hashes, sigs, keys, sig_format, require_low_s)
+}
+
+/// An ECDSA request from columns packed already (the message hashes 32 bytes each).
+pub fn ecdsa_columns(
+    curve: EcdsaCurve,
+    hashes: Column,
+    sigs: Column,
+    keys: Column,
+    sig_format: SigFormat,
+    require_low_s: bool,
+) -> VerifyEcdsaRequest {
     VerifyEcdsaRequest {
-        hashes_packed: Some(column(hashes)),
-        signatures_packed: Some(column(sigs)),
-        public_keys_packed: Some(column(keys)),
+        hashes_packed: Some(hashes),
+        signatures_packed: Some(sigs),
+        public_keys_packed: Some(keys),
         format: format(sig_format),
         require_low_s,
         curve: curve as i32,
