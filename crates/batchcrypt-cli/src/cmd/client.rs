@@ -3,9 +3,9 @@
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
-    column, ecdsa_request, schnorr_request, verdicts, Client, Options, Verdict,
+    column, ecdsa_request, schnorr_request, verdicts, Client, Options, Stream,
 };
-use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, HashRequest, JobState};
+use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, HashRequest, JobState, VerifyReply};
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -129,13 +129,28 @@ fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
     Ok(out)
 }
 
-fn print_verdicts(v: &[Verdict]) {
-    for r in v {
-        match r {
-            Ok(()) => println!("valid"),
-            Err(why) => println!("invalid: {why}"),
-        }
-    }
+/// Sends `requests` (of `total` items) over `stream` and prints each item's verdict, `valid` or
+/// `invalid: reason`, in order as the replies come.
+async fn print_verdicts<Q>(
+    stream: Stream<Q, VerifyReply>,
+    requests: impl Iterator<Item = Q>,
+    total: usize,
+    per: usize,
+) -> Result<()> {
+    let mut progress = Progress::new(total, per);
+    stream
+        .each_reply(requests, |reply| {
+            let v = verdicts(reply);
+            for r in &v {
+                match r {
+                    Ok(()) => println!("valid"),
+                    Err(why) => println!("invalid: {why}"),
+                }
+            }
+            progress.add(v.len());
+        })
+        .await?;
+    Ok(())
 }
 
 /// Items answered of a run's total, on stderr while it is a terminal and the run spans several
@@ -281,34 +296,18 @@ pub fn run(a: &Args) -> Result<()> {
                     "p256" => EcdsaCurve::P256,
                     _ => EcdsaCurve::Secp256k1,
                 };
-                let mut progress = Progress::new(rows.len(), per);
                 let sent = requests(rows.len(), per).map(|r| {
                     ecdsa_request(curve, &hashes[r.clone()], &sigs[r.clone()], &keys[r], format, false)
                 });
-                c.verify_ecdsa_stream()
-                    .await?
-                    .each_reply(sent, |reply| {
-                        let v = verdicts(reply);
-                        print_verdicts(&v);
-                        progress.add(v.len());
-                    })
-                    .await?;
+                print_verdicts(c.verify_ecdsa_stream().await?, sent, rows.len(), per).await?;
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
                 let col = |k: usize| rows.iter().map(|r| r[k].as_slice()).collect::<Vec<_>>();
                 let (msgs, sigs, keys) = (col(0), col(1), col(2));
-                let mut progress = Progress::new(rows.len(), per);
                 let sent = requests(rows.len(), per)
                     .map(|r| schnorr_request(&msgs[r.clone()], &sigs[r.clone()], &keys[r]));
-                c.verify_schnorr_stream()
-                    .await?
-                    .each_reply(sent, |reply| {
-                        let v = verdicts(reply);
-                        print_verdicts(&v);
-                        progress.add(v.len());
-                    })
-                    .await?;
+                print_verdicts(c.verify_schnorr_stream().await?, sent, rows.len(), per).await?;
             }
             Command::Register { zkey, name } => {
                 let bytes =
