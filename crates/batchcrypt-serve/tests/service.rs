@@ -649,6 +649,16 @@ async fn streams_of_requests_reply_in_order_and_end_at_a_failure() {
     let e = bounded(stream.reply()).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     assert!(!matches!(bounded(stream.reply()).await, Ok(Some(_))));
+    // More requests than the stream's buffers and windows hold (about 28 MB), the fourth
+    // malformed: each_reply ends with its error after three replies, its sender not left waiting.
+    let mut requests: Vec<_> = (0..1000).map(|_| request(0..200)).collect();
+    requests[3].public_keys_packed = Some(column(&s.keys[0..9]));
+    let mut replies = 0;
+    let stream = bounded(client.verify_ecdsa_stream()).await.unwrap();
+    let e = bounded(stream.each_reply(requests, |_| replies += 1))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), replies), (Code::InvalidArgument, 3), "{e}");
 
     // Hashes: SHA256d of messages of several lengths, over one stream.
     let mut hashes = bounded(client.hash_stream()).await.unwrap();
