@@ -236,35 +236,43 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
         .collect();
     assert_eq!(out.lines().collect::<Vec<_>>(), want);
 
-    // ECDSA (sha256(message), DER signature, compressed key), every seventh signature altered,
-    // 16 to a request.
-    let vectors = [
-        ("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24",
-         "3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4",
-         "0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab"),
-        ("84768ddee659efeafdeb972b55143141bc23b6e333c70e8b68d29774ab09a548",
-         "30440220633cd3cbc62aab7c69a78e2a755f61e5116274ff10d18e5b0eae8c037361b515022046d38cd114c4b5c83bbf2ab3894496abe7fc36dd99a796fe0d62b2fd76ce08c6",
-         "03e49c0723d131f7231b7a936dca03ee9c57c75e02475cbc3641d0261d8db419d5"),
-        ("fb29a8d5309d7c35b180dbd78c63a455a5d1fb45149a3264c08f1aff43524beb",
-         "30440220121d44661bd110e3b14f6557a79208a766ab887c9c3d305d5ffd0e19fdf638c502201232fc91f53bb1c36c2a345894322d6471d506afc88da7e69e4680ae569dc8cd",
-         "030b531632a5ece4b59f76f9a886d18f7d12346b2939b63610e41bfde4ffe3385c"),
-    ];
-    let altered = |sig: &str| {
-        format!(
-            "{}{}",
-            &sig[..sig.len() - 2],
-            if sig.ends_with('0') { "01" } else { "00" }
-        )
+    // ECDSA and BIP340 signatures by keys of their own (secp256k1), every seventh ECDSA and
+    // every fourth BIP340 signature with its last byte altered.
+    use secp256k1::{Keypair, Message, PublicKey, SecretKey};
+    let signed = |i: usize| {
+        let mut seed = [7u8; 32];
+        seed[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
+        let (sk, hash) = (
+            SecretKey::from_secret_bytes(seed).unwrap(),
+            batchcrypt::sha256::digest(&seed),
+        );
+        let der = secp256k1::ecdsa::sign(Message::from_digest(hash), &sk)
+            .serialize_der()
+            .to_vec();
+        let kp = Keypair::from_secret_key(&sk);
+        let schnorr = secp256k1::schnorr::sign_no_aux_rand(&hash, &kp)
+            .to_byte_array()
+            .to_vec();
+        let (key, xonly) = (
+            PublicKey::from_secret_key(&sk).serialize(),
+            kp.x_only_public_key().0.to_byte_array(),
+        );
+        (hash, der, key, schnorr, xonly)
+    };
+    let altered = |mut sig: Vec<u8>| {
+        *sig.last_mut().unwrap() ^= 1;
+        sig
     };
     let mut lines = Vec::new();
     for i in 0..300 {
-        let (h, s, k) = vectors[i % 3];
-        let s = if i % 7 == 3 {
-            altered(s)
-        } else {
-            s.to_string()
-        };
-        lines.push(format!("{h} {s} {k}"));
+        let (h, der, key, ..) = signed(i);
+        let der = if i % 7 == 3 { altered(der) } else { der };
+        lines.push(format!(
+            "{} {} {}",
+            hex::encode(h),
+            hex::encode(der),
+            hex::encode(key)
+        ));
     }
     let file = data.join("ecdsa.txt");
     std::fs::write(&file, lines.join("\n")).unwrap();
@@ -278,19 +286,16 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     };
     check(client("16", &["verify-ecdsa"], &file), 300, &|i| i % 7 != 3);
 
-    // BIP340's first published vector and an altered copy, 3 to a request.
-    let key = "F9308A019258C31049344F85F89D5229B531C845836F99B08601F113BCE036F9";
-    let sig = "E907831F80848D1069A5371B402410364BDF1C5F8307B0084C55F1CE2DCA821525F66A4A85EA8B71E482A74F382D2CE5EBEEE8FDB2172F477DF4900D310536C0";
-    let msg = "00".repeat(32);
+    // BIP340, 3 to a request.
     let lines: Vec<String> = (0..20)
         .map(|i| {
+            let (h, _, _, sig, xonly) = signed(i);
+            let sig = if i % 4 == 1 { altered(sig) } else { sig };
             format!(
-                "{msg} {} {key}",
-                if i % 4 == 1 {
-                    altered(sig)
-                } else {
-                    sig.to_string()
-                }
+                "{} {} {}",
+                hex::encode(h),
+                hex::encode(sig),
+                hex::encode(xonly)
             )
         })
         .collect();

@@ -6,9 +6,9 @@ use batchcrypt_serve::client::{
     column, ecdsa_request, schnorr_request, verdicts, Client, Options, Stream,
 };
 use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, HashRequest, JobState, VerifyReply};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 #[command(
@@ -137,7 +137,7 @@ async fn print_verdicts<Q>(
     total: usize,
     per: usize,
 ) -> Result<()> {
-    let mut progress = Progress::new(total, per);
+    let progress = progress(total, per);
     stream
         .each_reply(requests, |reply| {
             let v = verdicts(reply);
@@ -147,47 +147,26 @@ async fn print_verdicts<Q>(
                     Err(why) => println!("invalid: {why}"),
                 }
             }
-            progress.add(v.len());
+            progress.inc(v.len() as u64);
         })
         .await?;
+    progress.finish_and_clear();
     Ok(())
 }
 
-/// Items answered of a run's total, on stderr while it is a terminal and the run spans several
-/// requests; the line is cleared at the end.
-struct Progress {
-    total: usize,
-    done: usize,
-    shown: Option<Instant>,
-}
-
-impl Progress {
-    fn new(total: usize, per_request: usize) -> Progress {
-        let on = total > per_request && std::io::stderr().is_terminal();
-        Progress {
-            total,
-            done: 0,
-            shown: on.then(Instant::now),
-        }
+/// Items answered of a run's `total`, on stderr while it is a terminal and the run spans
+/// several requests of `per`.
+fn progress(total: usize, per: usize) -> ProgressBar {
+    if total <= per || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
-
-    fn add(&mut self, items: usize) {
-        self.done += items;
-        if let Some(at) = &mut self.shown {
-            if at.elapsed() >= Duration::from_millis(500) {
-                eprint!("\r{} of {} items", self.done, self.total);
-                *at = Instant::now();
-            }
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if self.shown.is_some() {
-            eprint!("\r\x1b[K");
-        }
-    }
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{pos:>10}/{len} items [{bar:40}] {per_sec} eta {eta}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    bar
 }
 
 /// The item ranges of `n` items cut into requests of `per`.
@@ -258,7 +237,7 @@ pub fn run(a: &Args) -> Result<()> {
                     (true, _) => HashAlgorithm::Sha256d,
                     _ => HashAlgorithm::Sha256,
                 };
-                let mut progress = Progress::new(msgs.len(), per);
+                let progress = progress(msgs.len(), per);
                 let sent = requests(msgs.len(), per).map(|r| HashRequest {
                     algorithm: alg as i32,
                     messages: Vec::new(),
@@ -270,9 +249,10 @@ pub fn run(a: &Args) -> Result<()> {
                         for d in reply.packed_digests.chunks(32) {
                             println!("{}", hex::encode(d));
                         }
-                        progress.add(reply.packed_digests.len() / 32);
+                        progress.inc(reply.packed_digests.len() as u64 / 32);
                     })
                     .await?;
+                progress.finish_and_clear();
             }
             Command::VerifyEcdsa {
                 file,
