@@ -41,7 +41,7 @@ pub struct Args {
     )]
     data: PathBuf,
     /// Under load, how long a request may wait for others to join its batch.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = BatchConfig::default().max_delay.as_secs_f64() * 1e3)]
     max_delay_ms: f64,
     /// Items at which a batch stops gathering.
     #[arg(long, default_value_t = 1 << 20)]
