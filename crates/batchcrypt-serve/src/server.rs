@@ -487,6 +487,7 @@ impl Service {
         Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
     {
         use futures_util::stream::{FuturesOrdered, StreamExt};
+        use futures_util::FutureExt;
         let me = self
             .me
             .upgrade()
@@ -508,7 +509,14 @@ impl Service {
                 let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
                 async move {
                     let out = match handled {
-                        Ok(f) => f.await,
+                        // A handler that panics answers its request with an error; the stream
+                        // and the server go on.
+                        Ok(f) => std::panic::AssertUnwindSafe(f)
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(Status::internal("the request's handler failed"))
+                            }),
                         Err(s) => Err(s),
                     };
                     me.counted(op, &out);
