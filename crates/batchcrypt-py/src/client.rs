@@ -3,7 +3,7 @@
 
 use super::{input, rows, sig_format};
 use batchcrypt_serve::client::{
-    column, ecdsa_columns, verdicts as reply_verdicts, Client as Inner, Options,
+    column, ecdsa_columns, schnorr_columns, verdicts as reply_verdicts, Client as Inner, Options,
 };
 use batchcrypt_serve::proto::{
     Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest,
@@ -249,6 +249,26 @@ impl Client {
             Box::pin(async move { c.verify_schnorr(&msgs, &sigs, &keys).await })
         })?;
         Ok(verdicts(v))
+    }
+
+    /// Many BIP340 batches, each a (msgs, sigs, pubkeys) tuple, over one stream
+    /// ([`Client.verify_ecdsa_many`]'s way): per batch, per item None (valid) or the reason.
+    fn verify_schnorr_many(
+        &self,
+        py: Python<'_>,
+        batches: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+    ) -> PyResult<Vec<Vec<Option<String>>>> {
+        let requests = batches
+            .iter()
+            .map(|(m, s, k)| Ok(schnorr_columns(packed(m)?, packed(s)?, packed(k)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let v = self.call(py, |c| {
+            Box::pin(async move {
+                let replies = c.verify_schnorr_stream().await?.all(requests).await?;
+                Ok(replies.into_iter().map(reply_verdicts).collect::<Vec<_>>())
+            })
+        })?;
+        Ok(v.into_iter().map(verdicts).collect())
     }
 
     /// SM2 over messages with the signers' identifier (None: GM/T 0009's default).

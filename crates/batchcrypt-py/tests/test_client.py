@@ -72,6 +72,10 @@ def test_verdicts_are_the_librarys(server):
     want = batchcrypt.Engine("cpu").verify_schnorr_batch([msg, msg], [sig, bad], [key, key])
     assert [g is None for g in got[:2]] == list(want)
     assert got[0] is None and got[1] and "64 bytes" in got[2]
+    # The same over one stream, in batches of one, two and three items.
+    items = list(zip([msg] * 3, [sig, bad, sig[:63]], [key] * 3))
+    batches = [tuple(map(list, zip(*items[:k]))) for k in (1, 2, 3)]
+    assert server.verify_schnorr_many(batches) == [got[:1], got[:2], got]
 
 
 def test_batches_over_one_stream(server):

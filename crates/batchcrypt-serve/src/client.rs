@@ -128,10 +128,15 @@ pub fn schnorr_request<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
     sigs: &[S],
     keys: &[K],
 ) -> VerifySchnorrRequest {
+    schnorr_columns(column(msgs), column(sigs), column(keys))
+}
+
+/// A BIP340 request from columns packed already.
+pub fn schnorr_columns(msgs: Column, sigs: Column, keys: Column) -> VerifySchnorrRequest {
     VerifySchnorrRequest {
-        messages_packed: Some(column(msgs)),
-        signatures_packed: Some(column(sigs)),
-        public_keys_packed: Some(column(keys)),
+        messages_packed: Some(msgs),
+        signatures_packed: Some(sigs),
+        public_keys_packed: Some(keys),
         ..Default::default()
     }
 }
