@@ -6,7 +6,7 @@ use batchcrypt_serve::client::{
     column, ecdsa_columns, schnorr_columns, verdicts as reply_verdicts, Client as Inner, Options,
 };
 use batchcrypt_serve::proto::{
-    Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest,
+    Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest, VerifySchnorrRequest,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -34,35 +34,44 @@ fn algorithm(name: &str) -> PyResult<HashAlgorithm> {
     }
 }
 
-/// Items as one packed column: an (n, width) uint8 array in one copy of its buffer (no object or
-/// allocation per row, with the GIL held), else a sequence of bytes-like items.
-fn packed(obj: &Bound<'_, PyAny>) -> PyResult<Column> {
-    if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
-        let a = a.as_array();
-        if let (Some(data), width @ 1..) = (a.as_slice(), a.ncols()) {
-            return Ok(Column {
-                data: data.to_vec().into(),
-                width: width as u32,
-                ends: Vec::new(),
-            });
-        }
+/// An (n, width) uint8 array as one packed column, in one copy of its buffer (no object or
+/// allocation per row, with the GIL held); None for anything else (or an array of empty rows).
+fn array_column(obj: &Bound<'_, PyAny>) -> Option<Column> {
+    let a = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>().ok()?;
+    let a = a.as_array();
+    match (a.as_slice(), a.ncols()) {
+        (Some(data), width @ 1..) => packed_column(data.to_vec(), width).ok(),
+        _ => None,
     }
-    Ok(column(&rows(obj)?))
 }
 
-/// An ECDSA request from a call's three inputs (each as [`packed`] takes them).
+/// Items as one packed column: an array as [`array_column`] takes it, else a sequence of
+/// bytes-like items.
+fn packed(obj: &Bound<'_, PyAny>) -> PyResult<Column> {
+    match array_column(obj) {
+        Some(c) => Ok(c),
+        None => Ok(column(&rows(obj)?)),
+    }
+}
+
+/// An ECDSA request from a call's three inputs (each as [`packed`] takes them; the hashes 32
+/// bytes each).
 fn ecdsa_of(
     curve: EcdsaCurve,
     (hashes, sigs, keys): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, &Bound<'_, PyAny>),
     format: batchcrypt::secp256k1::SigFormat,
     require_low_s: bool,
 ) -> PyResult<VerifyEcdsaRequest> {
-    let hashes = packed(hashes)?;
-    let fixed = hashes.width == 32 || (hashes.data.is_empty() && hashes.ends.is_empty());
-    if !fixed {
-        // The exact message: the first hash that is not 32 bytes.
-        super::exact::<32>(rows_of(&hashes), "hashes")?;
-    }
+    let hashes = match array_column(hashes) {
+        Some(c) if c.width == 32 => c,
+        Some(c) => {
+            return Err(PyValueError::new_err(format!(
+                "hashes[0] has {} bytes, expected 32",
+                c.width
+            )))
+        }
+        None => column(&super::exact::<32>(rows(hashes)?, "hashes")?),
+    };
     Ok(ecdsa_columns(
         curve,
         hashes,
@@ -73,24 +82,11 @@ fn ecdsa_of(
     ))
 }
 
-/// A column's items, one by one.
-fn rows_of(c: &Column) -> Vec<Vec<u8>> {
-    if c.width > 0 {
-        return c
-            .data
-            .chunks(c.width as usize)
-            .map(<[u8]>::to_vec)
-            .collect();
-    }
-    let mut start = 0;
-    c.ends
-        .iter()
-        .map(|&e| {
-            let item = c.data[start..e as usize].to_vec();
-            start = e as usize;
-            item
-        })
-        .collect()
+/// A BIP340 request from a call's three inputs (each as [`packed`] takes them).
+fn schnorr_of(
+    (msgs, sigs, keys): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, &Bound<'_, PyAny>),
+) -> PyResult<VerifySchnorrRequest> {
+    Ok(schnorr_columns(packed(msgs)?, packed(sigs)?, packed(keys)?))
 }
 
 /// Bytes, or the contents of the file a str or path names.
@@ -105,14 +101,14 @@ fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
 }
 
 /// Messages of `message_len` bytes back to back in `data`, as a packed column.
-fn packed_column(data: Vec<u8>, message_len: usize) -> PyResult<batchcrypt_serve::proto::Column> {
+fn packed_column(data: Vec<u8>, message_len: usize) -> PyResult<Column> {
     if message_len == 0 || data.len() % message_len != 0 {
         return Err(PyValueError::new_err(format!(
             "{} bytes are not a whole number of {message_len}-byte messages",
             data.len()
         )));
     }
-    Ok(batchcrypt_serve::proto::Column {
+    Ok(Column {
         data: data.into(),
         width: message_len as u32,
         ends: Vec::new(),
@@ -244,9 +240,12 @@ impl Client {
         sigs: &Bound<'_, PyAny>,
         pubkeys: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<Option<String>>> {
-        let (msgs, sigs, keys) = (rows(msgs)?, rows(sigs)?, rows(pubkeys)?);
+        let request = schnorr_of((msgs, sigs, pubkeys))?;
         let v = self.call(py, |c| {
-            Box::pin(async move { c.verify_schnorr(&msgs, &sigs, &keys).await })
+            Box::pin(async move {
+                let r = c.raw().verify_schnorr(request).await?;
+                Ok(reply_verdicts(r.into_inner()))
+            })
         })?;
         Ok(verdicts(v))
     }
@@ -260,13 +259,10 @@ impl Client {
     ) -> PyResult<Vec<Vec<Option<String>>>> {
         let requests = batches
             .iter()
-            .map(|(m, s, k)| Ok(schnorr_columns(packed(m)?, packed(s)?, packed(k)?)))
+            .map(|(m, s, k)| schnorr_of((m, s, k)))
             .collect::<PyResult<Vec<_>>>()?;
         let v = self.call(py, |c| {
-            Box::pin(async move {
-                let replies = c.verify_schnorr_stream().await?.all(requests).await?;
-                Ok(replies.into_iter().map(reply_verdicts).collect::<Vec<_>>())
-            })
+            Box::pin(async move { c.verify_schnorr_many(requests).await })
         })?;
         Ok(v.into_iter().map(verdicts).collect())
     }

@@ -274,6 +274,16 @@ impl Client {
         Ok(replies.into_iter().map(verdicts).collect())
     }
 
+    /// Many BIP340 requests ([`schnorr_request`], [`schnorr_columns`]) over one stream, as
+    /// [`Client::verify_ecdsa_many`]: per request its verdicts, in order.
+    pub async fn verify_schnorr_many(
+        &mut self,
+        requests: Vec<VerifySchnorrRequest>,
+    ) -> Result<Vec<Vec<Verdict>>, Status> {
+        let replies = self.verify_schnorr_stream().await?.all(requests).await?;
+        Ok(replies.into_iter().map(verdicts).collect())
+    }
+
     /// Many hash requests over one stream, as [`Client::verify_ecdsa_many`]: per request the
     /// digests packed (32 bytes each, back to back), in order.
     pub async fn hash_many(
