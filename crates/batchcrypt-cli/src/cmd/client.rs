@@ -5,7 +5,9 @@ use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
     column, ecdsa_request, schnorr_request, verdicts, Client, Options, Stream,
 };
-use batchcrypt_serve::proto::{EcdsaCurve, HashAlgorithm, HashRequest, JobState, VerifyReply};
+use batchcrypt_serve::proto::{
+    EcdsaCurve, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -34,8 +36,8 @@ pub struct Args {
     /// Items per request for `hash` and `verify-*`: a file's lines go to the server in requests
     /// of this many over one stream (several in flight, each batched with other clients'), and
     /// results print in order as their replies come.
-    #[arg(long, global = true, default_value_t = 16384, value_parser = clap::value_parser!(u64).range(1..))]
-    per_request: u64,
+    #[arg(long, global = true, default_value_t = 16384, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    per_request: usize,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,29 +131,33 @@ fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
     Ok(out)
 }
 
-/// Sends `requests` (of `total` items) over `stream` and prints each item's verdict, `valid` or
-/// `invalid: reason`, in order as the replies come.
-async fn print_verdicts<Q>(
-    stream: Stream<Q, VerifyReply>,
+/// Sends `requests` (of `total` items) over `stream`, printing each reply with `print` (which
+/// gives the items it held) as it comes, in order.
+async fn print_replies<Q, R>(
+    stream: Stream<Q, R>,
     requests: impl Iterator<Item = Q>,
     total: usize,
     per: usize,
+    mut print: impl FnMut(R) -> usize,
 ) -> Result<()> {
     let progress = progress(total, per);
     stream
-        .each_reply(requests, |reply| {
-            let v = verdicts(reply);
-            for r in &v {
-                match r {
-                    Ok(()) => println!("valid"),
-                    Err(why) => println!("invalid: {why}"),
-                }
-            }
-            progress.inc(v.len() as u64);
-        })
+        .each_reply(requests, |reply| progress.inc(print(reply) as u64))
         .await?;
     progress.finish_and_clear();
     Ok(())
+}
+
+/// Prints a verification reply's verdicts, `valid` or `invalid: reason`, one line an item.
+fn print_verdicts(reply: VerifyReply) -> usize {
+    let v = verdicts(reply);
+    for r in &v {
+        match r {
+            Ok(()) => println!("valid"),
+            Err(why) => println!("invalid: {why}"),
+        }
+    }
+    v.len()
 }
 
 /// Items answered of a run's `total`, on stderr while it is a terminal and the run spans
@@ -216,7 +222,7 @@ pub fn run(a: &Args) -> Result<()> {
         let mut c = Client::connect_with(&a.server, options)
             .await
             .map_err(anyhow::Error::msg)?;
-        let per = usize::try_from(a.per_request).unwrap_or(usize::MAX);
+        let per = a.per_request;
         match &a.command {
             Command::Health => {
                 let ok = c.ready().await?;
@@ -237,22 +243,18 @@ pub fn run(a: &Args) -> Result<()> {
                     (true, _) => HashAlgorithm::Sha256d,
                     _ => HashAlgorithm::Sha256,
                 };
-                let progress = progress(msgs.len(), per);
                 let sent = requests(msgs.len(), per).map(|r| HashRequest {
                     algorithm: alg as i32,
                     messages: Vec::new(),
                     messages_packed: Some(column(&msgs[r])),
                 });
-                c.hash_stream()
-                    .await?
-                    .each_reply(sent, |reply| {
-                        for d in reply.packed_digests.chunks(32) {
-                            println!("{}", hex::encode(d));
-                        }
-                        progress.inc(reply.packed_digests.len() as u64 / 32);
-                    })
-                    .await?;
-                progress.finish_and_clear();
+                let print = |reply: HashReply| {
+                    for d in reply.packed_digests.chunks(32) {
+                        println!("{}", hex::encode(d));
+                    }
+                    reply.packed_digests.len() / 32
+                };
+                print_replies(c.hash_stream().await?, sent, msgs.len(), per, print).await?;
             }
             Command::VerifyEcdsa {
                 file,
@@ -279,7 +281,8 @@ pub fn run(a: &Args) -> Result<()> {
                 let sent = requests(rows.len(), per).map(|r| {
                     ecdsa_request(curve, &hashes[r.clone()], &sigs[r.clone()], &keys[r], format, false)
                 });
-                print_verdicts(c.verify_ecdsa_stream().await?, sent, rows.len(), per).await?;
+                let stream = c.verify_ecdsa_stream().await?;
+                print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
@@ -287,7 +290,8 @@ pub fn run(a: &Args) -> Result<()> {
                 let (msgs, sigs, keys) = (col(0), col(1), col(2));
                 let sent = requests(rows.len(), per)
                     .map(|r| schnorr_request(&msgs[r.clone()], &sigs[r.clone()], &keys[r]));
-                print_verdicts(c.verify_schnorr_stream().await?, sent, rows.len(), per).await?;
+                let stream = c.verify_schnorr_stream().await?;
+                print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
             }
             Command::Register { zkey, name } => {
                 let bytes =
