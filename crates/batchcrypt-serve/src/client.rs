@@ -270,8 +270,10 @@ impl Client {
         &mut self,
         requests: Vec<VerifyEcdsaRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
-        let replies = self.verify_ecdsa_stream().await?.all(requests).await?;
-        Ok(replies.into_iter().map(verdicts).collect())
+        self.verify_ecdsa_stream()
+            .await?
+            .all_verdicts(requests)
+            .await
     }
 
     /// Many BIP340 requests ([`schnorr_request`], [`schnorr_columns`]) over one stream, as
@@ -280,8 +282,10 @@ impl Client {
         &mut self,
         requests: Vec<VerifySchnorrRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
-        let replies = self.verify_schnorr_stream().await?.all(requests).await?;
-        Ok(replies.into_iter().map(verdicts).collect())
+        self.verify_schnorr_stream()
+            .await?
+            .all_verdicts(requests)
+            .await
     }
 
     /// Many hash requests over one stream, as [`Client::verify_ecdsa_many`]: per request the
@@ -597,5 +601,13 @@ impl<Q, R> Stream<Q, R> {
         self.reply()
             .await?
             .ok_or_else(|| Status::unavailable("the stream ended before the reply"))
+    }
+}
+
+impl<Q> Stream<Q, VerifyReply> {
+    /// [`Stream::all`] for verification requests: per request its verdicts, in order.
+    pub async fn all_verdicts(self, requests: Vec<Q>) -> Result<Vec<Vec<Verdict>>, Status> {
+        let replies = self.all(requests).await?;
+        Ok(replies.into_iter().map(verdicts).collect())
     }
 }
