@@ -29,6 +29,7 @@ use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{BackendChoice, Engine};
 use batchcrypt_serve::client::{column, Client};
 use batchcrypt_serve::proto::HashAlgorithm;
+use batchcrypt_serve::shards::Shards;
 use batchcrypt_serve::ServerConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,12 +78,21 @@ fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 /// One client per connection where the open-files limit allows, else clients share connections.
 /// Room is kept for a connection per client over each of the two transports.
-async fn connect_clients(addr: &str, clients: usize) -> anyhow::Result<Vec<Client>> {
+async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Result<Vec<Conn>> {
     let limit = raise_open_files(4 * clients as u64 + 512);
     let conns = clients.min(((limit.saturating_sub(256)) / 4).max(1) as usize);
     let mut pool = Vec::with_capacity(conns);
-    for _ in 0..conns {
-        pool.push(Client::connect(addr).await.map_err(anyhow::Error::msg)?);
+    for i in 0..conns {
+        // A connection's tasks live on the runtime it was made on: its client's thread.
+        let rt = on.handle(i).clone();
+        let addr = addr.to_string();
+        let client = rt
+            .spawn(async move { Client::connect(&addr).await })
+            .await?;
+        pool.push(Conn {
+            client: client.map_err(anyhow::Error::msg)?,
+            rt,
+        });
     }
     if conns < clients {
         println!("  ({clients} clients over {conns} connections: the open-files limit is {limit})");
@@ -90,9 +100,18 @@ async fn connect_clients(addr: &str, clients: usize) -> anyhow::Result<Vec<Clien
     Ok((0..clients).map(|c| pool[c % conns].clone()).collect())
 }
 
+/// A client's connection and the thread (a single-threaded runtime) its calls run on: clients
+/// are spread over threads as separate client processes would be over cores, each connection's
+/// tasks on one thread.
+#[derive(Clone)]
+struct Conn {
+    client: Client,
+    rt: tokio::runtime::Handle,
+}
+
 /// Runs `rounds` closed-loop rounds of every client's request; returns (seconds, latencies,
 /// mean items per batch formed).
-async fn closed_loop<F, Fut>(clients: Vec<Client>, rounds: usize, call: F) -> (f64, Vec<f64>, f64)
+async fn closed_loop<F, Fut>(clients: Vec<Conn>, rounds: usize, call: F) -> (f64, Vec<f64>, f64)
 where
     F: Fn(Client, usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = u64> + Send,
@@ -101,9 +120,9 @@ where
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
-        .map(|(c, client)| {
+        .map(|(c, Conn { client, rt })| {
             let call = call.clone();
-            tokio::spawn(async move {
+            rt.spawn(async move {
                 let mut lat = Vec::with_capacity(rounds);
                 let mut batch = 0u64;
                 for _ in 0..rounds {
@@ -129,7 +148,7 @@ where
 /// evenly over one interval), whether or not its earlier ones were answered; returns (seconds,
 /// latencies).
 async fn open_loop<F, Fut>(
-    clients: Vec<Client>,
+    clients: Vec<Conn>,
     rounds: usize,
     interval: Duration,
     call: F,
@@ -143,9 +162,9 @@ where
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
-        .map(|(c, client)| {
+        .map(|(c, Conn { client, rt })| {
             let call = call.clone();
-            tokio::spawn(async move {
+            rt.spawn(async move {
                 let start = tokio::time::Instant::now() + interval.mul_f64(c as f64 / n as f64);
                 let mut sent = Vec::with_capacity(rounds);
                 for r in 0..rounds {
@@ -259,21 +278,28 @@ fn setting(var: &str) -> Option<usize> {
     Some(n)
 }
 
-/// Threads of a runtime from the environment variable `var`, else tokio's default (one per core);
-/// its threads are called `name` (for [`thread_cpu`]).
-fn runtime(var: &str, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut b = tokio::runtime::Builder::new_multi_thread();
-    b.thread_name(name);
-    if let Some(n) = setting(var) {
-        b.worker_threads(n);
-    }
-    Ok(b.enable_all().build()?)
+/// Threads from the environment variable `var`, else one per core.
+fn threads(var: &str) -> usize {
+    setting(var).unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+}
+
+/// A multi-threaded runtime of `n` threads called `name` (for [`thread_cpu`]).
+fn runtime(n: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .thread_name(name)
+        .worker_threads(n)
+        .enable_all()
+        .build()?)
 }
 
 pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
-    // The clients' runtime; the server runs on its own, as it would in its own process.
-    let rt = runtime("BATCHCRYPT_BENCH_CLIENT_THREADS", "bench-client")?;
-    let server_rt = runtime("BATCHCRYPT_BENCH_SERVER_THREADS", "serve")?;
+    // The server runs as `batchcrypt serve` does in its own process: its connections on threads
+    // of their own, its batches on a small runtime. The clients run on threads of their own too;
+    // this runtime only starts and times them.
+    let server_threads = threads("BATCHCRYPT_BENCH_SERVER_THREADS");
+    let client_shards = Shards::start(threads("BATCHCRYPT_BENCH_CLIENT_THREADS"), "bench-client")?;
+    let rt = runtime(2, "bench-main")?;
+    let server_rt = runtime(2, "serve")?;
     let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
     let has = |p: Part| part == Part::All || part == p;
     rt.block_on(async {
@@ -281,6 +307,8 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
             batched(
                 rep,
                 server_rt.handle(),
+                server_threads,
+                &client_shards,
                 engine.clone(),
                 quick,
                 has(Part::Ecdsa),
@@ -296,9 +324,12 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
 }
 
 /// The batched operations' closed and open loops against one library batch.
+#[allow(clippy::too_many_arguments)]
 async fn batched(
     rep: &mut Report,
     server_rt: &tokio::runtime::Handle,
+    server_threads: usize,
+    client_shards: &Shards,
     engine: Arc<Engine>,
     quick: bool,
     ecdsa: bool,
@@ -310,6 +341,7 @@ async fn batched(
     config.listen = "127.0.0.1:0".parse()?;
     config.metrics = Some("127.0.0.1:0".parse()?);
     config.unix_socket = Some(data.join("serve.sock"));
+    config.io_threads = server_threads;
     if let Some(n) = setting("BATCHCRYPT_BENCH_IN_FLIGHT") {
         config.batch.in_flight = n;
     }
@@ -323,9 +355,9 @@ async fn batched(
     let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
     let n = clients * PER_REQUEST;
     // Every client has a connection over TCP (loopback) and one over the Unix socket.
-    let tcp = connect_clients(&server.addr.to_string(), clients).await?;
+    let tcp = connect_clients(&server.addr.to_string(), clients, client_shards).await?;
     let unix_addr = format!("unix:{}", server.unix_socket.as_ref().unwrap().display());
-    let unix = connect_clients(&unix_addr, clients).await?;
+    let unix = connect_clients(&unix_addr, clients, client_shards).await?;
     let closed = Closed {
         metrics: server.metrics_addr,
         clients,
@@ -549,7 +581,7 @@ impl Closed {
         case: &str,
         base: &str,
         transport: &str,
-        conns: &[Client],
+        conns: &[Conn],
         bytes_per_item: u64,
         call: F,
         op: &str,

@@ -4,7 +4,7 @@
 //!
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
-//! is the gRPC face with its guards and [`metrics`]; [`client`] is the Rust client.
+//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`]; [`client`] is the Rust client.
 
 pub mod aes;
 pub mod batcher;
@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod ops;
 pub mod prover;
 pub mod server;
+pub mod shards;
 pub mod store;
 
 pub mod proto {

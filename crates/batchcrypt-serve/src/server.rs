@@ -47,6 +47,9 @@ pub struct ServerConfig {
     pub max_request_items: usize,
     /// Requests per second per client address (0: no limit).
     pub rate_limit: u32,
+    /// Threads that serve the connections, each owning the connections dealt to it (one per
+    /// core by default).
+    pub io_threads: usize,
 }
 
 impl ServerConfig {
@@ -68,6 +71,7 @@ impl ServerConfig {
             max_message_bytes: 64 << 20,
             max_request_items: 1 << 20,
             rate_limit: 0,
+            io_threads: std::thread::available_parallelism().map_or(4, |n| n.get()),
         }
     }
 
@@ -132,12 +136,13 @@ impl Running {
     }
 }
 
-/// Binds the listeners and starts serving on the current tokio runtime.
+/// Binds the listeners and starts serving: connections on `config.io_threads` threads of their
+/// own ([`crate::shards`]), the batchers, the prover and the metrics on the current tokio runtime.
 pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running, String> {
     config.check_exposure()?;
     // Before anything starts: a refused socket leaves nothing running.
     let unix = match &config.unix_socket {
-        Some(path) => Some((bind_unix(path)?, path.clone())),
+        Some(path) => Some(bind_unix(path)?),
         None => None,
     };
     let unix_socket = config.unix_socket.clone();
@@ -147,13 +152,12 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let shards = crate::shards::Shards::start(config.io_threads, "serve-io")
+        .map_err(|e| format!("cannot start the serving threads: {e}"))?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<BatchCryptServer<Service>>().await;
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|&s| s).await;
-    };
     let (metrics_addr, metrics_stop) = match config.metrics {
         Some(m) => {
             let l = tokio::net::TcpListener::bind(m)
@@ -183,65 +187,158 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes);
     let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
-    let builder = || {
-        tonic::transport::Server::builder()
+    let tls = match &config.tls {
+        Some((cert, key)) => {
+            let read = |p: &PathBuf| {
+                std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+            };
+            let identity = tonic::transport::Identity::from_pem(read(cert)?, read(key)?);
+            Some(tonic::transport::ServerTlsConfig::new().identity(identity))
+        }
+        None => None,
+    };
+    // The Unix socket's connections are served without TLS.
+    let router = |tls: Option<&tonic::transport::ServerTlsConfig>| {
+        let mut b = tonic::transport::Server::builder()
             .initial_connection_window_size(crate::H2_CONNECTION_WINDOW)
             .initial_stream_window_size(crate::H2_STREAM_WINDOW)
-            .max_frame_size(crate::H2_MAX_FRAME)
+            .max_frame_size(crate::H2_MAX_FRAME);
+        if let Some(t) = tls {
+            b = b.tls_config(t.clone()).map_err(|e| format!("TLS: {e}"))?;
+        }
+        Ok::<_, String>(
+            b.add_service(health_service.clone())
+                .add_service(grpc.clone()),
+        )
     };
-    // The Unix socket's server: the same services, without TLS.
-    let unix_served = unix.map(|(listener, path)| {
-        let router = builder()
-            .add_service(health_service.clone())
-            .add_service(grpc.clone());
-        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-        let served = router.serve_with_incoming_shutdown(incoming, stopped(stop_rx.clone()));
-        tokio::spawn(async move {
-            let served = served.await.map_err(|e| e.to_string());
-            let _ = std::fs::remove_file(&path);
-            served
-        })
-    });
-    let mut builder = builder();
-    if let Some((cert, key)) = &config.tls {
-        let read =
-            |p: &PathBuf| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-        let identity = tonic::transport::Identity::from_pem(read(cert)?, read(key)?);
-        builder = builder
-            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
-            .map_err(|e| format!("TLS: {e}"))?;
+    // Stopping: readiness goes first, so balancers stop sending while calls in flight finish;
+    // then the listeners close and the connections drain.
+    let (drain_tx, drain_rx) = watch::channel(false);
+    let mut served = serve_on(listener, &shards, || router(tls.as_ref()), &drain_rx)?;
+    if let Some(listener) = unix {
+        served.extend(serve_on(listener, &shards, || router(None), &drain_rx)?);
     }
-    let router = builder.add_service(health_service).add_service(grpc);
-    // No Nagle: small replies go out at once, not after the peer's delayed ACK.
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let done = tokio::spawn(async move {
-        let served = router.serve_with_incoming_shutdown(incoming, async move {
-            stopped(stop_rx).await;
-            // Readiness goes first, so balancers stop sending while calls in flight finish.
-            health.set_not_serving::<BatchCryptServer<Service>>().await;
-        });
-        let mut served = served.await.map_err(|e| e.to_string());
-        if let Some(task) = unix_served {
-            let unix = task.await.map_err(|e| e.to_string()).and_then(|r| r);
-            served = served.and(unix);
+        stopped(stop_rx).await;
+        health.set_not_serving::<BatchCryptServer<Service>>().await;
+        let _ = drain_tx.send(true);
+        let mut result = Ok(());
+        for task in served {
+            let r = task.await.map_err(|e| e.to_string()).and_then(|r| r);
+            result = result.and(r);
+        }
+        if let Some(path) = &unix_socket {
+            let _ = std::fs::remove_file(path);
         }
         let p = prover.clone();
-        tokio::task::spawn_blocking(move || p.drain())
-            .await
-            .map_err(|e| e.to_string())?;
+        tokio::task::spawn_blocking(move || {
+            p.drain();
+            drop(shards);
+        })
+        .await
+        .map_err(|e| e.to_string())?;
         if let Some(m) = metrics_stop {
             let _ = m.send(());
         }
-        served
+        result
     });
     Ok(Running {
         addr,
-        unix_socket,
+        unix_socket: config.unix_socket,
         metrics_addr,
         requeued,
         stop: Some(stop_tx),
         done,
     })
+}
+
+/// Resolves once `rx` turns true (or its sender is gone).
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|&s| s).await;
+}
+
+/// A listener whose connections are dealt to the shards: accepted here, crossing as std streams,
+/// registered with the reactor of the shard that serves them.
+trait Listener: Send + 'static {
+    type Std: Send + 'static;
+    type Io: tonic::transport::server::Connected
+        + tokio::io::AsyncRead
+        + tokio::io::AsyncWrite
+        + Unpin
+        + Send
+        + 'static;
+    fn take(&self) -> impl std::future::Future<Output = std::io::Result<Self::Std>> + Send;
+    fn register(s: Self::Std) -> std::io::Result<Self::Io>;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Std = std::net::TcpStream;
+    type Io = tokio::net::TcpStream;
+    async fn take(&self) -> std::io::Result<std::net::TcpStream> {
+        let (s, _) = self.accept().await?;
+        // No Nagle: small replies go out at once, not after the peer's delayed ACK.
+        s.set_nodelay(true)?;
+        s.into_std()
+    }
+    fn register(s: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
+        tokio::net::TcpStream::from_std(s)
+    }
+}
+
+impl Listener for tokio::net::UnixListener {
+    type Std = std::os::unix::net::UnixStream;
+    type Io = tokio::net::UnixStream;
+    async fn take(&self) -> std::io::Result<std::os::unix::net::UnixStream> {
+        self.accept().await?.0.into_std()
+    }
+    fn register(s: std::os::unix::net::UnixStream) -> std::io::Result<tokio::net::UnixStream> {
+        tokio::net::UnixStream::from_std(s)
+    }
+}
+
+/// Serves `listener` on every shard, each with its own router from `router`, until `drain`
+/// turns true (calls in flight finish); a task on the current runtime accepts and deals the
+/// connections to the shards in turn. Returns the shards' serving tasks.
+fn serve_on<L: Listener>(
+    listener: L,
+    shards: &crate::shards::Shards,
+    router: impl Fn() -> Result<tonic::transport::server::Router, String>,
+    drain: &watch::Receiver<bool>,
+) -> Result<Vec<tokio::task::JoinHandle<Result<(), String>>>, String> {
+    use tokio_stream::StreamExt;
+    let mut deal_to = Vec::with_capacity(shards.len());
+    let mut served = Vec::with_capacity(shards.len());
+    for i in 0..shards.len() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        deal_to.push(tx);
+        let incoming = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(L::register);
+        let serve = router()?.serve_with_incoming_shutdown(incoming, stopped(drain.clone()));
+        served.push(
+            shards
+                .handle(i)
+                .spawn(async move { serve.await.map_err(|e| e.to_string()) }),
+        );
+    }
+    let drain = stopped(drain.clone());
+    tokio::spawn(async move {
+        tokio::pin!(drain);
+        let mut next = 0usize;
+        loop {
+            tokio::select! {
+                () = &mut drain => break,
+                s = listener.take() => match s {
+                    Ok(s) => {
+                        let _ = deal_to[next % deal_to.len()].send(s);
+                        next = next.wrapping_add(1);
+                    }
+                    // Out of descriptors, or a connection reset before it was taken: a pause
+                    // rather than a loop that spins.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                },
+            }
+        }
+    });
+    Ok(served)
 }
 
 /// Binds `path` for the owner and its group. A socket file left by a server that is gone is

@@ -80,6 +80,9 @@ pub struct Args {
     /// Requests per second per client address (0: no limit).
     #[arg(long, default_value_t = 0)]
     rate_limit: u32,
+    /// Threads serving the connections (default: one per core); each connection stays on one.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    io_threads: Option<u32>,
 }
 
 pub fn run(engine: Engine, a: &Args) -> Result<()> {
@@ -125,8 +128,16 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
     c.max_message_bytes = a.max_message_mib << 20;
     c.max_request_items = a.max_request_items;
     c.rate_limit = a.rate_limit;
+    if let Some(n) = a.io_threads {
+        c.io_threads = n as usize;
+    }
 
-    let rt = tokio::runtime::Runtime::new()?;
+    // Connections are served on threads of their own (--io-threads); this runtime forms the
+    // batches and runs the metrics listener.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let running = batchcrypt_serve::start(Arc::new(engine), c)
             .await

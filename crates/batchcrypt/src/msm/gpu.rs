@@ -58,14 +58,16 @@ impl<P: Group> DeviceBases<P> {
                 .map(drop)
                 .driver("launch")
         };
-        if raw.is_empty() {
-        } else if first == 0 {
-            stream
-                .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
-                .driver("upload bases")?;
-        } else {
-            let plain = stream.clone_htod(raw).driver("upload bases")?;
-            doublings(&plain.slice(..), first, &mut pts.slice_mut(0..raw.len()))?;
+        // No bases: nothing to copy (the buffer's floor of 16 words stays unread).
+        if !raw.is_empty() {
+            if first == 0 {
+                stream
+                    .memcpy_htod(raw, &mut pts.slice_mut(0..raw.len()))
+                    .driver("upload bases")?;
+            } else {
+                let plain = stream.clone_htod(raw).driver("upload bases")?;
+                doublings(&plain.slice(..), first, &mut pts.slice_mut(0..raw.len()))?;
+            }
         }
         for j in 1..copies {
             let (prev, mut next) = pts.split_at_mut(j * raw.len());

@@ -1,0 +1,81 @@
+//! Threads that each run a single-threaded tokio runtime. The server hands every connection it
+//! accepts to one of them for the connection's whole life, so the connection's tasks (its HTTP/2
+//! driver, its streams' bodies, the handlers) wake one another on one thread instead of across a
+//! work-stealing pool: no cross-core wake-ups and no contention on the connection's state per
+//! message. Work that outlives a call (the batchers, the prover) stays on the runtime that
+//! started the server.
+
+use std::sync::mpsc as std_mpsc;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+/// The threads and their runtimes; dropping it stops and joins them (after their tasks end).
+pub struct Shards {
+    handles: Vec<Handle>,
+    stops: Vec<oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Shards {
+    /// `n` threads (at least one) named `name-<i>`.
+    pub fn start(n: usize, name: &str) -> std::io::Result<Shards> {
+        let mut shards = Shards {
+            handles: Vec::new(),
+            stops: Vec::new(),
+            threads: Vec::new(),
+        };
+        for i in 0..n.max(1) {
+            let (handle_tx, handle_rx) = std_mpsc::channel();
+            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let thread = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    let rt = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => rt,
+                        Err(e) => {
+                            let _ = handle_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = handle_tx.send(Ok(rt.handle().clone()));
+                    rt.block_on(async {
+                        let _ = stop_rx.await;
+                    });
+                })?;
+            let handle = handle_rx
+                .recv()
+                .map_err(|_| std::io::Error::other("a serving thread ended at start"))??;
+            shards.handles.push(handle);
+            shards.stops.push(stop_tx);
+            shards.threads.push(thread);
+        }
+        Ok(shards)
+    }
+
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// The runtime of shard `i` (modulo their number).
+    pub fn handle(&self, i: usize) -> &Handle {
+        &self.handles[i % self.handles.len()]
+    }
+}
+
+impl Drop for Shards {
+    fn drop(&mut self) {
+        for s in self.stops.drain(..) {
+            let _ = s.send(());
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
