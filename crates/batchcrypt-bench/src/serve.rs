@@ -191,6 +191,75 @@ where
     (t.elapsed().as_secs_f64(), lat)
 }
 
+/// Open loop over a stream per client: client `c` opens its stream with `open`, then sends
+/// `request(c)` every `interval` (the clients' phases spread evenly over one interval) without
+/// waiting for replies, while reading them as they come (`check` checks each); returns (seconds,
+/// latencies, each from the request's send to its reply).
+async fn open_loop_streams<Q, R, O, OF, M, K>(
+    clients: Vec<Conn>,
+    rounds: usize,
+    interval: Duration,
+    open: O,
+    request: M,
+    check: K,
+) -> (f64, Vec<f64>)
+where
+    Q: Send + 'static,
+    R: Send + 'static,
+    O: Fn(Client) -> OF + Clone + Send + Sync + 'static,
+    OF: std::future::Future<Output = batchcrypt_serve::client::Stream<Q, R>> + Send + 'static,
+    M: Fn(usize) -> Q + Clone + Send + Sync + 'static,
+    K: Fn(R) -> u64 + Clone + Send + Sync + 'static,
+{
+    let n = clients.len();
+    let mut streams = Vec::with_capacity(n);
+    for Conn { client, rt } in clients {
+        let open = open.clone();
+        streams.push((
+            rt.spawn(async move { open(client).await })
+                .await
+                .expect("stream"),
+            rt,
+        ));
+    }
+    let t = Instant::now();
+    let tasks: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(c, (mut stream, rt))| {
+            let (request, check) = (request.clone(), check.clone());
+            rt.spawn(async move {
+                let start = tokio::time::Instant::now() + interval.mul_f64(c as f64 / n as f64);
+                let (sent_tx, mut sent) = tokio::sync::mpsc::unbounded_channel();
+                let tx = stream.sender();
+                let sending = async move {
+                    for r in 0..rounds {
+                        tokio::time::sleep_until(start + interval * r as u32).await;
+                        let _ = sent_tx.send(Instant::now());
+                        tx.send(request(c)).await.expect("sent");
+                    }
+                };
+                let reading = async {
+                    let mut lat = Vec::with_capacity(rounds);
+                    for _ in 0..rounds {
+                        let reply = stream.reply().await.expect("served").expect("a reply");
+                        check(reply);
+                        let at = sent.recv().await.expect("sent before its reply");
+                        lat.push(at.elapsed().as_secs_f64());
+                    }
+                    lat
+                };
+                tokio::join!(sending, reading).1
+            })
+        })
+        .collect();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.expect("client task"));
+    }
+    (t.elapsed().as_secs_f64(), lat)
+}
+
 /// A client's SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
 /// request, not a field per message); the reply's batch size.
 fn sha256d_call(
@@ -472,19 +541,44 @@ async fn batched(
         // server keeps up.
         let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
         let (secs2, lat) = open_loop(tcp.clone(), rounds, interval, call).await;
-        rep.add(
-            GROUP,
+        let label = "served over TCP, open loop at half that rate";
+        paced(
+            rep,
             &case,
-            "served over TCP, open loop at half that rate",
-            (n * rounds) as u64,
+            &base,
+            label,
+            n * rounds,
             0,
             secs2,
-            Some(&base),
+            lat,
+            interval,
         );
-        let (p50, p99, max) = latencies(lat);
-        println!(
-            "  open loop: each client every {:.0} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-            1e3 * interval.as_secs_f64()
+        // Over a stream per client, paced at 70% of the library's own rate (the goal's
+        // throughput): the latency while the server sustains it.
+        let interval = Duration::from_secs_f64(s / 0.7);
+        let (secs3, lat) = open_loop_streams(
+            tcp.clone(),
+            rounds,
+            interval,
+            |mut c: Client| async move { c.verify_ecdsa_stream().await.expect("stream opens") },
+            move |c| requests[c].clone(),
+            |v: batchcrypt_serve::proto::VerifyReply| {
+                assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
+                v.batch_items
+            },
+        )
+        .await;
+        let label = "served over TCP, a stream per client, open loop at 0.7x the library's rate";
+        paced(
+            rep,
+            &case,
+            &base,
+            label,
+            n * rounds,
+            0,
+            secs3,
+            lat,
+            interval,
         );
     }
 
@@ -527,6 +621,7 @@ async fn batched(
             }
         }
         // Requests of 256 over one stream per client.
+        let mut streamed_secs = 0.0;
         for (transport, conns) in [
             ("TCP, a stream per client", &tcp),
             ("Unix socket, a stream per client", &unix),
@@ -550,15 +645,82 @@ async fn batched(
                     r.batch_items
                 },
             );
-            closed
+            let secs = closed
                 .run(rep, &case, &base, transport, conns, 64, streamed, "hash")
                 .await;
+            if streamed_secs == 0.0 {
+                streamed_secs = secs;
+            }
         }
+        // The same streams paced at half the rate just served over TCP.
+        let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
+        let per = closed.per_request;
+        let (secs, lat) = open_loop_streams(
+            tcp.clone(),
+            rounds,
+            interval,
+            |mut c: Client| async move { c.hash_stream().await.expect("stream opens") },
+            move |c| batchcrypt_serve::proto::HashRequest {
+                algorithm: HashAlgorithm::Sha256d as i32,
+                messages: Vec::new(),
+                messages_packed: Some(batchcrypt_serve::proto::Column {
+                    data: all.slice(c * per * 64..(c + 1) * per * 64),
+                    width: 64,
+                    ends: Vec::new(),
+                }),
+            },
+            move |r: batchcrypt_serve::proto::HashReply| {
+                assert_eq!(r.packed_digests.len(), 32 * per);
+                r.batch_items
+            },
+        )
+        .await;
+        let label = "served over TCP, a stream per client, open loop at half that rate";
+        paced(
+            rep,
+            &case,
+            &base,
+            label,
+            n * rounds,
+            64,
+            secs,
+            lat,
+            interval,
+        );
     }
     drop((tcp, unix));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
     Ok(())
+}
+
+/// Reports an open loop of `items` in `secs` against the library's batch, and its latencies.
+#[allow(clippy::too_many_arguments)]
+fn paced(
+    rep: &mut Report,
+    case: &str,
+    base: &str,
+    label: &str,
+    items: usize,
+    bytes_per_item: u64,
+    secs: f64,
+    lat: Vec<f64>,
+    interval: Duration,
+) {
+    rep.add(
+        GROUP,
+        case,
+        label,
+        items as u64,
+        bytes_per_item * items as u64,
+        secs,
+        Some(base),
+    );
+    let (p50, p99, max) = latencies(lat);
+    println!(
+        "  open loop: each client every {:.1} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+        1e3 * interval.as_secs_f64()
+    );
 }
 
 /// A closed loop of `clients` over `rounds`, reported against the library's batch.

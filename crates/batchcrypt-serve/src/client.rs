@@ -519,6 +519,25 @@ pub struct Stream<Q, R> {
     replies: tonic::Streaming<R>,
 }
 
+/// Sends requests on a [`Stream`] ([`Stream::sender`]).
+pub struct StreamSender<Q>(tokio::sync::mpsc::Sender<Q>);
+
+impl<Q> Clone for StreamSender<Q> {
+    fn clone(&self) -> Self {
+        StreamSender(self.0.clone())
+    }
+}
+
+impl<Q> StreamSender<Q> {
+    /// Sends a request without waiting for its reply (up to [`STREAM_QUEUE`] wait unsent).
+    pub async fn send(&self, request: Q) -> Result<(), Status> {
+        self.0
+            .send(request)
+            .await
+            .map_err(|_| Status::unavailable("the stream has ended"))
+    }
+}
+
 /// Requests of a [`Stream`] that may wait unsent.
 const STREAM_QUEUE: usize = 16;
 
@@ -539,10 +558,13 @@ impl<Q, R> Stream<Q, R> {
 
     /// Sends a request without waiting for its reply (up to [`STREAM_QUEUE`] wait unsent).
     pub async fn send(&self, request: Q) -> Result<(), Status> {
-        self.tx
-            .send(request)
-            .await
-            .map_err(|_| Status::unavailable("the stream has ended"))
+        self.sender().send(request).await
+    }
+
+    /// A handle that sends on this stream from another task while this one reads the replies
+    /// ([`Stream::reply`]): requests sent at their own pace, not one per reply.
+    pub fn sender(&self) -> StreamSender<Q> {
+        StreamSender(self.tx.clone())
     }
 
     /// The reply to the oldest request not yet answered; `None` once the stream has ended.

@@ -79,3 +79,44 @@ impl Drop for Shards {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_shard_runs_its_tasks_on_its_own_thread_and_stops_when_dropped() {
+        let shards = Shards::start(3, "shard-test").unwrap();
+        assert_eq!(shards.len(), 3);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let names: Vec<String> = rt.block_on(async {
+            let mut names = Vec::new();
+            for i in 0..6 {
+                let name = shards.handle(i).spawn(async {
+                    // A task spawned from a shard's task stays on that shard.
+                    tokio::spawn(async {
+                        std::thread::current()
+                            .name()
+                            .unwrap_or_default()
+                            .to_string()
+                    })
+                    .await
+                    .unwrap()
+                });
+                names.push(name.await.unwrap());
+            }
+            names
+        });
+        assert_eq!(
+            names,
+            ["shard-test-0", "shard-test-1", "shard-test-2"].repeat(2)
+        );
+        let handle = shards.handle(0).clone();
+        drop(shards);
+        // The runtime is gone with its thread: nothing more runs there.
+        let late = handle.spawn(async {});
+        assert!(rt.block_on(late).is_err());
+    }
+}
