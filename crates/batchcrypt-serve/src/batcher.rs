@@ -54,7 +54,7 @@ pub trait Batched: Send + Sync + 'static {
     /// One request's items, as the operation keeps them (a list, or packed columns that a batch
     /// reads in place).
     type Items: Send + 'static;
-    type Out: Send + 'static;
+    type Out: Send + Sync + 'static;
     /// How many items a request holds.
     fn count(items: &Self::Items) -> usize;
     /// Runs the requests of one group as one call; exactly one output per item, in the requests'
@@ -73,10 +73,25 @@ pub struct Ran<O> {
 
 /// What a request gets back.
 pub struct Reply<O> {
-    pub outs: Vec<O>,
+    pub outs: Outs<O>,
     pub backend: String,
     /// Items in the group the request ran in.
     pub batch_items: usize,
+}
+
+/// A request's outputs: its range of its batch's, which all the batch's replies share. The batch
+/// thread hands each request a range, copying nothing: each request's thread reads its own part
+/// into its reply, in parallel.
+pub struct Outs<O> {
+    all: Arc<Vec<O>>,
+    range: std::ops::Range<usize>,
+}
+
+impl<O> std::ops::Deref for Outs<O> {
+    type Target = [O];
+    fn deref(&self) -> &[O] {
+        &self.all[self.range.clone()]
+    }
 }
 
 struct Request<B: Batched> {
@@ -121,7 +136,10 @@ impl<B: Batched> Batcher<B> {
         let n = B::count(&items);
         if n == 0 {
             return Ok(Reply {
-                outs: Vec::new(),
+                outs: Outs {
+                    all: Arc::new(Vec::new()),
+                    range: 0..0,
+                },
                 backend: String::new(),
                 batch_items: 0,
             });
@@ -281,15 +299,19 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
                         ("backend", ran.backend.clone()),
                     ])
                     .inc_by(seconds);
-                let mut outs = ran.outs.into_iter();
+                let all = Arc::new(ran.outs);
+                let mut at = 0;
                 for ((reply, arrived), n) in replies.into_iter().zip(counts) {
-                    let outs: Vec<B::Out> = outs.by_ref().take(n).collect();
                     total_seconds.observe(arrived.elapsed().as_secs_f64());
                     let _ = reply.send(Ok(Reply {
-                        outs,
+                        outs: Outs {
+                            all: all.clone(),
+                            range: at..at + n,
+                        },
                         backend: ran.backend.clone(),
                         batch_items: total,
                     }));
+                    at += n;
                 }
             }
             Ok(ran) => {
@@ -388,15 +410,15 @@ mod tests {
             open.send(()).unwrap();
         }
         let first = first.await.unwrap().unwrap();
-        assert_eq!((first.outs, first.batch_items), (vec![2], 1));
+        assert_eq!((&*first.outs, first.batch_items), (&[2][..], 1));
         let (two, three, four) = (
             two.await.unwrap().unwrap(),
             three.await.unwrap().unwrap(),
             four.await.unwrap().unwrap(),
         );
-        assert_eq!(two.outs, vec![20, 22]);
-        assert_eq!(three.outs, vec![40, 42, 44]);
-        assert_eq!(four.outs, vec![61]);
+        assert_eq!(*two.outs, [20, 22]);
+        assert_eq!(*three.outs, [40, 42, 44]);
+        assert_eq!(*four.outs, [61]);
         // Two and three ran as one call of five items; four, with other options, as its own.
         assert_eq!(
             (two.batch_items, three.batch_items, four.batch_items),
@@ -416,7 +438,7 @@ mod tests {
             .await
             .expect("ran without waiting for the 30 s delay")
             .unwrap();
-        assert_eq!(r.outs, vec![11, 13]);
+        assert_eq!(*r.outs, [11, 13]);
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 

@@ -891,7 +891,7 @@ impl Service {
         Ok(VerifyTransactionsReply {
             verdicts: reply
                 .outs
-                .into_iter()
+                .iter()
                 .map(|v| match v {
                     Ok(()) => TransactionVerdict {
                         valid: true,
@@ -900,7 +900,7 @@ impl Service {
                     },
                     Err(e) => TransactionVerdict {
                         valid: false,
-                        reason: e.reason,
+                        reason: e.reason.clone(),
                         input: e.input.map_or(-1, |i| i as i64),
                     },
                 })
@@ -1046,12 +1046,12 @@ fn verify_reply(r: crate::batcher::Reply<ops::Verdict>) -> VerifyReply {
         valid: r.outs.iter().map(|v| v.is_ok()).collect(),
         failures: r
             .outs
-            .into_iter()
+            .iter()
             .enumerate()
             .filter_map(|(i, v)| {
-                v.err().map(|reason| Failure {
+                v.as_ref().err().map(|reason| Failure {
                     index: i as u32,
-                    reason,
+                    reason: reason.clone(),
                 })
             })
             .collect(),
@@ -1064,7 +1064,7 @@ fn points_reply(r: crate::batcher::Reply<Option<[u8; 33]>>) -> PointsReply {
     PointsReply {
         points: r
             .outs
-            .into_iter()
+            .iter()
             .map(|p| p.map_or_else(Bytes::new, |p| Bytes::copy_from_slice(&p)))
             .collect(),
         backend: r.backend,
