@@ -3,20 +3,24 @@
 //!
 //! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
-//! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket;
-//! then ECDSA open loop over TCP (each client paced at half the rate just served, whatever the
-//! replies) and SHA256d in requests 16 times larger. The served rate is all items over the wall
-//! time; the baseline is one library call on the C × 256 items of a round. Latency is each
-//! request's, send to reply. With C × 256 items always outstanding, Little's law bounds latency
-//! from below by that many items over the throughput.
+//! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket,
+//! as calls and over a stream per client (SHA256d also in requests 16 times larger); then open
+//! loops over TCP, each client sending on schedule whatever the replies: ECDSA calls at half the
+//! rate just served, ECDSA over streams at 0.7x of the library's own rate, SHA256d over streams
+//! at half their served rate. The served rate is all items over the wall time; the baseline is
+//! one library call on the C × 256 items of a round. Latency is each request's, send to reply.
+//! With C × 256 items always outstanding, Little's law bounds a closed loop's latency from below
+//! by that many items over the throughput.
 //!
-//! The server runs on a tokio runtime of its own, as in its own process, and the clients on
-//! another; both have a thread per core unless `BATCHCRYPT_BENCH_SERVER_THREADS` or
-//! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise, `BATCHCRYPT_BENCH_IN_FLIGHT` sets the
-//! batches of one operation the server runs at once and `BATCHCRYPT_BENCH_MAX_DELAY_MS` the
-//! longest a batch gathers (for sweeps; every run prints what it was given). Each closed loop
-//! also prints how many cores each group of threads kept busy (the server's, the clients', the
-//! library's pools), which says whether the host's CPU bounds it.
+//! The server runs as `batchcrypt serve` does in its own process (its connections on threads of
+//! their own, its batches on a small runtime) and the clients on threads of theirs, each
+//! client's connection and calls on one; both have a thread per core unless
+//! `BATCHCRYPT_BENCH_SERVER_THREADS` or `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise.
+//! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once and
+//! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers (for sweeps; every run prints what
+//! it was given). Each closed loop also prints how many cores each group of threads kept busy
+//! (the server's, the clients', the library's pools), which says whether the host's CPU bounds
+//! it.
 //!
 //! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
 //! three domains, development keys), with a GPU memory budget that holds two of the three keys,
@@ -27,8 +31,11 @@ use crate::report::{time, Report};
 use batchcrypt::secp256k1::EcdsaOptions;
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{BackendChoice, Engine};
+use batchcrypt_serve::client::Stream;
 use batchcrypt_serve::client::{column, Client};
-use batchcrypt_serve::proto::HashAlgorithm;
+use batchcrypt_serve::proto::{
+    HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest, VerifyReply,
+};
 use batchcrypt_serve::shards::Shards;
 use batchcrypt_serve::ServerConfig;
 use std::sync::Arc;
@@ -145,14 +152,8 @@ where
 }
 
 /// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
-/// evenly over one interval), whether or not its earlier ones were answered; returns (seconds,
-/// latencies).
-async fn open_loop<F, Fut>(
-    clients: Vec<Conn>,
-    rounds: usize,
-    interval: Duration,
-    call: F,
-) -> (f64, Vec<f64>)
+/// evenly over one interval), whether or not its earlier ones were answered.
+async fn open_loop<F, Fut>(clients: Vec<Conn>, rounds: usize, interval: Duration, call: F) -> Paced
 where
     F: Fn(Client, usize) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = u64> + Send + 'static,
@@ -184,66 +185,46 @@ where
             })
         })
         .collect();
-    let mut lat = Vec::new();
-    for t in tasks {
-        lat.extend(t.await.expect("client task"));
-    }
-    (t.elapsed().as_secs_f64(), lat)
+    Paced::gather(t, tasks, interval).await
 }
 
-/// Open loop over a stream per client: client `c` opens its stream with `open`, then sends
-/// `request(c)` every `interval` (the clients' phases spread evenly over one interval) without
-/// waiting for replies, while reading them as they come (`check` checks each); returns (seconds,
-/// latencies, each from the request's send to its reply).
-async fn open_loop_streams<Q, R, O, OF, M, K>(
+/// Open loop over a stream per client: client `c` opens its stream, then sends its request every
+/// `interval` (the clients' phases spread evenly over one interval) without waiting for replies,
+/// while reading and checking them as they come (each latency from the request's send to its
+/// reply).
+async fn open_loop_streams<S: Streamed>(
     clients: Vec<Conn>,
     rounds: usize,
     interval: Duration,
-    open: O,
-    request: M,
-    check: K,
-) -> (f64, Vec<f64>)
-where
-    Q: Send + 'static,
-    R: Send + 'static,
-    O: Fn(Client) -> OF + Clone + Send + Sync + 'static,
-    OF: std::future::Future<Output = batchcrypt_serve::client::Stream<Q, R>> + Send + 'static,
-    M: Fn(usize) -> Q + Clone + Send + Sync + 'static,
-    K: Fn(R) -> u64 + Clone + Send + Sync + 'static,
-{
+    calls: S,
+) -> Paced {
     let n = clients.len();
     let mut streams = Vec::with_capacity(n);
     for Conn { client, rt } in clients {
-        let open = open.clone();
-        streams.push((
-            rt.spawn(async move { open(client).await })
-                .await
-                .expect("stream"),
-            rt,
-        ));
+        streams.push((rt.spawn(S::open(client)).await.expect("stream"), rt));
     }
     let t = Instant::now();
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()
         .map(|(c, (mut stream, rt))| {
-            let (request, check) = (request.clone(), check.clone());
+            let calls = calls.clone();
             rt.spawn(async move {
                 let start = tokio::time::Instant::now() + interval.mul_f64(c as f64 / n as f64);
                 let (sent_tx, mut sent) = tokio::sync::mpsc::unbounded_channel();
                 let tx = stream.sender();
-                let sending = async move {
+                let sending = async {
                     for r in 0..rounds {
                         tokio::time::sleep_until(start + interval * r as u32).await;
                         let _ = sent_tx.send(Instant::now());
-                        tx.send(request(c)).await.expect("sent");
+                        tx.send(calls.request(c)).await.expect("sent");
                     }
                 };
                 let reading = async {
                     let mut lat = Vec::with_capacity(rounds);
                     for _ in 0..rounds {
                         let reply = stream.reply().await.expect("served").expect("a reply");
-                        check(reply);
+                        calls.check(reply);
                         let at = sent.recv().await.expect("sent before its reply");
                         lat.push(at.elapsed().as_secs_f64());
                     }
@@ -253,15 +234,85 @@ where
             })
         })
         .collect();
-    let mut lat = Vec::new();
-    for t in tasks {
-        lat.extend(t.await.expect("client task"));
-    }
-    (t.elapsed().as_secs_f64(), lat)
+    Paced::gather(t, tasks, interval).await
 }
 
-/// A client's SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
-/// request, not a field per message); the reply's batch size.
+/// Client `c`'s SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
+/// request, not a field per message).
+fn sha256d_request(all: &bytes::Bytes, per: usize, c: usize) -> HashRequest {
+    HashRequest {
+        algorithm: HashAlgorithm::Sha256d as i32,
+        messages: Vec::new(),
+        messages_packed: Some(batchcrypt_serve::proto::Column {
+            data: all.slice(c * per * 64..(c + 1) * per * 64),
+            width: 64,
+            ends: Vec::new(),
+        }),
+    }
+}
+
+/// Checks a reply to a request of `per` messages; its batch's size.
+fn sha256d_checked(r: HashReply, per: usize) -> u64 {
+    assert_eq!(r.packed_digests.len(), 32 * per);
+    r.batch_items
+}
+
+/// Checks a reply to an ECDSA request (every signature valid); its batch's size.
+fn ecdsa_checked(v: VerifyReply) -> u64 {
+    assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
+    v.batch_items
+}
+
+/// Requests of one operation over a stream per client: how a client opens its stream, client
+/// `c`'s request, and the check of a reply (giving the batch it was served in).
+trait Streamed: Clone + Send + Sync + 'static {
+    type Q: Send + 'static;
+    type R: Send + 'static;
+    fn open(c: Client) -> impl std::future::Future<Output = Stream<Self::Q, Self::R>> + Send;
+    fn request(&self, c: usize) -> Self::Q;
+    fn check(&self, r: Self::R) -> u64;
+}
+
+/// Each client's ECDSA request, built once.
+#[derive(Clone)]
+struct EcdsaStreams(Arc<Vec<VerifyEcdsaRequest>>);
+
+impl Streamed for EcdsaStreams {
+    type Q = VerifyEcdsaRequest;
+    type R = VerifyReply;
+    async fn open(mut c: Client) -> Stream<VerifyEcdsaRequest, VerifyReply> {
+        c.verify_ecdsa_stream().await.expect("stream opens")
+    }
+    fn request(&self, c: usize) -> VerifyEcdsaRequest {
+        self.0[c].clone()
+    }
+    fn check(&self, r: VerifyReply) -> u64 {
+        ecdsa_checked(r)
+    }
+}
+
+/// Requests of `per` SHA256d messages each, cut from one buffer.
+#[derive(Clone)]
+struct Sha256dStreams {
+    all: bytes::Bytes,
+    per: usize,
+}
+
+impl Streamed for Sha256dStreams {
+    type Q = HashRequest;
+    type R = HashReply;
+    async fn open(mut c: Client) -> Stream<HashRequest, HashReply> {
+        c.hash_stream().await.expect("stream opens")
+    }
+    fn request(&self, c: usize) -> HashRequest {
+        sha256d_request(&self.all, self.per, c)
+    }
+    fn check(&self, r: HashReply) -> u64 {
+        sha256d_checked(r, self.per)
+    }
+}
+
+/// A client's unary SHA256d call ([`sha256d_request`]); the reply's batch size.
 fn sha256d_call(
     all: bytes::Bytes,
     per: usize,
@@ -271,61 +322,42 @@ fn sha256d_call(
        + Sync
        + 'static {
     move |mut client: Client, c: usize| {
-        let messages = batchcrypt_serve::proto::Column {
-            data: all.slice(c * per * 64..(c + 1) * per * 64),
-            width: 64,
-            ends: Vec::new(),
-        };
+        let request = sha256d_request(&all, per, c);
         Box::pin(async move {
             let r = client
                 .raw()
-                .hash(batchcrypt_serve::proto::HashRequest {
-                    algorithm: HashAlgorithm::Sha256d as i32,
-                    messages: Vec::new(),
-                    messages_packed: Some(messages),
-                })
+                .hash(request)
                 .await
                 .expect("served")
                 .into_inner();
-            assert_eq!(r.packed_digests.len(), 32 * per);
-            r.batch_items
+            sha256d_checked(r, per)
         })
     }
 }
 
 /// A closed loop's call over one stream of requests per client: client `c`'s stream is opened
-/// by `open` on its first request and kept, and each request (`request(c)`) is one message on
-/// it; `check` checks the reply and gives the batch it was served in.
-fn stream_call<Q, R, O, OF, M, K>(
+/// on its first request and kept, and each request is one message on it; the call checks the
+/// reply and gives the batch it was served in.
+fn stream_call<S: Streamed>(
     clients: usize,
-    open: O,
-    request: M,
-    check: K,
+    calls: S,
 ) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
        + Clone
        + Send
        + Sync
-       + 'static
-where
-    Q: Send + 'static,
-    R: Send + 'static,
-    O: Fn(Client) -> OF + Clone + Send + Sync + 'static,
-    OF: std::future::Future<Output = batchcrypt_serve::client::Stream<Q, R>> + Send + 'static,
-    M: Fn(usize) -> Q + Clone + Send + Sync + 'static,
-    K: Fn(R) -> u64 + Clone + Send + Sync + 'static,
-{
-    type Slot<Q, R> = tokio::sync::Mutex<Option<batchcrypt_serve::client::Stream<Q, R>>>;
-    let slots: Arc<Vec<Slot<Q, R>>> = Arc::new((0..clients).map(|_| Slot::default()).collect());
+       + 'static {
+    type Slot<Q, R> = tokio::sync::Mutex<Option<Stream<Q, R>>>;
+    let slots: Arc<Vec<Slot<S::Q, S::R>>> =
+        Arc::new((0..clients).map(|_| Slot::default()).collect());
     move |client: Client, c: usize| {
-        let (slots, open, request, check) =
-            (slots.clone(), open.clone(), request.clone(), check.clone());
+        let (slots, calls) = (slots.clone(), calls.clone());
         Box::pin(async move {
             let mut slot = slots[c].lock().await;
             if slot.is_none() {
-                *slot = Some(open(client).await);
+                *slot = Some(S::open(client).await);
             }
             let stream = slot.as_mut().expect("opened");
-            check(stream.call(request(c)).await.expect("served"))
+            calls.check(stream.call(calls.request(c)).await.expect("served"))
         })
     }
 }
@@ -474,14 +506,8 @@ async fn batched(
             move |mut client: Client, c: usize| {
                 let request = requests[c].clone();
                 async move {
-                    let v = client
-                        .raw()
-                        .verify_ecdsa(request)
-                        .await
-                        .expect("served")
-                        .into_inner();
-                    assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
-                    v.batch_items
+                    let v = client.raw().verify_ecdsa(request).await.expect("served");
+                    ecdsa_checked(v.into_inner())
                 }
             }
         };
@@ -515,15 +541,7 @@ async fn batched(
             ("Unix socket, a stream per client", &unix),
         ] {
             let requests = requests.clone();
-            let streamed = stream_call(
-                clients,
-                |mut c: Client| async move { c.verify_ecdsa_stream().await.expect("stream opens") },
-                move |c| requests[c].clone(),
-                |v: batchcrypt_serve::proto::VerifyReply| {
-                    assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
-                    v.batch_items
-                },
-            );
+            let streamed = stream_call(clients, EcdsaStreams(requests.clone()));
             closed
                 .run(
                     rep,
@@ -540,46 +558,15 @@ async fn batched(
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
-        let (secs2, lat) = open_loop(tcp.clone(), rounds, interval, call).await;
         let label = "served over TCP, open loop at half that rate";
-        paced(
-            rep,
-            &case,
-            &base,
-            label,
-            n * rounds,
-            0,
-            secs2,
-            lat,
-            interval,
-        );
+        let paced = open_loop(tcp.clone(), rounds, interval, call).await;
+        paced.report(rep, &case, &base, label, PER_REQUEST, 0);
         // Over a stream per client, paced at 70% of the library's own rate (the goal's
         // throughput): the latency while the server sustains it.
         let interval = Duration::from_secs_f64(s / 0.7);
-        let (secs3, lat) = open_loop_streams(
-            tcp.clone(),
-            rounds,
-            interval,
-            |mut c: Client| async move { c.verify_ecdsa_stream().await.expect("stream opens") },
-            move |c| requests[c].clone(),
-            |v: batchcrypt_serve::proto::VerifyReply| {
-                assert!(v.valid.iter().all(|&ok| ok) && v.valid.len() == PER_REQUEST);
-                v.batch_items
-            },
-        )
-        .await;
         let label = "served over TCP, a stream per client, open loop at 0.7x the library's rate";
-        paced(
-            rep,
-            &case,
-            &base,
-            label,
-            n * rounds,
-            0,
-            secs3,
-            lat,
-            interval,
-        );
+        let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
+        paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
     }
 
     if sha256d {
@@ -621,30 +608,16 @@ async fn batched(
             }
         }
         // Requests of 256 over one stream per client.
+        let streams = Sha256dStreams {
+            all,
+            per: closed.per_request,
+        };
         let mut streamed_secs = 0.0;
         for (transport, conns) in [
             ("TCP, a stream per client", &tcp),
             ("Unix socket, a stream per client", &unix),
         ] {
-            let all = all.clone();
-            let per = closed.per_request;
-            let streamed = stream_call(
-                closed.clients,
-                |mut c: Client| async move { c.hash_stream().await.expect("stream opens") },
-                move |c| batchcrypt_serve::proto::HashRequest {
-                    algorithm: HashAlgorithm::Sha256d as i32,
-                    messages: Vec::new(),
-                    messages_packed: Some(batchcrypt_serve::proto::Column {
-                        data: all.slice(c * per * 64..(c + 1) * per * 64),
-                        width: 64,
-                        ends: Vec::new(),
-                    }),
-                },
-                move |r: batchcrypt_serve::proto::HashReply| {
-                    assert_eq!(r.packed_digests.len(), 32 * per);
-                    r.batch_items
-                },
-            );
+            let streamed = stream_call(closed.clients, streams.clone());
             let secs = closed
                 .run(rep, &case, &base, transport, conns, 64, streamed, "hash")
                 .await;
@@ -654,39 +627,9 @@ async fn batched(
         }
         // The same streams paced at half the rate just served over TCP.
         let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
-        let per = closed.per_request;
-        let (secs, lat) = open_loop_streams(
-            tcp.clone(),
-            rounds,
-            interval,
-            |mut c: Client| async move { c.hash_stream().await.expect("stream opens") },
-            move |c| batchcrypt_serve::proto::HashRequest {
-                algorithm: HashAlgorithm::Sha256d as i32,
-                messages: Vec::new(),
-                messages_packed: Some(batchcrypt_serve::proto::Column {
-                    data: all.slice(c * per * 64..(c + 1) * per * 64),
-                    width: 64,
-                    ends: Vec::new(),
-                }),
-            },
-            move |r: batchcrypt_serve::proto::HashReply| {
-                assert_eq!(r.packed_digests.len(), 32 * per);
-                r.batch_items
-            },
-        )
-        .await;
         let label = "served over TCP, a stream per client, open loop at half that rate";
-        paced(
-            rep,
-            &case,
-            &base,
-            label,
-            n * rounds,
-            64,
-            secs,
-            lat,
-            interval,
-        );
+        let paced = open_loop_streams(tcp.clone(), rounds, interval, streams).await;
+        paced.report(rep, &case, &base, label, PER_REQUEST, 64);
     }
     drop((tcp, unix));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
@@ -694,33 +637,49 @@ async fn batched(
     Ok(())
 }
 
-/// Reports an open loop of `items` in `secs` against the library's batch, and its latencies.
-#[allow(clippy::too_many_arguments)]
-fn paced(
-    rep: &mut Report,
-    case: &str,
-    base: &str,
-    label: &str,
-    items: usize,
-    bytes_per_item: u64,
+/// An open loop's outcome: its wall time, each request's latency, the clients' interval.
+struct Paced {
     secs: f64,
     lat: Vec<f64>,
     interval: Duration,
-) {
-    rep.add(
-        GROUP,
-        case,
-        label,
-        items as u64,
-        bytes_per_item * items as u64,
-        secs,
-        Some(base),
-    );
-    let (p50, p99, max) = latencies(lat);
-    println!(
-        "  open loop: each client every {:.1} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-        1e3 * interval.as_secs_f64()
-    );
+}
+
+impl Paced {
+    /// Waits for the clients' tasks, each giving its requests' latencies; the wall time from `t`.
+    async fn gather(
+        t: Instant,
+        tasks: Vec<tokio::task::JoinHandle<Vec<f64>>>,
+        interval: Duration,
+    ) -> Paced {
+        let mut lat = Vec::new();
+        for task in tasks {
+            lat.extend(task.await.expect("client task"));
+        }
+        Paced {
+            secs: t.elapsed().as_secs_f64(),
+            lat,
+            interval,
+        }
+    }
+
+    /// Reports it against the library's batch (`per_request` items a request), and its latencies.
+    fn report(self, rep: &mut Report, case: &str, base: &str, label: &str, per: usize, bytes: u64) {
+        let items = (self.lat.len() * per) as u64;
+        rep.add(
+            GROUP,
+            case,
+            label,
+            items,
+            bytes * items,
+            self.secs,
+            Some(base),
+        );
+        let (p50, p99, max) = latencies(self.lat);
+        println!(
+            "  open loop: each client every {:.1} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+            1e3 * self.interval.as_secs_f64()
+        );
+    }
 }
 
 /// A closed loop of `clients` over `rounds`, reported against the library's batch.
