@@ -7,8 +7,6 @@ pub(crate) mod batch;
 pub(crate) mod items;
 pub(crate) mod order;
 
-use std::cmp::Ordering;
-
 /// Why one item of a batch did not verify. A malformed item is not an error of the batch: its slot
 /// holds the reason and the other items are still checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -160,12 +158,11 @@ pub fn sec1_key(pk: &[u8], p: &[u8; 32]) -> Result<Sec1Key, Reason> {
     }
 }
 
-/// A coordinate below p.
+/// A coordinate below p (32 bytes).
 pub(crate) fn field_element(x: &[u8], p: &[u8; 32]) -> Result<(), Reason> {
-    if x.cmp(&p[..]) == Ordering::Less {
-        Ok(())
-    } else {
-        Err(Reason::PublicKeyOutOfRange)
+    match <&[u8; 32]>::try_from(x) {
+        Ok(x) if below(x, p) => Ok(()),
+        _ => Err(Reason::PublicKeyOutOfRange),
     }
 }
 
@@ -238,9 +235,17 @@ pub(crate) fn split(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
     (r, s)
 }
 
-/// `a < b` for big-endian integers of equal width.
+/// `a < b` for big-endian integers of equal width. Word by word: the byte arrays' own order calls
+/// `memcmp`, a fifth of the time parsing an item took.
 pub(crate) fn below(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a < b
+    let word = |x: &[u8; 32], i: usize| u64::from_be_bytes(x[8 * i..8 * i + 8].try_into().unwrap());
+    for i in 0..4 {
+        let (x, y) = (word(a, i), word(b, i));
+        if x != y {
+            return x < y;
+        }
+    }
+    false
 }
 
 /// `a - b` for big-endian 256-bit integers, `a >= b`.
@@ -277,6 +282,29 @@ pub(crate) const fn hex32(s: &str) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn below_orders_as_the_big_endian_bytes_do() {
+        // Pairs that differ in one byte, at every position and in both directions, and equal
+        // pairs: each word of the comparison decides, and ties fall through to the next.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        };
+        for _ in 0..200 {
+            let a: [u8; 32] = std::array::from_fn(|_| next());
+            for i in 0..32 {
+                let mut b = a;
+                b[i] = b[i].wrapping_add(next() | 1);
+                assert_eq!(below(&a, &b), a < b);
+                assert_eq!(below(&b, &a), b < a);
+            }
+            assert!(!below(&a, &a));
+        }
+    }
 
     #[test]
     fn subtraction_borrows_across_bytes() {
