@@ -488,11 +488,11 @@ async fn batched(
         rep.add(GROUP, &case, &base, n as u64, 0, s, None);
         // Each client's request, packed once: a remote client's packing costs the server
         // nothing, and here clients share the server's cores.
-        let requests: Arc<Vec<batchcrypt_serve::proto::VerifyEcdsaRequest>> = Arc::new(
+        let requests: Arc<Vec<VerifyEcdsaRequest>> = Arc::new(
             (0..clients)
                 .map(|c| {
                     let r = c * PER_REQUEST..(c + 1) * PER_REQUEST;
-                    batchcrypt_serve::proto::VerifyEcdsaRequest {
+                    VerifyEcdsaRequest {
                         hashes_packed: Some(column(&b.hashes[r.clone()])),
                         signatures_packed: Some(column(&b.sigs[r.clone()])),
                         public_keys_packed: Some(column(&b.keys[r])),
@@ -540,7 +540,6 @@ async fn batched(
             ("TCP, a stream per client", &tcp),
             ("Unix socket, a stream per client", &unix),
         ] {
-            let requests = requests.clone();
             let streamed = stream_call(clients, EcdsaStreams(requests.clone()));
             closed
                 .run(

@@ -4,7 +4,8 @@
 //!
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
-//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`]; [`client`] is the Rust client.
+//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`];
+//! [`client`] is the Rust client.
 
 pub mod aes;
 pub mod batcher;
