@@ -583,31 +583,52 @@ mod emulated {
         );
     }
 
-    /// The upload's chunks cover the scalars in order, each twice the one before, the last one
-    /// taking a rest shorter than one and a half chunks.
+    /// The upload's chunks cover the scalars in order, each `growth` times the one before up to
+    /// the most, the last one taking a rest shorter than one and a half chunks.
     #[test]
-    fn chunks_double_and_cover_the_scalars() {
+    fn chunks_grow_and_cover_the_scalars() {
         use batchcrypt::msm::chunks;
-        assert_eq!(chunks(10, 1), vec![0..1, 1..3, 3..7, 7..10]);
-        assert_eq!(chunks(0, 4), vec![0..0]);
-        assert_eq!(chunks(3, 1), vec![0..1, 1..3]);
-        assert_eq!(chunks(3, 5), vec![0..3]);
-        assert_eq!(chunks(15, 1), vec![0..1, 1..3, 3..7, 7..15]);
-        assert_eq!(chunks(16, 1), vec![0..1, 1..3, 3..7, 7..16]);
-        assert_eq!(chunks(18, 1), vec![0..1, 1..3, 3..7, 7..18]);
-        assert_eq!(chunks(20, 1), vec![0..1, 1..3, 3..7, 7..15, 15..20]);
+        let doubling = |n, first| chunks(n, first, 2, usize::MAX);
+        assert_eq!(doubling(10, 1), vec![0..1, 1..3, 3..7, 7..10]);
+        assert_eq!(doubling(0, 4), vec![0..0]);
+        assert_eq!(doubling(3, 1), vec![0..1, 1..3]);
+        assert_eq!(doubling(3, 5), vec![0..3]);
+        assert_eq!(doubling(15, 1), vec![0..1, 1..3, 3..7, 7..15]);
+        assert_eq!(doubling(16, 1), vec![0..1, 1..3, 3..7, 7..16]);
+        assert_eq!(doubling(18, 1), vec![0..1, 1..3, 3..7, 7..18]);
+        assert_eq!(doubling(20, 1), vec![0..1, 1..3, 3..7, 7..15, 15..20]);
         let m = 1 << 20;
+        // One GPU's 2^24 scalars: 1, 4 and 11 M.
         assert_eq!(
-            chunks(16 * m, m),
-            vec![0..m, m..3 * m, 3 * m..7 * m, 7 * m..16 * m]
+            chunks(16 * m, m, 4, usize::MAX),
+            vec![0..m, m..5 * m, 5 * m..16 * m]
         );
-        assert_eq!(chunks(8 * m, m), vec![0..m, m..3 * m, 3 * m..8 * m]);
+        // Several GPUs': 0.5, 1, 2, 4, 4 and 4.5 M.
+        let h = m / 2;
+        assert_eq!(
+            chunks(16 * m, h, 2, 4 * m),
+            vec![
+                0..h,
+                h..3 * h,
+                3 * h..7 * h,
+                7 * h..15 * h,
+                15 * h..23 * h,
+                23 * h..32 * h
+            ]
+        );
+        assert_eq!(
+            chunks(10, 1, 2, 2),
+            vec![0..1, 1..3, 3..5, 5..7, 7..9, 9..10]
+        );
         for n in 1..300 {
-            let c = chunks(n, 3);
-            assert!(c
-                .windows(2)
-                .all(|w| w[0].end == w[1].start && !w[0].is_empty()));
-            assert_eq!((c[0].start, c.last().unwrap().end), (0, n));
+            for (growth, most) in [(2, usize::MAX), (4, usize::MAX), (2, 8), (1, 3)] {
+                let c = chunks(n, 3, growth, most);
+                assert!(c
+                    .windows(2)
+                    .all(|w| w[0].end == w[1].start && !w[0].is_empty()));
+                assert_eq!((c[0].start, c.last().unwrap().end), (0, n));
+                assert!(c.iter().all(|r| r.len() < most.max(3).saturating_mul(2)));
+            }
         }
     }
 

@@ -48,7 +48,7 @@ pub struct MsmSteps {
 /// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
 /// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
-/// chunks growing from `chunk` scalars ([`crate::msm::chunks`]; `None`: all at once) and each
+/// chunks doubling from `chunk` scalars ([`crate::msm::chunks`]; `None`: all at once) and each
 /// chunk sorted into buckets once for all the sets, as on the GPU.
 pub fn window_sums(
     steps: &MsmSteps,
@@ -96,7 +96,7 @@ pub fn window_sums(
     };
     let words = crate::msm::SCALAR_WORDS;
     let chunks = match chunk {
-        Some(first) => crate::msm::chunks(s.n, first),
+        Some(first) => crate::msm::chunks(s.n, first, 2, usize::MAX),
         None => vec![0..s.n],
     };
     window_sums_chunked(

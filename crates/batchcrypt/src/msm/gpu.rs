@@ -207,17 +207,22 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     Ok(sums)
 }
 
-/// Scalars in the first chunk of a large MSM's upload (32 MiB: the crossing the steps wait for),
-/// and the count from which the scalars cross in chunks ([`super::chunks`]).
-const FIRST_CHUNK: usize = 1 << 20;
-const CHUNKED_FROM: usize = 8 * FIRST_CHUNK;
+/// Scalars from which a large MSM's scalars cross in chunks ([`super::chunks`]).
+const CHUNKED_FROM: usize = 1 << 23;
 
-/// The chunks in which `n` scalars cross to a GPU.
-fn upload_chunks(n: usize) -> Vec<std::ops::Range<usize>> {
-    if n >= CHUNKED_FROM {
-        super::chunks(n, FIRST_CHUNK)
-    } else {
+/// The chunks in which `n` scalars cross to `gpus` GPUs. On one GPU a chunk's steps take about
+/// four times as long as its crossing, so chunks grow fourfold from 32 MiB (the crossing the
+/// steps first wait for) and the GPU still seldom waits: 2^24 scalars in three chunks, not
+/// four. Over several GPUs each one's steps for a chunk are shorter than the host's crossing of
+/// the next one grown fourfold: chunks start at 16 MiB, double, and stop at 128 MiB, so that
+/// the steps left after the crossing ends are short (docs/performance.md).
+fn upload_chunks(n: usize, gpus: usize) -> Vec<std::ops::Range<usize>> {
+    if n < CHUNKED_FROM {
         vec![0..n]
+    } else if gpus <= 1 {
+        super::chunks(n, 1 << 20, 4, usize::MAX)
+    } else {
+        super::chunks(n, 1 << 19, 2, 1 << 22)
     }
 }
 
@@ -342,7 +347,7 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
             }
         })?;
         let lanes: Vec<&'static Gpu> = gpus.iter().filter_map(|&g| all.get(g)).collect();
-        let chunks = upload_chunks(xs.len());
+        let chunks = upload_chunks(xs.len(), lanes.len());
         let mut peer = true;
         for a in &lanes {
             for b in &lanes {

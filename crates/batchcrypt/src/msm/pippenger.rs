@@ -462,19 +462,21 @@ pub(crate) fn window_sums<K: Kernels>(
 }
 
 /// `n` scalars cut into the chunks in which they cross to the GPU: `first` scalars first, then
-/// each chunk twice the one before, the last one taking the rest where cutting it again would
-/// leave less than half a chunk (at least one chunk, empty when `n` is 0). A small first chunk
-/// leaves little of the crossing exposed before the steps start; each later one crosses while the
-/// steps of the one before run, which take longer than its copy; few, long chunks keep the
-/// accumulation's slices long (each chunk is accumulated on its own).
-pub fn chunks(n: usize, first: usize) -> Vec<std::ops::Range<usize>> {
+/// each chunk `growth` times the one before up to `most`, the last one taking the rest where
+/// cutting it again would leave less than half a chunk (at least one chunk, empty when `n` is 0).
+/// A small first chunk leaves little of the crossing exposed before the steps start; each later
+/// one crosses while the steps of the one before run, as long as it grows no faster than those
+/// steps outlast its crossing; few, long chunks keep the accumulation's slices long (each chunk is
+/// accumulated on its own, at a fixed cost besides); a short last chunk leaves little of the
+/// steps after the crossing ends.
+pub fn chunks(n: usize, first: usize, growth: usize, most: usize) -> Vec<std::ops::Range<usize>> {
     let (mut v, mut at, mut len) = (Vec::new(), 0, first.max(1));
     while at < n || v.is_empty() {
         let rest = n - at;
         let end = if rest < len + len / 2 { n } else { at + len };
         v.push(at..end);
         at = end;
-        len *= 2;
+        len = len.saturating_mul(growth.max(1)).min(most.max(first));
     }
     v
 }
