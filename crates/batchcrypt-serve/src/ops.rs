@@ -6,6 +6,7 @@
 
 use crate::batcher::{Batched, Ran};
 use crate::proto::EcdsaCurve;
+use batchcrypt::backend::cpu::par_concat;
 use batchcrypt::ecdsa::{Curve, EncodedItems};
 use batchcrypt::p256::P256;
 use batchcrypt::secp256k1::{EcdsaOptions, Reason, Secp256k1Curve, SigFormat};
@@ -349,18 +350,18 @@ impl Batched for Hash {
                 let msgs = if let Some(width) = packed_width(&requests) {
                     // Requests packed at one width are one buffer each: joined whole, not item
                     // by item.
-                    let mut joined =
-                        Vec::with_capacity(requests.iter().map(Col::len).sum::<usize>() * width);
-                    for r in &requests {
-                        if let Col::Packed { data: d, .. } = r {
-                            joined.extend_from_slice(&d[..width * r.len()]);
-                        }
-                    }
-                    data = joined;
+                    let parts: Vec<&[u8]> = requests
+                        .iter()
+                        .filter_map(|r| match r {
+                            Col::Packed { data, .. } => Some(&data[..width * r.len()]),
+                            Col::Each(_) => None,
+                        })
+                        .collect();
+                    data = par_concat(&parts);
                     Messages::fixed(&data, width)
                 } else {
                     let items = items();
-                    data = items.concat();
+                    data = par_concat(&items);
                     if items.iter().all(|m| m.len() == items[0].len()) && !items[0].is_empty() {
                         Messages::fixed(&data, items[0].len())
                     } else {
@@ -390,8 +391,7 @@ impl Batched for Hash {
                 let mut outs = vec![[0u8; 32]; items.len()];
                 let mut backend = String::new();
                 for (len, idx) in by_len {
-                    let data: Vec<u8> =
-                        idx.iter().flat_map(|&i| items[i].iter().copied()).collect();
+                    let data = par_concat(&idx.iter().map(|&i| items[i]).collect::<Vec<_>>());
                     let out = self
                         .0
                         .sm3()
