@@ -28,13 +28,13 @@
 //! memory and failures.
 
 use crate::report::{time, Report};
-use batchcrypt::secp256k1::EcdsaOptions;
+use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{BackendChoice, Engine};
 use batchcrypt_serve::client::Stream;
-use batchcrypt_serve::client::{column, Client};
+use batchcrypt_serve::client::{ecdsa_request, Client};
 use batchcrypt_serve::proto::{
-    HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest, VerifyReply,
+    EcdsaCurve, HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest, VerifyReply,
 };
 use batchcrypt_serve::shards::Shards;
 use batchcrypt_serve::ServerConfig;
@@ -492,12 +492,14 @@ async fn batched(
             (0..clients)
                 .map(|c| {
                     let r = c * PER_REQUEST..(c + 1) * PER_REQUEST;
-                    VerifyEcdsaRequest {
-                        hashes_packed: Some(column(&b.hashes[r.clone()])),
-                        signatures_packed: Some(column(&b.sigs[r.clone()])),
-                        public_keys_packed: Some(column(&b.keys[r])),
-                        ..Default::default()
-                    }
+                    ecdsa_request(
+                        EcdsaCurve::Secp256k1,
+                        &b.hashes[r.clone()],
+                        &b.sigs[r.clone()],
+                        &b.keys[r],
+                        SigFormat::Der,
+                        false,
+                    )
                 })
                 .collect(),
         );

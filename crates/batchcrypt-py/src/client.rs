@@ -2,9 +2,7 @@
 //! call releases the GIL while it waits on the network.
 
 use super::{input, rows, sig_format};
-use batchcrypt_serve::client::{
-    column, ecdsa_columns, schnorr_columns, verdicts as reply_verdicts, Client as Inner, Options,
-};
+use batchcrypt_serve::client::{column, ecdsa_columns, schnorr_columns, Client as Inner, Options};
 use batchcrypt_serve::proto::{
     Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest, VerifySchnorrRequest,
 };
@@ -199,10 +197,7 @@ impl Client {
         let (format, curve) = (sig_format(format)?, super::ecdsa_curve(curve)?);
         let request = ecdsa_of(curve, (hashes, sigs, pubkeys), format, require_low_s)?;
         let v = self.call(py, |c| {
-            Box::pin(async move {
-                let r = c.raw().verify_ecdsa(request).await?;
-                Ok(reply_verdicts(r.into_inner()))
-            })
+            Box::pin(async move { c.verify_ecdsa_request(request).await })
         })?;
         Ok(verdicts(v))
     }
@@ -242,10 +237,7 @@ impl Client {
     ) -> PyResult<Vec<Option<String>>> {
         let request = schnorr_of((msgs, sigs, pubkeys))?;
         let v = self.call(py, |c| {
-            Box::pin(async move {
-                let r = c.raw().verify_schnorr(request).await?;
-                Ok(reply_verdicts(r.into_inner()))
-            })
+            Box::pin(async move { c.verify_schnorr_request(request).await })
         })?;
         Ok(verdicts(v))
     }

@@ -259,9 +259,24 @@ impl Client {
         sig_format: SigFormat,
         require_low_s: bool,
     ) -> Result<Vec<Verdict>, Status> {
-        let request = ecdsa_request(curve, hashes, sigs, keys, sig_format, require_low_s);
-        let r = self.raw.verify_ecdsa(request).await?;
-        Ok(verdicts(r.into_inner()))
+        self.verify_ecdsa_request(ecdsa_request(
+            curve,
+            hashes,
+            sigs,
+            keys,
+            sig_format,
+            require_low_s,
+        ))
+        .await
+    }
+
+    /// One ECDSA request built already ([`ecdsa_request`], [`ecdsa_columns`]) as a call: per
+    /// item its verdict.
+    pub async fn verify_ecdsa_request(
+        &mut self,
+        request: VerifyEcdsaRequest,
+    ) -> Result<Vec<Verdict>, Status> {
+        Ok(verdicts(self.raw.verify_ecdsa(request).await?.into_inner()))
     }
 
     /// Many ECDSA requests ([`ecdsa_request`]) over one stream, sent while the replies come
@@ -348,11 +363,19 @@ impl Client {
         sigs: &[S],
         keys: &[K],
     ) -> Result<Vec<Verdict>, Status> {
-        let r = self
-            .raw
-            .verify_schnorr(schnorr_request(msgs, sigs, keys))
-            .await?;
-        Ok(verdicts(r.into_inner()))
+        self.verify_schnorr_request(schnorr_request(msgs, sigs, keys))
+            .await
+    }
+
+    /// One BIP340 request built already ([`schnorr_request`], [`schnorr_columns`]) as a call:
+    /// per item its verdict.
+    pub async fn verify_schnorr_request(
+        &mut self,
+        request: VerifySchnorrRequest,
+    ) -> Result<Vec<Verdict>, Status> {
+        Ok(verdicts(
+            self.raw.verify_schnorr(request).await?.into_inner(),
+        ))
     }
 
     /// SM2 with the signer's identifier `id` (sent packed).
