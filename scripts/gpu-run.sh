@@ -26,8 +26,9 @@ mkdir -p "$B/zk"
 cp -r "$BUNDLE"/zk/. "$B/zk/"
 # An entry K:bls12381 writes the circuit over BLS12-381 (chain-K-bls12381).
 for entry in ${ZK_BENCH:-16 20}; do
-  # Only the Groth16 benchmarks (groth16, the scaling groups) and the prove step use them.
-  want prove || { want bench && [[ " ${BENCH:-groth16} " =~ \ (groth16|scaling|scaling-groth16)\  ]]; } || break
+  # Only the Groth16 benchmarks (groth16, the scaling groups, Ray's) and the prove step use them.
+  want prove || [[ " ${STEPS:-} " == *" ray "* ]] ||
+    { want bench && [[ " ${BENCH:-groth16} " =~ \ (groth16|scaling|scaling-groth16)\  ]]; } || break
   k=${entry%%:*} curve=bn128 dir="$B/zk/chain-$k"
   [ "$entry" = "$k" ] || { curve=${entry#*:}; dir="$B/zk/chain-$k-$curve"; }
   "$B/bin/batchcrypt-bench" --chain-circuit "$k" "$dir" "$curve" &&
