@@ -1,7 +1,7 @@
 """One actor per GPU through Ray against one engine in one process, on the same batches: ECDSA
 verification (the three signatures of verify_throughput.py repeated, compact, numpy arrays),
 BIP340 verification (the valid test vectors repeated to the batch size, numpy arrays), SHA256d of
-64-byte messages, and Groth16 proofs of the chain circuit when BATCHCRYPT_ZK_FIXTURES holds
+64-byte messages, a BN254 G1 MSM (bases kept on the GPUs, each actor holding its slice), and Groth16 proofs of the chain circuit when BATCHCRYPT_ZK_FIXTURES holds
 chain-K/circuit.zkey and witness.wtns (one proof after another in the driver's engine and in each
 actor, each holding the key). Rows: the in-process engine on one
 GPU and on all of them, then a Ray pool of one GPU actor and of one per GPU (chunks of 2^20 items;
@@ -9,7 +9,7 @@ inputs from the driver's memory through Ray's object store, as a cluster job wou
 Prints items/s (proofs/s) and each row's ratio to the one-GPU engine.
 
     python bench/ray_scaling.py [log2 signatures, default 22] [log2 messages, default 24]
-        [proofs, default 64] [K of the chain circuit, default 20]
+        [proofs, default 64] [K of the chain circuit, default 20] [log2 MSM points, default 24]
 """
 
 import os
@@ -41,6 +41,18 @@ def main():
                                      (-(-n // len(ecdsa_rows)), 1))[:n]
     hashes, ecdsa_sigs, ecdsa_keys = ecdsa_col(0, 32), ecdsa_col(1, 64), ecdsa_col(2, 33)
     proofs = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    log_msm = int(sys.argv[5]) if len(sys.argv) > 5 else 24
+    # BN254 G1 bases: 4,096 distinct multiples of the generator (1, 2), repeated to 2^log_msm;
+    # random scalars below the group order.
+    cpu = batchcrypt.Engine("cpu")
+    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
+    rng = np.random.default_rng(2)
+    distinct = np.stack([cpu.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64))
+                         for c in rng.integers(1, 1 << 62, size=4096, dtype=np.uint64)])
+    points = np.tile(distinct, ((1 << log_msm) // 4096, 1))
+    scalars = rng.integers(0, 1 << 63, size=(1 << log_msm, 4), dtype=np.uint64)
+    scalars[:, 3] &= np.uint64((1 << 60) - 1)
+    engine_bases, pool_bases = {}, {}
     chain = Path(os.environ.get("BATCHCRYPT_ZK_FIXTURES", "/nonexistent")) / f"chain-{sys.argv[4] if len(sys.argv) > 4 else 20}"
 
     try:
@@ -52,7 +64,7 @@ def main():
         sys.exit("no NVIDIA GPU found (nvidia-smi -L lists none)")
     ray.init(num_gpus=gpus, include_dashboard=False, log_to_driver=False)
     print(f"# {batchcrypt.hardware()}")
-    print(f"# Ray {ray.__version__}, {gpus} GPU(s); ECDSA and BIP340 2^{log_sigs}, SHA256d-64 2^{log_msgs}")
+    print(f"# Ray {ray.__version__}, {gpus} GPU(s); ECDSA and BIP340 2^{log_sigs}, SHA256d-64 2^{log_msgs}, MSM 2^{log_msm}")
 
     one, every = batchcrypt.Engine("gpu", gpus=[0]), batchcrypt.Engine("gpu")
     # (name, items, engine call, pool call, rate unit): the pool's output must equal the engine's.
@@ -66,6 +78,10 @@ def main():
         ("SHA256d-64", 1 << log_msgs,
          lambda e: e.sha256d_64(data),
          lambda p: p.sha256(data, 64, double=True, chunk=1 << 22), "M/s"),
+        # Bases kept on the GPUs (each engine's, each actor's slice), scalars from memory.
+        (f"G1 MSM 2^{log_msm}", 1 << log_msm,
+         lambda e: e.msm(engine_bases.setdefault(id(e), e.msm_bases(points)), scalars),
+         lambda p: p.msm(pool_bases.setdefault(id(p), p.msm_bases(points)), scalars), "M/s"),
     ]
     if (chain / "circuit.zkey").exists():
         zkey, witness = (chain / "circuit.zkey").read_bytes(), (chain / "witness.wtns").read_bytes()

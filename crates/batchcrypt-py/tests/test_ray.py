@@ -132,6 +132,39 @@ def test_groth16_proofs_over_the_cluster(cluster):
     pool.shutdown()
 
 
+def test_msm_over_the_cluster(cluster):
+    e = batchcrypt.Engine("cpu")
+    rng = np.random.default_rng(5)
+    # BN254 G1 points c_i * G from the generator (1, 2), one of them the point at infinity.
+    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
+    cs = rng.integers(1, 1 << 62, size=50, dtype=np.uint64)
+    points = np.stack([e.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64)) for c in cs])
+    points[7] = 0
+    ks = rng.integers(0, 1 << 63, size=(50, 4), dtype=np.uint64)
+    ks[:, 3] &= np.uint64((1 << 60) - 1)  # below the group order
+    pool = bcray.Pool(cpu_actors=2)
+    bases = pool.msm_bases(points)
+    assert len(bases) == 50
+    want = e.msm(points, ks)
+    assert np.array_equal(pool.msm(bases, ks), want)
+    assert np.array_equal(pool.msm(bases, ks), want)  # the actors' kept slices
+    assert np.array_equal(pool.msm(points, ks), want)  # points cut for one call
+    # One actor's slice summing to the point at infinity.
+    some = ks.copy()
+    some[25:] = 0
+    assert np.array_equal(pool.msm(bases, some), e.msm(points, some))
+    # arkworks bytes (the points but the one at infinity: canonical x then y, no flags set), the
+    # scalars 32 bytes little-endian each, the sum as bytes.
+    finite = np.delete(points, 7, axis=0)
+    raw, kraw = finite.tobytes(), np.delete(ks, 7, axis=0).tobytes()
+    assert pool.msm(raw, kraw) == e.msm(raw, kraw)
+    with pytest.raises(ValueError, match="scalars"):
+        pool.msm(bases, ks[:10])
+    with pytest.raises(ValueError, match="g2"):
+        pool.msm(bases, ks, group="g2")
+    pool.shutdown()
+
+
 def test_bitcoin_blocks_over_the_cluster(cluster):
     blocks = SHARED / "bitcoin" / "blocks"
     if not blocks.is_dir():

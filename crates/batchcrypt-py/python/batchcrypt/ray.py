@@ -11,6 +11,8 @@ dead actor is replaced.
     ok = pool.verify_schnorr(msgs, sigs, keys)               # a bool array, in input order
     digests = pool.sha256(data, msg_len=64, double=True)     # (n, 32) uint8
     proofs = pool.prove("circuit.zkey", ["a.wtns", "b.wtns"])  # [(proof.json, public.json)]
+    bases = pool.msm_bases(points)                           # each actor keeps its slice
+    total = pool.msm(bases, scalars)                         # the partial sums added here
     reports = pool.verify_blocks([{"block": "b.raw", "spent": "b.undo"}, ...])
     reports = pool.verify_chain_range("~/.bitcoin/blocks", start=800_000, count=1000)
     ds = bcray.verify_dataset(ray.data.read_parquet(...), "schnorr")   # adds a "valid" column
@@ -54,6 +56,7 @@ class _Worker:
     def __init__(self, backend: str):
         self._engine = Engine(backend)
         self._keys: dict = {}
+        self._bases: dict = {}
 
     def where(self) -> dict:
         ctx = ray.get_runtime_context()
@@ -76,8 +79,51 @@ class _Worker:
             pk = self._keys[key_id] = ProvingKey(ray.get(key[0]))
         return self._engine.groth16_prove(pk, witness), self._engine.last_backend, []
 
+    def msm(self, bases_id: str, bases: list, scalars, curve: str, group: str):
+        mb = self._bases.get(bases_id)
+        if mb is None:
+            # `bases` is [ObjectRef]: a slice of a PoolBases, fetched and checked once per
+            # actor and kept (in GPU memory on a GPU actor); the oldest of more than four goes.
+            if len(self._bases) >= 4:
+                self._bases.pop(next(iter(self._bases)))
+            mb = self._bases[bases_id] = self._engine.msm_bases(ray.get(bases[0]), curve=curve, group=group)
+        return self._engine.msm(mb, scalars, curve=curve, group=group), self._engine.last_backend, []
+
 
 _RemoteWorker = ray.remote(_Worker)
+
+
+# Bytes per point in arkworks' uncompressed layout, by (curve, group).
+_POINT_BYTES = {("bn254", "g1"): 64, ("bn254", "g2"): 128, ("bls12-381", "g1"): 96, ("bls12-381", "g2"): 192}
+
+
+class PoolBases:
+    """MSM bases cut into one slice per actor of a pool and put into Ray's object store once
+    (`Pool.msm_bases`): each actor checks its slice once and keeps it (in GPU memory on a GPU
+    actor) across `Pool.msm` calls, as a prover keeps its key's points."""
+
+    def __init__(self, rows, cuts: list, curve: str, group: str):
+        self.curve, self.group, self.cuts = curve, group, cuts
+        self._refs = [ray.put(_flat(rows[a:b])) for a, b in zip(cuts, cuts[1:])]
+
+    def __len__(self):
+        return self.cuts[-1]
+
+
+def _points(points, curve: str, group: str):
+    """MSM points as rows: an (n, words) uint64 array as given, or arkworks bytes cut into an
+    (n, point bytes) uint8 array."""
+    if isinstance(points, np.ndarray) and points.dtype == np.uint64:
+        return points.reshape(len(points), -1)
+    size = _POINT_BYTES.get((curve, group))
+    if size is None:
+        raise ValueError(f"no MSM over {curve} {group} (known: {sorted(_POINT_BYTES)})")
+    return np.frombuffer(memoryview(points), dtype=np.uint8).reshape(-1, size)
+
+
+def _flat(rows):
+    """Rows as `Engine.msm` takes them: uint64 limbs as they are, bytes joined."""
+    return rows if rows.dtype == np.uint64 else rows.tobytes()
 
 
 def _rows(x, width: int):
@@ -210,10 +256,10 @@ class Pool:
                 progress(done, total)
         return results
 
-    def _calls(self, tasks, progress) -> list:
+    def _calls(self, tasks, progress, in_flight: int = 2) -> list:
         """`run` of actor tasks that answer (value, backend, reasons): the values, with each
         task's backend in `last_backends` and the items' reasons in `last_reasons`."""
-        outs = self.run(tasks, progress=progress)
+        outs = self.run(tasks, progress=progress, in_flight=in_flight)
         self.last_backends = [b for _, b, _ in outs]
         self.last_reasons = [r for _, _, rs in outs for r in rs]
         return [o for o, _, _ in outs]
@@ -270,6 +316,39 @@ class Pool:
         key_id = ref.hex()
         wits = [read(w) for w in witnesses]
         return self._calls([("prove", key_id, [ref], w) for w in wits], progress)
+
+    def msm_bases(self, points, *, curve: str = "bn254", group: str = "g1") -> PoolBases:
+        """MSM bases for this pool's actors (see `PoolBases`): points as `Engine.msm` takes them
+        (arkworks bytes or an (n, words) uint64 array), cut evenly among the actors."""
+        rows = _points(points, curve, group)
+        cuts = [len(rows) * k // len(self._actors) for k in range(len(self._actors) + 1)]
+        return PoolBases(rows, cuts, curve, group)
+
+    def msm(self, bases, scalars, *, curve: str = "bn254", group: str = "g1", progress=None):
+        """`Engine.msm` over the actors: each sums its slice of the points (`bases`: a
+        `PoolBases` of this pool, or points, cut here for this call) with its slice of the
+        scalars, and the partial sums are added here. The result in the form of the points."""
+        if not isinstance(bases, PoolBases):
+            bases = self.msm_bases(bases, curve=curve, group=group)
+        elif (bases.curve, bases.group) != (curve, group):
+            raise ValueError(f"bases of {bases.curve} {bases.group} for an MSM over {curve} {group}")
+        if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64:
+            ks = scalars.reshape(-1, 4)
+        else:
+            ks = np.frombuffer(memoryview(scalars), dtype=np.uint8).reshape(-1, 32)
+        if len(ks) != len(bases):
+            raise ValueError(f"{len(ks)} scalars for {len(bases)} bases")
+        cuts = bases.cuts
+        # One slice per actor, in actor order (one task in flight each), so that each actor
+        # keeps the same slice from call to call.
+        tasks = [("msm", ref.hex(), [ref], _flat(ks[a:b]), curve, group)
+                 for ref, a, b in zip(bases._refs, cuts, cuts[1:]) if b > a]
+        parts = self._calls(tasks, progress, in_flight=1)
+        ones = np.zeros((len(parts), 4), dtype=np.uint64)
+        ones[:, 0] = 1
+        if parts and isinstance(parts[0], np.ndarray):
+            return Engine("cpu").msm(np.stack(parts), ones, curve=curve, group=group)
+        return Engine("cpu").msm(b"".join(parts), ones, curve=curve, group=group)
 
     def verify_blocks(self, blocks: Sequence[dict], *, progress=None) -> list:
         """Bitcoin blocks validated with the outputs they spend, one task per block, spread over
