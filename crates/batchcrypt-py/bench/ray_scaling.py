@@ -53,6 +53,12 @@ def main():
     scalars = rng.integers(0, 1 << 63, size=(1 << log_msm, 4), dtype=np.uint64)
     scalars[:, 3] &= np.uint64((1 << 60) - 1)
     engine_bases, pool_bases = {}, {}
+
+    def kept(store, owner, make):
+        # Made by the untimed first call (best_of's warm-up), then kept.
+        if id(owner) not in store:
+            store[id(owner)] = make()
+        return store[id(owner)]
     chain = Path(os.environ.get("BATCHCRYPT_ZK_FIXTURES", "/nonexistent")) / f"chain-{sys.argv[4] if len(sys.argv) > 4 else 20}"
 
     try:
@@ -80,8 +86,8 @@ def main():
          lambda p: p.sha256(data, 64, double=True, chunk=1 << 22), "M/s"),
         # Bases kept on the GPUs (each engine's, each actor's slice), scalars from memory.
         (f"G1 MSM 2^{log_msm}", 1 << log_msm,
-         lambda e: e.msm(engine_bases.setdefault(id(e), e.msm_bases(points)), scalars),
-         lambda p: p.msm(pool_bases.setdefault(id(p), p.msm_bases(points)), scalars), "M/s"),
+         lambda e: e.msm(kept(engine_bases, e, lambda: e.msm_bases(points)), scalars),
+         lambda p: p.msm(kept(pool_bases, p, lambda: p.msm_bases(points)), scalars), "M/s"),
     ]
     if (chain / "circuit.zkey").exists():
         zkey, witness = (chain / "circuit.zkey").read_bytes(), (chain / "witness.wtns").read_bytes()
