@@ -1,0 +1,45 @@
+"""A BN254 G1 MSM from Python: milliseconds per call with the scalars as a uint64 numpy array and
+as bytes, the bases kept on the GPU (`Engine.msm_bases`), at 2^20 and 2^24 points (4,096 distinct
+multiples of the generator, repeated; random scalars below the group order). Compare with
+`batchcrypt-bench scaling-msm` ("ours, 1 GPU"), the Rust path on the same machine.
+
+    python bench/msm_throughput.py [backend, default gpu]
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import batchcrypt
+
+
+def main():
+    backend = sys.argv[1] if len(sys.argv) > 1 else "gpu"
+    e, cpu = batchcrypt.Engine(backend), batchcrypt.Engine("cpu")
+    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
+    rng = np.random.default_rng(2)
+    distinct = np.stack([cpu.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64))
+                         for c in rng.integers(1, 1 << 62, size=4096, dtype=np.uint64)])
+    print(f"# {batchcrypt.hardware()}")
+    for log in (20, 24):
+        n = 1 << log
+        points = np.tile(distinct, (n // 4096, 1))
+        ks = rng.integers(0, 1 << 63, size=(n, 4), dtype=np.uint64)
+        ks[:, 3] &= np.uint64((1 << 60) - 1)
+        bases = e.msm_bases(points)
+        raw = ks.tobytes()
+        assert np.array_equal(e.msm(bases, ks), e.msm(bases, raw))
+        for name, scalars, runs in (("numpy", ks, 5), ("bytes", raw, 3)):
+            times = []
+            for _ in range(runs):
+                t = time.perf_counter()
+                e.msm(bases, scalars)
+                times.append(time.perf_counter() - t)
+            times.sort()
+            print(f"G1 MSM 2^{log}, scalars as {name}: median {times[runs // 2] * 1e3:.1f} ms "
+                  f"(min {times[0] * 1e3:.1f}), backend {e.last_backend}")
+
+
+if __name__ == "__main__":
+    main()
