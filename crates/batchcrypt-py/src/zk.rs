@@ -33,8 +33,8 @@ enum Layout {
 /// A buffer of points or scalars: a uint64 array (limbs) or anything bytes-like (arkworks).
 fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
     if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'_, u64>>() {
-        // One copy, on all cores for a contiguous array: an MSM's 2^24 scalars are 512 MiB,
-        // which a byte-wise collect took seconds over.
+        // One copy, on all cores for a contiguous array (an MSM's 2^24 scalars are 512 MiB),
+        // not a collect byte by byte.
         let mut bytes = vec![0u8; 8 * a.len()];
         let put = |(d, w): (&mut [u8], &u64)| d.copy_from_slice(&w.to_le_bytes());
         match a.as_slice() {
@@ -148,8 +148,8 @@ fn scalar_at<F: PrimeField>(i: usize, c: &[u8]) -> PyResult<F> {
 }
 
 /// Scalars given as bytes (32 little-endian each) or as a uint64 array of 4 limbs each; a
-/// contiguous array is read in place, on all cores (no intermediate copy: an MSM's 2^24 scalars
-/// are 512 MiB, whose fresh copies cost more than the MSM).
+/// contiguous array is read in place, on all cores, without first copying its 512 MiB (at 2^24
+/// scalars) into bytes.
 fn scalar_vec<F: PrimeField>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<F>> {
     if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'_, u64>>() {
         if let Ok(w) = a.as_slice() {

@@ -327,7 +327,8 @@ class Pool:
     def msm(self, bases, scalars, *, curve: str = "bn254", group: str = "g1", progress=None):
         """`Engine.msm` over the actors: each sums its slice of the points (`bases`: a
         `PoolBases` of this pool, or points, cut here for this call) with its slice of the
-        scalars, and the partial sums are added here. The result in the form of the points."""
+        scalars (one per base), and the partial sums are added here. The result in the form of
+        the points."""
         if not isinstance(bases, PoolBases):
             bases = self.msm_bases(bases, curve=curve, group=group)
         elif (bases.curve, bases.group) != (curve, group):
