@@ -147,9 +147,9 @@ fn scalar_at<F: PrimeField>(i: usize, c: &[u8]) -> PyResult<F> {
         .ok_or_else(|| PyValueError::new_err(format!("scalar {i} is not below the group order")))
 }
 
-/// Scalars given as bytes (32 little-endian each) or as a uint64 array of 4 limbs each; a
-/// contiguous array is read in place, on all cores, without first copying its 512 MiB (at 2^24
-/// scalars) into bytes.
+/// Scalars given as bytes (32 little-endian each) or as a uint64 array of 4 limbs each; bytes
+/// and a contiguous array are read in place, on all cores, without first copying their 512 MiB
+/// (at 2^24 scalars).
 fn scalar_vec<F: PrimeField>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<F>> {
     if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'_, u64>>() {
         if let Ok(w) = a.as_slice() {
@@ -171,6 +171,9 @@ fn scalar_vec<F: PrimeField>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<F>> {
                 })
                 .collect();
         }
+    }
+    if let Ok(b) = obj.downcast::<PyBytes>() {
+        return scalars::<F>(b.as_bytes());
     }
     scalars::<F>(&buffer(obj)?.0)
 }
