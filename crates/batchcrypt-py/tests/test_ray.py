@@ -158,6 +158,9 @@ def test_msm_over_the_cluster(cluster):
     finite = np.delete(points, 7, axis=0)
     raw, kraw = finite.tobytes(), np.delete(ks, 7, axis=0).tobytes()
     assert pool.msm(raw, kraw) == e.msm(raw, kraw)
+    # No points: the point at infinity, in the points' form.
+    assert not pool.msm(np.zeros((0, 8), np.uint64), np.zeros((0, 4), np.uint64)).any()
+    assert pool.msm(b"", b"") == e.msm(b"", b"")
     with pytest.raises(ValueError, match="scalars"):
         pool.msm(bases, ks[:10])
     with pytest.raises(ValueError, match="g2"):

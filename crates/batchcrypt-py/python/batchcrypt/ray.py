@@ -93,7 +93,7 @@ class _Worker:
 _RemoteWorker = ray.remote(_Worker)
 
 
-# Bytes per point in arkworks' uncompressed layout, by (curve, group).
+# Bytes per point in arkworks' uncompressed layout (and as uint64 limbs, x then y), by (curve, group).
 _POINT_BYTES = {("bn254", "g1"): 64, ("bn254", "g2"): 128, ("bls12-381", "g1"): 96, ("bls12-381", "g2"): 192}
 
 
@@ -105,6 +105,8 @@ class PoolBases:
     def __init__(self, rows, cuts: list, curve: str, group: str):
         self.curve, self.group, self.cuts = curve, group, cuts
         self._refs = [ray.put(_flat(rows[a:b])) for a, b in zip(cuts, cuts[1:])]
+        #: No points, in the form given (the form of an MSM's result).
+        self.empty = _flat(rows[:0])
 
     def __len__(self):
         return self.cuts[-1]
@@ -113,11 +115,11 @@ class PoolBases:
 def _points(points, curve: str, group: str):
     """MSM points as rows: an (n, words) uint64 array as given, or arkworks bytes cut into an
     (n, point bytes) uint8 array."""
-    if isinstance(points, np.ndarray) and points.dtype == np.uint64:
-        return points.reshape(len(points), -1)
-    size = _POINT_BYTES.get((curve, group))
+    size = _POINT_BYTES.get((curve.replace("_", "-"), group))
     if size is None:
         raise ValueError(f"no MSM over {curve} {group} (known: {sorted(_POINT_BYTES)})")
+    if isinstance(points, np.ndarray) and points.dtype == np.uint64:
+        return points.reshape(-1, size // 8)
     return np.frombuffer(memoryview(points), dtype=np.uint8).reshape(-1, size)
 
 
@@ -345,9 +347,11 @@ class Pool:
         tasks = [("msm", ref.hex(), [ref], _flat(ks[a:b]), curve, group)
                  for ref, a, b in zip(bases._refs, cuts, cuts[1:]) if b > a]
         parts = self._calls(tasks, progress, in_flight=1)
+        if not parts:  # no points: the point at infinity, in the points' form
+            return Engine("cpu").msm(bases.empty, _flat(ks[:0]), curve=curve, group=group)
         ones = np.zeros((len(parts), 4), dtype=np.uint64)
         ones[:, 0] = 1
-        if parts and isinstance(parts[0], np.ndarray):
+        if isinstance(parts[0], np.ndarray):
             return Engine("cpu").msm(np.stack(parts), ones, curve=curve, group=group)
         return Engine("cpu").msm(b"".join(parts), ones, curve=curve, group=group)
 
