@@ -538,7 +538,7 @@ impl Client {
 
 /// Requests of one kind on one open call, and their replies in order.
 pub struct Stream<Q, R> {
-    tx: tokio::sync::mpsc::Sender<Q>,
+    tx: StreamSender<Q>,
     replies: tonic::Streaming<R>,
 }
 
@@ -576,18 +576,21 @@ impl<Q, R> Stream<Q, R> {
         let replies = call(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await?
             .into_inner();
-        Ok(Stream { tx, replies })
+        Ok(Stream {
+            tx: StreamSender(tx),
+            replies,
+        })
     }
 
     /// Sends a request without waiting for its reply (up to [`STREAM_QUEUE`] wait unsent).
     pub async fn send(&self, request: Q) -> Result<(), Status> {
-        self.sender().send(request).await
+        self.tx.send(request).await
     }
 
     /// A handle that sends on this stream from another task while this one reads the replies
     /// ([`Stream::reply`]): requests sent at their own pace, not one per reply.
     pub fn sender(&self) -> StreamSender<Q> {
-        StreamSender(self.tx.clone())
+        self.tx.clone()
     }
 
     /// The reply to the oldest request not yet answered; `None` once the stream has ended.
