@@ -288,12 +288,7 @@ mod tests {
         // Pairs that differ in one byte, at every position and in both directions, and equal
         // pairs: each word of the comparison decides, and ties fall through to the next.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        };
+        let mut next = || crate::backend::cpu::xorshift64(&mut state) as u8;
         for _ in 0..200 {
             let a: [u8; 32] = std::array::from_fn(|_| next());
             for i in 0..32 {
