@@ -1,8 +1,10 @@
-"""What the Python benchmarks share: best-of timing and the batch they verify."""
+"""What the Python benchmarks share: best-of timing, the batch they verify and an MSM's inputs."""
 
 import csv
 import os
 import time
+
+import numpy as np
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "batchcrypt", "tests", "data")
 
@@ -23,3 +25,19 @@ def valid_bip340_rows():
     """The BIP340 test vectors that verify and sign 32-byte messages, as CSV rows."""
     with open(os.path.join(DATA, "bip340-test-vectors.csv")) as f:
         return [r for r in csv.DictReader(f) if len(r["message"]) == 64 and r["verification result"] == "TRUE"]
+
+
+def msm_sample(log, rng):
+    """BN254 G1 bases and scalars for an MSM of 2^log points: 4,096 distinct multiples of the
+    generator (1, 2) repeated, as an (n, 8) uint64 array of limbs, and random scalars below the
+    group order as an (n, 4) array."""
+    import batchcrypt
+
+    cpu = batchcrypt.Engine("cpu")
+    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
+    distinct = np.stack([cpu.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64))
+                         for c in rng.integers(1, 1 << 62, size=4096, dtype=np.uint64)])
+    points = np.tile(distinct, ((1 << log) // 4096, 1))
+    scalars = rng.integers(0, 1 << 63, size=(1 << log, 4), dtype=np.uint64)
+    scalars[:, 3] &= np.uint64((1 << 60) - 1)
+    return points, scalars

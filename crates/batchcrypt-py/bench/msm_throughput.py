@@ -12,21 +12,16 @@ import time
 import numpy as np
 
 import batchcrypt
+from common import msm_sample
 
 
 def main():
     backend = sys.argv[1] if len(sys.argv) > 1 else "gpu"
-    e, cpu = batchcrypt.Engine(backend), batchcrypt.Engine("cpu")
-    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
+    e = batchcrypt.Engine(backend)
     rng = np.random.default_rng(2)
-    distinct = np.stack([cpu.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64))
-                         for c in rng.integers(1, 1 << 62, size=4096, dtype=np.uint64)])
     print(f"# {batchcrypt.hardware()}")
     for log in (20, 24):
-        n = 1 << log
-        points = np.tile(distinct, (n // 4096, 1))
-        ks = rng.integers(0, 1 << 63, size=(n, 4), dtype=np.uint64)
-        ks[:, 3] &= np.uint64((1 << 60) - 1)
+        points, ks = msm_sample(log, rng)
         bases = e.msm_bases(points)
         raw = ks.tobytes()
         assert np.array_equal(e.msm(bases, ks), e.msm(bases, raw))

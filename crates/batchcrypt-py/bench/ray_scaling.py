@@ -23,7 +23,7 @@ import ray
 
 import batchcrypt
 import batchcrypt.ray as bcray
-from common import best_of, valid_bip340_rows
+from common import best_of, msm_sample, valid_bip340_rows
 from verify_throughput import ECDSA, compact
 
 
@@ -42,16 +42,7 @@ def main():
     hashes, ecdsa_sigs, ecdsa_keys = ecdsa_col(0, 32), ecdsa_col(1, 64), ecdsa_col(2, 33)
     proofs = int(sys.argv[3]) if len(sys.argv) > 3 else 64
     log_msm = int(sys.argv[5]) if len(sys.argv) > 5 else 24
-    # BN254 G1 bases: 4,096 distinct multiples of the generator (1, 2), repeated to 2^log_msm;
-    # random scalars below the group order.
-    cpu = batchcrypt.Engine("cpu")
-    g = np.array([[1, 0, 0, 0, 2, 0, 0, 0]], dtype=np.uint64)
-    rng = np.random.default_rng(2)
-    distinct = np.stack([cpu.msm(g, np.array([[c, 0, 0, 0]], dtype=np.uint64))
-                         for c in rng.integers(1, 1 << 62, size=4096, dtype=np.uint64)])
-    points = np.tile(distinct, ((1 << log_msm) // 4096, 1))
-    scalars = rng.integers(0, 1 << 63, size=(1 << log_msm, 4), dtype=np.uint64)
-    scalars[:, 3] &= np.uint64((1 << 60) - 1)
+    points, scalars = msm_sample(log_msm, np.random.default_rng(2))
     engine_bases, pool_bases = {}, {}
 
     def kept(store, owner, make):

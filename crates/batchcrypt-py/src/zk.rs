@@ -36,16 +36,15 @@ fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
         // One copy, on all cores for a contiguous array (an MSM's 2^24 scalars are 512 MiB),
         // not a collect byte by byte.
         let mut bytes = vec![0u8; 8 * a.len()];
-        let put = |(d, w): (&mut [u8], &u64)| d.copy_from_slice(&w.to_le_bytes());
         match a.as_slice() {
             Ok(w) => bytes
                 .par_chunks_exact_mut(8)
                 .zip(w.par_iter())
-                .for_each(put),
+                .for_each(put_limb),
             Err(_) => bytes
                 .chunks_exact_mut(8)
                 .zip(a.as_array().iter())
-                .for_each(put),
+                .for_each(put_limb),
         }
         return Ok((bytes, Layout::Limbs));
     }
@@ -54,6 +53,11 @@ fn buffer(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<u8>, Layout)> {
             "expected bytes (arkworks' serialization) or a uint64 numpy array of limbs",
         )
     })
+}
+
+/// A 64-bit limb into its 8 little-endian bytes.
+fn put_limb((d, w): (&mut [u8], &u64)) {
+    d.copy_from_slice(&w.to_le_bytes());
 }
 
 /// Little-endian bytes as 64-bit limbs (a whole number of them).
@@ -164,9 +168,7 @@ fn scalar_vec<F: PrimeField>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<F>> {
                 .enumerate()
                 .map(|(i, l)| {
                     let mut c = [0u8; 32];
-                    for (d, w) in c.chunks_exact_mut(8).zip(l) {
-                        d.copy_from_slice(&w.to_le_bytes());
-                    }
+                    c.chunks_exact_mut(8).zip(l).for_each(put_limb);
                     scalar_at(i, &c)
                 })
                 .collect();

@@ -120,7 +120,7 @@ def _points(points, curve: str, group: str):
         raise ValueError(f"no MSM over {curve} {group} (known: {sorted(_POINT_BYTES)})")
     if isinstance(points, np.ndarray) and points.dtype == np.uint64:
         return points.reshape(-1, size // 8)
-    return np.frombuffer(memoryview(points), dtype=np.uint8).reshape(-1, size)
+    return _rows(points, size)
 
 
 def _flat(rows):
@@ -338,7 +338,7 @@ class Pool:
         if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64:
             ks = scalars.reshape(-1, 4)
         else:
-            ks = np.frombuffer(memoryview(scalars), dtype=np.uint8).reshape(-1, 32)
+            ks = _rows(scalars, 32)
         if len(ks) != len(bases):
             raise ValueError(f"{len(ks)} scalars for {len(bases)} bases")
         cuts = bases.cuts
