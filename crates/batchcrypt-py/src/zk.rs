@@ -12,7 +12,7 @@ use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{Field, PrimeField};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use batchcrypt::groth16::{self, AnyProvingKey};
-use batchcrypt::msm::{Affine, Bases, Group};
+use batchcrypt::msm::{Affine, Bases, Group, Scalars};
 use batchcrypt::ntt::{self, Direction, Ntt};
 use batchcrypt::{bls12_381, bn254};
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
@@ -128,56 +128,13 @@ fn points<P: Group>(bytes: &[u8], layout: Layout) -> PyResult<Vec<Affine<P>>> {
         .collect()
 }
 
-/// Scalars of 32 bytes little-endian each, every one below the group order.
-fn scalars<F: PrimeField>(bytes: &[u8]) -> PyResult<Vec<F>> {
-    if bytes.len() % 32 != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{} bytes of scalars are not a whole number of 32-byte scalars",
-            bytes.len()
-        )));
-    }
-    bytes
-        .par_chunks_exact(32)
-        .enumerate()
-        .map(|(i, c)| scalar_at(i, c))
-        .collect()
-}
-
-/// Scalar `i` from its 32 little-endian bytes, refused unless below the group order.
-fn scalar_at<F: PrimeField>(i: usize, c: &[u8]) -> PyResult<F> {
-    F::deserialize_uncompressed(&c[..prime_bytes::<F>()])
-        .ok()
-        .filter(|_| c[prime_bytes::<F>()..].iter().all(|&b| b == 0))
-        .ok_or_else(|| PyValueError::new_err(format!("scalar {i} is not below the group order")))
-}
-
-/// Scalars given as bytes (32 little-endian each) or as a uint64 array of 4 limbs each; bytes
-/// and a contiguous array are read in place, on all cores, without first copying their 512 MiB
-/// (at 2^24 scalars).
-fn scalar_vec<F: PrimeField>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<F>> {
-    if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'_, u64>>() {
-        if let Ok(w) = a.as_slice() {
-            if w.len() % 4 != 0 {
-                return Err(PyValueError::new_err(format!(
-                    "{} limbs of scalars are not a whole number of 4-limb scalars",
-                    w.len()
-                )));
-            }
-            return w
-                .par_chunks_exact(4)
-                .enumerate()
-                .map(|(i, l)| {
-                    let mut c = [0u8; 32];
-                    c.chunks_exact_mut(8).zip(l).for_each(put_limb);
-                    scalar_at(i, &c)
-                })
-                .collect();
-        }
-    }
-    if let Ok(b) = obj.downcast::<PyBytes>() {
-        return scalars::<F>(b.as_bytes());
-    }
-    scalars::<F>(&buffer(obj)?.0)
+/// Elements of `F` from 32-byte little-endian integers, each checked below the modulus (on all
+/// cores, written once).
+fn scalars<F: batchcrypt::msm::Limbs + PrimeField>(bytes: &[u8]) -> PyResult<Vec<F>> {
+    Ok(Scalars::<F>::canonical(bytes)
+        .and_then(|s| s.to_field())
+        .map_err(to_py)?
+        .into_owned())
 }
 
 fn scalar_bytes<F: PrimeField>(v: &[F]) -> Vec<u8> {
@@ -341,6 +298,10 @@ fn canonical(curve: &str, group: &str) -> PyResult<(&'static str, &'static str)>
     Ok((c, g))
 }
 
+/// The scalars (bytes, 32 little-endian each, or a uint64 array of 4 limbs each) go to the
+/// library as canonical integers: bytes and a contiguous array in place, which the GPU reads as
+/// they are (each checked below the group order as it is staged), so that 2^24 scalars cost no
+/// 512 MiB conversion; other buffers are copied once.
 fn run_msm<'py, P: Group>(
     engine: &mut Engine,
     py: Python<'py>,
@@ -348,8 +309,31 @@ fn run_msm<'py, P: Group>(
     scalars_obj: &Bound<'py, PyAny>,
     layout: Layout,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let s = scalar_vec::<P::ScalarField>(scalars_obj)?;
-    let sum = engine.run(py, |e| e.msm::<P>(bases, &s))?;
+    let array = scalars_obj
+        .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
+        .ok();
+    let copied;
+    let bytes: &[u8] = match array.as_ref().and_then(|a| a.as_slice().ok()) {
+        // The array's memory is the limbs' little-endian bytes.
+        Some(w) if cfg!(target_endian = "little") => {
+            if w.len() % 4 != 0 {
+                return Err(PyValueError::new_err(format!(
+                    "{} limbs of scalars are not a whole number of 4-limb scalars",
+                    w.len()
+                )));
+            }
+            bytemuck::cast_slice(w)
+        }
+        _ => match scalars_obj.downcast::<PyBytes>() {
+            Ok(b) => b.as_bytes(),
+            Err(_) => {
+                copied = buffer(scalars_obj)?.0;
+                &copied
+            }
+        },
+    };
+    let scalars = Scalars::canonical(bytes).map_err(to_py)?;
+    let sum = engine.run(py, |e| e.msm::<P>(bases, scalars))?;
     point_out::<P>(py, sum.into_affine(), layout)
 }
 
@@ -600,10 +584,18 @@ impl Engine {
             Ok(k) => k.get().key.clone(),
             Err(_) => PyProvingKey::new(py, key, 1)?.key,
         };
-        let wtns = file_bytes(witness, "witness")?;
+        // Bytes are read in place (a 2^20-signal witness is 32 MiB); a path is read here.
+        let read;
+        let wtns: &[u8] = match witness.downcast::<PyBytes>() {
+            Ok(b) => b.as_bytes(),
+            Err(_) => {
+                read = file_bytes(witness, "witness")?;
+                &read
+            }
+        };
         let inner = &self.inner;
         let proved = py
-            .allow_threads(|| key.prove(inner, &wtns, &mut rand::rngs::OsRng))
+            .allow_threads(|| key.prove(inner, wtns, &mut rand::rngs::OsRng))
             .map_err(to_py)?;
         if let Some(b) = proved.stages.iter().rev().find_map(|s| s.backend) {
             self.last_backend = Some(b.name().to_string());

@@ -6,8 +6,8 @@
 //! one bucket.
 
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, Field, PrimeField, UniformRand, Zero};
-use batchcrypt::msm::{Affine, Bases, Group, Projective};
+use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField, UniformRand, Zero};
+use batchcrypt::msm::{Affine, Bases, Group, Projective, Scalars};
 use batchcrypt::{Backend, Error};
 use rand::SeedableRng;
 
@@ -31,6 +31,26 @@ fn naive<P: Group>(bases: &[Affine<P>], scalars: &[Fr<P>]) -> Projective<P> {
         .zip(scalars)
         .map(|(p, k)| p.mul_bigint(k.into_bigint()))
         .sum()
+}
+
+/// Scalars as canonical little-endian bytes, 32 each ([`Scalars::Canonical`]).
+fn canonical<P: Group>(scalars: &[Fr<P>]) -> Vec<u8> {
+    scalars
+        .iter()
+        .flat_map(|k| k.into_bigint().to_bytes_le())
+        .collect()
+}
+
+/// `bytes` with scalar `i` replaced by the group order itself (the smallest out of range).
+fn with_order_at<P: Group>(bytes: &[u8], i: usize) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[32 * i..32 * (i + 1)].copy_from_slice(&Fr::<P>::MODULUS.to_bytes_le());
+    out
+}
+
+/// The error a canonical scalar out of range gives: an input error naming it.
+fn names_scalar<T: std::fmt::Debug>(got: batchcrypt::Result<T>, i: usize) -> bool {
+    matches!(&got, Err(Error::InvalidInput(m)) if m.contains(&format!("scalar {i} ")))
 }
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
@@ -147,6 +167,33 @@ fn gpu_matches_arkworks_on_chunked_uploads_and_longer_slices() {
     gpu_against_arkworks::<G1>(&[(1 << 23) + 5]);
 }
 
+/// Canonical scalars over chunked uploads: the same sum as arkworks' elements; one out of range
+/// in the last chunk fails the MSM with an input error, after which the engine runs the next
+/// one as before.
+#[test]
+fn gpu_canonical_scalars_cross_in_chunks_and_are_checked() {
+    if !backends::<G1>().contains(&Backend::Cuda) {
+        return;
+    }
+    let gpu = common::engine(Backend::Cuda);
+    let n = (1 << 23) + 5;
+    let (points, scalars) = batchcrypt::msm::sample::<G1>(n, 13);
+    let bases = Bases::new(points);
+    let bytes = canonical::<G1>(&scalars);
+    let want = gpu.msm(&bases, &scalars).unwrap().value;
+    let got = gpu
+        .msm(&bases, Scalars::canonical(&bytes).unwrap())
+        .unwrap();
+    assert_eq!(got.backend, Backend::Cuda);
+    assert_eq!(got.value, want);
+    let bad = with_order_at::<G1>(&bytes, n - 2);
+    assert!(names_scalar(
+        gpu.msm(&bases, Scalars::canonical(&bad).unwrap()),
+        n - 2
+    ));
+    assert_eq!(gpu.msm(&bases, &scalars).unwrap().value, want);
+}
+
 /// Precomputed bases (as a proving key keeps them) on the GPU: the same sums as arkworks, for the
 /// whole batch and a prefix, with a few copies and with one per digit window, at the library's
 /// windows and at windows fixed by the caller (wide ones: one set of 2^19 buckets).
@@ -234,6 +281,43 @@ fn prefix_and_errors<P: Group>() {
             "{b}: empty sum"
         );
     }
+}
+
+/// Scalars given as canonical bytes (read in place by the GPU, converted by the CPU) sum as
+/// the same elements given as arkworks' do, on every backend, the largest ones included; one
+/// not below the group order is an input error naming it, wherever it lies; bytes that are no
+/// whole number of scalars are refused before anything runs.
+fn canonical_on_every_backend<P: Group>(n: usize) {
+    for b in backends::<P>() {
+        let engine = common::engine(b);
+        for (what, bases, mut scalars) in cases::<P>(n) {
+            scalars[n / 2] = -Fr::<P>::ONE;
+            let bases = Bases::new(bases);
+            let bytes = canonical::<P>(&scalars);
+            let want = engine.msm(&bases, &scalars).unwrap().value;
+            let got = engine
+                .msm(&bases, Scalars::canonical(&bytes).unwrap())
+                .unwrap();
+            assert_eq!(got.backend, b);
+            assert_eq!(got.value, want, "{b}, {}: {what}", P::KERNELS);
+            for i in [0, n - 1] {
+                let bad = with_order_at::<P>(&bytes, i);
+                let got = engine.msm(&bases, Scalars::canonical(&bad).unwrap());
+                assert!(names_scalar(got, i), "{b}, {}: {what}", P::KERNELS);
+            }
+        }
+    }
+    assert!(matches!(
+        Scalars::<Fr<P>>::canonical(&[0u8; 33]),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn canonical_scalars_match_field_elements_and_are_checked() {
+    canonical_on_every_backend::<G1>(300);
+    canonical_on_every_backend::<G2>(100);
+    canonical_on_every_backend::<B1>(200);
 }
 
 #[test]
@@ -430,6 +514,52 @@ mod emulated {
                 );
             }
         }
+    }
+
+    /// Canonical scalars take the kernels' other reading (no conversion from Montgomery form):
+    /// the largest scalars among random ones, whole, in chunks and in parts; one out of range is
+    /// an input error naming it.
+    #[test]
+    fn kernels_read_canonical_scalars() {
+        fn on<P: Group>(n: usize) {
+            let (bases, mut scalars) = batchcrypt::msm::sample::<P>(n, 17);
+            for (i, k) in scalars.iter_mut().enumerate().step_by(3) {
+                *k = -Fr::<P>::from(2u64).pow([i as u64]);
+            }
+            let want = naive(&bases, &scalars).into_affine();
+            let bytes = canonical::<P>(&scalars);
+            let small = Some(n.div_ceil(12));
+            for (c, chunk, parts) in [(4, None, 1), (7, small, 1), (5, Some(1), 3), (13, None, 2)] {
+                let got = batchcrypt::emulation::msm::msm_many(
+                    &[&bases],
+                    Scalars::canonical(&bytes).unwrap(),
+                    Some(c),
+                    1,
+                    chunk,
+                    parts,
+                )
+                .unwrap();
+                assert_eq!(
+                    got[0].into_affine(),
+                    want,
+                    "{}: c = {c}, chunks of {chunk:?}, {parts} parts",
+                    P::KERNELS
+                );
+            }
+            let bad = with_order_at::<P>(&bytes, n - 3);
+            let got = batchcrypt::emulation::msm::msm_many(
+                &[&bases],
+                Scalars::canonical(&bad).unwrap(),
+                Some(5),
+                1,
+                small,
+                2,
+            );
+            assert!(names_scalar(got, n - 3), "{}", P::KERNELS);
+        }
+        on::<G1>(200);
+        on::<B1>(120);
+        on::<G2>(60);
     }
 
     #[test]

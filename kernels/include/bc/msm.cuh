@@ -58,8 +58,9 @@ BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
 }
 
 // Step 1. Scalars arrive in the scalar field's representation (Montgomery for arkworks' Fr) and
-// are converted here; digits are stored window-major (digits[w * n + i]) so that step 3 reads
-// them coalesced.
+// are converted here, or as canonical integers (`montgomery` 0: a caller's numpy limbs, read as
+// they are, checked below the order on the host as they crossed); digits are stored
+// window-major (digits[w * n + i]) so that step 3 reads them coalesced.
 //
 // An MSM split over several GPUs gives each a part of its cells (digit window w of scalar i is
 // cell w * points + i, the n scalars here being those of `first..`): [from, to), whole windows
@@ -68,7 +69,7 @@ BC_DEVICE uint32_t claim(uint32_t* counters, uint32_t key) {
 // outside its cells; its bucket windows count from `off` (0, or lo where precomputed copies
 // hold the shifts: bucket window (w - lo + off) % sets).
 template <class C>
-BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* out, uint32_t* counts) {
+BC_DEVICE void digits(const uint32_t* scalars, uint32_t montgomery, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* out, uint32_t* counts) {
     const uint32_t half = 1u << (c - 1);
     const uint64_t per = points ? points : 1;  // no scalars: no cells, nothing walked
     const uint32_t lo = uint32_t(from / per), hi = uint32_t((to + per - 1) / per);
@@ -77,7 +78,12 @@ BC_DEVICE void digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint6
 #pragma unroll
         for (int j = 0; j < LIMBS; ++j) s.v[j] = scalars[i * LIMBS + j];
         uint32_t k[LIMBS];
-        s.to_plain(k);
+        if (montgomery) {
+            s.to_plain(k);
+        } else {
+#pragma unroll
+            for (int j = 0; j < LIMBS; ++j) k[j] = s.v[j];
+        }
         uint32_t carry = 0;
         for (uint32_t w = 0; w < hi; ++w) {
             uint32_t v = bits_at(k, int(w * c), int(c)) + carry;
@@ -343,8 +349,8 @@ BC_DEVICE void shift_bases(const Affine<C>* in, uint64_t n, uint32_t doublings, 
 // The scalar steps of an MSM as kernels PREFIX_msm_digits, _scan_tiles, _scan_add and _scatter,
 // for the scalars of curve C: they serve every group with those scalars.
 #define BC_MSM_SCALAR_STEPS(PREFIX, C)                                                                         \
-    extern "C" __global__ void PREFIX##_msm_digits(const uint32_t* scalars, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* digits, uint32_t* counts) { \
-        bc::msm::digits<C>(scalars, n, first, points, from, to, c, windows, off, sets, digits, counts);         \
+    extern "C" __global__ void PREFIX##_msm_digits(const uint32_t* scalars, uint32_t montgomery, uint64_t n, uint32_t first, uint64_t points, uint64_t from, uint64_t to, uint32_t c, uint32_t windows, uint32_t off, uint32_t sets, uint32_t* digits, uint32_t* counts) { \
+        bc::msm::digits<C>(scalars, montgomery, n, first, points, from, to, c, windows, off, sets, digits, counts); \
     }                                                                                                          \
     extern "C" __global__ void PREFIX##_msm_scan_tiles(uint32_t* data, uint64_t m, uint32_t tile, uint32_t* totals) { \
         bc::msm::scan_tiles(data, m, tile, totals);                                                            \

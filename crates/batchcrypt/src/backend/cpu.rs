@@ -186,6 +186,18 @@ mod tests {
     }
 
     #[test]
+    fn try_par_map_keeps_order_and_names_the_first_failure() {
+        let n = (1 << 16) + 3;
+        let got = super::try_par_map(n, |i| Some(i as u64 * 3), 0).unwrap();
+        assert_eq!(got, (0..n as u64).map(|i| i * 3).collect::<Vec<_>>());
+        assert_eq!(super::try_par_map(0, |_| Some(1u8), 0), Ok(vec![]));
+        // Failures in pieces that different threads take: the lowest index is reported.
+        let bad = [70_000, 5_000, 60_001];
+        let got = super::try_par_map(n, |i| (!bad.contains(&i)).then_some(i), 0);
+        assert_eq!(got, Err(5_000));
+    }
+
+    #[test]
     fn zeroed_arrays_are_zero_and_sized() {
         assert!(super::zeroed_arrays::<64>(0).is_empty());
         for n in [1, 3, 1 << 16] {
@@ -257,6 +269,34 @@ pub fn par_concat(parts: &[&[u8]]) -> Vec<u8> {
     // and each was written above.
     unsafe { out.set_len(total) };
     out
+}
+
+/// `f(i)` for each `i` in `0..n`, on all cores, written straight into the vector (a parse of
+/// 2^24 field elements writes its 512 MiB once, its pages mapped by every core, where collecting
+/// `Result`s goes through lists of pieces and a copy on one core); `Err(i)` for the first `i`
+/// whose `f` gives `None`.
+pub fn try_par_map<T: Copy + Send + Sync>(
+    n: usize,
+    f: impl Fn(usize) -> Option<T> + Sync + Send,
+    placeholder: T,
+) -> std::result::Result<Vec<T>, usize> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let first_bad = AtomicUsize::new(usize::MAX);
+    let out: Vec<T> = (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 12)
+        .map(|i| {
+            f(i).unwrap_or_else(|| {
+                first_bad.fetch_min(i, Ordering::Relaxed);
+                placeholder
+            })
+        })
+        .collect();
+    match first_bad.into_inner() {
+        usize::MAX => Ok(out),
+        i => Err(i),
+    }
 }
 
 /// Fills `buf` with `value` on all cores (the pages of a large new buffer are mapped as they are

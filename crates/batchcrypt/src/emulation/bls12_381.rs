@@ -50,6 +50,7 @@ pub const NTT: NttSteps = super::ntt::ntt_steps!(
 extern "C" {
     fn bls12_381_msm_digits(
         scalars: *const u32,
+        montgomery: u32,
         n: u64,
         first: u32,
         points: u64,

@@ -7,6 +7,7 @@ use super::ntt::NttSteps;
 extern "C" {
     fn bn254_msm_digits(
         scalars: *const u32,
+        montgomery: u32,
         n: u64,
         first: u32,
         points: u64,

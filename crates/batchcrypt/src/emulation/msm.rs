@@ -9,6 +9,7 @@ use crate::msm::{window_sums_chunked, Kernels, Shape};
 pub struct MsmSteps {
     pub digits: unsafe extern "C" fn(
         *const u32,
+        u32,
         u64,
         u32,
         u64,
@@ -45,7 +46,8 @@ pub struct MsmSteps {
 }
 
 /// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
-/// MSM of `scalars` (the scalar field's limbs, eight words each) over each set of `bases` (affine
+/// MSM of `scalars` (the scalar field's limbs, eight words each: Montgomery ones where
+/// `montgomery`, else canonical integers) over each set of `bases` (affine
 /// points, `2 / 3 point_words` words each, infinity as zeros) in shape `s`, with the shifted
 /// copies of the bases that `s` reads computed by the kernel code too. The scalars are taken in
 /// chunks doubling from `chunk` scalars ([`crate::msm::chunks`]; `None`: all at once) and each
@@ -55,6 +57,7 @@ pub fn window_sums(
     point_words: usize,
     bases: &[&[u32]],
     scalars: &[u32],
+    montgomery: bool,
     s: &Shape,
     chunk: Option<usize>,
 ) -> Result<Vec<Vec<u32>>> {
@@ -93,6 +96,7 @@ pub fn window_sums(
         bases: first,
         steps,
         point_words,
+        montgomery,
     };
     let words = crate::msm::SCALAR_WORDS;
     let chunks = match chunk {
@@ -113,6 +117,7 @@ struct Host<'a> {
     bases: &'a [u32],
     steps: &'a MsmSteps,
     point_words: usize,
+    montgomery: bool,
 }
 
 // SAFETY (every call below): `msm::window_sums` sizes each buffer for the items the kernel walks,
@@ -138,6 +143,7 @@ impl Kernels for Host<'_> {
         unsafe {
             (self.steps.digits)(
                 scalars.as_ptr(),
+                u32::from(self.montgomery),
                 s.n as u64,
                 first,
                 s.points as u64,
@@ -283,9 +289,9 @@ impl Kernels for Host<'_> {
 /// `sum scalars[i] * bases[i]` on group `P` through its kernel code, with a given window size
 /// (`None`: the one the GPU path would pick) and `copies` precomputed copies of the bases (1:
 /// none), computed by the kernel code too.
-pub fn msm<P: crate::msm::Group>(
+pub fn msm<'s, P: crate::msm::Group>(
     bases: &[crate::msm::Affine<P>],
-    scalars: &[P::ScalarField],
+    scalars: impl Into<crate::msm::Scalars<'s, P::ScalarField>>,
     window: Option<u32>,
     copies: u32,
 ) -> Result<crate::msm::Projective<P>> {
@@ -295,16 +301,18 @@ pub fn msm<P: crate::msm::Group>(
 /// [`msm`] of the same scalars over each set of `bases` (of one length), sorted once for all;
 /// the scalars taken in chunks growing from `chunk` (`None`: all at once) as a large MSM's cross
 /// to the GPU; the cells cut into `parts` equal parts, summed on their own and added, as an MSM
-/// split over that many GPUs.
-pub fn msm_many<P: crate::msm::Group>(
+/// split over that many GPUs. Canonical scalars are staged as for the GPU: checked, then read
+/// by the kernels as they are.
+pub fn msm_many<'s, P: crate::msm::Group>(
     bases: &[&[crate::msm::Affine<P>]],
-    scalars: &[P::ScalarField],
+    scalars: impl Into<crate::msm::Scalars<'s, P::ScalarField>>,
     window: Option<u32>,
     copies: u32,
     chunk: Option<usize>,
     parts: usize,
 ) -> Result<Vec<crate::msm::Projective<P>>> {
-    use crate::msm::{combine_windows, point_words, raw_bases, raw_elements, scalar_bits};
+    use crate::msm::{combine_windows, point_words, raw_bases, scalar_bits, SCALAR_WORDS};
+    let scalars = scalars.into();
     let len = bases.first().map_or(0, |b| b.len());
     if bases.iter().any(|b| b.len() != len) {
         return Err(crate::error::Error::invalid(
@@ -318,7 +326,8 @@ pub fn msm_many<P: crate::msm::Group>(
     };
     let raw: Vec<Vec<u32>> = bases.iter().map(|b| raw_bases(b)).collect();
     let raw: Vec<&[u32]> = raw.iter().map(Vec::as_slice).collect();
-    let scalars = raw_elements(scalars);
+    let mut words = vec![0u32; SCALAR_WORDS * n];
+    scalars.stage(0..n, &mut words)?;
     let mut total = vec![crate::msm::Projective::<P>::default(); bases.len()];
     for cut in Shape::cuts(s.windows, &vec![1.0; parts.max(1)]) {
         let Some(part) = s.part(cut) else { continue };
@@ -326,7 +335,8 @@ pub fn msm_many<P: crate::msm::Group>(
             &P::emulated(),
             point_words::<P>(),
             &raw,
-            &scalars,
+            &words,
+            scalars.montgomery(),
             &part,
             chunk,
         )?;

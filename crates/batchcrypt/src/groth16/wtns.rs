@@ -6,7 +6,6 @@ use super::binfile::BinFile;
 use super::zkey::bigint;
 use crate::error::{Error, Result};
 use ark_ff::{BigInteger, PrimeField};
-use rayon::prelude::*;
 
 const WHAT: &str = "witness (.wtns)";
 
@@ -37,14 +36,12 @@ impl<F: PrimeField> Witness<F> {
         let n = h.count()?;
         h.finish("the witness header")?;
         let raw = file.section(2)?.items(n, n8, "the witness values")?;
-        let values: Vec<F> = raw
-            .par_chunks_exact(n8)
-            .with_min_len(1 << 12)
-            .map(|b| {
-                F::from_bigint(bigint::<F>(b))
-                    .ok_or_else(|| Error::Corrupt(format!("{WHAT}: a value is not below r")))
-            })
-            .collect::<Result<_>>()?;
+        let values: Vec<F> = crate::backend::cpu::try_par_map(
+            n,
+            |i| F::from_bigint(bigint::<F>(&raw[i * n8..(i + 1) * n8])),
+            F::ZERO,
+        )
+        .map_err(|i| Error::Corrupt(format!("{WHAT}: value {i} is not below r")))?;
         if values.first() != Some(&F::ONE) {
             return Err(Error::Corrupt(format!(
                 "{WHAT}: signal 0 must be the constant 1"

@@ -2,10 +2,13 @@
 //! curve's kernel image) on a stream, with the bases uploaded once and kept in GPU memory; and
 //! the staged transfers of field elements that the NTT shares.
 
-use super::{point_words, Group, Kernels, Limbs, Queue, Shape, SCALAR_WORDS, SCAN_THREADS};
+use super::{
+    point_words, Group, Kernels, Limbs, Queue, Scalars, Shape, SCALAR_WORDS, SCAN_THREADS,
+};
 use crate::backend::cuda::{grid_1d, DriverResult, Gpu, PinnedPool, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
+use ark_ff::PrimeField;
 use cudarc::driver::{
     CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
     LaunchConfig, PushKernelArg, ValidAsZeroBits,
@@ -126,11 +129,11 @@ impl<P: Group> DeviceBases<P> {
     }
 }
 
-/// The scalars of an MSM: already in the current GPU's memory as the kernels read them
-/// ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a prover
+/// Where an MSM's scalars come from: already in the current GPU's memory as the kernels read
+/// them ([`super::Limbs`]: eight 32-bit Montgomery limbs each), such as a quotient that a prover
 /// computed there; or crossing from host memory ([`Broadcast`], to one GPU or to several at once
 /// for an MSM split over them, with this GPU's place among them).
-pub(crate) enum Scalars<'a, 'x, F> {
+pub(crate) enum Source<'a, 'x, F> {
     Device(&'a CudaSlice<u32>),
     Shared(&'a Broadcast<'x, F>, usize),
 }
@@ -141,7 +144,7 @@ pub(crate) enum Scalars<'a, 'x, F> {
 /// them.
 pub(crate) fn window_sums_many<'a, P: Group>(
     bases: &[&'a DeviceBases<P>],
-    scalars: Scalars<'_, '_, P::ScalarField>,
+    scalars: Source<'_, '_, P::ScalarField>,
     s: &Shape,
 ) -> Result<Vec<Vec<u32>>> {
     let Some(first) = bases.first() else {
@@ -158,7 +161,7 @@ pub(crate) fn window_sums_many<'a, P: Group>(
     )?;
     let t = std::time::Instant::now();
     let shared = match &scalars {
-        Scalars::Shared(b, _) if b.count > 1 => format!(
+        Source::Shared(b, _) if b.count > 1 => format!(
             ", digit windows {}..{} of the cells {}..{}, scalars shared between GPUs {}",
             s.lo(),
             s.hi(),
@@ -173,18 +176,21 @@ pub(crate) fn window_sums_many<'a, P: Group>(
         _ => String::new(),
     };
     let mut k = Launcher::new::<P>(gpu, first, s, true)?;
+    if let Source::Shared(b, _) = &scalars {
+        k.montgomery = b.xs.montgomery();
+    }
     k.mark("start")?;
     let bind = |k: &mut Launcher<'a>, j: usize| k.bases = &bases[j].pts;
     let sums = match scalars {
-        Scalars::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
+        Source::Device(d) if d.len() >= SCALAR_WORDS * s.n => {
             super::window_sums_chunked(&mut k, s, bases.len(), &[0..s.n], bind, |_, _| Ok(d))?
         }
-        Scalars::Shared(b, lane) => {
+        Source::Shared(b, lane) => {
             super::window_sums_chunked(&mut k, s, bases.len(), &b.chunks, bind, |k, c| {
                 b.ready(c, lane, &k.stream)
             })?
         }
-        Scalars::Device(d) => {
+        Source::Device(d) => {
             return Err(crate::error::Error::invalid(format!(
                 "{} words of scalars in GPU memory for an MSM of {} points",
                 d.len(),
@@ -230,7 +236,7 @@ fn upload_chunks(n: usize, gpus: usize) -> Vec<std::ops::Range<usize>> {
 /// converted into page-locked staging piece by piece, a piece's copy overlapping the next one's
 /// conversion.
 struct ChunkedUpload<'x, F> {
-    xs: &'x [F],
+    xs: Scalars<'x, F>,
     gpu: &'static Gpu,
     stream: StreamGuard<'static>,
     staging: crate::backend::cuda::Pinned<'static>,
@@ -238,9 +244,9 @@ struct ChunkedUpload<'x, F> {
     staged: usize,
 }
 
-impl<'x, F: Limbs> ChunkedUpload<'x, F> {
+impl<'x, F: Limbs + PrimeField> ChunkedUpload<'x, F> {
     /// An upload from `xs` with `words` words of staging: room for every chunk it will copy.
-    fn new(gpu: &'static Gpu, xs: &'x [F], words: usize) -> Result<Self> {
+    fn new(gpu: &'static Gpu, xs: Scalars<'x, F>, words: usize) -> Result<Self> {
         Ok(ChunkedUpload {
             xs,
             gpu,
@@ -271,8 +277,7 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
         dev: &mut CudaSlice<u32>,
         at: usize,
     ) -> Result<()> {
-        let chunk = &self.xs[range];
-        let words = F::WORDS * chunk.len();
+        let words = F::WORDS * range.len();
         // Raw access waits once for earlier copies out of the staging buffer.
         let host = self.staging.as_mut_slice().driver("pinned")?;
         let Some(host) = host.get_mut(self.staged..self.staged + words) else {
@@ -281,10 +286,11 @@ impl<'x, F: Limbs> ChunkedUpload<'x, F> {
             ));
         };
         self.staged += words;
-        for (i, piece) in chunk.chunks(UPLOAD_PIECE).enumerate() {
-            let from = i * UPLOAD_PIECE * F::WORDS;
+        for start in range.clone().step_by(UPLOAD_PIECE) {
+            let piece = start..(start + UPLOAD_PIECE).min(range.end);
+            let from = (start - range.start) * F::WORDS;
             let dst = &mut host[from..from + F::WORDS * piece.len()];
-            super::elements_into(dst, piece);
+            self.xs.stage(piece, dst)?;
             // SAFETY: `dst` stays untouched until the stream has copied it: the staging buffer
             // is ours until this upload is dropped, after the copies (`Drop`).
             unsafe {
@@ -317,6 +323,7 @@ impl<F> Drop for ChunkedUpload<'_, F> {
 /// own host link, and each GPU then copies the other cuts from the other GPUs' memory, so that
 /// the host's bytes cross once whatever the count of GPUs.
 pub(crate) struct Broadcast<'x, F> {
+    xs: Scalars<'x, F>,
     chunks: Vec<std::ops::Range<usize>>,
     /// Each GPU's upload (the sending thread's).
     lanes: std::sync::Mutex<Vec<ChunkedUpload<'x, F>>>,
@@ -334,12 +341,33 @@ pub(crate) struct Broadcast<'x, F> {
 #[derive(Default)]
 struct Sent {
     chunks: Vec<Vec<(Arc<CudaSlice<u32>>, CudaEvent)>>,
-    ended: Option<String>,
+    ended: Option<Stopped>,
 }
 
-impl<'x, F: Limbs> Broadcast<'x, F> {
+/// Why the sending stopped before the last chunk: a scalar out of range (the caller's input:
+/// every GPU's steps fail with it as an input error) or anything else (a failed copy, the steps
+/// ending first).
+#[derive(Clone)]
+enum Stopped {
+    Input(String),
+    Upload(String),
+}
+
+impl Stopped {
+    fn error(&self) -> crate::error::Error {
+        match self {
+            Stopped::Input(why) => crate::error::Error::InvalidInput(why.clone()),
+            Stopped::Upload(why) => crate::error::Error::Cuda {
+                context: "the MSM scalars' upload",
+                message: why.clone(),
+            },
+        }
+    }
+}
+
+impl<'x, F: Limbs + PrimeField> Broadcast<'x, F> {
     /// `xs` for each of `gpus` (indices into the devices, in order).
-    fn new(gpus: &[usize], xs: &'x [F]) -> Result<Self> {
+    fn new(gpus: &[usize], xs: Scalars<'x, F>) -> Result<Self> {
         let all = crate::backend::cuda::devices().map_err(|why| {
             crate::error::Error::BackendUnavailable {
                 backend: "cuda".into(),
@@ -367,6 +395,7 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Broadcast {
+            xs,
             chunks,
             lanes: std::sync::Mutex::new(lanes),
             sent: Default::default(),
@@ -381,7 +410,7 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
     /// thread of their own meanwhile.
     pub(crate) fn run<R: Send>(
         gpus: &[usize],
-        xs: &'x [F],
+        xs: Scalars<'x, F>,
         work: impl FnOnce(&Broadcast<'x, F>) -> Result<R>,
     ) -> Result<R> {
         let b = Broadcast::new(gpus, xs)?;
@@ -401,11 +430,15 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
     /// Sends every chunk in order (until the steps stop), then marks the end, also when a send
     /// fails or panics, so that no GPU waits for a chunk that will not come.
     fn send_all(&self) {
-        struct End<'b, 'x, F>(&'b Broadcast<'x, F>, Option<String>);
+        struct End<'b, 'x, F>(&'b Broadcast<'x, F>, Option<Stopped>);
         impl<F> Drop for End<'_, '_, F> {
             fn drop(&mut self) {
                 let mut sent = self.0.sent.lock().unwrap_or_else(|p| p.into_inner());
-                sent.ended = Some(self.1.take().unwrap_or_else(|| "the upload stopped".into()));
+                sent.ended = Some(
+                    self.1
+                        .take()
+                        .unwrap_or_else(|| Stopped::Upload("the upload stopped".into())),
+                );
                 self.0.arrived.notify_all();
             }
         }
@@ -421,8 +454,12 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
                     sent.chunks.push(chunk);
                     self.arrived.notify_all();
                 }
+                Err(crate::error::Error::InvalidInput(why)) => {
+                    end.1 = Some(Stopped::Input(why));
+                    break;
+                }
                 Err(e) => {
-                    end.1 = Some(e.to_string());
+                    end.1 = Some(Stopped::Upload(e.to_string()));
                     break;
                 }
             }
@@ -440,10 +477,7 @@ impl<'x, F: Limbs> Broadcast<'x, F> {
                 return Ok(dev.clone());
             }
             if let Some(why) = &sent.ended {
-                return Err(crate::error::Error::Cuda {
-                    context: "the MSM scalars' upload",
-                    message: why.clone(),
-                });
+                return Err(why.error());
             }
             sent = self.arrived.wait(sent).unwrap_or_else(|p| p.into_inner());
         }
@@ -552,20 +586,20 @@ impl Default for Staging {
 
 /// Field elements in GPU memory as the kernels read them (Montgomery limbs), ready for the steps
 /// on `stream` ([`ChunkedUpload`] in one chunk).
-pub(crate) fn upload_elements<F: Limbs>(
+pub(crate) fn upload_elements<F: Limbs + PrimeField>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
     xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    ChunkedUpload::new(gpu, xs, F::WORDS * xs.len())?.ready(0..xs.len(), stream)
+    ChunkedUpload::new(gpu, Scalars::Field(xs), F::WORDS * xs.len())?.ready(0..xs.len(), stream)
 }
 
 /// Seconds to move `xs` into the memory of each of `gpus` (device indices) the way an MSM's
 /// scalars cross ([`Broadcast`]: each GPU's cut of every chunk staged through page-locked buffers
 /// up its link, the other cuts from GPU to GPU), nothing computed: the links' floor under an MSM
 /// from host memory (for benchmarks).
-pub fn upload_seconds<F: Limbs>(gpus: &[usize], xs: &[F]) -> Result<f64> {
-    let b = Broadcast::new(gpus, xs)?;
+pub fn upload_seconds<F: Limbs + PrimeField>(gpus: &[usize], xs: &[F]) -> Result<f64> {
+    let b = Broadcast::new(gpus, Scalars::Field(xs))?;
     let t = std::time::Instant::now();
     b.send_all();
     for u in b.lanes.lock().unwrap_or_else(|p| p.into_inner()).iter() {
@@ -574,10 +608,11 @@ pub fn upload_seconds<F: Limbs>(gpus: &[usize], xs: &[F]) -> Result<f64> {
     let seconds = t.elapsed().as_secs_f64();
     let sent = b.sent.lock().unwrap_or_else(|p| p.into_inner());
     if sent.chunks.len() < b.chunks.len() {
-        return Err(crate::error::Error::Cuda {
-            context: "the MSM scalars' upload",
-            message: sent.ended.clone().unwrap_or_default(),
-        });
+        return Err(sent
+            .ended
+            .clone()
+            .unwrap_or_else(|| Stopped::Upload("the upload stopped".into()))
+            .error());
     }
     Ok(seconds)
 }
@@ -691,6 +726,8 @@ struct Launcher<'a> {
     marks: Option<Vec<(String, usize, CudaEvent)>>,
     /// Threads of the accumulation the GPU runs at once (0: not asked yet).
     resident: u64,
+    /// Whether the scalars are Montgomery limbs (else canonical: [`Scalars::Canonical`]).
+    montgomery: bool,
 }
 
 impl<'a> Launcher<'a> {
@@ -724,6 +761,7 @@ impl<'a> Launcher<'a> {
             point_bytes: 4 * point_words::<P>(),
             marks: crate::pipeline::tracing().then(Vec::new),
             resident: 0,
+            montgomery: true,
         })
     }
 
@@ -832,12 +870,13 @@ impl Kernels for Launcher<'_> {
         digits: &mut CudaSlice<u32>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let (n, points) = (s.n as u64, s.points as u64);
+        let (n, points, montgomery) = (s.n as u64, s.points as u64, u32::from(self.montgomery));
         launch!(
             self,
             &self.scalar_kernel("digits"),
             grid_1d(n, 256),
             scalars,
+            &montgomery,
             &n,
             &first,
             &points,

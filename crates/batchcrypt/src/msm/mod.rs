@@ -34,6 +34,8 @@ pub trait Limbs: Field {
     const WORDS: usize;
     fn limbs_into(&self, out: &mut [u32]);
     fn from_limbs(raw: &[u32]) -> Self;
+    /// The element whose canonical integer has these words, if it is below the modulus.
+    fn from_canonical(words: &[u32]) -> Option<Self>;
 }
 
 impl<C: MontConfig<N>, const N: usize> Limbs for Fp<MontBackend<C, N>, N> {
@@ -45,10 +47,18 @@ impl<C: MontConfig<N>, const N: usize> Limbs for Fp<MontBackend<C, N>, N> {
         }
     }
     fn from_limbs(l: &[u32]) -> Self {
-        Fp::new_unchecked(BigInt(std::array::from_fn(|i| {
-            u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
-        })))
+        Fp::new_unchecked(wide(l))
     }
+    fn from_canonical(l: &[u32]) -> Option<Self> {
+        Fp::from_bigint(wide(l))
+    }
+}
+
+/// 32-bit little-endian words as an N-limb integer.
+fn wide<const N: usize>(l: &[u32]) -> BigInt<N> {
+    BigInt(std::array::from_fn(|i| {
+        u64::from(l[2 * i]) | (u64::from(l[2 * i + 1]) << 32)
+    }))
 }
 
 impl<P: Fp2Config> Limbs for Fp2<P>
@@ -64,6 +74,13 @@ where
     fn from_limbs(raw: &[u32]) -> Self {
         let (c0, c1) = raw.split_at(<P::Fp as Limbs>::WORDS);
         Fp2::<P>::new(P::Fp::from_limbs(c0), P::Fp::from_limbs(c1))
+    }
+    fn from_canonical(raw: &[u32]) -> Option<Self> {
+        let (c0, c1) = raw.split_at(<P::Fp as Limbs>::WORDS);
+        Some(Fp2::<P>::new(
+            P::Fp::from_canonical(c0)?,
+            P::Fp::from_canonical(c1)?,
+        ))
     }
 }
 
@@ -296,6 +313,155 @@ impl<P: Group> Bases<P> {
     }
 }
 
+/// The elements of a prime field as a caller holds them: arkworks' (`Field`, Montgomery limbs),
+/// or canonical integers as little-endian bytes, `4 * F::WORDS` each, one after another
+/// (`Canonical`: a numpy array of limbs, a file's contents). The GPU reads canonical scalars as
+/// they are, each checked below the modulus as it is staged for the crossing, so that a caller
+/// holding them so converts nothing and allocates nothing; the CPU converts them. `&[F]` and
+/// `&Vec<F>` convert into `Field`.
+#[derive(Clone, Copy, Debug)]
+pub enum Scalars<'a, F> {
+    Field(&'a [F]),
+    Canonical(&'a [u8]),
+}
+
+impl<'a, F> From<&'a [F]> for Scalars<'a, F> {
+    fn from(xs: &'a [F]) -> Self {
+        Scalars::Field(xs)
+    }
+}
+
+impl<'a, F> From<&'a Vec<F>> for Scalars<'a, F> {
+    fn from(xs: &'a Vec<F>) -> Self {
+        Scalars::Field(xs)
+    }
+}
+
+impl<'a, F, const N: usize> From<&'a [F; N]> for Scalars<'a, F> {
+    fn from(xs: &'a [F; N]) -> Self {
+        Scalars::Field(xs)
+    }
+}
+
+impl<'a, F: Limbs + PrimeField> Scalars<'a, F> {
+    const BYTES: usize = 4 * F::WORDS;
+
+    /// Canonical little-endian bytes, refused unless a whole number of elements.
+    pub fn canonical(bytes: &'a [u8]) -> Result<Self> {
+        if bytes.len() % Self::BYTES != 0 {
+            return Err(Error::invalid(format!(
+                "{} bytes of scalars are not a whole number of {}-byte little-endian scalars",
+                bytes.len(),
+                Self::BYTES
+            )));
+        }
+        Ok(Scalars::Canonical(bytes))
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Scalars::Field(xs) => xs.len(),
+            Scalars::Canonical(b) => b.len() / Self::BYTES,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first `n`.
+    pub fn prefix(&self, n: usize) -> Self {
+        match *self {
+            Scalars::Field(xs) => Scalars::Field(&xs[..n]),
+            Scalars::Canonical(b) => Scalars::Canonical(&b[..n * Self::BYTES]),
+        }
+    }
+
+    /// Whether the kernels convert the words staged from Montgomery form (`Field`) or take them
+    /// as they are (`Canonical`).
+    pub(crate) fn montgomery(&self) -> bool {
+        matches!(self, Scalars::Field(_))
+    }
+
+    /// As arkworks' elements: borrowed, or converted on all cores, each checked below the
+    /// modulus.
+    pub fn to_field(&self) -> Result<std::borrow::Cow<'a, [F]>> {
+        let bytes = match *self {
+            Scalars::Field(xs) => return Ok(std::borrow::Cow::Borrowed(xs)),
+            Scalars::Canonical(b) => b,
+        };
+        crate::backend::cpu::try_par_map(
+            self.len(),
+            |i| {
+                let mut w = [0u32; 16];
+                let w = &mut w[..F::WORDS];
+                words_le(&bytes[i * Self::BYTES..(i + 1) * Self::BYTES], w);
+                F::from_canonical(w)
+            },
+            F::ZERO,
+        )
+        .map(std::borrow::Cow::Owned)
+        .map_err(not_below::<F>)
+    }
+
+    /// Elements `range` as the kernels read them into `dst` (`F::WORDS` words each), in the
+    /// transfer pool ([`crate::backend::cpu::for_transfer`]); writes `dst` only (it may be
+    /// write-combined staging). Canonical elements are checked below the modulus: an error
+    /// names the first that is not.
+    pub(crate) fn stage(&self, range: std::ops::Range<usize>, dst: &mut [u32]) -> Result<()> {
+        use rayon::prelude::*;
+        let bytes = match *self {
+            Scalars::Field(xs) => {
+                elements_into(dst, &xs[range]);
+                return Ok(());
+            }
+            Scalars::Canonical(b) => &b[range.start * Self::BYTES..range.end * Self::BYTES],
+        };
+        let modulus = F::MODULUS;
+        let modulus: &[u64] = modulus.as_ref();
+        let bad = crate::backend::cpu::for_transfer(|| {
+            dst.par_chunks_exact_mut(F::WORDS)
+                .zip(bytes.par_chunks_exact(Self::BYTES))
+                .enumerate()
+                .with_min_len(1 << 12)
+                .filter_map(|(i, (d, b))| {
+                    words_le(b, d);
+                    (!below(d, modulus)).then_some(i)
+                })
+                .min()
+        });
+        match bad {
+            Some(i) => Err(not_below::<F>(range.start + i)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Little-endian bytes as little-endian 32-bit words.
+fn words_le(bytes: &[u8], out: &mut [u32]) {
+    for (w, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+}
+
+/// Whether the little-endian 32-bit words `w` are below the little-endian 64-bit `modulus`.
+fn below(w: &[u32], modulus: &[u64]) -> bool {
+    for (i, &m) in modulus.iter().enumerate().rev() {
+        let x = u64::from(w[2 * i]) | (u64::from(w[2 * i + 1]) << 32);
+        if x != m {
+            return x < m;
+        }
+    }
+    false
+}
+
+fn not_below<F: PrimeField>(i: usize) -> Error {
+    Error::invalid(format!(
+        "scalar {i} is not below the group order (a {}-bit prime): give scalars reduced modulo it",
+        F::MODULUS_BIT_SIZE
+    ))
+}
+
 /// Field elements as the kernels read them (see [`Limbs`]).
 pub(crate) fn raw_elements<F: Limbs>(xs: &[F]) -> Vec<u32> {
     let mut out = vec![0u32; F::WORDS * xs.len()];
@@ -361,7 +527,7 @@ pub(crate) fn on_device<P: Group>(
     }
     let held = bases.device()?;
     let shape = bases.shape(n)?;
-    let sums = gpu::window_sums_many(&[&**held], gpu::Scalars::Device(scalars), &shape)?;
+    let sums = gpu::window_sums_many(&[&**held], gpu::Source::Device(scalars), &shape)?;
     Ok(combine_windows::<P>(&sums[0], &shape))
 }
 
@@ -395,11 +561,12 @@ pub(crate) fn combine_windows<P: Group>(sums: &[u32], s: &Shape) -> Projective<P
 impl Engine {
     /// `sum scalars[i] * bases[i]` over the first `scalars.len()` bases of group `P`
     /// (`engine.msm::<bn254::G1>(..)`); an empty sum is the identity. More scalars than bases
-    /// is an error.
-    pub fn msm<P: Group>(
+    /// is an error. The scalars: arkworks' elements (`&[Fr]`), or [`Scalars::Canonical`] bytes,
+    /// which the GPU reads in place.
+    pub fn msm<'s, P: Group>(
         &self,
         bases: &Bases<P>,
-        scalars: &[P::ScalarField],
+        scalars: impl Into<Scalars<'s, P::ScalarField>>,
     ) -> Result<Output<Projective<P>>> {
         let out = self.msm_many(&[bases], scalars)?;
         Ok(out.map(|mut sums| sums.remove(0)))
@@ -408,11 +575,12 @@ impl Engine {
     /// [`Engine::msm`] of the same scalars over each of `bases` (a prover's queries over one
     /// witness), one sum per set in order; the sets have one length and one precomputation. On
     /// the GPU the scalars cross once and are sorted into buckets once for all of them.
-    pub fn msm_many<P: Group>(
+    pub fn msm_many<'s, P: Group>(
         &self,
         bases: &[&Bases<P>],
-        scalars: &[P::ScalarField],
+        scalars: impl Into<Scalars<'s, P::ScalarField>>,
     ) -> Result<Output<Vec<Projective<P>>>> {
+        let scalars = scalars.into();
         let Some(first) = bases.first() else {
             return Err(Error::invalid("an MSM over no set of bases"));
         };
@@ -439,12 +607,13 @@ impl Engine {
             &workload::<P>(n, resident, bases.len()),
             op.cpu,
             |_, threads| {
+                let field = scalars.to_field()?;
                 Ok(Whole(
                     bases
                         .iter()
                         .map(|b| match n {
                             0 => Projective::default(),
-                            _ => cpu::msm(b.as_slice(), scalars, threads),
+                            _ => cpu::msm(b.as_slice(), &field, threads),
                         })
                         .collect::<Vec<_>>(),
                 ))
@@ -485,7 +654,7 @@ impl Engine {
                             .map(|(lane, (g, shape, held))| {
                                 s.spawn(move || {
                                     crate::backend::gpu::run_on(*g, || {
-                                        let from = gpu::Scalars::Shared(shared, lane);
+                                        let from = gpu::Source::Shared(shared, lane);
                                         Ok(gpu::window_sums_many(held, from, shape)?
                                             .iter()
                                             .map(|sums| combine_windows::<P>(sums, shape))
