@@ -159,6 +159,32 @@ pub fn msm(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
                 Some(&name(1)),
             );
         }
+        // The same scalars as canonical little-endian bytes (as a numpy array or a file holds
+        // them), which the GPUs read in place: no conversion on the host.
+        let bytes: Vec<u8> = scalars
+            .iter()
+            .flat_map(|k| ark_ff::BigInteger::to_bytes_le(&ark_ff::PrimeField::into_bigint(*k)))
+            .collect();
+        let canonical = batchcrypt::msm::Scalars::canonical(&bytes)?;
+        for (k, e) in &engines {
+            let mut got = None;
+            let t = time(reps, || {
+                got = Some(e.msm(&bases, canonical).expect("MSM").value);
+            });
+            anyhow::ensure!(
+                got == first,
+                "{k} GPUs: the MSM of canonical scalars differs from one GPU's"
+            );
+            rep.add(
+                GROUP,
+                &case,
+                &format!("{}, canonical scalars", name(*k)),
+                n as u64,
+                32 * n as u64,
+                t,
+                Some(&name(*k)),
+            );
+        }
         // The links' floor: the same scalars moved to every GPU as the MSM moves them (each
         // GPU's cut of a chunk up its host link, the others' cuts from GPU to GPU), nothing
         // computed.
