@@ -402,7 +402,7 @@ fn json_text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
 fn file_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let path: PathBuf = obj.extract()?;
-        return std::fs::read(&path).map_err(|e| {
+        return batchcrypt::backend::cpu::read_file(&path).map_err(|e| {
             to_py_io(batchcrypt::Error::io(
                 e,
                 format!("reading {}", path.display()),

@@ -161,6 +161,13 @@ def test_msm_over_the_cluster(cluster):
     # No points: the point at infinity, in the points' form.
     assert not pool.msm(np.zeros((0, 8), np.uint64), np.zeros((0, 4), np.uint64)).any()
     assert pool.msm(b"", b"") == e.msm(b"", b"")
+    # BLS12-381 G1 (multiples of its generator), the curve named either way.
+    x = 0x17F1D3A73197D7942695638C4FA9AC0FC3688C4F9774B905A14E3A3F171BAC586C55E83FF97A1AEFFB3AF00ADB22C6BB
+    y = 0x08B3F481E3AAA0F1A09E30ED741D8AE4FCF5E095D5D00AF600DB18CB2C04B3EDD03CC744A2888AE40CAA232946C5E7E1
+    gb = np.array([[(v >> (64 * i)) & (2 ** 64 - 1) for v in (x, y) for i in range(6)]], dtype=np.uint64)
+    pts = np.stack([e.msm(gb, np.array([[c, 0, 0, 0]], dtype=np.uint64), curve="bls12_381") for c in cs[:9]])
+    kept = pool.msm_bases(pts, curve="bls12_381")
+    assert np.array_equal(pool.msm(kept, ks[:9], curve="bls12-381"), e.msm(pts, ks[:9], curve="bls12_381"))
     with pytest.raises(ValueError, match="scalars"):
         pool.msm(bases, ks[:10])
     with pytest.raises(ValueError, match="g2"):

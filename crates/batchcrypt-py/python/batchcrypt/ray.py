@@ -94,7 +94,16 @@ _RemoteWorker = ray.remote(_Worker)
 
 
 # Bytes per point in arkworks' uncompressed layout (and as uint64 limbs, x then y), by (curve, group).
-_POINT_BYTES = {("bn254", "g1"): 64, ("bn254", "g2"): 128, ("bls12-381", "g1"): 96, ("bls12-381", "g2"): 192}
+_POINT_BYTES = {("bn254", "g1"): 64, ("bn254", "g2"): 128, ("bls12_381", "g1"): 96, ("bls12_381", "g2"): 192}
+
+
+def _msm_group(curve: str, group: str):
+    """(curve, group) as `_POINT_BYTES` names them ("bls12-381" is "bls12_381", as `Engine.msm`
+    takes either); an unknown pair is a ValueError."""
+    key = (curve.replace("-", "_"), group)
+    if key not in _POINT_BYTES:
+        raise ValueError(f"no MSM over {curve} {group} (known: {sorted(_POINT_BYTES)})")
+    return key
 
 
 class PoolBases:
@@ -115,9 +124,7 @@ class PoolBases:
 def _points(points, curve: str, group: str):
     """MSM points as rows: an (n, words) uint64 array as given, or arkworks bytes cut into an
     (n, point bytes) uint8 array."""
-    size = _POINT_BYTES.get((curve.replace("_", "-"), group))
-    if size is None:
-        raise ValueError(f"no MSM over {curve} {group} (known: {sorted(_POINT_BYTES)})")
+    size = _POINT_BYTES[_msm_group(curve, group)]
     if isinstance(points, np.ndarray) and points.dtype == np.uint64:
         return points.reshape(-1, size // 8)
     return _rows(points, size)
@@ -324,7 +331,7 @@ class Pool:
         (arkworks bytes or an (n, words) uint64 array), cut evenly among the actors."""
         rows = _points(points, curve, group)
         cuts = [len(rows) * k // len(self._actors) for k in range(len(self._actors) + 1)]
-        return PoolBases(rows, cuts, curve, group)
+        return PoolBases(rows, cuts, *_msm_group(curve, group))
 
     def msm(self, bases, scalars, *, curve: str = "bn254", group: str = "g1", progress=None):
         """`Engine.msm` over the actors: each sums its slice of the points (`bases`: a
@@ -333,7 +340,7 @@ class Pool:
         the points."""
         if not isinstance(bases, PoolBases):
             bases = self.msm_bases(bases, curve=curve, group=group)
-        elif (bases.curve, bases.group) != (curve, group):
+        elif (bases.curve, bases.group) != _msm_group(curve, group):
             raise ValueError(f"bases of {bases.curve} {bases.group} for an MSM over {curve} {group}")
         if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64:
             ks = scalars.reshape(-1, 4)

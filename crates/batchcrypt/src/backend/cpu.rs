@@ -198,6 +198,20 @@ mod tests {
     }
 
     #[test]
+    fn read_file_reads_every_piece() {
+        let dir = std::env::temp_dir().join(format!("batchcrypt-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for len in [0usize, 5, 1 << 20, (3 << 20) + 11] {
+            let path = dir.join(format!("f{len}"));
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+            std::fs::write(&path, &data).unwrap();
+            assert_eq!(super::read_file(&path).unwrap(), data, "{len} bytes");
+        }
+        assert!(super::read_file(&dir.join("absent")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn zeroed_arrays_are_zero_and_sized() {
         assert!(super::zeroed_arrays::<64>(0).is_empty());
         for n in [1, 3, 1 << 16] {
@@ -269,6 +283,28 @@ pub fn par_concat(parts: &[&[u8]]) -> Vec<u8> {
     // and each was written above.
     unsafe { out.set_len(total) };
     out
+}
+
+/// A file's bytes, read in pieces on all cores: the pages of a new buffer are mapped as they are
+/// first written, which one core does slowly (a 32 MiB witness took longer to read than to
+/// prove from).
+pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use rayon::prelude::*;
+        use std::os::unix::fs::FileExt;
+        const PIECE: usize = 1 << 20;
+        let file = std::fs::File::open(path)?;
+        let len = usize::try_from(file.metadata()?.len()).map_err(std::io::Error::other)?;
+        // Zeroed memory comes from the system untouched: only the reads below map its pages.
+        let mut buf = vec![0u8; len];
+        buf.par_chunks_mut(PIECE)
+            .enumerate()
+            .try_for_each(|(i, piece)| file.read_exact_at(piece, (i * PIECE) as u64))?;
+        Ok(buf)
+    }
+    #[cfg(not(unix))]
+    std::fs::read(path)
 }
 
 /// `f(i)` for each `i` in `0..n`, on all cores, written straight into the vector (a parse of

@@ -30,7 +30,7 @@ pub struct R1cs<F = crate::bn254::Fr> {
 impl<F: PrimeField> R1cs<F> {
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();
-        let data = std::fs::read(path).map_err(|e| {
+        let data = crate::backend::cpu::read_file(path).map_err(|e| {
             Error::invalid(format!(
                 "cannot read constraint system {}: {e}",
                 path.display()

@@ -18,7 +18,7 @@ pub struct Witness<F = crate::bn254::Fr> {
 impl<F: PrimeField> Witness<F> {
     pub fn read(path: impl AsRef<std::path::Path>) -> Result<Self> {
         let path = path.as_ref();
-        let data = std::fs::read(path)
+        let data = crate::backend::cpu::read_file(path)
             .map_err(|e| Error::invalid(format!("cannot read witness {}: {e}", path.display())))?;
         Self::parse(&data)
     }

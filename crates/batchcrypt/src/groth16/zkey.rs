@@ -269,7 +269,7 @@ impl<C: Curve> ProvingKey<C> {
 
 /// A proving key file's bytes (an error naming the file where it cannot be read).
 pub(super) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path)
+    crate::backend::cpu::read_file(path)
         .map_err(|e| Error::invalid(format!("cannot read proving key {}: {e}", path.display())))
 }
 
