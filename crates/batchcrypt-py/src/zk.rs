@@ -488,7 +488,8 @@ impl Engine {
     /// `bases`: an `MsmBases` (from `msm_bases`: checked once, kept in GPU memory), or the points
     /// as bytes (arkworks' uncompressed serialization) or as a uint64 array of limbs (see the
     /// module's docs). `scalars`: 32 bytes little-endian each (bytes, or a uint64 array of shape
-    /// (n, 4)), at most one per base. Returns the sum in the points' form: bytes, or a uint64
+    /// (n, 4)), at most one per base; bytes and a contiguous array are read in place, so do not
+    /// change them during the call. Returns the sum in the points' form: bytes, or a uint64
     /// array. Releases the GIL.
     #[pyo3(signature = (bases, scalars, curve = "bn254", group = "g1"))]
     fn msm<'py>(

@@ -99,7 +99,8 @@ class Engine:
     def msm(self, bases: Union["MsmBases", _Points], scalars: _Points, curve: _Curve = "bn254",
             group: Literal["g1", "g2"] = "g1") -> Union[bytes, npt.NDArray[np.uint64]]:
         """sum scalars[i] * bases[i]; points as arkworks bytes or uint64 limbs (x, then y), the
-        result in the same form; scalars 32 bytes little-endian each or (n, 4) uint64."""
+        result in the same form; scalars 32 bytes little-endian each or (n, 4) uint64, read in
+        place (bytes or a contiguous array: no copy, no conversion; the GIL is released)."""
     def msm_bases(self, points: _Points, curve: _Curve = "bn254", group: Literal["g1", "g2"] = "g1",
                   precompute: int = 1) -> "MsmBases": ...
     def ntt(self, values: _Points, size: Optional[int] = None, inverse: bool = False,
