@@ -22,7 +22,12 @@ mod zk;
 enum Items<'py> {
     Array(numpy::PyReadonlyArray2<'py, u8>),
     Bytes(Bound<'py, PyBytes>),
-    Owned(Vec<Vec<u8>>),
+    /// A sequence's items (or a strided array's rows) copied into one buffer, with each one's
+    /// end: one copy of each, no allocation per item.
+    Joined {
+        data: Vec<u8>,
+        ends: Vec<usize>,
+    },
 }
 
 impl<'py> Items<'py> {
@@ -35,14 +40,31 @@ impl<'py> Items<'py> {
         if let Ok(b) = obj.downcast::<PyBytes>() {
             return Ok(Items::Bytes(b.clone()));
         }
-        rows(obj).map(Items::Owned)
+        let (mut data, mut ends) = (Vec::new(), Vec::new());
+        if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
+            for r in a.as_array().rows() {
+                data.extend(r.iter());
+                ends.push(data.len());
+            }
+            return Ok(Items::Joined { data, ends });
+        }
+        ends.reserve(obj.len().unwrap_or(0));
+        for item in obj.try_iter()? {
+            let item = item?;
+            match item.downcast::<PyBytes>() {
+                Ok(b) => data.extend_from_slice(b.as_bytes()),
+                Err(_) => data.extend_from_slice(&input(&item)?),
+            }
+            ends.push(data.len());
+        }
+        Ok(Items::Joined { data, ends })
     }
 
     /// The items' bytes in one contiguous buffer and the width of each, where they are so.
     fn flat(&self) -> Option<(&[u8], usize)> {
         match self {
             Items::Array(a) => Some((a.as_slice().ok()?, a.shape()[1])),
-            Items::Bytes(_) | Items::Owned(_) => None,
+            Items::Bytes(_) | Items::Joined { .. } => None,
         }
     }
 
@@ -61,7 +83,16 @@ impl<'py> Items<'py> {
                     "{what}: one bytes object does not say where its items end; pass a sequence of bytes, or an (n, width) uint8 array"
                 )))
             }
-            Items::Owned(v) => v.iter().map(Vec::as_slice).collect(),
+            Items::Joined { data, ends } => {
+                let mut at = 0;
+                ends.iter()
+                    .map(|&end| {
+                        let item = &data[at..end];
+                        at = end;
+                        item
+                    })
+                    .collect()
+            }
         })
     }
 
@@ -84,16 +115,32 @@ impl<'py> Items<'py> {
         if let Some(buf) = whole {
             return Ok(Cow::Borrowed(buf.as_chunks::<N>().0));
         }
-        let owned: Vec<Vec<u8>> = match self {
-            Items::Bytes(b) => {
-                return Err(PyValueError::new_err(format!(
-                    "{what}: {} bytes are not a whole number of {N}-byte items",
-                    b.as_bytes().len()
+        match self {
+            Items::Bytes(b) => Err(PyValueError::new_err(format!(
+                "{what}: {} bytes are not a whole number of {N}-byte items",
+                b.as_bytes().len()
+            ))),
+            Items::Joined { data, .. } => {
+                if let Some((i, item)) = self
+                    .slices(what)?
+                    .iter()
+                    .enumerate()
+                    .find(|(_, item)| item.len() != N)
+                {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}[{i}] has {} bytes, expected {N}",
+                        item.len()
+                    )));
+                }
+                Ok(Cow::Borrowed(data.as_chunks::<N>().0))
+            }
+            Items::Array(_) => {
+                let width = self.flat().map_or(0, |f| f.1);
+                Err(PyValueError::new_err(format!(
+                    "{what}: rows of {width} bytes, expected {N}"
                 )))
             }
-            _ => self.slices(what)?.into_iter().map(<[u8]>::to_vec).collect(),
-        };
-        exact(owned, what).map(Cow::Owned)
+        }
     }
 }
 

@@ -86,3 +86,11 @@ def test_arrays_and_buffers_give_what_lists_give(backend):
         e.verify_schnorr_batch(b"".join(msgs), s, k)
     with pytest.raises(ValueError, match="whole number"):
         e.verify_schnorr_batch(m, b"".join(sigs)[:-1], k)
+    # Sequences of any bytes-like items, mixed; rows of the wrong width.
+    mixed = [bytearray(x) if i % 3 == 0 else memoryview(x) if i % 3 == 1 else np.frombuffer(x, np.uint8)
+             for i, x in enumerate(sigs)]
+    assert list(e.verify_schnorr_batch(msgs, mixed, tuple(keys))) == want
+    with pytest.raises(ValueError, match="expected 64"):
+        e.verify_schnorr_batch(m, s[:, :63].copy(), k)
+    with pytest.raises(ValueError, match=r"sigs\[1\] has 65 bytes"):
+        e.verify_schnorr_batch(msgs, [sigs[0], sigs[1] + b"x"] + sigs[2:], keys)
