@@ -16,9 +16,9 @@
 //! their own, its batches on a small runtime) and the clients on threads of theirs, each
 //! client's connection and calls on one; both have a thread per core unless
 //! `BATCHCRYPT_BENCH_SERVER_THREADS` or `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise.
-//! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once and
-//! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers (for sweeps; every run prints what
-//! it was given). Each closed loop also prints how many cores each group of threads kept busy
+//! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once,
+//! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers and `BATCHCRYPT_BENCH_MAX_ITEMS`
+//! the items at which it stops gathering (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy
 //! (the server's, the clients', the library's pools), which says whether the host's CPU bounds
 //! it.
 //!
@@ -448,6 +448,9 @@ async fn batched(
     }
     if let Some(ms) = setting("BATCHCRYPT_BENCH_MAX_DELAY_MS") {
         config.batch.max_delay = Duration::from_millis(ms as u64);
+    }
+    if let Some(n) = setting("BATCHCRYPT_BENCH_MAX_ITEMS") {
+        config.batch.max_items = n;
     }
     let server = server_rt
         .spawn(batchcrypt_serve::start(engine.clone(), config))
