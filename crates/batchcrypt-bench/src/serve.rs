@@ -17,8 +17,9 @@
 //! client's connection and calls on one; both have a thread per core unless
 //! `BATCHCRYPT_BENCH_SERVER_THREADS` or `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise.
 //! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once,
-//! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers and `BATCHCRYPT_BENCH_MAX_ITEMS`
-//! the items at which it stops gathering (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy
+//! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers, `BATCHCRYPT_BENCH_MAX_ITEMS`
+//! and `BATCHCRYPT_BENCH_MAX_HASH_ITEMS` the items at which a batch, a hash batch, stops
+//! gathering (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy
 //! (the server's, the clients', the library's pools), which says whether the host's CPU bounds
 //! it.
 //!
@@ -451,6 +452,9 @@ async fn batched(
     }
     if let Some(n) = setting("BATCHCRYPT_BENCH_MAX_ITEMS") {
         config.batch.max_items = n;
+    }
+    if let Some(n) = setting("BATCHCRYPT_BENCH_MAX_HASH_ITEMS") {
+        config.batch.max_hash_items = n;
     }
     let server = server_rt
         .spawn(batchcrypt_serve::start(engine.clone(), config))

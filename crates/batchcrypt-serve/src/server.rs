@@ -499,7 +499,15 @@ impl Service {
             ecdsa: Batcher::start("verify_ecdsa", ops::Ecdsa(engine.clone()), b, m()),
             schnorr: Batcher::start("verify_schnorr", ops::Schnorr(engine.clone()), b, m()),
             sm2: Batcher::start("verify_sm2", ops::Sm2Verify(engine.clone()), b, m()),
-            hash: Batcher::start("hash", ops::Hash(engine.clone()), b, m()),
+            hash: Batcher::start(
+                "hash",
+                ops::Hash(engine.clone()),
+                BatchConfig {
+                    max_items: b.max_items.min(b.max_hash_items),
+                    ..b
+                },
+                m(),
+            ),
             hash_mul: Batcher::start(
                 "sm2_hash_to_curve_mul",
                 ops::Sm2HashMul(engine.clone()),

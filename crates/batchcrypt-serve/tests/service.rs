@@ -237,6 +237,50 @@ async fn many_clients_get_what_the_library_gives() {
     bounded(server.shutdown()).await.unwrap();
 }
 
+/// Hash batches stop gathering at their own size (`max_hash_items`), below the signatures'
+/// `max_items`: concurrent requests of 200 messages under a hash cap of 300 each run in a batch
+/// of their own, with the right digests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_batches_stop_at_their_own_size() {
+    let mut c = config("hash-items");
+    c.batch.max_items = 10_000;
+    c.batch.max_hash_items = 300;
+    c.batch.in_flight = 1;
+    c.batch.max_delay = Duration::from_millis(50);
+    let (server, client) = serve(c).await;
+    let msgs: Vec<u8> = (0..200 * 64u32).map(|i| (i % 251) as u8).collect();
+    let want: Vec<u8> = msgs
+        .chunks(64)
+        .flat_map(batchcrypt::sha256::digest_double)
+        .collect();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (mut client, data) = (client.clone(), Bytes::from(msgs.clone()));
+            tokio::spawn(async move {
+                let request = HashRequest {
+                    algorithm: HashAlgorithm::Sha256d as i32,
+                    messages: Vec::new(),
+                    messages_packed: Some(Column {
+                        data,
+                        width: 64,
+                        ends: Vec::new(),
+                    }),
+                };
+                bounded(client.raw().hash(request))
+                    .await
+                    .unwrap()
+                    .into_inner()
+            })
+        })
+        .collect();
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.packed_digests, want);
+        assert_eq!(r.batch_items, 200, "a batch over the hash cap of 300");
+    }
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p256_requests_match_the_library_and_batch_apart_from_secp256k1() {
     use openssl::ec::{EcGroup, EcKey, PointConversionForm};

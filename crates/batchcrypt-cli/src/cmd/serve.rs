@@ -44,8 +44,12 @@ pub struct Args {
     #[arg(long, default_value_t = BatchConfig::default().max_delay.as_secs_f64() * 1e3)]
     max_delay_ms: f64,
     /// Items at which a batch stops gathering.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = BatchConfig::default().max_items)]
     max_batch: usize,
+    /// Items at which a hash batch (SHA-256, SHA256d, SM3) stops gathering: smaller than
+    /// --max-batch, as a hash costs little and smaller batches overlap better.
+    #[arg(long, default_value_t = BatchConfig::default().max_hash_items)]
+    max_hash_batch: usize,
     /// Batches of one operation running at once.
     #[arg(long, default_value_t = BatchConfig::default().in_flight as u32, value_parser = clap::value_parser!(u32).range(1..=64))]
     in_flight: u32,
@@ -96,6 +100,7 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
     c.batch = BatchConfig {
         max_delay: Duration::from_secs_f64(a.max_delay_ms.max(0.0) / 1e3),
         max_items: a.max_batch.max(1),
+        max_hash_items: a.max_hash_batch.max(1),
         in_flight: a.in_flight as usize,
         ..BatchConfig::default()
     };
