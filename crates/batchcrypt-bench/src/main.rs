@@ -8,7 +8,6 @@ mod msm;
 mod ntt;
 mod p256;
 mod peers;
-mod profile;
 mod report;
 mod scaling;
 mod secp256k1;
@@ -19,10 +18,7 @@ mod sm2;
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(
-    about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios",
-    after_help = "BATCHCRYPT_BENCH_PROFILE=FILE writes where the run spent its CPU time (collapsed stacks over all threads; a build with --features profile)."
-)]
+#[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {
     /// Which benchmark groups to run (`scaling`, over every GPU of the machine, also in parts:
     /// `scaling-signatures`, `scaling-msm`, `scaling-sha256`, `scaling-groth16`; `serve`, the
@@ -54,7 +50,6 @@ fn main() -> anyhow::Result<()> {
     }
     let mut rep = report::Report::new();
     print!("{}", batchcrypt::describe_hardware());
-    let profile = profile::Profile::start()?;
     for g in &args.groups {
         match g.as_str() {
             "sha256" => sha256::run(&mut rep, args.quick)?,
@@ -84,7 +79,6 @@ fn main() -> anyhow::Result<()> {
             other => anyhow::bail!("unknown benchmark group {other:?} (known: bitcoin, bitcoin-resync, scaling, scaling-signatures, scaling-msm, scaling-sha256, scaling-groth16, serve, serve-ecdsa, serve-sha256d, serve-proofs, sha256, secp256k1, p256, sm2, sm2-chunks, aes, xts, aes-batch, bn254, bls12-381, msm-windows, ntt, groth16)"),
         }
     }
-    profile.finish()?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&rep.rows)?)?;
         println!("\nwrote {}", path.display());
