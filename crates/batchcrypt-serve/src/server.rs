@@ -834,7 +834,10 @@ impl Service {
         self.items(&[("messages", items.len())])?;
         let reply = self.hash.submit(kind, items).await?;
         let (digests, packed_digests) = if packed {
-            (Vec::new(), Bytes::from(reply.outs.concat()))
+            (
+                Vec::new(),
+                Bytes::copy_from_slice(reply.outs.as_flattened()),
+            )
         } else {
             (
                 reply

@@ -290,6 +290,24 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
         assert_eq!(a.value, want, "{n} scalars, one GPU");
         assert_eq!(b.value, want, "{n} scalars, every GPU");
     }
+    // Canonical scalar bytes, each GPU staging and checking its cut of every chunk: the same
+    // sum, and a scalar out of range (in the last GPU's cut) an input error naming it.
+    let mut bytes: Vec<u8> = scalars
+        .iter()
+        .flat_map(|k| ark_ff::BigInteger::to_bytes_le(&ark_ff::PrimeField::into_bigint(*k)))
+        .collect();
+    let canonical = batchcrypt::msm::Scalars::canonical(&bytes).unwrap();
+    let got = many.msm(&bases, canonical).unwrap();
+    assert_eq!(got.gpus, all);
+    assert_eq!(got.value, cpu.msm(&bases, &scalars).unwrap().value);
+    let last = scalars.len() - 3;
+    bytes[32 * last..32 * (last + 1)].fill(0xff);
+    let bad = many.msm(&bases, batchcrypt::msm::Scalars::canonical(&bytes).unwrap());
+    assert!(
+        matches!(&bad, Err(batchcrypt::Error::InvalidInput(m)) if m.contains(&format!("scalar {last} "))),
+        "{:?}",
+        bad.map(|o| o.gpus)
+    );
     // Precomputed copies, each GPU holding those of its windows (a few copies, one per digit
     // window), and G2.
     let (points, scalars) = sample::<G1>(1 << 15, 8);

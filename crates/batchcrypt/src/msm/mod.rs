@@ -2,7 +2,8 @@
 //! implement [`Group`]: BN254's G1 and G2 (`crate::bn254`) and BLS12-381's (`crate::bls12_381`).
 //!
 //! Types are arkworks', so a prover built on arkworks passes its data as it is, and field
-//! elements cross to the GPU in arkworks' own Montgomery limbs, with no conversion. The GPU path
+//! elements cross to the GPU in arkworks' own Montgomery limbs, with no conversion; scalars held
+//! as canonical integers (a numpy array, a file) cross as they are too ([`Scalars`]). The GPU path
 //! ([`gpu`]) runs a group's instantiation of the generic field, curve and MSM templates
 //! (`kernels/include/bc/msm.cuh`) through the one chain of kernel steps of [`window_sums`]; the
 //! CPU path ([`cpu`]) is arkworks' Pippenger on all cores. Both give the same group element
@@ -367,14 +368,6 @@ impl<'a, F: Limbs + PrimeField> Scalars<'a, F> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The first `n`.
-    pub fn prefix(&self, n: usize) -> Self {
-        match *self {
-            Scalars::Field(xs) => Scalars::Field(&xs[..n]),
-            Scalars::Canonical(b) => Scalars::Canonical(&b[..n * Self::BYTES]),
-        }
     }
 
     /// Whether the kernels convert the words staged from Montgomery form (`Field`) or take them
