@@ -137,14 +137,6 @@ fn scalars<F: batchcrypt::msm::Limbs + PrimeField>(bytes: &[u8]) -> PyResult<Vec
         .into_owned())
 }
 
-fn scalar_bytes<F: PrimeField>(v: &[F]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 32);
-    for x in v {
-        x.serialize_uncompressed(&mut out).expect("to a Vec");
-    }
-    out
-}
-
 /// A point in `layout`, as bytes (arkworks) or a uint64 array (limbs).
 fn point_out<'py, P: Group>(
     py: Python<'py>,
@@ -298,10 +290,55 @@ fn canonical(curve: &str, group: &str) -> PyResult<(&'static str, &'static str)>
     Ok((c, g))
 }
 
-/// The scalars (bytes, 32 little-endian each, or a uint64 array of 4 limbs each) go to the
-/// library as canonical integers: bytes and a contiguous array in place, which the GPU reads as
-/// they are (each checked below the group order as it is staged), so that 2^24 scalars cost no
-/// 512 MiB conversion; other buffers are copied once.
+/// Scalar-field elements as a caller gives them (bytes, 32 little-endian each, or a uint64 array
+/// of 4 limbs each), as the library takes canonical integers ([`Scalars::Canonical`]): bytes and
+/// a contiguous array read in place (2^24 elements are 512 MiB), other buffers copied once.
+enum Elements<'py> {
+    Array(numpy::PyReadonlyArrayDyn<'py, u64>),
+    Bytes(Bound<'py, PyBytes>),
+    Copied(Vec<u8>, Layout),
+}
+
+impl<'py> Elements<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = obj.extract::<numpy::PyReadonlyArrayDyn<'py, u64>>() {
+            // The array's memory is the limbs' little-endian bytes.
+            if a.as_slice().is_ok() && cfg!(target_endian = "little") {
+                if a.len() % 4 != 0 {
+                    return Err(PyValueError::new_err(format!(
+                        "{} limbs are not a whole number of 4-limb elements",
+                        a.len()
+                    )));
+                }
+                return Ok(Elements::Array(a));
+            }
+        }
+        if let Ok(b) = obj.downcast::<PyBytes>() {
+            return Ok(Elements::Bytes(b.clone()));
+        }
+        let (bytes, layout) = buffer(obj)?;
+        Ok(Elements::Copied(bytes, layout))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Elements::Array(a) => bytemuck::cast_slice(a.as_slice().expect("contiguous")),
+            Elements::Bytes(b) => b.as_bytes(),
+            Elements::Copied(v, _) => v,
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        match self {
+            Elements::Array(_) => Layout::Limbs,
+            Elements::Bytes(_) => Layout::Arkworks,
+            Elements::Copied(_, l) => *l,
+        }
+    }
+}
+
+/// The scalars go to the library as canonical integers, which the GPU reads as they are (each
+/// checked below the group order as it is staged): 2^24 scalars cost no 512 MiB conversion.
 fn run_msm<'py, P: Group>(
     engine: &mut Engine,
     py: Python<'py>,
@@ -309,30 +346,8 @@ fn run_msm<'py, P: Group>(
     scalars_obj: &Bound<'py, PyAny>,
     layout: Layout,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let array = scalars_obj
-        .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
-        .ok();
-    let copied;
-    let bytes: &[u8] = match array.as_ref().and_then(|a| a.as_slice().ok()) {
-        // The array's memory is the limbs' little-endian bytes.
-        Some(w) if cfg!(target_endian = "little") => {
-            if w.len() % 4 != 0 {
-                return Err(PyValueError::new_err(format!(
-                    "{} limbs of scalars are not a whole number of 4-limb scalars",
-                    w.len()
-                )));
-            }
-            bytemuck::cast_slice(w)
-        }
-        _ => match scalars_obj.downcast::<PyBytes>() {
-            Ok(b) => b.as_bytes(),
-            Err(_) => {
-                copied = buffer(scalars_obj)?.0;
-                &copied
-            }
-        },
-    };
-    let scalars = Scalars::canonical(bytes).map_err(to_py)?;
+    let elements = Elements::new(scalars_obj)?;
+    let scalars = Scalars::canonical(elements.bytes()).map_err(to_py)?;
     let sum = engine.run(py, |e| e.msm::<P>(bases, scalars))?;
     point_out::<P>(py, sum.into_affine(), layout)
 }
@@ -357,15 +372,16 @@ fn coset<F: PrimeField>(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<F>> {
 }
 
 /// The transform over `F` on the elements in `bytes`, as bytes.
-fn run_ntt<F: ntt::Field>(
+fn run_ntt<'py, F: ntt::Field>(
     engine: &mut Engine,
-    py: Python<'_>,
-    bytes: &[u8],
+    py: Python<'py>,
+    values: &Elements<'_>,
+    shape: Option<Vec<usize>>,
     size: Option<usize>,
     inverse: bool,
-    coset_arg: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u8>> {
-    let mut v = scalars::<F>(bytes)?;
+    coset_arg: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut v = scalars::<F>(values.bytes())?;
     let t = Ntt {
         size: size.unwrap_or(v.len()),
         direction: if inverse {
@@ -376,7 +392,47 @@ fn run_ntt<F: ntt::Field>(
         coset: coset::<F>(coset_arg)?,
     };
     engine.run(py, |e| e.ntt(&mut v, &t))?;
-    Ok(scalar_bytes(&v))
+    elements_out(py, &v, values.layout(), shape)
+}
+
+/// Elements as canonical integers in `layout`, written on all cores: bytes, 32 little-endian
+/// each, or a uint64 array of 4 limbs each (of `shape`, else flat).
+fn elements_out<'py, F: PrimeField>(
+    py: Python<'py>,
+    v: &[F],
+    layout: Layout,
+    shape: Option<Vec<usize>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    const LIMBS: usize = 4;
+    let limbs = |out: &mut [u64]| {
+        out.par_chunks_exact_mut(LIMBS)
+            .zip(v.par_iter())
+            .with_min_len(1 << 12)
+            .for_each(|(d, x)| d.copy_from_slice(&x.into_bigint().as_ref()[..LIMBS]))
+    };
+    Ok(match layout {
+        Layout::Limbs => {
+            let mut out = vec![0u64; LIMBS * v.len()];
+            limbs(&mut out);
+            let a = PyArray1::from_vec(py, out);
+            match shape {
+                Some(s) => a.reshape(s)?.into_any(),
+                None => a.into_any(),
+            }
+        }
+        Layout::Arkworks => PyBytes::new_with(py, 8 * LIMBS * v.len(), |buf| {
+            buf.par_chunks_exact_mut(8 * LIMBS)
+                .zip(v.par_iter())
+                .with_min_len(1 << 12)
+                .for_each(|(d, x)| {
+                    d.chunks_exact_mut(8)
+                        .zip(x.into_bigint().as_ref())
+                        .for_each(put_limb)
+                });
+            Ok(())
+        })?
+        .into_any(),
+    })
 }
 
 /// A snarkjs JSON argument: a str of JSON, or a path to the file.
@@ -553,21 +609,15 @@ impl Engine {
         coset: Option<&Bound<'py, PyAny>>,
         curve: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (bytes, layout) = buffer(values)?;
         let shape: Option<Vec<usize>> = values
             .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
             .ok()
             .map(|a| a.shape().to_vec());
-        let out = match canonical_curve(curve)? {
-            "bn254" => run_ntt::<bn254::Fr>(self, py, &bytes, size, inverse, coset)?,
-            _ => run_ntt::<bls12_381::Fr>(self, py, &bytes, size, inverse, coset)?,
-        };
-        Ok(match layout {
-            Layout::Arkworks => PyBytes::new(py, &out).into_any(),
-            Layout::Limbs => PyArray1::from_vec(py, words(&out))
-                .reshape(shape.unwrap_or_default())?
-                .into_any(),
-        })
+        let values = Elements::new(values)?;
+        match canonical_curve(curve)? {
+            "bn254" => run_ntt::<bn254::Fr>(self, py, &values, shape, size, inverse, coset),
+            _ => run_ntt::<bls12_381::Fr>(self, py, &values, shape, size, inverse, coset),
+        }
     }
 
     /// A Groth16 proof, as `snarkjs groth16 prove` makes it: `key` a `ProvingKey` (or a .zkey's

@@ -245,6 +245,12 @@ def test_ntt_is_evaluation_at_the_roots_of_unity(backend):
     raw = b"".join(c.to_bytes(32, "little") for c in coeffs)
     out = e.ntt(raw, coset=True)
     assert out == b"".join(evaluate(coeffs, 5 * pow(w, i, FR) % FR).to_bytes(32, "little") for i in range(n))
+    # Buffers read in place or copied give the same: a bytearray, a strided and a flat array.
+    assert e.ntt(bytearray(raw), coset=True) == out
+    wide = np.zeros((n, 8), dtype=np.uint64)
+    wide[:, ::2] = limbs(coeffs, 4)
+    assert np.array_equal(e.ntt(wide[:, ::2]), got)
+    assert np.array_equal(e.ntt(limbs(coeffs, 4).reshape(-1)), got.reshape(-1))
     # A batch of four polynomials of four.
     batch = e.ntt(limbs(coeffs, 4), size=4)
     w4 = pow(5, (FR - 1) // 4, FR)
