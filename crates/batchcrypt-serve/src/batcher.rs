@@ -28,10 +28,9 @@ pub struct BatchConfig {
     pub max_delay: Duration,
     /// Items at which a batch stops gathering.
     pub max_items: usize,
-    /// The same for hash batches (SHA-256, SHA256d, SM3), whose items cost little each: with
-    /// 1,000 closed-loop clients, batches of 32,768 messages let the next batch's host work run
-    /// beside the last one's and served 62 clients' requests of 4,096 messages 1.7x-1.9x faster
-    /// than batches gathering to 2^20 (docs/performance.md).
+    /// The same for hash batches (SHA-256, SHA256d, SM3), whose items cost little each: smaller
+    /// batches let one batch's host work run beside another's (the sweep behind the default is
+    /// in docs/performance.md).
     pub max_hash_items: usize,
     /// Batches of one operation running at once: more than one overlaps a batch's host work with
     /// another's GPU work; with 1,000 closed-loop clients' ECDSA requests, four served a little

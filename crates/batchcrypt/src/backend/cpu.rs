@@ -286,8 +286,8 @@ pub fn par_concat(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 /// A file's bytes, read in pieces on all cores: the pages of a new buffer are mapped as they are
-/// first written, which one core does slowly (a 32 MiB witness took longer to read than to
-/// prove from).
+/// first written, which one core does slowly (a witness's or a proving key's tens or hundreds of
+/// MiB).
 pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     #[cfg(unix)]
     {
