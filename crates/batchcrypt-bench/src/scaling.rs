@@ -161,10 +161,7 @@ pub fn msm(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
         }
         // The same scalars as canonical little-endian bytes (as a numpy array or a file holds
         // them), which the GPUs read in place: no conversion on the host.
-        let bytes: Vec<u8> = scalars
-            .iter()
-            .flat_map(|k| ark_ff::BigInteger::to_bytes_le(&ark_ff::PrimeField::into_bigint(*k)))
-            .collect();
+        let bytes = batchcrypt::msm::canonical_bytes(&scalars);
         let canonical = batchcrypt::msm::Scalars::canonical(&bytes)?;
         for (k, e) in &engines {
             let mut got = None;

@@ -120,17 +120,16 @@ impl<'py> Items<'py> {
                 "{what}: {} bytes are not a whole number of {N}-byte items",
                 b.as_bytes().len()
             ))),
-            Items::Joined { data, .. } => {
-                if let Some((i, item)) = self
-                    .slices(what)?
-                    .iter()
-                    .enumerate()
-                    .find(|(_, item)| item.len() != N)
-                {
-                    return Err(PyValueError::new_err(format!(
-                        "{what}[{i}] has {} bytes, expected {N}",
-                        item.len()
-                    )));
+            Items::Joined { data, ends } => {
+                let mut at = 0;
+                for (i, &end) in ends.iter().enumerate() {
+                    if end - at != N {
+                        return Err(PyValueError::new_err(format!(
+                            "{what}[{i}] has {} bytes, expected {N}",
+                            end - at
+                        )));
+                    }
+                    at = end;
                 }
                 Ok(Cow::Borrowed(data.as_chunks::<N>().0))
             }

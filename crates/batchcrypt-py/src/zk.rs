@@ -296,7 +296,11 @@ fn canonical(curve: &str, group: &str) -> PyResult<(&'static str, &'static str)>
 enum Elements<'py> {
     Array(numpy::PyReadonlyArrayDyn<'py, u64>),
     Bytes(Bound<'py, PyBytes>),
-    Copied(Vec<u8>, Layout),
+    /// A strided uint64 array's limbs (with its shape) or another buffer's bytes (no shape).
+    Copied {
+        bytes: Vec<u8>,
+        shape: Option<Vec<usize>>,
+    },
 }
 
 impl<'py> Elements<'py> {
@@ -312,27 +316,35 @@ impl<'py> Elements<'py> {
                 }
                 return Ok(Elements::Array(a));
             }
+            let shape = Some(a.shape().to_vec());
+            return Ok(Elements::Copied {
+                bytes: buffer(obj)?.0,
+                shape,
+            });
         }
         if let Ok(b) = obj.downcast::<PyBytes>() {
             return Ok(Elements::Bytes(b.clone()));
         }
-        let (bytes, layout) = buffer(obj)?;
-        Ok(Elements::Copied(bytes, layout))
+        Ok(Elements::Copied {
+            bytes: buffer(obj)?.0,
+            shape: None,
+        })
     }
 
     fn bytes(&self) -> &[u8] {
         match self {
             Elements::Array(a) => bytemuck::cast_slice(a.as_slice().expect("contiguous")),
             Elements::Bytes(b) => b.as_bytes(),
-            Elements::Copied(v, _) => v,
+            Elements::Copied { bytes, .. } => bytes,
         }
     }
 
-    fn layout(&self) -> Layout {
+    /// The shape of a uint64 array given (the answer goes back as one of it); None for bytes.
+    fn shape(&self) -> Option<Vec<usize>> {
         match self {
-            Elements::Array(_) => Layout::Limbs,
-            Elements::Bytes(_) => Layout::Arkworks,
-            Elements::Copied(_, l) => *l,
+            Elements::Array(a) => Some(a.shape().to_vec()),
+            Elements::Bytes(_) => None,
+            Elements::Copied { shape, .. } => shape.clone(),
         }
     }
 }
@@ -376,7 +388,6 @@ fn run_ntt<'py, F: ntt::Field>(
     engine: &mut Engine,
     py: Python<'py>,
     values: &Elements<'_>,
-    shape: Option<Vec<usize>>,
     size: Option<usize>,
     inverse: bool,
     coset_arg: Option<&Bound<'py, PyAny>>,
@@ -392,43 +403,28 @@ fn run_ntt<'py, F: ntt::Field>(
         coset: coset::<F>(coset_arg)?,
     };
     engine.run(py, |e| e.ntt(&mut v, &t))?;
-    elements_out(py, &v, values.layout(), shape)
+    elements_out(py, &v, values.shape())
 }
 
-/// Elements as canonical integers in `layout`, written on all cores: bytes, 32 little-endian
-/// each, or a uint64 array of 4 limbs each (of `shape`, else flat).
+/// Elements as canonical integers, written on all cores: a uint64 array of 4 limbs each, of
+/// `shape`, or (no shape) bytes, 32 little-endian each.
 fn elements_out<'py, F: PrimeField>(
     py: Python<'py>,
     v: &[F],
-    layout: Layout,
     shape: Option<Vec<usize>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     const LIMBS: usize = 4;
-    let limbs = |out: &mut [u64]| {
-        out.par_chunks_exact_mut(LIMBS)
-            .zip(v.par_iter())
-            .with_min_len(1 << 12)
-            .for_each(|(d, x)| d.copy_from_slice(&x.into_bigint().as_ref()[..LIMBS]))
-    };
-    Ok(match layout {
-        Layout::Limbs => {
+    Ok(match shape {
+        Some(shape) => {
             let mut out = vec![0u64; LIMBS * v.len()];
-            limbs(&mut out);
-            let a = PyArray1::from_vec(py, out);
-            match shape {
-                Some(s) => a.reshape(s)?.into_any(),
-                None => a.into_any(),
-            }
-        }
-        Layout::Arkworks => PyBytes::new_with(py, 8 * LIMBS * v.len(), |buf| {
-            buf.par_chunks_exact_mut(8 * LIMBS)
+            out.par_chunks_exact_mut(LIMBS)
                 .zip(v.par_iter())
                 .with_min_len(1 << 12)
-                .for_each(|(d, x)| {
-                    d.chunks_exact_mut(8)
-                        .zip(x.into_bigint().as_ref())
-                        .for_each(put_limb)
-                });
+                .for_each(|(d, x)| d.copy_from_slice(&x.into_bigint().as_ref()[..LIMBS]));
+            PyArray1::from_vec(py, out).reshape(shape)?.into_any()
+        }
+        None => PyBytes::new_with(py, 8 * LIMBS * v.len(), |buf| {
+            batchcrypt::msm::canonical_into(buf, v);
             Ok(())
         })?
         .into_any(),
@@ -609,14 +605,10 @@ impl Engine {
         coset: Option<&Bound<'py, PyAny>>,
         curve: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let shape: Option<Vec<usize>> = values
-            .extract::<numpy::PyReadonlyArrayDyn<'_, u64>>()
-            .ok()
-            .map(|a| a.shape().to_vec());
         let values = Elements::new(values)?;
         match canonical_curve(curve)? {
-            "bn254" => run_ntt::<bn254::Fr>(self, py, &values, shape, size, inverse, coset),
-            _ => run_ntt::<bls12_381::Fr>(self, py, &values, shape, size, inverse, coset),
+            "bn254" => run_ntt::<bn254::Fr>(self, py, &values, size, inverse, coset),
+            _ => run_ntt::<bls12_381::Fr>(self, py, &values, size, inverse, coset),
         }
     }
 

@@ -33,14 +33,6 @@ fn naive<P: Group>(bases: &[Affine<P>], scalars: &[Fr<P>]) -> Projective<P> {
         .sum()
 }
 
-/// Scalars as canonical little-endian bytes, 32 each ([`Scalars::Canonical`]).
-fn canonical<P: Group>(scalars: &[Fr<P>]) -> Vec<u8> {
-    scalars
-        .iter()
-        .flat_map(|k| k.into_bigint().to_bytes_le())
-        .collect()
-}
-
 /// `bytes` with scalar `i` replaced by the group order itself (the smallest out of range).
 fn with_order_at<P: Group>(bytes: &[u8], i: usize) -> Vec<u8> {
     let mut out = bytes.to_vec();
@@ -179,7 +171,7 @@ fn gpu_canonical_scalars_cross_in_chunks_and_are_checked() {
     let n = (1 << 23) + 5;
     let (points, scalars) = batchcrypt::msm::sample::<G1>(n, 13);
     let bases = Bases::new(points);
-    let bytes = canonical::<G1>(&scalars);
+    let bytes = batchcrypt::msm::canonical_bytes(&scalars);
     let want = gpu.msm(&bases, &scalars).unwrap().value;
     let got = gpu
         .msm(&bases, Scalars::canonical(&bytes).unwrap())
@@ -293,7 +285,7 @@ fn canonical_on_every_backend<P: Group>(n: usize) {
         for (what, bases, mut scalars) in cases::<P>(n) {
             scalars[n / 2] = -Fr::<P>::ONE;
             let bases = Bases::new(bases);
-            let bytes = canonical::<P>(&scalars);
+            let bytes = batchcrypt::msm::canonical_bytes(&scalars);
             let want = engine.msm(&bases, &scalars).unwrap().value;
             let got = engine
                 .msm(&bases, Scalars::canonical(&bytes).unwrap())
@@ -527,7 +519,7 @@ mod emulated {
                 *k = -Fr::<P>::from(2u64).pow([i as u64]);
             }
             let want = naive(&bases, &scalars).into_affine();
-            let bytes = canonical::<P>(&scalars);
+            let bytes = batchcrypt::msm::canonical_bytes(&scalars);
             let small = Some(n.div_ceil(12));
             for (c, chunk, parts) in [(4, None, 1), (7, small, 1), (5, Some(1), 3), (13, None, 2)] {
                 let got = batchcrypt::emulation::msm::msm_many(

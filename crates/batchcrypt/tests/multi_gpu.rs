@@ -292,10 +292,7 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
     }
     // Canonical scalar bytes, each GPU staging and checking its cut of every chunk: the same
     // sum, and a scalar out of range (in the last GPU's cut) an input error naming it.
-    let mut bytes: Vec<u8> = scalars
-        .iter()
-        .flat_map(|k| ark_ff::BigInteger::to_bytes_le(&ark_ff::PrimeField::into_bigint(*k)))
-        .collect();
+    let mut bytes = batchcrypt::msm::canonical_bytes(&scalars);
     let canonical = batchcrypt::msm::Scalars::canonical(&bytes).unwrap();
     let got = many.msm(&bases, canonical).unwrap();
     assert_eq!(got.gpus, all);

@@ -430,6 +430,27 @@ impl<'a, F: Limbs + PrimeField> Scalars<'a, F> {
     }
 }
 
+/// Elements as canonical little-endian integers, one after another (what
+/// [`Scalars::canonical`] reads), converted on all cores.
+pub fn canonical_bytes<F: PrimeField>(xs: &[F]) -> Vec<u8> {
+    let mut out = vec![0u8; 8 * F::MODULUS.as_ref().len() * xs.len()];
+    canonical_into(&mut out, xs);
+    out
+}
+
+/// [`canonical_bytes`] into `dst` (as many bytes).
+pub fn canonical_into<F: PrimeField>(dst: &mut [u8], xs: &[F]) {
+    use rayon::prelude::*;
+    dst.par_chunks_exact_mut(8 * F::MODULUS.as_ref().len())
+        .zip(xs.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(d, x)| {
+            for (b, w) in d.chunks_exact_mut(8).zip(x.into_bigint().as_ref()) {
+                b.copy_from_slice(&w.to_le_bytes());
+            }
+        });
+}
+
 /// Little-endian bytes as little-endian 32-bit words.
 fn words_le(bytes: &[u8], out: &mut [u32]) {
     for (w, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
