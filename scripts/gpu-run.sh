@@ -192,11 +192,12 @@ py_tests() {
   py_install && BATCHCRYPT_ZK_FIXTURES="$B/zk" PYTHONPATH=/tmp/bc-site "$PYTHON" -m pytest -q -p no:cacheprovider crates/batchcrypt-py/tests
 }
 want python && step python-tests py_tests
-# BIP340 from Python (numpy arrays, flat bytes, lists), then a G1 MSM; compare with bench-secp256k1's
-# and bench-scaling-msm's Rust figures.
+# BIP340 from Python (numpy arrays, flat bytes, lists), then a G1 MSM and an NTT; compare with
+# bench-secp256k1's, bench-scaling-msm's and bench-ntt's Rust figures.
 py_bench() {
   py_install && PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/verify_throughput.py 20 gpu &&
-    PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/msm_throughput.py gpu
+    PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/msm_throughput.py gpu &&
+    PYTHONPATH=/tmp/bc-site "$PYTHON" crates/batchcrypt-py/bench/ntt_throughput.py gpu
 }
 want pybench && step python-bench py_bench
 # Ray (only when STEPS names "ray"): one actor per GPU against one engine in one process

@@ -3,7 +3,7 @@
 
 use crate::report::{has_gpu, time, with_gpu_and_auto, Report};
 use batchcrypt::ntt::cpu;
-use batchcrypt::Engine;
+use batchcrypt::{Backend, BackendChoice, Engine};
 
 const NTT_GROUP: &str = "ntt";
 
@@ -67,6 +67,26 @@ fn field<F: batchcrypt::ntt::Field>(
                 println!("{:<34} {:<36} {:>10.3} ms", "", name, tg * 1e3);
             }
             if has_gpu() {
+                // Canonical little-endian bytes in and out (numpy's limbs): converted nowhere.
+                let engine = Engine::with_backend(BackendChoice::Exact(Backend::Cuda));
+                let bytes = batchcrypt::msm::canonical_bytes(&input[..n]);
+                let mut out = vec![0u8; bytes.len()];
+                let steps = std::slice::from_ref(&t);
+                engine.ntts_canonical(&bytes, &mut out, steps)?;
+                anyhow::ensure!(
+                    out == batchcrypt::msm::canonical_bytes(&want),
+                    "canonical bytes disagree with arkworks on {case}"
+                );
+                let tb = time(reps, || {
+                    drop(
+                        engine
+                            .ntts_canonical(&bytes, &mut out, steps)
+                            .expect("NTT failed"),
+                    )
+                });
+                let name = "ours gpu (canonical bytes in and out)";
+                rep.add(NTT_GROUP, &case, name, n as u64, 0, tb, Some(&peer));
+                println!("{:<34} {:<36} {:>10.3} ms", "", name, tb * 1e3);
                 let tk = batchcrypt::ntt::gpu::ntt_kernel_seconds(
                     &input[..n],
                     std::slice::from_ref(&t),

@@ -49,9 +49,9 @@ impl Engine {
             .map_err(|_| PyValueError::new_err(format!("iv must be 16 bytes, got {}", iv.len())))?;
         let data = Data::new(data)?;
         let data = data.bytes();
-        let mut out = vec![0u8; data.len()];
-        self.run(py, |e| e.aes().ctr(&key, &iv, data, &mut out))?;
-        Ok(PyBytes::new(py, &out))
+        crate::new_bytes(py, data.len(), |out| {
+            self.run(py, |e| e.aes().ctr(&key, &iv, data, out))
+        })
     }
 
     /// AES-GCM encryption; returns (ciphertext, 16-byte tag).
@@ -67,9 +67,12 @@ impl Engine {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
         let data = Data::new(data)?;
         let data = data.bytes();
-        let mut out = vec![0u8; data.len()];
-        let tag = self.run(py, |e| e.aes().gcm_encrypt(&key, iv, aad, &data, &mut out))?;
-        Ok((PyBytes::new(py, &out), PyBytes::new(py, &tag)))
+        let mut tag = [0u8; 16];
+        let out = crate::new_bytes(py, data.len(), |out| {
+            tag = self.run(py, |e| e.aes().gcm_encrypt(&key, iv, aad, data, out))?;
+            Ok(())
+        })?;
+        Ok((out, PyBytes::new(py, &tag)))
     }
 
     /// AES-GCM decryption; raises AuthenticationError (a ValueError) when the tag does not check.
@@ -86,11 +89,9 @@ impl Engine {
         let key = batchcrypt::aes::Key::new(key).map_err(to_py)?;
         let data = Data::new(data)?;
         let data = data.bytes();
-        let mut out = vec![0u8; data.len()];
-        self.run(py, |e| {
-            e.aes().gcm_decrypt(&key, iv, aad, &data, &mut out, tag)
-        })?;
-        Ok(PyBytes::new(py, &out))
+        crate::new_bytes(py, data.len(), |out| {
+            self.run(py, |e| e.aes().gcm_decrypt(&key, iv, aad, data, out, tag))
+        })
     }
 
     /// XTS-AES encryption (IEEE 1619) of a run of data units of `unit` bytes (a disk's sectors),
@@ -305,12 +306,12 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let unit = unit.unwrap_or(data.len());
-        let mut out = vec![0u8; data.len()];
-        self.run(py, |e| match decrypt {
-            false => e.aes().xts_encrypt(&key, &tweak, unit, &data, &mut out),
-            true => e.aes().xts_decrypt(&key, &tweak, unit, &data, &mut out),
-        })?;
-        Ok(PyBytes::new(py, &out))
+        crate::new_bytes(py, data.len(), |out| {
+            self.run(py, |e| match decrypt {
+                false => e.aes().xts_encrypt(&key, &tweak, unit, data, out),
+                true => e.aes().xts_decrypt(&key, &tweak, unit, data, out),
+            })
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -333,9 +334,12 @@ impl Engine {
         let data = data.bytes();
         let offsets = offsets.as_ref().map(|o| o.as_slice()).transpose()?;
         let msgs = messages(data, offsets, msg_len)?;
-        let mut out = vec![0u8; data.len()];
-        let value = self.run(py, |e| f(e, &msgs, &mut out))?;
-        Ok((PyBytes::new(py, &out), value))
+        let mut value = None;
+        let out = crate::new_bytes(py, data.len(), |out| {
+            value = Some(self.run(py, |e| f(e, &msgs, out))?);
+            Ok(())
+        })?;
+        Ok((out, value.expect("set by the call")))
     }
 
     fn xts_batch<'py>(

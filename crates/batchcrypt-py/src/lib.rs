@@ -383,6 +383,35 @@ impl Engine {
     }
 }
 
+/// A new bytes object of `len` bytes that `fill` writes, its memory zeroed on all cores first
+/// (`PyBytes::new_with` zeroes it on one: a large object's pages are new, and the first write to
+/// each costs a fault).
+pub(crate) fn new_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    // SAFETY: CPython's documented way to make a bytes object and write it before it is shared:
+    // PyBytes_FromStringAndSize(NULL, len) leaves `len` bytes to write; they are zeroed (pieces
+    // inside the buffer, one writer each) before a slice of them is made.
+    unsafe {
+        let ptr =
+            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
+        let bytes = Bound::from_owned_ptr_or_err(py, ptr)?.downcast_into_unchecked::<PyBytes>();
+        let buf = pyo3::ffi::PyBytes_AsString(ptr).cast::<u8>() as usize;
+        py.allow_threads(|| {
+            (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
+                let at = i * PIECE;
+                std::ptr::write_bytes((buf as *mut u8).add(at), 0, PIECE.min(len - at))
+            })
+        });
+        fill(std::slice::from_raw_parts_mut(buf as *mut u8, len))?;
+        Ok(bytes)
+    }
+}
+
 #[pymethods]
 impl Engine {
     /// `backend`: auto, cpu, gpu or a backend's name. `gpus`: the GPUs to use (indices as

@@ -128,15 +128,6 @@ fn points<P: Group>(bytes: &[u8], layout: Layout) -> PyResult<Vec<Affine<P>>> {
         .collect()
 }
 
-/// Elements of `F` from 32-byte little-endian integers, each checked below the modulus (on all
-/// cores, written once).
-fn scalars<F: batchcrypt::msm::Limbs + PrimeField>(bytes: &[u8]) -> PyResult<Vec<F>> {
-    Ok(Scalars::<F>::canonical(bytes)
-        .and_then(|s| s.to_field())
-        .map_err(to_py)?
-        .into_owned())
-}
-
 /// A point in `layout`, as bytes (arkworks) or a uint64 array (limbs).
 fn point_out<'py, P: Group>(
     py: Python<'py>,
@@ -383,7 +374,9 @@ fn coset<F: PrimeField>(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<F>> {
     Ok(Some(F::from(n)))
 }
 
-/// The transform over `F` on the elements in `bytes`, as bytes.
+/// The transform over `F` on `values`, returned in their form (a uint64 array of their shape, or
+/// bytes): the library reads the canonical elements where they are and writes the result
+/// straight into the returned object's memory.
 fn run_ntt<'py, F: ntt::Field>(
     engine: &mut Engine,
     py: Python<'py>,
@@ -392,40 +385,28 @@ fn run_ntt<'py, F: ntt::Field>(
     inverse: bool,
     coset_arg: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut v = scalars::<F>(values.bytes())?;
-    let t = Ntt {
-        size: size.unwrap_or(v.len()),
+    let input = values.bytes();
+    let t = [Ntt {
+        size: size.unwrap_or(input.len() / (4 * F::WORDS)),
         direction: if inverse {
             Direction::Inverse
         } else {
             Direction::Forward
         },
         coset: coset::<F>(coset_arg)?,
-    };
-    engine.run(py, |e| e.ntt(&mut v, &t))?;
-    elements_out(py, &v, values.shape())
-}
-
-/// Elements as canonical integers, written on all cores: a uint64 array of 4 limbs each, of
-/// `shape`, or (no shape) bytes, 32 little-endian each.
-fn elements_out<'py, F: PrimeField>(
-    py: Python<'py>,
-    v: &[F],
-    shape: Option<Vec<usize>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    const LIMBS: usize = 4;
-    Ok(match shape {
+    }];
+    Ok(match values.shape() {
         Some(shape) => {
-            let mut out = vec![0u64; LIMBS * v.len()];
-            out.par_chunks_exact_mut(LIMBS)
-                .zip(v.par_iter())
-                .with_min_len(1 << 12)
-                .for_each(|(d, x)| d.copy_from_slice(&x.into_bigint().as_ref()[..LIMBS]));
+            // Zeroed by the allocator as its pages are first written: by the download, on
+            // several cores.
+            let mut out = vec![0u64; input.len() / 8];
+            engine.run(py, |e| {
+                e.ntts_canonical(input, bytemuck::cast_slice_mut(&mut out), &t)
+            })?;
             PyArray1::from_vec(py, out).reshape(shape)?.into_any()
         }
-        None => PyBytes::new_with(py, 8 * LIMBS * v.len(), |buf| {
-            batchcrypt::msm::canonical_into(buf, v);
-            Ok(())
+        None => crate::new_bytes(py, input.len(), |out| {
+            engine.run(py, |e| e.ntts_canonical(input, out, &t))
         })?
         .into_any(),
     })

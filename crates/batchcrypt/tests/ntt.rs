@@ -27,6 +27,7 @@ on_both_fields! {
     gpu_matches_arkworks_on_every_size => gpu_on,
     bad_shapes_are_errors => bad_shapes_on,
     a_sequence_equals_its_steps => sequence_on,
+    canonical_bytes_equal_elements => canonical_on,
 }
 
 /// out[i] = p(g w^i) for the polynomial p with coefficients `coeffs`.
@@ -207,6 +208,88 @@ fn sequence_on<F: Field>(p: Primitive) {
     }
 }
 
+/// Canonical bytes in and out equal the transform on arkworks' elements, on every backend
+/// (the GPU's kernels take them as they are, up to sizes of three passes and over batches); an
+/// element not below the modulus, first or last, and bad lengths are input errors.
+fn canonical_on<F: Field>(p: Primitive) {
+    use batchcrypt::msm::canonical_bytes;
+    let g = F::GENERATOR;
+    for b in common::backends(p) {
+        let bn = common::engine(b);
+        let mut cases = vec![(1u32, 1usize), (3, 5), (11, 3)];
+        if b.is_gpu() {
+            cases.extend([(16, 2), (21, 1)]);
+        }
+        for (log, batch) in cases {
+            let n = 1usize << log;
+            for steps in [
+                vec![Ntt::forward(n)],
+                vec![Ntt::inverse(n).on_coset(g)],
+                vec![Ntt::inverse(n), Ntt::forward(n).on_coset(g)],
+            ] {
+                let input = values::<F>(n * batch, u64::from(log) + 7);
+                let mut want = input.clone();
+                bn.ntts(&mut want, &steps).unwrap();
+                let bytes = canonical_bytes(&input);
+                let mut out = vec![0u8; bytes.len()];
+                let ran = bn.ntts_canonical(&bytes, &mut out, &steps).unwrap();
+                assert_eq!(ran.backend, b);
+                assert!(
+                    out == canonical_bytes(&want),
+                    "{b}: 2^{log} x {batch}: {steps:?}"
+                );
+            }
+        }
+        // Size 1: the identity, still checked.
+        let bytes = canonical_bytes(&values::<F>(4, 3));
+        let mut out = vec![0u8; bytes.len()];
+        bn.ntts_canonical(&bytes, &mut out, &[Ntt::<F>::forward(1)])
+            .unwrap();
+        assert_eq!(out, bytes);
+        // The modulus at the first and the last index, in a single pass and over three.
+        let width = bytes.len() / 4;
+        let modulus = {
+            use ark_ff::BigInteger;
+            F::MODULUS.to_bytes_le()
+        };
+        for log in [4u32, 21] {
+            if log > 11 && !b.is_gpu() {
+                continue;
+            }
+            let n = 1usize << log;
+            let mut bytes = canonical_bytes(&values::<F>(n, 1));
+            for at in [0, n - 1] {
+                let good = bytes[at * width..(at + 1) * width].to_vec();
+                bytes[at * width..(at + 1) * width].copy_from_slice(&modulus);
+                let mut out = vec![0u8; bytes.len()];
+                match bn.ntts_canonical(&bytes, &mut out, &[Ntt::<F>::forward(n)]) {
+                    Err(Error::InvalidInput(why)) => {
+                        assert!(why.contains(&format!(" {at} ")), "{b}: {why}")
+                    }
+                    other => panic!("{b}: the modulus at {at} of 2^{log}: {other:?}"),
+                }
+                bytes[at * width..(at + 1) * width].copy_from_slice(&good);
+            }
+        }
+        let t = [Ntt::<F>::forward(4)];
+        let bytes = canonical_bytes(&values::<F>(4, 2));
+        for (input, out_len, what) in [
+            (&bytes[..], bytes.len() - 1, "output shorter"),
+            (&bytes[1..], bytes.len() - 1, "not whole elements"),
+            (&bytes[..2 * width], 2 * width, "not whole polynomials"),
+        ] {
+            let mut out = vec![0u8; out_len];
+            assert!(
+                matches!(
+                    bn.ntts_canonical(input, &mut out, &t),
+                    Err(Error::InvalidInput(_))
+                ),
+                "{b}: {what}"
+            );
+        }
+    }
+}
+
 #[cfg(feature = "emulation")]
 mod emulated {
     use super::*;
@@ -217,6 +300,29 @@ mod emulated {
         kernels_match_arkworks_over_several_passes => passes_on,
         pointwise_kernel_matches_arkworks => mul_sub_on,
         sparse_rows_kernel_matches_arkworks => products_on,
+        kernels_keep_canonical_words_canonical => canonical_words_on,
+    }
+
+    /// The premise of the GPU's canonical path: the kernels' steps on canonical words (not
+    /// Montgomery limbs) give the canonical words of the result, over one pass and several.
+    fn canonical_words_on<F: Field>(_: Primitive) {
+        use batchcrypt::emulation::ntt::ntt_words;
+        use batchcrypt::msm::canonical_bytes;
+        let cpu = common::engine(Backend::Arkworks);
+        for log in [1u32, 6, 11] {
+            for t in kinds::<F>(1 << log) {
+                let input = values::<F>(2 << log, 31);
+                let mut want = input.clone();
+                cpu.ntt(&mut want, &t).unwrap();
+                let mut words: Vec<u32> = canonical_bytes(&input)
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                    .collect();
+                ntt_words(&mut words, &t, log).unwrap();
+                let got: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                assert!(got == canonical_bytes(&want), "2^{log}: {t:?}");
+            }
+        }
     }
 
     /// A prover's evaluations from two sparse matrices by rows: rows without terms, rows of

@@ -158,8 +158,20 @@ impl<F: Field> Kernels<F> for Host<F> {
 /// 2^`table_log` (at least the size: a larger table exercises the strided reads the GPU makes
 /// when it keeps a table for a larger transform).
 pub fn ntt<F: Field>(values: &mut [F], t: &Ntt<F>, table_log: u32) -> Result<()> {
-    let batch = t.batch_of(values.len())? as u64;
-    if values.is_empty() || t.size == 1 {
+    let mut words = crate::msm::raw_elements(values);
+    ntt_words(&mut words, t, table_log)?;
+    for (x, l) in values.iter_mut().zip(words.chunks_exact(F::WORDS)) {
+        *x = F::from_limbs(l);
+    }
+    Ok(())
+}
+
+/// [`ntt`] on elements as words (`F::WORDS` each, below the modulus), in place, taken as the GPU
+/// takes them: Montgomery limbs give Montgomery limbs, canonical words canonical ones.
+pub fn ntt_words<F: Field>(words: &mut [u32], t: &Ntt<F>, table_log: u32) -> Result<()> {
+    let len = words.len() / F::WORDS;
+    let batch = t.batch_of(len)? as u64;
+    if len == 0 || t.size == 1 {
         return Ok(());
     }
     let mut k = Host::<F> {
@@ -167,12 +179,10 @@ pub fn ntt<F: Field>(values: &mut [F], t: &Ntt<F>, table_log: u32) -> Result<()>
         field: std::marker::PhantomData,
     };
     let tw = Twiddles::build::<F, _>(&mut k, table_log.max(t.log_size()))?;
-    let mut data = crate::msm::raw_elements(values);
-    let mut out = Kernels::<F>::alloc(&mut k, values.len() as u64)?;
+    let mut data = words.to_vec();
+    let mut out = Kernels::<F>::alloc(&mut k, len as u64)?;
     ntt::transform(&mut k, &tw, t, batch, &mut data, &mut out)?;
-    for (x, l) in values.iter_mut().zip(out.chunks_exact(F::WORDS)) {
-        *x = F::from_limbs(l);
-    }
+    words.copy_from_slice(&out[..words.len()]);
     Ok(())
 }
 

@@ -584,14 +584,27 @@ impl Default for Staging {
     }
 }
 
-/// Field elements in GPU memory as the kernels read them (Montgomery limbs), ready for the steps
-/// on `stream` ([`ChunkedUpload`] in one chunk).
-pub(crate) fn upload_elements<F: Limbs + PrimeField>(
+/// Field elements in GPU memory, ready for the steps on `stream` ([`ChunkedUpload`] in one
+/// chunk): arkworks' elements as their Montgomery limbs, canonical ones as they are (checked
+/// below the modulus).
+pub(crate) fn upload_elements<'x, F: Limbs + PrimeField>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
-    xs: &[F],
+    xs: impl Into<Scalars<'x, F>>,
 ) -> Result<CudaSlice<u32>> {
-    ChunkedUpload::new(gpu, Scalars::Field(xs), F::WORDS * xs.len())?.ready(0..xs.len(), stream)
+    let xs = xs.into();
+    upload_range(gpu, stream, xs, 0..xs.len())
+}
+
+/// [`upload_elements`] of the elements `range` of `xs` (an error names an element by its index
+/// in `xs`).
+pub(crate) fn upload_range<F: Limbs + PrimeField>(
+    gpu: &'static Gpu,
+    stream: &Arc<CudaStream>,
+    xs: Scalars<'_, F>,
+    range: std::ops::Range<usize>,
+) -> Result<CudaSlice<u32>> {
+    ChunkedUpload::new(gpu, xs, F::WORDS * range.len())?.ready(range, stream)
 }
 
 /// Seconds to move `xs` into the memory of each of `gpus` (device indices) the way an MSM's
@@ -673,23 +686,52 @@ pub(crate) fn download_elements<F: Limbs>(
 ) -> Result<()> {
     use rayon::prelude::*;
     let words = F::WORDS * out.len();
-    let mut landing = gpu.local::<Landing>().0.take(gpu, words)?;
-    let host = landing.as_mut_slice().driver("pinned")?;
-    // Into exactly `words` (a copy takes its length from the destination); page-locked, so the
-    // copy is asynchronous until the stream is synchronised.
-    let host = &mut host[..words];
-    stream
-        .memcpy_dtoh(&dev.slice(0..words), host)
-        .driver("download")?;
-    stream.synchronize().driver("sync")?;
-    crate::backend::cpu::for_transfer(|| {
+    let mut rest = out;
+    download_words(gpu, stream, dev, words, F::WORDS, |piece| {
+        let (out, tail) = std::mem::take(&mut rest).split_at_mut(piece.len() / F::WORDS);
+        rest = tail;
         out.par_iter_mut()
-            .zip(host.par_chunks_exact(F::WORDS))
+            .zip(piece.par_chunks_exact(F::WORDS))
             .with_min_len(1 << 12)
             .for_each(|(x, l)| *x = F::from_limbs(l))
-    });
+    })
+}
+
+/// The first `words` words of `dev` through page-locked landing space, a piece at a time (each a
+/// multiple of `align` words): `land` gets the pieces in order, each as soon as it has crossed,
+/// in the transfer pool, while the next ones cross.
+pub(crate) fn download_words(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    dev: &CudaSlice<u32>,
+    words: usize,
+    align: usize,
+    mut land: impl FnMut(&[u32]) + Send,
+) -> Result<()> {
+    let mut landing = gpu.local::<Landing>().0.take(gpu, words)?;
+    let host = landing.as_mut_slice().driver("pinned")?;
+    // Into exactly `words` (a copy takes its length from the destination).
+    let host = &mut host[..words];
+    let piece = DOWNLOAD_PIECE.div_ceil(align).max(1) * align;
+    let mut crossed = Vec::with_capacity(words.div_ceil(piece));
+    for (i, dst) in host.chunks_mut(piece).enumerate() {
+        let at = i * piece;
+        // Page-locked, so each copy is asynchronous; the piece is read after its event.
+        stream
+            .memcpy_dtoh(&dev.slice(at..at + dst.len()), dst)
+            .driver("download")?;
+        crossed.push(stream.record_event(None).driver("cuEventRecord")?);
+    }
+    for (done, piece) in crossed.iter().zip(host.chunks(piece)) {
+        done.synchronize().driver("sync")?;
+        crate::backend::cpu::for_transfer(|| land(piece));
+    }
     Ok(())
 }
+
+/// Words per piece of a download: large enough that a copy's fixed cost is small beside it, small
+/// enough that the host's work on one overlaps the next one's crossing.
+const DOWNLOAD_PIECE: usize = 1 << 22;
 
 /// A device buffer of `len` elements, zeroed or not.
 pub(crate) fn alloc<T: DeviceRepr + ValidAsZeroBits>(

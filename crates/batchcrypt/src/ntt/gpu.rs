@@ -5,7 +5,8 @@ use super::{Field, Kernels, Ntt, Scaling, Twiddles};
 use crate::backend::cuda::{grid_1d, DriverResult, Gpu, StreamGuard};
 use crate::error::Result;
 use crate::memory::Reservation;
-use crate::msm::gpu::{alloc, download_elements, upload_elements};
+use crate::msm::gpu::{alloc, download_elements, download_words, upload_elements, upload_range};
+use crate::msm::Scalars;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::sync::{Arc, Mutex};
 
@@ -55,10 +56,46 @@ fn twiddles<F: Field>(k: &mut Device, log_n: u32) -> Result<Arc<Twiddles<CudaSli
 /// The transforms `steps`, one after another, on `values` (whole polynomials of one size, checked
 /// by the caller): one upload, the kernels of each step, one download.
 pub(crate) fn ntt<F: Field>(values: &mut [F], steps: &[Ntt<F>]) -> Result<()> {
-    let mut run = NttRun::new(values, steps)?;
+    let mut run = NttRun::new(Scalars::Field(values), 0..values.len(), steps)?;
     run.steps()?;
     let held = &run.held;
     download_elements(held.k.gpu, &held.k.stream, &held.data, values)
+}
+
+/// [`ntt`] on the canonical elements `range` of `input` into `out` (as many bytes), converted
+/// nowhere: a transform is linear and Montgomery form is a product by a constant, so the kernels'
+/// steps on canonical words give the canonical words of the result. Each input is checked below
+/// the modulus as it is staged (an error names it by its index in `input`).
+pub(crate) fn ntt_canonical<F: Field>(
+    input: &[u8],
+    range: std::ops::Range<usize>,
+    out: &mut [u8],
+    steps: &[Ntt<F>],
+) -> Result<()> {
+    use rayon::prelude::*;
+    let mut run = NttRun::new(Scalars::canonical(input)?, range, steps)?;
+    run.steps()?;
+    let held = &run.held;
+    let mut rest = out;
+    let words = F::WORDS * held.len;
+    download_words(
+        held.k.gpu,
+        &held.k.stream,
+        &held.data,
+        words,
+        F::WORDS,
+        |piece| {
+            let (out, tail) = std::mem::take(&mut rest).split_at_mut(4 * piece.len());
+            rest = tail;
+            out.par_chunks_mut(1 << 14)
+                .zip(piece.par_chunks(1 << 12))
+                .for_each(|(out, words)| {
+                    for (o, w) in out.chunks_exact_mut(4).zip(words) {
+                        o.copy_from_slice(&w.to_le_bytes())
+                    }
+                })
+        },
+    )
 }
 
 /// Two sparse matrices by rows in one GPU's memory, A's `n` rows then B's (a prover's constraint
@@ -234,7 +271,7 @@ impl<F: Field> OnDevice<F> {
 /// Seconds of device time for `steps` on `values` already in GPU memory (the twiddle table
 /// built), the median of `iters` runs (for benchmarks).
 pub fn ntt_kernel_seconds<F: Field>(values: &[F], steps: &[Ntt<F>], iters: usize) -> Result<f64> {
-    let mut run = NttRun::new(values, steps)?;
+    let mut run = NttRun::new(Scalars::Field(values), 0..values.len(), steps)?;
     let st = (*run.held.k.stream).clone();
     crate::backend::cuda::time_on_stream(&st, iters, || run.steps())
 }
@@ -251,20 +288,24 @@ struct NttRun<'a, F> {
 }
 
 impl<'a, F: Field> NttRun<'a, F> {
-    /// `values` uploaded to the current GPU.
-    fn new(values: &[F], steps: &'a [Ntt<F>]) -> Result<Self> {
+    /// The elements `range` of `values` uploaded to the current GPU.
+    fn new(
+        values: Scalars<'_, F>,
+        range: std::ops::Range<usize>,
+        steps: &'a [Ntt<F>],
+    ) -> Result<Self> {
         let gpu = Gpu::available()?;
-        let len = values.len() as u64;
+        let len = range.len() as u64;
         let spare = scratch_bytes::<F>(len, steps.first().map_or(1, |t| t.size as u64));
         let memory = gpu
             .budget()
             .reserve(4 * F::WORDS as u64 * len + spare, "an NTT")?;
         let stream = gpu.stream()?;
-        let data = upload_elements(gpu, &stream, values)?;
+        let data = upload_range(gpu, &stream, values, range)?;
         let held = OnDevice {
             k: Device { gpu, stream },
             data,
-            len: values.len(),
+            len: len as usize,
             _memory: memory,
             spare,
             _field: std::marker::PhantomData,

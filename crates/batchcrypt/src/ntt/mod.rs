@@ -372,6 +372,55 @@ impl Engine {
         )
     }
 
+    /// [`Self::ntts`] on canonical little-endian elements (`4 * F::WORDS` bytes each: a numpy
+    /// array of limbs, a file's contents) read from `input` and written to `out`, as many bytes.
+    /// The GPU transforms them as they are (see [`gpu::ntt_canonical`]), each checked below the
+    /// modulus as it is staged for the crossing, so that a caller holding them so converts and
+    /// allocates nothing; the CPU converts them. An element not below the modulus is an input
+    /// error naming the first.
+    pub fn ntts_canonical<F: Field>(
+        &self,
+        input: &[u8],
+        out: &mut [u8],
+        steps: &[Ntt<F>],
+    ) -> Result<Output<()>> {
+        let values = crate::msm::Scalars::<F>::canonical(input)?;
+        if out.len() != input.len() {
+            return Err(Error::invalid(format!(
+                "{} bytes of output for {} bytes of elements; give as many",
+                out.len(),
+                input.len()
+            )));
+        }
+        let (batch, nothing) = check_steps(values.len(), steps)?;
+        let op = F::operation();
+        let bytes = 4 * F::WORDS;
+        self.run_into(
+            op,
+            &workload(steps, batch),
+            op.cpu,
+            out,
+            (bytes, steps[0].size.max(1)),
+            |_, threads, out| {
+                let mut v = values.to_field()?.into_owned();
+                if !nothing {
+                    for t in steps {
+                        cpu::ntt(&mut v, t, threads)
+                    }
+                }
+                crate::msm::canonical_into(out, &v);
+                Ok(())
+            },
+            |r, out, _| match nothing {
+                // The identity: the elements checked and copied.
+                true => values
+                    .to_field()
+                    .map(|_| out.copy_from_slice(&input[r.start * bytes..r.end * bytes])),
+                false => gpu::ntt_canonical(input, r, out, steps),
+            },
+        )
+    }
+
     /// Where the dispatcher puts `steps` on `batch` polynomials, for a caller that makes the
     /// polynomials where they are transformed (a prover: on the GPU [`gpu::products`] and
     /// [`gpu::OnDevice::ntts`], run inside [`crate::dispatch::Plan::on_gpu`]; on the CPU
