@@ -284,8 +284,9 @@ fn keys_or_one<K>(
     if obj.downcast::<PyBytes>().is_ok() {
         return Ok(vec![make(&input(obj)?).map_err(to_py)?]);
     }
-    crate::rows(obj)?
-        .iter()
+    crate::Items::new(obj)?
+        .slices("keys")?
+        .into_iter()
         .enumerate()
         .map(|(i, k)| make(k).map_err(|e| PyValueError::new_err(format!("keys[{i}]: {e}"))))
         .collect()

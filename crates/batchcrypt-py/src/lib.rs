@@ -154,13 +154,7 @@ fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 
 /// Items of exactly N bytes: a flat buffer of n * N bytes, an (n, N) array, or a sequence.
 fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<[u8; N]>> {
-    let items = match obj.downcast::<PyBytes>() {
-        Ok(b) if b.as_bytes().len() % N == 0 => {
-            b.as_bytes().chunks_exact(N).map(|c| c.to_vec()).collect()
-        }
-        _ => rows(obj)?,
-    };
-    exact(items, what)
+    Ok(Items::new(obj)?.fixed::<N>(what)?.into_owned())
 }
 
 pyo3::create_exception!(
@@ -199,18 +193,12 @@ fn digests<'py>(py: Python<'py>, v: Vec<Digest>) -> Bound<'py, PyArray2<u8>> {
         .expect("n x 32")
 }
 
-/// Rows of equal width as an (n, width) uint8 array.
-fn matrix(py: Python<'_>, rows: Vec<Vec<u8>>, width: usize) -> Bound<'_, PyArray2<u8>> {
-    let n = rows.len();
-    let flat: Vec<u8> = rows.into_iter().flatten().collect();
-    PyArray1::from_vec(py, flat)
-        .reshape([n, width])
-        .expect("n x width")
-}
-
 /// Fixed-size items as an (n, N) uint8 array.
 fn table<const N: usize>(py: Python<'_>, v: Vec<[u8; N]>) -> Bound<'_, PyArray2<u8>> {
-    matrix(py, v.into_iter().map(|r| r.to_vec()).collect(), N)
+    let n = v.len();
+    PyArray1::from_vec(py, v.into_flattened())
+        .reshape([n, N])
+        .expect("n x N")
 }
 
 /// Rows of exactly N bytes.
@@ -383,9 +371,9 @@ impl Engine {
     }
 }
 
-/// A new bytes object of `len` bytes that `fill` writes, its memory zeroed on all cores first
-/// (`PyBytes::new_with` zeroes it on one: a large object's pages are new, and the first write to
-/// each costs a fault).
+/// A new bytes object of `len` bytes that `fill` writes, its memory zeroed on all cores first,
+/// in huge pages where the system gives them (`PyBytes::new_with` zeroes it on one: a large
+/// object's pages are new, and the first write to each costs a fault).
 pub(crate) fn new_bytes<'py>(
     py: Python<'py>,
     len: usize,
@@ -401,6 +389,7 @@ pub(crate) fn new_bytes<'py>(
             pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
         let bytes = Bound::from_owned_ptr_or_err(py, ptr)?.downcast_into_unchecked::<PyBytes>();
         let buf = pyo3::ffi::PyBytes_AsString(ptr).cast::<u8>() as usize;
+        batchcrypt::backend::cpu::advise_huge_pages(buf as *const u8, len);
         py.allow_threads(|| {
             (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
                 let at = i * PIECE;
@@ -547,18 +536,24 @@ impl Engine {
         points: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray1<bool>>)> {
         let k = scalar(k)?;
-        let rows = rows(points)?;
-        let width = rows.first().map_or(64, Vec::len);
-        let out: Vec<Option<Vec<u8>>> = match width {
+        let items = Items::new(points)?;
+        let width = items.slices("points")?.first().map_or(64, |p| p.len());
+        /// The products back to back (zeros where a point was refused), and which were made.
+        fn flat<const W: usize>(v: Vec<Option<[u8; W]>>) -> (Vec<u8>, Vec<bool>) {
+            let ok = v.iter().map(Option::is_some).collect();
+            (
+                v.into_iter().flat_map(|p| p.unwrap_or([0; W])).collect(),
+                ok,
+            )
+        }
+        let (table, ok) = match width {
             64 => {
-                let pts: Vec<[u8; 64]> = exact(rows, "points")?;
-                let v = self.run(py, |e| e.sm2().mul_shared(&k, &pts))?;
-                v.into_iter().map(|p| p.map(|p| p.to_vec())).collect()
+                let pts = items.fixed::<64>("points")?;
+                flat(self.run(py, |e| e.sm2().mul_shared(&k, &pts))?)
             }
             33 => {
-                let pts: Vec<[u8; 33]> = exact(rows, "points")?;
-                let v = self.run(py, |e| e.sm2().mul_compressed(&k, &pts))?;
-                v.into_iter().map(|p| p.map(|p| p.to_vec())).collect()
+                let pts = items.fixed::<33>("points")?;
+                flat(self.run(py, |e| e.sm2().mul_compressed(&k, &pts))?)
             }
             w => {
                 return Err(PyValueError::new_err(format!(
@@ -566,19 +561,13 @@ impl Engine {
                 )))
             }
         };
-        self.last_reasons = out
+        self.last_reasons = ok
             .iter()
-            .map(|p| {
-                p.is_none()
-                    .then(|| "the point is not on the curve".to_string())
-            })
+            .map(|&ok| (!ok).then(|| "the point is not on the curve".to_string()))
             .collect();
-        let ok = out.iter().map(Option::is_some).collect();
-        let table = out
-            .into_iter()
-            .map(|p| p.unwrap_or_else(|| vec![0; width]))
-            .collect();
-        Ok((matrix(py, table, width), PyArray1::from_vec(py, ok)))
+        let n = ok.len();
+        let table = PyArray1::from_vec(py, table).reshape([n, width])?;
+        Ok((table, PyArray1::from_vec(py, ok)))
     }
 
     /// SM2 `k·H(m)` for each message (RFC 9380 hash-to-curve, suite SM2_XMD:SM3_SSWU_RO_, with

@@ -397,10 +397,12 @@ fn run_ntt<'py, F: ntt::Field>(
     }];
     Ok(match values.shape() {
         Some(shape) => {
-            // Zeroed by the allocator as its pages are first written: by the download, on
-            // several cores.
+            // New memory, in huge pages where the system gives them, mapped on all cores first
+            // (as `new_bytes` does).
             let mut out = vec![0u64; input.len() / 8];
+            batchcrypt::backend::cpu::advise_huge_pages(out.as_ptr(), input.len());
             engine.run(py, |e| {
+                batchcrypt::backend::cpu::par_fill(&mut out, 0);
                 e.ntts_canonical(input, bytemuck::cast_slice_mut(&mut out), &t)
             })?;
             PyArray1::from_vec(py, out).reshape(shape)?.into_any()

@@ -298,6 +298,7 @@ pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
         let len = usize::try_from(file.metadata()?.len()).map_err(std::io::Error::other)?;
         // Zeroed memory comes from the system untouched: only the reads below map its pages.
         let mut buf = vec![0u8; len];
+        advise_huge_pages(buf.as_ptr(), len);
         buf.par_chunks_mut(PIECE)
             .enumerate()
             .try_for_each(|(i, piece)| file.read_exact_at(piece, (i * PIECE) as u64))?;
@@ -319,20 +320,44 @@ pub fn try_par_map<T: Copy + Send + Sync>(
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let first_bad = AtomicUsize::new(usize::MAX);
-    let out: Vec<T> = (0..n)
-        .into_par_iter()
+    let mut out = Vec::with_capacity(n);
+    advise_huge_pages(out.as_ptr(), n * std::mem::size_of::<T>());
+    out.spare_capacity_mut()[..n]
+        .par_iter_mut()
         .with_min_len(1 << 12)
-        .map(|i| {
-            f(i).unwrap_or_else(|| {
+        .enumerate()
+        .for_each(|(i, slot)| {
+            slot.write(f(i).unwrap_or_else(|| {
                 first_bad.fetch_min(i, Ordering::Relaxed);
                 placeholder
-            })
-        })
-        .collect();
+            }));
+        });
+    // SAFETY: every one of the first n slots was written above.
+    unsafe { out.set_len(n) };
     match first_bad.into_inner() {
         usize::MAX => Ok(out),
         i => Err(i),
     }
+}
+
+/// Asks the system to back the whole 2 MiB pages of the `len` bytes at `ptr` with huge pages
+/// where it can (Linux's transparent huge pages, in their common `madvise` mode). A large new
+/// buffer's first writes then map 512 times fewer pages; on some hosts each mapping costs
+/// microseconds. Only advice: call it before the first write; nothing is read or written.
+pub fn advise_huge_pages<T>(ptr: *const T, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = (ptr as usize).next_multiple_of(HUGE);
+        let end = (ptr as usize + len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: madvise reads and writes no memory; the range lies inside the caller's
+            // allocation, and the advice changes how its pages are backed, not what they hold.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
 }
 
 /// Fills `buf` with `value` on all cores (the pages of a large new buffer are mapped as they are
