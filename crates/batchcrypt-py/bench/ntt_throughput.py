@@ -1,6 +1,7 @@
 """A BN254 Fr NTT from Python: milliseconds per forward transform of one polynomial of 2^20 and
 2^24 elements, the values as a uint64 numpy array (4 limbs each) and as bytes, the result in the
-same form (random values below the field's order). Compare with `batchcrypt-bench ntt` ("ours",
+same form (new memory each call) or written into an array given (`out=`, memory used again;
+random values below the field's order). Compare with `batchcrypt-bench ntt` ("ours",
 values from host memory and back), the Rust path on the same machine.
 
     python bench/ntt_throughput.py [backend, default gpu]
@@ -26,11 +27,13 @@ def main():
         first = e.ntt(values)
         assert first.tobytes() == e.ntt(raw)
         assert np.array_equal(e.ntt(first, inverse=True), values)
-        for name, v, runs in (("numpy", values, 7), ("bytes", raw, 5)):
+        dst = np.empty_like(values)
+        for name, v, runs, kw in (("numpy", values, 7, {}), ("bytes", raw, 5, {}),
+                                  ("numpy into out=", values, 7, {"out": dst})):
             times = []
             for _ in range(runs):
                 t = time.perf_counter()
-                e.ntt(v)
+                e.ntt(v, **kw)
                 times.append(time.perf_counter() - t)
             times.sort()
             print(f"Fr NTT 2^{log}, values as {name}: median {times[runs // 2] * 1e3:.1f} ms "

@@ -377,6 +377,7 @@ fn coset<F: PrimeField>(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<F>> {
 /// The transform over `F` on `values`, returned in their form (a uint64 array of their shape, or
 /// bytes): the library reads the canonical elements where they are and writes the result
 /// straight into the returned object's memory.
+#[allow(clippy::too_many_arguments)]
 fn run_ntt<'py, F: ntt::Field>(
     engine: &mut Engine,
     py: Python<'py>,
@@ -384,6 +385,7 @@ fn run_ntt<'py, F: ntt::Field>(
     size: Option<usize>,
     inverse: bool,
     coset_arg: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let input = values.bytes();
     let t = [Ntt {
@@ -395,6 +397,34 @@ fn run_ntt<'py, F: ntt::Field>(
         },
         coset: coset::<F>(coset_arg)?,
     }];
+    if let Some(obj) = out {
+        let mut dst = obj
+            .extract::<numpy::PyReadwriteArrayDyn<'py, u64>>()
+            .map_err(|_| {
+                PyValueError::new_err(
+                    "out must be a writable uint64 array apart from values (not values itself or a view of it)",
+                )
+            })?;
+        let dst = dst
+            .as_slice_mut()
+            .map_err(|_| PyValueError::new_err("out must be C-contiguous"))?;
+        let dst: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        if dst.len() != input.len() {
+            return Err(PyValueError::new_err(format!(
+                "out holds {} limbs for {} limbs of values; give as many",
+                dst.len() / 8,
+                input.len() / 8
+            )));
+        }
+        let (a, b) = (input.as_ptr_range(), dst.as_ptr_range());
+        if a.start < b.end && b.start < a.end {
+            return Err(PyValueError::new_err(
+                "out shares memory with values; give an array of its own",
+            ));
+        }
+        engine.run(py, |e| e.ntts_canonical(input, dst, &t))?;
+        return Ok(obj.clone());
+    }
     Ok(match values.shape() {
         Some(shape) => {
             // New memory, in huge pages where the system gives them, mapped on all cores first
@@ -577,8 +607,11 @@ impl Engine {
     /// holds polynomials of `size` elements each (a power of two; default: all of them, one
     /// polynomial). `inverse`: interpolate instead of evaluate. `coset`: evaluate on (or
     /// interpolate from) the coset g·<w>, g True (Fr's generator) or an int. Returns the values
-    /// in the form given. Releases the GIL.
-    #[pyo3(signature = (values, size = None, inverse = false, coset = None, curve = "bn254"))]
+    /// in the form given, or writes them into `out` (a C-contiguous uint64 array of as many
+    /// limbs, apart from `values`) and returns it: memory used again costs nothing to map, where
+    /// a new result's pages are mapped as it is written. Releases the GIL.
+    #[pyo3(signature = (values, size = None, inverse = false, coset = None, curve = "bn254", out = None))]
+    #[allow(clippy::too_many_arguments)]
     fn ntt<'py>(
         &mut self,
         py: Python<'py>,
@@ -587,11 +620,12 @@ impl Engine {
         inverse: bool,
         coset: Option<&Bound<'py, PyAny>>,
         curve: &str,
+        out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let values = Elements::new(values)?;
         match canonical_curve(curve)? {
-            "bn254" => run_ntt::<bn254::Fr>(self, py, &values, size, inverse, coset),
-            _ => run_ntt::<bls12_381::Fr>(self, py, &values, size, inverse, coset),
+            "bn254" => run_ntt::<bn254::Fr>(self, py, &values, size, inverse, coset, out),
+            _ => run_ntt::<bls12_381::Fr>(self, py, &values, size, inverse, coset, out),
         }
     }
 

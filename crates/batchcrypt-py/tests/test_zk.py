@@ -260,6 +260,17 @@ def test_ntt_is_evaluation_at_the_roots_of_unity(backend):
         e.ntt(limbs(coeffs[:12], 4))  # not a power of two
     with pytest.raises(ValueError, match="below"):
         e.ntt(limbs([FR] + coeffs[1:], 4))
+    # Into an array given: written and returned (any shape of as many limbs; bytes in too).
+    dst = np.full((4, n), 7, dtype=np.uint64)
+    assert e.ntt(limbs(coeffs, 4), out=dst) is dst
+    assert np.array_equal(dst.reshape(n, 4), got)
+    assert np.array_equal(e.ntt(raw, coset=True, out=dst).tobytes(), np.frombuffer(out, dtype=np.uint64))
+    values = limbs(coeffs, 4)
+    for bad, why in ((values, "apart"), (np.zeros((n, 3), dtype=np.uint64), "as many"),
+                     (np.zeros((n, 8), dtype=np.uint64)[:, ::2], "contiguous"),
+                     (np.zeros((n, 4), dtype=np.int64), "uint64")):
+        with pytest.raises(ValueError, match=why):
+            e.ntt(values, out=bad)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

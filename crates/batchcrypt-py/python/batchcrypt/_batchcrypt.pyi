@@ -104,8 +104,10 @@ class Engine:
     def msm_bases(self, points: _Points, curve: _Curve = "bn254", group: Literal["g1", "g2"] = "g1",
                   precompute: int = 1) -> "MsmBases": ...
     def ntt(self, values: _Points, size: Optional[int] = None, inverse: bool = False,
-            coset: Union[None, bool, int] = None, curve: str = "bn254") -> Union[bytes, npt.NDArray[np.uint64]]:
-        """Fr NTT of curve ("bn254" or "bls12_381") in natural order on snarkjs's roots, per polynomial of size."""
+            coset: Union[None, bool, int] = None, curve: str = "bn254",
+            out: Optional[npt.NDArray[np.uint64]] = None) -> Union[bytes, npt.NDArray[np.uint64]]:
+        """Fr NTT of curve ("bn254" or "bls12_381") in natural order on snarkjs's roots, per polynomial of size;
+        into out (a C-contiguous uint64 array apart from values) when given."""
     def groth16_prove(self, key: Union["ProvingKey", _PathOrBytes], witness: _PathOrBytes) -> Tuple[str, str]:
         """(proof.json, public.json) as snarkjs writes them."""
     def psi(self, items: _Path, *, listen: Optional[str] = None, connect: Optional[str] = None,
