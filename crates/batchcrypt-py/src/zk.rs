@@ -398,11 +398,14 @@ fn run_ntt<'py, F: ntt::Field>(
         coset: coset::<F>(coset_arg)?,
     }];
     if let Some(obj) = out {
+        // `try_readwrite`: extracting a read-write array panics where values hold the memory.
         let mut dst = obj
-            .extract::<numpy::PyReadwriteArrayDyn<'py, u64>>()
+            .downcast::<numpy::PyArrayDyn<u64>>()
+            .map_err(|_| PyValueError::new_err("out must be a uint64 array"))?
+            .try_readwrite()
             .map_err(|_| {
                 PyValueError::new_err(
-                    "out must be a writable uint64 array apart from values (not values itself or a view of it)",
+                    "out must be a writable array apart from values (not values itself or a view of it)",
                 )
             })?;
         let dst = dst
