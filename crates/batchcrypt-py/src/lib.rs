@@ -389,7 +389,7 @@ pub(crate) fn new_bytes<'py>(
             pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
         let bytes = Bound::from_owned_ptr_or_err(py, ptr)?.downcast_into_unchecked::<PyBytes>();
         let buf = pyo3::ffi::PyBytes_AsString(ptr).cast::<u8>() as usize;
-        batchcrypt::backend::cpu::advise_huge_pages(buf as *const u8, len);
+        batchcrypt::backend::cpu::huge_pages(buf as *const u8, len);
         py.allow_threads(|| {
             (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
                 let at = i * PIECE;

@@ -433,7 +433,7 @@ fn run_ntt<'py, F: ntt::Field>(
             // New memory, in huge pages where the system gives them, mapped on all cores first
             // (as `new_bytes` does).
             let mut out = vec![0u64; input.len() / 8];
-            batchcrypt::backend::cpu::advise_huge_pages(out.as_ptr(), input.len());
+            batchcrypt::backend::cpu::huge_pages(out.as_ptr(), input.len());
             engine.run(py, |e| {
                 batchcrypt::backend::cpu::par_fill(&mut out, 0);
                 e.ntts_canonical(input, bytemuck::cast_slice_mut(&mut out), &t)

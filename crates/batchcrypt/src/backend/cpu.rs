@@ -138,11 +138,12 @@ pub fn zeroed_arrays<const B: usize>(n: usize) -> Vec<[u8; B]> {
     }
 }
 
-/// Asks the kernel to back the 2 MiB-aligned part of a large fresh allocation with huge pages:
-/// one fault per 2 MiB instead of per 4 KiB when a batch's output is first written (page faults
-/// from many threads serialise, and cost more than the copy on hosts with many cores). Advice
-/// only: where transparent huge pages are off nothing changes.
-fn huge_pages(p: *mut u8, len: usize) {
+/// Asks the kernel to back the 2 MiB-aligned part of a large fresh allocation of `len` bytes at
+/// `p` with huge pages: one fault per 2 MiB instead of per 4 KiB when it is first written (page
+/// faults from many threads serialise, and cost more than the copy on hosts with many cores).
+/// Advice only, given before the first write: where transparent huge pages are off nothing
+/// changes; nothing is read or written.
+pub fn huge_pages<T>(p: *const T, len: usize) {
     const HUGE: usize = 2 << 20;
     #[cfg(target_os = "linux")]
     if len >= 2 * HUGE {
@@ -298,7 +299,7 @@ pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
         let len = usize::try_from(file.metadata()?.len()).map_err(std::io::Error::other)?;
         // Zeroed memory comes from the system untouched: only the reads below map its pages.
         let mut buf = vec![0u8; len];
-        advise_huge_pages(buf.as_ptr(), len);
+        huge_pages(buf.as_ptr(), len);
         buf.par_chunks_mut(PIECE)
             .enumerate()
             .try_for_each(|(i, piece)| file.read_exact_at(piece, (i * PIECE) as u64))?;
@@ -321,7 +322,7 @@ pub fn try_par_map<T: Copy + Send + Sync>(
     use std::sync::atomic::{AtomicUsize, Ordering};
     let first_bad = AtomicUsize::new(usize::MAX);
     let mut out = Vec::with_capacity(n);
-    advise_huge_pages(out.as_ptr(), n * std::mem::size_of::<T>());
+    huge_pages(out.as_ptr(), n * std::mem::size_of::<T>());
     out.spare_capacity_mut()[..n]
         .par_iter_mut()
         .with_min_len(1 << 12)
@@ -338,26 +339,6 @@ pub fn try_par_map<T: Copy + Send + Sync>(
         usize::MAX => Ok(out),
         i => Err(i),
     }
-}
-
-/// Asks the system to back the whole 2 MiB pages of the `len` bytes at `ptr` with huge pages
-/// where it can (Linux's transparent huge pages, in their common `madvise` mode). A large new
-/// buffer's first writes then map 512 times fewer pages; on some hosts each mapping costs
-/// microseconds. Only advice: call it before the first write; nothing is read or written.
-pub fn advise_huge_pages<T>(ptr: *const T, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = (ptr as usize).next_multiple_of(HUGE);
-        let end = (ptr as usize + len) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: madvise reads and writes no memory; the range lies inside the caller's
-            // allocation, and the advice changes how its pages are backed, not what they hold.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, len);
 }
 
 /// Fills `buf` with `value` on all cores (the pages of a large new buffer are mapped as they are
