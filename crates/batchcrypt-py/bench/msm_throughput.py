@@ -6,34 +6,23 @@ multiples of the generator, repeated; random scalars below the group order). Com
     python bench/msm_throughput.py [backend, default gpu]
 """
 
-import sys
-import time
-
 import numpy as np
 
-import batchcrypt
-from common import msm_sample
+from common import engine_from_argv, median_and_min, msm_sample
 
 
 def main():
-    backend = sys.argv[1] if len(sys.argv) > 1 else "gpu"
-    e = batchcrypt.Engine(backend)
+    e = engine_from_argv()
     rng = np.random.default_rng(2)
-    print(f"# {batchcrypt.hardware()}")
     for log in (20, 24):
         points, ks = msm_sample(log, rng)
         bases = e.msm_bases(points)
         raw = ks.tobytes()
         assert np.array_equal(e.msm(bases, ks), e.msm(bases, raw))
         for name, scalars, runs in (("numpy", ks, 5), ("bytes", raw, 3)):
-            times = []
-            for _ in range(runs):
-                t = time.perf_counter()
-                e.msm(bases, scalars)
-                times.append(time.perf_counter() - t)
-            times.sort()
-            print(f"G1 MSM 2^{log}, scalars as {name}: median {times[runs // 2] * 1e3:.1f} ms "
-                  f"(min {times[0] * 1e3:.1f}), backend {e.last_backend}")
+            med, low = median_and_min(runs, lambda: e.msm(bases, scalars))
+            print(f"G1 MSM 2^{log}, scalars as {name}: median {med:.1f} ms (min {low:.1f}), "
+                  f"backend {e.last_backend}")
 
 
 if __name__ == "__main__":

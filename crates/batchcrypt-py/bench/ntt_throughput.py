@@ -7,22 +7,16 @@ values from host memory and back), the Rust path on the same machine.
     python bench/ntt_throughput.py [backend, default gpu]
 """
 
-import sys
-import time
-
 import numpy as np
 
-import batchcrypt
+from common import engine_from_argv, field_elements, median_and_min
 
 
 def main():
-    backend = sys.argv[1] if len(sys.argv) > 1 else "gpu"
-    e = batchcrypt.Engine(backend)
+    e = engine_from_argv()
     rng = np.random.default_rng(3)
-    print(f"# {batchcrypt.hardware()}")
     for log in (20, 24):
-        values = rng.integers(0, 1 << 63, size=(1 << log, 4), dtype=np.uint64)
-        values[:, 3] &= np.uint64((1 << 60) - 1)
+        values = field_elements(log, rng)
         raw = values.tobytes()
         first = e.ntt(values)
         assert first.tobytes() == e.ntt(raw)
@@ -30,14 +24,9 @@ def main():
         dst = np.empty_like(values)
         for name, v, runs, kw in (("numpy", values, 7, {}), ("bytes", raw, 5, {}),
                                   ("numpy into out=", values, 7, {"out": dst})):
-            times = []
-            for _ in range(runs):
-                t = time.perf_counter()
-                e.ntt(v, **kw)
-                times.append(time.perf_counter() - t)
-            times.sort()
-            print(f"Fr NTT 2^{log}, values as {name}: median {times[runs // 2] * 1e3:.1f} ms "
-                  f"(min {times[0] * 1e3:.1f}), backend {e.last_backend}")
+            med, low = median_and_min(runs, lambda: e.ntt(v, **kw))
+            print(f"Fr NTT 2^{log}, values as {name}: median {med:.1f} ms (min {low:.1f}), "
+                  f"backend {e.last_backend}")
 
 
 if __name__ == "__main__":
