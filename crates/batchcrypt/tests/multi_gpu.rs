@@ -332,6 +332,7 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
         .map(|i| Fr::from(i * 7919 + 1))
         .collect();
     let mut got = want.clone();
+    let input = batchcrypt::msm::canonical_bytes(&want);
     cpu.ntt(&mut want, &t).unwrap();
     let out = many.ntt(&mut got, &t).unwrap();
     assert!(
@@ -340,6 +341,20 @@ fn msm_and_ntt_batches_spread_over_gpus_match_the_cpu() {
         out.gpus
     );
     assert_eq!(got, want);
+    // The same from canonical bytes, each GPU reading its polynomials' slice; an element out of
+    // range in the last polynomial is an input error naming it by its index in the whole batch.
+    let mut canonical = vec![0u8; input.len()];
+    many.ntts_canonical(&input, &mut canonical, &[t]).unwrap();
+    assert!(canonical == batchcrypt::msm::canonical_bytes(&want));
+    let mut input = input;
+    let last = polys as usize * t.size - 2;
+    input[32 * last..32 * (last + 1)].fill(0xff);
+    let bad = many.ntts_canonical(&input, &mut canonical, &[t]);
+    assert!(
+        matches!(&bad, Err(batchcrypt::Error::InvalidInput(m)) if m.contains(&format!(" {last} "))),
+        "{:?}",
+        bad.map(|o| o.gpus)
+    );
 }
 
 /// An MSM large enough that its scalars cross in chunks: each chunk cut among the GPUs and copied
