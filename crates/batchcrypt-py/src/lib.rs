@@ -2,7 +2,7 @@
 
 use batchcrypt::p256::P256;
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat, Verdicts};
-use batchcrypt::sha256::{Digest, Mode};
+use batchcrypt::sha256::Mode;
 use batchcrypt::{Backend, BackendChoice, Engine as CoreEngine, Error, Primitive};
 use batchcrypt_serve::proto::EcdsaCurve;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
@@ -183,14 +183,6 @@ fn mode(double: bool) -> Mode {
     } else {
         Mode::Single
     }
-}
-
-fn digests<'py>(py: Python<'py>, v: Vec<Digest>) -> Bound<'py, PyArray2<u8>> {
-    let n = v.len();
-    let flat: Vec<u8> = v.into_iter().flatten().collect();
-    numpy::PyArray1::from_vec(py, flat)
-        .reshape([n, 32])
-        .expect("n x 32")
 }
 
 /// Fixed-size items as an (n, N) uint8 array.
@@ -431,7 +423,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let v = self.run(py, |e| e.sha256().hash_fixed(&data, msg_len, mode(double)))?;
-        Ok(digests(py, v))
+        Ok(table(py, v))
     }
 
     /// SHA-256 of messages of any length: message i is data[offsets[i]:offsets[i+1]].
@@ -445,9 +437,9 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let data = Data::new(data)?;
         let data = data.bytes();
-        let offsets = offsets.as_slice()?.to_vec();
-        let v = self.run(py, |e| e.sha256().hash_var(&data, &offsets, mode(double)))?;
-        Ok(digests(py, v))
+        let offsets = offsets.as_slice()?;
+        let v = self.run(py, |e| e.sha256().hash_var(data, offsets, mode(double)))?;
+        Ok(table(py, v))
     }
 
     /// Bitcoin's SHA256d of 64-byte messages (merkle nodes).
@@ -622,7 +614,7 @@ impl Engine {
         let data = Data::new(data)?;
         let data = data.bytes();
         let v = self.run(py, |e| e.sm3().hash_fixed(&data, msg_len))?;
-        Ok(digests(py, v))
+        Ok(table(py, v))
     }
 }
 
