@@ -162,7 +162,8 @@ impl Engine {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let keys = keys_or_one(keys, Key::new)?;
         let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
-        let aads = aads.map(crate::rows).transpose()?;
+        let aads = aads.map(crate::Items::new).transpose()?;
+        let aads = aads.as_ref().map(|a| a.slices("aads")).transpose()?;
         let (out, tags) = self.batch(py, data, offsets, msg_len, |e, msgs, out| {
             let aads = aad_slices(&aads, msgs.count());
             e.aes().gcm_encrypt_batch(&keys, &nonces, &aads, msgs, out)
@@ -189,7 +190,8 @@ impl Engine {
         let keys = keys_or_one(keys, Key::new)?;
         let nonces = crate::fixed_rows::<12>(nonces, "nonces")?;
         let tags = crate::fixed_rows::<16>(tags, "tags")?;
-        let aads = aads.map(crate::rows).transpose()?;
+        let aads = aads.map(crate::Items::new).transpose()?;
+        let aads = aads.as_ref().map(|a| a.slices("aads")).transpose()?;
         let (out, ok) = self.batch(py, data, offsets, msg_len, |e, msgs, out| {
             let aads = aad_slices(&aads, msgs.count());
             e.aes()
@@ -268,9 +270,9 @@ impl Engine {
 }
 
 /// Each message's AAD, empty where none were given.
-fn aad_slices(aads: &Option<Vec<Vec<u8>>>, count: usize) -> Vec<&[u8]> {
+fn aad_slices<'a>(aads: &Option<Vec<&'a [u8]>>, count: usize) -> Vec<&'a [u8]> {
     match aads {
-        Some(a) => a.iter().map(Vec::as_slice).collect(),
+        Some(a) => a.clone(),
         None => vec![&[][..]; count],
     }
 }

@@ -1,8 +1,10 @@
 //! `batchcrypt.Client`: calls to a running `batchcrypt serve`, through the Rust client. Each
 //! call releases the GIL while it waits on the network.
 
-use super::{input, rows, sig_format};
-use batchcrypt_serve::client::{column, ecdsa_columns, schnorr_columns, Client as Inner, Options};
+use super::{input, sig_format, Items};
+use batchcrypt_serve::client::{
+    column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, Options,
+};
 use batchcrypt_serve::proto::{
     Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest, VerifySchnorrRequest,
 };
@@ -44,11 +46,11 @@ fn array_column(obj: &Bound<'_, PyAny>) -> Option<Column> {
 }
 
 /// Items as one packed column: an array as [`array_column`] takes it, else a sequence of
-/// bytes-like items.
-fn packed(obj: &Bound<'_, PyAny>) -> PyResult<Column> {
+/// bytes-like items (joined once, no vector per item).
+fn packed(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     match array_column(obj) {
         Some(c) => Ok(c),
-        None => Ok(column(&rows(obj)?)),
+        None => Ok(column(&Items::new(obj)?.slices(what)?)),
     }
 }
 
@@ -68,13 +70,13 @@ fn ecdsa_of(
                 c.width
             )))
         }
-        None => column(&super::exact::<32>(rows(hashes)?, "hashes")?),
+        None => column(&Items::new(hashes)?.fixed::<32>("hashes")?),
     };
     Ok(ecdsa_columns(
         curve,
         hashes,
-        packed(sigs)?,
-        packed(keys)?,
+        packed(sigs, "sigs")?,
+        packed(keys, "pubkeys")?,
         format,
         require_low_s,
     ))
@@ -84,7 +86,11 @@ fn ecdsa_of(
 fn schnorr_of(
     (msgs, sigs, keys): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, &Bound<'_, PyAny>),
 ) -> PyResult<VerifySchnorrRequest> {
-    Ok(schnorr_columns(packed(msgs)?, packed(sigs)?, packed(keys)?))
+    Ok(schnorr_columns(
+        packed(msgs, "msgs")?,
+        packed(sigs, "sigs")?,
+        packed(keys, "pubkeys")?,
+    ))
 }
 
 /// Bytes, or the contents of the file a str or path names.
@@ -270,15 +276,21 @@ impl Client {
         id: Option<Vec<u8>>,
         format: &str,
     ) -> PyResult<Vec<Option<String>>> {
-        let (msgs, sigs, keys, format) = (
-            rows(msgs)?,
-            rows(sigs)?,
-            rows(pubkeys)?,
+        let (msgs, sigs, keys) = (Items::new(msgs)?, Items::new(sigs)?, Items::new(pubkeys)?);
+        let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
+        // Packed here, each list joined once; the call owns the request.
+        let request = sm2_request(
+            &msgs.slices("msgs")?,
+            &sigs.slices("sigs")?,
+            &keys.slices("pubkeys")?,
+            &id,
             sig_format(format)?,
         );
-        let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
         let v = self.call(py, |c| {
-            Box::pin(async move { c.verify_sm2(&msgs, &sigs, &keys, &id, format).await })
+            Box::pin(async move {
+                let r = c.raw().verify_sm2(request).await?;
+                Ok(batchcrypt_serve::client::verdicts(r.into_inner()))
+            })
         })?;
         Ok(verdicts(v))
     }
@@ -291,9 +303,13 @@ impl Client {
         messages: &Bound<'_, PyAny>,
         algorithm: &str,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let (msgs, alg) = (rows(messages)?, self::algorithm(algorithm)?);
-        let d = self.call(py, |c| Box::pin(async move { c.hash(alg, &msgs).await }))?;
-        Ok(d.iter().map(|d| PyBytes::new(py, d)).collect())
+        let alg = self::algorithm(algorithm)?;
+        // Sent packed (one buffer, not a field per message).
+        let messages = column(&Items::new(messages)?.slices("messages")?);
+        let d = self.call(py, |c| {
+            Box::pin(async move { c.hash_column(alg, messages).await })
+        })?;
+        Ok(d.chunks_exact(32).map(|d| PyBytes::new(py, d)).collect())
     }
 
     /// Digests of messages of `message_len` bytes each, back to back in `data` (the fast form):

@@ -143,15 +143,6 @@ impl<'py> Items<'py> {
     }
 }
 
-/// One byte string per item, from a sequence of bytes-like objects or a 2-D uint8 array.
-fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
-    if let Ok(a) = obj.extract::<numpy::PyReadonlyArray2<'_, u8>>() {
-        let a = a.as_array();
-        return Ok(a.rows().into_iter().map(|r| r.to_vec()).collect());
-    }
-    obj.try_iter()?.map(|item| input(&item?)).collect()
-}
-
 /// Items of exactly N bytes: a flat buffer of n * N bytes, an (n, N) array, or a sequence.
 fn fixed_rows<const N: usize>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<[u8; N]>> {
     Ok(Items::new(obj)?.fixed::<N>(what)?.into_owned())
@@ -191,18 +182,6 @@ fn table<const N: usize>(py: Python<'_>, v: Vec<[u8; N]>) -> Bound<'_, PyArray2<
     PyArray1::from_vec(py, v.into_flattened())
         .reshape([n, N])
         .expect("n x N")
-}
-
-/// Rows of exactly N bytes.
-fn exact<const N: usize>(rows: Vec<Vec<u8>>, what: &str) -> PyResult<Vec<[u8; N]>> {
-    rows.into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            <[u8; N]>::try_from(r.as_slice()).map_err(|_| {
-                PyValueError::new_err(format!("{what}[{i}] has {} bytes, expected {N}", r.len()))
-            })
-        })
-        .collect()
 }
 
 fn scalar(k: &[u8]) -> PyResult<[u8; 32]> {

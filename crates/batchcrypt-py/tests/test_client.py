@@ -61,6 +61,18 @@ def test_hashes_match_hashlib(server):
         server.hash(msgs, "md5")
 
 
+def test_sm2_verdicts_from_lists(server):
+    # GM/T 0003's example (as test_sm2 checks it on the engine), sent from lists of bytes.
+    from test_sm2 import PUB, R, S, compress, der
+
+    sig, key = der(R, S), b"\x04" + PUB
+    got = server.verify_sm2([b"message digest", b"message digesT", b"message digest"],
+                            [sig, sig, R + S], [key, key, compress(PUB)])
+    assert got[0] is None and got[1] and got[2]
+    assert server.verify_sm2([b"message digest"], [R + S], [compress(PUB)], format="compact") == [None]
+    assert server.verify_sm2([b"message digest"], [sig], [key], id=b"ALICE123@YAHOO.COM")[0]
+
+
 def test_verdicts_are_the_librarys(server):
     # BIP340's published vectors: index 0 valid, and an altered copy invalid.
     key = bytes.fromhex("F9308A019258C31049344F85F89D5229B531C845836F99B08601F113BCE036F9")
