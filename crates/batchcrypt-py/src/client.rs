@@ -287,10 +287,7 @@ impl Client {
             sig_format(format)?,
         );
         let v = self.call(py, |c| {
-            Box::pin(async move {
-                let r = c.raw().verify_sm2(request).await?;
-                Ok(batchcrypt_serve::client::verdicts(r.into_inner()))
-            })
+            Box::pin(async move { c.verify_sm2_request(request).await })
         })?;
         Ok(verdicts(v))
     }

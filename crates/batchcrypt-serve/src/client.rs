@@ -387,9 +387,16 @@ impl Client {
         id: &[u8],
         sig_format: SigFormat,
     ) -> Result<Vec<Verdict>, Status> {
-        let request = sm2_request(msgs, sigs, keys, id, sig_format);
-        let r = self.raw.verify_sm2(request).await?;
-        Ok(verdicts(r.into_inner()))
+        self.verify_sm2_request(sm2_request(msgs, sigs, keys, id, sig_format))
+            .await
+    }
+
+    /// One SM2 request built already ([`sm2_request`]) as a call: per item its verdict.
+    pub async fn verify_sm2_request(
+        &mut self,
+        request: VerifySm2Request,
+    ) -> Result<Vec<Verdict>, Status> {
+        Ok(verdicts(self.raw.verify_sm2(request).await?.into_inner()))
     }
 
     /// Digests of each message, sent one by one.

@@ -584,20 +584,19 @@ impl Default for Staging {
     }
 }
 
-/// Field elements in GPU memory, ready for the steps on `stream` ([`ChunkedUpload`] in one
-/// chunk): arkworks' elements as their Montgomery limbs, canonical ones as they are (checked
-/// below the modulus).
-pub(crate) fn upload_elements<'x, F: Limbs + PrimeField>(
+/// Field elements in GPU memory as the kernels read them (Montgomery limbs), ready for the steps
+/// on `stream` ([`ChunkedUpload`] in one chunk).
+pub(crate) fn upload_elements<F: Limbs + PrimeField>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
-    xs: impl Into<Scalars<'x, F>>,
+    xs: &[F],
 ) -> Result<CudaSlice<u32>> {
-    let xs = xs.into();
-    upload_range(gpu, stream, xs, 0..xs.len())
+    upload_range(gpu, stream, Scalars::Field(xs), 0..xs.len())
 }
 
-/// [`upload_elements`] of the elements `range` of `xs` (an error names an element by its index
-/// in `xs`).
+/// The elements `range` of `xs` in GPU memory, as [`upload_elements`]: arkworks' elements as
+/// their Montgomery limbs, canonical ones as they are, each checked below the modulus (an error
+/// names an element by its index in `xs`).
 pub(crate) fn upload_range<F: Limbs + PrimeField>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
