@@ -4,7 +4,8 @@
 //! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
 //! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket,
-//! as calls and over a stream per client (SHA256d also in requests 16 times larger); then open
+//! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
+//! also with the clients sharing a connection per client thread; then open
 //! loops over TCP, each client sending on schedule whatever the replies: ECDSA calls at half the
 //! rate just served, ECDSA over streams at 0.7x of the library's own rate, SHA256d over streams
 //! at half their served rate. The served rate is all items over the wall time; the baseline is
@@ -106,6 +107,16 @@ async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Res
         println!("  ({clients} clients over {conns} connections: the open-files limit is {limit})");
     }
     Ok((0..clients).map(|c| pool[c % conns].clone()).collect())
+}
+
+const SHARED_TCP: &str = "TCP, a stream per client, a connection per client thread";
+const SHARED_UNIX: &str = "Unix socket, a stream per client, a connection per client thread";
+
+/// `conns`' clients (connection `i` made on client thread `i`, see [`connect_clients`]) over
+/// the first connection of each of `threads` threads: client `c` on thread `c % threads`.
+fn share_per_thread(conns: &[Conn], threads: usize) -> Vec<Conn> {
+    let k = threads.clamp(1, conns.len().max(1));
+    (0..conns.len()).map(|c| conns[c % k].clone()).collect()
 }
 
 /// A client's connection and the thread (a single-threaded runtime) its calls run on: clients
@@ -466,6 +477,11 @@ async fn batched(
     let tcp = connect_clients(&server.addr.to_string(), clients, client_shards).await?;
     let unix_addr = format!("unix:{}", server.unix_socket.as_ref().unwrap().display());
     let unix = connect_clients(&unix_addr, clients, client_shards).await?;
+    // The same clients sharing one connection per client thread (each still with a stream of its
+    // own), as a process's callers share its channel: a connection's frames then cross in one
+    // system call where a connection per client makes one each.
+    let shared_tcp = share_per_thread(&tcp, client_shards.len());
+    let shared_unix = share_per_thread(&unix, client_shards.len());
     let closed = Closed {
         metrics: server.metrics_addr,
         clients,
@@ -548,6 +564,8 @@ async fn batched(
         for (transport, conns) in [
             ("TCP, a stream per client", &tcp),
             ("Unix socket, a stream per client", &unix),
+            (SHARED_TCP, &shared_tcp),
+            (SHARED_UNIX, &shared_unix),
         ] {
             let streamed = stream_call(clients, EcdsaStreams(requests.clone()));
             closed
@@ -624,6 +642,8 @@ async fn batched(
         for (transport, conns) in [
             ("TCP, a stream per client", &tcp),
             ("Unix socket, a stream per client", &unix),
+            (SHARED_TCP, &shared_tcp),
+            (SHARED_UNIX, &shared_unix),
         ] {
             let streamed = stream_call(closed.clients, streams.clone());
             let secs = closed
@@ -639,7 +659,7 @@ async fn batched(
         let paced = open_loop_streams(tcp.clone(), rounds, interval, streams).await;
         paced.report(rep, &case, &base, label, PER_REQUEST, 64);
     }
-    drop((tcp, unix));
+    drop((tcp, unix, shared_tcp, shared_unix));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
     Ok(())

@@ -11,6 +11,7 @@
 //! requests' items as they arrived (packed columns stay packed: nothing is made per item).
 
 use crate::metrics::Metrics;
+use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -111,7 +112,9 @@ pub struct Batcher<B: Batched> {
     tx: mpsc::UnboundedSender<Request<B>>,
     queued: Arc<AtomicUsize>,
     config: BatchConfig,
-    metrics: Arc<Metrics>,
+    /// The operation's queue depth, looked up once (a lookup per request locks the family and
+    /// allocates its labels).
+    queued_gauge: Gauge,
 }
 
 impl<B: Batched> Batcher<B> {
@@ -119,11 +122,12 @@ impl<B: Batched> Batcher<B> {
     pub fn start(op: &'static str, inner: B, config: BatchConfig, metrics: Arc<Metrics>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
+        let queued_gauge = metrics.queued_items.get_or_create(&Metrics::op(op)).clone();
         tokio::spawn(form_batches(
             op,
             Arc::new(inner),
             rx,
-            queued.clone(),
+            (queued.clone(), queued_gauge.clone()),
             config,
             metrics.clone(),
         ));
@@ -132,7 +136,7 @@ impl<B: Batched> Batcher<B> {
             tx,
             queued,
             config,
-            metrics,
+            queued_gauge,
         }
     }
 
@@ -157,9 +161,7 @@ impl<B: Batched> Batcher<B> {
                 self.op, self.config.max_queued_items
             )));
         }
-        self.metrics
-            .queued_items
-            .get_or_create(&Metrics::op(self.op))
+        self.queued_gauge
             .set(self.queued.load(Ordering::SeqCst) as i64);
         let (reply, rx) = oneshot::channel();
         let request = Request {
@@ -182,7 +184,7 @@ async fn form_batches<B: Batched>(
     op: &'static str,
     inner: Arc<B>,
     mut rx: mpsc::UnboundedReceiver<Request<B>>,
-    queued: Arc<AtomicUsize>,
+    (queued, queued_gauge): (Arc<AtomicUsize>, Gauge),
     config: BatchConfig,
     metrics: Arc<Metrics>,
 ) {
@@ -231,10 +233,7 @@ async fn form_batches<B: Batched>(
             }
         }
         queued.fetch_sub(items, Ordering::SeqCst);
-        metrics
-            .queued_items
-            .get_or_create(&Metrics::op(op))
-            .set(queued.load(Ordering::SeqCst) as i64);
+        queued_gauge.set(queued.load(Ordering::SeqCst) as i64);
         running.fetch_add(1, Ordering::SeqCst);
         let (inner, running, metrics) = (inner.clone(), running.clone(), metrics.clone());
         tokio::task::spawn_blocking(move || {

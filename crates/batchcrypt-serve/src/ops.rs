@@ -336,6 +336,35 @@ impl Batched for Hash {
         items.len()
     }
     fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
+        match hash_pool() {
+            Some(pool) => pool.install(|| self.hash(kind, requests)),
+            None => self.hash(kind, requests),
+        }
+    }
+}
+
+/// The threads hash batches run on: half the cores. Receiving a request of hashes costs the
+/// server's connections about as much CPU as hashing it, so a hash batch that took every core
+/// (the dispatcher's choice for a lone batch where the CPU is as fast as the GPU from host
+/// memory) left the connections waiting; on half the cores the dispatcher weighs the GPU against
+/// what the batch can have. A batch's copies (the requests joined, staged for the GPU) also run
+/// here, so after each batch only these threads, not every core's, search for more work: in a
+/// closed loop of small requests that search took 2-8 cores. Without a GPU, batches and
+/// connections share the cores evenly.
+fn hash_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads((batchcrypt::backend::cpu::threads() / 2).max(1))
+            .thread_name(|i| format!("serve-hash-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+impl Hash {
+    fn hash(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();
         let items = || -> Vec<&[u8]> { requests.iter().flat_map(Col::iter).collect() };
         match kind {

@@ -1404,3 +1404,48 @@ async fn tls_and_token_off_loopback() {
     assert!(failed);
     bounded(server.shutdown()).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_count_calls_by_operation_and_code() {
+    let (server, mut client) = serve(config("counts")).await;
+    let metrics = server.metrics_addr.unwrap();
+    let msgs: Vec<[u8; 64]> = (0..3u8).map(|i| [i; 64]).collect();
+    for _ in 0..3 {
+        let got = bounded(client.hash(HashAlgorithm::Sha256d, &msgs))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 3);
+    }
+    // A stream's messages count as calls too.
+    let stream = bounded(client.hash_stream()).await.unwrap();
+    let request = HashRequest {
+        algorithm: HashAlgorithm::Sha256 as i32,
+        messages: msgs.iter().map(|m| Bytes::copy_from_slice(m)).collect(),
+        ..Default::default()
+    };
+    let replies = bounded(stream.all(vec![request.clone(), request]))
+        .await
+        .unwrap();
+    assert_eq!(replies.len(), 2);
+    let e = bounded(client.raw().hash(HashRequest {
+        algorithm: 9,
+        ..Default::default()
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let text = reqwest_metrics(metrics).await;
+    let count = |code: &str| {
+        metric(
+            &text,
+            &format!("batchcrypt_requests_total{{op=\"hash\",code=\"{code}\"}}"),
+        )
+    };
+    assert_eq!(count("OK"), 5.0, "{text}");
+    assert_eq!(count("InvalidArgument"), 1.0, "{text}");
+    assert!(
+        text.contains("batchcrypt_queue_items{op=\"hash\"} 0"),
+        "nothing left queued:\n{text}"
+    );
+    bounded(server.shutdown()).await.unwrap();
+}
