@@ -109,9 +109,6 @@ async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Res
     Ok((0..clients).map(|c| pool[c % conns].clone()).collect())
 }
 
-const SHARED_TCP: &str = "TCP, a stream per client, a connection per client thread";
-const SHARED_UNIX: &str = "Unix socket, a stream per client, a connection per client thread";
-
 /// `conns`' clients (connection `i` made on client thread `i`, see [`connect_clients`]) over
 /// the first connection of each of `threads` threads: client `c` on thread `c % threads`.
 fn share_per_thread(conns: &[Conn], threads: usize) -> Vec<Conn> {
@@ -482,6 +479,19 @@ async fn batched(
     // system call where a connection per client makes one each.
     let shared_tcp = share_per_thread(&tcp, client_shards.len());
     let shared_unix = share_per_thread(&unix, client_shards.len());
+    // The cases over a stream per client, for each operation.
+    let streamed_over = [
+        ("TCP, a stream per client", &tcp),
+        ("Unix socket, a stream per client", &unix),
+        (
+            "TCP, a stream per client, a connection per client thread",
+            &shared_tcp,
+        ),
+        (
+            "Unix socket, a stream per client, a connection per client thread",
+            &shared_unix,
+        ),
+    ];
     let closed = Closed {
         metrics: server.metrics_addr,
         clients,
@@ -561,12 +571,7 @@ async fn batched(
             )
             .await;
         // The same requests over one stream per client: a message each way per request.
-        for (transport, conns) in [
-            ("TCP, a stream per client", &tcp),
-            ("Unix socket, a stream per client", &unix),
-            (SHARED_TCP, &shared_tcp),
-            (SHARED_UNIX, &shared_unix),
-        ] {
+        for (transport, conns) in streamed_over {
             let streamed = stream_call(clients, EcdsaStreams(requests.clone()));
             closed
                 .run(
@@ -639,12 +644,7 @@ async fn batched(
             per: closed.per_request,
         };
         let mut streamed_secs = 0.0;
-        for (transport, conns) in [
-            ("TCP, a stream per client", &tcp),
-            ("Unix socket, a stream per client", &unix),
-            (SHARED_TCP, &shared_tcp),
-            (SHARED_UNIX, &shared_unix),
-        ] {
+        for (transport, conns) in streamed_over {
             let streamed = stream_call(closed.clients, streams.clone());
             let secs = closed
                 .run(rep, &case, &base, transport, conns, 64, streamed, "hash")

@@ -127,7 +127,8 @@ impl<B: Batched> Batcher<B> {
             op,
             Arc::new(inner),
             rx,
-            (queued.clone(), queued_gauge.clone()),
+            queued.clone(),
+            queued_gauge.clone(),
             config,
             metrics.clone(),
         ));
@@ -184,7 +185,8 @@ async fn form_batches<B: Batched>(
     op: &'static str,
     inner: Arc<B>,
     mut rx: mpsc::UnboundedReceiver<Request<B>>,
-    (queued, queued_gauge): (Arc<AtomicUsize>, Gauge),
+    queued: Arc<AtomicUsize>,
+    queued_gauge: Gauge,
     config: BatchConfig,
     metrics: Arc<Metrics>,
 ) {
