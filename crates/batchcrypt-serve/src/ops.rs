@@ -353,14 +353,8 @@ impl Batched for Hash {
 /// connections share the cores evenly.
 fn hash_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads((batchcrypt::backend::cpu::threads() / 2).max(1))
-            .thread_name(|i| format!("serve-hash-{i}"))
-            .build()
-            .ok()
-    })
-    .as_ref()
+    POOL.get_or_init(|| batchcrypt::backend::cpu::half_pool("serve-hash", 1, usize::MAX))
+        .as_ref()
 }
 
 impl Hash {

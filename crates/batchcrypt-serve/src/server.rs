@@ -450,7 +450,8 @@ pub struct Service {
     metrics: Arc<Metrics>,
     /// Each operation's count of calls answered OK, looked up once: the common case's counting
     /// then neither locks the family nor allocates labels per call.
-    ok_calls: HashMap<&'static str, prometheus_client::metrics::counter::Counter>,
+    /// (Indexed by [`Op`].)
+    ok_calls: Vec<prometheus_client::metrics::counter::Counter>,
     max_items: usize,
     /// Clients may name server-side paths only on a loopback listener.
     local: bool,
@@ -469,24 +470,42 @@ pub struct Service {
     me: std::sync::Weak<Service>,
 }
 
-/// The operations counted by name (`requests` by `op` and `code`).
-const OPERATIONS: [&str; 15] = [
-    "aes",
-    "cancel_job",
-    "get_job",
-    "hash",
-    "job_trace",
-    "register_circuit",
-    "sm2_hash_to_curve_mul",
-    "sm2_mul_compressed",
-    "submit_proof",
-    "verify_block",
-    "verify_ecdsa",
-    "verify_schnorr",
-    "verify_sm2",
-    "verify_transactions",
-    "wait_proof",
-];
+/// Declares the service's operations once: the enum, its list and each one's name in metrics
+/// (`requests` by `op` and `code`, the batch queues' `op`).
+macro_rules! operations {
+    ($($op:ident => $name:literal),* $(,)?) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        enum Op {
+            $($op),*
+        }
+        impl Op {
+            const ALL: &'static [Op] = &[$(Op::$op),*];
+            fn name(self) -> &'static str {
+                match self {
+                    $(Op::$op => $name),*
+                }
+            }
+        }
+    };
+}
+
+operations! {
+    Aes => "aes",
+    CancelJob => "cancel_job",
+    GetJob => "get_job",
+    Hash => "hash",
+    JobTrace => "job_trace",
+    RegisterCircuit => "register_circuit",
+    Sm2HashToCurveMul => "sm2_hash_to_curve_mul",
+    Sm2MulCompressed => "sm2_mul_compressed",
+    SubmitProof => "submit_proof",
+    VerifyBlock => "verify_block",
+    VerifyEcdsa => "verify_ecdsa",
+    VerifySchnorr => "verify_schnorr",
+    VerifySm2 => "verify_sm2",
+    VerifyTransactions => "verify_transactions",
+    WaitProof => "wait_proof",
+}
 
 fn requests_labels(op: &str, code: &str) -> crate::metrics::Labels {
     vec![("op", op.to_string()), ("code", code.to_string())]
@@ -522,11 +541,16 @@ impl Service {
         let b = config.batch;
         let m = || metrics.clone();
         Arc::new_cyclic(|me| Service {
-            ecdsa: Batcher::start("verify_ecdsa", ops::Ecdsa(engine.clone()), b, m()),
-            schnorr: Batcher::start("verify_schnorr", ops::Schnorr(engine.clone()), b, m()),
-            sm2: Batcher::start("verify_sm2", ops::Sm2Verify(engine.clone()), b, m()),
+            ecdsa: Batcher::start(Op::VerifyEcdsa.name(), ops::Ecdsa(engine.clone()), b, m()),
+            schnorr: Batcher::start(
+                Op::VerifySchnorr.name(),
+                ops::Schnorr(engine.clone()),
+                b,
+                m(),
+            ),
+            sm2: Batcher::start(Op::VerifySm2.name(), ops::Sm2Verify(engine.clone()), b, m()),
             hash: Batcher::start(
-                "hash",
+                Op::Hash.name(),
                 ops::Hash(engine.clone()),
                 BatchConfig {
                     max_items: b.max_items.min(b.max_hash_items),
@@ -535,14 +559,19 @@ impl Service {
                 m(),
             ),
             hash_mul: Batcher::start(
-                "sm2_hash_to_curve_mul",
+                Op::Sm2HashToCurveMul.name(),
                 ops::Sm2HashMul(engine.clone()),
                 b,
                 m(),
             ),
-            mul: Batcher::start("sm2_mul_compressed", ops::Sm2Mul(engine.clone()), b, m()),
+            mul: Batcher::start(
+                Op::Sm2MulCompressed.name(),
+                ops::Sm2Mul(engine.clone()),
+                b,
+                m(),
+            ),
             txs: Batcher::start(
-                "verify_transactions",
+                Op::VerifyTransactions.name(),
                 ops::Transactions(engine.clone()),
                 b,
                 m(),
@@ -553,16 +582,13 @@ impl Service {
             prover,
             max_items: config.max_request_items,
             local,
-            ok_calls: OPERATIONS
+            ok_calls: Op::ALL
                 .iter()
-                .map(|&op| {
-                    (
-                        op,
-                        metrics
-                            .requests
-                            .get_or_create(&requests_labels(op, "OK"))
-                            .clone(),
-                    )
+                .map(|op| {
+                    metrics
+                        .requests
+                        .get_or_create(&requests_labels(op.name(), "OK"))
+                        .clone()
                 })
                 .collect(),
             metrics: metrics.clone(),
@@ -594,26 +620,20 @@ impl Service {
     }
 
     /// Counts the call by operation and status code.
-    fn count<T>(&self, op: &str, r: Result<T, Status>) -> Result<Response<T>, Status> {
+    fn count<T>(&self, op: Op, r: Result<T, Status>) -> Result<Response<T>, Status> {
         self.counted(op, &r);
         r.map(Response::new)
     }
 
-    fn counted<T>(&self, op: &str, r: &Result<T, Status>) {
-        let code = match r {
-            Ok(_) => match self.ok_calls.get(op) {
-                Some(c) => {
-                    c.inc();
-                    return;
-                }
-                None => "OK".to_string(),
-            },
-            Err(s) => format!("{:?}", s.code()),
+    fn counted<T>(&self, op: Op, r: &Result<T, Status>) {
+        match r {
+            Ok(_) => self.ok_calls[op as usize].inc(),
+            Err(s) => self
+                .metrics
+                .requests
+                .get_or_create(&requests_labels(op.name(), &format!("{:?}", s.code())))
+                .inc(),
         };
-        self.metrics
-            .requests
-            .get_or_create(&requests_labels(op, &code))
-            .inc();
     }
 
     /// A stream of requests of one operation: each message handled by `handle` as it arrives
@@ -626,7 +646,7 @@ impl Service {
     fn each<Q, T, F, Fut>(
         &self,
         r: Request<tonic::Streaming<Q>>,
-        op: &'static str,
+        op: Op,
         handle: F,
     ) -> Result<Response<ReplyStream<T>>, Status>
     where
@@ -1145,7 +1165,7 @@ impl BatchCrypt for Service {
         r: Request<VerifyEcdsaRequest>,
     ) -> Result<Response<VerifyReply>, Status> {
         let out = self.ecdsa(r.into_inner()).await;
-        self.count("verify_ecdsa", out)
+        self.count(Op::VerifyEcdsa, out)
     }
 
     async fn verify_schnorr(
@@ -1153,7 +1173,7 @@ impl BatchCrypt for Service {
         r: Request<VerifySchnorrRequest>,
     ) -> Result<Response<VerifyReply>, Status> {
         let out = self.schnorr(r.into_inner()).await;
-        self.count("verify_schnorr", out)
+        self.count(Op::VerifySchnorr, out)
     }
 
     async fn verify_sm2(
@@ -1161,12 +1181,12 @@ impl BatchCrypt for Service {
         r: Request<VerifySm2Request>,
     ) -> Result<Response<VerifyReply>, Status> {
         let out = self.sm2_verify(r.into_inner()).await;
-        self.count("verify_sm2", out)
+        self.count(Op::VerifySm2, out)
     }
 
     async fn hash(&self, r: Request<HashRequest>) -> Result<Response<HashReply>, Status> {
         let out = self.hashes(r.into_inner()).await;
-        self.count("hash", out)
+        self.count(Op::Hash, out)
     }
 
     type VerifyEcdsaStreamStream = ReplyStream<VerifyReply>;
@@ -1175,7 +1195,7 @@ impl BatchCrypt for Service {
         &self,
         r: Request<tonic::Streaming<VerifyEcdsaRequest>>,
     ) -> Result<Response<Self::VerifyEcdsaStreamStream>, Status> {
-        self.each(r, "verify_ecdsa", |s, q| async move { s.ecdsa(q).await })
+        self.each(r, Op::VerifyEcdsa, |s, q| async move { s.ecdsa(q).await })
     }
 
     type VerifySchnorrStreamStream = ReplyStream<VerifyReply>;
@@ -1186,7 +1206,7 @@ impl BatchCrypt for Service {
     ) -> Result<Response<Self::VerifySchnorrStreamStream>, Status> {
         self.each(
             r,
-            "verify_schnorr",
+            Op::VerifySchnorr,
             |s, q| async move { s.schnorr(q).await },
         )
     }
@@ -1197,7 +1217,11 @@ impl BatchCrypt for Service {
         &self,
         r: Request<tonic::Streaming<VerifySm2Request>>,
     ) -> Result<Response<Self::VerifySm2StreamStream>, Status> {
-        self.each(r, "verify_sm2", |s, q| async move { s.sm2_verify(q).await })
+        self.each(
+            r,
+            Op::VerifySm2,
+            |s, q| async move { s.sm2_verify(q).await },
+        )
     }
 
     type HashStreamStream = ReplyStream<HashReply>;
@@ -1206,7 +1230,7 @@ impl BatchCrypt for Service {
         &self,
         r: Request<tonic::Streaming<HashRequest>>,
     ) -> Result<Response<Self::HashStreamStream>, Status> {
-        self.each(r, "hash", |s, q| async move { s.hashes(q).await })
+        self.each(r, Op::Hash, |s, q| async move { s.hashes(q).await })
     }
 
     async fn sm2_hash_to_curve_mul(
@@ -1214,7 +1238,7 @@ impl BatchCrypt for Service {
         r: Request<Sm2HashToCurveMulRequest>,
     ) -> Result<Response<PointsReply>, Status> {
         let out = self.hash_to_curve_mul(r.into_inner()).await;
-        self.count("sm2_hash_to_curve_mul", out)
+        self.count(Op::Sm2HashToCurveMul, out)
     }
 
     async fn sm2_mul_compressed(
@@ -1222,7 +1246,7 @@ impl BatchCrypt for Service {
         r: Request<Sm2MulCompressedRequest>,
     ) -> Result<Response<PointsReply>, Status> {
         let out = self.mul_compressed(r.into_inner()).await;
-        self.count("sm2_mul_compressed", out)
+        self.count(Op::Sm2MulCompressed, out)
     }
 
     type AesStream = tokio_stream::wrappers::ReceiverStream<Result<AesReply, Status>>;
@@ -1232,7 +1256,7 @@ impl BatchCrypt for Service {
         r: Request<tonic::Streaming<AesRequest>>,
     ) -> Result<Response<Self::AesStream>, Status> {
         let out = crate::aes::serve(self.engine.clone(), r.into_inner()).await;
-        self.count("aes", out)
+        self.count(Op::Aes, out)
     }
 
     async fn verify_transactions(
@@ -1240,7 +1264,7 @@ impl BatchCrypt for Service {
         r: Request<VerifyTransactionsRequest>,
     ) -> Result<Response<VerifyTransactionsReply>, Status> {
         let out = self.transactions(r.into_inner()).await;
-        self.count("verify_transactions", out)
+        self.count(Op::VerifyTransactions, out)
     }
 
     async fn verify_block(
@@ -1248,7 +1272,7 @@ impl BatchCrypt for Service {
         r: Request<VerifyBlockRequest>,
     ) -> Result<Response<VerifyBlockReply>, Status> {
         let out = self.block(r.into_inner()).await;
-        self.count("verify_block", out)
+        self.count(Op::VerifyBlock, out)
     }
 
     async fn register_circuit(
@@ -1256,7 +1280,7 @@ impl BatchCrypt for Service {
         r: Request<RegisterCircuitRequest>,
     ) -> Result<Response<RegisterCircuitReply>, Status> {
         let out = self.register(r.into_inner()).await;
-        self.count("register_circuit", out)
+        self.count(Op::RegisterCircuit, out)
     }
 
     async fn submit_proof(&self, r: Request<SubmitProofRequest>) -> Result<Response<Job>, Status> {
@@ -1275,7 +1299,7 @@ impl BatchCrypt for Service {
         .map_err(|e| Status::internal(e.to_string()))
         .and_then(|r| r)
         .map(|j| job_message(&j));
-        self.count("submit_proof", out)
+        self.count(Op::SubmitProof, out)
     }
 
     async fn wait_proof(
@@ -1283,12 +1307,12 @@ impl BatchCrypt for Service {
         r: Request<WaitProofRequest>,
     ) -> Result<Response<ProofReply>, Status> {
         let out = self.wait(r.into_inner()).await;
-        self.count("wait_proof", out)
+        self.count(Op::WaitProof, out)
     }
 
     async fn get_job(&self, r: Request<JobRef>) -> Result<Response<Job>, Status> {
         let out = self.job(&r.into_inner().job_id).map(|j| job_message(&j));
-        self.count("get_job", out)
+        self.count(Op::GetJob, out)
     }
 
     async fn cancel_job(&self, r: Request<JobRef>) -> Result<Response<Job>, Status> {
@@ -1302,7 +1326,7 @@ impl BatchCrypt for Service {
             })
             .and_then(|j| j.ok_or_else(|| Status::not_found(format!("no job {id}"))))
             .map(|j| job_message(&j));
-        self.count("cancel_job", out)
+        self.count(Op::CancelJob, out)
     }
 
     async fn job_trace(&self, r: Request<JobRef>) -> Result<Response<TraceReply>, Status> {
@@ -1318,6 +1342,6 @@ impl BatchCrypt for Service {
                 ))),
             }
         });
-        self.count("job_trace", out)
+        self.count(Op::JobTrace, out)
     }
 }

@@ -58,6 +58,16 @@ pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) 
     }
 }
 
+/// A pool of half this process's threads, at least `min` and at most `max`, named `{name}-{i}`
+/// (`None` where the system refuses the threads): for work kept apart from the global pool.
+pub fn half_pool(name: &'static str, min: usize, max: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads((threads() / 2).clamp(min, max))
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .ok()
+}
+
 /// Runs `f` (memory-bound copies and conversions of data crossing to or from a GPU) in a pool of
 /// its own, half the cores (2 to 16 threads), so that a transfer never waits in the
 /// global pool's queue behind other work: with 16 Groth16 proofs in flight on 16 cores, an MSM's
@@ -65,14 +75,7 @@ pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) 
 /// GPU's transfers share it.
 pub(crate) fn for_transfer<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads((threads() / 2).clamp(2, 16))
-            .thread_name(|i| format!("batchcrypt-transfer-{i}"))
-            .build()
-            .ok()
-    });
-    match pool {
+    match POOL.get_or_init(|| half_pool("batchcrypt-transfer", 2, 16)) {
         Some(pool) => pool.install(f),
         None => f(),
     }
