@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null || { echo "error: cargo not found; install Rust (https://rustup.rs) and re-run" >&2; exit 1; }
+# The tests lint with clippy: rustup installs it where the toolchain lacks it.
+cargo clippy --version >/dev/null 2>&1 || { command -v rustup >/dev/null && rustup component add clippy; } ||
+  { echo "error: cargo clippy not found; install it (rustup component add clippy) and re-run" >&2; exit 1; }
 if ! pkg-config --exists openssl 2>/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing OpenSSL headers (libssl-dev) for the benchmark peers..."

@@ -20,6 +20,9 @@ echo "== Rust: build everything, run all tests"
 cargo test --workspace --exclude batchcrypt-py --features batchcrypt/emulation
 echo "== Rust: library without the CUDA backend"
 cargo test -p batchcrypt --no-default-features --lib
+echo "== Lints: clippy on every crate and target, warnings as errors"
+cargo clippy --workspace --all-targets --features batchcrypt/emulation -- -D warnings
+cargo clippy -p batchcrypt --no-default-features --lib -- -D warnings
 
 echo "== Fuzz targets: each for 20 s from its seeds (a crash, hang or memory blow-up fails)"
 scripts/fuzz.sh 20

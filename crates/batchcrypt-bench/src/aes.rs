@@ -891,7 +891,7 @@ pub fn run_batch(rep: &mut Report, quick: bool) -> anyhow::Result<()> {
             .collect();
         let ivs: Vec<[u8; 16]> = (0..n)
             .map(|i| {
-                batchcrypt::sha256::digest(&(i as u64 + 1 << 40).to_le_bytes())[..16]
+                batchcrypt::sha256::digest(&((i as u64 + 1) << 40).to_le_bytes())[..16]
                     .try_into()
                     .unwrap()
             })

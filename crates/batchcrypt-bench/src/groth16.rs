@@ -345,6 +345,28 @@ fn circuit<C: Curve>(rep: &mut Report, quick: bool, k: u32, path: &Path) -> anyh
     Ok(())
 }
 
+/// `BATCHCRYPT_CALIBRATION` pointed at `path` while this lives, then as it was.
+struct CalibrationFile(Option<std::ffi::OsString>);
+
+impl CalibrationFile {
+    fn set(path: std::path::PathBuf) -> Self {
+        let env = batchcrypt::calibration::CALIBRATION_ENV;
+        let old = std::env::var_os(env);
+        std::env::set_var(env, path);
+        CalibrationFile(old)
+    }
+}
+
+impl Drop for CalibrationFile {
+    fn drop(&mut self) {
+        let env = batchcrypt::calibration::CALIBRATION_ENV;
+        match self.0.take() {
+            Some(v) => std::env::set_var(env, v),
+            None => std::env::remove_var(env),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,27 +419,5 @@ mod tests {
             witness.to_bytes() == want_wtns,
             "witness.wtns differs from circom's"
         );
-    }
-}
-
-/// `BATCHCRYPT_CALIBRATION` pointed at `path` while this lives, then as it was.
-struct CalibrationFile(Option<std::ffi::OsString>);
-
-impl CalibrationFile {
-    fn set(path: std::path::PathBuf) -> Self {
-        let env = batchcrypt::calibration::CALIBRATION_ENV;
-        let old = std::env::var_os(env);
-        std::env::set_var(env, path);
-        CalibrationFile(old)
-    }
-}
-
-impl Drop for CalibrationFile {
-    fn drop(&mut self) {
-        let env = batchcrypt::calibration::CALIBRATION_ENV;
-        match self.0.take() {
-            Some(v) => std::env::set_var(env, v),
-            None => std::env::remove_var(env),
-        }
     }
 }

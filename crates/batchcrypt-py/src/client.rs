@@ -106,7 +106,7 @@ fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
 
 /// Messages of `message_len` bytes back to back in `data`, as a packed column.
 fn packed_column(data: Vec<u8>, message_len: usize) -> PyResult<Column> {
-    if message_len == 0 || data.len() % message_len != 0 {
+    if message_len == 0 || !data.len().is_multiple_of(message_len) {
         return Err(PyValueError::new_err(format!(
             "{} bytes are not a whole number of {message_len}-byte messages",
             data.len()

@@ -401,7 +401,7 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let data = Data::new(data)?;
         let data = data.bytes();
-        let v = self.run(py, |e| e.sha256().hash_fixed(&data, msg_len, mode(double)))?;
+        let v = self.run(py, |e| e.sha256().hash_fixed(data, msg_len, mode(double)))?;
         Ok(table(py, v))
     }
 
@@ -592,7 +592,7 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyArray2<u8>>> {
         let data = Data::new(data)?;
         let data = data.bytes();
-        let v = self.run(py, |e| e.sm3().hash_fixed(&data, msg_len))?;
+        let v = self.run(py, |e| e.sm3().hash_fixed(data, msg_len))?;
         Ok(table(py, v))
     }
 }

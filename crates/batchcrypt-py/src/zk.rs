@@ -105,7 +105,7 @@ fn limbs_point<P: Group>(bytes: &[u8]) -> Option<Affine<P>> {
 /// check costs a scalar multiplication).
 fn points<P: Group>(bytes: &[u8], layout: Layout) -> PyResult<Vec<Affine<P>>> {
     let size = point_bytes::<P>(layout);
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return Err(PyValueError::new_err(format!(
             "{} bytes of points are not a whole number of {size}-byte points",
             bytes.len()

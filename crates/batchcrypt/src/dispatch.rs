@@ -1064,7 +1064,7 @@ mod tests {
             estimate_s: None,
             gpus: GpuShares::weighted(&[(0, 1.0), (1, 1.0), (2, 2.0)]),
         };
-        let got = plan.on_gpus(1000, 8, |r| Ok(r)).unwrap();
+        let got = plan.on_gpus(1000, 8, Ok).unwrap();
         assert_eq!(got, vec![0..248, 248..496, 496..1000]);
         let mut out = vec![0u32; 3000];
         plan.on_gpus_into(&mut out, 3, 8, |r, part| {
@@ -1082,7 +1082,7 @@ mod tests {
             .on_gpus_into(&mut none, 3, 8, |r, part| Ok((r, part.len())))
             .unwrap();
         assert_eq!(runs, vec![(0..0, 0)]);
-        assert_eq!(plan.on_gpus(0, 8, |r| Ok(r)).unwrap(), vec![0..0]);
+        assert_eq!(plan.on_gpus(0, 8, Ok).unwrap(), vec![0..0]);
         // One slice failing fails the batch, after every slice finished.
         let err = plan.on_gpus(1000, 8, |r| {
             if r.start == 248 {

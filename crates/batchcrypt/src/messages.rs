@@ -27,7 +27,7 @@ impl<'a> Messages<'a> {
         if data.is_empty() {
             return Err(Error::EmptyBatch);
         }
-        if data.len() % len != 0 {
+        if !data.len().is_multiple_of(len) {
             return Err(Error::invalid(format!(
                 "buffer of {} bytes is not a whole number of {len}-byte messages",
                 data.len()

@@ -208,7 +208,7 @@ pub fn run_chunked(
 pub(crate) fn chunk_ranges(n: usize, chunk: usize) -> Vec<std::ops::Range<usize>> {
     let chunk = chunk.clamp(1, n.max(1));
     let q = chunk / 4;
-    let sizes: Vec<usize> = if chunk % 4 != 0 || n < 4 * chunk {
+    let sizes: Vec<usize> = if !chunk.is_multiple_of(4) || n < 4 * chunk {
         (0..n).step_by(chunk).map(|s| chunk.min(n - s)).collect()
     } else {
         // In quarters: 1, 2, then 4s and one shorter remainder, then 2, 1; the items past the
@@ -216,8 +216,8 @@ pub(crate) fn chunk_ranges(n: usize, chunk: usize) -> Vec<std::ops::Range<usize>
         let units = n / q;
         let middle = units - 6;
         let mut v = vec![q, 2 * q];
-        v.extend(std::iter::repeat(chunk).take(middle / 4));
-        if middle % 4 != 0 {
+        v.extend(std::iter::repeat_n(chunk, middle / 4));
+        if !middle.is_multiple_of(4) {
             v.push((middle % 4) * q);
         }
         v.extend([2 * q, q + n % q]);

@@ -133,7 +133,7 @@ fn bad_requests_are_errors() {
         let e = common::engine(b);
         let aes = e.aes();
         let t = [0u8; 16];
-        let mut out = vec![0u8; 100];
+        let mut out = [0u8; 100];
         let bad = |r: batchcrypt::Result<batchcrypt::Output<()>>| {
             matches!(
                 r,
@@ -199,9 +199,9 @@ fn reference(key: &XtsKey, tw: &[u8; 16], unit: usize, data: &[u8], decrypt: boo
 }
 
 fn random_case(rng: &mut common::Rng, i: usize, len: usize) -> (XtsKey, [u8; 16], Vec<u8>) {
-    let key = XtsKey::new(&rng.bytes(if i % 2 == 0 { 32 } else { 64 })).unwrap();
+    let key = XtsKey::new(&rng.bytes(if i.is_multiple_of(2) { 32 } else { 64 })).unwrap();
     let mut tw: [u8; 16] = rng.bytes(16).try_into().unwrap();
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         tw[..8].fill(0xff); // unit numbers carry into the high half
     }
     (key, tw, rng.bytes(len))

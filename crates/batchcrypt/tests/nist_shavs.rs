@@ -41,7 +41,7 @@ fn parse(file: &str) -> Vec<Vector> {
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: bad Len {value:?}: {e}", at()));
                 assert!(
-                    n % 8 == 0,
+                    n.is_multiple_of(8),
                     "{}: Len = {n} is not a whole number of bytes (byte-oriented file expected)",
                     at()
                 );

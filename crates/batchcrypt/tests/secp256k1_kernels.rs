@@ -156,7 +156,7 @@ fn batch_inversion_matches_bigint() {
             &modulus - 1u32,
             BigUint::from(2u32),
         ];
-        while xs.len() % 16 != 0 || xs.len() < 320 {
+        while !xs.len().is_multiple_of(16) || xs.len() < 320 {
             xs.push(if rng.gen_ratio(1, 10) {
                 BigUint::from(0u32)
             } else {
@@ -319,8 +319,9 @@ fn gpu_flow_matches_libsecp256k1() {
         .unwrap()
         .value;
     let gpu = kern::verify_ecdsa(&hashes, &sig_refs, &key_refs, &opts);
-    for i in 0..hashes.len() {
-        assert_eq!(gpu[i], cpu.results[i], "item {i}");
+    assert_eq!((gpu.len(), cpu.results.len()), (hashes.len(), hashes.len()));
+    for (i, (g, c)) in gpu.iter().zip(&cpu.results).enumerate() {
+        assert_eq!(g, c, "item {i}");
     }
     let valid = gpu.iter().filter(|r| r.is_ok()).count();
     let off_curve = gpu
@@ -366,8 +367,9 @@ fn gpu_schnorr_flow_matches_libsecp256k1() {
         .unwrap()
         .value;
     let gpu = kern::verify_schnorr(&msg_refs, &sigs, &keys);
-    for i in 0..msgs.len() {
-        assert_eq!(gpu[i], cpu.results[i], "item {i}");
+    assert_eq!((gpu.len(), cpu.results.len()), (msgs.len(), msgs.len()));
+    for (i, (g, c)) in gpu.iter().zip(&cpu.results).enumerate() {
+        assert_eq!(g, c, "item {i}");
     }
     let valid = gpu.iter().filter(|r| r.is_ok()).count();
     assert!(

@@ -18,6 +18,8 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
+// The variants name the subcommands (`verify-block`, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Validate one block with the outputs it spends; print the verdict and where each stage ran.

@@ -182,8 +182,8 @@ fn requests(n: usize, per: usize) -> impl Iterator<Item = std::ops::Range<usize>
 
 fn write_proof(
     reply: &batchcrypt_serve::proto::ProofReply,
-    proof: &PathBuf,
-    public: &PathBuf,
+    proof: &std::path::Path,
+    public: &std::path::Path,
 ) -> Result<()> {
     let job = reply.job.clone().unwrap_or_default();
     let state = JobState::try_from(job.state).unwrap_or(JobState::Failed);

@@ -225,8 +225,8 @@ impl<'a> OpenSslGcm<'a> {
         OpenSslGcm {
             g,
             h_inv,
-            h_inv2: h_inv.mul(h_inv),
-            iv_len_h: Gf128(128).mul(g.h),
+            h_inv2: h_inv * h_inv,
+            iv_len_h: Gf128(128) * g.h,
             e_zero_j0: Gf128::from_block(&g.key.encrypt_block(zero_j0)),
         }
     }
@@ -242,7 +242,7 @@ impl<'a> OpenSslGcm<'a> {
         let key = &self.g.key;
         let cipher = gcm_cipher(key);
         let j0 = add32(counter, u32::MAX as u64); // inc32 of J0' is the segment's first counter
-        let iv = ((Gf128::from_block(&j0) ^ self.iv_len_h).mul(self.h_inv2)).to_block();
+        let iv = ((Gf128::from_block(&j0) ^ self.iv_len_h) * self.h_inv2).to_block();
         let bits = input.len() as u64 * 8;
         let mut tag = [0u8; 16];
         let mut ctx = CipherCtx::new().map_err(ossl)?;
@@ -254,7 +254,7 @@ impl<'a> OpenSslGcm<'a> {
             ctx.cipher_update(input, None).map_err(ossl)?;
             ctx.cipher_final(&mut []).map_err(ossl)?;
             ctx.tag(&mut tag).map_err(ossl)?;
-            let y = (Gf128::from_block(&tag) ^ self.e_zero_j0).mul(self.h_inv)
+            let y = ((Gf128::from_block(&tag) ^ self.e_zero_j0) * self.h_inv)
                 ^ Gf128((bits as u128) << 64);
             let mut ctx = CipherCtx::new().map_err(ossl)?;
             ctx.decrypt_init(Some(cipher), None, None).map_err(ossl)?;
@@ -272,6 +272,6 @@ impl<'a> OpenSslGcm<'a> {
         ctx.cipher_final(&mut []).map_err(ossl)?;
         ctx.tag(&mut tag).map_err(ossl)?;
         let e_j0 = Gf128::from_block(&key.encrypt_block(j0));
-        Ok((Gf128::from_block(&tag) ^ e_j0).mul(self.h_inv) ^ Gf128(bits as u128))
+        Ok(((Gf128::from_block(&tag) ^ e_j0) * self.h_inv) ^ Gf128(bits as u128))
     }
 }

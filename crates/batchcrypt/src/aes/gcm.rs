@@ -53,7 +53,7 @@ impl Gcm {
             // J0 = GHASH(IV || 0^s || [0]_64 || [len(IV)]_64).
             let mut lens = [0u8; 16];
             lens[8..].copy_from_slice(&(iv.len() as u64 * 8).to_be_bytes());
-            let y = ghash(h, iv).mul(h) ^ Gf128::from_block(&lens).mul(h);
+            let y = (ghash(h, iv) * h) ^ (Gf128::from_block(&lens) * h);
             y.to_block()
         };
         Ok(Gcm {
@@ -78,9 +78,9 @@ impl Gcm {
         lens[8..].copy_from_slice(&(c_bytes * 8).to_be_bytes());
         let mut s = z ^ Gf128::from_block(&lens);
         if !aad.is_empty() {
-            s ^= ghash(h, aad).mul(h.pow(c_bytes.div_ceil(16) as u128));
+            s ^= ghash(h, aad) * h.pow(c_bytes.div_ceil(16) as u128);
         }
-        let s = s.mul(h);
+        let s = s * h;
         let e = self.key.encrypt_block(self.j0);
         (Gf128::from_block(&e) ^ s).to_block()
     }
@@ -95,8 +95,8 @@ pub fn combine(h: Gf128, segs: &[Gf128], seg_blocks: u64, blocks: u64) -> Gf128 
     // Horner's rule over the full segments, one product each: every one is H^seg_blocks apart
     // from the next, and the last (possibly short) segment's length apart from the end.
     let h_seg = h.pow(seg_blocks as u128);
-    let z = rest.iter().fold(Gf128(0), |z, &y| z.mul(h_seg) ^ y);
-    z.mul(h.pow((blocks - rest.len() as u64 * seg_blocks) as u128)) ^ *last
+    let z = rest.iter().fold(Gf128(0), |z, &y| (z * h_seg) ^ y);
+    (z * h.pow((blocks - rest.len() as u64 * seg_blocks) as u128)) ^ *last
 }
 
 /// Checks `tag` (4..=16 bytes, SP 800-38D §5.2.1.2) against the computed one in constant time.

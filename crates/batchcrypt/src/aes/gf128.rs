@@ -75,26 +75,12 @@ impl Gf128 {
         Gf128((self.0 >> 1) ^ if self.0 & 1 == 1 { R } else { 0 })
     }
 
-    pub fn mul(self, b: Gf128) -> Gf128 {
-        if self.0 == 0 || b.0 == 0 {
-            return Gf128(0);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("pclmulqdq") {
-            // SAFETY: the instruction was just detected.
-            return Gf128(unsafe { clmul::mul(self.0, b.0) });
-        }
-        let mut g = GHash::new(&b.to_block().into());
-        g.update(&[self.to_block().into()]);
-        Gf128::from_block(&g.finalize().into())
-    }
-
     /// `self^e` by square-and-multiply.
     pub fn pow(self, mut e: u128) -> Gf128 {
         let (mut acc, mut base) = (Gf128::ONE, self);
         while e != 0 {
             if e & 1 == 1 {
-                acc = acc.mul(base);
+                acc = acc * base;
             }
             base = base.square();
             e >>= 1;
@@ -108,7 +94,7 @@ impl Gf128 {
             // SAFETY: the instruction was just detected.
             return Gf128(unsafe { clmul::square(self.0) });
         }
-        self.mul(self)
+        self * self
     }
 
     /// The multiplicative inverse, `self^(2^128 - 2)` = `(self^(2^127 - 1))^2`; zero maps to
@@ -122,11 +108,29 @@ impl Gf128 {
             for _ in 0..k {
                 t = t.square();
             }
-            a = t.mul(a);
-            a = a.square().mul(self);
+            a = t * a;
+            a = a.square() * self;
             k = 2 * k + 1;
         }
         a.square()
+    }
+}
+
+impl std::ops::Mul for Gf128 {
+    type Output = Gf128;
+
+    fn mul(self, b: Gf128) -> Gf128 {
+        if self.0 == 0 || b.0 == 0 {
+            return Gf128(0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("pclmulqdq") {
+            // SAFETY: the instruction was just detected.
+            return Gf128(unsafe { clmul::mul(self.0, b.0) });
+        }
+        let mut g = GHash::new(&b.to_block().into());
+        g.update(&[self.to_block().into()]);
+        Gf128::from_block(&g.finalize().into())
     }
 }
 
@@ -218,7 +222,7 @@ mod tests {
             let m = shoup_table(Gf128(a));
             for &b in &vals {
                 let want = mul_ref(Gf128(a), Gf128(b));
-                assert_eq!(Gf128(a).mul(Gf128(b)), want);
+                assert_eq!(Gf128(a) * Gf128(b), want);
                 // The crate's path, which machines without the instruction take.
                 let mut g = GHash::new(&Gf128(b).to_block().into());
                 g.update(&[Gf128(a).to_block().into()]);
@@ -231,18 +235,18 @@ mod tests {
     #[test]
     fn inverse_and_powers() {
         let h = Gf128(0x66e94bd4ef8a2c3b884cfa59ca342b2e);
-        assert_eq!(h.mul(h.inv()), Gf128::ONE);
+        assert_eq!(h * h.inv(), Gf128::ONE);
         assert_eq!(h.inv(), h.pow(u128::MAX - 1));
-        assert_eq!(h.square(), h.mul(h));
+        assert_eq!(h.square(), h * h);
         assert_eq!(Gf128::ONE.inv(), Gf128::ONE);
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         for _ in 0..200 {
             let a = Gf128(rng.gen::<u128>() | 1);
-            assert_eq!(a.mul(a.inv()), Gf128::ONE, "{a:?}");
-            assert_eq!(a.square(), a.mul(a));
+            assert_eq!(a * a.inv(), Gf128::ONE, "{a:?}");
+            assert_eq!(a.square(), a * a);
         }
-        assert_eq!(h.pow(5), h.mul(h).mul(h).mul(h).mul(h));
+        assert_eq!(h.pow(5), h * h * h * h * h);
         assert_eq!(Gf128(0).inv(), Gf128(0));
     }
 }

@@ -167,7 +167,7 @@ pub fn ctr(key: &Key, iv: &[u8; 16], input: &[u8], output: &mut [u8]) -> Result<
 
 /// A device buffer's address, checked for the 16-byte alignment the kernels' vector loads need.
 fn aligned(ptr: u64) -> Result<u64> {
-    if ptr % 16 != 0 {
+    if !ptr.is_multiple_of(16) {
         return Err(Error::invalid("the device buffer must start on a 16-byte boundary (any allocation does; offset views must keep it)"));
     }
     Ok(ptr)
@@ -410,7 +410,7 @@ impl<'a> XtsRun<'a> {
         first: usize,
         bytes: usize,
     ) -> Result<()> {
-        debug_assert!(first % self.unit == 0 && bytes % 16 == 0);
+        debug_assert!(first.is_multiple_of(self.unit) && bytes.is_multiple_of(16));
         let unit_blocks = (self.unit / 16) as u64;
         let per_launch = unit_blocks * (XTS_MAX_LAUNCH_BLOCKS / unit_blocks).max(1);
         let (mut done, total) = (0u64, (bytes / 16) as u64);
@@ -463,7 +463,7 @@ pub fn xts(
     // Whole units per chunk; a unit that is not a multiple of 16 is the whole buffer.
     let (head_in, tail_in) = input.split_at(gpu_bytes);
     let (head_out, tail_out) = output.split_at_mut(gpu_bytes);
-    let (most, whole) = if unit % 16 == 0 {
+    let (most, whole) = if unit.is_multiple_of(16) {
         (unit * (CHUNK_BYTES / unit).max(1), unit)
     } else {
         (gpu_bytes.max(16), gpu_bytes.max(16))

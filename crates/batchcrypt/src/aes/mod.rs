@@ -453,7 +453,11 @@ impl Aes<'_> {
             input,
             output,
             // A unit that is not a multiple of 16 bytes is the whole buffer: one part.
-            if unit % 16 == 0 { unit } else { input.len() },
+            if unit.is_multiple_of(16) {
+                unit
+            } else {
+                input.len()
+            },
             |b, threads, output| xts::cpu(b, key, tweak, unit, input, output, decrypt, threads),
             |part, output| {
                 let tweak = xts::unit_tweak(tweak, (part.start / unit) as u64);

@@ -75,7 +75,7 @@ pub fn check(unit: usize, len: usize) -> Result<()> {
             "XTS needs at least one 16-byte block, got {len} bytes"
         )));
     }
-    if unit % 16 != 0 && unit < len {
+    if !unit.is_multiple_of(16) && unit < len {
         return Err(Error::invalid(format!(
             "a data unit of {unit} bytes is not a whole number of blocks: use a multiple of 16, or one unit for the whole buffer"
         )));

@@ -162,73 +162,6 @@ pub fn huge_pages<T>(p: *const T, len: usize) {
     let _ = (p, len, HUGE);
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn cache_sizes_parse() {
-        assert_eq!(super::cache_size("32768K\n"), Some(32 << 20));
-        assert_eq!(super::cache_size("2M"), Some(2 << 20));
-        assert_eq!(super::cache_size("512"), Some(512));
-        assert_eq!(super::cache_size("K"), None);
-        // Whatever this machine says, a last-level cache holds at least hundreds of KiB.
-        assert!(super::last_level_cache_bytes() >= 256 << 10);
-    }
-
-    #[test]
-    fn par_concat_joins_in_order() {
-        let big: Vec<u8> = (0..(1u32 << 20) + 7)
-            .map(|i| (i * 31 % 251) as u8)
-            .collect();
-        let parts: Vec<&[u8]> = vec![b"ab", b"", &big, b"c", &big[5..9]];
-        assert_eq!(super::par_concat(&parts), parts.concat());
-        assert!(super::par_concat(&[]).is_empty());
-        let many: Vec<Vec<u8>> = (0..1000u32)
-            .map(|i| vec![i as u8; (i % 70) as usize])
-            .collect();
-        let many: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
-        assert_eq!(super::par_concat(&many), many.concat());
-    }
-
-    #[test]
-    fn try_par_map_keeps_order_and_names_the_first_failure() {
-        let n = (1 << 16) + 3;
-        let got = super::try_par_map(n, |i| Some(i as u64 * 3), 0).unwrap();
-        assert_eq!(got, (0..n as u64).map(|i| i * 3).collect::<Vec<_>>());
-        assert_eq!(super::try_par_map(0, |_| Some(1u8), 0), Ok(vec![]));
-        // Failures in pieces that different threads take: the lowest index is reported.
-        let bad = [70_000, 5_000, 60_001];
-        let got = super::try_par_map(n, |i| (!bad.contains(&i)).then_some(i), 0);
-        assert_eq!(got, Err(5_000));
-    }
-
-    #[test]
-    fn read_file_reads_every_piece() {
-        let dir = std::env::temp_dir().join(format!("batchcrypt-read-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        for len in [0usize, 5, 1 << 20, (3 << 20) + 11] {
-            let path = dir.join(format!("f{len}"));
-            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
-            std::fs::write(&path, &data).unwrap();
-            assert_eq!(super::read_file(&path).unwrap(), data, "{len} bytes");
-        }
-        assert!(super::read_file(&dir.join("absent")).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn zeroed_arrays_are_zero_and_sized() {
-        assert!(super::zeroed_arrays::<64>(0).is_empty());
-        for n in [1, 3, 1 << 16] {
-            let v = super::zeroed_arrays::<64>(n);
-            assert_eq!(v.len(), n);
-            assert!(v.iter().all(|a| *a == [0u8; 64]));
-        }
-        let mut v = super::zeroed_arrays::<32>(5);
-        v.push([1; 32]);
-        assert_eq!(v.len(), 6);
-    }
-}
-
 /// Runs `f` on an empty vector this thread keeps for the next call of the same element type, so a
 /// routine run again and again on every core (a block of kernel items, a sighash preimage)
 /// allocates nothing after its first call. A nested call of the same type gets a vector of its own.
@@ -399,4 +332,71 @@ fn read_last_level_cache_bytes() -> usize {
         .max()
         .map(|(_, size)| size)
         .unwrap_or(32 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cache_sizes_parse() {
+        assert_eq!(super::cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(super::cache_size("2M"), Some(2 << 20));
+        assert_eq!(super::cache_size("512"), Some(512));
+        assert_eq!(super::cache_size("K"), None);
+        // Whatever this machine says, a last-level cache holds at least hundreds of KiB.
+        assert!(super::last_level_cache_bytes() >= 256 << 10);
+    }
+
+    #[test]
+    fn par_concat_joins_in_order() {
+        let big: Vec<u8> = (0..(1u32 << 20) + 7)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let parts: Vec<&[u8]> = vec![b"ab", b"", &big, b"c", &big[5..9]];
+        assert_eq!(super::par_concat(&parts), parts.concat());
+        assert!(super::par_concat(&[]).is_empty());
+        let many: Vec<Vec<u8>> = (0..1000u32)
+            .map(|i| vec![i as u8; (i % 70) as usize])
+            .collect();
+        let many: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        assert_eq!(super::par_concat(&many), many.concat());
+    }
+
+    #[test]
+    fn try_par_map_keeps_order_and_names_the_first_failure() {
+        let n = (1 << 16) + 3;
+        let got = super::try_par_map(n, |i| Some(i as u64 * 3), 0).unwrap();
+        assert_eq!(got, (0..n as u64).map(|i| i * 3).collect::<Vec<_>>());
+        assert_eq!(super::try_par_map(0, |_| Some(1u8), 0), Ok(vec![]));
+        // Failures in pieces that different threads take: the lowest index is reported.
+        let bad = [70_000, 5_000, 60_001];
+        let got = super::try_par_map(n, |i| (!bad.contains(&i)).then_some(i), 0);
+        assert_eq!(got, Err(5_000));
+    }
+
+    #[test]
+    fn read_file_reads_every_piece() {
+        let dir = std::env::temp_dir().join(format!("batchcrypt-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for len in [0usize, 5, 1 << 20, (3 << 20) + 11] {
+            let path = dir.join(format!("f{len}"));
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+            std::fs::write(&path, &data).unwrap();
+            assert_eq!(super::read_file(&path).unwrap(), data, "{len} bytes");
+        }
+        assert!(super::read_file(&dir.join("absent")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn zeroed_arrays_are_zero_and_sized() {
+        assert!(super::zeroed_arrays::<64>(0).is_empty());
+        for n in [1, 3, 1 << 16] {
+            let v = super::zeroed_arrays::<64>(n);
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|a| *a == [0u8; 64]));
+        }
+        let mut v = super::zeroed_arrays::<32>(5);
+        v.push([1; 32]);
+        assert_eq!(v.len(), 6);
+    }
 }

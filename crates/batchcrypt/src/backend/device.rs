@@ -148,7 +148,10 @@ const DIRECT_MIN_CHUNK_BYTES: usize = 2 << 20;
 /// chunks: its host copies lose more per chunk than this saves.
 pub fn direct_chunk_bytes(total: usize, max_chunk: usize, unit: usize) -> usize {
     let mut chunk = max_chunk;
-    while chunk > total / 16 && chunk / 2 >= DIRECT_MIN_CHUNK_BYTES && chunk % (2 * unit) == 0 {
+    while chunk > total / 16
+        && chunk / 2 >= DIRECT_MIN_CHUNK_BYTES
+        && chunk.is_multiple_of(2 * unit)
+    {
         chunk /= 2;
     }
     chunk

@@ -163,7 +163,7 @@ impl ChainState {
         let next = self.height() + 1;
         let limit_bits = target_to_compact(&BigUint::from_bytes_be(&self.params.pow_limit));
         let min_difficulty = matches!(self.network, Network::Test | Network::Regtest);
-        if next % INTERVAL != 0 {
+        if !next.is_multiple_of(INTERVAL) {
             if min_difficulty {
                 if header.time as i64 > last.time as i64 + 2 * SPACING {
                     return Some(limit_bits);
@@ -171,7 +171,7 @@ impl ChainState {
                 let mut i = self.headers.len() - 1;
                 loop {
                     let h = self.base_height + i as u32;
-                    if h % INTERVAL == 0 || self.headers[i].bits != limit_bits {
+                    if h.is_multiple_of(INTERVAL) || self.headers[i].bits != limit_bits {
                         return Some(self.headers[i].bits);
                     }
                     if i == 0 {
@@ -380,18 +380,6 @@ impl ChainState {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_targets_round_trip() {
-        for bits in [0x1d00_ffffu32, 0x207f_ffff, 0x1b04_04cb, 0x1715_a35c] {
-            assert_eq!(target_to_compact(&compact_to_target(bits)), bits);
-        }
-    }
-}
-
 /// Blocks validated each with the outputs it spends given (undo data), no UTXO set: every rule
 /// but those that need the chain's history; the scripts of all of them in one batch.
 pub fn verify_with_spent(
@@ -474,4 +462,16 @@ pub fn verify_with_spent(
         blocks: reports,
         scripts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_targets_round_trip() {
+        for bits in [0x1d00_ffffu32, 0x207f_ffff, 0x1b04_04cb, 0x1715_a35c] {
+            assert_eq!(target_to_compact(&compact_to_target(bits)), bits);
+        }
+    }
 }

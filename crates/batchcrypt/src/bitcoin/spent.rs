@@ -431,6 +431,29 @@ pub fn decompress_amount(x: u64) -> u64 {
     n
 }
 
+/// The spent outputs of one block from a file, by its format: bcoin's `.undo`, Floresta's
+/// `.spent.json` (any `.json`), or one Bitcoin Core undo record (`.rev`: the CBlockUndo bytes of
+/// one block, as `rev*.dat` stores them between header and checksum), flattened to one output
+/// per non-coinbase input in block order.
+pub fn read_spent_file(path: &std::path::Path, block: &super::Block) -> Result<Vec<SpentOutput>> {
+    let bytes = std::fs::read(path)?;
+    let name = path.to_string_lossy();
+    if name.ends_with(".json") {
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| Error::invalid(format!("{name}: not UTF-8 JSON")))?;
+        parse_floresta_json(text)
+    } else if name.ends_with(".undo") {
+        parse_bcoin_undo(&bytes)
+    } else if name.ends_with(".rev") {
+        flatten_block_undo(block, parse_core_block_undo(&bytes)?)
+    } else {
+        Err(Error::invalid(format!(
+            "{name}: unknown spent-output format; name it .undo (bcoin), .spent.json (Floresta) or \
+             .rev (one Bitcoin Core undo record), or read a Core blocks/ directory with verify-chain"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,28 +557,5 @@ mod tests {
         let bad = ok.replace("\"value\":5", "\"value\":-5");
         let err = parse_floresta_json(&bad).unwrap_err().to_string();
         assert!(err.contains("record 0") && err.contains("value"), "{err}");
-    }
-}
-
-/// The spent outputs of one block from a file, by its format: bcoin's `.undo`, Floresta's
-/// `.spent.json` (any `.json`), or one Bitcoin Core undo record (`.rev`: the CBlockUndo bytes of
-/// one block, as `rev*.dat` stores them between header and checksum), flattened to one output
-/// per non-coinbase input in block order.
-pub fn read_spent_file(path: &std::path::Path, block: &super::Block) -> Result<Vec<SpentOutput>> {
-    let bytes = std::fs::read(path)?;
-    let name = path.to_string_lossy();
-    if name.ends_with(".json") {
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| Error::invalid(format!("{name}: not UTF-8 JSON")))?;
-        parse_floresta_json(text)
-    } else if name.ends_with(".undo") {
-        parse_bcoin_undo(&bytes)
-    } else if name.ends_with(".rev") {
-        flatten_block_undo(block, parse_core_block_undo(&bytes)?)
-    } else {
-        Err(Error::invalid(format!(
-            "{name}: unknown spent-output format; name it .undo (bcoin), .spent.json (Floresta) or \
-             .rev (one Bitcoin Core undo record), or read a Core blocks/ directory with verify-chain"
-        )))
     }
 }

@@ -339,8 +339,8 @@ mod tests {
                 .unwrap();
             assert_eq!(got.value, want.value, "{choice:?}");
             assert_eq!(got.backend, want.backend);
-            assert!(!want.value.results[3].is_ok() && !want.value.results[7].is_ok());
-            assert!(!want.value.results[11].is_ok() && want.value.results[12].is_ok());
+            assert!(want.value.results[3].is_err() && want.value.results[7].is_err());
+            assert!(want.value.results[11].is_err() && want.value.results[12].is_ok());
         }
     }
 

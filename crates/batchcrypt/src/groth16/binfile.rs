@@ -117,7 +117,7 @@ impl<'a> Reader<'a> {
 
     /// Exactly `n` items of `size` bytes (the rest of the section must be just that).
     pub fn items(&mut self, n: usize, size: usize, name: &str) -> Result<&'a [u8]> {
-        let want = n.checked_mul(size).unwrap_or(usize::MAX);
+        let want = n.saturating_mul(size);
         if self.remaining() != want {
             return Err(Error::Corrupt(format!(
                 "{}: {name} holds {} bytes, {n} items of {size} bytes need {want}",

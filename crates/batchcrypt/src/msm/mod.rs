@@ -349,7 +349,7 @@ impl<'a, F: Limbs + PrimeField> Scalars<'a, F> {
 
     /// Canonical little-endian bytes, refused unless a whole number of elements.
     pub fn canonical(bytes: &'a [u8]) -> Result<Self> {
-        if bytes.len() % Self::BYTES != 0 {
+        if !bytes.len().is_multiple_of(Self::BYTES) {
             return Err(Error::invalid(format!(
                 "{} bytes of scalars are not a whole number of {}-byte little-endian scalars",
                 bytes.len(),

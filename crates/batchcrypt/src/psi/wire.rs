@@ -114,7 +114,7 @@ pub fn read_frame(r: &mut impl Read) -> Result<Frame> {
     r.read_exact(&mut p)
         .map_err(|e| Error::invalid(format!("the connection broke inside a message: {e}")))?;
     let fixed = |size: usize| -> Result<()> {
-        (len % size == 0)
+        len.is_multiple_of(size)
             .then_some(())
             .ok_or_else(|| malformed(format!("{len} bytes are not whole items of {size}")))
     };

@@ -3,6 +3,7 @@
 //! - ECDSA: u1 = e/s and u2 = r/s modulo n, computed on the device from the host's e and s by
 //!   a preparation kernel (the generic [`crate::ecdsa`] items); the kernel compares x(R) with r.
 //! - BIP340: u1 = s, u2 = n - e for the challenge e; the kernel checks that y(R) is even and x(R) = r.
+//!
 //! The host parses and does the scalar algebra that needs no inversion; the GPU decompresses
 //! keys (or checks them against the curve), so no square root is left on the CPU. Batches stream
 //! through `pipeline::run_chunked`: the preparation of one chunk overlaps the GPU's work on the

@@ -105,7 +105,8 @@ pub struct DeviceBatch {
     stream: Arc<CudaStream>,
     data: CudaSlice<u8>,
     offsets: Option<CudaSlice<u64>>,
-    len: usize,
+    /// Each message's length where they share one (fixed-length batches).
+    msg_len: usize,
     n: usize,
     out: CudaSlice<u8>,
 }
@@ -140,7 +141,7 @@ impl DeviceBatch {
             stream,
             data,
             offsets,
-            len,
+            msg_len: len,
             n,
             out,
         })
@@ -159,7 +160,7 @@ impl DeviceBatch {
         let gpu = Gpu::available()?;
         match &self.offsets {
             None => {
-                let (f, general) = fixed_kernel(gpu, self.len, mode)?;
+                let (f, general) = fixed_kernel(gpu, self.msg_len, mode)?;
                 launch_fixed(
                     gpu,
                     &f,
@@ -167,7 +168,7 @@ impl DeviceBatch {
                     &self.stream,
                     &self.data,
                     &mut self.out,
-                    self.len,
+                    self.msg_len,
                     self.n,
                     mode,
                 )

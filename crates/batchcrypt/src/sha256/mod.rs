@@ -181,7 +181,7 @@ impl Midstate {
     /// The state after `prefix`. Panics unless `prefix` is whole 64-byte blocks.
     pub fn new(prefix: &[u8]) -> Midstate {
         assert!(
-            prefix.len() % 64 == 0,
+            prefix.len().is_multiple_of(64),
             "a midstate follows whole 64-byte blocks, not {} bytes",
             prefix.len()
         );

@@ -111,7 +111,7 @@ fn hash_fixed<const L: usize, C: Compressor<L>>(
     out: &mut [Digest],
     double: bool,
 ) {
-    let pad_kw = (len % 64 == 0).then(|| {
+    let pad_kw = len.is_multiple_of(64).then(|| {
         if len == 64 {
             PAD64_KW
         } else {

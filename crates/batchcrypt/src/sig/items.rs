@@ -579,7 +579,7 @@ mod tests {
                 };
                 for k in 0..n {
                     p.bytes[k * ITEM_BYTES..(k + 1) * ITEM_BYTES].fill(next);
-                    p.reasons[k] = (next % 3 == 0).then_some(Reason::BadDer);
+                    p.reasons[k] = next.is_multiple_of(3).then_some(Reason::BadDer);
                     next += 1;
                 }
                 p
@@ -608,7 +608,7 @@ mod tests {
                         assert!(bytes[k * ITEM_BYTES..(k + 1) * ITEM_BYTES]
                             .iter()
                             .all(|&b| b == v));
-                        assert_eq!(reasons[k], (v % 3 == 0).then_some(Reason::BadDer));
+                        assert_eq!(reasons[k], v.is_multiple_of(3).then_some(Reason::BadDer));
                     }
                 }
             }

@@ -54,7 +54,7 @@ impl Sm3<'_> {
                 "zero-length messages need a count: use hash_fixed_count",
             ));
         }
-        self.hash_fixed_count(data, len, if len == 0 { 0 } else { data.len() / len })
+        self.hash_fixed_count(data, len, data.len().checked_div(len).unwrap_or(0))
     }
 
     /// `count` messages of `len` bytes (possibly zero) from `data`.
