@@ -96,7 +96,7 @@ impl ItemFile {
         }
         let count = prints.len() as u64;
         // Sorted in place (no second copy); a duplicate's lines are found by reading again.
-        prints.sort_unstable();
+        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut prints[..]);
         if let Some(w) = prints.windows(2).find(|w| w[0] == w[1]) {
             let dup = w[0];
             drop(prints);

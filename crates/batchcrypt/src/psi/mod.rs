@@ -10,7 +10,7 @@
 //!    the tags it computed for the peer's items.
 //!
 //! Items stream in chunks: memory is 16 bytes per item of both sets (tags), plus the chunks in
-//! flight. The hashing and multiplications run through the [`Engine`], so each side picks its own
+//! flight and, at the end, an index of the peer's tags (at most 32 MiB). The hashing and multiplications run through the [`Engine`], so each side picks its own
 //! backend (GPU or CPU).
 
 mod items;
@@ -261,13 +261,7 @@ pub fn run_with_key(
         let (own_tags, mut peer_tags) = received?;
         blinded?;
         written?;
-        peer_tags.sort_unstable();
-        let matched = own_tags
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| peer_tags.binary_search(t).is_ok())
-            .map(|(i, _)| i as u64)
-            .collect();
+        let matched = matches(&own_tags, &mut peer_tags);
         Ok(Outcome {
             own_count,
             peer_count,
@@ -341,6 +335,38 @@ fn receive(
     Ok((own_tags, peer_tags))
 }
 
+/// The positions of `own` tags that are among `peer`'s, ascending (`peer` is sorted in place).
+/// The sorted peer tags are indexed by their top bits (about one tag per bucket: tags are bits of
+/// the x-coordinates of points no party chooses), so a lookup reads an index entry and a bucket of
+/// about one tag, on every core. A binary search over all the peer's tags per own tag missed the
+/// cache at most of its steps, on one core: most of a run's time at 10^7 items a side. Tags a
+/// peer made to share a prefix still work, by a binary search within their bucket.
+fn matches(own: &[Tag], peer: &mut [Tag]) -> Vec<u64> {
+    use rayon::prelude::*;
+    peer.par_sort_unstable();
+    // Two to four tags a bucket, the index at most 2^22 entries (32 MiB).
+    let bits = (usize::BITS - peer.len().leading_zeros())
+        .saturating_sub(2)
+        .clamp(1, 22);
+    let bucket = |t: &Tag| (u64::from_be_bytes(t[..8].try_into().unwrap()) >> (64 - bits)) as usize;
+    // starts[b]..starts[b + 1]: the sorted peer tags of bucket b.
+    let mut starts = vec![0usize; (1 << bits) + 1];
+    for t in peer.iter() {
+        starts[bucket(t) + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    own.par_iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            let b = bucket(t);
+            peer[starts[b]..starts[b + 1]].binary_search(t).is_ok()
+        })
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
 fn tag(p: &Compressed) -> Tag {
     p[1..1 + TAG_BYTES].try_into().unwrap()
 }
@@ -355,4 +381,59 @@ fn protocol(msg: String) -> Error {
 
 fn peer_error(msg: &str) -> Error {
     Error::invalid(format!("the peer stopped with an error: {msg}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(seed: u64, n: usize) -> Vec<Tag> {
+        (0..n as u64)
+            .map(|i| {
+                crate::sha256::digest(&(seed << 32 | i).to_le_bytes())[..TAG_BYTES]
+                    .try_into()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    fn naive(own: &[Tag], peer: &[Tag]) -> Vec<u64> {
+        let set: std::collections::HashSet<&Tag> = peer.iter().collect();
+        (0..own.len() as u64)
+            .filter(|&i| set.contains(&own[i as usize]))
+            .collect()
+    }
+
+    /// The indexed lookup finds what a set finds: random tags, a peer set sharing some, tags a
+    /// peer made to share their top bits (one bucket holds them all), no peer tags, one.
+    #[test]
+    fn matches_agree_with_a_set() {
+        let own = tags(1, 5_000);
+        let mut peer = tags(2, 7_000);
+        peer.extend(own.iter().step_by(3).copied());
+        let mut clustered: Vec<Tag> = peer
+            .iter()
+            .map(|t| {
+                let mut c = *t;
+                c[..9].fill(0xab);
+                c
+            })
+            .collect();
+        let mut own_clustered = own.clone();
+        for t in own_clustered.iter_mut().step_by(2) {
+            t[..9].fill(0xab);
+        }
+        clustered.extend(own_clustered.iter().skip(1).step_by(4).copied());
+        for (own, peer) in [
+            (own.clone(), peer),
+            (own_clustered, clustered),
+            (own.clone(), vec![]),
+            (own.clone(), vec![own[17]]),
+        ] {
+            let want = naive(&own, &peer);
+            let mut p = peer.clone();
+            assert_eq!(matches(&own, &mut p), want);
+        }
+        assert_eq!(matches(&own, &mut tags(1, 5_000)).len(), 5_000);
+    }
 }
