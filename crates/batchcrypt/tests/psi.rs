@@ -94,6 +94,14 @@ fn bad_sets_are_errors() {
         .to_string()
         .contains("line 2 is empty"));
     assert!(ItemFile::open(&empty.with_file_name("missing.txt")).is_err());
+    // Sets longer than a block of lines fingerprinted at once: counted whole, and a duplicate
+    // whose lines fall in different blocks found.
+    let many = |n: usize| (0..n).map(|i| format!("id-{i}"));
+    let big = write_set("big.txt", many(150_000));
+    assert_eq!(ItemFile::open(&big).unwrap().count(), 150_000);
+    let far = write_set("far.txt", many(150_000).chain(["id-3".to_string()]));
+    let e = ItemFile::open(&far).unwrap_err().to_string();
+    assert!(e.contains("lines 4 and 150001"), "{e}");
 }
 
 /// A raw frame: type, little-endian length, payload.
