@@ -94,8 +94,7 @@ fn bad_sets_are_errors() {
         .to_string()
         .contains("line 2 is empty"));
     assert!(ItemFile::open(&empty.with_file_name("missing.txt")).is_err());
-    // Sets longer than a block of lines fingerprinted at once: counted whole, and a duplicate
-    // whose lines fall in different blocks found.
+    // A longer set: counted whole, and a duplicate far from its first line found.
     let many = |n: usize| (0..n).map(|i| format!("id-{i}"));
     let big = write_set("big.txt", many(150_000));
     assert_eq!(ItemFile::open(&big).unwrap().count(), 150_000);

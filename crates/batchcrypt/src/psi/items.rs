@@ -77,20 +77,7 @@ impl ItemFile {
     pub fn open(path: &Path) -> Result<Self> {
         let (h1, h2) = (RandomState::new(), RandomState::new());
         let fp = |l: &[u8]| (u128::from(h1.hash_one(l)) << 64) | u128::from(h2.hash_one(l));
-        // Lines are read on this thread and fingerprinted a block at a time on every core (two
-        // keyed hashes per line took most of the opening on one core).
-        const BLOCK: usize = 1 << 16;
-        let mut prints: Vec<u128> = Vec::new();
-        let mut block = Chunk {
-            data: Vec::new(),
-            ends: Vec::new(),
-        };
-        let mut fingerprint = |block: &mut Chunk| {
-            use rayon::prelude::*;
-            prints.par_extend(block.items().into_par_iter().map(fp));
-            block.data.clear();
-            block.ends.clear();
-        };
+        let mut prints = Vec::new();
         for_each_line(path, |no, l| {
             if l.is_empty() {
                 return Err(Error::invalid(format!(
@@ -98,14 +85,9 @@ impl ItemFile {
                     path.display()
                 )));
             }
-            block.data.extend_from_slice(l);
-            block.ends.push(block.data.len());
-            if block.len() == BLOCK {
-                fingerprint(&mut block);
-            }
+            prints.push(fp(l));
             Ok(())
         })?;
-        fingerprint(&mut block);
         if prints.is_empty() {
             return Err(Error::invalid(format!(
                 "{} holds no items: the set must not be empty",
