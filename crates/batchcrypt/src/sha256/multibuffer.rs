@@ -254,4 +254,73 @@ pub(crate) mod checks {
             assert_eq!(got, want);
         }
     }
+
+    /// `L` lanes compressed at once against the portable compression of each, from random states
+    /// and blocks (`iters` rounds; Miri, which emulates the intrinsics, runs a few).
+    pub(crate) fn compress_matches_portable<const L: usize, C: Compressor<L>>(c: &C, iters: usize) {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || crate::backend::cpu::xorshift64(&mut rng);
+        for _ in 0..if cfg!(miri) { 8 } else { iters } {
+            let mut state: [[u32; L]; 8] =
+                std::array::from_fn(|_| std::array::from_fn(|_| next() as u32));
+            let blocks: [[u8; 64]; L] =
+                std::array::from_fn(|_| std::array::from_fn(|_| next() as u8));
+            let mut expect = state;
+            for (lane, block) in blocks.iter().enumerate() {
+                let mut one: [u32; 8] = std::array::from_fn(|w| state[w][lane]);
+                crate::sha256::portable::compress(&mut one, block);
+                for (w, v) in one.into_iter().enumerate() {
+                    expect[w][lane] = v;
+                }
+            }
+            c.compress(&mut state, &std::array::from_fn(|l| &blocks[l]));
+            assert_eq!(state, expect);
+        }
+    }
+
+    /// FIPS 180-2's "abc" in every lane.
+    pub(crate) fn abc_in_every_lane<const L: usize, C: Compressor<L>>(c: &C) {
+        let mut block = [0u8; 64];
+        block[..3].copy_from_slice(b"abc");
+        block[3] = 0x80;
+        block[63] = 24;
+        let mut state = crate::sha256::IV.map(|w| [w; L]);
+        c.compress(&mut state, &[&block; L]);
+        let expect = [
+            0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61,
+            0xf20015ad,
+        ];
+        for (w, e) in state.iter().zip(expect) {
+            assert_eq!(*w, [e; L]);
+        }
+    }
+
+    /// Messages of random lengths (0 to 199 bytes, 500 bytes of them per lane) through
+    /// `hash_range` on `c` and on the portable compression, single and double.
+    pub(crate) fn batch_matches_portable<const L: usize, C: Compressor<L>>(c: &C) {
+        let bytes = 500 * L as u32;
+        let data: Vec<u8> = (0..bytes)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let mut offsets = vec![0u64];
+        let mut rng = 12345u64;
+        while *offsets.last().unwrap() < u64::from(bytes) - 200 {
+            let next = offsets.last().unwrap() + crate::backend::cpu::xorshift64(&mut rng) % 200;
+            offsets.push(next);
+        }
+        let msgs = crate::sha256::Messages::var(&data, &offsets).unwrap();
+        for double in [false, true] {
+            let mut got = vec![[0u8; 32]; msgs.count()];
+            let mut want = got.clone();
+            hash_range(c, &msgs, 0, &mut got, double);
+            hash_range(
+                &crate::sha256::portable::Portable,
+                &msgs,
+                0,
+                &mut want,
+                double,
+            );
+            assert_eq!(got, want);
+        }
+    }
 }

@@ -376,7 +376,7 @@ fn digests(s: [__m512i; 8]) -> [Digest; 16] {
 mod tests {
     use super::*;
     use crate::backend::cpu::xorshift64 as xorshift;
-    use crate::sha256::{multibuffer, portable, Messages, IV};
+    use crate::sha256::multibuffer;
 
     #[test]
     fn matches_portable() {
@@ -384,30 +384,7 @@ mod tests {
             println!("skipped: this CPU has no AVX-512 F + BW");
             return;
         };
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        // Miri (which emulates the intrinsics) is slow: a few rounds there.
-        let iters = if cfg!(miri) { 8 } else { 1000 };
-        for _ in 0..iters {
-            let mut state = [[0u32; 16]; 8];
-            for word in state.iter_mut() {
-                for v in word.iter_mut() {
-                    *v = xorshift(&mut rng) as u32;
-                }
-            }
-            let blocks: [[u8; 64]; 16] =
-                core::array::from_fn(|_| core::array::from_fn(|_| xorshift(&mut rng) as u8));
-            let refs: [&[u8; 64]; 16] = core::array::from_fn(|l| &blocks[l]);
-            let mut expect = state;
-            for lane in 0..16 {
-                let mut one: [u32; 8] = core::array::from_fn(|w| state[w][lane]);
-                portable::compress(&mut one, &blocks[lane]);
-                for w in 0..8 {
-                    expect[w][lane] = one[w];
-                }
-            }
-            c.compress(&mut state, &refs);
-            assert_eq!(state, expect);
-        }
+        multibuffer::checks::compress_matches_portable(&c, 1000);
     }
 
     /// The shared-block path (broadcast `W[t] + K[t]`) against the ordinary one fed that block in
@@ -452,19 +429,7 @@ mod tests {
             println!("skipped: this CPU has no AVX-512 F + BW");
             return;
         };
-        let mut block = [0u8; 64];
-        block[..3].copy_from_slice(b"abc");
-        block[3] = 0x80;
-        block[63] = 24;
-        let mut state = IV.map(|w| [w; 16]);
-        c.compress(&mut state, &[&block; 16]);
-        let expect = [
-            0xba7816bf, 0x8f01cfea, 0x414140de, 0x5dae2223, 0xb00361a3, 0x96177a9c, 0xb410ff61,
-            0xf20015ad,
-        ];
-        for (w, e) in state.iter().zip(expect) {
-            assert_eq!(*w, [e; 16]);
-        }
+        multibuffer::checks::abc_in_every_lane(&c);
     }
 
     #[test]
@@ -473,22 +438,6 @@ mod tests {
             println!("skipped: this CPU has no AVX-512 F + BW");
             return;
         };
-        let data: Vec<u8> = (0..8000u32)
-            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-            .collect();
-        let mut offsets = vec![0u64];
-        let mut rng = 12345u64;
-        while *offsets.last().unwrap() < 7800 {
-            let next = offsets.last().unwrap() + xorshift(&mut rng) % 200;
-            offsets.push(next);
-        }
-        let msgs = Messages::var(&data, &offsets).unwrap();
-        for double in [false, true] {
-            let mut got = vec![[0u8; 32]; msgs.count()];
-            let mut want = got.clone();
-            multibuffer::hash_range(&c, &msgs, 0, &mut got, double);
-            multibuffer::hash_range(&portable::Portable, &msgs, 0, &mut want, double);
-            assert_eq!(got, want);
-        }
+        multibuffer::checks::batch_matches_portable(&c);
     }
 }
