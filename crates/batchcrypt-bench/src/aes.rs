@@ -299,7 +299,6 @@ fn with_pinned(
 }
 
 /// Rows for data already in GPU memory: the kernel alone (event-timed) and our device call.
-#[allow(clippy::too_many_arguments)]
 fn gpu_resident(
     rep: &mut Report,
     case: &str,

@@ -154,7 +154,6 @@ fn run_group<P: Group>(
 
 /// The same MSM over precomputed bases (a few copies, and one per digit window): the call, the
 /// kernels, and the one-time cost of the copies.
-#[allow(clippy::too_many_arguments)]
 fn precomputed<P: Group>(
     rep: &mut Report,
     group: &str,

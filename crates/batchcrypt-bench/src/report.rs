@@ -176,7 +176,6 @@ impl Report {
     }
 
     /// Prints the table line and keeps the row.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         group: &str,

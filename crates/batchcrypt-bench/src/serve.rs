@@ -434,7 +434,6 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
 }
 
 /// The batched operations' closed and open loops against one library batch.
-#[allow(clippy::too_many_arguments)]
 async fn batched(
     rep: &mut Report,
     server_rt: &tokio::runtime::Handle,
@@ -723,7 +722,6 @@ impl Closed {
     /// One warm-up round, then the measured ones over `conns`; prints latency, the batches the
     /// server formed and its stages for `op` (cumulative over the server's life); returns the
     /// seconds taken.
-    #[allow(clippy::too_many_arguments)]
     async fn run<F, Fut>(
         &self,
         rep: &mut Report,

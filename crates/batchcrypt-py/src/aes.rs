@@ -149,7 +149,6 @@ impl Engine {
     /// nonce and optional AAD (`aads`: a sequence of bytes, one per message). Layout as in
     /// `aes_ctr_batch`. Returns (ciphertext bytes, an (n, 16) uint8 array of tags).
     #[pyo3(signature = (keys, nonces, data, offsets = None, msg_len = None, aads = None))]
-    #[allow(clippy::too_many_arguments)]
     fn aes_gcm_encrypt_batch<'py>(
         &mut self,
         py: Python<'py>,
@@ -175,7 +174,6 @@ impl Engine {
     /// bytes). Returns (plaintext bytes, a bool array): a message whose tag fails is False and
     /// its plaintext is zeros; the others are unaffected.
     #[pyo3(signature = (keys, nonces, data, tags, offsets = None, msg_len = None, aads = None))]
-    #[allow(clippy::too_many_arguments)]
     fn aes_gcm_decrypt_batch<'py>(
         &mut self,
         py: Python<'py>,
@@ -236,7 +234,6 @@ impl Engine {
     /// -aes-128-ctr` (no authentication). The output appears only when complete (written under
     /// a temporary name and renamed). Returns the bytes encrypted. Releases the GIL.
     #[pyo3(signature = (key, input, output, *, mode = "gcm", iv = None, chunk_log2 = stream::DEFAULT_CHUNK_LOG2))]
-    #[allow(clippy::too_many_arguments)]
     fn encrypt_file(
         &mut self,
         py: Python<'_>,
@@ -317,7 +314,6 @@ impl Engine {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
     /// A batch call over `data`'s messages (cut at `offsets` or into `msg_len` bytes each),
     /// with an output buffer of the same layout: `(output bytes, what the call returned)`.
     fn batch<'py, T: Send>(
@@ -365,7 +361,6 @@ impl Engine {
     }
 
     /// `encrypt_file` (`chunk_log2` given) and `decrypt_file`.
-    #[allow(clippy::too_many_arguments)]
     fn file(
         &mut self,
         py: Python<'_>,

@@ -151,7 +151,6 @@ impl Engine {
     /// does not fit the block, an unknown height before BIP34) raises ValueError; an unreadable
     /// file raises OSError. Releases the GIL.
     #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true))]
-    #[allow(clippy::too_many_arguments)]
     fn verify_block<'py>(
         &mut self,
         py: Python<'py>,

@@ -189,7 +189,6 @@ impl Client {
     /// ECDSA over 32-byte hashes on secp256k1 or P-256 ("p256"); per item None (valid) or the
     /// reason it is not.
     #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1"))]
-    #[allow(clippy::too_many_arguments)]
     fn verify_ecdsa(
         &self,
         py: Python<'_>,

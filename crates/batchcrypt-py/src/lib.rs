@@ -436,7 +436,6 @@ impl Engine {
     /// "secp256k1" or "p256" (NIST P-256, also "secp256r1"). Returns a bool array;
     /// `last_reasons` holds why each failed item failed.
     #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1"))]
-    #[allow(clippy::too_many_arguments)]
     fn verify_ecdsa_batch<'py>(
         &mut self,
         py: Python<'py>,

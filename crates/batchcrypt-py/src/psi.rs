@@ -20,7 +20,6 @@ impl Engine {
     /// when complete). `timeout`: seconds to wait for the peer to connect and between its
     /// messages. The hashing and blinding run on this engine's backend. Releases the GIL.
     #[pyo3(signature = (items, *, listen = None, connect = None, output = None, chunk = 1 << 18, timeout = 300.0))]
-    #[allow(clippy::too_many_arguments)]
     fn psi<'py>(
         &mut self,
         py: Python<'py>,

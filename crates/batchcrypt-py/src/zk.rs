@@ -377,7 +377,6 @@ fn coset<F: PrimeField>(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<F>> {
 /// The transform over `F` on `values`, returned in their form (a uint64 array of their shape, or
 /// bytes): the library reads the canonical elements where they are and writes the result
 /// straight into the returned object's memory.
-#[allow(clippy::too_many_arguments)]
 fn run_ntt<'py, F: ntt::Field>(
     engine: &mut Engine,
     py: Python<'py>,
@@ -614,7 +613,6 @@ impl Engine {
     /// limbs, apart from `values`) and returns it: memory used again costs nothing to map, where
     /// a new result's pages are mapped as it is written. Releases the GIL.
     #[pyo3(signature = (values, size = None, inverse = false, coset = None, curve = "bn254", out = None))]
-    #[allow(clippy::too_many_arguments)]
     fn ntt<'py>(
         &mut self,
         py: Python<'py>,

@@ -201,7 +201,6 @@ impl Engine {
     /// [`Self::run`] for a batch that also writes `out`: where the operation splits its items over
     /// GPUs, each slice (a multiple of `align` items) writes its part of `out` (`per_item`
     /// elements an item); otherwise the CPU backend or the GPU path gets all of it.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_into<T: operation::Join, O: Send>(
         &self,
         op: &'static operation::Operation,

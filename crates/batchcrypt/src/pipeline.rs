@@ -166,7 +166,6 @@ pub use crate::backend::cpu::par_copy;
 /// `fill(first, dst)` writes items `first..` into the pinned staging buffer `dst` (a copy, or the
 /// host-side preparation itself, which then overlaps the GPU work of the other chunks);
 /// `launch(stream, dev_in, dev_out, items)` enqueues the kernel for one chunk.
-#[allow(clippy::too_many_arguments)]
 pub fn run_chunked(
     gpu: &Gpu,
     n: usize,

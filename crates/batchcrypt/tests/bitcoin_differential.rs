@@ -295,7 +295,6 @@ fn signature_spans(tx: &Tx, i: usize, spk: &[u8]) -> Vec<(usize, usize)> {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
 fn compare_mutation(
     t: &mut BlockTally,
     kind: usize,

@@ -483,7 +483,6 @@ fn xts_one(
 
 /// One GCM message; with `check`, decryption against that tag (AuthenticationFailed on a
 /// mismatch, the output then unspecified: the caller zeroes it).
-#[allow(clippy::too_many_arguments)]
 fn gcm_one(
     backend: Backend,
     ctx: &mut Worker,

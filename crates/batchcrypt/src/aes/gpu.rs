@@ -220,7 +220,6 @@ impl GcmPlan {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn launch_gcm(
     gpu: &Gpu,
     f: &CudaFunction,

@@ -198,7 +198,6 @@ impl Units<'_> {
 
 /// XTS over the buffer on a CPU backend (OpenSSL or RustCrypto's `aes`), on all pool threads
 /// when `threads > 1`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn cpu(
     backend: Backend,
     key: &XtsKey,

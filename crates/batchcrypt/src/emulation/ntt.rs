@@ -7,7 +7,6 @@ use crate::ntt::{self, Field, Kernels, Ntt, Scaling, Twiddles};
 /// One field's NTT kernels compiled for the host.
 pub struct NttSteps {
     pub twiddles: unsafe extern "C" fn(*const u32, u64, *mut u32),
-    #[allow(clippy::type_complexity)]
     pub pass: unsafe extern "C" fn(
         *mut u32,
         u32,
@@ -25,7 +24,6 @@ pub struct NttSteps {
     pub bitrev:
         unsafe extern "C" fn(*const u32, *mut u32, u32, u64, u32, *const u32, *const u32, u32),
     pub mul_sub: unsafe extern "C" fn(*const u32, u64, *mut u32),
-    #[allow(clippy::type_complexity)]
     pub products:
         unsafe extern "C" fn(*const u64, *const u32, *const u32, *const u32, u64, *mut u32),
 }

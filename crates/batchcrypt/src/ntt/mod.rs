@@ -200,7 +200,6 @@ pub(crate) trait Kernels<F: Field> {
     /// Room for `len` elements, written in full before it is read.
     fn alloc(&mut self, len: u64) -> Result<Self::Elems>;
     fn twiddles(&mut self, omega: &Self::Elems, count: u64, out: &mut Self::Elems) -> Result<()>;
-    #[allow(clippy::too_many_arguments)]
     fn pass(
         &mut self,
         data: &mut Self::Elems,

@@ -47,7 +47,6 @@ fn measured_workload(engine: &Engine, op: &'static Operation, n: usize, bytes_in
 /// Verifies `n` items of `op` (`bytes_in` bytes in all): on the CPU backend item by item
 /// (`cpu(i)`), on the GPU through `kernel` with items `item(i)`, or copied from `prepared` where
 /// the caller encoded them ahead (the same items, in order).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify(
     engine: &Engine,
     op: &'static Operation,

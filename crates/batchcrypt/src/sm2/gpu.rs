@@ -260,7 +260,6 @@ fn checked_slot_bytes(msgs: &[&[u8]]) -> Result<usize> {
 }
 
 /// Launches `sm2_hash_mul` over `n` slots of `slot` bytes in `input`.
-#[allow(clippy::too_many_arguments)]
 fn launch_hash(
     s: &Arc<CudaStream>,
     f: &CudaFunction,
