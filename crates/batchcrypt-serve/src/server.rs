@@ -448,9 +448,8 @@ pub struct Service {
     txs: Batcher<ops::Transactions>,
     prover: Arc<Prover>,
     metrics: Arc<Metrics>,
-    /// Each operation's count of calls answered OK, looked up once: the common case's counting
-    /// then neither locks the family nor allocates labels per call.
-    /// (Indexed by [`Op`].)
+    /// Each operation's count of calls answered OK (indexed by [`Op`]), looked up once: the
+    /// common case's counting then neither locks the family nor allocates labels per call.
     ok_calls: Vec<prometheus_client::metrics::counter::Counter>,
     max_items: usize,
     /// Clients may name server-side paths only on a loopback listener.

@@ -2,6 +2,7 @@
 //! at the end, to write the intersection), never held whole in memory.
 
 use crate::error::{Error, Result};
+use rayon::slice::ParallelSliceMut;
 use std::collections::hash_map::RandomState;
 use std::fs::File;
 use std::hash::BuildHasher;
@@ -96,7 +97,7 @@ impl ItemFile {
         }
         let count = prints.len() as u64;
         // Sorted in place (no second copy); a duplicate's lines are found by reading again.
-        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut prints[..]);
+        prints.par_sort_unstable();
         if let Some(w) = prints.windows(2).find(|w| w[0] == w[1]) {
             let dup = w[0];
             drop(prints);

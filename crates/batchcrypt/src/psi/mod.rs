@@ -10,8 +10,8 @@
 //!    the tags it computed for the peer's items.
 //!
 //! Items stream in chunks: memory is 16 bytes per item of both sets (tags), plus the chunks in
-//! flight and, at the end, an index of the peer's tags (at most 32 MiB). The hashing and multiplications run through the [`Engine`], so each side picks its own
-//! backend (GPU or CPU).
+//! flight and, at the end, an index of the peer's tags (at most 32 MiB). The hashing and
+//! multiplications run through the [`Engine`], so each side picks its own backend (GPU or CPU).
 
 mod items;
 pub mod wire;
@@ -336,15 +336,15 @@ fn receive(
 }
 
 /// The positions of `own` tags that are among `peer`'s, ascending (`peer` is sorted in place).
-/// The sorted peer tags are indexed by their top bits (about one tag per bucket: tags are bits of
-/// the x-coordinates of points no party chooses), so a lookup reads an index entry and a bucket of
-/// about one tag, on every core. A binary search over all the peer's tags per own tag missed the
+/// The sorted peer tags are indexed by their top bits (two to four tags a bucket: tags are bits
+/// of the x-coordinates of points no party chooses), so a lookup reads an index entry and a
+/// bucket of a few tags, on every core. A binary search over all the peer's tags per own tag missed the
 /// cache at most of its steps, on one core: most of a run's time at 10^7 items a side. Tags a
 /// peer made to share a prefix still work, by a binary search within their bucket.
 fn matches(own: &[Tag], peer: &mut [Tag]) -> Vec<u64> {
     use rayon::prelude::*;
     peer.par_sort_unstable();
-    // Two to four tags a bucket, the index at most 2^22 entries (32 MiB).
+    // The index: at most 2^22 entries (32 MiB).
     let bits = (usize::BITS - peer.len().leading_zeros())
         .saturating_sub(2)
         .clamp(1, 22);
