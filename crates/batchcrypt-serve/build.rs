@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // Byte fields as `Bytes`: the items of a request slice its buffer instead of copying.
         .bytes(".")
+        // prost's codec with buffers sized for the service's requests (src/codec.rs).
+        .codec_path("crate::codec::Codec")
         .compile_protos(&["proto/batchcrypt/v1/batchcrypt.proto"], &["proto"])?;
     Ok(())
 }

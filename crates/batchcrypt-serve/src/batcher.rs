@@ -9,15 +9,22 @@
 //! batch ran are dropped from it. Within a batch, requests are grouped by their options (a
 //! signature format, a PSI party's scalar) and each group runs as one engine call, handed the
 //! requests' items as they arrived (packed columns stay packed: nothing is made per item).
+//!
+//! Nothing is woken per request across threads while batches are busy: a batch gathering under
+//! load sleeps until its delay ends or a full batch's items are queued, and a batch's replies go
+//! back to each serving thread ([`crate::shards`]) in one task. Woken per request, the batching
+//! task and the serving threads each paid a system call, often a context switch, per request
+//! (docs/performance.md has the counts).
 
 use crate::metrics::Metrics;
+use crate::shards::Home;
 use prometheus_client::metrics::gauge::Gauge;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tonic::Status;
 
 /// How batches form; the same for every operation.
@@ -105,12 +112,16 @@ struct Request<B: Batched> {
     items: B::Items,
     arrived: Instant,
     reply: oneshot::Sender<Result<Reply<B::Out>, Status>>,
+    /// The serving thread that waits for the reply, if one does.
+    home: Option<Home>,
 }
 
 pub struct Batcher<B: Batched> {
     op: &'static str,
     tx: mpsc::UnboundedSender<Request<B>>,
     queued: Arc<AtomicUsize>,
+    /// Told when the queued items reach a full batch.
+    full: Arc<Notify>,
     config: BatchConfig,
     /// The operation's queue depth, looked up once (a lookup per request locks the family and
     /// allocates its labels).
@@ -122,12 +133,14 @@ impl<B: Batched> Batcher<B> {
     pub fn start(op: &'static str, inner: B, config: BatchConfig, metrics: Arc<Metrics>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
+        let full = Arc::new(Notify::new());
         let queued_gauge = metrics.queued_items.get_or_create(&Metrics::op(op)).clone();
         tokio::spawn(form_batches(
             op,
             Arc::new(inner),
             rx,
             queued.clone(),
+            full.clone(),
             queued_gauge.clone(),
             config,
             metrics.clone(),
@@ -136,6 +149,7 @@ impl<B: Batched> Batcher<B> {
             op,
             tx,
             queued,
+            full,
             config,
             queued_gauge,
         }
@@ -162,14 +176,17 @@ impl<B: Batched> Batcher<B> {
                 self.op, self.config.max_queued_items
             )));
         }
-        self.queued_gauge
-            .set(self.queued.load(Ordering::SeqCst) as i64);
+        if before < self.config.max_items && before + n >= self.config.max_items {
+            self.full.notify_waiters();
+        }
+        self.queued_gauge.set((before + n) as i64);
         let (reply, rx) = oneshot::channel();
         let request = Request {
             group,
             items,
             arrived: Instant::now(),
             reply,
+            home: crate::shards::home(),
         };
         if self.tx.send(request).is_err() {
             self.queued.fetch_sub(n, Ordering::SeqCst);
@@ -186,6 +203,7 @@ async fn form_batches<B: Batched>(
     inner: Arc<B>,
     mut rx: mpsc::UnboundedReceiver<Request<B>>,
     queued: Arc<AtomicUsize>,
+    full: Arc<Notify>,
     queued_gauge: Gauge,
     config: BatchConfig,
     metrics: Arc<Metrics>,
@@ -214,20 +232,21 @@ async fn form_batches<B: Batched>(
                 break;
             }
         }
-        // Under load, wait a little for more.
-        if running.load(Ordering::SeqCst) > 0 && carry.is_none() {
-            while items < config.max_items && carry.is_none() {
+        // Under load, wait a little for more: until the delay ends or a full batch is queued,
+        // not woken by each request that comes meanwhile.
+        if running.load(Ordering::SeqCst) > 0 && carry.is_none() && items < config.max_items {
+            let filled = full.notified();
+            tokio::pin!(filled);
+            filled.as_mut().enable();
+            if queued.load(Ordering::SeqCst) < config.max_items {
                 tokio::select! {
-                    r = rx.recv() => match r {
-                        Some(r) => take(&mut batch, &mut items, &mut carry, r, config.max_items),
-                        None => break,
-                    },
-                    _ = tokio::time::sleep_until(until.into()) => break,
+                    () = filled => {}
+                    () = tokio::time::sleep_until(until.into()) => {}
                 }
             }
         }
         let permit = slots.clone().acquire_owned().await.expect("never closed");
-        // Requests that came while waiting for a slot join too.
+        // Requests that came while gathering or waiting for a slot join.
         while items < config.max_items && carry.is_none() {
             match rx.try_recv() {
                 Ok(r) => take(&mut batch, &mut items, &mut carry, r, config.max_items),
@@ -286,7 +305,7 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
         let mut replies = Vec::with_capacity(requests.len());
         for r in requests {
             parts.push(r.items);
-            replies.push((r.reply, r.arrived));
+            replies.push((r.reply, r.arrived, r.home));
         }
         metrics
             .batch_items
@@ -307,32 +326,88 @@ fn run_batch<B: Batched>(op: &'static str, inner: &B, batch: Vec<Request<B>>, me
                     .inc_by(seconds);
                 let all = Arc::new(ran.outs);
                 let mut at = 0;
-                for ((reply, arrived), n) in replies.into_iter().zip(counts) {
+                let mut homes = Homes::default();
+                for ((reply, arrived, home), n) in replies.into_iter().zip(counts) {
                     total_seconds.observe(arrived.elapsed().as_secs_f64());
-                    let _ = reply.send(Ok(Reply {
+                    let r = Reply {
                         outs: Outs {
                             all: all.clone(),
                             range: at..at + n,
                         },
                         backend: ran.backend.clone(),
                         batch_items: total,
-                    }));
+                    };
+                    homes.answer(home, reply, Ok(r));
                     at += n;
                 }
+                homes.deliver();
             }
             Ok(ran) => {
                 let why = format!("{op}: {} outputs for {total} items", ran.outs.len());
-                for (reply, _) in replies {
+                for (reply, _, _) in replies {
                     let _ = reply.send(Err(Status::internal(why.clone())));
                 }
             }
             Err(why) => {
                 // A batch of checked requests fails only on an engine fault (a GPU error): every
                 // request in it gets the error, none a wrong answer.
-                for (reply, _) in replies {
+                for (reply, _, _) in replies {
                     let _ = reply.send(Err(Status::internal(format!("{op}: {why}"))));
                 }
             }
+        }
+    }
+}
+
+type Answer<O> = (
+    oneshot::Sender<Result<Reply<O>, Status>>,
+    Result<Reply<O>, Status>,
+);
+
+/// A batch's replies gathered by the serving thread that waits for them, then handed to each in
+/// one task: sent one by one from the batch's thread, each reply woke its thread on its own.
+struct Homes<O> {
+    by_id: HashMap<usize, (Home, Vec<Answer<O>>)>,
+}
+
+impl<O> Default for Homes<O> {
+    fn default() -> Self {
+        Homes {
+            by_id: HashMap::new(),
+        }
+    }
+}
+
+impl<O: Send + Sync + 'static> Homes<O> {
+    /// Keeps the reply for its home's task; one without a home is sent at once.
+    fn answer(
+        &mut self,
+        home: Option<Home>,
+        tx: oneshot::Sender<Result<Reply<O>, Status>>,
+        r: Result<Reply<O>, Status>,
+    ) {
+        match home {
+            Some(h) => self
+                .by_id
+                .entry(h.id())
+                .or_insert_with(|| (h, Vec::new()))
+                .1
+                .push((tx, r)),
+            None => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+
+    /// A task on each home sends its replies. A home whose runtime has stopped drops them, and
+    /// their requests, which ran there, are gone with it.
+    fn deliver(self) {
+        for (_, (home, answers)) in self.by_id {
+            home.handle().spawn(async move {
+                for (tx, r) in answers {
+                    let _ = tx.send(r);
+                }
+            });
         }
     }
 }
@@ -418,10 +493,12 @@ mod tests {
         }
         let first = first.await.unwrap().unwrap();
         assert_eq!((&*first.outs, first.batch_items), (&[2][..], 1));
+        // Well within the 30 s delay: the batch stopped gathering once it was full.
+        let within = |t| tokio::time::timeout(Duration::from_secs(10), t);
         let (two, three, four) = (
-            two.await.unwrap().unwrap(),
-            three.await.unwrap().unwrap(),
-            four.await.unwrap().unwrap(),
+            within(two).await.unwrap().unwrap().unwrap(),
+            within(three).await.unwrap().unwrap().unwrap(),
+            within(four).await.unwrap().unwrap().unwrap(),
         );
         assert_eq!(*two.outs, [20, 22]);
         assert_eq!(*three.outs, [40, 42, 44]);
@@ -431,6 +508,56 @@ mod tests {
             (two.batch_items, three.batch_items, four.batch_items),
             (5, 5, 1)
         );
+    }
+
+    /// Doubles numbers, at once.
+    struct Double;
+
+    impl Batched for Double {
+        type Group = ();
+        type Items = Vec<u32>;
+        type Out = u32;
+        fn count(items: &Vec<u32>) -> usize {
+            items.len()
+        }
+        fn run(&self, _: &(), requests: Vec<Vec<u32>>) -> Result<Ran<u32>, String> {
+            Ok(Ran {
+                outs: requests.into_iter().flatten().map(|x| 2 * x).collect(),
+                backend: "test".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn replies_reach_requests_waiting_on_serving_threads() {
+        let shards = crate::shards::Shards::start(2, "batcher-test").unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let b = Arc::new(rt.block_on(async {
+            Batcher::start("test", Double, BatchConfig::default(), Arc::default())
+        }));
+        let calls: Vec<_> = (0..12u32)
+            .map(|i| {
+                let b = b.clone();
+                shards.handle(i as usize).spawn(async move {
+                    assert!(crate::shards::home().is_some());
+                    let r = b.submit((), vec![i, i + 100]).await.unwrap();
+                    r.outs.to_vec()
+                })
+            })
+            .collect();
+        rt.block_on(async {
+            for (i, c) in calls.into_iter().enumerate() {
+                let outs = tokio::time::timeout(Duration::from_secs(10), c)
+                    .await
+                    .expect("every reply delivered")
+                    .unwrap();
+                assert_eq!(outs, [2 * i as u32, 2 * (i as u32 + 100)]);
+            }
+        });
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,11 +5,12 @@
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
 //! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`];
-//! [`client`] is the Rust client.
+//! [`client`] is the Rust client; both encode with [`codec`].
 
 pub mod aes;
 pub mod batcher;
 pub mod client;
+pub mod codec;
 pub mod metrics;
 pub mod ops;
 pub mod prover;

@@ -5,9 +5,37 @@
 //! message. Work that outlives a call (the batchers, the prover) stays on the runtime that
 //! started the server.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+
+/// A shard as seen from work it started: which shard (an id unique in the process) and its
+/// runtime, so that results computed elsewhere can be handed back to it in one task.
+#[derive(Clone)]
+pub struct Home {
+    id: usize,
+    handle: Handle,
+}
+
+impl Home {
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+}
+
+thread_local! {
+    static HOME: std::cell::RefCell<Option<Home>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The shard the calling thread runs, if it runs one.
+pub fn home() -> Option<Home> {
+    HOME.with(|h| h.borrow().clone())
+}
 
 /// The threads and their runtimes; dropping it stops and joins them (after their tasks end).
 pub struct Shards {
@@ -40,6 +68,13 @@ impl Shards {
                             return;
                         }
                     };
+                    static IDS: AtomicUsize = AtomicUsize::new(0);
+                    HOME.with(|h| {
+                        *h.borrow_mut() = Some(Home {
+                            id: IDS.fetch_add(1, Ordering::Relaxed),
+                            handle: rt.handle().clone(),
+                        })
+                    });
                     let _ = handle_tx.send(Ok(rt.handle().clone()));
                     rt.block_on(async {
                         let _ = stop_rx.await;
@@ -84,6 +119,10 @@ impl Drop for Shards {
 mod tests {
     use super::*;
 
+    fn home_id() -> Option<usize> {
+        home().map(|h| h.id())
+    }
+
     #[test]
     fn each_shard_runs_its_tasks_on_its_own_thread_and_stops_when_dropped() {
         let shards = Shards::start(3, "shard-test").unwrap();
@@ -113,6 +152,20 @@ mod tests {
             names,
             ["shard-test-0", "shard-test-1", "shard-test-2"].repeat(2)
         );
+        // Each shard knows itself: its id, distinct from the others', and its runtime.
+        let ids: Vec<usize> = rt.block_on(async {
+            let mut ids = Vec::new();
+            for i in 0..3 {
+                let home = shards.handle(i).spawn(async { home().unwrap() });
+                let home = home.await.unwrap();
+                let again = home.handle().spawn(async { home_id() });
+                assert_eq!(again.await.unwrap(), Some(home.id()));
+                ids.push(home.id());
+            }
+            ids
+        });
+        assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
+        assert!(home().is_none(), "the test's thread runs no shard");
         let handle = shards.handle(0).clone();
         drop(shards);
         // The runtime is gone with its thread: nothing more runs there.
