@@ -336,10 +336,7 @@ impl Batched for Hash {
         items.len()
     }
     fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
-        match hash_pool() {
-            Some(pool) => pool.install(|| self.hash(kind, requests)),
-            None => self.hash(kind, requests),
-        }
+        HASH_POOL.run(|| self.hash(kind, requests))
     }
 }
 
@@ -351,11 +348,8 @@ impl Batched for Hash {
 /// here, so after each batch only these threads, not every core's, search for more work: in a
 /// closed loop of small requests that search took 2-8 cores. Without a GPU, batches and
 /// connections share the cores evenly.
-fn hash_pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| batchcrypt::backend::cpu::half_pool("serve-hash", 1, usize::MAX))
-        .as_ref()
-}
+static HASH_POOL: batchcrypt::backend::cpu::HalfPool =
+    batchcrypt::backend::cpu::HalfPool::new("serve-hash", 1, usize::MAX);
 
 impl Hash {
     fn hash(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {

@@ -58,14 +58,41 @@ pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) 
     }
 }
 
-/// A pool of half this process's threads, at least `min` and at most `max`, named `{name}-{i}`
-/// (`None` where the system refuses the threads): for work kept apart from the global pool.
-pub fn half_pool(name: &'static str, min: usize, max: usize) -> Option<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads((threads() / 2).clamp(min, max))
-        .thread_name(move |i| format!("{name}-{i}"))
-        .build()
-        .ok()
+/// A pool of half this process's threads, at least `min` and at most `max`, named `{name}-{i}`,
+/// built on first use: for work kept apart from the global pool. Where the system refuses the
+/// threads, work runs on the calling thread.
+pub struct HalfPool {
+    name: &'static str,
+    min: usize,
+    max: usize,
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+}
+
+impl HalfPool {
+    pub const fn new(name: &'static str, min: usize, max: usize) -> HalfPool {
+        HalfPool {
+            name,
+            min,
+            max,
+            pool: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Runs `f` in the pool (so its parallel work spreads over the pool's threads).
+    pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let pool = self.pool.get_or_init(|| {
+            let name = self.name;
+            rayon::ThreadPoolBuilder::new()
+                .num_threads((threads() / 2).clamp(self.min, self.max))
+                .thread_name(move |i| format!("{name}-{i}"))
+                .build()
+                .ok()
+        });
+        match pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
 }
 
 /// Runs `f` (memory-bound copies and conversions of data crossing to or from a GPU) in a pool of
@@ -74,11 +101,8 @@ pub fn half_pool(name: &'static str, min: usize, max: usize) -> Option<rayon::Th
 /// scalars waited up to 0.7 s there for their conversion behind the proofs' evaluations. Every
 /// GPU's transfers share it.
 pub(crate) fn for_transfer<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    match POOL.get_or_init(|| half_pool("batchcrypt-transfer", 2, 16)) {
-        Some(pool) => pool.install(f),
-        None => f(),
-    }
+    static POOL: HalfPool = HalfPool::new("batchcrypt-transfer", 2, 16);
+    POOL.run(f)
 }
 
 /// `f(i)` for `i` in `0..n`, in order, on all pool threads (`threads > 1`) or this one. Pieces of
