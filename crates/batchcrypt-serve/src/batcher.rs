@@ -107,6 +107,13 @@ impl<O> std::ops::Deref for Outs<O> {
     }
 }
 
+/// Outputs of fixed-size byte strings (digests) as bytes: a reply can share them, not copy them.
+impl<const N: usize> AsRef<[u8]> for Outs<[u8; N]> {
+    fn as_ref(&self) -> &[u8] {
+        self.as_flattened()
+    }
+}
+
 struct Request<B: Batched> {
     group: B::Group,
     items: B::Items,

@@ -296,15 +296,6 @@ impl Listener for tokio::net::UnixListener {
     }
 }
 
-/// A request's digests as bytes: its range of its batch's outputs, which the replies share.
-struct Digests(crate::batcher::Outs<[u8; 32]>);
-
-impl AsRef<[u8]> for Digests {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_flattened()
-    }
-}
-
 /// A connection read through a buffer of its own. HTTP/2's reader asks for at most 8 KiB at a
 /// time (its frame buffer's size), so a request of 16 KiB took two reads and a third that found
 /// nothing: three system calls where one read into a larger buffer takes it all, and, being
@@ -980,7 +971,7 @@ impl Service {
         let reply = self.hash.submit(kind, items).await?;
         let n = reply.outs.len();
         // The reply's bytes are the batch's outputs, shared, not a copy of them.
-        let all = Bytes::from_owner(Digests(reply.outs));
+        let all = Bytes::from_owner(reply.outs);
         let (digests, packed_digests) = if packed {
             (Vec::new(), all)
         } else {

@@ -338,9 +338,9 @@ fn receive(
 /// The positions of `own` tags that are among `peer`'s, ascending (`peer` is sorted in place).
 /// The sorted peer tags are indexed by their top bits (two to four tags a bucket: tags are bits
 /// of the x-coordinates of points no party chooses), so a lookup reads an index entry and a
-/// bucket of a few tags, on every core. A binary search over all the peer's tags per own tag missed the
-/// cache at most of its steps, on one core: most of a run's time at 10^7 items a side. Tags a
-/// peer made to share a prefix still work, by a binary search within their bucket.
+/// bucket of a few tags, on every core. A binary search over all the peer's tags per own tag
+/// missed the cache at most of its steps, on one core: most of a run's time at 10^7 items a side.
+/// Tags a peer made to share a prefix still work, by a binary search within their bucket.
 fn matches(own: &[Tag], peer: &mut [Tag]) -> Vec<u64> {
     use rayon::prelude::*;
     peer.par_sort_unstable();
