@@ -10,7 +10,7 @@ use batchcrypt::backend::cpu::par_concat;
 use batchcrypt::ecdsa::{Curve, EncodedItems};
 use batchcrypt::p256::P256;
 use batchcrypt::secp256k1::{EcdsaOptions, Reason, Secp256k1Curve, SigFormat};
-use batchcrypt::sha256::{Messages, Mode};
+use batchcrypt::sha256::{FixedParts, Messages, Mode};
 use batchcrypt::{Engine, Output};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -362,11 +362,9 @@ impl Hash {
                 } else {
                     Mode::Double
                 };
-                let data: Vec<u8>;
-                let offsets: Vec<u64>;
-                let msgs = if let Some(width) = packed_width(&requests) {
-                    // Requests packed at one width are one buffer each: joined whole, not item
-                    // by item.
+                if let Some(width) = packed_width(&requests) {
+                    // Requests packed at one width are one buffer each: staged for the GPU
+                    // straight from the requests, not joined first.
                     let parts: Vec<&[u8]> = requests
                         .iter()
                         .filter_map(|r| match r {
@@ -374,11 +372,22 @@ impl Hash {
                             Col::Each(_) => None,
                         })
                         .collect();
-                    data = par_concat(&parts);
-                    Messages::fixed(&data, width)
-                } else {
-                    let items = items();
-                    data = par_concat(&items);
+                    let parts = FixedParts::new(&parts, width).map_err(err)?;
+                    let mut outs = batchcrypt::backend::cpu::zeroed_arrays::<32>(parts.count());
+                    let out = self
+                        .0
+                        .sha256()
+                        .hash_fixed_parts_into(&parts, mode, &mut outs)
+                        .map_err(err)?;
+                    return Ok(Ran {
+                        backend: backend_of(&out),
+                        outs,
+                    });
+                }
+                let items = items();
+                let data = par_concat(&items);
+                let offsets: Vec<u64>;
+                let msgs =
                     if items.iter().all(|m| m.len() == items[0].len()) && !items[0].is_empty() {
                         Messages::fixed(&data, items[0].len())
                     } else {
@@ -390,8 +399,7 @@ impl Hash {
                             .collect();
                         Messages::var(&data, &offsets)
                     }
-                }
-                .map_err(err)?;
+                    .map_err(err)?;
                 let out = self.0.sha256().hash(&msgs, mode).map_err(err)?;
                 Ok(Ran {
                     backend: backend_of(&out),

@@ -144,3 +144,112 @@ impl<'a> Messages<'a> {
         v
     }
 }
+
+/// A batch of equal-length messages spread over several buffers, each a whole number of them: the
+/// requests of many callers, hashed as one batch without first being joined into one buffer.
+#[derive(Clone, Debug)]
+pub struct FixedParts<'a> {
+    parts: &'a [&'a [u8]],
+    len: usize,
+    /// The index of each part's first message, and the batch's count last.
+    starts: Vec<usize>,
+}
+
+impl<'a> FixedParts<'a> {
+    /// `parts` of `len`-byte messages (each part's length a multiple of `len`; none need hold
+    /// any, but the batch must).
+    pub fn new(parts: &'a [&'a [u8]], len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid(
+                "message length 0 in a fixed-length batch leaves the message count undefined",
+            ));
+        }
+        let mut starts = Vec::with_capacity(parts.len() + 1);
+        let mut at = 0;
+        for (i, p) in parts.iter().enumerate() {
+            if !p.len().is_multiple_of(len) {
+                return Err(Error::invalid(format!(
+                    "part {i} of {} bytes is not a whole number of {len}-byte messages",
+                    p.len()
+                )));
+            }
+            starts.push(at);
+            at += p.len() / len;
+        }
+        if at == 0 {
+            return Err(Error::EmptyBatch);
+        }
+        starts.push(at);
+        Ok(FixedParts { parts, len, starts })
+    }
+
+    pub fn count(&self) -> usize {
+        *self.starts.last().expect("at least the count")
+    }
+
+    /// Bytes per message.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never: a batch holds at least one message.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Copies messages `first..first + dst.len() / len` into `dst`, part by part on this thread:
+    /// a batch's staging for the GPU, whose buffers are small enough that threads woken to share
+    /// the copy cost more than they save when the cores are busy.
+    pub fn copy_to(&self, first: usize, dst: &mut [u8]) {
+        debug_assert!(dst.len().is_multiple_of(self.len));
+        let mut part = self.starts.partition_point(|&s| s <= first) - 1;
+        let mut from = (first - self.starts[part]) * self.len;
+        let mut dst = dst;
+        while !dst.is_empty() {
+            let src = &self.parts[part][from..];
+            let k = src.len().min(dst.len());
+            let (head, rest) = std::mem::take(&mut dst).split_at_mut(k);
+            head.copy_from_slice(&src[..k]);
+            dst = rest;
+            part += 1;
+            from = 0;
+        }
+    }
+
+    /// The parts joined into one buffer (on all cores), for backends that read one.
+    pub fn joined(&self) -> Vec<u8> {
+        crate::backend::cpu::par_concat(self.parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_parts_copy_any_range_as_the_joined_buffer_holds_it() {
+        let a: Vec<u8> = (0..12).collect();
+        let b: Vec<u8> = vec![];
+        let c: Vec<u8> = (100..104).collect();
+        let d: Vec<u8> = (200..208).collect();
+        let parts: Vec<&[u8]> = vec![&a, &b, &c, &d];
+        let p = FixedParts::new(&parts, 4).unwrap();
+        assert_eq!(p.count(), 6);
+        let joined = p.joined();
+        assert_eq!(joined, [a.clone(), c.clone(), d.clone()].concat());
+        for first in 0..6 {
+            for n in 0..=6 - first {
+                let mut dst = vec![0u8; 4 * n];
+                p.copy_to(first, &mut dst);
+                assert_eq!(dst, joined[4 * first..4 * (first + n)], "{first} + {n}");
+            }
+        }
+        let bad: Vec<&[u8]> = vec![&a, &[1, 2, 3]];
+        assert!(FixedParts::new(&bad, 4).is_err());
+        assert!(matches!(
+            FixedParts::new(&[&b[..]], 4),
+            Err(Error::EmptyBatch)
+        ));
+        assert!(FixedParts::new(&parts, 0).is_err());
+    }
+}

@@ -100,6 +100,39 @@ fn large_sha256d_64_batch_identical_across_backends() {
     }
 }
 
+/// Batches spread over many buffers (requests of different sizes, some empty) hash as the same
+/// messages joined in one buffer, on every backend (the GPU staging each part straight into its
+/// upload buffer), for the specialised 64- and 80-byte kernels and the general one.
+#[test]
+fn parts_hash_as_their_messages_joined() {
+    let mut rng = Rng(11);
+    for (len, mode) in [(64, Mode::Double), (80, Mode::Double), (100, Mode::Single)] {
+        let counts = [0usize, 1, 255, 0, 256, 3, 4096, 17];
+        let bufs: Vec<Vec<u8>> = counts.iter().map(|&k| rng.bytes(k * len)).collect();
+        let parts: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+        let joined = bufs.concat();
+        let expected: Vec<Digest> = joined
+            .chunks_exact(len)
+            .map(|m| reference(m, mode))
+            .collect();
+        let p = batchcrypt::sha256::FixedParts::new(&parts, len).unwrap();
+        for b in backends(Primitive::Sha256) {
+            let mut out = vec![[0u8; 32]; expected.len()];
+            let ran = engine(b)
+                .sha256()
+                .hash_fixed_parts_into(&p, mode, &mut out)
+                .unwrap();
+            assert_eq!(ran.backend, b);
+            assert!(out == expected, "backend {b}, len {len}, mode {mode:?}");
+        }
+        let mut short = vec![[0u8; 32]; expected.len() - 1];
+        assert!(engine(backends(Primitive::Sha256)[0])
+            .sha256()
+            .hash_fixed_parts_into(&p, mode, &mut short)
+            .is_err());
+    }
+}
+
 /// The single-message entry point against sha2 for every length up to 300 bytes.
 #[test]
 fn single_message_digest() {

@@ -67,30 +67,10 @@ fn to_digests(bytes: Vec<u8>) -> Vec<Digest> {
 
 /// Hashes a host batch on the GPU into `out`, transfers included.
 pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Result<()> {
-    let gpu = Gpu::available()?;
-    let n = msgs.count();
     match *msgs {
-        Messages::Fixed { data, len, .. } => {
-            let (f, general) = fixed_kernel(gpu, len, mode)?;
-            let cfg = PipelineConfig {
-                chunk_items: (CHUNK_BYTES / len).max(1),
-                ..PipelineConfig::default()
-            };
-            let fill = |first: usize, dst: &mut [u8]| {
-                par_copy(dst, &data[first * len..first * len + dst.len()]);
-                Ok(())
-            };
-            run_chunked(
-                gpu,
-                n,
-                len,
-                out.as_flattened_mut(),
-                32,
-                cfg,
-                fill,
-                |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode),
-            )
-        }
+        Messages::Fixed { data, len, .. } => hash_fixed(len, mode, out, |first, dst| {
+            par_copy(dst, &data[first * len..first * len + dst.len()])
+        }),
         Messages::Var { .. } => {
             let mut batch = DeviceBatch::upload(msgs)?;
             batch.run(mode)?;
@@ -98,6 +78,35 @@ pub(crate) fn hash(msgs: &Messages<'_>, mode: Mode, out: &mut [Digest]) -> Resul
             Ok(())
         }
     }
+}
+
+/// Hashes `out.len()` messages of `len` bytes on the GPU into `out`; `fill(first, dst)` stages
+/// messages `first..` into the page-locked buffer `dst`.
+pub(crate) fn hash_fixed(
+    len: usize,
+    mode: Mode,
+    out: &mut [Digest],
+    fill: impl Fn(usize, &mut [u8]),
+) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let (f, general) = fixed_kernel(gpu, len, mode)?;
+    let cfg = PipelineConfig {
+        chunk_items: (CHUNK_BYTES / len).max(1),
+        ..PipelineConfig::default()
+    };
+    run_chunked(
+        gpu,
+        out.len(),
+        len,
+        out.as_flattened_mut(),
+        32,
+        cfg,
+        |first, dst| {
+            fill(first, dst);
+            Ok(())
+        },
+        |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode),
+    )
 }
 
 /// A batch whose messages and digests live in GPU memory.

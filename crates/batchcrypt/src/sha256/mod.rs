@@ -133,7 +133,7 @@ pub enum Mode {
     Double,
 }
 
-pub use crate::messages::Messages;
+pub use crate::messages::{FixedParts, Messages};
 
 /// Compression-function calls the batch needs: the cost model's work unit.
 fn compressions(msgs: &Messages<'_>, mode: Mode) -> u64 {
@@ -457,21 +457,63 @@ impl Sha256<'_> {
         )
     }
 
+    /// Hashes equal-length messages spread over several buffers into `out`, as
+    /// [`Self::hash_fixed_into`] hashes them joined: on the GPU each part is staged straight into
+    /// the page-locked upload buffer (one copy, not a join and then a copy); the CPU backends read
+    /// them joined.
+    pub fn hash_fixed_parts_into(
+        &self,
+        parts: &FixedParts<'_>,
+        mode: Mode,
+        out: &mut [Digest],
+    ) -> Result<Output<()>> {
+        let (n, len) = (parts.count(), parts.len());
+        if out.len() != n {
+            return Err(Error::invalid(format!(
+                "output holds {} digests for {n} messages",
+                out.len()
+            )));
+        }
+        let (w, op) = fixed_workload(n, len, mode)?;
+        self.engine.run_into(
+            op,
+            &w,
+            cpu_order(n),
+            out,
+            (1, 1),
+            |b, threads, out| {
+                let joined = parts.joined();
+                hash_cpu(b, &Messages::fixed(&joined, len)?, mode, threads, out);
+                Ok(())
+            },
+            |r, out, _| {
+                gpu::hash_fixed(len, mode, out, |first, dst| {
+                    parts.copy_to(r.start + first, dst)
+                })
+            },
+        )
+    }
+
     /// What the dispatcher would do with `n` messages of `len` bytes in host memory: the best
     /// CPU plan and the GPU plan with their estimated times (measuring on first use).
     pub fn estimates(&self, n: usize, len: usize, mode: Mode) -> Result<[Plan; 2]> {
-        let probe = vec![0u8; len.max(1)];
-        let one = Messages::fixed(&probe, len.max(1))?;
-        let mut w = workload(&one, mode);
-        w.items = n as u64;
-        w.units *= n as u64;
-        w.bytes_in *= n as u64;
-        w.bytes_out *= n as u64;
-        let op = operation_of(&one, mode);
+        let (w, op) = fixed_workload(n, len.max(1), mode)?;
         let d = self.engine.dispatcher();
         let cpu = d.best_cpu(&w, cpu_order(n), op);
         Ok(d.estimates(&w, cpu, op))
     }
+}
+
+/// The workload and operation of `n` messages of `len` bytes in host memory.
+fn fixed_workload(n: usize, len: usize, mode: Mode) -> Result<(Workload, &'static Operation)> {
+    let probe = vec![0u8; len];
+    let one = Messages::fixed(&probe, len)?;
+    let mut w = workload(&one, mode);
+    w.items = n as u64;
+    w.units *= n as u64;
+    w.bytes_in *= n as u64;
+    w.bytes_out *= n as u64;
+    Ok((w, operation_of(&one, mode)))
 }
 
 fn workload(msgs: &Messages<'_>, mode: Mode) -> Workload {
