@@ -8,7 +8,9 @@
 //! also with the clients sharing a connection per client thread; then open
 //! loops over TCP, each client sending on schedule whatever the replies: ECDSA calls at half the
 //! rate just served, ECDSA over streams at 0.7x of the library's own rate, SHA256d over streams
-//! at half their served rate. The served rate is all items over the wall time; the baseline is
+//! at half their served rate; last, SHA256d's streams echoed (the same bytes each way, nothing
+//! batched or computed: the most the link, the clients and the server's handling of a message
+//! carry). The served rate is all items over the wall time; the baseline is
 //! one library call on the C × 256 items of a round. Latency is each request's, send to reply.
 //! With C × 256 items always outstanding, Little's law bounds a closed loop's latency from below
 //! by that many items over the throughput.
@@ -36,7 +38,8 @@ use batchcrypt::{BackendChoice, Engine};
 use batchcrypt_serve::client::Stream;
 use batchcrypt_serve::client::{ecdsa_request, Client};
 use batchcrypt_serve::proto::{
-    EcdsaCurve, HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest, VerifyReply,
+    EcdsaCurve, EchoReply, EchoRequest, HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest,
+    VerifyReply,
 };
 use batchcrypt_serve::shards::Shards;
 use batchcrypt_serve::ServerConfig;
@@ -318,6 +321,30 @@ impl Streamed for Sha256dStreams {
     }
     fn check(&self, r: HashReply) -> u64 {
         sha256d_checked(r, self.per)
+    }
+}
+
+/// Echoes of the SHA256d streams' requests: the same bytes sent, as many back as their digests,
+/// nothing computed. What the service serves at most with this link, clients and threads.
+#[derive(Clone)]
+struct Echoes(Sha256dStreams);
+
+impl Streamed for Echoes {
+    type Q = EchoRequest;
+    type R = EchoReply;
+    async fn open(mut c: Client) -> Stream<EchoRequest, EchoReply> {
+        c.echo_stream().await.expect("stream opens")
+    }
+    fn request(&self, c: usize) -> EchoRequest {
+        let per = self.0.per;
+        EchoRequest {
+            payload: self.0.all.slice(c * per * 64..(c + 1) * per * 64),
+            reply_bytes: (32 * per) as u32,
+        }
+    }
+    fn check(&self, r: EchoReply) -> u64 {
+        assert_eq!(r.payload.len(), 32 * self.0.per);
+        0
     }
 }
 
@@ -655,8 +682,17 @@ async fn batched(
         // The same streams paced at half the rate just served over TCP.
         let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
         let label = "served over TCP, a stream per client, open loop at half that rate";
-        let paced = open_loop_streams(tcp.clone(), rounds, interval, streams).await;
+        let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
         paced.report(rep, &case, &base, label, PER_REQUEST, 64);
+        // The same bytes echoed, nothing batched or hashed: the most these clients, links and
+        // threads carry, against which the served rates above are what the work adds.
+        for (transport, conns) in streamed_over {
+            let echoed = stream_call(closed.clients, Echoes(streams.clone()));
+            let transport = format!("{transport}, echoed without work");
+            closed
+                .run(rep, &case, &base, &transport, conns, 64, echoed, "echo")
+                .await;
+        }
     }
     drop((tcp, unix, shared_tcp, shared_unix));
     server.shutdown().await.map_err(anyhow::Error::msg)?;

@@ -1,13 +1,15 @@
 //! The Rust client of a running `batchcrypt serve`: typed calls over the generated gRPC client
 //! (available whole through [`Client::raw`]).
 
+use crate::io::ReadBuffered;
 use crate::proto::batch_crypt_client::BatchCryptClient;
 use crate::proto::*;
 use batchcrypt::secp256k1::SigFormat;
+use hyper_util::rt::TokioIo;
 use std::time::Duration;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Uri};
 use tonic::Status;
 
 /// Adds the bearer token to every call.
@@ -188,7 +190,6 @@ impl Client {
         let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| format!("{uri}: {e}"))?
             .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true)
             .initial_connection_window_size(crate::H2_CONNECTION_WINDOW)
             .initial_stream_window_size(crate::H2_STREAM_WINDOW);
         if let Some(ca) = options.tls_ca {
@@ -199,20 +200,36 @@ impl Client {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| format!("TLS: {e}"))?;
         }
+        // Both transports read replies through a buffer (`io::ReadBuffered`): a reply of a few
+        // hundred digests is one read, not three.
         let connected = match unix {
             Some(path) => {
                 endpoint
-                    .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                    .connect_with_connector(tower::service_fn(move |_: Uri| {
                         let path = path.clone();
                         async move {
-                            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                                tokio::net::UnixStream::connect(path).await?,
-                            ))
+                            let s = tokio::net::UnixStream::connect(path).await?;
+                            Ok::<_, std::io::Error>(TokioIo::new(ReadBuffered::new(s)))
                         }
                     }))
                     .await
             }
-            None => endpoint.connect().await,
+            None => {
+                endpoint
+                    .connect_with_connector(tower::service_fn(|uri: Uri| async move {
+                        let host = uri.host().unwrap_or("localhost");
+                        let host = host.trim_start_matches('[').trim_end_matches(']');
+                        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+                            Some("https") => 443,
+                            _ => 80,
+                        });
+                        let s = tokio::net::TcpStream::connect((host, port)).await?;
+                        // No Nagle: a request goes out at once, not after the server's ACK.
+                        s.set_nodelay(true)?;
+                        Ok::<_, std::io::Error>(TokioIo::new(ReadBuffered::new(s)))
+                    }))
+                    .await
+            }
         };
         let channel = connected.map_err(|e| {
             format!("cannot connect to {address}: {e} (is `batchcrypt serve` running there?)")
@@ -354,6 +371,12 @@ impl Client {
     /// A stream of hash requests on one call, as [`Client::verify_ecdsa_stream`].
     pub async fn hash_stream(&mut self) -> Result<Stream<HashRequest, HashReply>, Status> {
         Stream::open(|requests| self.raw.hash_stream(requests)).await
+    }
+
+    /// A stream of echoes ([`EchoRequest`]): each reply is `reply_bytes` zero bytes, nothing
+    /// computed, so its round trip is the link's and the service's own per-message cost.
+    pub async fn echo_stream(&mut self) -> Result<Stream<EchoRequest, EchoReply>, Status> {
+        Stream::open(|requests| self.raw.echo(requests)).await
     }
 
     /// BIP340 (sent packed); signatures and keys of the wrong length get verdicts of their own.

@@ -11,6 +11,7 @@ pub mod aes;
 pub mod batcher;
 pub mod client;
 pub mod codec;
+mod io;
 pub mod metrics;
 pub mod ops;
 pub mod prover;

@@ -296,78 +296,6 @@ impl Listener for tokio::net::UnixListener {
     }
 }
 
-/// A connection read through a buffer of its own. HTTP/2's reader asks for at most 8 KiB at a
-/// time (its frame buffer's size), so a request of 16 KiB took two reads and a third that found
-/// nothing: three system calls where one read into a larger buffer takes it all, and, being
-/// short, tells the reactor to wait for more instead of trying again.
-struct ReadBuffered<S>(tokio::io::BufReader<S>);
-
-impl<S: tokio::io::AsyncRead> ReadBuffered<S> {
-    /// Bytes read at once: a request of a few hundred items with room to spare.
-    const BUFFER: usize = 32 << 10;
-
-    fn new(s: S) -> Self {
-        ReadBuffered(tokio::io::BufReader::with_capacity(Self::BUFFER, s))
-    }
-}
-
-impl<S: tonic::transport::server::Connected + tokio::io::AsyncRead>
-    tonic::transport::server::Connected for ReadBuffered<S>
-{
-    type ConnectInfo = S::ConnectInfo;
-    fn connect_info(&self) -> S::ConnectInfo {
-        self.0.get_ref().connect_info()
-    }
-}
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for ReadBuffered<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite
-    for ReadBuffered<S>
-{
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
 /// Serves `listener` on every shard, each with its own router from `router`, until `drain`
 /// turns true (calls in flight finish); a task on the current runtime accepts and deals the
 /// connections to the shards in turn. Returns the shards' serving tasks.
@@ -384,7 +312,7 @@ fn serve_on<L: Listener>(
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         deal_to.push(tx);
         let incoming = tokio_stream::wrappers::UnboundedReceiverStream::new(rx)
-            .map(|s| L::register(s).map(ReadBuffered::new));
+            .map(|s| L::register(s).map(crate::io::ReadBuffered::new));
         let serve = router()?.serve_with_incoming_shutdown(incoming, stopped(drain.clone()));
         served.push(
             shards
@@ -564,6 +492,7 @@ macro_rules! operations {
 operations! {
     Aes => "aes",
     CancelJob => "cancel_job",
+    Echo => "echo",
     GetJob => "get_job",
     Hash => "hash",
     JobTrace => "job_trace",
@@ -1412,4 +1341,30 @@ impl BatchCrypt for Service {
         });
         self.count(Op::JobTrace, out)
     }
+
+    type EchoStream = ReplyStream<EchoReply>;
+
+    async fn echo(
+        &self,
+        r: Request<tonic::Streaming<EchoRequest>>,
+    ) -> Result<Response<Self::EchoStream>, Status> {
+        self.each(r, Op::Echo, |_, q| async move { echo(q) })
+    }
 }
+
+/// An echo's reply: slices of one zeroed buffer, nothing computed or copied.
+fn echo(q: EchoRequest) -> Result<EchoReply, Status> {
+    static ZEROS: [u8; ECHO_MAX] = [0; ECHO_MAX];
+    let n = q.reply_bytes as usize;
+    if n > ECHO_MAX {
+        return Err(Status::invalid_argument(format!(
+            "reply_bytes {n} is over the echo's limit of {ECHO_MAX}"
+        )));
+    }
+    Ok(EchoReply {
+        payload: Bytes::from_static(&ZEROS[..n]),
+    })
+}
+
+/// The largest echo reply.
+const ECHO_MAX: usize = 1 << 20;

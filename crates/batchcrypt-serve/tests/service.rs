@@ -721,6 +721,25 @@ async fn streams_of_requests_reply_in_order_and_end_at_a_failure() {
             .collect();
         assert_eq!(reply.packed_digests, want, "messages of {len} bytes");
     }
+
+    // Echoes: the reply's size as asked, zeros; over the limit ends the stream.
+    let mut echoes = bounded(client.echo_stream()).await.unwrap();
+    for (sent, asked) in [(0usize, 0u32), (16 << 10, 8 << 10), (5, 1 << 20)] {
+        let reply = bounded(echoes.call(EchoRequest {
+            payload: vec![7u8; sent].into(),
+            reply_bytes: asked,
+        }))
+        .await
+        .unwrap();
+        assert_eq!(reply.payload, vec![0u8; asked as usize]);
+    }
+    let e = bounded(echoes.call(EchoRequest {
+        payload: Default::default(),
+        reply_bytes: (1 << 20) + 1,
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     bounded(server.shutdown()).await.unwrap();
 
     // The rate limit takes one per message: a stream cannot pass it.

@@ -6,7 +6,7 @@ use batchcrypt_serve::client::{
     column, ecdsa_request, schnorr_request, verdicts, Client, Options, Stream,
 };
 use batchcrypt_serve::proto::{
-    EcdsaCurve, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
+    EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 #[command(
     about = "Call a running `batchcrypt serve`",
-    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
     /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
@@ -46,6 +46,19 @@ pub struct Args {
 enum Command {
     /// Whether the server is up and serving.
     Health,
+    /// Round trips that compute nothing (the Echo call): what the link and the server's
+    /// handling of a message cost, apart from any batch. Prints latency and rate.
+    Ping {
+        /// Round trips, one after another over one stream.
+        #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        count: usize,
+        /// Bytes sent each time (a request of 256 SHA256d messages is 16,384).
+        #[arg(long, default_value_t = 16384)]
+        bytes: usize,
+        /// Bytes asked back each time, at most 1 MiB (256 digests are 8,192).
+        #[arg(long, default_value_t = 8192)]
+        reply_bytes: u32,
+    },
     /// SHA-256 (or SHA256d, SM3) of each line of a file, one digest per line.
     Hash {
         #[arg(long)]
@@ -230,6 +243,37 @@ pub fn run(a: &Args) -> Result<()> {
                 if !ok {
                     std::process::exit(1);
                 }
+            }
+            Command::Ping {
+                count,
+                bytes,
+                reply_bytes,
+            } => {
+                let request = EchoRequest {
+                    payload: vec![0u8; *bytes].into(),
+                    reply_bytes: *reply_bytes,
+                };
+                let mut stream = c.echo_stream().await?;
+                let mut lat = Vec::with_capacity(*count);
+                let t = std::time::Instant::now();
+                for _ in 0..*count {
+                    let sent = std::time::Instant::now();
+                    let reply = stream.call(request.clone()).await?;
+                    lat.push(sent.elapsed().as_secs_f64() * 1e3);
+                    if reply.payload.len() != *reply_bytes as usize {
+                        bail!("the server replied {} bytes, not {reply_bytes}", reply.payload.len());
+                    }
+                }
+                let secs = t.elapsed().as_secs_f64();
+                lat.sort_by(f64::total_cmp);
+                let at = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize];
+                println!(
+                    "{count} round trips of {bytes} bytes up and {reply_bytes} down in {secs:.3} s: {:.0}/s, latency p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                    *count as f64 / secs,
+                    at(0.5),
+                    at(0.99),
+                    at(1.0)
+                );
             }
             Command::Hash { lines, double, sm3 } => {
                 let text =
