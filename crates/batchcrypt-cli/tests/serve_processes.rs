@@ -204,7 +204,7 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
 }
 
 /// `batchcrypt client hash` and `verify-*` on files of more lines than a request holds: the lines
-/// go in requests over one stream, and every result comes back in the file's order.
+/// go in requests over one stream, and every result comes back in the file's order; `ping`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let data = std::env::temp_dir().join(format!("batchcrypt-serve-cli-{}", std::process::id()));
@@ -302,5 +302,28 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let file = data.join("schnorr.txt");
     std::fs::write(&file, lines.join("\n")).unwrap();
     check(client("3", &["verify-schnorr"], &file), 20, &|i| i % 4 != 1);
+
+    // Round trips that compute nothing; a reply over the echo's limit is refused with a reason.
+    let ping = |args: &[&str]| {
+        Command::new(bin())
+            .args(["client", "--server", &format!("127.0.0.1:{port}"), "ping"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = ping(&["--count", "50"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.starts_with("50 round trips of 16384 bytes up and 8192 down") && out.contains("p99"),
+        "{out}"
+    );
+    let o = ping(&["--count", "1", "--reply-bytes", "2000000"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("over the echo's limit"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let _ = std::fs::remove_dir_all(&data);
 }
