@@ -437,12 +437,7 @@ impl Sha256<'_> {
         out: &mut [Digest],
     ) -> Result<Output<()>> {
         let n = msgs.count();
-        if out.len() != n {
-            return Err(Error::invalid(format!(
-                "output holds {} digests for {n} messages",
-                out.len()
-            )));
-        }
+        fits(out, n)?;
         self.engine.run_into(
             operation_of(msgs, mode),
             &workload(msgs, mode),
@@ -468,12 +463,7 @@ impl Sha256<'_> {
         out: &mut [Digest],
     ) -> Result<Output<()>> {
         let (n, len) = (parts.count(), parts.len());
-        if out.len() != n {
-            return Err(Error::invalid(format!(
-                "output holds {} digests for {n} messages",
-                out.len()
-            )));
-        }
+        fits(out, n)?;
         let (w, op) = fixed_workload(n, len, mode)?;
         self.engine.run_into(
             op,
@@ -502,6 +492,17 @@ impl Sha256<'_> {
         let cpu = d.best_cpu(&w, cpu_order(n), op);
         Ok(d.estimates(&w, cpu, op))
     }
+}
+
+/// Whether `out` holds one digest for each of `n` messages.
+fn fits(out: &[Digest], n: usize) -> Result<()> {
+    if out.len() != n {
+        return Err(Error::invalid(format!(
+            "output holds {} digests for {n} messages",
+            out.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The workload and operation of `n` messages of `len` bytes in host memory.
