@@ -77,6 +77,11 @@ pub trait Batched: Send + Sync + 'static {
         group: &Self::Group,
         requests: Vec<Self::Items>,
     ) -> Result<Ran<Self::Out>, String>;
+    /// Starts a batch's work (which calls [`Self::run`]) on a thread that may block: tokio's
+    /// blocking threads unless the operation runs its batches in a pool of its own.
+    fn spawn(job: impl FnOnce() + Send + 'static) {
+        tokio::task::spawn_blocking(job);
+    }
 }
 
 pub struct Ran<O> {
@@ -264,7 +269,7 @@ async fn form_batches<B: Batched>(
         queued_gauge.set(queued.load(Ordering::SeqCst) as i64);
         running.fetch_add(1, Ordering::SeqCst);
         let (inner, running, metrics) = (inner.clone(), running.clone(), metrics.clone());
-        tokio::task::spawn_blocking(move || {
+        B::spawn(move || {
             run_batch(op, &*inner, batch, &metrics);
             running.fetch_sub(1, Ordering::SeqCst);
             drop(permit);

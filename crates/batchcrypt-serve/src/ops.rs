@@ -338,6 +338,13 @@ impl Batched for Hash {
     fn run(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         HASH_POOL.run(|| self.hash(kind, requests))
     }
+    /// A batch starts on a thread of the hash pool, where `run` then stays: one thread woken per
+    /// batch instead of a blocking thread that then wakes a pool thread and waits for it.
+    fn spawn(job: impl FnOnce() + Send + 'static) {
+        if let Err(job) = HASH_POOL.spawn(job) {
+            tokio::task::spawn_blocking(job);
+        }
+    }
 }
 
 /// The threads hash batches run on: half the cores. Receiving a request of hashes costs the

@@ -78,19 +78,37 @@ impl HalfPool {
         }
     }
 
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool
+            .get_or_init(|| {
+                let name = self.name;
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads((threads() / 2).clamp(self.min, self.max))
+                    .thread_name(move |i| format!("{name}-{i}"))
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
     /// Runs `f` in the pool (so its parallel work spreads over the pool's threads).
     pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        let pool = self.pool.get_or_init(|| {
-            let name = self.name;
-            rayon::ThreadPoolBuilder::new()
-                .num_threads((threads() / 2).clamp(self.min, self.max))
-                .thread_name(move |i| format!("{name}-{i}"))
-                .build()
-                .ok()
-        });
-        match pool {
+        match self.pool() {
             Some(pool) => pool.install(f),
             None => f(),
+        }
+    }
+
+    /// Starts `f` on one of the pool's threads without waiting for it (one hand-off, where a
+    /// thread of another pool calling [`Self::run`] makes two); gives `f` back where the pool's
+    /// threads were refused.
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), F> {
+        match self.pool() {
+            Some(pool) => {
+                pool.spawn(f);
+                Ok(())
+            }
+            None => Err(f),
         }
     }
 }
