@@ -188,13 +188,8 @@ impl<'a> FixedParts<'a> {
     }
 
     /// Bytes per message.
-    pub fn len(&self) -> usize {
+    pub fn message_len(&self) -> usize {
         self.len
-    }
-
-    /// Never: a batch holds at least one message.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// Copies messages `first..first + dst.len() / len` into `dst`, part by part on this thread:

@@ -462,7 +462,7 @@ impl Sha256<'_> {
         mode: Mode,
         out: &mut [Digest],
     ) -> Result<Output<()>> {
-        let (n, len) = (parts.count(), parts.len());
+        let (n, len) = (parts.count(), parts.message_len());
         fits(out, n)?;
         let (w, op) = fixed_workload(n, len, mode)?;
         self.engine.run_into(
