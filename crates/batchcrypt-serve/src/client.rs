@@ -215,19 +215,20 @@ impl Client {
                     .await
             }
             None => {
+                // hyper's connector (name resolution, both address families), its stream handed
+                // over to the buffer.
+                let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+                // No Nagle: a request goes out at once, not after the server's ACK.
+                tcp.set_nodelay(true);
+                // The scheme is https where TLS (layered above by tonic) is asked for.
+                tcp.enforce_http(false);
                 endpoint
-                    .connect_with_connector(tower::service_fn(|uri: Uri| async move {
-                        let host = uri.host().unwrap_or("localhost");
-                        let host = host.trim_start_matches('[').trim_end_matches(']');
-                        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-                            Some("https") => 443,
-                            _ => 80,
-                        });
-                        let s = tokio::net::TcpStream::connect((host, port)).await?;
-                        // No Nagle: a request goes out at once, not after the server's ACK.
-                        s.set_nodelay(true)?;
-                        Ok::<_, std::io::Error>(TokioIo::new(ReadBuffered::new(s)))
-                    }))
+                    .connect_with_connector(tower::ServiceExt::map_response(
+                        tcp,
+                        |io: TokioIo<tokio::net::TcpStream>| {
+                            TokioIo::new(ReadBuffered::new(io.into_inner()))
+                        },
+                    ))
                     .await
             }
         };
