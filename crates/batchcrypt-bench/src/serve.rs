@@ -256,11 +256,16 @@ fn sha256d_request(all: &bytes::Bytes, per: usize, c: usize) -> HashRequest {
         algorithm: HashAlgorithm::Sha256d as i32,
         messages: Vec::new(),
         messages_packed: Some(batchcrypt_serve::proto::Column {
-            data: all.slice(c * per * 64..(c + 1) * per * 64),
+            data: messages_of(all, per, c),
             width: 64,
             ends: Vec::new(),
         }),
     }
+}
+
+/// Client `c`'s `per` 64-byte messages of `all`, back to back.
+fn messages_of(all: &bytes::Bytes, per: usize, c: usize) -> bytes::Bytes {
+    all.slice(c * per * 64..(c + 1) * per * 64)
 }
 
 /// Checks a reply to a request of `per` messages; its batch's size.
@@ -336,10 +341,9 @@ impl Streamed for Echoes {
         c.echo_stream().await.expect("stream opens")
     }
     fn request(&self, c: usize) -> EchoRequest {
-        let per = self.0.per;
         EchoRequest {
-            payload: self.0.all.slice(c * per * 64..(c + 1) * per * 64),
-            reply_bytes: (32 * per) as u32,
+            payload: messages_of(&self.0.all, self.0.per, c),
+            reply_bytes: (32 * self.0.per) as u32,
         }
     }
     fn check(&self, r: EchoReply) -> u64 {
