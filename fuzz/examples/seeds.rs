@@ -270,10 +270,11 @@ fn main() {
         data: items.concat().into(),
         width: 0,
         ends: items.iter().scan(0u32, |a, i| { *a += i.len() as u32; Some(*a) }).collect(),
+        shared: None,
     };
     let ecdsa = proto::VerifyEcdsaRequest { hashes: vec![digest.to_vec().into()], signatures: vec![der.clone().into()], public_keys: vec![pk.clone().into()], ..Default::default() };
     write("serve_requests", "ecdsa", &req(0, &|v| ecdsa.encode(v).unwrap()));
-    let packed = proto::VerifyEcdsaRequest { hashes_packed: Some(Column { data: [digest, digest].concat().into(), width: 32, ends: vec![] }), signatures_packed: Some(col(&[&der, &der])), public_keys_packed: Some(col(&[&pk, &pk])), ..Default::default() };
+    let packed = proto::VerifyEcdsaRequest { hashes_packed: Some(Column { data: [digest, digest].concat().into(), width: 32, ends: vec![], shared: None }), signatures_packed: Some(col(&[&der, &der])), public_keys_packed: Some(col(&[&pk, &pk])), ..Default::default() };
     write("serve_requests", "ecdsa-packed", &req(0, &|v| packed.encode(v).unwrap()));
     let kp = Keypair::from_secret_bytes([0x43; 32]).unwrap();
     let schnorr = proto::VerifySchnorrRequest { messages: vec![b"msg".to_vec().into()], signatures: vec![kp.sign_schnorr_no_aux_rand(b"msg").to_byte_array().to_vec().into()], public_keys: vec![kp.x_only_public_key().0.to_byte_array().to_vec().into()], ..Default::default() };

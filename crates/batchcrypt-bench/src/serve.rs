@@ -236,7 +236,7 @@ async fn open_loop_streams<S: Streamed>(
                     let mut lat = Vec::with_capacity(rounds);
                     for _ in 0..rounds {
                         let reply = stream.reply().await.expect("served").expect("a reply");
-                        calls.check(reply);
+                        calls.check(c, reply);
                         let at = sent.recv().await.expect("sent before its reply");
                         lat.push(at.elapsed().as_secs_f64());
                     }
@@ -259,7 +259,9 @@ fn sha256d_request(all: &bytes::Bytes, per: usize, c: usize) -> HashRequest {
             data: messages_of(all, per, c),
             width: 64,
             ends: Vec::new(),
+            shared: None,
         }),
+        digests_to: None,
     }
 }
 
@@ -287,7 +289,7 @@ trait Streamed: Clone + Send + Sync + 'static {
     type R: Send + 'static;
     fn open(c: Client) -> impl std::future::Future<Output = Stream<Self::Q, Self::R>> + Send;
     fn request(&self, c: usize) -> Self::Q;
-    fn check(&self, r: Self::R) -> u64;
+    fn check(&self, c: usize, r: Self::R) -> u64;
 }
 
 /// Each client's ECDSA request, built once.
@@ -303,7 +305,7 @@ impl Streamed for EcdsaStreams {
     fn request(&self, c: usize) -> VerifyEcdsaRequest {
         self.0[c].clone()
     }
-    fn check(&self, r: VerifyReply) -> u64 {
+    fn check(&self, _: usize, r: VerifyReply) -> u64 {
         ecdsa_checked(r)
     }
 }
@@ -324,7 +326,7 @@ impl Streamed for Sha256dStreams {
     fn request(&self, c: usize) -> HashRequest {
         sha256d_request(&self.all, self.per, c)
     }
-    fn check(&self, r: HashReply) -> u64 {
+    fn check(&self, _: usize, r: HashReply) -> u64 {
         sha256d_checked(r, self.per)
     }
 }
@@ -346,9 +348,49 @@ impl Streamed for Echoes {
             reply_bytes: (32 * self.0.per) as u32,
         }
     }
-    fn check(&self, r: EchoReply) -> u64 {
+    fn check(&self, _: usize, r: EchoReply) -> u64 {
         assert_eq!(r.payload.len(), 32 * self.0.per);
         0
+    }
+}
+
+/// The SHA256d streams' requests with their bytes in shared memory: client `c` writes its
+/// messages into its region (as it would produce them there), the request names them and where
+/// the digests go, and the check reads the digests back and compares them with the library's.
+#[derive(Clone)]
+struct SharedSha256d {
+    streams: Sha256dStreams,
+    regions: Arc<Vec<batchcrypt_serve::client::SharedMemory>>,
+    /// The library's digests of every client's messages, back to back.
+    expected: bytes::Bytes,
+}
+
+impl Streamed for SharedSha256d {
+    type Q = HashRequest;
+    type R = HashReply;
+    async fn open(mut c: Client) -> Stream<HashRequest, HashReply> {
+        c.hash_stream().await.expect("stream opens")
+    }
+    fn request(&self, c: usize) -> HashRequest {
+        let (r, len) = (&self.regions[c], 64 * self.streams.per as u64);
+        r.write_at(&messages_of(&self.streams.all, self.streams.per, c), 0)
+            .expect("messages written");
+        batchcrypt_serve::client::shared_hash_request(
+            HashAlgorithm::Sha256d,
+            r.span(0, len),
+            64,
+            r.span(len, len / 2),
+        )
+    }
+    fn check(&self, c: usize, r: HashReply) -> u64 {
+        let per = self.streams.per;
+        let mut digests = vec![0u8; 32 * per];
+        self.regions[c]
+            .read_at(&mut digests, 64 * per as u64)
+            .expect("digests read");
+        assert!(digests[..] == self.expected[32 * per * c..32 * per * (c + 1)]);
+        assert!(r.packed_digests.is_empty() && r.digests.is_empty());
+        r.batch_items
     }
 }
 
@@ -397,7 +439,7 @@ fn stream_call<S: Streamed>(
                 *slot = Some(S::open(client).await);
             }
             let stream = slot.as_mut().expect("opened");
-            calls.check(stream.call(calls.request(c)).await.expect("served"))
+            calls.check(c, stream.call(calls.request(c)).await.expect("served"))
         })
     }
 }
@@ -482,6 +524,13 @@ async fn batched(
     config.metrics = Some("127.0.0.1:0".parse()?);
     config.unix_socket = Some(data.join("serve.sock"));
     config.io_threads = server_threads;
+    // Memory where the system has it (/dev/shm), else the data directory's file system.
+    let shared_dir = Some(std::path::PathBuf::from(
+        batchcrypt_serve::shared::DEFAULT_DIR,
+    ))
+    .filter(|d| d.is_dir())
+    .unwrap_or_else(|| data.clone());
+    config.shared_memory = Some(shared_dir.clone());
     if let Some(n) = setting("BATCHCRYPT_BENCH_IN_FLIGHT") {
         config.batch.in_flight = n;
     }
@@ -688,6 +737,33 @@ async fn batched(
         let label = "served over TCP, a stream per client, open loop at half that rate";
         let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
         paced.report(rep, &case, &base, label, PER_REQUEST, 64);
+        // The same streams with their bytes in shared memory: a region per client.
+        let mut regions = Vec::with_capacity(closed.clients);
+        for (c, conn) in tcp.iter().enumerate() {
+            let (mut client, dir) = (conn.client.clone(), shared_dir.clone());
+            let name = format!("bench-{}-{c}", std::process::id());
+            let size = 96 * closed.per_request as u64;
+            let region = conn
+                .rt
+                .spawn(async move { client.shared_memory(&dir, &name, size).await })
+                .await??;
+            regions.push(region);
+        }
+        let m = Messages::fixed(&msgs, 64)?;
+        let expected = engine.sha256().hash(&m, Mode::Double)?.value;
+        let shared = SharedSha256d {
+            streams: streams.clone(),
+            regions: Arc::new(regions),
+            expected: bytes::Bytes::from(expected.into_iter().flatten().collect::<Vec<u8>>()),
+        };
+        for (transport, conns) in streamed_over {
+            let calls = stream_call(closed.clients, shared.clone());
+            let transport = format!("{transport}, bytes in shared memory");
+            closed
+                .run(rep, &case, &base, &transport, conns, 64, calls, "hash")
+                .await;
+        }
+        drop(shared);
         // The same bytes echoed, nothing batched or hashed: the most these clients, links and
         // threads carry, against which the served rates above are what the work adds.
         for (transport, conns) in streamed_over {

@@ -116,6 +116,7 @@ fn packed_column(data: Vec<u8>, message_len: usize) -> PyResult<Column> {
         data: data.into(),
         width: message_len as u32,
         ends: Vec::new(),
+        shared: None,
     })
 }
 

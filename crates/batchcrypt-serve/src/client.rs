@@ -75,6 +75,7 @@ pub fn column<T: AsRef<[u8]>>(items: &[T]) -> Column {
             data: data.into(),
             width: width as u32,
             ends: Vec::new(),
+            shared: None,
         };
     }
     let mut end = 0u32;
@@ -88,6 +89,7 @@ pub fn column<T: AsRef<[u8]>>(items: &[T]) -> Column {
                 end
             })
             .collect(),
+        shared: None,
     }
 }
 
@@ -334,6 +336,7 @@ impl Client {
                 algorithm: algorithm as i32,
                 messages: Vec::new(),
                 messages_packed: Some(c),
+                digests_to: None,
             })
             .collect();
         let replies = self.hash_stream().await?.all(requests).await?;
@@ -438,6 +441,7 @@ impl Client {
                     .map(|m| bytes::Bytes::copy_from_slice(m.as_ref()))
                     .collect(),
                 messages_packed: None,
+                digests_to: None,
             })
             .await?
             .into_inner();
@@ -470,10 +474,81 @@ impl Client {
                 algorithm: algorithm as i32,
                 messages: Vec::new(),
                 messages_packed: Some(messages),
+                digests_to: None,
             })
             .await?
             .into_inner();
         Ok(r.packed_digests.to_vec())
+    }
+
+    /// Creates a shared-memory region of `size` bytes, the file `batchcrypt-<name>` in `dir` (the
+    /// server's `--shared-memory` directory; [`crate::shared::DEFAULT_DIR`] unless it was given
+    /// another), and registers it with the server, which must run on this machine. Requests then
+    /// name spans of it ([`SharedMemory::span`]) in place of their bytes.
+    pub async fn shared_memory(
+        &mut self,
+        dir: &std::path::Path,
+        name: &str,
+        size: u64,
+    ) -> Result<SharedMemory, Status> {
+        let name = format!("{}{name}", crate::shared::PREFIX);
+        let path = dir.join(&name);
+        let io = |e: std::io::Error| {
+            Status::failed_precondition(format!("shared memory {}: {e}", path.display()))
+        };
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(io)?
+        };
+        // Removed again if registering fails.
+        let mut region = SharedMemory {
+            file,
+            path: path.clone(),
+            id: 0,
+        };
+        region.file.set_len(size).map_err(io)?;
+        region.id = self
+            .raw
+            .register_shared_memory(RegisterSharedMemoryRequest { name })
+            .await?
+            .into_inner()
+            .id;
+        Ok(region)
+    }
+
+    /// Unregisters a region and removes its file.
+    pub async fn release_shared_memory(&mut self, region: SharedMemory) -> Result<(), Status> {
+        self.raw
+            .unregister_shared_memory(SharedMemoryRegion {
+                id: region.id,
+                size: 0,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Digests of `width`-byte messages read from shared memory, written to shared memory (32
+    /// bytes per message, back to back): nothing but the spans crosses the connection. Gives the
+    /// size of the batch they ran in.
+    pub async fn hash_shared(
+        &mut self,
+        algorithm: HashAlgorithm,
+        messages: SharedSpan,
+        width: u32,
+        digests: SharedSpan,
+    ) -> Result<u64, Status> {
+        Ok(self
+            .raw
+            .hash(shared_hash_request(algorithm, messages, width, digests))
+            .await?
+            .into_inner()
+            .batch_items)
     }
 
     /// Registers a circuit by its .zkey's bytes.
@@ -564,6 +639,70 @@ impl Client {
                 other => return other,
             }
         }
+    }
+}
+
+/// A request to hash `width`-byte messages in shared memory into shared memory.
+pub fn shared_hash_request(
+    algorithm: HashAlgorithm,
+    messages: SharedSpan,
+    width: u32,
+    digests: SharedSpan,
+) -> HashRequest {
+    HashRequest {
+        algorithm: algorithm as i32,
+        messages: Vec::new(),
+        messages_packed: Some(Column {
+            data: bytes::Bytes::new(),
+            width,
+            ends: Vec::new(),
+            shared: Some(messages),
+        }),
+        digests_to: Some(digests),
+    }
+}
+
+/// A registered shared-memory region ([`Client::shared_memory`]): its file, which this client
+/// writes requests' data into and reads results from. Dropping it removes the file (the server
+/// keeps its own handle until the region is unregistered).
+pub struct SharedMemory {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    id: u64,
+}
+
+impl SharedMemory {
+    /// The region's id on the server.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bytes [offset, offset + length) of the region, for a request.
+    pub fn span(&self, offset: u64, length: u64) -> SharedSpan {
+        SharedSpan {
+            region: self.id,
+            offset,
+            length,
+        }
+    }
+
+    pub fn write_at(&self, data: &[u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.file, data, offset)
+    }
+
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+
+    /// The file, for a client that maps it or hands it on.
+    pub fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+}
+
+impl Drop for SharedMemory {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

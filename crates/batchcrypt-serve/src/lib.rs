@@ -4,7 +4,8 @@
 //!
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
-//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`];
+//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`] and
+//! local clients' data through [`shared`] memory;
 //! [`client`] is the Rust client; both encode with [`codec`].
 
 pub mod aes;
@@ -17,6 +18,7 @@ pub mod ops;
 pub mod prover;
 pub mod server;
 pub mod shards;
+pub mod shared;
 pub mod store;
 
 pub mod proto {

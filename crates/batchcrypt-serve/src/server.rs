@@ -50,6 +50,9 @@ pub struct ServerConfig {
     /// Threads that serve the connections, each owning the connections dealt to it (one per
     /// core by default).
     pub io_threads: usize,
+    /// Lets clients on this machine pass data through files of this directory (`/dev/shm`)
+    /// instead of the connection ([`crate::shared`]); None: off.
+    pub shared_memory: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -72,12 +75,29 @@ impl ServerConfig {
             max_request_items: 1 << 20,
             rate_limit: 0,
             io_threads: std::thread::available_parallelism().map_or(4, |n| n.get()),
+            shared_memory: None,
         }
     }
 
-    /// Refuses an exposed listener without TLS and a token, unless the network is trusted.
+    /// Refuses an exposed listener without TLS and a token, unless the network is trusted, and
+    /// shared memory on an exposed listener.
     fn check_exposure(&self) -> Result<(), String> {
         let exposed = |a: &SocketAddr| !a.ip().is_loopback();
+        if let Some(dir) = &self.shared_memory {
+            if exposed(&self.listen) {
+                return Err(
+                    "shared memory is for clients on this machine: listen on loopback \
+                            (clients here may also use --unix-socket), or leave it off"
+                        .into(),
+                );
+            }
+            if !dir.is_dir() {
+                return Err(format!(
+                    "shared memory: {} is not a directory",
+                    dir.display()
+                ));
+            }
+        }
         if self.allow_insecure {
             return Ok(());
         }
@@ -453,8 +473,11 @@ pub struct Service {
     /// common case's counting then neither locks the family nor allocates labels per call.
     ok_calls: Vec<prometheus_client::metrics::counter::Counter>,
     max_items: usize,
-    /// Clients may name server-side paths only on a loopback listener.
+    max_message_bytes: usize,
+    /// Clients may name server-side paths and use shared memory only on a loopback listener.
     local: bool,
+    /// Registered shared-memory regions (None: off).
+    shared: Option<crate::shared::Regions>,
     /// Whether full ECDSA batches (`max_batch` items) on secp256k1 and on P-256 would run on a
     /// GPU, asked at the first request of each curve (the answer measures the CPU's cost once,
     /// which a server that never verifies ECDSA need not pay at start): then requests are
@@ -497,9 +520,11 @@ operations! {
     Hash => "hash",
     JobTrace => "job_trace",
     RegisterCircuit => "register_circuit",
+    RegisterSharedMemory => "register_shared_memory",
     Sm2HashToCurveMul => "sm2_hash_to_curve_mul",
     Sm2MulCompressed => "sm2_mul_compressed",
     SubmitProof => "submit_proof",
+    UnregisterSharedMemory => "unregister_shared_memory",
     VerifyBlock => "verify_block",
     VerifyEcdsa => "verify_ecdsa",
     VerifySchnorr => "verify_schnorr",
@@ -582,7 +607,12 @@ impl Service {
             engine,
             prover,
             max_items: config.max_request_items,
+            max_message_bytes: config.max_message_bytes,
             local,
+            shared: config
+                .shared_memory
+                .clone()
+                .map(crate::shared::Regions::new),
             ok_calls: Op::ALL
                 .iter()
                 .map(|op| {
@@ -742,14 +772,30 @@ impl Service {
         Ok(n)
     }
 
-    /// A request's list, given one by one or packed (not both), read in place.
+    /// The shared-memory regions, for a client on this machine of a server that has them.
+    fn shared(&self) -> Result<&crate::shared::Regions, Status> {
+        if !self.local {
+            return Err(Status::failed_precondition(
+                "shared memory is for clients on the server's machine, and this server listens \
+                 beyond loopback",
+            ));
+        }
+        self.shared.as_ref().ok_or_else(|| {
+            Status::failed_precondition(
+                "this server was started without shared memory (batchcrypt serve --shared-memory)",
+            )
+        })
+    }
+
+    /// A request's list, given one by one or packed (not both), read in place (or, from shared
+    /// memory, once).
     fn list(
         &self,
         what: &str,
         one_by_one: Vec<Bytes>,
         packed: Option<Column>,
     ) -> Result<ops::Col, Status> {
-        let Some(c) = packed else {
+        let Some(mut c) = packed else {
             return Ok(ops::Col::Each(one_by_one));
         };
         if !one_by_one.is_empty() {
@@ -758,6 +804,12 @@ impl Service {
             )));
         }
         let bad = |why: String| Err(Status::invalid_argument(format!("{what} (packed): {why}")));
+        if let Some(span) = c.shared.take() {
+            if !c.data.is_empty() {
+                return bad("data or a shared span, not both".into());
+            }
+            c.data = self.shared()?.read(&span, self.max_message_bytes)?;
+        }
         let n = match (c.width as usize, c.ends.len()) {
             (0, n) => n,
             (w, 0) if c.data.len() % w == 0 => c.data.len() / w,
@@ -897,11 +949,17 @@ impl Service {
         let packed = r.messages_packed.is_some();
         let items = self.list("messages", r.messages, r.messages_packed)?;
         self.items(&[("messages", items.len())])?;
+        if let Some(to) = &r.digests_to {
+            self.shared()?.check_write(to, 32 * items.len())?;
+        }
         let reply = self.hash.submit(kind, items).await?;
         let n = reply.outs.len();
         // The reply's bytes are the batch's outputs, shared, not a copy of them.
         let all = Bytes::from_owner(reply.outs);
-        let (digests, packed_digests) = if packed {
+        let (digests, packed_digests) = if let Some(to) = &r.digests_to {
+            self.shared()?.write(to, &all)?;
+            (Vec::new(), Bytes::new())
+        } else if packed {
             (Vec::new(), all)
         } else {
             (
@@ -1349,6 +1407,22 @@ impl BatchCrypt for Service {
         r: Request<tonic::Streaming<EchoRequest>>,
     ) -> Result<Response<Self::EchoStream>, Status> {
         self.each(r, Op::Echo, |_, q| async move { echo(q) })
+    }
+
+    async fn register_shared_memory(
+        &self,
+        r: Request<RegisterSharedMemoryRequest>,
+    ) -> Result<Response<SharedMemoryRegion>, Status> {
+        let out = self.shared().and_then(|s| s.register(&r.into_inner().name));
+        self.count(Op::RegisterSharedMemory, out)
+    }
+
+    async fn unregister_shared_memory(
+        &self,
+        r: Request<SharedMemoryRegion>,
+    ) -> Result<Response<SharedMemoryRegion>, Status> {
+        let out = self.shared().and_then(|s| s.unregister(r.into_inner().id));
+        self.count(Op::UnregisterSharedMemory, out)
     }
 }
 

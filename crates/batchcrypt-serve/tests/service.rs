@@ -1,6 +1,6 @@
 //! The service end to end on loopback: many clients at once with replies checked item by item
 //! against the library; malformed, oversized and unauthenticated requests; clients that go
-//! away; AES streams; a Bitcoin block; proofs with a tiny memory budget, key eviction, exactly
+//! away; shared memory; AES streams; a Bitcoin block; proofs with a tiny memory budget, key eviction, exactly
 //! one completion per job and graceful shutdown. Every wait is bounded.
 
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
@@ -264,7 +264,9 @@ async fn hash_batches_stop_at_their_own_size() {
                         data,
                         width: 64,
                         ends: Vec::new(),
+                        shared: None,
                     }),
+                    digests_to: None,
                 };
                 bounded(client.raw().hash(request))
                     .await
@@ -517,6 +519,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
                     data: vec![1u8; len].into(),
                     width,
                     ends,
+                    shared: None,
                 }),
                 signatures: bs(&s.der[..2]),
                 public_keys: bs(&s.keys[..2]),
@@ -560,6 +563,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
             data: data.into(),
             width,
             ends,
+            shared: None,
         })
     };
     for (packed, messages) in [
@@ -575,6 +579,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
                 algorithm: 1,
                 messages,
                 messages_packed: packed,
+                digests_to: None,
             })
             .await;
         assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
@@ -585,6 +590,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
             algorithm: 1,
             messages: vec![],
             messages_packed: column(vec![0; 101], 1, vec![]),
+            digests_to: None,
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::ResourceExhausted);
@@ -594,6 +600,7 @@ async fn malformed_and_oversized_requests_get_clear_codes() {
             algorithm: 0,
             messages: vec![],
             messages_packed: column(b"abcxyz".to_vec(), 0, vec![3, 3, 6]),
+            digests_to: None,
         })
         .await
         .unwrap()
@@ -873,6 +880,181 @@ async fn unix_socket_clients_get_what_tcp_clients_get() {
     drop(unix);
     bounded(server.shutdown()).await.unwrap();
     assert!(!path.exists(), "the socket file goes with the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_memory_carries_requests_and_digests() {
+    let mut c = config("shm");
+    let dir = data_dir("shm-regions");
+    c.shared_memory = Some(dir.clone());
+    let (server, mut client) = serve(c).await;
+    let region = bounded(client.shared_memory(&dir, "t1", 8192))
+        .await
+        .expect("registered");
+    let file = dir.join("batchcrypt-t1");
+    assert!(file.exists());
+
+    // Fixed-width messages in, digests out, nothing but the spans over the connection.
+    let msgs: Vec<[u8; 80]> = (0..50u8).map(|i| [i; 80]).collect();
+    region.write_at(&msgs.concat(), 0).unwrap();
+    let (input, output) = (region.span(0, 4000), region.span(4000, 1600));
+    let batch = bounded(client.hash_shared(HashAlgorithm::Sha256, input, 80, output))
+        .await
+        .unwrap();
+    assert!(batch >= 50);
+    let mut got = vec![0u8; 1600];
+    region.read_at(&mut got, 4000).unwrap();
+    for (m, d) in msgs.iter().zip(got.chunks(32)) {
+        assert_eq!(d, batchcrypt::sha256::digest(m));
+    }
+    // Messages of several lengths (ends), SHA256d, over a stream; digests in the reply.
+    let mut stream = bounded(client.hash_stream()).await.unwrap();
+    let request = HashRequest {
+        algorithm: HashAlgorithm::Sha256d as i32,
+        messages: vec![],
+        messages_packed: Some(Column {
+            data: Bytes::new(),
+            width: 0,
+            ends: vec![3, 3, 80, 4000],
+            shared: Some(input),
+        }),
+        digests_to: None,
+    };
+    let reply = bounded(stream.call(request)).await.unwrap();
+    let joined = msgs.concat();
+    for (i, (a, z)) in [(0, 3), (3, 3), (3, 80), (80, 4000)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = &reply.packed_digests[32 * i..32 * (i + 1)];
+        assert_eq!(d, batchcrypt::sha256::digest_double(&joined[a..z]));
+    }
+    drop(stream);
+    // Any packed column may come from shared memory: ECDSA's hashes, verdicts as the library's.
+    let s = sigs(40);
+    let want = library_ecdsa(&s);
+    region.write_at(&s.hashes.concat(), 5600).unwrap();
+    let mut request = batchcrypt_serve::client::ecdsa_request(
+        EcdsaCurve::Secp256k1,
+        &s.hashes,
+        &s.der,
+        &s.keys,
+        SigFormat::Der,
+        false,
+    );
+    request.hashes_packed = Some(Column {
+        data: Bytes::new(),
+        width: 32,
+        ends: vec![],
+        shared: Some(region.span(5600, 32 * 40)),
+    });
+    let reply = bounded(client.raw().verify_ecdsa(request)).await.unwrap();
+    let verdicts: Vec<_> = batchcrypt_serve::client::verdicts(reply.into_inner())
+        .into_iter()
+        .map(|v| v.map_err(|e| e.to_string()))
+        .collect();
+    assert_eq!(verdicts.len(), want.len());
+    for (g, w) in verdicts.iter().zip(&want) {
+        assert_eq!(g.is_ok(), w.is_ok());
+    }
+
+    // Bad spans and names: clear codes, nothing read or written.
+    let hash = |input: SharedSpan, output: Option<SharedSpan>, data: &[u8]| HashRequest {
+        algorithm: HashAlgorithm::Sha256 as i32,
+        messages: vec![],
+        messages_packed: Some(Column {
+            data: b(data),
+            width: 80,
+            ends: vec![],
+            shared: Some(input),
+        }),
+        digests_to: output,
+    };
+    let span = |region, offset, length| SharedSpan {
+        region,
+        offset,
+        length,
+    };
+    let id = region.id();
+    for (request, code) in [
+        (hash(span(id, 8000, 240), None, b""), Code::InvalidArgument), // past the end
+        (
+            hash(span(id, u64::MAX, 2), None, b""),
+            Code::InvalidArgument,
+        ), // offset overflows
+        (hash(span(id ^ 1, 0, 80), None, b""), Code::NotFound),        // no such region
+        (hash(span(id, 0, 80), None, &[0; 80]), Code::InvalidArgument), // data and a span
+        (
+            hash(span(id, 0, 160), Some(span(id, 4000, 33)), b""),
+            Code::InvalidArgument,
+        ),
+        (
+            hash(span(id, 0, 160), Some(span(id, 8190, 64)), b""),
+            Code::InvalidArgument,
+        ),
+        (hash(span(id, 0, 65 << 20), None, b""), Code::OutOfRange), // over the message limit
+    ] {
+        let e = bounded(client.raw().hash(request)).await.unwrap_err();
+        assert_eq!(e.code(), code, "{e:?}");
+    }
+    for (name, code) in [
+        ("../etc/passwd", Code::InvalidArgument),
+        ("t1", Code::InvalidArgument),
+        ("batchcrypt-", Code::InvalidArgument),
+        ("batchcrypt-a/b", Code::InvalidArgument),
+        ("batchcrypt-absent", Code::NotFound),
+        ("batchcrypt-link", Code::InvalidArgument),
+    ] {
+        if name == "batchcrypt-link" {
+            std::os::unix::fs::symlink(&file, dir.join(name)).unwrap();
+        }
+        let e = bounded(
+            client
+                .raw()
+                .register_shared_memory(RegisterSharedMemoryRequest { name: name.into() }),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code(), code, "{name}: {e:?}");
+    }
+    // A file shrunk under its registration: the request fails, the server goes on.
+    region.file().set_len(100).unwrap();
+    let e = bounded(client.hash_shared(HashAlgorithm::Sha256, input, 80, output))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("shrunk"), "{e:?}");
+    let got = bounded(client.hash(HashAlgorithm::Sha256, &[b"abc"]))
+        .await
+        .unwrap();
+    assert_eq!(got[0], batchcrypt::sha256::digest(b"abc"));
+    // Released: unregistered and removed.
+    bounded(client.release_shared_memory(region)).await.unwrap();
+    assert!(!file.exists());
+    let e = bounded(client.hash_shared(HashAlgorithm::Sha256, input, 80, output))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    bounded(server.shutdown()).await.unwrap();
+
+    // Off unless asked for, and refused with a listener beyond loopback.
+    let (server, mut client) = serve(config("shm-off")).await;
+    let e = bounded(client.shared_memory(&dir, "t2", 64))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(
+        !dir.join("batchcrypt-t2").exists(),
+        "the client removes its file"
+    );
+    bounded(server.shutdown()).await.unwrap();
+    let mut exposed = config("shm-exposed");
+    exposed.listen = "0.0.0.0:0".parse().unwrap();
+    exposed.allow_insecure = true;
+    exposed.shared_memory = Some(dir);
+    let e = start(engine(), exposed).await.err().expect("refused");
+    assert!(e.contains("shared memory"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -291,6 +291,7 @@ pub fn run(a: &Args) -> Result<()> {
                     algorithm: alg as i32,
                     messages: Vec::new(),
                     messages_packed: Some(column(&msgs[r])),
+                    digests_to: None,
                 });
                 let print = |reply: HashReply| {
                     for d in reply.packed_digests.chunks(32) {

@@ -30,6 +30,11 @@ pub struct Args {
     /// unix:PATH`): calls skip the TCP stack. Its owner and group may connect; no TLS.
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Let clients on this machine pass their data through shared memory instead of the
+    /// connection: files named batchcrypt-* in DIR (default /dev/shm) that they create and
+    /// register. For many small requests it spares both ends the connection's copies.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = batchcrypt_serve::shared::DEFAULT_DIR)]
+    shared_memory: Option<PathBuf>,
     /// Address for Prometheus metrics (`/metrics`), or `none`.
     #[arg(long, default_value = "127.0.0.1:7701")]
     metrics_listen: String,
@@ -93,6 +98,7 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
     let mut c = ServerConfig::new(a.data.clone());
     c.listen = a.listen;
     c.unix_socket = a.unix_socket.clone();
+    c.shared_memory = a.shared_memory.clone();
     c.metrics = match a.metrics_listen.as_str() {
         "none" => None,
         m => Some(m.parse().with_context(|| format!("--metrics-listen {m}"))?),
@@ -148,7 +154,7 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
             .await
             .map_err(anyhow::Error::msg)?;
         eprintln!(
-            "batchcrypt serve: gRPC on {}{}{}; data in {}{}",
+            "batchcrypt serve: gRPC on {}{}{}; data in {}{}{}",
             running.addr,
             running
                 .unix_socket
@@ -160,6 +166,10 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
                 .map(|m| format!(", metrics on http://{m}/metrics"))
                 .unwrap_or_default(),
             a.data.display(),
+            a.shared_memory
+                .as_ref()
+                .map(|d| format!("; shared memory in {}", d.display()))
+                .unwrap_or_default(),
             if running.requeued > 0 {
                 format!(
                     "; {} proof jobs interrupted by a stop queued again",
