@@ -541,7 +541,70 @@ fn requests_labels(op: &str, code: &str) -> crate::metrics::Labels {
 const STREAM_IN_FLIGHT: usize = 16;
 
 /// The replies of a stream of requests, in order.
-pub type ReplyStream<T> = tokio_stream::wrappers::ReceiverStream<Result<T, Status>>;
+pub type ReplyStream<T> =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The replies of a stream of requests ([`Service::each`]), made as they are asked for: each
+/// poll sends a reply that is ready before it reads another request, reads while fewer than
+/// [`STREAM_IN_FLIGHT`] run, and ends after an error or once the requests have ended (or the
+/// server stops) and every reply is out.
+struct Replies<Q, T, R> {
+    inbound: tonic::Streaming<Q>,
+    running: futures_util::stream::FuturesOrdered<
+        futures_util::future::BoxFuture<'static, Result<T, Status>>,
+    >,
+    reading: bool,
+    ended: bool,
+    stop: futures_util::future::BoxFuture<'static, ()>,
+    run: R,
+}
+
+// Nothing of it is pinned in place: the futures it polls are boxed.
+impl<Q, T, R> Unpin for Replies<Q, T, R> {}
+
+impl<Q, T, R> futures_util::Stream for Replies<Q, T, R>
+where
+    R: Fn(Result<Q, Status>) -> futures_util::future::BoxFuture<'static, Result<T, Status>>,
+{
+    type Item = Result<T, Status>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use futures_util::{FutureExt, StreamExt};
+        use std::task::Poll;
+        let s = self.get_mut();
+        if s.ended {
+            return Poll::Ready(None);
+        }
+        loop {
+            if let Poll::Ready(Some(reply)) = s.running.poll_next_unpin(cx) {
+                s.ended = reply.is_err();
+                return Poll::Ready(Some(reply));
+            }
+            if s.reading && s.stop.poll_unpin(cx).is_ready() {
+                s.reading = false;
+            }
+            if s.reading && s.running.len() < STREAM_IN_FLIGHT {
+                match s.inbound.poll_next_unpin(cx) {
+                    Poll::Ready(Some(q)) => {
+                        s.reading = q.is_ok();
+                        s.running.push_back((s.run)(q));
+                        continue;
+                    }
+                    Poll::Ready(None) => s.reading = false,
+                    Poll::Pending => {}
+                }
+            }
+            if !s.reading && s.running.is_empty() {
+                s.ended = true;
+                return Poll::Ready(None);
+            }
+            return Poll::Pending;
+        }
+    }
+}
 
 impl Service {
     /// The service without a listener: the handlers [`start`] serves, with the same batchers,
@@ -672,8 +735,9 @@ impl Service {
     /// taken from the rate limit as a call is; the replies go back in the requests' order, and
     /// the first error ends the stream with its status. A client that goes away ends both sides
     /// (its requests not yet batched are dropped); a server that shuts down stops reading and
-    /// ends the stream after the replies it owes. One task per stream reads, runs the handlers
-    /// and sends the replies: a task per message cost a spawn and two hand-offs each.
+    /// ends the stream after the replies it owes. The reply stream itself reads the requests and
+    /// runs the handlers as the connection asks it for replies ([`Replies`]): a task of its own
+    /// between them cost a wake-up and a channel's hand-off per reply.
     fn each<Q, T, F, Fut>(
         &self,
         r: Request<tonic::Streaming<Q>>,
@@ -686,72 +750,45 @@ impl Service {
         F: Fn(Arc<Service>, Q) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
     {
-        use futures_util::stream::{FuturesOrdered, StreamExt};
         use futures_util::FutureExt;
         let me = self
             .me
             .upgrade()
             .ok_or_else(|| Status::unavailable("the server is shutting down"))?;
         let ip = r.remote_addr().map(|a| a.ip());
-        let mut inbound = r.into_inner();
-        let (out_tx, out) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
-        let mut stopping = self.stopping.clone();
-        tokio::spawn(async move {
-            let stop = async {
-                match stopping.as_mut() {
-                    Some(rx) => drop(rx.wait_for(|&s| s).await),
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::pin!(stop);
-            let run = |q: Result<Q, Status>| {
-                let me = me.clone();
-                let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
-                async move {
-                    let out = match handled {
-                        // A handler that panics answers its request with an error; the stream
-                        // and the server go on.
-                        Ok(f) => std::panic::AssertUnwindSafe(f)
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(Status::internal("the request's handler failed"))
-                            }),
-                        Err(s) => Err(s),
-                    };
-                    me.counted(op, &out);
-                    out
-                }
-            };
-            let mut running = FuturesOrdered::new();
-            let mut reading = true;
-            loop {
-                tokio::select! {
-                    // Replies first: one that is ready goes out before more is read.
-                    biased;
-                    Some(reply) = running.next(), if !running.is_empty() => {
-                        let reply: Result<T, Status> = reply;
-                        let end = reply.is_err();
-                        if out_tx.send(reply).await.is_err() || end {
-                            break;
-                        }
-                    }
-                    next = inbound.message(), if reading && running.len() < STREAM_IN_FLIGHT => {
-                        match next {
-                            Ok(Some(q)) => running.push_back(run(Ok(q))),
-                            Ok(None) => reading = false,
-                            Err(s) => {
-                                running.push_back(run(Err(s)));
-                                reading = false;
-                            }
-                        }
-                    }
-                    () = &mut stop, if reading => reading = false,
-                    else => break, // nothing more to read and every reply sent
-                }
+        let stopping = self.stopping.clone();
+        let stop = async move {
+            match stopping {
+                Some(mut rx) => drop(rx.wait_for(|&s| s).await),
+                None => std::future::pending().await,
             }
-        });
-        Ok(Response::new(ReplyStream::new(out)))
+        };
+        let run = move |q: Result<Q, Status>| {
+            let me = me.clone();
+            let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
+            async move {
+                let out = match handled {
+                    // A handler that panics answers its request with an error; the stream and
+                    // the server go on.
+                    Ok(f) => std::panic::AssertUnwindSafe(f)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|_| Err(Status::internal("the request's handler failed"))),
+                    Err(s) => Err(s),
+                };
+                me.counted(op, &out);
+                out
+            }
+            .boxed()
+        };
+        Ok(Response::new(Box::pin(Replies {
+            inbound: r.into_inner(),
+            running: futures_util::stream::FuturesOrdered::new(),
+            reading: true,
+            ended: false,
+            stop: stop.boxed(),
+            run,
+        })))
     }
 
     /// The common item count of a request's lists.
