@@ -19,6 +19,62 @@ pub struct Client {
     inner: Inner,
 }
 
+/// A shared-memory region registered with a server (`Client.shared_memory`): write items into
+/// it, name its spans in requests, read results from it. Its file is removed when it is released
+/// or garbage-collected.
+#[pyclass(module = "batchcrypt")]
+pub struct SharedMemory(Option<batchcrypt_serve::client::SharedMemory>);
+
+fn released() -> PyErr {
+    PyValueError::new_err("the shared-memory region was released")
+}
+
+impl SharedMemory {
+    fn get(&self) -> PyResult<&batchcrypt_serve::client::SharedMemory> {
+        self.0.as_ref().ok_or_else(released)
+    }
+}
+
+#[pymethods]
+impl SharedMemory {
+    /// The region's id on the server.
+    #[getter]
+    fn id(&self) -> PyResult<u64> {
+        Ok(self.get()?.id())
+    }
+
+    /// Writes `data` (bytes or any buffer) at `offset`.
+    #[pyo3(signature = (data, offset = 0))]
+    fn write(&self, data: &Bound<'_, PyAny>, offset: u64) -> PyResult<()> {
+        let data = input(data)?;
+        self.get()?
+            .write_at(&data, offset)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// `length` bytes from `offset`.
+    #[pyo3(signature = (length, offset = 0))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        length: usize,
+        offset: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut buf = vec![0u8; length];
+        self.get()?
+            .read_at(&mut buf, offset)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &buf))
+    }
+
+    /// The file's descriptor, to map it (`mmap.mmap(region.fileno(), size)`) and fill it in
+    /// place.
+    fn fileno(&self) -> PyResult<i32> {
+        use std::os::fd::AsRawFd;
+        Ok(self.get()?.file().as_raw_fd())
+    }
+}
+
 fn status(e: tonic::Status) -> PyErr {
     PyRuntimeError::new_err(format!("{:?}: {}", e.code(), e.message()))
 }
@@ -325,6 +381,58 @@ impl Client {
             Box::pin(async move { c.hash_column(alg, column).await })
         })?;
         Ok(PyBytes::new(py, &d))
+    }
+
+    /// Creates a shared-memory region of `size` bytes (the file `batchcrypt-<name>` in `dir`,
+    /// the server's `--shared-memory` directory, /dev/shm by default) and registers it with the
+    /// server, which must run on this machine: requests then name spans of it instead of
+    /// carrying their bytes.
+    #[pyo3(signature = (name, size, dir = None))]
+    fn shared_memory(
+        &self,
+        py: Python<'_>,
+        name: String,
+        size: u64,
+        dir: Option<std::path::PathBuf>,
+    ) -> PyResult<SharedMemory> {
+        let dir = dir.unwrap_or_else(|| batchcrypt_serve::shared::DEFAULT_DIR.into());
+        let region = self.call(py, move |c| {
+            Box::pin(async move { c.shared_memory(&dir, &name, size).await })
+        })?;
+        Ok(SharedMemory(Some(region)))
+    }
+
+    /// Unregisters a region and removes its file.
+    fn release_shared_memory(&self, py: Python<'_>, region: &mut SharedMemory) -> PyResult<()> {
+        let r = region.0.take().ok_or_else(released)?;
+        self.call(py, |c| {
+            Box::pin(async move { c.release_shared_memory(r).await })
+        })
+    }
+
+    /// Hashes `count` messages of `message_len` bytes at `offset` of a region into it, 32
+    /// bytes per message from `digests_offset`: nothing but the spans crosses the connection.
+    /// Returns the size of the batch they ran in.
+    #[pyo3(signature = (region, offset, count, message_len, digests_offset, algorithm = "sha256"))]
+    fn hash_shared(
+        &self,
+        py: Python<'_>,
+        region: &SharedMemory,
+        offset: u64,
+        count: u64,
+        message_len: u32,
+        digests_offset: u64,
+        algorithm: &str,
+    ) -> PyResult<u64> {
+        let alg = self::algorithm(algorithm)?;
+        let r = region.get()?;
+        let (input, output) = (
+            r.span(offset, count * message_len as u64),
+            r.span(digests_offset, 32 * count),
+        );
+        self.call(py, move |c| {
+            Box::pin(async move { c.hash_shared(alg, input, message_len, output).await })
+        })
     }
 
     /// Many batches of messages of `message_len` bytes each, back to back in each of `batches`,

@@ -634,6 +634,7 @@ fn hardware() -> String {
 fn _batchcrypt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_class::<client::Client>()?;
+    m.add_class::<client::SharedMemory>()?;
     m.add_class::<bitcoin::PyBlocksDir>()?;
     m.add_class::<zk::MsmBases>()?;
     m.add_class::<zk::PyProvingKey>()?;

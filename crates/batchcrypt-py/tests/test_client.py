@@ -24,14 +24,20 @@ def _binary():
     pytest.skip("the batchcrypt binary is not built (cargo build -p batchcrypt-cli)")
 
 
+# The server's --shared-memory directory.
+SHARED_DIR = [None]
+
+
 @pytest.fixture(scope="module")
 def server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     data = tempfile.mkdtemp(prefix="batchcrypt-py-serve-")
+    shared = os.path.join(data, "shared")
+    os.mkdir(shared)
     p = subprocess.Popen([_binary(), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "none",
-                          "--data", data], stdout=subprocess.DEVNULL)
+                          "--data", data, "--shared-memory", shared], stdout=subprocess.DEVNULL)
     address = f"127.0.0.1:{port}"
     deadline = time.time() + 60
     client = None
@@ -43,6 +49,7 @@ def server():
         except RuntimeError:
             time.sleep(0.05)
     assert client is not None and client.ready(), "the server never became ready"
+    SHARED_DIR[0] = shared
     yield client
     p.terminate()
     p.wait(timeout=60)
@@ -59,6 +66,29 @@ def test_hashes_match_hashlib(server):
                            for i in range(0, len(packed), 64))
     with pytest.raises(ValueError):
         server.hash(msgs, "md5")
+
+
+def test_hashes_through_shared_memory(server):
+    import mmap
+    region = server.shared_memory("py-test", 96 * 64, dir=SHARED_DIR[0])
+    path = os.path.join(SHARED_DIR[0], "batchcrypt-py-test")
+    assert os.path.exists(path)
+    msgs = bytes(range(256)) * 16  # 64 messages of 64 bytes
+    with mmap.mmap(region.fileno(), 96 * 64) as m:
+        m[:len(msgs)] = msgs
+    assert server.hash_shared(region, 0, 64, 64, 4096, "sha256d") >= 64
+    digests = region.read(2048, 4096)
+    assert digests == b"".join(hashlib.sha256(hashlib.sha256(msgs[i:i + 64]).digest()).digest()
+                               for i in range(0, len(msgs), 64))
+    region.write(b"abc", 0)
+    server.hash_shared(region, 0, 1, 3, 64)
+    assert region.read(32, 64) == hashlib.sha256(b"abc").digest()
+    with pytest.raises(RuntimeError, match="InvalidArgument"):
+        server.hash_shared(region, 0, 64, 64, 96 * 64 - 16)  # digests past the region's end
+    server.release_shared_memory(region)
+    assert not os.path.exists(path)
+    with pytest.raises(ValueError):
+        region.read(1)
 
 
 def test_sm2_verdicts_from_lists(server):

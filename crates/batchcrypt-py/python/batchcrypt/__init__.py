@@ -29,6 +29,7 @@ from ._batchcrypt import (
     Engine,
     MsmBases,
     ProvingKey,
+    SharedMemory,
     __version__,
     backends,
     groth16_verify,
@@ -149,5 +150,5 @@ def groth16_prove(key, witness):
     return _engine().groth16_prove(key, witness)
 
 
-__all__ = ["AuthenticationError", "BlocksDir", "Client", "Engine", "MsmBases", "ProvingKey", "groth16_verify", "groth16_prove",
+__all__ = ["AuthenticationError", "BlocksDir", "Client", "Engine", "MsmBases", "ProvingKey", "SharedMemory", "groth16_verify", "groth16_prove",
            "msm", "ntt", "aes_xts_encrypt", "aes_xts_decrypt", "encrypt_file", "decrypt_file", "backends", "hardware", "sha256", "sha256_batch", "sha256_batch_var", "sha256d_64", "merkle_root", "verify_block", "verify_transactions", "verify_ecdsa_batch", "verify_schnorr_batch", "sm2_mul_base", "sm2_mul", "sm2_hash_to_curve_mul", "sm2_verify_batch", "sm3_batch", "__version__"]

@@ -221,6 +221,19 @@ class CircuitInfo(TypedDict):
     key_bytes: int
     proof_bytes: int
 
+class SharedMemory:
+    """A shared-memory region registered with a server on this machine (Client.shared_memory):
+    write items into it, name its spans in requests, read results from it. Its file is removed
+    when it is released or garbage-collected."""
+
+    @property
+    def id(self) -> int: ...
+    def write(self, data: _Bytes, offset: int = 0) -> None: ...
+    def read(self, length: int, offset: int = 0) -> bytes: ...
+    def fileno(self) -> int:
+        """The file's descriptor, to map it (mmap.mmap(region.fileno(), size)) and fill it in place."""
+        ...
+
 class Client:
     """A connection to a running `batchcrypt serve` (see docs/service.md). Verification calls
     return one entry per item: None where it is valid, else the reason it is not. Calls release
@@ -242,6 +255,20 @@ class Client:
     def hash(self, messages: _Rows, algorithm: Literal["sha256", "sha256d", "sm3"] = "sha256") -> List[bytes]: ...
     def hash_packed(self, data: _Bytes, message_len: int,
                     algorithm: Literal["sha256", "sha256d", "sm3"] = "sha256") -> bytes: ...
+    def shared_memory(self, name: str, size: int, dir: Optional[str] = None) -> SharedMemory:
+        """Creates the file batchcrypt-<name> of `size` bytes in `dir` (the server's --shared-memory
+        directory, /dev/shm by default) and registers it with the server, which must run on this
+        machine and as this user."""
+        ...
+    def release_shared_memory(self, region: SharedMemory) -> None:
+        """Unregisters the region and removes its file."""
+        ...
+    def hash_shared(self, region: SharedMemory, offset: int, count: int, message_len: int,
+                    digests_offset: int, algorithm: Literal["sha256", "sha256d", "sm3"] = "sha256") -> int:
+        """Hashes `count` messages of `message_len` bytes at `offset` of the region into it (32
+        bytes each from `digests_offset`); only the spans cross the connection. Returns the size
+        of the batch they ran in."""
+        ...
     def hash_packed_many(self, batches: Sequence[_Bytes], message_len: int,
                          algorithm: Literal["sha256", "sha256d", "sm3"] = "sha256") -> List[bytes]:
         """Many packed batches over one stream to the server: per batch its digests, back to back."""
