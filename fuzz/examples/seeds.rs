@@ -292,4 +292,9 @@ fn main() {
     write("serve_requests", "transactions", &req(6, &|v| txs.encode(v).unwrap()));
     let blk = proto::VerifyBlockRequest { block: raw_block.clone().into(), spent: spent_proto(&legacy_spent), network: proto::Network::Regtest as i32, height: 1, skip_proof_of_work: false };
     write("serve_requests", "block", &req(7, &|v| blk.encode(v).unwrap()));
+    let register = proto::RegisterSharedMemoryRequest { name: "batchcrypt-fuzz".into() };
+    write("serve_requests", "shared-register", &req(8, &|v| register.encode(v).unwrap()));
+    let span = |offset, length| proto::SharedSpan { region: 0, offset, length };
+    let shared = proto::HashRequest { algorithm: proto::HashAlgorithm::Sha256d as i32, messages_packed: Some(Column { data: Default::default(), width: 64, ends: vec![], shared: Some(span(0, 4096)) }), digests_to: Some(span(8192, 2048)), ..Default::default() };
+    write("serve_requests", "shared-hash", &req(9, &|v| shared.encode(v).unwrap()));
 }
