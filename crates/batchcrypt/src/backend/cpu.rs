@@ -233,6 +233,12 @@ pub fn par_copy(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
     // A pipeline chunk (a few MiB) spread over every core.
     const PIECE: usize = 1 << 18;
+    // Up to a MiB one core copies in about 0.1 ms; spread, the copy waits for the slowest of
+    // its pieces, and under load the other threads are often busy.
+    if src.len() <= 4 * PIECE {
+        dst.copy_from_slice(src);
+        return;
+    }
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));
