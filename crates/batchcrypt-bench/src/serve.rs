@@ -368,8 +368,8 @@ struct SharedSha256d {
 impl Streamed for SharedSha256d {
     type Q = HashRequest;
     type R = HashReply;
-    async fn open(mut c: Client) -> Stream<HashRequest, HashReply> {
-        c.hash_stream().await.expect("stream opens")
+    async fn open(c: Client) -> Stream<HashRequest, HashReply> {
+        Sha256dStreams::open(c).await
     }
     fn request(&self, c: usize) -> HashRequest {
         let (r, len) = (&self.regions[c], 64 * self.streams.per as u64);

@@ -352,10 +352,10 @@ impl Batched for Hash {
 /// (the dispatcher's choice for a lone batch where the CPU is as fast as the GPU from host
 /// memory) left the connections waiting; on half the cores the dispatcher weighs the GPU against
 /// what the batch can have. A batch itself runs on one of these threads, and its parallel copies
-/// (items joined, digests copied out of the GPU's staging) on the others, so after each batch only
-/// these threads, not every core's, search for more work: in a closed loop of small requests that
-/// search took 2-8 cores. Without a GPU, batches and
-/// connections share the cores evenly.
+/// (items joined; digests copied out of the GPU's staging, past 1 MiB) on the others, so after
+/// each batch only these threads, not every core's, search for more work: in a closed loop of
+/// small requests that search took 2-8 cores. Without a GPU, batches and connections share the
+/// cores evenly.
 static HASH_POOL: batchcrypt::backend::cpu::HalfPool =
     batchcrypt::backend::cpu::HalfPool::new("serve-hash", 1, usize::MAX);
 
