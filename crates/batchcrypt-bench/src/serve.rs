@@ -49,31 +49,6 @@ use std::time::{Duration, Instant};
 const GROUP: &str = "serve";
 const PER_REQUEST: usize = 256;
 
-/// Raises the open-files limit toward `want` (two descriptors per loopback connection, in one
-/// process with its server).
-fn raise_open_files(want: u64) -> u64 {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit write and read the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 1024;
-        }
-        if r.rlim_cur < want {
-            let raised = libc::rlimit {
-                rlim_cur: want.min(r.rlim_max),
-                rlim_max: r.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                r = raised;
-            }
-        }
-    }
-    r.rlim_cur
-}
-
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -91,7 +66,8 @@ fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
 /// One client per connection where the open-files limit allows, else clients share connections.
 /// Room is kept for a connection per client over each of the two transports.
 async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Result<Vec<Conn>> {
-    let limit = raise_open_files(4 * clients as u64 + 512);
+    // Two descriptors per loopback connection, in one process with its server.
+    let limit = batchcrypt_serve::raise_open_files(4 * clients as u64 + 512);
     let conns = clients.min(((limit.saturating_sub(256)) / 4).max(1) as usize);
     let mut pool = Vec::with_capacity(conns);
     for i in 0..conns {
@@ -675,8 +651,11 @@ async fn batched(
         // throughput): the latency while the server sustains it.
         let interval = Duration::from_secs_f64(s / 0.7);
         let label = "served over TCP, a stream per client, open loop at 0.7x the library's rate";
+        let before = stages(closed.metrics, "verify_ecdsa").await;
         let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
         paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
+        let after = stages(closed.metrics, "verify_ecdsa").await;
+        println!("  {}", stages_between(&before, &after));
     }
 
     if sha256d {
@@ -735,8 +714,11 @@ async fn batched(
         // The same streams paced at half the rate just served over TCP.
         let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
         let label = "served over TCP, a stream per client, open loop at half that rate";
+        let before = stages(closed.metrics, "hash").await;
         let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
         paced.report(rep, &case, &base, label, PER_REQUEST, 64);
+        let after = stages(closed.metrics, "hash").await;
+        println!("  {}", stages_between(&before, &after));
         // The same streams with their bytes in shared memory: a region per client.
         let mut regions = Vec::with_capacity(closed.clients);
         for (c, conn) in tcp.iter().enumerate() {
@@ -875,7 +857,7 @@ impl Closed {
             "  {transport}: latency per request p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
             1e3 * secs / self.rounds as f64
         );
-        println!("  {}", stages_between(before, after));
+        println!("  {}", stages_between(&before, &after));
         println!("  {cpu}");
         secs
     }
@@ -1014,36 +996,100 @@ async fn proofs(
     Ok(())
 }
 
-/// The server's own view of an operation, cumulative over its life: batches formed, the seconds
-/// they ran, and the requests' waits for their batch (count, seconds), from its metrics.
-async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> [f64; 4] {
-    let Some(m) = metrics else {
-        return [0.0; 4];
-    };
-    let text = http_get(m).await.unwrap_or_default();
-    let get = |name: &str, stage: &str| -> f64 {
-        let key = format!("{name}{{op=\"{op}\",stage=\"{stage}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&key))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0)
-    };
-    [
-        get("batchcrypt_stage_seconds_count", "run"),
-        get("batchcrypt_stage_seconds_sum", "run"),
-        get("batchcrypt_stage_seconds_count", "queue"),
-        get("batchcrypt_stage_seconds_sum", "queue"),
-    ]
+/// The server's own view of an operation, cumulative over its life, from its metrics: per stage
+/// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
+/// server) the count, the seconds, and the latency histogram's cumulative buckets.
+#[derive(Default)]
+struct Stages(std::collections::HashMap<&'static str, Stage>);
+
+#[derive(Default, Clone)]
+struct Stage {
+    count: f64,
+    sum: f64,
+    /// (upper bound in seconds, requests at or under it)
+    buckets: Vec<(f64, f64)>,
 }
 
-/// The server's view between two readings of [`stages`].
-fn stages_between(before: [f64; 4], after: [f64; 4]) -> String {
-    let d: Vec<f64> = (0..4).map(|i| after[i] - before[i]).collect();
+const STAGES: [&str; 3] = ["run", "queue", "total"];
+
+async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> Stages {
+    let Some(m) = metrics else {
+        return Stages::default();
+    };
+    parse_stages(&http_get(m).await.unwrap_or_default(), op)
+}
+
+fn parse_stages(text: &str, op: &str) -> Stages {
+    let mut out = Stages::default();
+    for stage in STAGES {
+        let labels = format!("{{op=\"{op}\",stage=\"{stage}\"");
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}{labels}}} ")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0)
+        };
+        // Written `..._bucket{le="0.0001",op="hash",stage="run"} 7`.
+        let rest = format!(",{}}} ", &labels[1..]);
+        let buckets = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("batchcrypt_stage_seconds_bucket{le=\""))
+            .filter_map(|l| {
+                let (le, l) = l.split_once('"')?;
+                let n = l.strip_prefix(&rest)?;
+                Some((le.parse().unwrap_or(f64::INFINITY), n.trim().parse().ok()?))
+            })
+            .collect();
+        out.0.insert(
+            stage,
+            Stage {
+                count: value("batchcrypt_stage_seconds_count"),
+                sum: value("batchcrypt_stage_seconds_sum"),
+                buckets,
+            },
+        );
+    }
+    out
+}
+
+/// The server's view between two readings of [`stages`]: batches, and per stage the mean and
+/// the bucket bound under which 99% of the requests fell (so where a tail arises: in the wait for
+/// a batch, the batch's run, or outside the server).
+fn stages_between(before: &Stages, after: &Stages) -> String {
+    let d = |stage: &str| -> Stage {
+        let (a, b) = (
+            after.0.get(stage).cloned().unwrap_or_default(),
+            before.0.get(stage).cloned().unwrap_or_default(),
+        );
+        Stage {
+            count: a.count - b.count,
+            sum: a.sum - b.sum,
+            buckets: a
+                .buckets
+                .iter()
+                .map(|&(le, n)| {
+                    let was = b.buckets.iter().find(|x| x.0 == le).map_or(0.0, |x| x.1);
+                    (le, n - was)
+                })
+                .collect(),
+        }
+    };
+    let p99 = |s: &Stage| -> f64 {
+        s.buckets
+            .iter()
+            .find(|&&(_, n)| n >= 0.99 * s.count)
+            .map_or(f64::NAN, |&(le, _)| le)
+    };
+    let (run, queue, total) = (d("run"), d("queue"), d("total"));
     format!(
-        "server: {:.0} batches, run {:.2} ms each on average; requests waited {:.2} ms for their batch on average",
-        d[0],
-        1e3 * d[1] / d[0].max(1.0),
-        1e3 * d[3] / d[2].max(1.0)
+        "server: {:.0} batches, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
+        run.count,
+        1e3 * run.sum / run.count.max(1.0),
+        1e3 * p99(&run),
+        1e3 * queue.sum / queue.count.max(1.0),
+        1e3 * p99(&queue),
+        1e3 * total.sum / total.count.max(1.0),
+        1e3 * p99(&total),
     )
 }
 
@@ -1116,4 +1162,30 @@ async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
     let mut out = String::new();
     s.read_to_string(&mut out).await?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_read_from_the_servers_metrics() {
+        let text = |runs: [u32; 3]| {
+            format!(
+                "batchcrypt_stage_seconds_sum{{op=\"hash\",stage=\"run\"}} 0.5\n\
+                 batchcrypt_stage_seconds_count{{op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.002\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"+Inf\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"verify_ecdsa\",stage=\"run\"}} 9\n",
+                runs[2], runs[0], runs[1], runs[2]
+            )
+        };
+        let before = parse_stages(&text([0, 0, 0]), "hash");
+        let after = parse_stages(&text([90, 99, 100]), "hash");
+        assert_eq!(after.0["run"].buckets.len(), 3);
+        let s = stages_between(&before, &after);
+        assert!(s.starts_with("server: 100 batches"), "{s}");
+        assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
+    }
 }

@@ -53,6 +53,10 @@ impl Drop for Server {
 }
 
 fn serve(data: &Path, port: u16, hold_ms: u64) -> Server {
+    serve_with(data, port, hold_ms, &[])
+}
+
+fn serve_with(data: &Path, port: u16, hold_ms: u64, more: &[&std::ffi::OsStr]) -> Server {
     let child = Command::new(bin())
         .args([
             "serve",
@@ -64,6 +68,7 @@ fn serve(data: &Path, port: u16, hold_ms: u64) -> Server {
         .arg("--data")
         .arg(data)
         .args(["--workers", "1"])
+        .args(more)
         .env("BATCHCRYPT_SERVE_HOLD_MS", hold_ms.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -204,24 +209,41 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
 }
 
 /// `batchcrypt client hash` and `verify-*` on files of more lines than a request holds: the lines
-/// go in requests over one stream, and every result comes back in the file's order; `ping`.
+/// go in requests over one stream, and every result comes back in the file's order; the same
+/// through shared memory; `ping`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let data = std::env::temp_dir().join(format!("batchcrypt-serve-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let shm = data.join("shm");
+    std::fs::create_dir_all(&shm).unwrap();
     let port = free_port();
-    let _server = serve(&data, port, 0);
+    let _server = serve_with(&data, port, 0, &["--shared-memory".as_ref(), shm.as_ref()]);
     connect(port).await;
+    let run = |per: &str, args: &[&str], file: &Path, shared: bool| {
+        let mut c = Command::new(bin());
+        c.args(["client", "--server", &format!("127.0.0.1:{port}")])
+            .args(["--per-request", per]);
+        if shared {
+            c.arg(format!("--shared-memory={}", shm.display()));
+        }
+        c.args(args).arg(file).output().unwrap()
+    };
+    // Each command through the connection, then through shared memory: the same lines.
     let client = |per: &str, args: &[&str], file: &Path| {
-        let o = Command::new(bin())
-            .args(["client", "--server", &format!("127.0.0.1:{port}")])
-            .args(["--per-request", per])
-            .args(args)
-            .arg(file)
-            .output()
-            .unwrap();
+        let o = run(per, args, file, false);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let shared = run(per, args, file, true);
+        assert!(
+            shared.status.success(),
+            "{}",
+            String::from_utf8_lossy(&shared.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&shared.stdout),
+            String::from_utf8_lossy(&o.stdout),
+            "{args:?} through shared memory"
+        );
         String::from_utf8(o.stdout).unwrap()
     };
 
@@ -302,6 +324,21 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let file = data.join("schnorr.txt");
     std::fs::write(&file, lines.join("\n")).unwrap();
     check(client("3", &["verify-schnorr"], &file), 20, &|i| i % 4 != 1);
+
+    // Every region was released, its file removed; a directory the server does not use is
+    // refused with a hint.
+    let left: Vec<_> = std::fs::read_dir(&shm).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let o = Command::new(bin())
+        .args(["client", "--server", &format!("127.0.0.1:{port}")])
+        .arg(format!("--shared-memory={}", data.display()))
+        .args(["hash", "--lines"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("started with --shared-memory"), "{err}");
 
     // Round trips that compute nothing; a reply over the echo's limit is refused with a reason.
     let ping = |args: &[&str]| {

@@ -662,6 +662,58 @@ pub fn shared_hash_request(
     }
 }
 
+/// A request whose lists can travel as packed columns, and so through shared memory
+/// ([`SharedMemory::share`]).
+pub trait PackedColumns {
+    /// The request's packed columns, set or not.
+    fn packed_columns(&mut self) -> Vec<&mut Option<Column>>;
+
+    /// Bytes its set columns carry.
+    fn packed_bytes(&mut self) -> u64 {
+        self.packed_columns()
+            .into_iter()
+            .flatten()
+            .map(|c| c.data.len() as u64)
+            .sum()
+    }
+}
+
+impl PackedColumns for HashRequest {
+    fn packed_columns(&mut self) -> Vec<&mut Option<Column>> {
+        vec![&mut self.messages_packed]
+    }
+}
+
+impl PackedColumns for VerifyEcdsaRequest {
+    fn packed_columns(&mut self) -> Vec<&mut Option<Column>> {
+        vec![
+            &mut self.hashes_packed,
+            &mut self.signatures_packed,
+            &mut self.public_keys_packed,
+        ]
+    }
+}
+
+impl PackedColumns for VerifySchnorrRequest {
+    fn packed_columns(&mut self) -> Vec<&mut Option<Column>> {
+        vec![
+            &mut self.messages_packed,
+            &mut self.signatures_packed,
+            &mut self.public_keys_packed,
+        ]
+    }
+}
+
+impl PackedColumns for VerifySm2Request {
+    fn packed_columns(&mut self) -> Vec<&mut Option<Column>> {
+        vec![
+            &mut self.messages_packed,
+            &mut self.signatures_packed,
+            &mut self.public_keys_packed,
+        ]
+    }
+}
+
 /// A registered shared-memory region ([`Client::shared_memory`]): its file, which this client
 /// writes requests' data into and reads results from. Dropping it removes the file (the server
 /// keeps its own handle until the region is unregistered).
@@ -684,6 +736,24 @@ impl SharedMemory {
             offset,
             length,
         }
+    }
+
+    /// The bytes of `request`'s packed columns written into the region from `offset` on, one
+    /// after another, and the columns naming them there in place of carrying them. Gives the
+    /// offset after them.
+    pub fn share<R: PackedColumns>(
+        &self,
+        request: &mut R,
+        mut offset: u64,
+    ) -> std::io::Result<u64> {
+        for col in request.packed_columns().into_iter().flatten() {
+            let len = col.data.len() as u64;
+            self.write_at(&col.data, offset)?;
+            col.data = bytes::Bytes::new();
+            col.shared = Some(self.span(offset, len));
+            offset += len;
+        }
+        Ok(offset)
     }
 
     pub fn write_at(&self, data: &[u8], offset: u64) -> std::io::Result<()> {

@@ -27,6 +27,7 @@ pub mod proto {
 }
 
 pub use client::Client;
+pub use io::raise_open_files;
 pub use server::{start, Running, ServerConfig};
 
 // HTTP/2 flow control and framing, the same on both ends. h2's defaults (64 KiB windows, 16 KiB

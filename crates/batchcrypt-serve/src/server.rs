@@ -160,6 +160,7 @@ impl Running {
 /// own ([`crate::shards`]), the batchers, the prover and the metrics on the current tokio runtime.
 pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running, String> {
     config.check_exposure()?;
+    crate::io::raise_open_files(crate::io::OPEN_FILES_WANTED);
     // Before anything starts: a refused socket leaves nothing running.
     let unix = match &config.unix_socket {
         Some(path) => Some(bind_unix(path)?),
@@ -675,7 +676,7 @@ impl Service {
             shared: config
                 .shared_memory
                 .clone()
-                .map(crate::shared::Regions::new),
+                .map(|dir| crate::shared::Regions::new(dir, crate::io::open_files_limit())),
             ok_calls: Op::ALL
                 .iter()
                 .map(|op| {

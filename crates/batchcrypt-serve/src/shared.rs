@@ -23,13 +23,15 @@ pub const DEFAULT_DIR: &str = "/dev/shm";
 /// Names a region's file must start with: the server opens nothing else in the directory.
 pub const PREFIX: &str = "batchcrypt-";
 
-/// Regions registered at once (each holds a file open).
+/// Regions registered at once: each holds a file open, so at most a quarter of the open-files
+/// limit (the connections need the rest), and never more than this.
 const MAX_REGIONS: usize = 1 << 16;
 
 /// The registered regions of one server.
 pub(crate) struct Regions {
     dir: PathBuf,
     open: Mutex<HashMap<u64, Region>>,
+    max: usize,
 }
 
 #[derive(Clone)]
@@ -40,10 +42,12 @@ struct Region {
 }
 
 impl Regions {
-    pub(crate) fn new(dir: PathBuf) -> Self {
+    /// Regions of files in `dir`, for a process allowed `open_files` descriptors.
+    pub(crate) fn new(dir: PathBuf, open_files: u64) -> Self {
         Regions {
             dir,
             open: Mutex::default(),
+            max: usize::try_from(open_files / 4).map_or(MAX_REGIONS, |n| n.clamp(1, MAX_REGIONS)),
         }
     }
 
@@ -93,9 +97,10 @@ impl Regions {
             size: meta.len(),
         };
         let mut open = self.open.lock().expect("regions");
-        if open.len() >= MAX_REGIONS {
+        if open.len() >= self.max {
             return Err(Status::resource_exhausted(format!(
-                "{MAX_REGIONS} shared-memory regions are registered: unregister some first"
+                "{} shared-memory regions are registered, as many as this server's open-files limit allows: unregister some first",
+                self.max
             )));
         }
         let id = loop {

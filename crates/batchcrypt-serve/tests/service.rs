@@ -957,6 +957,24 @@ async fn shared_memory_carries_requests_and_digests() {
     for (g, w) in verdicts.iter().zip(&want) {
         assert_eq!(g.is_ok(), w.is_ok());
     }
+    // A whole request's columns moved into the region by the client: the same verdicts.
+    let mut request = batchcrypt_serve::client::ecdsa_request(
+        EcdsaCurve::Secp256k1,
+        &s.hashes,
+        &s.der,
+        &s.keys,
+        SigFormat::Der,
+        false,
+    );
+    let end = region.share(&mut request, 0).unwrap();
+    assert!(end > 32 * 40 && end <= 8192, "{end}");
+    assert!(request.signatures_packed.as_ref().unwrap().data.is_empty());
+    let reply = bounded(client.raw().verify_ecdsa(request)).await.unwrap();
+    let shared: Vec<_> = batchcrypt_serve::client::verdicts(reply.into_inner())
+        .into_iter()
+        .map(|v| v.map_err(|e| e.to_string()))
+        .collect();
+    assert_eq!(shared, verdicts);
 
     // Bad spans and names: clear codes, nothing read or written.
     let hash = |input: SharedSpan, output: Option<SharedSpan>, data: &[u8]| HashRequest {

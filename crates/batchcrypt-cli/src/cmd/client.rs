@@ -3,19 +3,20 @@
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
-    column, ecdsa_request, schnorr_request, verdicts, Client, Options, Stream,
+    column, ecdsa_request, schnorr_request, verdicts, Client, Options, PackedColumns, SharedMemory,
+    Stream,
 };
 use batchcrypt_serve::proto::{
-    EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
+    Column, EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 #[command(
     about = "Call a running `batchcrypt serve`",
-    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client --shared-memory hash --double --lines ids.txt   (a server on this machine started with --shared-memory)\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
     /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
@@ -38,6 +39,12 @@ pub struct Args {
     /// results print in order as their replies come.
     #[arg(long, global = true, default_value_t = 16384, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     per_request: usize,
+    /// For `hash` and `verify-*` with a server on this machine started with `--shared-memory`:
+    /// the file's items (and the digests) pass through one shared-memory region in DIR
+    /// (default /dev/shm, the server's default) instead of the connection, which then carries
+    /// only where they lie. Written `--shared-memory` or `--shared-memory=DIR`.
+    #[arg(long, global = true, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = batchcrypt_serve::shared::DEFAULT_DIR)]
+    shared_memory: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -193,6 +200,40 @@ fn requests(n: usize, per: usize) -> impl Iterator<Item = std::ops::Range<usize>
     (0..n).step_by(per).map(move |s| s..(s + per).min(n))
 }
 
+/// The requests, sent as they are or, with `--shared-memory` (`dir`), with their columns moved
+/// into one new region registered with the server, `extra` bytes left after them (where
+/// digests go), and where those begin.
+async fn maybe_shared<'a, Q: PackedColumns + 'a>(
+    c: &mut Client,
+    dir: Option<&Path>,
+    requests: impl Iterator<Item = Q> + 'a,
+    extra: u64,
+) -> Result<(
+    Box<dyn Iterator<Item = Q> + 'a>,
+    Option<(SharedMemory, u64)>,
+)> {
+    let Some(dir) = dir else {
+        return Ok((Box::new(requests), None));
+    };
+    let mut requests: Vec<Q> = requests.collect();
+    let size = requests.iter_mut().map(|r| r.packed_bytes()).sum::<u64>() + extra;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("client-{}-{nanos}", std::process::id());
+    let region = c
+        .shared_memory(dir, &name, size.max(1))
+        .await
+        .context("--shared-memory: is the server on this machine, started with --shared-memory on the same directory?")?;
+    let mut at = 0;
+    for r in &mut requests {
+        at = region
+            .share(r, at)
+            .with_context(|| format!("writing shared memory in {}", dir.display()))?;
+    }
+    Ok((Box::new(requests.into_iter()), Some((region, at))))
+}
+
 fn write_proof(
     reply: &batchcrypt_serve::proto::ProofReply,
     proof: &std::path::Path,
@@ -287,19 +328,54 @@ pub fn run(a: &Args) -> Result<()> {
                     (true, _) => HashAlgorithm::Sha256d,
                     _ => HashAlgorithm::Sha256,
                 };
-                let sent = requests(msgs.len(), per).map(|r| HashRequest {
+                let n = msgs.len();
+                let packed: Vec<Column> =
+                    requests(n, per).map(|r| column(&msgs[r])).collect();
+                drop(msgs);
+                drop(text);
+                let sent = packed.into_iter().map(move |col| HashRequest {
                     algorithm: alg as i32,
                     messages: Vec::new(),
-                    messages_packed: Some(column(&msgs[r])),
+                    messages_packed: Some(col),
                     digests_to: None,
                 });
+                let dir = a.shared_memory.as_deref();
+                let (sent, shared) = maybe_shared(&mut c, dir, sent, 32 * n as u64).await?;
+                // Digests go to the region after the messages, each request's at its items'
+                // place; each reply then says only that they are there.
+                let sent = sent.zip(requests(n, per)).map(|(mut r, items)| {
+                    if let Some((region, at)) = &shared {
+                        let span = 32 * items.start as u64..32 * items.end as u64;
+                        r.digests_to = Some(region.span(at + span.start, span.end - span.start));
+                    }
+                    r
+                });
+                let mut printed = 0;
+                let mut failed = None;
                 let print = |reply: HashReply| {
-                    for d in reply.packed_digests.chunks(32) {
+                    let digests = match &shared {
+                        None => reply.packed_digests.to_vec(),
+                        Some((region, at)) => {
+                            let mut d = vec![0u8; 32 * per.min(n - printed)];
+                            if let Err(e) = region.read_at(&mut d, at + 32 * printed as u64) {
+                                failed.get_or_insert(e);
+                            }
+                            d
+                        }
+                    };
+                    for d in digests.chunks(32) {
                         println!("{}", hex::encode(d));
                     }
-                    reply.packed_digests.len() / 32
+                    printed += digests.len() / 32;
+                    digests.len() / 32
                 };
-                print_replies(c.hash_stream().await?, sent, msgs.len(), per, print).await?;
+                print_replies(c.hash_stream().await?, sent, n, per, print).await?;
+                if let Some(e) = failed {
+                    bail!("reading the digests from shared memory: {e}");
+                }
+                if let Some((region, _)) = shared {
+                    c.release_shared_memory(region).await?;
+                }
             }
             Command::VerifyEcdsa {
                 file,
@@ -326,8 +402,13 @@ pub fn run(a: &Args) -> Result<()> {
                 let sent = requests(rows.len(), per).map(|r| {
                     ecdsa_request(curve, &hashes[r.clone()], &sigs[r.clone()], &keys[r], format, false)
                 });
+                let dir = a.shared_memory.as_deref();
+                let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
                 let stream = c.verify_ecdsa_stream().await?;
                 print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
+                if let Some((region, _)) = shared {
+                    c.release_shared_memory(region).await?;
+                }
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
@@ -335,8 +416,13 @@ pub fn run(a: &Args) -> Result<()> {
                 let (msgs, sigs, keys) = (col(0), col(1), col(2));
                 let sent = requests(rows.len(), per)
                     .map(|r| schnorr_request(&msgs[r.clone()], &sigs[r.clone()], &keys[r]));
+                let dir = a.shared_memory.as_deref();
+                let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
                 let stream = c.verify_schnorr_stream().await?;
                 print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
+                if let Some((region, _)) = shared {
+                    c.release_shared_memory(region).await?;
+                }
             }
             Command::Register { zkey, name } => {
                 let bytes =
