@@ -156,17 +156,26 @@ const BLOCK: usize = 1024;
 /// Items per block copied from items encoded before: a batch's chunk is then one or a few tasks,
 /// which a pool busy with other work (a server's requests) still runs without long waits.
 const COPY_BLOCK: usize = 8192;
+/// Items encoded before fill a chunk of up to this many bytes on the calling thread: copies into
+/// page-locked staging run at about 6 GB/s on one core, and spread over a pool that a loaded
+/// server keeps busy the chunk waited for its slowest piece (a served batch's 4.9 MB fill took
+/// 0.9 ms on average, 1.6 ms at p90).
+const SERIAL_COPY_BYTES: usize = 4 << 20;
 
 /// Encodes items `first..first + reasons.len()` into `dst`, in parallel over blocks. Each block
 /// is encoded in cached memory, then copied into `dst` in order: `dst` is write-combined staging,
 /// written best sequentially in whole lines, and the encoders write items of 164 bytes piecewise;
-/// items encoded before are copied into `dst` directly.
+/// items encoded before are copied into `dst` directly (on this thread up to
+/// [`SERIAL_COPY_BYTES`]).
 pub(crate) fn fill_parallel<F: FillItems>(
     dst: &mut [u8],
     reasons: &mut [Option<Reason>],
     first: usize,
     fill: &F,
 ) {
+    if F::COPIES && dst.len() <= SERIAL_COPY_BYTES {
+        return fill.fill(first, dst, reasons);
+    }
     if F::COPIES {
         return dst
             .par_chunks_mut(COPY_BLOCK * ITEM_BYTES)
@@ -611,6 +620,42 @@ mod tests {
                         assert_eq!(reasons[k], v.is_multiple_of(3).then_some(Reason::BadDer));
                     }
                 }
+            }
+        }
+    }
+
+    /// A chunk filled from pieces on this thread (small) and over the pool (large) holds the
+    /// same items.
+    #[test]
+    fn pieces_fill_a_chunk_serially_or_in_parallel_alike() {
+        let per = 1000;
+        let pieces: Vec<Encoded> = (0..40)
+            .map(|i| Encoded {
+                bytes: (0..per * ITEM_BYTES)
+                    .map(|b| (b / ITEM_BYTES + i * 7) as u8)
+                    .collect(),
+                reasons: (0..per)
+                    .map(|k| (k % 5 == i % 5).then_some(Reason::BadDer))
+                    .collect(),
+            })
+            .collect();
+        let refs: Vec<&Encoded> = pieces.iter().collect();
+        let total = per * pieces.len();
+        assert!(total * ITEM_BYTES > SERIAL_COPY_BYTES);
+        for (offset, n) in [(0, 10), (999, 2000), (0, total), (17, total - 17)] {
+            let fill = from_pieces(&refs, offset, n).unwrap();
+            let mut bytes = vec![0xffu8; n * ITEM_BYTES];
+            let mut reasons = vec![Some(Reason::HighS); n];
+            fill_parallel(&mut bytes, &mut reasons, 0, &fill);
+            for k in 0..n {
+                let (p, at) = ((offset + k) / per, (offset + k) % per);
+                let item = &pieces[p].bytes[at * ITEM_BYTES..(at + 1) * ITEM_BYTES];
+                assert_eq!(
+                    &bytes[k * ITEM_BYTES..(k + 1) * ITEM_BYTES],
+                    item,
+                    "{offset} + {k}"
+                );
+                assert_eq!(reasons[k], pieces[p].reasons[at]);
             }
         }
     }
