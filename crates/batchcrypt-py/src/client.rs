@@ -3,12 +3,12 @@
 
 use super::{input, sig_format, Items};
 use batchcrypt_serve::client::{
-    column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, Options,
+    column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, Options, PackedColumns,
 };
 use batchcrypt_serve::proto::{
     Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest, VerifySchnorrRequest,
 };
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -33,6 +33,20 @@ impl SharedMemory {
     fn get(&self) -> PyResult<&batchcrypt_serve::client::SharedMemory> {
         self.0.as_ref().ok_or_else(released)
     }
+}
+
+/// A verification call's `shared=(region, offset)`: where its columns go instead of the message.
+type SharedAt<'py> = Option<(PyRef<'py, SharedMemory>, u64)>;
+
+/// Moves `request`'s columns into the region of `shared`, from its offset on, where one is given.
+fn put_shared<R: PackedColumns>(request: &mut R, shared: &SharedAt<'_>) -> PyResult<()> {
+    if let Some((region, offset)) = shared {
+        region
+            .get()?
+            .share(request, *offset)
+            .map_err(|e| PyOSError::new_err(format!("writing the shared-memory region: {e}")))?;
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -245,7 +259,9 @@ impl Client {
 
     /// ECDSA over 32-byte hashes on secp256k1 or P-256 ("p256"); per item None (valid) or the
     /// reason it is not.
-    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1"))]
+    /// With `shared=(region, offset)` the items go through a shared-memory region from `offset`
+    /// on (as many bytes as they hold) instead of the message.
+    #[pyo3(signature = (hashes, sigs, pubkeys, format = "der", require_low_s = false, curve = "secp256k1", shared = None))]
     fn verify_ecdsa(
         &self,
         py: Python<'_>,
@@ -255,9 +271,11 @@ impl Client {
         format: &str,
         require_low_s: bool,
         curve: &str,
+        shared: SharedAt<'_>,
     ) -> PyResult<Vec<Option<String>>> {
         let (format, curve) = (sig_format(format)?, super::ecdsa_curve(curve)?);
-        let request = ecdsa_of(curve, (hashes, sigs, pubkeys), format, require_low_s)?;
+        let mut request = ecdsa_of(curve, (hashes, sigs, pubkeys), format, require_low_s)?;
+        put_shared(&mut request, &shared)?;
         let v = self.call(py, |c| {
             Box::pin(async move { c.verify_ecdsa_request(request).await })
         })?;
@@ -289,15 +307,19 @@ impl Client {
         Ok(v.into_iter().map(verdicts).collect())
     }
 
-    /// BIP340 over messages of any length; per item None (valid) or the reason.
+    /// BIP340 over messages of any length; per item None (valid) or the reason. `shared` as
+    /// for [`Client.verify_ecdsa`].
+    #[pyo3(signature = (msgs, sigs, pubkeys, shared = None))]
     fn verify_schnorr(
         &self,
         py: Python<'_>,
         msgs: &Bound<'_, PyAny>,
         sigs: &Bound<'_, PyAny>,
         pubkeys: &Bound<'_, PyAny>,
+        shared: SharedAt<'_>,
     ) -> PyResult<Vec<Option<String>>> {
-        let request = schnorr_of((msgs, sigs, pubkeys))?;
+        let mut request = schnorr_of((msgs, sigs, pubkeys))?;
+        put_shared(&mut request, &shared)?;
         let v = self.call(py, |c| {
             Box::pin(async move { c.verify_schnorr_request(request).await })
         })?;
@@ -321,8 +343,9 @@ impl Client {
         Ok(v.into_iter().map(verdicts).collect())
     }
 
-    /// SM2 over messages with the signers' identifier (None: GM/T 0009's default).
-    #[pyo3(signature = (msgs, sigs, pubkeys, id = None, format = "der"))]
+    /// SM2 over messages with the signers' identifier (None: GM/T 0009's default). `shared` as
+    /// for [`Client.verify_ecdsa`].
+    #[pyo3(signature = (msgs, sigs, pubkeys, id = None, format = "der", shared = None))]
     fn verify_sm2(
         &self,
         py: Python<'_>,
@@ -331,17 +354,19 @@ impl Client {
         pubkeys: &Bound<'_, PyAny>,
         id: Option<Vec<u8>>,
         format: &str,
+        shared: SharedAt<'_>,
     ) -> PyResult<Vec<Option<String>>> {
         let (msgs, sigs, keys) = (Items::new(msgs)?, Items::new(sigs)?, Items::new(pubkeys)?);
         let id = id.unwrap_or_else(|| batchcrypt::sm2::verify::DEFAULT_ID.to_vec());
         // Packed here, each list joined once; the call owns the request.
-        let request = sm2_request(
+        let mut request = sm2_request(
             &msgs.slices("msgs")?,
             &sigs.slices("sigs")?,
             &keys.slices("pubkeys")?,
             &id,
             sig_format(format)?,
         );
+        put_shared(&mut request, &shared)?;
         let v = self.call(py, |c| {
             Box::pin(async move { c.verify_sm2_request(request).await })
         })?;

@@ -85,6 +85,21 @@ def test_hashes_through_shared_memory(server):
     assert region.read(32, 64) == hashlib.sha256(b"abc").digest()
     with pytest.raises(RuntimeError, match="InvalidArgument"):
         server.hash_shared(region, 0, 64, 64, 96 * 64 - 16)  # digests past the region's end
+    # Verification requests' items through the region: the verdicts of the same items sent.
+    key = bytes.fromhex("F9308A019258C31049344F85F89D5229B531C845836F99B08601F113BCE036F9")
+    sig = bytes.fromhex("E907831F80848D1069A5371B402410364BDF1C5F8307B0084C55F1CE2DCA8215"
+                        "25F66A4A85EA8B71E482A74F382D2CE5EBEEE8FDB2172F477DF4900D310536C0")
+    items = ([bytes(32)] * 3, [sig, sig[:-1] + b"\x00", sig[:63]], [key] * 3)
+    sent = server.verify_schnorr(*items)
+    assert sent[0] is None and sent[1] and sent[2]
+    assert server.verify_schnorr(*items, shared=(region, 100)) == sent
+    from test_sm2 import PUB, R, S, der
+    sm2 = ([b"message digest", b"message digesT"], [der(R, S)] * 2, [b"\x04" + PUB] * 2)
+    got = server.verify_sm2(*sm2)
+    assert got[0] is None and got[1]
+    assert server.verify_sm2(*sm2, shared=(region, 0)) == got
+    with pytest.raises(RuntimeError, match="InvalidArgument"):
+        server.verify_schnorr(*items, shared=(region, 96 * 64 - 10))  # past the registered size
     server.release_shared_memory(region)
     assert not os.path.exists(path)
     with pytest.raises(ValueError):
