@@ -234,6 +234,14 @@ async fn maybe_shared<'a, Q: PackedColumns + 'a>(
     Ok((Box::new(requests.into_iter()), Some((region, at))))
 }
 
+/// Unregisters the region [`maybe_shared`] made, if it made one, and removes its file.
+async fn release(c: &mut Client, shared: Option<(SharedMemory, u64)>) -> Result<()> {
+    if let Some((region, _)) = shared {
+        c.release_shared_memory(region).await?;
+    }
+    Ok(())
+}
+
 fn write_proof(
     reply: &batchcrypt_serve::proto::ProofReply,
     proof: &std::path::Path,
@@ -373,9 +381,7 @@ pub fn run(a: &Args) -> Result<()> {
                 if let Some(e) = failed {
                     bail!("reading the digests from shared memory: {e}");
                 }
-                if let Some((region, _)) = shared {
-                    c.release_shared_memory(region).await?;
-                }
+                release(&mut c, shared).await?;
             }
             Command::VerifyEcdsa {
                 file,
@@ -406,9 +412,7 @@ pub fn run(a: &Args) -> Result<()> {
                 let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
                 let stream = c.verify_ecdsa_stream().await?;
                 print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
-                if let Some((region, _)) = shared {
-                    c.release_shared_memory(region).await?;
-                }
+                release(&mut c, shared).await?;
             }
             Command::VerifySchnorr { file } => {
                 let rows = hex_lines(file, 3)?;
@@ -420,9 +424,7 @@ pub fn run(a: &Args) -> Result<()> {
                 let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
                 let stream = c.verify_schnorr_stream().await?;
                 print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
-                if let Some((region, _)) = shared {
-                    c.release_shared_memory(region).await?;
-                }
+                release(&mut c, shared).await?;
             }
             Command::Register { zkey, name } => {
                 let bytes =

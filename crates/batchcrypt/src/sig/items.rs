@@ -173,10 +173,10 @@ pub(crate) fn fill_parallel<F: FillItems>(
     first: usize,
     fill: &F,
 ) {
-    if F::COPIES && dst.len() <= SERIAL_COPY_BYTES {
-        return fill.fill(first, dst, reasons);
-    }
     if F::COPIES {
+        if dst.len() <= SERIAL_COPY_BYTES {
+            return fill.fill(first, dst, reasons);
+        }
         return dst
             .par_chunks_mut(COPY_BLOCK * ITEM_BYTES)
             .zip(reasons.par_chunks_mut(COPY_BLOCK))
