@@ -297,4 +297,35 @@ fn main() {
     let span = |offset, length| proto::SharedSpan { region: 0, offset, length };
     let shared = proto::HashRequest { algorithm: proto::HashAlgorithm::Sha256d as i32, messages_packed: Some(Column { data: Default::default(), width: 64, ends: vec![], shared: Some(span(0, 4096)) }), digests_to: Some(span(8192, 2048)), ..Default::default() };
     write("serve_requests", "shared-hash", &req(9, &|v| shared.encode(v).unwrap()));
+
+    // The frames wire: mode 0 (the harness opens with the magic and a hello), then frames of
+    // each operation, one refused, and a header over the limit.
+    let frame = |id: u32, tag: u8, body: &[u8]| {
+        let mut f = (body.len() as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(&id.to_le_bytes());
+        f.push(tag);
+        f.extend_from_slice(body);
+        f
+    };
+    let enc = |m: &dyn Fn(&mut Vec<u8>)| {
+        let mut v = Vec::new();
+        m(&mut v);
+        v
+    };
+    let echo = proto::EchoRequest { payload: b"ping".to_vec().into(), reply_bytes: 8 };
+    let calls = [
+        frame(1, 1, &enc(&|v| packed.encode(v).unwrap())),
+        frame(2, 2, &enc(&|v| schnorr.encode(v).unwrap())),
+        frame(3, 3, &enc(&|v| sm2.encode(v).unwrap())),
+        frame(4, 4, &enc(&|v| hash.encode(v).unwrap())),
+        frame(5, 5, &enc(&|v| hash_mul.encode(v).unwrap())),
+        frame(6, 6, &enc(&|v| mul.encode(v).unwrap())),
+        frame(7, 7, &enc(&|v| echo.encode(v).unwrap())),
+        frame(8, 99, b"no such operation"),
+    ]
+    .concat();
+    write("serve_frames", "every-operation", &[&[0u8][..], &calls].concat());
+    write("serve_frames", "no-hello", &[&[2u8][..], &frame(1, 7, &enc(&|v| echo.encode(v).unwrap()))].concat());
+    write("serve_frames", "over-the-limit", &[&[0u8][..], &(1u32 << 20).to_le_bytes(), &[1, 0, 0, 0, 4]].concat());
+    write("serve_frames", "raw-magic", &[&[1u8][..], b"BCFRAME1", &frame(0, 0, b"token")].concat());
 }

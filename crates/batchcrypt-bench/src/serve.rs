@@ -5,10 +5,12 @@
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
 //! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket,
 //! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
-//! also with the clients sharing a connection per client thread; then open
-//! loops over TCP, each client sending on schedule whatever the replies: ECDSA calls at half the
-//! rate just served, ECDSA over streams at 0.7x of the library's own rate, SHA256d over streams
-//! at half their served rate; last, SHA256d's streams echoed (the same bytes each way, nothing
+//! also with the clients sharing a connection per client thread; and over the server's frames
+//! socket (the same messages without HTTP/2), a connection per client and one per client thread;
+//! then open loops, each client sending on schedule whatever the replies: ECDSA calls over TCP at
+//! half the rate just served, ECDSA over TCP streams and over frames at 0.7x of the library's own
+//! rate, SHA256d over streams at half their served rate; last, SHA256d's requests echoed over
+//! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
 //! carry). The served rate is all items over the wall time; the baseline is
 //! one library call on the C × 256 items of a round. Latency is each request's, send to reply.
@@ -37,11 +39,13 @@ use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{BackendChoice, Engine};
 use batchcrypt_serve::client::Stream;
 use batchcrypt_serve::client::{ecdsa_request, Client};
+use batchcrypt_serve::frames::Framed;
 use batchcrypt_serve::proto::{
     EcdsaCurve, EchoReply, EchoRequest, HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest,
     VerifyReply,
 };
 use batchcrypt_serve::shards::Shards;
+use batchcrypt_serve::FramesClient;
 use batchcrypt_serve::ServerConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,19 +68,50 @@ fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// One client per connection where the open-files limit allows, else clients share connections.
-/// Room is kept for a connection per client over each of the two transports.
+/// Room is kept for a connection per client over each of the three transports.
 async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Result<Vec<Conn>> {
-    // Two descriptors per loopback connection, in one process with its server.
-    let limit = batchcrypt_serve::raise_open_files(4 * clients as u64 + 512);
-    let conns = clients.min(((limit.saturating_sub(256)) / 4).max(1) as usize);
+    let addr = addr.to_string();
+    connect_each(clients, on, move || {
+        let addr = addr.clone();
+        async move { Client::connect(&addr).await }
+    })
+    .await
+}
+
+/// One frames connection per client where the open-files limit allows ([`connect_clients`]).
+async fn connect_frames(
+    path: &std::path::Path,
+    clients: usize,
+    on: &Shards,
+) -> anyhow::Result<Vec<Conn<FramesClient>>> {
+    let path = path.to_path_buf();
+    connect_each(clients, on, move || {
+        let path = path.clone();
+        async move { FramesClient::connect(&path, None).await }
+    })
+    .await
+}
+
+/// `clients` clients, each connected by `connect` on its client thread where the open-files
+/// limit allows a connection each, else sharing them.
+async fn connect_each<C, F, Fut>(
+    clients: usize,
+    on: &Shards,
+    connect: F,
+) -> anyhow::Result<Vec<Conn<C>>>
+where
+    C: Clone + Send + 'static,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<C, String>> + Send + 'static,
+{
+    // Two descriptors per loopback connection, in one process with its server; three transports.
+    let limit = batchcrypt_serve::raise_open_files(6 * clients as u64 + 512);
+    let conns = clients.min(((limit.saturating_sub(256)) / 6).max(1) as usize);
     let mut pool = Vec::with_capacity(conns);
     for i in 0..conns {
         // A connection's tasks live on the runtime it was made on: its client's thread.
         let rt = on.handle(i).clone();
-        let addr = addr.to_string();
-        let client = rt
-            .spawn(async move { Client::connect(&addr).await })
-            .await?;
+        let client = rt.spawn(connect()).await?;
         pool.push(Conn {
             client: client.map_err(anyhow::Error::msg)?,
             rt,
@@ -90,7 +125,7 @@ async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Res
 
 /// `conns`' clients (connection `i` made on client thread `i`, see [`connect_clients`]) over
 /// the first connection of each of `threads` threads: client `c` on thread `c % threads`.
-fn share_per_thread(conns: &[Conn], threads: usize) -> Vec<Conn> {
+fn share_per_thread<C: Clone>(conns: &[Conn<C>], threads: usize) -> Vec<Conn<C>> {
     let k = threads.clamp(1, conns.len().max(1));
     (0..conns.len()).map(|c| conns[c % k].clone()).collect()
 }
@@ -99,16 +134,21 @@ fn share_per_thread(conns: &[Conn], threads: usize) -> Vec<Conn> {
 /// are spread over threads as separate client processes would be over cores, each connection's
 /// tasks on one thread.
 #[derive(Clone)]
-struct Conn {
-    client: Client,
+struct Conn<C = Client> {
+    client: C,
     rt: tokio::runtime::Handle,
 }
 
 /// Runs `rounds` closed-loop rounds of every client's request; returns (seconds, latencies,
 /// mean items per batch formed).
-async fn closed_loop<F, Fut>(clients: Vec<Conn>, rounds: usize, call: F) -> (f64, Vec<f64>, f64)
+async fn closed_loop<C, F, Fut>(
+    clients: Vec<Conn<C>>,
+    rounds: usize,
+    call: F,
+) -> (f64, Vec<f64>, f64)
 where
-    F: Fn(Client, usize) -> Fut + Clone + Send + 'static,
+    C: Clone + Send + 'static,
+    F: Fn(C, usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = u64> + Send,
 {
     let t = Instant::now();
@@ -141,9 +181,15 @@ where
 
 /// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
 /// evenly over one interval), whether or not its earlier ones were answered.
-async fn open_loop<F, Fut>(clients: Vec<Conn>, rounds: usize, interval: Duration, call: F) -> Paced
+async fn open_loop<C, F, Fut>(
+    clients: Vec<Conn<C>>,
+    rounds: usize,
+    interval: Duration,
+    call: F,
+) -> Paced
 where
-    F: Fn(Client, usize) -> Fut + Clone + Send + Sync + 'static,
+    C: Clone + Send + 'static,
+    F: Fn(C, usize) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = u64> + Send + 'static,
 {
     let t = Instant::now();
@@ -420,6 +466,28 @@ fn stream_call<S: Streamed>(
     }
 }
 
+/// A closed or open loop's call over a frames connection: client `c`'s request of `calls`, the
+/// reply checked; the batch it was served in.
+fn framed_call<S>(
+    calls: S,
+) -> impl Fn(FramesClient, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
+       + Clone
+       + Send
+       + Sync
+       + 'static
+where
+    S: Streamed,
+    S::Q: Framed<Reply = S::R>,
+{
+    move |client: FramesClient, c: usize| {
+        let calls = calls.clone();
+        Box::pin(async move {
+            let request = calls.request(c);
+            calls.check(c, client.call(&request).await.expect("served"))
+        })
+    }
+}
+
 /// The parts of the group, each also a group of its own (`serve-ecdsa`, `serve-sha256d`,
 /// `serve-proofs`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -499,6 +567,7 @@ async fn batched(
     config.listen = "127.0.0.1:0".parse()?;
     config.metrics = Some("127.0.0.1:0".parse()?);
     config.unix_socket = Some(data.join("serve.sock"));
+    config.frames_socket = Some(data.join("frames.sock"));
     config.io_threads = server_threads;
     // Memory where the system has it (/dev/shm), else the data directory's file system.
     let shared_dir = Some(std::path::PathBuf::from(
@@ -534,6 +603,18 @@ async fn batched(
     // system call where a connection per client makes one each.
     let shared_tcp = share_per_thread(&tcp, client_shards.len());
     let shared_unix = share_per_thread(&unix, client_shards.len());
+    // And a frames connection each (the same messages without HTTP/2), or one per client thread.
+    let frames = connect_frames(
+        server.frames_socket.as_ref().unwrap(),
+        clients,
+        client_shards,
+    )
+    .await?;
+    let shared_frames = share_per_thread(&frames, client_shards.len());
+    let framed_over = [
+        ("frames, a connection per client", &frames),
+        ("frames, a connection per client thread", &shared_frames),
+    ];
     // The cases over a stream per client, for each operation.
     let streamed_over = [
         ("TCP, a stream per client", &tcp),
@@ -641,6 +722,21 @@ async fn batched(
                 )
                 .await;
         }
+        let ecdsa_frames = framed_call(EcdsaStreams(requests.clone()));
+        for (transport, conns) in framed_over {
+            closed
+                .run(
+                    rep,
+                    &case,
+                    &base,
+                    transport,
+                    conns,
+                    0,
+                    ecdsa_frames.clone(),
+                    "verify_ecdsa",
+                )
+                .await;
+        }
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
@@ -654,6 +750,14 @@ async fn batched(
         let before = stages(closed.metrics, "verify_ecdsa").await;
         let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
         paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
+        let after = stages(closed.metrics, "verify_ecdsa").await;
+        println!("  {}", stages_between(&before, &after));
+        // The same pace over a frames connection per client.
+        let label =
+            "served over frames, a connection per client, open loop at 0.7x the library's rate";
+        let before = stages(closed.metrics, "verify_ecdsa").await;
+        let paced = open_loop(frames.clone(), rounds, interval, ecdsa_frames).await;
+        paced.report(rep, &case, &base, label, PER_REQUEST, 0);
         let after = stages(closed.metrics, "verify_ecdsa").await;
         println!("  {}", stages_between(&before, &after));
     }
@@ -711,6 +815,12 @@ async fn batched(
                 streamed_secs = secs;
             }
         }
+        for (transport, conns) in framed_over {
+            let calls = framed_call(streams.clone());
+            closed
+                .run(rep, &case, &base, transport, conns, 64, calls, "hash")
+                .await;
+        }
         // The same streams paced at half the rate just served over TCP.
         let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
         let label = "served over TCP, a stream per client, open loop at half that rate";
@@ -745,6 +855,13 @@ async fn batched(
                 .run(rep, &case, &base, &transport, conns, 64, calls, "hash")
                 .await;
         }
+        for (transport, conns) in framed_over {
+            let calls = framed_call(shared.clone());
+            let transport = format!("{transport}, bytes in shared memory");
+            closed
+                .run(rep, &case, &base, &transport, conns, 64, calls, "hash")
+                .await;
+        }
         drop(shared);
         // The same bytes echoed, nothing batched or hashed: the most these clients, links and
         // threads carry, against which the served rates above are what the work adds.
@@ -755,8 +872,15 @@ async fn batched(
                 .run(rep, &case, &base, &transport, conns, 64, echoed, "echo")
                 .await;
         }
+        for (transport, conns) in framed_over {
+            let echoed = framed_call(Echoes(streams.clone()));
+            let transport = format!("{transport}, echoed without work");
+            closed
+                .run(rep, &case, &base, &transport, conns, 64, echoed, "echo")
+                .await;
+        }
     }
-    drop((tcp, unix, shared_tcp, shared_unix));
+    drop((tcp, unix, shared_tcp, shared_unix, frames, shared_frames));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
     Ok(())
@@ -820,19 +944,20 @@ impl Closed {
     /// One warm-up round, then the measured ones over `conns`; prints latency, the batches the
     /// server formed and its stages for `op` (cumulative over the server's life); returns the
     /// seconds taken.
-    async fn run<F, Fut>(
+    async fn run<C, F, Fut>(
         &self,
         rep: &mut Report,
         case: &str,
         base: &str,
         transport: &str,
-        conns: &[Conn],
+        conns: &[Conn<C>],
         bytes_per_item: u64,
         call: F,
         op: &str,
     ) -> f64
     where
-        F: Fn(Client, usize) -> Fut + Clone + Send + 'static,
+        C: Clone + Send + 'static,
+        F: Fn(C, usize) -> Fut + Clone + Send + 'static,
         Fut: std::future::Future<Output = u64> + Send,
     {
         let conns = conns[..self.clients].to_vec();

@@ -5,13 +5,16 @@
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
 //! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`] and
-//! local clients' data through [`shared`] memory;
-//! [`client`] is the Rust client; both encode with [`codec`].
+//! local clients' data through [`shared`] memory, and the batched operations to local clients
+//! also in plain [`frames`] over a Unix socket;
+//! [`client`] is the Rust client (and [`frames::FramesClient`] the local one); both encode with
+//! [`codec`].
 
 pub mod aes;
 pub mod batcher;
 pub mod client;
 pub mod codec;
+pub mod frames;
 mod io;
 pub mod metrics;
 pub mod ops;
@@ -27,6 +30,7 @@ pub mod proto {
 }
 
 pub use client::Client;
+pub use frames::FramesClient;
 pub use io::raise_open_files;
 pub use server::{start, Running, ServerConfig};
 

@@ -31,6 +31,10 @@ pub struct ServerConfig {
     /// Also serve on this Unix socket: clients on the same machine skip the TCP stack.
     /// Reachable by the socket file's owner and group; no TLS.
     pub unix_socket: Option<PathBuf>,
+    /// Also serve the batched operations on this Unix socket in plain frames rather than gRPC
+    /// ([`crate::frames`]): the cheapest way for a client on this machine to send many small
+    /// requests. Reachable by the socket file's owner and group.
+    pub frames_socket: Option<PathBuf>,
     /// Where `/metrics` is served (None: not at all).
     pub metrics: Option<SocketAddr>,
     pub batch: BatchConfig,
@@ -60,6 +64,7 @@ impl ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
             unix_socket: None,
+            frames_socket: None,
             metrics: Some(SocketAddr::from(([127, 0, 0, 1], 7701))),
             batch: BatchConfig::default(),
             prover: ProverConfig {
@@ -133,6 +138,7 @@ pub fn default_proof_memory() -> u64 {
 pub struct Running {
     pub addr: SocketAddr,
     pub unix_socket: Option<PathBuf>,
+    pub frames_socket: Option<PathBuf>,
     pub metrics_addr: Option<SocketAddr>,
     /// Jobs a crash had left running, queued again at start.
     pub requeued: usize,
@@ -166,7 +172,15 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         Some(path) => Some(bind_unix(path)?),
         None => None,
     };
-    let unix_socket = config.unix_socket.clone();
+    let frames = match &config.frames_socket {
+        Some(path) => Some(bind_unix(path)?),
+        None => None,
+    };
+    let sockets: Vec<PathBuf> = [&config.unix_socket, &config.frames_socket]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
     let metrics = Arc::new(Metrics::default());
     let (prover, requeued) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -204,6 +218,7 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         Some(stop_rx.clone()),
         addr.ip().is_loopback(),
     );
+    let framed = service.clone();
     let grpc = BatchCryptServer::from_arc(service)
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes);
@@ -239,6 +254,10 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     if let Some(listener) = unix {
         served.extend(serve_on(listener, &shards, || router(None), &drain_rx)?);
     }
+    if let Some(listener) = frames {
+        let max = config.max_message_bytes;
+        served.push(serve_frames(listener, &shards, framed, max, &drain_rx));
+    }
     let done = tokio::spawn(async move {
         stopped(stop_rx).await;
         health.set_not_serving::<BatchCryptServer<Service>>().await;
@@ -248,7 +267,7 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
             let r = task.await.map_err(|e| e.to_string()).and_then(|r| r);
             result = result.and(r);
         }
-        if let Some(path) = &unix_socket {
+        for path in &sockets {
             let _ = std::fs::remove_file(path);
         }
         let p = prover.clone();
@@ -266,6 +285,7 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     Ok(Running {
         addr,
         unix_socket: config.unix_socket,
+        frames_socket: config.frames_socket,
         metrics_addr,
         requeued,
         stop: Some(stop_tx),
@@ -363,6 +383,50 @@ fn serve_on<L: Listener>(
     Ok(served)
 }
 
+/// Serves the frames socket's connections ([`crate::frames`]), dealt in turn to the serving
+/// threads as gRPC's are; the task ends once draining has begun and every connection has
+/// written the replies it owed.
+fn serve_frames(
+    listener: tokio::net::UnixListener,
+    shards: &crate::shards::Shards,
+    service: Arc<Service>,
+    max: usize,
+    drain: &watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<Result<(), String>> {
+    let handles: Vec<_> = (0..shards.len())
+        .map(|i| shards.handle(i).clone())
+        .collect();
+    let drain = drain.clone();
+    tokio::spawn(async move {
+        // Each connection holds a sender: all gone, all connections have ended.
+        let (alive, mut ended) = tokio::sync::mpsc::channel::<()>(1);
+        let stop = stopped(drain.clone());
+        tokio::pin!(stop);
+        let mut next = 0usize;
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                s = listener.take() => match s {
+                    Ok(s) => {
+                        let (service, alive, drain) = (service.clone(), alive.clone(), drain.clone());
+                        handles[next % handles.len()].spawn(async move {
+                            if let Ok(io) = tokio::net::UnixListener::register(s) {
+                                let _ = crate::frames::serve(io, service, max, stopped(drain)).await;
+                            }
+                            drop(alive);
+                        });
+                        next = next.wrapping_add(1);
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                },
+            }
+        }
+        drop((listener, alive));
+        let _ = ended.recv().await;
+        Ok(())
+    })
+}
+
 /// Binds `path` for the owner and its group. A socket file left by a server that is gone is
 /// replaced; one a running server answers on is not.
 fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener, String> {
@@ -404,28 +468,36 @@ impl Guard {
     }
 
     fn check(&self, r: Request<()>) -> Result<Request<()>, Status> {
+        let given = r
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        self.token(given.map(str::as_bytes)).map_err(|()| {
+            Status::unauthenticated(
+                "missing or wrong bearer token (metadata `authorization: Bearer <token>`)",
+            )
+        })?;
+        self.admit(r.remote_addr().map(|a| a.ip()))?;
+        Ok(r)
+    }
+
+    /// Checks a bearer token given (None: none) against the server's.
+    fn token(&self, given: Option<&[u8]>) -> Result<(), ()> {
         if let Some(token) = &self.token {
-            let given = r
-                .metadata()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
             let ok = given.is_some_and(|g| {
                 // Compared in time independent of where the strings differ.
                 g.len() == token.len()
-                    && g.bytes()
+                    && g.iter()
                         .zip(token.bytes())
                         .fold(0u8, |d, (a, b)| d | (a ^ b))
                         == 0
             });
             if !ok {
-                return Err(Status::unauthenticated(
-                    "missing or wrong bearer token (metadata `authorization: Bearer <token>`)",
-                ));
+                return Err(());
             }
         }
-        self.admit(r.remote_addr().map(|a| a.ip()))?;
-        Ok(r)
+        Ok(())
     }
 
     /// Takes one request from the rate limit of the client at `ip`: a call, or a message on a
@@ -1461,6 +1533,63 @@ impl BatchCrypt for Service {
     ) -> Result<Response<SharedMemoryRegion>, Status> {
         let out = self.shared().and_then(|s| s.unregister(r.into_inner().id));
         self.count(Op::UnregisterSharedMemory, out)
+    }
+}
+
+impl crate::frames::Handler for Service {
+    fn hello(&self, token: &[u8]) -> Result<(), Status> {
+        let given = (!token.is_empty()).then_some(token);
+        self.guard.token(given).map_err(|()| {
+            Status::unauthenticated("missing or wrong bearer token (the hello frame's body)")
+        })
+    }
+
+    fn handle(
+        self: Arc<Self>,
+        kind: crate::frames::Kind,
+        body: Bytes,
+    ) -> futures_util::future::BoxFuture<'static, Result<crate::frames::Reply, Status>> {
+        use crate::frames::{decode, Kind, Reply};
+        use futures_util::FutureExt;
+        let op = match kind {
+            Kind::VerifyEcdsa => Op::VerifyEcdsa,
+            Kind::VerifySchnorr => Op::VerifySchnorr,
+            Kind::VerifySm2 => Op::VerifySm2,
+            Kind::Hash => Op::Hash,
+            Kind::Sm2HashToCurveMul => Op::Sm2HashToCurveMul,
+            Kind::Sm2MulCompressed => Op::Sm2MulCompressed,
+            Kind::Echo => Op::Echo,
+        };
+        async move {
+            let s = &self;
+            let run = async move {
+                // A Unix socket's clients share the rate limit of the address-less.
+                s.guard.admit(None)?;
+                match kind {
+                    Kind::VerifyEcdsa => s.ecdsa(decode(body)?).await.map(Reply::VerifyEcdsa),
+                    Kind::VerifySchnorr => s.schnorr(decode(body)?).await.map(Reply::VerifySchnorr),
+                    Kind::VerifySm2 => s.sm2_verify(decode(body)?).await.map(Reply::VerifySm2),
+                    Kind::Hash => s.hashes(decode(body)?).await.map(Reply::Hash),
+                    Kind::Sm2HashToCurveMul => s
+                        .hash_to_curve_mul(decode(body)?)
+                        .await
+                        .map(Reply::Sm2HashToCurveMul),
+                    Kind::Sm2MulCompressed => s
+                        .mul_compressed(decode(body)?)
+                        .await
+                        .map(Reply::Sm2MulCompressed),
+                    Kind::Echo => echo(decode(body)?).map(Reply::Echo),
+                }
+            };
+            // A handler that panics answers its request with an error; the connection goes on.
+            let out = std::panic::AssertUnwindSafe(run)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(Status::internal("the request's handler failed")));
+            self.counted(op, &out);
+            out
+        }
+        .boxed()
     }
 }
 

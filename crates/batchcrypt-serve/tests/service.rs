@@ -882,6 +882,262 @@ async fn unix_socket_clients_get_what_tcp_clients_get() {
     assert!(!path.exists(), "the socket file goes with the server");
 }
 
+/// A raw frame: header (length, id, tag) and body.
+fn raw_frame(id: u32, tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = (body.len() as u32).to_le_bytes().to_vec();
+    f.extend_from_slice(&id.to_le_bytes());
+    f.push(tag);
+    f.extend_from_slice(body);
+    f
+}
+
+/// Reads one raw frame: (id, tag, body); None at the connection's end.
+async fn read_raw_frame(io: &mut tokio::net::UnixStream) -> Option<(u32, u8, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut h = [0u8; batchcrypt_serve::frames::HEADER];
+    io.read_exact(&mut h).await.ok()?;
+    let len = u32::from_le_bytes(h[..4].try_into().unwrap()) as usize;
+    let mut body = vec![0u8; len];
+    io.read_exact(&mut body).await.ok()?;
+    Some((u32::from_le_bytes(h[4..8].try_into().unwrap()), h[8], body))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn frames_socket_clients_get_what_grpc_clients_get() {
+    use batchcrypt_serve::frames::{FramesClient, Kind, MAGIC};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = config("frames");
+    let path = c.prover.data_dir.join("frames.sock");
+    c.frames_socket = Some(path.clone());
+    let grpc_path = c.prover.data_dir.join("grpc.sock");
+    c.unix_socket = Some(grpc_path.clone());
+    c.token = Some("frames-token".into());
+    c.max_message_bytes = 1 << 20;
+    let r = start(engine(), c).await.expect("server starts");
+    let mut grpc = Client::connect_with(
+        &r.addr.to_string(),
+        Options {
+            token: Some("frames-token".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660, "owner and group only");
+
+    // The token is the hello's: none or a wrong one is refused with the reason.
+    for token in [None, Some("frames-tokeN")] {
+        let e = bounded(FramesClient::connect(&path, token))
+            .await
+            .err()
+            .expect("refused");
+        assert!(e.contains("bearer token"), "{e}");
+    }
+    let frames = bounded(FramesClient::connect(&path, Some("frames-token")))
+        .await
+        .expect("connects");
+    // A gRPC socket is not mistaken for a frames one, nor the reverse.
+    let e = bounded(FramesClient::connect(&grpc_path, Some("frames-token")))
+        .await
+        .err()
+        .expect("refused");
+    assert!(e.contains("--frames-socket"), "{e}");
+    let opts = Options {
+        token: Some("frames-token".into()),
+        ..Default::default()
+    };
+    if let Ok(c) = bounded(Client::connect_with(
+        &format!("unix:{}", path.display()),
+        opts,
+    ))
+    .await
+    {
+        assert!(bounded(c.ready()).await.is_err());
+    }
+
+    // Many requests at once over one connection, each checked against the same request's
+    // gRPC reply and the library.
+    let s = Arc::new(sigs(600));
+    let want = library_ecdsa(&s);
+    assert!(want.iter().any(|v| v.is_ok()) && want.iter().any(|v| v.is_err()));
+    let mut tasks = Vec::new();
+    for k in 0..12 {
+        let (frames, s) = (frames.clone(), s.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = 50 * k..50 * (k + 1);
+            let q = batchcrypt_serve::client::ecdsa_request(
+                EcdsaCurve::Secp256k1,
+                &s.hashes[r.clone()],
+                &s.der[r.clone()],
+                &s.keys[r.clone()],
+                SigFormat::Der,
+                false,
+            );
+            let v = bounded(frames.call(&q)).await.unwrap();
+            (r, q, batchcrypt_serve::client::verdicts(v))
+        }));
+    }
+    for t in tasks {
+        let (r, q, got) = t.await.unwrap();
+        assert_eq!(got, want[r]);
+        let by_grpc = bounded(grpc.verify_ecdsa_request(q)).await.unwrap();
+        assert_eq!(got, by_grpc);
+    }
+    let msgs: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| i.to_le_bytes().repeat(i as usize % 40))
+        .collect();
+    let hashed = bounded(frames.call(&HashRequest {
+        algorithm: HashAlgorithm::Sha256d as i32,
+        messages: bs(&msgs),
+        ..Default::default()
+    }))
+    .await
+    .unwrap();
+    for (m, d) in msgs.iter().zip(&hashed.digests) {
+        assert_eq!(d[..], batchcrypt::sha256::digest_double(m));
+    }
+    let schnorr = bounded(frames.call(&batchcrypt_serve::client::schnorr_request(
+        &s.hashes[..100],
+        &s.schnorr[..100],
+        &s.xonly[..100],
+    )))
+    .await
+    .unwrap();
+    let v = batchcrypt_serve::client::verdicts(schnorr);
+    assert!((0..100).all(|i| v[i].is_ok() == (i % 13 != 2)), "{v:?}");
+    // Requests larger than the socket takes at once, from several tasks at once: each is queued
+    // whole and in order behind the others, and each reply reaches its own caller.
+    let big: Vec<_> = (0..8u32)
+        .map(|k| {
+            let frames = frames.clone();
+            tokio::spawn(async move {
+                let q = EchoRequest {
+                    payload: vec![k as u8; 700_000].into(),
+                    reply_bytes: 1000 + k,
+                };
+                bounded(frames.call(&q)).await.unwrap().payload.len()
+            })
+        })
+        .collect();
+    for (k, t) in big.into_iter().enumerate() {
+        assert_eq!(t.await.unwrap(), 1000 + k);
+    }
+    // A request the service refuses comes back with the gRPC call's code and text.
+    let bad = HashRequest {
+        algorithm: 99,
+        ..Default::default()
+    };
+    let e = bounded(frames.call(&bad)).await.unwrap_err();
+    let by_grpc = bounded(grpc.raw().hash(bad)).await.unwrap_err();
+    assert_eq!((e.code(), e.message()), (by_grpc.code(), by_grpc.message()));
+
+    // Malformed frames, on a raw connection.
+    let raw = || async {
+        let mut io = tokio::net::UnixStream::connect(&path).await.unwrap();
+        io.write_all(MAGIC).await.unwrap();
+        let mut m = [0u8; 8];
+        io.read_exact(&mut m).await.unwrap();
+        assert_eq!(&m, MAGIC);
+        io
+    };
+    // A request before the hello: refused, and the connection closed.
+    let mut io = bounded(raw()).await;
+    io.write_all(&raw_frame(4, Kind::Echo as u8, b""))
+        .await
+        .unwrap();
+    let (id, tag, _) = bounded(read_raw_frame(&mut io)).await.unwrap();
+    assert_eq!((id, tag), (4, Code::Unauthenticated as u8));
+    assert!(bounded(read_raw_frame(&mut io)).await.is_none());
+    // After the hello: an unknown tag and an undecodable body are refused, the connection goes
+    // on; a frame over the limit is refused from its header and the connection closed.
+    let mut io = bounded(raw()).await;
+    io.write_all(&raw_frame(0, 0, b"frames-token"))
+        .await
+        .unwrap();
+    assert_eq!(
+        bounded(read_raw_frame(&mut io)).await.unwrap(),
+        (0, 0, vec![])
+    );
+    io.write_all(&raw_frame(1, 200, b"x")).await.unwrap();
+    io.write_all(&raw_frame(2, Kind::Hash as u8, &[0xff; 7]))
+        .await
+        .unwrap();
+    let echo = EchoRequest {
+        payload: Bytes::from_static(b"hi"),
+        reply_bytes: 3,
+    };
+    io.write_all(&raw_frame(
+        3,
+        Kind::Echo as u8,
+        &prost::Message::encode_to_vec(&echo),
+    ))
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let (id, tag, body) = bounded(read_raw_frame(&mut io)).await.unwrap();
+        got.push((id, tag, body));
+    }
+    got.sort();
+    assert_eq!((got[0].0, got[0].1), (1, Code::InvalidArgument as u8));
+    assert!(String::from_utf8_lossy(&got[0].2).contains("tag 200"));
+    assert_eq!((got[1].0, got[1].1), (2, Code::InvalidArgument as u8));
+    assert_eq!((got[2].0, got[2].1), (3, 0));
+    let reply: EchoReply = prost::Message::decode(&got[2].2[..]).unwrap();
+    assert_eq!(reply.payload.len(), 3);
+    let mut over = ((1u32 << 20) + 1).to_le_bytes().to_vec();
+    over.extend_from_slice(&[5, 0, 0, 0, Kind::Hash as u8]);
+    io.write_all(&over).await.unwrap();
+    let (id, tag, body) = bounded(read_raw_frame(&mut io)).await.unwrap();
+    assert_eq!((id, tag), (5, Code::ResourceExhausted as u8));
+    assert!(String::from_utf8_lossy(&body).contains("split"));
+    assert!(bounded(read_raw_frame(&mut io)).await.is_none());
+    // A connection that is not this protocol is closed without an answer.
+    let mut io = tokio::net::UnixStream::connect(&path).await.unwrap();
+    io.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    // Closed with the rest unread: an end, or a reset.
+    match bounded(io.read_to_end(&mut buf)).await {
+        Ok(n) => assert_eq!(n, 0),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset),
+    }
+    // A client gone mid-request leaves the server serving the others.
+    let mut io = bounded(raw()).await;
+    io.write_all(&raw_frame(0, 0, b"frames-token"))
+        .await
+        .unwrap();
+    bounded(read_raw_frame(&mut io)).await.unwrap();
+    let q = batchcrypt_serve::client::ecdsa_request(
+        EcdsaCurve::Secp256k1,
+        &s.hashes[..200],
+        &s.der[..200],
+        &s.keys[..200],
+        SigFormat::Der,
+        false,
+    );
+    let whole = raw_frame(
+        9,
+        Kind::VerifyEcdsa as u8,
+        &prost::Message::encode_to_vec(&q),
+    );
+    io.write_all(&whole[..whole.len() / 2]).await.unwrap();
+    drop(io);
+    let v = bounded(frames.call(&q)).await.unwrap();
+    assert_eq!(batchcrypt_serve::client::verdicts(v), want[..200]);
+
+    // Shutdown drains: the client's calls end, the socket file goes.
+    bounded(r.shutdown()).await.unwrap();
+    assert!(!path.exists(), "the socket file goes with the server");
+    assert_eq!(
+        bounded(frames.call(&echo)).await.unwrap_err().code(),
+        Code::Unavailable
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_memory_carries_requests_and_digests() {
     let mut c = config("shm");

@@ -20,7 +20,7 @@ circuit's .zkey once, then submit witnesses; jobs are kept in --data so none acc
 the server stops, and admitted by the GPU memory they need (--gpu-memory).\n\n\
 It listens on loopback unless told otherwise; elsewhere it wants --tls-cert, --tls-key and --token. \
 Ctrl-C or SIGTERM stops it gracefully: calls in flight and running proofs finish first.",
-    after_help = "Examples:\n  batchcrypt serve\n  batchcrypt serve --unix-socket /run/batchcrypt.sock    (then: batchcrypt client --server unix:/run/batchcrypt.sock health)\n  batchcrypt serve --listen 0.0.0.0:7700 --tls-cert server.pem --tls-key server.key --token-file token.txt\n  batchcrypt client health\n  batchcrypt client hash --lines ids.txt\n  curl -s 127.0.0.1:7701/metrics"
+    after_help = "Examples:\n  batchcrypt serve\n  batchcrypt serve --unix-socket /run/batchcrypt.sock    (then: batchcrypt client --server unix:/run/batchcrypt.sock health)\n  batchcrypt serve --frames-socket /run/batchcrypt.frames    (for local programs sending many small requests)\n  batchcrypt serve --listen 0.0.0.0:7700 --tls-cert server.pem --tls-key server.key --token-file token.txt\n  batchcrypt client health\n  batchcrypt client hash --lines ids.txt\n  curl -s 127.0.0.1:7701/metrics"
 )]
 pub struct Args {
     /// Address for gRPC.
@@ -30,6 +30,12 @@ pub struct Args {
     /// unix:PATH`): calls skip the TCP stack. Its owner and group may connect; no TLS.
     #[arg(long, value_name = "PATH")]
     unix_socket: Option<PathBuf>,
+    /// Also serve the batched operations (verification, hashing, the PSI multiplications) on
+    /// this Unix socket in plain length-prefixed frames instead of gRPC: the cheapest way for a
+    /// program on this machine to send many small requests (docs/service.md, "Frames"; the Rust
+    /// client is `batchcrypt_serve::FramesClient`). Its owner and group may connect.
+    #[arg(long, value_name = "PATH")]
+    frames_socket: Option<PathBuf>,
     /// Let clients on this machine pass their data through shared memory instead of the
     /// connection: files named batchcrypt-* in DIR (default /dev/shm) that they create and
     /// register. For many small requests it spares both ends the connection's copies.
@@ -98,6 +104,7 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
     let mut c = ServerConfig::new(a.data.clone());
     c.listen = a.listen;
     c.unix_socket = a.unix_socket.clone();
+    c.frames_socket = a.frames_socket.clone();
     c.shared_memory = a.shared_memory.clone();
     c.metrics = match a.metrics_listen.as_str() {
         "none" => None,
@@ -154,12 +161,17 @@ pub fn run(engine: Engine, a: &Args) -> Result<()> {
             .await
             .map_err(anyhow::Error::msg)?;
         eprintln!(
-            "batchcrypt serve: gRPC on {}{}{}; data in {}{}{}",
+            "batchcrypt serve: gRPC on {}{}{}{}; data in {}{}{}",
             running.addr,
             running
                 .unix_socket
                 .as_ref()
                 .map(|p| format!(" and unix:{}", p.display()))
+                .unwrap_or_default(),
+            running
+                .frames_socket
+                .as_ref()
+                .map(|p| format!(", frames on {}", p.display()))
                 .unwrap_or_default(),
             running
                 .metrics_addr
