@@ -1206,6 +1206,9 @@ fn stages_between(before: &Stages, after: &Stages) -> String {
             .map_or(f64::NAN, |&(le, _)| le)
     };
     let (run, queue, total) = (d("run"), d("queue"), d("total"));
+    if run.count == 0.0 && total.count == 0.0 {
+        return "server: no batches (nothing batched)".into();
+    }
     format!(
         "server: {:.0} batches, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
         run.count,
@@ -1312,5 +1315,8 @@ mod tests {
         let s = stages_between(&before, &after);
         assert!(s.starts_with("server: 100 batches"), "{s}");
         assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
+        // Nothing batched in between (an echo): said so, not a NaN percentile.
+        let s = stages_between(&after, &after);
+        assert_eq!(s, "server: no batches (nothing batched)");
     }
 }
