@@ -225,15 +225,19 @@ impl Client {
 
 #[pymethods]
 impl Client {
-    /// Connects to `address` (host:port). `token`: the server's bearer token; `tls_ca`: PEM of
-    /// the authority that signed the server's certificate (bytes or a path), for TLS.
+    /// Connects to `address` (host:port, or unix:PATH). `token`: the server's bearer token;
+    /// `tls_ca`: PEM of the authority that signed the server's certificate (bytes or a path), for
+    /// TLS; `frames`: the server's frames socket (`batchcrypt serve --frames-socket PATH`, on
+    /// this machine), over which the verification and hash calls then go (the cheapest wire for
+    /// many small requests), everything else over gRPC.
     #[new]
-    #[pyo3(signature = (address = "127.0.0.1:7700", token = None, tls_ca = None))]
+    #[pyo3(signature = (address = "127.0.0.1:7700", token = None, tls_ca = None, frames = None))]
     fn new(
         py: Python<'_>,
         address: &str,
         token: Option<String>,
         tls_ca: Option<&Bound<'_, PyAny>>,
+        frames: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let tls_ca = tls_ca.map(|c| bytes_or_path(c, "tls_ca")).transpose()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -245,6 +249,7 @@ impl Client {
             token,
             tls_ca,
             max_message_bytes: None,
+            frames,
         };
         let inner = py
             .allow_threads(|| rt.block_on(Inner::connect_with(address, options)))

@@ -24,8 +24,10 @@ def _binary():
     pytest.skip("the batchcrypt binary is not built (cargo build -p batchcrypt-cli)")
 
 
-# The server's --shared-memory directory.
+# The server's --shared-memory directory, its address and its --frames-socket.
 SHARED_DIR = [None]
+ADDRESS = [None]
+FRAMES = [None]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,10 @@ def server():
     data = tempfile.mkdtemp(prefix="batchcrypt-py-serve-")
     shared = os.path.join(data, "shared")
     os.mkdir(shared)
+    frames = os.path.join(data, "frames.sock")
     p = subprocess.Popen([_binary(), "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen", "none",
-                          "--data", data, "--shared-memory", shared], stdout=subprocess.DEVNULL)
+                          "--data", data, "--shared-memory", shared, "--frames-socket", frames],
+                         stdout=subprocess.DEVNULL)
     address = f"127.0.0.1:{port}"
     deadline = time.time() + 60
     client = None
@@ -49,7 +53,7 @@ def server():
         except RuntimeError:
             time.sleep(0.05)
     assert client is not None and client.ready(), "the server never became ready"
-    SHARED_DIR[0] = shared
+    SHARED_DIR[0], ADDRESS[0], FRAMES[0] = shared, address, frames
     yield client
     p.terminate()
     p.wait(timeout=60)
@@ -189,3 +193,31 @@ def test_proof_round_trip(server):
     assert server.job(job)["state"] == "done"
     with pytest.raises(RuntimeError, match="NotFound"):
         server.job("no-such-job")
+
+
+def test_frames_carry_the_batched_calls(server):
+    # The same calls over the server's frames socket: the same digests and verdicts as over gRPC.
+    local = batchcrypt.Client(ADDRESS[0], frames=FRAMES[0])
+    assert local.ready()
+    msgs = [b"", b"abc", bytes(range(200))]
+    assert local.hash(msgs, "sha256d") == server.hash(msgs, "sha256d")
+    packed = bytes(range(256)) * 4
+    assert local.hash_packed(packed, 64, "sm3") == server.hash_packed(packed, 64, "sm3")
+    assert local.hash_packed_many([packed, b""], 64) == server.hash_packed_many([packed, b""], 64)
+    h = bytes.fromhex("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24")
+    sig = bytes.fromhex("3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8"
+                        "022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4")
+    key = bytes.fromhex("0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab")
+    bad = sig[:-1] + bytes([sig[-1] ^ 1])
+    batches = [([h] * k, [sig if (i + k) % 3 else bad for i in range(k)], [key] * k) for k in range(1, 20)]
+    assert local.verify_ecdsa_many(batches) == server.verify_ecdsa_many(batches)
+    got = local.verify_ecdsa(*batches[-1])
+    assert [v is None for v in got] == [s == sig for s in batches[-1][1]]
+    from test_sm2 import PUB, R, S, der
+    sm2 = ([b"message digest", b"message digesT"], [der(R, S)] * 2, [b"\x04" + PUB] * 2)
+    assert local.verify_sm2(*sm2) == server.verify_sm2(*sm2)
+    # A refusal comes back as over gRPC.
+    with pytest.raises(RuntimeError, match="InvalidArgument"):
+        local.verify_ecdsa([h, h], [sig], [key])
+    with pytest.raises(RuntimeError, match="frames"):
+        batchcrypt.Client(ADDRESS[0], frames=os.path.join(SHARED_DIR[0], "no-such.sock"))

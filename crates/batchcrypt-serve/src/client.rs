@@ -1,6 +1,8 @@
 //! The Rust client of a running `batchcrypt serve`: typed calls over the generated gRPC client
-//! (available whole through [`Client::raw`]).
+//! (available whole through [`Client::raw`]), the batched ones over the server's frames socket
+//! instead where [`Options::frames`] names it.
 
+use crate::frames::{Framed, FramesClient};
 use crate::io::ReadBuffered;
 use crate::proto::batch_crypt_client::BatchCryptClient;
 use crate::proto::*;
@@ -35,12 +37,16 @@ pub struct Options {
     pub tls_ca: Option<Vec<u8>>,
     /// Largest message either way.
     pub max_message_bytes: Option<usize>,
+    /// The server's frames socket (`batchcrypt serve --frames-socket PATH`, on this machine):
+    /// the batched calls (verification, hashing) go over it, everything else over gRPC.
+    pub frames: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone)]
 pub struct Client {
     raw: Raw,
     channel: Channel,
+    frames: Option<FramesClient>,
 }
 
 /// A verdict: Ok, or why the item is not valid.
@@ -163,6 +169,11 @@ pub fn sm2_request<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
     }
 }
 
+/// Every request over the frames connection at once: the replies in the requests' order.
+async fn all<Q: Framed>(f: &FramesClient, requests: Vec<Q>) -> Result<Vec<Q::Reply>, Status> {
+    futures_util::future::try_join_all(requests.iter().map(|q| f.call(q))).await
+}
+
 fn format(f: SigFormat) -> i32 {
     match f {
         SigFormat::Der => SignatureFormat::Der as i32,
@@ -237,7 +248,7 @@ impl Client {
         let channel = connected.map_err(|e| {
             format!("cannot connect to {address}: {e} (is `batchcrypt serve` running there?)")
         })?;
-        let token = match options.token {
+        let token = match &options.token {
             Some(t) => Some(
                 format!("Bearer {t}")
                     .parse()
@@ -249,7 +260,29 @@ impl Client {
         let raw = BatchCryptClient::with_interceptor(channel.clone(), Auth(token))
             .max_decoding_message_size(max)
             .max_encoding_message_size(max);
-        Ok(Client { raw, channel })
+        let frames = match &options.frames {
+            Some(path) => Some(FramesClient::connect(path, options.token.as_deref()).await?),
+            None => None,
+        };
+        Ok(Client {
+            raw,
+            channel,
+            frames,
+        })
+    }
+
+    /// A batched operation's request: over the frames connection where the client has one,
+    /// else as the gRPC call `grpc` makes.
+    async fn batched<Q, F, Fut>(&self, request: Q, grpc: F) -> Result<Q::Reply, Status>
+    where
+        Q: Framed,
+        F: FnOnce(Raw, Q) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<Q::Reply>, Status>>,
+    {
+        match &self.frames {
+            Some(f) => f.call(&request).await,
+            None => Ok(grpc(self.raw.clone(), request).await?.into_inner()),
+        }
     }
 
     /// The generated client, for calls without a typed wrapper here.
@@ -296,7 +329,8 @@ impl Client {
         &mut self,
         request: VerifyEcdsaRequest,
     ) -> Result<Vec<Verdict>, Status> {
-        Ok(verdicts(self.raw.verify_ecdsa(request).await?.into_inner()))
+        let r = self.batched(request, |mut c, q| async move { c.verify_ecdsa(q).await });
+        Ok(verdicts(r.await?))
     }
 
     /// Many ECDSA requests ([`ecdsa_request`]) over one stream, sent while the replies come
@@ -305,6 +339,9 @@ impl Client {
         &mut self,
         requests: Vec<VerifyEcdsaRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
+        if let Some(f) = &self.frames {
+            return Ok(all(f, requests).await?.into_iter().map(verdicts).collect());
+        }
         self.verify_ecdsa_stream()
             .await?
             .all_verdicts(requests)
@@ -317,6 +354,9 @@ impl Client {
         &mut self,
         requests: Vec<VerifySchnorrRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
+        if let Some(f) = &self.frames {
+            return Ok(all(f, requests).await?.into_iter().map(verdicts).collect());
+        }
         self.verify_schnorr_stream()
             .await?
             .all_verdicts(requests)
@@ -339,7 +379,10 @@ impl Client {
                 digests_to: None,
             })
             .collect();
-        let replies = self.hash_stream().await?.all(requests).await?;
+        let replies = match &self.frames {
+            Some(f) => all(f, requests).await?,
+            None => self.hash_stream().await?.all(requests).await?,
+        };
         Ok(replies
             .into_iter()
             .map(|r| r.packed_digests.to_vec())
@@ -400,9 +443,8 @@ impl Client {
         &mut self,
         request: VerifySchnorrRequest,
     ) -> Result<Vec<Verdict>, Status> {
-        Ok(verdicts(
-            self.raw.verify_schnorr(request).await?.into_inner(),
-        ))
+        let r = self.batched(request, |mut c, q| async move { c.verify_schnorr(q).await });
+        Ok(verdicts(r.await?))
     }
 
     /// SM2 with the signer's identifier `id` (sent packed).
@@ -423,7 +465,8 @@ impl Client {
         &mut self,
         request: VerifySm2Request,
     ) -> Result<Vec<Verdict>, Status> {
-        Ok(verdicts(self.raw.verify_sm2(request).await?.into_inner()))
+        let r = self.batched(request, |mut c, q| async move { c.verify_sm2(q).await });
+        Ok(verdicts(r.await?))
     }
 
     /// Digests of each message, sent one by one.
@@ -432,19 +475,18 @@ impl Client {
         algorithm: HashAlgorithm,
         msgs: &[M],
     ) -> Result<Vec<[u8; 32]>, Status> {
+        let request = HashRequest {
+            algorithm: algorithm as i32,
+            messages: msgs
+                .iter()
+                .map(|m| bytes::Bytes::copy_from_slice(m.as_ref()))
+                .collect(),
+            messages_packed: None,
+            digests_to: None,
+        };
         let r = self
-            .raw
-            .hash(HashRequest {
-                algorithm: algorithm as i32,
-                messages: msgs
-                    .iter()
-                    .map(|m| bytes::Bytes::copy_from_slice(m.as_ref()))
-                    .collect(),
-                messages_packed: None,
-                digests_to: None,
-            })
-            .await?
-            .into_inner();
+            .batched(request, |mut c, q| async move { c.hash(q).await })
+            .await?;
         r.digests
             .iter()
             .map(|d| d[..].try_into())
@@ -468,17 +510,14 @@ impl Client {
         algorithm: HashAlgorithm,
         messages: Column,
     ) -> Result<Vec<u8>, Status> {
-        let r = self
-            .raw
-            .hash(HashRequest {
-                algorithm: algorithm as i32,
-                messages: Vec::new(),
-                messages_packed: Some(messages),
-                digests_to: None,
-            })
-            .await?
-            .into_inner();
-        Ok(r.packed_digests.to_vec())
+        let request = HashRequest {
+            algorithm: algorithm as i32,
+            messages: Vec::new(),
+            messages_packed: Some(messages),
+            digests_to: None,
+        };
+        let r = self.batched(request, |mut c, q| async move { c.hash(q).await });
+        Ok(r.await?.packed_digests.to_vec())
     }
 
     /// Creates a shared-memory region of `size` bytes, the file `batchcrypt-<name>` in `dir` (the
@@ -543,12 +582,9 @@ impl Client {
         width: u32,
         digests: SharedSpan,
     ) -> Result<u64, Status> {
-        Ok(self
-            .raw
-            .hash(shared_hash_request(algorithm, messages, width, digests))
-            .await?
-            .into_inner()
-            .batch_items)
+        let request = shared_hash_request(algorithm, messages, width, digests);
+        let r = self.batched(request, |mut c, q| async move { c.hash(q).await });
+        Ok(r.await?.batch_items)
     }
 
     /// Registers a circuit by its .zkey's bytes.

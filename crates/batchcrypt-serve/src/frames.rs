@@ -334,9 +334,12 @@ impl FramesClient {
         let path = path.as_ref();
         let cannot =
             |e: &dyn std::fmt::Display| format!("cannot connect to {}: {e}", path.display());
-        let mut io = tokio::net::UnixStream::connect(path)
-            .await
-            .map_err(|e| cannot(&e))?;
+        let mut io = tokio::net::UnixStream::connect(path).await.map_err(|e| {
+            cannot(&format!(
+                "{e} (is `batchcrypt serve --frames-socket {}` running?)",
+                path.display()
+            ))
+        })?;
         let mut first = BytesMut::new();
         first.put_slice(MAGIC);
         let token = token.unwrap_or("").as_bytes();

@@ -913,6 +913,7 @@ async fn frames_socket_clients_get_what_grpc_clients_get() {
     c.unix_socket = Some(grpc_path.clone());
     c.token = Some("frames-token".into());
     c.max_message_bytes = 1 << 20;
+    c.max_request_items = 2000;
     let r = start(engine(), c).await.expect("server starts");
     let mut grpc = Client::connect_with(
         &r.addr.to_string(),
@@ -1128,6 +1129,50 @@ async fn frames_socket_clients_get_what_grpc_clients_get() {
     drop(io);
     let v = bounded(frames.call(&q)).await.unwrap();
     assert_eq!(batchcrypt_serve::client::verdicts(v), want[..200]);
+
+    // The typed client sends its batched calls over the frames socket when given one (here a
+    // second server's, whose item limit tells which one answered), the rest over gRPC.
+    let (plain, _) = serve(config("frames-plain")).await;
+    let mut routed = bounded(Client::connect_with(
+        &plain.addr.to_string(),
+        Options {
+            token: Some("frames-token".into()),
+            frames: Some(path.clone()),
+            ..Default::default()
+        },
+    ))
+    .await
+    .unwrap();
+    assert!(bounded(routed.ready()).await.unwrap());
+    let (der, keys) = (slices(&s.der), slices(&s.keys));
+    let n = 100;
+    let got = bounded(routed.verify_ecdsa(
+        EcdsaCurve::Secp256k1,
+        &s.hashes[..n],
+        &der[..n],
+        &keys[..n],
+        SigFormat::Der,
+        false,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(got, want[..n]);
+    let many = bounded(routed.hash_many(
+        HashAlgorithm::Sha256d,
+        vec![
+            batchcrypt_serve::client::column(&der[..3]),
+            batchcrypt_serve::client::column(&der[3..5]),
+        ],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(many[1][..32], batchcrypt::sha256::digest_double(der[3]));
+    let too_many = 2001;
+    let e = bounded(routed.hash_packed(HashAlgorithm::Sha256, &vec![b"x"; too_many]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
+    bounded(plain.shutdown()).await.unwrap();
 
     // Shutdown drains: the client's calls end, the socket file goes.
     bounded(r.shutdown()).await.unwrap();
@@ -1859,7 +1904,7 @@ async fn tls_and_token_off_loopback() {
     let options = Options {
         token: Some("t0ken".into()),
         tls_ca: Some(cert.cert.pem().into_bytes()),
-        max_message_bytes: None,
+        ..Default::default()
     };
     let mut client = Client::connect_with(&addr, options).await.unwrap();
     let d = client.hash(HashAlgorithm::Sm3, &[b"abc"]).await.unwrap();

@@ -280,6 +280,7 @@ pub fn run(a: &Args) -> Result<()> {
                 None => None,
             },
             max_message_bytes: None,
+            frames: None,
         };
         let mut c = Client::connect_with(&a.server, options)
             .await

@@ -240,7 +240,10 @@ class Client:
     the GIL while they wait; errors from the server raise RuntimeError("Code: message")."""
 
     def __init__(self, address: str = "127.0.0.1:7700", token: Optional[str] = None,
-                 tls_ca: Optional[_PathOrBytes] = None) -> None: ...
+                 tls_ca: Optional[_PathOrBytes] = None, frames: Optional[str] = None) -> None:
+        """`frames`: the server's frames socket (`batchcrypt serve --frames-socket PATH`, on this
+        machine): the verification and hash calls then go over it, everything else over gRPC."""
+        ...
     def ready(self) -> bool: ...
     def verify_ecdsa(self, hashes: _Rows, sigs: _Rows, pubkeys: _Rows, format: Literal["der", "compact"] = "der",
                      require_low_s: bool = False,
