@@ -16,8 +16,9 @@
 //! request's tag is its operation ([`Kind`]), its body the operation's request message; a
 //! reply's tag is 0 with the reply message, or a gRPC status code with the error's text. Replies
 //! may come out of order: the id, the client's choice, matches them. A server reads no more
-//! than [`IN_FLIGHT`] requests of a connection ahead of their replies, and closes a connection
-//! that sends a frame over its message limit.
+//! than [`IN_FLIGHT`] requests of a connection ahead of their replies, nor any while more than
+//! [`OWED`] bytes of replies wait for the client to read them, and closes a connection that
+//! sends a frame over its message limit.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_util::future::BoxFuture;
@@ -33,6 +34,10 @@ pub const MAGIC: &[u8; 8] = b"BCFRAME1";
 pub const HEADER: usize = 9;
 /// Requests of one connection the server handles at once.
 pub const IN_FLIGHT: usize = 64;
+/// Bytes of replies a connection may leave unread before the server reads no more of its
+/// requests: a client that sends without reading holds at most this much of the server's memory
+/// (and one reply beyond it).
+pub const OWED: usize = 8 << 20;
 /// How long a server waits for a new connection's magic and hello.
 const HELLO_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 /// Reads ask for at least this much room: a few requests of a few hundred items.
@@ -203,8 +208,8 @@ pub trait Handler: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Reply, Status>>;
 }
 
-/// Serves one connection: reads requests (up to [`IN_FLIGHT`] at once, each handled as it
-/// arrives), writes each reply as it is ready (those ready together in one write), until the
+/// Serves one connection: reads requests (up to [`IN_FLIGHT`] at once and while under
+/// [`OWED`] bytes of replies are unwritten, each handled as it arrives), writes each reply as it is ready (those ready together in one write), until the
 /// client ends its side and everything owed is written, or `stop` resolves (then reading stops
 /// and the replies owed are still written). A client that goes away drops its requests in
 /// flight.
@@ -229,7 +234,8 @@ pub async fn serve<H: Handler>(
     let hello_by = tokio::time::Instant::now() + HELLO_WITHIN;
     tokio::pin!(stop);
     loop {
-        while reading && running.len() < IN_FLIGHT {
+        let room = |running: usize, out: &BytesMut| running < IN_FLIGHT && out.len() < OWED;
+        while reading && room(running.len(), &out) {
             match next_frame(&mut inbuf, max) {
                 Ok(Some(f)) if !hello => {
                     let r = if f.tag == HELLO {
@@ -281,7 +287,7 @@ pub async fn serve<H: Handler>(
             w = wr.write_buf(&mut out), if !out.is_empty() => {
                 w?;
             }
-            n = rd.read_buf(&mut inbuf), if reading && running.len() < IN_FLIGHT => {
+            n = rd.read_buf(&mut inbuf), if reading && room(running.len(), &out) => {
                 if n? == 0 {
                     reading = false;
                 }

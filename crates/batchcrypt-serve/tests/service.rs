@@ -1095,6 +1095,39 @@ async fn frames_socket_clients_get_what_grpc_clients_get() {
     assert_eq!((id, tag), (5, Code::ResourceExhausted as u8));
     assert!(String::from_utf8_lossy(&body).contains("split"));
     assert!(bounded(read_raw_frame(&mut io)).await.is_none());
+    // A client that sends without reading: the server stops reading its requests once the
+    // replies owed pass its bound, and every reply is there when the client reads at last.
+    let mut io = bounded(raw()).await;
+    io.write_all(&raw_frame(0, 0, b"frames-token"))
+        .await
+        .unwrap();
+    bounded(read_raw_frame(&mut io)).await.unwrap();
+    let big = prost::Message::encode_to_vec(&EchoRequest {
+        payload: Bytes::new(),
+        reply_bytes: 1 << 20,
+    });
+    let sends = 40u32;
+    let (mut rd, mut wr) = io.into_split();
+    let writer = tokio::spawn(async move {
+        for id in 0..sends {
+            wr.write_all(&raw_frame(100 + id, Kind::Echo as u8, &big))
+                .await
+                .unwrap();
+        }
+        wr
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut seen = 0;
+    while seen < sends {
+        let mut h = [0u8; batchcrypt_serve::frames::HEADER];
+        bounded(rd.read_exact(&mut h)).await.unwrap();
+        let len = u32::from_le_bytes(h[..4].try_into().unwrap()) as usize;
+        assert_eq!((h[8], len), (0, (1 << 20) + 4), "an echo reply of 1 MiB");
+        let mut body = vec![0u8; len];
+        bounded(rd.read_exact(&mut body)).await.unwrap();
+        seen += 1;
+    }
+    drop(bounded(writer).await.unwrap());
     // A connection that is not this protocol is closed without an answer.
     let mut io = tokio::net::UnixStream::connect(&path).await.unwrap();
     io.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")

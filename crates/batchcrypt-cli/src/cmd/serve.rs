@@ -32,8 +32,9 @@ pub struct Args {
     unix_socket: Option<PathBuf>,
     /// Also serve the batched operations (verification, hashing, the PSI multiplications) on
     /// this Unix socket in plain length-prefixed frames instead of gRPC: the cheapest way for a
-    /// program on this machine to send many small requests (docs/service.md, "Frames"; the Rust
-    /// client is `batchcrypt_serve::FramesClient`). Its owner and group may connect.
+    /// program on this machine to send many small requests (docs/service.md, "Frames"; clients:
+    /// Rust's `Client` with `Options::frames` or `FramesClient`, Python's `Client(address,
+    /// frames=PATH)`). Its owner and group may connect.
     #[arg(long, value_name = "PATH")]
     frames_socket: Option<PathBuf>,
     /// Let clients on this machine pass their data through shared memory instead of the
