@@ -6,7 +6,6 @@
 //! side: never a panic, a hang or a torn reply.
 #![no_main]
 
-use batchcrypt::{Backend, BackendChoice, Engine};
 use batchcrypt_serve::frames::{self, next_frame, MAGIC};
 use batchcrypt_serve::server::Service;
 use batchcrypt_serve::ServerConfig;
@@ -27,24 +26,13 @@ struct Harness {
 fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
     H.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let dir =
             std::env::temp_dir().join(format!("batchcrypt-fuzz-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut config = ServerConfig::new(dir);
         config.max_request_items = 4096;
         config.max_message_bytes = MAX;
-        let engine = Arc::new(Engine::with_backend(BackendChoice::Exact(
-            Backend::Libsecp256k1,
-        )));
-        let service = {
-            let _in = rt.enter();
-            Service::in_process(engine, &config).expect("the service starts")
-        };
+        let (rt, service) = batchcrypt_fuzz::in_process_service(&config);
         Harness { rt, service }
     })
 }

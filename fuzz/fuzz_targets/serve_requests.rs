@@ -6,7 +6,6 @@
 //! or a stuck batcher.
 #![no_main]
 
-use batchcrypt::{Backend, BackendChoice, Engine};
 use batchcrypt_serve::proto::batch_crypt_server::BatchCrypt;
 use batchcrypt_serve::proto::*;
 use batchcrypt_serve::server::Service;
@@ -26,11 +25,6 @@ struct Harness {
 fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
     H.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let dir = std::env::temp_dir().join(format!("batchcrypt-fuzz-serve-{}", std::process::id()));
         let shared = dir.join("shared");
         std::fs::create_dir_all(&shared).unwrap();
@@ -39,11 +33,7 @@ fn harness() -> &'static Harness {
         let mut config = ServerConfig::new(dir);
         config.max_request_items = 4096;
         config.shared_memory = Some(shared);
-        let engine = Arc::new(Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)));
-        let service = {
-            let _in = rt.enter();
-            Service::in_process(engine, &config).expect("the service starts")
-        };
+        let (rt, service) = batchcrypt_fuzz::in_process_service(&config);
         let name = RegisterSharedMemoryRequest { name: "batchcrypt-fuzz".into() };
         let region = rt.block_on(service.register_shared_memory(Request::new(name))).unwrap().into_inner().id;
         Harness { rt, service, region }

@@ -52,6 +52,24 @@ pub fn engine(backend: Backend) -> &'static Engine {
     &all.iter().find(|(b, _)| *b == backend).expect("an engine for this backend").1
 }
 
+/// The service's handlers in process, as `batchcrypt serve` runs them behind the network, with
+/// `config` and libsecp256k1 for ECDSA (the serve targets): on a runtime of two threads of its own.
+pub fn in_process_service(
+    config: &batchcrypt_serve::ServerConfig,
+) -> (tokio::runtime::Runtime, std::sync::Arc<batchcrypt_serve::server::Service>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = std::sync::Arc::new(Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1)));
+    let service = {
+        let _in = rt.enter();
+        batchcrypt_serve::server::Service::in_process(engine, config).expect("the service starts")
+    };
+    (rt, service)
+}
+
 /// Key encodings the reference crates read but batchcrypt refuses, so that the targets compare
 /// like with like: hybrid keys (tags 06/07, which SEC1 allows and libsecp256k1 reads, but
 /// batchcrypt's signature APIs do not take) and tag 05, the x-only "compact" form of an

@@ -707,36 +707,12 @@ async fn batched(
             )
             .await;
         // The same requests over one stream per client: a message each way per request.
-        for (transport, conns) in streamed_over {
-            let streamed = stream_call(clients, EcdsaStreams(requests.clone()));
-            closed
-                .run(
-                    rep,
-                    &case,
-                    &base,
-                    transport,
-                    conns,
-                    0,
-                    streamed,
-                    "verify_ecdsa",
-                )
-                .await;
-        }
+        let ecdsa = EcdsaStreams(requests.clone());
+        let over = (&streamed_over[..], &framed_over[..]);
+        closed
+            .run_over(rep, &case, &base, over, "", 0, ecdsa, "verify_ecdsa")
+            .await;
         let ecdsa_frames = framed_call(EcdsaStreams(requests.clone()));
-        for (transport, conns) in framed_over {
-            closed
-                .run(
-                    rep,
-                    &case,
-                    &base,
-                    transport,
-                    conns,
-                    0,
-                    ecdsa_frames.clone(),
-                    "verify_ecdsa",
-                )
-                .await;
-        }
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
@@ -805,22 +781,11 @@ async fn batched(
             all,
             per: closed.per_request,
         };
-        let mut streamed_secs = 0.0;
-        for (transport, conns) in streamed_over {
-            let streamed = stream_call(closed.clients, streams.clone());
-            let secs = closed
-                .run(rep, &case, &base, transport, conns, 64, streamed, "hash")
-                .await;
-            if streamed_secs == 0.0 {
-                streamed_secs = secs;
-            }
-        }
-        for (transport, conns) in framed_over {
-            let calls = framed_call(streams.clone());
-            closed
-                .run(rep, &case, &base, transport, conns, 64, calls, "hash")
-                .await;
-        }
+        let over = (&streamed_over[..], &framed_over[..]);
+        let secs = closed
+            .run_over(rep, &case, &base, over, "", 64, streams.clone(), "hash")
+            .await;
+        let streamed_secs = secs[0];
         // The same streams paced at half the rate just served over TCP.
         let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
         let label = "served over TCP, a stream per client, open loop at half that rate";
@@ -848,37 +813,16 @@ async fn batched(
             regions: Arc::new(regions),
             expected: bytes::Bytes::from(expected.into_iter().flatten().collect::<Vec<u8>>()),
         };
-        for (transport, conns) in streamed_over {
-            let calls = stream_call(closed.clients, shared.clone());
-            let transport = format!("{transport}, bytes in shared memory");
-            closed
-                .run(rep, &case, &base, &transport, conns, 64, calls, "hash")
-                .await;
-        }
-        for (transport, conns) in framed_over {
-            let calls = framed_call(shared.clone());
-            let transport = format!("{transport}, bytes in shared memory");
-            closed
-                .run(rep, &case, &base, &transport, conns, 64, calls, "hash")
-                .await;
-        }
-        drop(shared);
+        let suffix = ", bytes in shared memory";
+        closed
+            .run_over(rep, &case, &base, over, suffix, 64, shared, "hash")
+            .await;
         // The same bytes echoed, nothing batched or hashed: the most these clients, links and
         // threads carry, against which the served rates above are what the work adds.
-        for (transport, conns) in streamed_over {
-            let echoed = stream_call(closed.clients, Echoes(streams.clone()));
-            let transport = format!("{transport}, echoed without work");
-            closed
-                .run(rep, &case, &base, &transport, conns, 64, echoed, "echo")
-                .await;
-        }
-        for (transport, conns) in framed_over {
-            let echoed = framed_call(Echoes(streams.clone()));
-            let transport = format!("{transport}, echoed without work");
-            closed
-                .run(rep, &case, &base, &transport, conns, 64, echoed, "echo")
-                .await;
-        }
+        let (suffix, echoes) = (", echoed without work", Echoes(streams.clone()));
+        closed
+            .run_over(rep, &case, &base, over, suffix, 64, echoes, "echo")
+            .await;
     }
     drop((tcp, unix, shared_tcp, shared_unix, frames, shared_frames));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
@@ -984,6 +928,52 @@ impl Closed {
         );
         println!("  {}", stages_between(&before, &after));
         println!("  {cpu}");
+        secs
+    }
+}
+
+/// The transports a closed loop runs over: gRPC streams, then frames, each named and with its
+/// clients' connections.
+type Over<'a> = (
+    &'a [(&'a str, &'a Vec<Conn>)],
+    &'a [(&'a str, &'a Vec<Conn<FramesClient>>)],
+);
+
+impl Closed {
+    /// [`Closed::run`] of `calls` over each transport of `over` (each stream case with streams
+    /// of its own), each named with `suffix` added; the seconds of each, in that order.
+    async fn run_over<S>(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        over: Over<'_>,
+        suffix: &str,
+        bytes_per_item: u64,
+        calls: S,
+        op: &str,
+    ) -> Vec<f64>
+    where
+        S: Streamed,
+        S::Q: Framed<Reply = S::R>,
+    {
+        let mut secs = Vec::new();
+        for (transport, conns) in over.0 {
+            let call = stream_call(self.clients, calls.clone());
+            let t = format!("{transport}{suffix}");
+            secs.push(
+                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
+                    .await,
+            );
+        }
+        for (transport, conns) in over.1 {
+            let call = framed_call(calls.clone());
+            let t = format!("{transport}{suffix}");
+            secs.push(
+                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
+                    .await,
+            );
+        }
         secs
     }
 }
