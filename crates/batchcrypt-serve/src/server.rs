@@ -300,7 +300,7 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 
 /// A listener whose connections are dealt to the shards: accepted here, crossing as std streams,
 /// registered with the reactor of the shard that serves them.
-trait Listener: Send + 'static {
+trait Listener: Send + Sync + 'static {
     type Std: Send + 'static;
     type Io: tonic::transport::server::Connected
         + tokio::io::AsyncRead
@@ -361,26 +361,39 @@ fn serve_on<L: Listener>(
                 .spawn(async move { serve.await.map_err(|e| e.to_string()) }),
         );
     }
-    let drain = stopped(drain.clone());
+    let drain = drain.clone();
     tokio::spawn(async move {
-        tokio::pin!(drain);
-        let mut next = 0usize;
-        loop {
-            tokio::select! {
-                () = &mut drain => break,
-                s = listener.take() => match s {
-                    Ok(s) => {
-                        let _ = deal_to[next % deal_to.len()].send(s);
-                        next = next.wrapping_add(1);
-                    }
-                    // Out of descriptors, or a connection reset before it was taken: a pause
-                    // rather than a loop that spins.
-                    Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-                },
-            }
-        }
+        accept_until(&listener, drain, |i, s| {
+            let _ = deal_to[i % deal_to.len()].send(s);
+        })
+        .await
     });
     Ok(served)
+}
+
+/// Accepts `listener`'s connections, handing the `i`th to `deal`, until `drain` turns true.
+async fn accept_until<L: Listener>(
+    listener: &L,
+    drain: watch::Receiver<bool>,
+    mut deal: impl FnMut(usize, L::Std),
+) {
+    let drain = stopped(drain);
+    tokio::pin!(drain);
+    let mut next = 0usize;
+    loop {
+        tokio::select! {
+            () = &mut drain => break,
+            s = listener.take() => match s {
+                Ok(s) => {
+                    deal(next, s);
+                    next = next.wrapping_add(1);
+                }
+                // Out of descriptors, or a connection reset before it was taken: a pause
+                // rather than a loop that spins.
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            },
+        }
+    }
 }
 
 /// Serves the frames socket's connections ([`crate::frames`]), dealt in turn to the serving
@@ -400,27 +413,16 @@ fn serve_frames(
     tokio::spawn(async move {
         // Each connection holds a sender: all gone, all connections have ended.
         let (alive, mut ended) = tokio::sync::mpsc::channel::<()>(1);
-        let stop = stopped(drain.clone());
-        tokio::pin!(stop);
-        let mut next = 0usize;
-        loop {
-            tokio::select! {
-                () = &mut stop => break,
-                s = listener.take() => match s {
-                    Ok(s) => {
-                        let (service, alive, drain) = (service.clone(), alive.clone(), drain.clone());
-                        handles[next % handles.len()].spawn(async move {
-                            if let Ok(io) = tokio::net::UnixListener::register(s) {
-                                let _ = crate::frames::serve(io, service, max, stopped(drain)).await;
-                            }
-                            drop(alive);
-                        });
-                        next = next.wrapping_add(1);
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-                },
-            }
-        }
+        accept_until(&listener, drain.clone(), |i, s| {
+            let (service, alive, drain) = (service.clone(), alive.clone(), drain.clone());
+            handles[i % handles.len()].spawn(async move {
+                if let Ok(io) = tokio::net::UnixListener::register(s) {
+                    let _ = crate::frames::serve(io, service, max, stopped(drain)).await;
+                }
+                drop(alive);
+            });
+        })
+        .await;
         drop((listener, alive));
         let _ = ended.recv().await;
         Ok(())
