@@ -59,6 +59,21 @@ def server():
     p.wait(timeout=60)
 
 
+# (sha256(message), DER signature, compressed key): made with the OpenSSL command line (the first
+# of test_secp256k1.py's vectors); and the signature with a flipped byte.
+_SIG = bytes.fromhex("3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8"
+                     "022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4")
+ECDSA = (bytes.fromhex("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24"), _SIG,
+         bytes.fromhex("0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab"),
+         _SIG[:-1] + bytes([_SIG[-1] ^ 1]))
+
+
+def ecdsa_batches(n):
+    """Batches of 1 to n-1 items of ECDSA, every third signature the flipped one."""
+    h, sig, key, bad = ECDSA
+    return [([h] * k, [sig if (i + k) % 3 else bad for i in range(k)], [key] * k) for k in range(1, n)]
+
+
 def test_hashes_match_hashlib(server):
     msgs = [b"", b"abc", bytes(range(200)), b"x" * 64]
     assert server.hash(msgs) == [hashlib.sha256(m).digest() for m in msgs]
@@ -150,14 +165,8 @@ def test_batches_over_one_stream(server):
     with pytest.raises(ValueError):
         server.hash_packed_many([b"x" * 63], 64)
 
-    # (sha256(message), DER signature, compressed key): made with the OpenSSL command line (the
-    # first of test_secp256k1.py's vectors); and the same with a flipped signature byte.
-    h = bytes.fromhex("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24")
-    sig = bytes.fromhex("3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8"
-                        "022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4")
-    key = bytes.fromhex("0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab")
-    bad = sig[:-1] + bytes([sig[-1] ^ 1])
-    batches = [([h] * k, [sig if (i + k) % 3 else bad for i in range(k)], [key] * k) for k in range(1, 30)]
+    h, sig, key, bad = ECDSA
+    batches = ecdsa_batches(30)
     got = server.verify_ecdsa_many(batches)
     assert len(got) == len(batches)
     for (hashes, sigs, keys), verdicts in zip(batches, got):
@@ -204,12 +213,8 @@ def test_frames_carry_the_batched_calls(server):
     packed = bytes(range(256)) * 4
     assert local.hash_packed(packed, 64, "sm3") == server.hash_packed(packed, 64, "sm3")
     assert local.hash_packed_many([packed, b""], 64) == server.hash_packed_many([packed, b""], 64)
-    h = bytes.fromhex("b526aef1a341cfe6e5c377ed4c222888eeb81f913a107110a867e009c1758f24")
-    sig = bytes.fromhex("3045022100b78a4232e0c63a46609687360ffbdbaf2327fada81229fa0e77e620169aa70f8"
-                        "022015c6e21bfb4290f3af2706ec944e32e257d96bc01799ebf068b0b64f7e879dd4")
-    key = bytes.fromhex("0285bd2d07c6281cd31a6fc1075c8f1ffb7b912dad82d335360a3829af81aaabab")
-    bad = sig[:-1] + bytes([sig[-1] ^ 1])
-    batches = [([h] * k, [sig if (i + k) % 3 else bad for i in range(k)], [key] * k) for k in range(1, 20)]
+    h, sig, key, _ = ECDSA
+    batches = ecdsa_batches(20)
     assert local.verify_ecdsa_many(batches) == server.verify_ecdsa_many(batches)
     got = local.verify_ecdsa(*batches[-1])
     assert [v is None for v in got] == [s == sig for s in batches[-1][1]]
