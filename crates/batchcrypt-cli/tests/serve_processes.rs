@@ -210,7 +210,7 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
 
 /// `batchcrypt client hash` and `verify-*` on files of more lines than a request holds: the lines
 /// go in requests over one stream, and every result comes back in the file's order; the same
-/// through shared memory; `ping`.
+/// through shared memory, over the frames socket, and both; `ping`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let data = std::env::temp_dir().join(format!("batchcrypt-serve-cli-{}", std::process::id()));
@@ -218,32 +218,49 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     let shm = data.join("shm");
     std::fs::create_dir_all(&shm).unwrap();
     let port = free_port();
-    let _server = serve_with(&data, port, 0, &["--shared-memory".as_ref(), shm.as_ref()]);
+    let frames = data.join("frames.sock");
+    let _server = serve_with(
+        &data,
+        port,
+        0,
+        &[
+            "--shared-memory".as_ref(),
+            shm.as_ref(),
+            "--frames-socket".as_ref(),
+            frames.as_ref(),
+        ],
+    );
     connect(port).await;
-    let run = |per: &str, args: &[&str], file: &Path, shared: bool| {
+    let run = |per: &str, args: &[&str], file: &Path, (shared, framed): (bool, bool)| {
         let mut c = Command::new(bin());
         c.args(["client", "--server", &format!("127.0.0.1:{port}")])
             .args(["--per-request", per]);
         if shared {
             c.arg(format!("--shared-memory={}", shm.display()));
         }
+        if framed {
+            c.arg("--frames").arg(&frames);
+        }
         c.args(args).arg(file).output().unwrap()
     };
-    // Each command through the connection, then through shared memory: the same lines.
+    // Each command through the connection, then through shared memory, over the frames socket
+    // and both: the same lines.
     let client = |per: &str, args: &[&str], file: &Path| {
-        let o = run(per, args, file, false);
+        let o = run(per, args, file, (false, false));
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let shared = run(per, args, file, true);
-        assert!(
-            shared.status.success(),
-            "{}",
-            String::from_utf8_lossy(&shared.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&shared.stdout),
-            String::from_utf8_lossy(&o.stdout),
-            "{args:?} through shared memory"
-        );
+        for via in [(true, false), (false, true), (true, true)] {
+            let other = run(per, args, file, via);
+            assert!(
+                other.status.success(),
+                "{}",
+                String::from_utf8_lossy(&other.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&other.stdout),
+                String::from_utf8_lossy(&o.stdout),
+                "{args:?} (shared memory, frames): {via:?}"
+            );
+        }
         String::from_utf8(o.stdout).unwrap()
     };
 
@@ -339,6 +356,18 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("started with --shared-memory"), "{err}");
+    // So is a frames socket no server answers on.
+    let o = Command::new(bin())
+        .args(["client", "--server", &format!("127.0.0.1:{port}")])
+        .arg("--frames")
+        .arg(data.join("no-such.sock"))
+        .args(["hash", "--lines"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--frames-socket"), "{err}");
 
     // Round trips that compute nothing; a reply over the echo's limit is refused with a reason.
     let ping = |args: &[&str]| {

@@ -169,6 +169,31 @@ pub fn sm2_request<M: AsRef<[u8]>, S: AsRef<[u8]>, K: AsRef<[u8]>>(
     }
 }
 
+/// A batched request the client sends many of at once ([`Client::each_reply`]): over gRPC as a
+/// stream of requests (the one this opens), or over the frames connection.
+pub trait Streamable: Framed + Send + 'static {
+    fn open(
+        c: &mut Client,
+    ) -> impl std::future::Future<Output = Result<Stream<Self, Self::Reply>, Status>> + Send;
+}
+
+macro_rules! streamable {
+    ($($request:ident => $open:ident),* $(,)?) => {$(
+        impl Streamable for $request {
+            async fn open(c: &mut Client) -> Result<Stream<Self, Self::Reply>, Status> {
+                c.$open().await
+            }
+        }
+    )*};
+}
+
+streamable! {
+    VerifyEcdsaRequest => verify_ecdsa_stream,
+    VerifySchnorrRequest => verify_schnorr_stream,
+    VerifySm2Request => verify_sm2_stream,
+    HashRequest => hash_stream,
+}
+
 /// Every request over the frames connection at once: the replies in the requests' order.
 async fn all<Q: Framed>(f: &FramesClient, requests: Vec<Q>) -> Result<Vec<Q::Reply>, Status> {
     futures_util::future::try_join_all(requests.iter().map(|q| f.call(q))).await
@@ -467,6 +492,27 @@ impl Client {
     ) -> Result<Vec<Verdict>, Status> {
         let r = self.batched(request, |mut c, q| async move { c.verify_sm2(q).await });
         Ok(verdicts(r.await?))
+    }
+
+    /// Sends `requests`, handing each reply to `f` in the requests' order as they come (the
+    /// first failure ends it): over one stream of requests, or over the frames connection with
+    /// as many in flight as a stream keeps queued.
+    pub async fn each_reply<Q: Streamable>(
+        &mut self,
+        requests: impl IntoIterator<Item = Q>,
+        mut f: impl FnMut(Q::Reply),
+    ) -> Result<(), Status> {
+        if let Some(frames) = &self.frames {
+            use futures_util::StreamExt;
+            let mut replies = futures_util::stream::iter(requests)
+                .map(|q| async move { frames.call(&q).await })
+                .buffered(STREAM_QUEUE);
+            while let Some(r) = replies.next().await {
+                f(r?);
+            }
+            return Ok(());
+        }
+        Q::open(self).await?.each_reply(requests, f).await
     }
 
     /// Digests of each message, sent one by one.

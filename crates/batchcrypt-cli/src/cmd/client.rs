@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
     column, ecdsa_request, schnorr_request, verdicts, Client, Options, PackedColumns, SharedMemory,
-    Stream,
+    Streamable,
 };
 use batchcrypt_serve::proto::{
     Column, EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 #[command(
     about = "Call a running `batchcrypt serve`",
-    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client --shared-memory hash --double --lines ids.txt   (a server on this machine started with --shared-memory)\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client --shared-memory hash --double --lines ids.txt   (a server on this machine started with --shared-memory)\n  batchcrypt client --frames /run/batchcrypt.frames hash --double --lines ids.txt   (a server on this machine started with --frames-socket /run/batchcrypt.frames)\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
     /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
@@ -45,6 +45,11 @@ pub struct Args {
     /// only where they lie. Written `--shared-memory` or `--shared-memory=DIR`.
     #[arg(long, global = true, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = batchcrypt_serve::shared::DEFAULT_DIR)]
     shared_memory: Option<PathBuf>,
+    /// For `hash` and `verify-*` with a server on this machine started with `--frames-socket
+    /// PATH`: the requests go over that socket in plain frames instead of gRPC (the other
+    /// commands, and registering shared memory, still use --server).
+    #[arg(long, global = true, value_name = "PATH")]
+    frames: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -151,18 +156,17 @@ fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
     Ok(out)
 }
 
-/// Sends `requests` (of `total` items) over `stream`, printing each reply with `print` (which
-/// gives the items it held) as it comes, in order.
-async fn print_replies<Q, R>(
-    stream: Stream<Q, R>,
+/// Sends `requests` (of `total` items) over one stream (or the frames socket), printing each
+/// reply with `print` (which gives the items it held) as it comes, in order.
+async fn print_replies<Q: Streamable>(
+    c: &mut Client,
     requests: impl Iterator<Item = Q>,
     total: usize,
     per: usize,
-    mut print: impl FnMut(R) -> usize,
+    mut print: impl FnMut(Q::Reply) -> usize,
 ) -> Result<()> {
     let progress = progress(total, per);
-    stream
-        .each_reply(requests, |reply| progress.inc(print(reply) as u64))
+    c.each_reply(requests, |reply| progress.inc(print(reply) as u64))
         .await?;
     progress.finish_and_clear();
     Ok(())
@@ -280,7 +284,7 @@ pub fn run(a: &Args) -> Result<()> {
                 None => None,
             },
             max_message_bytes: None,
-            frames: None,
+            frames: a.frames.clone(),
         };
         let mut c = Client::connect_with(&a.server, options)
             .await
@@ -378,7 +382,7 @@ pub fn run(a: &Args) -> Result<()> {
                     printed += digests.len() / 32;
                     digests.len() / 32
                 };
-                print_replies(c.hash_stream().await?, sent, n, per, print).await?;
+                print_replies(&mut c, sent, n, per, print).await?;
                 if let Some(e) = failed {
                     bail!("reading the digests from shared memory: {e}");
                 }
@@ -411,8 +415,7 @@ pub fn run(a: &Args) -> Result<()> {
                 });
                 let dir = a.shared_memory.as_deref();
                 let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
-                let stream = c.verify_ecdsa_stream().await?;
-                print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
+                print_replies(&mut c, sent, rows.len(), per, print_verdicts).await?;
                 release(&mut c, shared).await?;
             }
             Command::VerifySchnorr { file } => {
@@ -423,8 +426,7 @@ pub fn run(a: &Args) -> Result<()> {
                     .map(|r| schnorr_request(&msgs[r.clone()], &sigs[r.clone()], &keys[r]));
                 let dir = a.shared_memory.as_deref();
                 let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
-                let stream = c.verify_schnorr_stream().await?;
-                print_replies(stream, sent, rows.len(), per, print_verdicts).await?;
+                print_replies(&mut c, sent, rows.len(), per, print_verdicts).await?;
                 release(&mut c, shared).await?;
             }
             Command::Register { zkey, name } => {
