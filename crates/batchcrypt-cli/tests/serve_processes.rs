@@ -346,28 +346,24 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     // refused with a hint.
     let left: Vec<_> = std::fs::read_dir(&shm).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
-    let o = Command::new(bin())
-        .args(["client", "--server", &format!("127.0.0.1:{port}")])
-        .arg(format!("--shared-memory={}", data.display()))
-        .args(["hash", "--lines"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("started with --shared-memory"), "{err}");
+    // `hash` of the file with `option`: it fails, and says so with `hint`.
+    let refused = |option: &[&std::ffi::OsStr], hint: &str| {
+        let o = Command::new(bin())
+            .args(["client", "--server", &format!("127.0.0.1:{port}")])
+            .args(option)
+            .args(["hash", "--lines"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(hint), "{err}");
+    };
+    let elsewhere = format!("--shared-memory={}", data.display());
+    refused(&[elsewhere.as_ref()], "started with --shared-memory");
     // So is a frames socket no server answers on.
-    let o = Command::new(bin())
-        .args(["client", "--server", &format!("127.0.0.1:{port}")])
-        .arg("--frames")
-        .arg(data.join("no-such.sock"))
-        .args(["hash", "--lines"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--frames-socket"), "{err}");
+    let nothing = data.join("no-such.sock");
+    refused(&["--frames".as_ref(), nothing.as_ref()], "--frames-socket");
 
     // Round trips that compute nothing; a reply over the echo's limit is refused with a reason.
     let ping = |args: &[&str]| {
