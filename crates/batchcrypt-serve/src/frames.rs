@@ -40,6 +40,8 @@ pub const IN_FLIGHT: usize = 64;
 pub const OWED: usize = 8 << 20;
 /// How long a server waits for a new connection's magic and hello.
 const HELLO_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a stopping server waits for a connection to finish what it owes.
+pub const DRAIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 /// Reads ask for at least this much room: a few requests of a few hundred items.
 const READ_ROOM: usize = 64 << 10;
 
@@ -209,10 +211,11 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// Serves one connection: reads requests (up to [`IN_FLIGHT`] at once and while under
-/// [`OWED`] bytes of replies are unwritten, each handled as it arrives), writes each reply as it is ready (those ready together in one write), until the
-/// client ends its side and everything owed is written, or `stop` resolves (then reading stops
-/// and the replies owed are still written). A client that goes away drops its requests in
-/// flight.
+/// [`OWED`] bytes of replies are unwritten, each handled as it arrives), writes each reply as it
+/// is ready (those ready together in one write), until the client ends its side and everything
+/// owed is written, or `stop` resolves (then reading stops and the replies owed are still
+/// written, for up to [`DRAIN_WITHIN`]: a client that stops reading cannot hold a shutdown). A
+/// client that goes away drops its requests in flight.
 pub async fn serve<H: Handler>(
     mut io: tokio::net::UnixStream,
     handler: Arc<H>,
@@ -232,6 +235,8 @@ pub async fn serve<H: Handler>(
     let mut running = futures_util::stream::FuturesUnordered::new();
     let (mut hello, mut reading) = (false, true);
     let hello_by = tokio::time::Instant::now() + HELLO_WITHIN;
+    // Set when `stop` resolves.
+    let mut drain_by = None;
     tokio::pin!(stop);
     loop {
         let room = |running: usize, out: &BytesMut| running < IN_FLIGHT && out.len() < OWED;
@@ -292,7 +297,13 @@ pub async fn serve<H: Handler>(
                     reading = false;
                 }
             }
-            () = &mut stop, if reading => reading = false,
+            () = &mut stop, if drain_by.is_none() => {
+                reading = false;
+                drain_by = Some(tokio::time::Instant::now() + DRAIN_WITHIN);
+            }
+            () = tokio::time::sleep_until(drain_by.unwrap_or(hello_by)), if drain_by.is_some() => {
+                return Ok(());
+            }
             () = tokio::time::sleep_until(hello_by), if !hello && reading => reading = false,
         }
     }
