@@ -194,11 +194,6 @@ streamable! {
     HashRequest => hash_stream,
 }
 
-/// Every request over the frames connection at once: the replies in the requests' order.
-async fn all<Q: Framed>(f: &FramesClient, requests: Vec<Q>) -> Result<Vec<Q::Reply>, Status> {
-    futures_util::future::try_join_all(requests.iter().map(|q| f.call(q))).await
-}
-
 fn format(f: SigFormat) -> i32 {
     match f {
         SigFormat::Der => SignatureFormat::Der as i32,
@@ -358,19 +353,13 @@ impl Client {
         Ok(verdicts(r.await?))
     }
 
-    /// Many ECDSA requests ([`ecdsa_request`]) over one stream, sent while the replies come
-    /// back: per request its verdicts, in order.
+    /// Many ECDSA requests ([`ecdsa_request`]) over one stream (or the frames connection), sent
+    /// while the replies come back ([`Client::each_reply`]): per request its verdicts, in order.
     pub async fn verify_ecdsa_many(
         &mut self,
         requests: Vec<VerifyEcdsaRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
-        if let Some(f) = &self.frames {
-            return Ok(all(f, requests).await?.into_iter().map(verdicts).collect());
-        }
-        self.verify_ecdsa_stream()
-            .await?
-            .all_verdicts(requests)
-            .await
+        self.all(requests, verdicts).await
     }
 
     /// Many BIP340 requests ([`schnorr_request`], [`schnorr_columns`]) over one stream, as
@@ -379,13 +368,7 @@ impl Client {
         &mut self,
         requests: Vec<VerifySchnorrRequest>,
     ) -> Result<Vec<Vec<Verdict>>, Status> {
-        if let Some(f) = &self.frames {
-            return Ok(all(f, requests).await?.into_iter().map(verdicts).collect());
-        }
-        self.verify_schnorr_stream()
-            .await?
-            .all_verdicts(requests)
-            .await
+        self.all(requests, verdicts).await
     }
 
     /// Many hash requests over one stream, as [`Client::verify_ecdsa_many`]: per request the
@@ -404,14 +387,7 @@ impl Client {
                 digests_to: None,
             })
             .collect();
-        let replies = match &self.frames {
-            Some(f) => all(f, requests).await?,
-            None => self.hash_stream().await?.all(requests).await?,
-        };
-        Ok(replies
-            .into_iter()
-            .map(|r| r.packed_digests.to_vec())
-            .collect())
+        self.all(requests, |r| r.packed_digests.to_vec()).await
     }
 
     /// A stream of ECDSA requests on one call ([`Client::verify_ecdsa`]'s requests, built as
@@ -513,6 +489,17 @@ impl Client {
             return Ok(());
         }
         Q::open(self).await?.each_reply(requests, f).await
+    }
+
+    /// Every reply of [`Client::each_reply`], each as `f` makes it, in the requests' order.
+    async fn all<Q: Streamable, T>(
+        &mut self,
+        requests: Vec<Q>,
+        f: impl Fn(Q::Reply) -> T,
+    ) -> Result<Vec<T>, Status> {
+        let mut out = Vec::with_capacity(requests.len());
+        self.each_reply(requests, |r| out.push(f(r))).await?;
+        Ok(out)
     }
 
     /// Digests of each message, sent one by one.
@@ -971,13 +958,5 @@ impl<Q, R> Stream<Q, R> {
         self.reply()
             .await?
             .ok_or_else(|| Status::unavailable("the stream ended before the reply"))
-    }
-}
-
-impl<Q> Stream<Q, VerifyReply> {
-    /// [`Stream::all`] for verification requests: per request its verdicts, in order.
-    pub async fn all_verdicts(self, requests: Vec<Q>) -> Result<Vec<Vec<Verdict>>, Status> {
-        let replies = self.all(requests).await?;
-        Ok(replies.into_iter().map(verdicts).collect())
     }
 }

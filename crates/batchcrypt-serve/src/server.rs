@@ -168,14 +168,8 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
     config.check_exposure()?;
     crate::io::raise_open_files(crate::io::OPEN_FILES_WANTED);
     // Before anything starts: a refused socket leaves nothing running.
-    let unix = match &config.unix_socket {
-        Some(path) => Some(bind_unix(path)?),
-        None => None,
-    };
-    let frames = match &config.frames_socket {
-        Some(path) => Some(bind_unix(path)?),
-        None => None,
-    };
+    let unix = config.unix_socket.as_deref().map(bind_unix).transpose()?;
+    let frames = config.frames_socket.as_deref().map(bind_unix).transpose()?;
     let sockets: Vec<PathBuf> = [&config.unix_socket, &config.frames_socket]
         .into_iter()
         .flatten()
@@ -841,20 +835,7 @@ impl Service {
         let run = move |q: Result<Q, Status>| {
             let me = me.clone();
             let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
-            async move {
-                let out = match handled {
-                    // A handler that panics answers its request with an error; the stream and
-                    // the server go on.
-                    Ok(f) => std::panic::AssertUnwindSafe(f)
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|_| Err(Status::internal("the request's handler failed"))),
-                    Err(s) => Err(s),
-                };
-                me.counted(op, &out);
-                out
-            }
-            .boxed()
+            async move { me.answer(op, handled).await }.boxed()
         };
         Ok(Response::new(Box::pin(Replies {
             inbound: r.into_inner(),
@@ -864,6 +845,26 @@ impl Service {
             stop: stop.boxed(),
             run,
         })))
+    }
+
+    /// A request's outcome, counted under `op`: its handler's, run to its end, or the error that
+    /// kept it from running. A handler that panics answers its request with an error; the
+    /// stream or connection, and the server, go on.
+    async fn answer<T>(
+        &self,
+        op: Op,
+        handled: Result<impl std::future::Future<Output = Result<T, Status>>, Status>,
+    ) -> Result<T, Status> {
+        use futures_util::FutureExt;
+        let out = match handled {
+            Ok(f) => std::panic::AssertUnwindSafe(f)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(Status::internal("the request's handler failed"))),
+            Err(s) => Err(s),
+        };
+        self.counted(op, &out);
+        out
     }
 
     /// The common item count of a request's lists.
@@ -1565,8 +1566,6 @@ impl crate::frames::Handler for Service {
         async move {
             let s = &self;
             let run = async move {
-                // A Unix socket's clients share the rate limit of the address-less.
-                s.guard.admit(None)?;
                 match kind {
                     Kind::VerifyEcdsa => s.ecdsa(decode(body)?).await.map(Reply::VerifyEcdsa),
                     Kind::VerifySchnorr => s.schnorr(decode(body)?).await.map(Reply::VerifySchnorr),
@@ -1583,13 +1582,9 @@ impl crate::frames::Handler for Service {
                     Kind::Echo => echo(decode(body)?).map(Reply::Echo),
                 }
             };
-            // A handler that panics answers its request with an error; the connection goes on.
-            let out = std::panic::AssertUnwindSafe(run)
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| Err(Status::internal("the request's handler failed")));
-            self.counted(op, &out);
-            out
+            // A Unix socket's clients share the rate limit of the address-less.
+            let handled = self.guard.admit(None).map(|()| run);
+            self.answer(op, handled).await
         }
         .boxed()
     }
