@@ -322,9 +322,8 @@ pub struct FramesClient {
 }
 
 struct Inner {
-    io: Arc<tokio::net::UnixStream>,
-    /// The same socket, to end the client's side when the last handle goes.
-    closer: std::os::unix::net::UnixStream,
+    /// The connection's writing side; dropped with the last handle, which ends the client's side.
+    wr: tokio::net::unix::OwnedWriteHalf,
     /// Request bytes the socket has not taken yet, in order.
     queued: Mutex<BytesMut>,
     flush: Arc<tokio::sync::Notify>,
@@ -335,8 +334,8 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // The server then writes what it owes and closes, which ends the reader.
-        let _ = self.closer.shutdown(std::net::Shutdown::Write);
+        // Dropping `wr` next ends the client's side: the server then writes what it owes and
+        // closes, which ends the reader.
         self.flush.notify_one();
     }
 }
@@ -371,11 +370,9 @@ impl FramesClient {
                 path.display()
             ));
         }
-        let std = io.into_std().map_err(|e| cannot(&e))?;
-        let closer = std.try_clone().map_err(|e| cannot(&e))?;
-        let io = Arc::new(tokio::net::UnixStream::from_std(std).map_err(|e| cannot(&e))?);
+        let (rd, wr) = io.into_split();
         let mut reader = Reader {
-            io: io.clone(),
+            rd,
             buf: BytesMut::with_capacity(READ_ROOM),
         };
         match reader.next().await {
@@ -385,8 +382,7 @@ impl FramesClient {
             _ => return Err(cannot(&"the server closed the connection")),
         };
         let inner = Arc::new(Inner {
-            io,
-            closer,
+            wr,
             queued: Mutex::new(BytesMut::new()),
             flush: Arc::new(tokio::sync::Notify::new()),
             waiting: Mutex::new(Some(HashMap::new())),
@@ -456,7 +452,7 @@ impl Inner {
         let mut q = self.queued();
         let mut at = 0;
         if q.is_empty() {
-            match self.io.try_write(frame) {
+            match self.wr.try_write(frame) {
                 Ok(n) => at = n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
@@ -480,7 +476,7 @@ impl Inner {
                 if q.is_empty() {
                     return Ok(());
                 }
-                match self.io.try_write(&q) {
+                match self.wr.try_write(&q) {
                     Ok(n) => {
                         q.advance(n);
                         continue;
@@ -489,7 +485,7 @@ impl Inner {
                     Err(e) => return Err(e),
                 }
             }
-            self.io.writable().await?;
+            self.wr.writable().await?;
         }
     }
 
@@ -501,7 +497,7 @@ impl Inner {
 
 /// A client's reading side: whole frames, until the connection ends or breaks the protocol.
 struct Reader {
-    io: Arc<tokio::net::UnixStream>,
+    rd: tokio::net::unix::OwnedReadHalf,
     buf: BytesMut,
 }
 
@@ -517,13 +513,11 @@ impl Reader {
             if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
                 self.buf.reserve(READ_ROOM);
             }
-            match self.io.try_read_buf(&mut self.buf) {
-                Ok(0) => return None,
+            // A read that leaves room in the buffer has drained the socket, and the runtime
+            // then waits for it to be readable again rather than read it once more to learn so.
+            match self.rd.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return None,
                 Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    self.io.readable().await.ok()?;
-                }
-                Err(_) => return None,
             }
         }
     }
