@@ -1065,6 +1065,11 @@ impl Service {
         if let Some(to) = &r.digests_to {
             self.shared()?.check_write(to, 32 * items.len())?;
         }
+        // SHA-256's batches read page-locked requests in place on the GPU; SM3's join them.
+        let items = match kind {
+            HashKind::Sm3 => items,
+            _ => items.page_locked(),
+        };
         let reply = self.hash.submit(kind, items).await?;
         let n = reply.outs.len();
         // The reply's bytes are the batch's outputs, shared, not a copy of them.

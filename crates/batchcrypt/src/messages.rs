@@ -211,6 +211,27 @@ impl<'a> FixedParts<'a> {
         }
     }
 
+    /// The byte ranges of the parts that hold messages `first..first + count`, in order.
+    pub fn segments(&self, first: usize, count: usize) -> Vec<&'a [u8]> {
+        let mut v = Vec::new();
+        if count == 0 {
+            return v;
+        }
+        let mut part = self.starts.partition_point(|&s| s <= first) - 1;
+        let (mut from, mut left) = ((first - self.starts[part]) * self.len, count * self.len);
+        while left > 0 {
+            let src = &self.parts[part][from..];
+            let k = src.len().min(left);
+            if k > 0 {
+                v.push(&src[..k]);
+            }
+            left -= k;
+            part += 1;
+            from = 0;
+        }
+        v
+    }
+
     /// The parts joined into one buffer (on all cores), for backends that read one.
     pub fn joined(&self) -> Vec<u8> {
         crate::backend::cpu::par_concat(self.parts)
@@ -222,7 +243,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixed_parts_copy_any_range_as_the_joined_buffer_holds_it() {
+    fn fixed_parts_copy_and_cut_any_range_as_the_joined_buffer_holds_it() {
         let a: Vec<u8> = (0..12).collect();
         let b: Vec<u8> = vec![];
         let c: Vec<u8> = (100..104).collect();
@@ -237,6 +258,10 @@ mod tests {
                 let mut dst = vec![0u8; 4 * n];
                 p.copy_to(first, &mut dst);
                 assert_eq!(dst, joined[4 * first..4 * (first + n)], "{first} + {n}");
+                // The same range as slices of the parts: none empty, none beyond it.
+                let segments = p.segments(first, n);
+                assert!(segments.iter().all(|s| !s.is_empty()));
+                assert_eq!(segments.concat(), dst, "{first} + {n}");
             }
         }
         let bad: Vec<&[u8]> = vec![&a, &[1, 2, 3]];

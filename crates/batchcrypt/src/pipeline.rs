@@ -347,6 +347,88 @@ pub fn run_spans(
     result
 }
 
+/// Runs one batch whose input is `parts` (page-locked host memory, each a whole number of 16-byte
+/// words on a word boundary), joined in order on the device by a kernel that reads them in place
+/// over the host link, rather than by a host thread copying them into a staging buffer first:
+/// `launch(stream, dev_in, dev_out)` enqueues the kernels over the joined input, and the first
+/// `output.len()` bytes of `dev_out` come back into `output`.
+pub fn run_gathered(
+    gpu: &Gpu,
+    parts: &[&[u8]],
+    output: &mut [u8],
+    launch: impl FnOnce(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>) -> Result<()>,
+) -> Result<()> {
+    use cudarc::driver::PushKernelArg;
+    if parts
+        .iter()
+        .any(|p| !p.len().is_multiple_of(16) || !(p.as_ptr() as usize).is_multiple_of(16))
+    {
+        return Err(crate::Error::invalid(
+            "gathered parts must be whole 16-byte words on word boundaries",
+        ));
+    }
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let out_bytes = output.len();
+    let f = gpu.function(&crate::kernels::GATHER, "gather_words")?;
+    let staged = gpu.local::<Kept<Slot>>();
+    let mut slots = staged.take(
+        1,
+        |s| s.fits(total, out_bytes, out_bytes),
+        || Slot::new(gpu, total, out_bytes, out_bytes),
+    )?;
+    let slot = &mut slots[0];
+    let run = || -> Result<()> {
+        let parts: Vec<&&[u8]> = parts.iter().filter(|p| !p.is_empty()).collect();
+        if !parts.is_empty() {
+            // Where each part starts (host and device share addresses for page-locked memory)
+            // and where it ends in the output, in words.
+            let starts: Vec<u64> = parts.iter().map(|p| p.as_ptr() as u64).collect();
+            let ends: Vec<u64> = parts
+                .iter()
+                .scan(0u64, |at, p| {
+                    *at += (p.len() / 16) as u64;
+                    Some(*at)
+                })
+                .collect();
+            let (starts, ends) = (
+                slot.stream.clone_htod(&starts).driver("upload")?,
+                slot.stream.clone_htod(&ends).driver("upload")?,
+            );
+            let (count, words) = (parts.len() as u32, (total / 16) as u64);
+            let mut b = slot.stream.launch_builder(&f);
+            b.arg(&starts)
+                .arg(&ends)
+                .arg(&count)
+                .arg(&mut slot.dev_in)
+                .arg(&words);
+            // SAFETY: the arguments match the kernel; every part is live page-locked memory
+            // until the stream is waited for below, and the output holds `total` bytes.
+            unsafe { b.launch(crate::backend::cuda::grid_1d(words, 256)) }.driver("gather")?;
+        }
+        launch(&slot.stream, &slot.dev_in, &mut slot.dev_out)?;
+        if out_bytes > 0 {
+            slot.stream
+                .memcpy_dtoh(
+                    &slot.dev_out.slice(..out_bytes),
+                    &mut slot.host_out.as_mut_slice().driver("pinned")?[..out_bytes],
+                )
+                .driver("cuMemcpyDtoHAsync")?;
+        }
+        slot.stream.synchronize().driver("cuStreamSynchronize")?;
+        let src = slot.host_out.as_slice().driver("pinned read")?;
+        par_copy(output, &src[..out_bytes]);
+        Ok(())
+    };
+    let result = run();
+    if result.is_err() {
+        // The kernel may still read the parts: wait for it before the caller frees them.
+        let _ = slot.stream.synchronize();
+    } else {
+        staged.give(slots);
+    }
+    result
+}
+
 /// Whether all of `buf` lies in page-locked host memory (allocated pinned, or registered with the
 /// driver), so the GPU's copy engines can read or write it directly.
 pub fn is_pinned(gpu: &Gpu, buf: &[u8]) -> bool {

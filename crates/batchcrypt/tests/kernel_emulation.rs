@@ -46,3 +46,28 @@ fn variable_length_kernel_matches_cpu() {
         assert_eq!(emulated::hash(&m, mode), cpu(&m, mode), "mode {mode:?}");
     }
 }
+
+/// The gather kernel (a batch's parts joined on the device) against the parts concatenated:
+/// parts of every size from none to thousands of words, in any order.
+#[test]
+fn gather_kernel_joins_parts_in_order() {
+    let mut rng = Rng(21);
+    let words = |k: usize, rng: &mut Rng| -> Vec<[u32; 4]> {
+        (0..k)
+            .map(|_| std::array::from_fn(|_| rng.below(1 << 32) as u32))
+            .collect()
+    };
+    for counts in [
+        vec![1],
+        vec![0, 3, 0],
+        vec![1024, 1, 7, 4096, 0, 2],
+        vec![5; 200],
+    ] {
+        let bufs: Vec<Vec<[u32; 4]>> = counts.iter().map(|&k| words(k, &mut rng)).collect();
+        let parts: Vec<&[[u32; 4]]> = bufs.iter().map(|b| b.as_slice()).collect();
+        assert_eq!(
+            batchcrypt::emulation::pipeline::gather(&parts),
+            bufs.concat()
+        );
+    }
+}

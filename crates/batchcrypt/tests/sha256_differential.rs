@@ -133,6 +133,50 @@ fn parts_hash_as_their_messages_joined() {
     }
 }
 
+/// Parts in page-locked blocks (a server's requests copied on arrival) hash as their messages
+/// joined: on the GPU the blocks are read in place by the gather kernel where every part is a
+/// whole number of 16-byte words (64- and 80-byte messages), and staged otherwise (100-byte
+/// messages, or a batch with one part in ordinary memory). Without a GPU there are no blocks.
+#[test]
+fn page_locked_parts_hash_as_their_messages_joined() {
+    use batchcrypt::backend::gpu::page_locked;
+    if batchcrypt::backend::gpu::count() == 0 {
+        assert!(page_locked(4096).is_none());
+        return;
+    }
+    let mut rng = Rng(12);
+    for (len, mode) in [(64, Mode::Double), (80, Mode::Double), (100, Mode::Single)] {
+        let counts = [1usize, 255, 256, 3, 4096, 17];
+        let bufs: Vec<Vec<u8>> = counts.iter().map(|&k| rng.bytes(k * len)).collect();
+        let blocks: Vec<_> = bufs
+            .iter()
+            .map(|b| {
+                let mut block = page_locked(b.len()).expect("a page-locked block");
+                block.copy_from_slice(b);
+                block
+            })
+            .collect();
+        let expected: Vec<Digest> = bufs
+            .concat()
+            .chunks_exact(len)
+            .map(|m| reference(m, mode))
+            .collect();
+        let locked: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+        let mut mixed = locked.clone();
+        mixed[2] = &bufs[2];
+        for parts in [&locked, &mixed] {
+            let p = batchcrypt::sha256::FixedParts::new(parts, len).unwrap();
+            let mut out = vec![[0u8; 32]; expected.len()];
+            let ran = engine(batchcrypt::Backend::Cuda)
+                .sha256()
+                .hash_fixed_parts_into(&p, mode, &mut out)
+                .unwrap();
+            assert_eq!(ran.backend, batchcrypt::Backend::Cuda);
+            assert!(out == expected, "len {len}, mode {mode:?}");
+        }
+    }
+}
+
 /// The single-message entry point against sha2 for every length up to 300 bytes.
 #[test]
 fn single_message_digest() {

@@ -515,6 +515,150 @@ impl Drop for StreamGuard<'_> {
     }
 }
 
+/// Page-locked host memory a caller fills with a batch's input as it arrives (a server copies each
+/// request into a block while the request is still in its cache), so that the batch's upload
+/// reads the blocks in place, in one batch of copies, instead of a host thread first joining them
+/// into a staging buffer on the batch's critical path ([`crate::pipeline::run_gathered`]).
+/// Blocks come in power-of-two sizes from 4 KiB to 1 MiB, carved from 2 MiB slabs that live for
+/// the process; at most [`PAGE_LOCKED_CAP`] bytes are page-locked this way, past which (or
+/// without a GPU) [`page_locked`] answers `None` and the caller keeps ordinary memory.
+pub struct PageLocked {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    class: usize,
+}
+
+// SAFETY: a block is owned by one `PageLocked` at a time (the pool hands it out once until it
+// comes back); it is plain memory.
+unsafe impl Send for PageLocked {}
+unsafe impl Sync for PageLocked {}
+
+impl std::ops::Deref for PageLocked {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` bytes of a live block this value owns.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for PageLocked {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and no other reference to the block exists.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl AsRef<[u8]> for PageLocked {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Drop for PageLocked {
+    fn drop(&mut self) {
+        BLOCKS.free[self.class]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.ptr.as_ptr() as usize);
+    }
+}
+
+/// The most host memory [`page_locked`] locks.
+pub const PAGE_LOCKED_CAP: usize = 256 << 20;
+const BLOCK_MIN_SHIFT: u32 = 12;
+const BLOCK_CLASSES: usize = 9;
+const SLAB: usize = 2 << 20;
+
+struct Blocks {
+    /// Idle blocks' addresses, by size class.
+    free: [Mutex<Vec<usize>>; BLOCK_CLASSES],
+    /// Every slab's address range, sorted by start.
+    slabs: std::sync::RwLock<Vec<std::ops::Range<usize>>>,
+}
+
+static BLOCKS: Blocks = Blocks {
+    free: [const { Mutex::new(Vec::new()) }; BLOCK_CLASSES],
+    slabs: std::sync::RwLock::new(Vec::new()),
+};
+
+/// A page-locked block of `len` bytes (contents unspecified), or `None`: no GPU, `len` 0 or over
+/// 1 MiB, or the pool at its cap.
+pub fn page_locked(len: usize) -> Option<PageLocked> {
+    let class = block_class(len)?;
+    let reused = BLOCKS.free[class]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop();
+    let addr = match reused {
+        Some(a) => a,
+        None => new_slab(class)?,
+    };
+    Some(PageLocked {
+        ptr: std::ptr::NonNull::new(addr as *mut u8)?,
+        len,
+        class,
+    })
+}
+
+/// The size class of a block for `len` bytes: class `c` holds 4 KiB << `c`; none for 0 bytes or
+/// over 1 MiB.
+fn block_class(len: usize) -> Option<usize> {
+    if len == 0 || len > 1 << (BLOCK_MIN_SHIFT as usize + BLOCK_CLASSES - 1) {
+        return None;
+    }
+    Some((len.max(2) - 1).ilog2().saturating_sub(BLOCK_MIN_SHIFT - 1) as usize)
+}
+
+/// Locks a new slab, keeps all but one of its blocks of `class` idle and gives that one.
+fn new_slab(class: usize) -> Option<usize> {
+    let size = 1usize << (class as u32 + BLOCK_MIN_SHIFT);
+    let mut slabs = BLOCKS.slabs.write().unwrap_or_else(|p| p.into_inner());
+    if (slabs.len() + 1) * SLAB > PAGE_LOCKED_CAP {
+        return None;
+    }
+    let gpu = devices().ok()?.first()?;
+    gpu.ctx.bind_to_thread().ok()?;
+    let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+    use cudarc::driver::sys;
+    // SAFETY: a plain allocation with the context current; portable, so every GPU's context
+    // sees it as page-locked, and mapped, so kernels read it in place.
+    let r = unsafe {
+        sys::cuMemHostAlloc(
+            &mut p,
+            SLAB,
+            sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS || p.is_null() {
+        return None;
+    }
+    // Kernels reach it at its host address (unified addressing); a device that maps it
+    // elsewhere cannot take these blocks as they are, so none are handed out.
+    let mut dev: sys::CUdeviceptr = 0;
+    // SAFETY: `p` is the mapped allocation just made.
+    let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, p, 0) };
+    if mapped != sys::CUresult::CUDA_SUCCESS || dev != p as sys::CUdeviceptr {
+        // SAFETY: freed once, never handed out.
+        unsafe { sys::cuMemFreeHost(p) };
+        return None;
+    }
+    let start = p as usize;
+    let at = slabs.partition_point(|r| r.start < start);
+    slabs.insert(at, start..start + SLAB);
+    drop(slabs);
+    let mut free = BLOCKS.free[class].lock().unwrap_or_else(|p| p.into_inner());
+    free.extend((1..SLAB / size).map(|i| start + i * size));
+    Some(start)
+}
+
+/// Whether all of `buf` lies in one block of [`page_locked`]'s pool.
+pub(crate) fn is_page_locked_block(buf: &[u8]) -> bool {
+    let (start, end) = (buf.as_ptr() as usize, buf.as_ptr() as usize + buf.len());
+    let slabs = BLOCKS.slabs.read().unwrap_or_else(|p| p.into_inner());
+    let i = slabs.partition_point(|r| r.start <= start);
+    i > 0 && end <= slabs[i - 1].end
+}
+
 /// Page-locked host buffers kept for reuse: page-locking costs far more than the copies it
 /// speeds up, and concurrent operations each need one. A buffer goes back to the pool when its
 /// guard drops; at most `keep` idle buffers are kept (the largest), the others are freed.
@@ -589,6 +733,50 @@ impl Drop for Pinned<'_> {
             let extra = free.swap_remove(smallest);
             drop(free);
             drop(extra);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_locked_blocks_are_the_smallest_power_of_two_from_4_kib_to_1_mib() {
+        for (len, class) in [
+            (1, Some(0)),
+            (4096, Some(0)),
+            (4097, Some(1)),
+            (16384, Some(2)),
+            (16385, Some(3)),
+            (1 << 20, Some(8)),
+            ((1 << 20) + 1, None),
+            (0, None),
+        ] {
+            assert_eq!(block_class(len), class, "{len} bytes");
+            if let Some(c) = class {
+                assert!(len <= 4096 << c && (c == 0 || len > 2048 << c));
+            }
+        }
+    }
+
+    #[test]
+    fn page_locked_memory_is_told_apart_from_ordinary_memory() {
+        let ordinary = vec![0u8; 64 << 10];
+        assert!(!is_page_locked_block(&ordinary));
+        match page_locked(20_000) {
+            // Without a GPU there is nothing to lock for.
+            None => assert!(devices().is_err() || block_class(20_000).is_none()),
+            Some(mut b) => {
+                assert_eq!(b.len(), 20_000);
+                b.fill(7);
+                assert!(is_page_locked_block(&b) && is_page_locked_block(&b[100..200]));
+                let at = b.as_ptr() as usize;
+                drop(b);
+                // The block goes back to its class and comes out again.
+                let again = page_locked(30_000).expect("a block of the same class");
+                assert_eq!(again.as_ptr() as usize, at);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod bn254;
 pub mod msm;
 pub mod ntt;
 pub mod p256;
+pub mod pipeline;
 pub mod secp256k1;
 pub mod sha256;
 pub mod sm2;

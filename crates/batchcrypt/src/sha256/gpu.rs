@@ -5,7 +5,7 @@ use super::{Digest, Messages, Mode};
 use crate::backend::cuda::{grid_1d, time_on_stream, DriverResult, Gpu};
 use crate::dispatch::Cost;
 use crate::error::Result;
-use crate::pipeline::{par_copy, run_chunked, PipelineConfig};
+use crate::pipeline::{par_copy, run_chunked, run_gathered, PipelineConfig};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -107,6 +107,22 @@ pub(crate) fn hash_fixed(
         },
         |s, i, o, items| launch_fixed(gpu, &f, general, s, i, o, len, items, mode),
     )
+}
+
+/// Hashes `parts` of `len`-byte messages (joined in order) into `out`, the parts copied to the
+/// GPU in one batch of copies ([`run_gathered`]) rather than staged on the host first.
+pub(crate) fn hash_fixed_gathered(
+    len: usize,
+    mode: Mode,
+    out: &mut [Digest],
+    parts: &[&[u8]],
+) -> Result<()> {
+    let gpu = Gpu::available()?;
+    let (f, general) = fixed_kernel(gpu, len, mode)?;
+    let n = out.len();
+    run_gathered(gpu, parts, out.as_flattened_mut(), |s, i, o| {
+        launch_fixed(gpu, &f, general, s, i, o, len, n, mode)
+    })
 }
 
 /// A batch whose messages and digests live in GPU memory.

@@ -477,6 +477,16 @@ impl Sha256<'_> {
                 Ok(())
             },
             |r, out, _| {
+                // Parts in page-locked blocks go up in place, one batch of copies; any other
+                // part is staged, so the whole batch is.
+                let segments = parts.segments(r.start, r.len());
+                if segments.iter().all(|s| {
+                    crate::backend::cuda::is_page_locked_block(s)
+                        && s.len().is_multiple_of(16)
+                        && (s.as_ptr() as usize).is_multiple_of(16)
+                }) {
+                    return gpu::hash_fixed_gathered(len, mode, out, &segments);
+                }
                 gpu::hash_fixed(len, mode, out, |first, dst| {
                     parts.copy_to(r.start + first, dst)
                 })
