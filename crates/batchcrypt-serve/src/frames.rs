@@ -60,6 +60,13 @@ macro_rules! kinds {
                     _ => None,
                 }
             }
+
+            /// The service's operation of the same name (its metrics' `op`).
+            pub fn op(self) -> crate::metrics::Op {
+                match self {
+                    $(Kind::$kind => crate::metrics::Op::$kind),*
+                }
+            }
         }
 
         /// A reply of any operation, as a handler gives it.

@@ -14,6 +14,47 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+/// Declares the service's operations once: the enum, its list and each one's name in metrics
+/// (`requests` by `op` and `code`, the batch queues' `op`). The frames' operation tags
+/// ([`crate::frames::Kind`]) name the batched ones by the same variants.
+macro_rules! operations {
+    ($($op:ident => $name:literal),* $(,)?) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum Op {
+            $($op),*
+        }
+        impl Op {
+            pub const ALL: &'static [Op] = &[$(Op::$op),*];
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Op::$op => $name),*
+                }
+            }
+        }
+    };
+}
+
+operations! {
+    Aes => "aes",
+    CancelJob => "cancel_job",
+    Echo => "echo",
+    GetJob => "get_job",
+    Hash => "hash",
+    JobTrace => "job_trace",
+    RegisterCircuit => "register_circuit",
+    RegisterSharedMemory => "register_shared_memory",
+    Sm2HashToCurveMul => "sm2_hash_to_curve_mul",
+    Sm2MulCompressed => "sm2_mul_compressed",
+    SubmitProof => "submit_proof",
+    UnregisterSharedMemory => "unregister_shared_memory",
+    VerifyBlock => "verify_block",
+    VerifyEcdsa => "verify_ecdsa",
+    VerifySchnorr => "verify_schnorr",
+    VerifySm2 => "verify_sm2",
+    VerifyTransactions => "verify_transactions",
+    WaitProof => "wait_proof",
+}
+
 pub type Labels = Vec<(&'static str, String)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 

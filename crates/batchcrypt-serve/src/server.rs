@@ -8,7 +8,7 @@
 //! proofs finish; queued proofs stay in the store for the next start.
 
 use crate::batcher::{BatchConfig, Batcher};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Op};
 use crate::ops::{self, HashKind};
 use crate::proto::batch_crypt_server::{BatchCrypt, BatchCryptServer};
 use crate::proto::*;
@@ -560,46 +560,6 @@ pub struct Service {
     stopping: Option<watch::Receiver<bool>>,
     /// The service itself, for the tasks of its request streams.
     me: std::sync::Weak<Service>,
-}
-
-/// Declares the service's operations once: the enum, its list and each one's name in metrics
-/// (`requests` by `op` and `code`, the batch queues' `op`).
-macro_rules! operations {
-    ($($op:ident => $name:literal),* $(,)?) => {
-        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-        enum Op {
-            $($op),*
-        }
-        impl Op {
-            const ALL: &'static [Op] = &[$(Op::$op),*];
-            fn name(self) -> &'static str {
-                match self {
-                    $(Op::$op => $name),*
-                }
-            }
-        }
-    };
-}
-
-operations! {
-    Aes => "aes",
-    CancelJob => "cancel_job",
-    Echo => "echo",
-    GetJob => "get_job",
-    Hash => "hash",
-    JobTrace => "job_trace",
-    RegisterCircuit => "register_circuit",
-    RegisterSharedMemory => "register_shared_memory",
-    Sm2HashToCurveMul => "sm2_hash_to_curve_mul",
-    Sm2MulCompressed => "sm2_mul_compressed",
-    SubmitProof => "submit_proof",
-    UnregisterSharedMemory => "unregister_shared_memory",
-    VerifyBlock => "verify_block",
-    VerifyEcdsa => "verify_ecdsa",
-    VerifySchnorr => "verify_schnorr",
-    VerifySm2 => "verify_sm2",
-    VerifyTransactions => "verify_transactions",
-    WaitProof => "wait_proof",
 }
 
 fn requests_labels(op: &str, code: &str) -> crate::metrics::Labels {
@@ -1559,15 +1519,7 @@ impl crate::frames::Handler for Service {
     ) -> futures_util::future::BoxFuture<'static, Result<crate::frames::Reply, Status>> {
         use crate::frames::{decode, Kind, Reply};
         use futures_util::FutureExt;
-        let op = match kind {
-            Kind::VerifyEcdsa => Op::VerifyEcdsa,
-            Kind::VerifySchnorr => Op::VerifySchnorr,
-            Kind::VerifySm2 => Op::VerifySm2,
-            Kind::Hash => Op::Hash,
-            Kind::Sm2HashToCurveMul => Op::Sm2HashToCurveMul,
-            Kind::Sm2MulCompressed => Op::Sm2MulCompressed,
-            Kind::Echo => Op::Echo,
-        };
+        let op = kind.op();
         async move {
             let s = &self;
             let run = async move {
