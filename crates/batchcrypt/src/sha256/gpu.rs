@@ -109,8 +109,8 @@ pub(crate) fn hash_fixed(
     )
 }
 
-/// Hashes `parts` of `len`-byte messages (joined in order) into `out`, the parts copied to the
-/// GPU in one batch of copies ([`run_gathered`]) rather than staged on the host first.
+/// Hashes `parts` of `len`-byte messages (joined in order) into `out`: the parts, page-locked,
+/// are joined on the GPU by the gather kernel ([`run_gathered`]) rather than staged on the host.
 pub(crate) fn hash_fixed_gathered(
     len: usize,
     mode: Mode,

@@ -453,9 +453,10 @@ impl Sha256<'_> {
     }
 
     /// Hashes equal-length messages spread over several buffers into `out`, as
-    /// [`Self::hash_fixed_into`] hashes them joined: on the GPU each part is staged straight into
-    /// the page-locked upload buffer (one copy, not a join and then a copy); the CPU backends read
-    /// them joined.
+    /// [`Self::hash_fixed_into`] hashes them joined: on the GPU, parts that all lie in blocks of
+    /// [`crate::backend::gpu::page_locked`] (whole 16-byte words) are joined on the device, read
+    /// in place; otherwise each part is staged straight into the page-locked upload buffer (one
+    /// copy, not a join and then a copy). The CPU backends read them joined.
     pub fn hash_fixed_parts_into(
         &self,
         parts: &FixedParts<'_>,
