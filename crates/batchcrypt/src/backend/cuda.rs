@@ -574,11 +574,15 @@ struct Blocks {
     free: [Mutex<Vec<usize>>; BLOCK_CLASSES],
     /// Every slab's address range, sorted by start.
     slabs: std::sync::RwLock<Vec<std::ops::Range<usize>>>,
+    /// Slabs made or being made: the cap is taken before a slab is locked, outside `slabs`'s
+    /// lock (locking takes milliseconds, and batches read `slabs` meanwhile).
+    made: std::sync::atomic::AtomicUsize,
 }
 
 static BLOCKS: Blocks = Blocks {
     free: [const { Mutex::new(Vec::new()) }; BLOCK_CLASSES],
     slabs: std::sync::RwLock::new(Vec::new()),
+    made: std::sync::atomic::AtomicUsize::new(0),
 };
 
 /// A page-locked block of `len` bytes (contents unspecified), or `None`: no GPU, `len` 0 or over
@@ -611,15 +615,32 @@ fn block_class(len: usize) -> Option<usize> {
 
 /// Locks a new slab, keeps all but one of its blocks of `class` idle and gives that one.
 fn new_slab(class: usize) -> Option<usize> {
+    use std::sync::atomic::Ordering;
     let size = 1usize << (class as u32 + BLOCK_MIN_SHIFT);
-    let mut slabs = BLOCKS.slabs.write().unwrap_or_else(|p| p.into_inner());
-    if (slabs.len() + 1) * SLAB > PAGE_LOCKED_CAP {
+    let gpu = devices().ok()?.first()?;
+    if BLOCKS.made.fetch_add(1, Ordering::SeqCst) >= PAGE_LOCKED_CAP / SLAB {
+        BLOCKS.made.fetch_sub(1, Ordering::SeqCst);
         return None;
     }
-    let gpu = devices().ok()?.first()?;
+    let Some(p) = lock_slab(gpu) else {
+        BLOCKS.made.fetch_sub(1, Ordering::SeqCst);
+        return None;
+    };
+    let start = p as usize;
+    let mut slabs = BLOCKS.slabs.write().unwrap_or_else(|p| p.into_inner());
+    let at = slabs.partition_point(|r| r.start < start);
+    slabs.insert(at, start..start + SLAB);
+    drop(slabs);
+    let mut free = BLOCKS.free[class].lock().unwrap_or_else(|p| p.into_inner());
+    free.extend((1..SLAB / size).map(|i| start + i * size));
+    Some(start)
+}
+
+/// A new page-locked, mapped slab, or `None` where the driver refuses one.
+fn lock_slab(gpu: &Gpu) -> Option<*mut std::ffi::c_void> {
+    use cudarc::driver::sys;
     gpu.ctx.bind_to_thread().ok()?;
     let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-    use cudarc::driver::sys;
     // SAFETY: a plain allocation with the context current; portable, so every GPU's context
     // sees it as page-locked, and mapped, so kernels read it in place.
     let r = unsafe {
@@ -642,13 +663,7 @@ fn new_slab(class: usize) -> Option<usize> {
         unsafe { sys::cuMemFreeHost(p) };
         return None;
     }
-    let start = p as usize;
-    let at = slabs.partition_point(|r| r.start < start);
-    slabs.insert(at, start..start + SLAB);
-    drop(slabs);
-    let mut free = BLOCKS.free[class].lock().unwrap_or_else(|p| p.into_inner());
-    free.extend((1..SLAB / size).map(|i| start + i * size));
-    Some(start)
+    Some(p)
 }
 
 /// Whether all of `buf` lies in one block of [`page_locked`]'s pool.
