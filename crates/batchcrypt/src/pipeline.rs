@@ -347,6 +347,14 @@ pub fn run_spans(
     result
 }
 
+/// Whether [`run_gathered`] can read `part` in place: it lies in a block of
+/// [`crate::backend::gpu::page_locked`] and is whole 16-byte words on a word boundary.
+pub(crate) fn gatherable(part: &[u8]) -> bool {
+    crate::backend::cuda::is_page_locked_block(part)
+        && part.len().is_multiple_of(16)
+        && (part.as_ptr() as usize).is_multiple_of(16)
+}
+
 /// Runs one batch whose input is `parts` (page-locked host memory, each a whole number of 16-byte
 /// words on a word boundary), joined in order on the device by a kernel that reads them in place
 /// over the host link, rather than by a host thread copying them into a staging buffer first:
@@ -359,12 +367,9 @@ pub fn run_gathered(
     launch: impl FnOnce(&Arc<CudaStream>, &CudaSlice<u8>, &mut CudaSlice<u8>) -> Result<()>,
 ) -> Result<()> {
     use cudarc::driver::PushKernelArg;
-    if parts
-        .iter()
-        .any(|p| !p.len().is_multiple_of(16) || !(p.as_ptr() as usize).is_multiple_of(16))
-    {
+    if !parts.iter().all(|p| gatherable(p)) {
         return Err(crate::Error::invalid(
-            "gathered parts must be whole 16-byte words on word boundaries",
+            "gathered parts must be page-locked blocks of whole 16-byte words on word boundaries",
         ));
     }
     let total: usize = parts.iter().map(|p| p.len()).sum();

@@ -478,14 +478,10 @@ impl Sha256<'_> {
                 Ok(())
             },
             |r, out, _| {
-                // Parts in page-locked blocks go up in place, one batch of copies; any other
-                // part is staged, so the whole batch is.
+                // Parts in page-locked blocks are joined on the device by the gather kernel;
+                // one part elsewhere and the whole batch is staged.
                 let segments = parts.segments(r.start, r.len());
-                if segments.iter().all(|s| {
-                    crate::backend::cuda::is_page_locked_block(s)
-                        && s.len().is_multiple_of(16)
-                        && (s.as_ptr() as usize).is_multiple_of(16)
-                }) {
+                if segments.iter().all(|s| crate::pipeline::gatherable(s)) {
                     return gpu::hash_fixed_gathered(len, mode, out, &segments);
                 }
                 gpu::hash_fixed(len, mode, out, |first, dst| {
