@@ -3,7 +3,7 @@
 //!
 //! Batched operations: C clients (1,000; 100 with --quick) each send a request of 256 ECDSA
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
-//! send the next, for R rounds, once over TCP (loopback) and once over the server's Unix socket,
+//! send the next, without pause, once over TCP (loopback) and once over the server's Unix socket,
 //! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
 //! also with the clients sharing a connection per client thread; and over the server's frames
 //! socket (the same messages without HTTP/2), a connection per client and one per client thread;
@@ -12,10 +12,14 @@
 //! rate, SHA256d over streams at half their served rate; last, SHA256d's requests echoed over
 //! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
-//! carry). The served rate is all items over the wall time; the baseline is
-//! one library call on the C × 256 items of a round. Latency is each request's, send to reply.
-//! With C × 256 items always outstanding, Little's law bounds a closed loop's latency from below
-//! by that many items over the throughput.
+//! carry). A closed loop's served rate counts the requests completed in a window (400 ms, 100
+//! with --quick, `BATCHCRYPT_BENCH_WINDOW_MS`, and at least ten times the library's batch) that
+//! opens once the clients' first requests have settled (100 ms, 20, at least two batches) and
+//! closes before any client stops, so all C clients are at work throughout it (each case also
+//! prints its whole loop's rate, the first requests' burst and the last replies included); the baseline is one library call on the C × 256 items of a round. Latency is
+//! each request's, send to reply. With C × 256 items always outstanding, Little's law makes a
+//! closed loop's mean latency that many items over the throughput. Open loops send R rounds (12,
+//! 3 with --quick).
 //!
 //! The server runs as `batchcrypt serve` does in its own process (its connections on threads of
 //! their own, its batches on a small runtime) and the clients on threads of theirs, each
@@ -24,7 +28,8 @@
 //! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once,
 //! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers, `BATCHCRYPT_BENCH_MAX_ITEMS`
 //! and `BATCHCRYPT_BENCH_MAX_HASH_ITEMS` the items at which a batch, a hash batch, stops
-//! gathering (for sweeps; every run prints what it was given). Each closed loop also prints how many cores each group of threads kept busy
+//! gathering, `BATCHCRYPT_BENCH_ONLY` the cases that run (for sweeps; every run prints what it
+//! was given). Each closed loop also prints how many cores each group of threads kept busy
 //! (the server's, the clients', the library's pools), which says whether the host's CPU bounds
 //! it.
 //!
@@ -57,8 +62,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Latencies in ms: (p50, p99, max).
+/// Latencies in ms: (p50, p99, max); NaN for none.
 fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
     v.sort_by(f64::total_cmp);
     (
         1e3 * percentile(&v, 0.5),
@@ -139,44 +147,85 @@ struct Conn<C = Client> {
     rt: tokio::runtime::Handle,
 }
 
-/// Runs `rounds` closed-loop rounds of every client's request; returns (seconds, latencies,
-/// mean items per batch formed).
-async fn closed_loop<C, F, Fut>(
-    clients: Vec<Conn<C>>,
-    rounds: usize,
-    call: F,
-) -> (f64, Vec<f64>, f64)
+/// A closed loop's measure: how long it runs and, after the clients' first requests have settled,
+/// the window over which completions are counted.
+#[derive(Clone, Copy)]
+struct Window {
+    /// From the clients' start to the window's start: the burst of every client's first request
+    /// and the pipeline's filling, which a sustained load does not have.
+    settle: Duration,
+    /// The window: requests completed in it are counted, and their latencies.
+    measure: Duration,
+    /// At most this many requests per client (a bound on the count as well as on the time).
+    most: usize,
+}
+
+/// What a closed loop measured: the window's seconds, the latencies of the requests completed in
+/// it (so items = latencies × items per request), and the mean items per batch formed for them.
+struct Measured {
+    secs: f64,
+    /// The whole loop's wall time, settling and the last replies included.
+    wall: f64,
+    /// Requests completed over the whole loop.
+    all: usize,
+    lat: Vec<f64>,
+    mean_batch: f64,
+}
+
+/// Every client sends its request, waits for the reply and sends the next, from the start until
+/// the window ends (or `most` requests each); counts the requests completed within the window. A
+/// request in flight when the window ends is awaited (the next case starts with nothing pending)
+/// but not counted, so all clients are at work throughout the window: none has finished early
+/// and left the server fewer to batch, as a fixed count of rounds per client ends.
+async fn closed_loop<C, F, Fut>(clients: Vec<Conn<C>>, w: Window, call: F) -> Measured
 where
     C: Clone + Send + 'static,
     F: Fn(C, usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = u64> + Send,
 {
-    let t = Instant::now();
+    let start = Instant::now();
+    let (from, to) = (start + w.settle, start + w.settle + w.measure);
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
         .map(|(c, Conn { client, rt })| {
             let call = call.clone();
             rt.spawn(async move {
-                let mut lat = Vec::with_capacity(rounds);
-                let mut batch = 0u64;
-                for _ in 0..rounds {
+                let (mut lat, mut batch, mut all) = (Vec::new(), 0u64, 0usize);
+                for _ in 0..w.most {
                     let s = Instant::now();
-                    batch += call(client.clone(), c).await;
-                    lat.push(s.elapsed().as_secs_f64());
+                    if s >= to {
+                        break;
+                    }
+                    let b = call(client.clone(), c).await;
+                    let done = Instant::now();
+                    all += 1;
+                    if done >= from && done < to {
+                        lat.push((done - s).as_secs_f64());
+                        batch += b;
+                    }
                 }
-                (lat, batch)
+                (lat, batch, all)
             })
         })
         .collect();
-    let (mut lat, mut batch, mut n) = (Vec::new(), 0u64, 0u64);
+    let (mut lat, mut batch, mut all) = (Vec::new(), 0u64, 0);
     for t in tasks {
-        let (l, b) = t.await.expect("client task");
-        n += l.len() as u64;
+        let (l, b, a) = t.await.expect("client task");
         lat.extend(l);
         batch += b;
+        all += a;
     }
-    (t.elapsed().as_secs_f64(), lat, batch as f64 / n as f64)
+    // Bounded by `most`, the clients may all stop before the window ends.
+    let secs = (to.min(Instant::now()) - from.min(to)).as_secs_f64();
+    let mean_batch = batch as f64 / lat.len().max(1) as f64;
+    Measured {
+        secs,
+        wall: start.elapsed().as_secs_f64(),
+        all,
+        lat,
+        mean_batch,
+    }
 }
 
 /// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
@@ -505,6 +554,20 @@ fn setting(var: &str) -> Option<usize> {
     Some(n)
 }
 
+/// Whether the case `label` runs: `BATCHCRYPT_BENCH_ONLY`, when set, lists (separated by `;`)
+/// the words of which a label must contain one, such as `frames, a connection per client,` or
+/// `echoed` (the library's batch always runs).
+fn chosen(label: &str) -> bool {
+    static ONLY: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+    let only = ONLY.get_or_init(|| {
+        let v = std::env::var("BATCHCRYPT_BENCH_ONLY").ok()?;
+        println!("  (BATCHCRYPT_BENCH_ONLY={v})");
+        Some(v.split(';').map(str::to_owned).collect())
+    });
+    only.as_ref()
+        .is_none_or(|words| words.iter().any(|w| label.contains(w.as_str())))
+}
+
 /// Threads from the environment variable `var`, else one per core.
 fn threads(var: &str) -> usize {
     setting(var).unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
@@ -593,6 +656,15 @@ async fn batched(
         .await?
         .map_err(anyhow::Error::msg)?;
     let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
+    // Closed loops: a settling time, then a window long enough for many rounds of every client.
+    let (settle, measure) = if quick { (20, 100) } else { (100, 400) };
+    let window = Window {
+        settle: Duration::from_millis(settle),
+        measure: Duration::from_millis(
+            setting("BATCHCRYPT_BENCH_WINDOW_MS").map_or(measure, |ms| ms as u64),
+        ),
+        most: 100_000,
+    };
     let n = clients * PER_REQUEST;
     // Every client has a connection over TCP (loopback) and one over the Unix socket.
     let tcp = connect_clients(&server.addr.to_string(), clients, client_shards).await?;
@@ -632,12 +704,13 @@ async fn batched(
         metrics: server.metrics_addr,
         clients,
         per_request: PER_REQUEST,
-        rounds,
+        window,
     };
 
     if ecdsa {
         rep.header(&format!(
-            "service: {clients} clients x {PER_REQUEST} ECDSA signatures, {rounds} rounds, against one batch of {n}"
+            "service: {clients} clients x {PER_REQUEST} ECDSA signatures (closed loops counted over at least {} ms after at least {settle} ms, open loops {rounds} rounds), against one batch of {n}",
+            window.measure.as_millis()
         ));
         let b = Arc::new(crate::secp256k1::batch(n));
         let case = format!("ECDSA verify, {clients} x {PER_REQUEST} (DER, packed)");
@@ -654,6 +727,7 @@ async fn batched(
             ran = Some(o.backend);
         });
         let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        let closed = closed.rounds_of(s);
         rep.add(GROUP, &case, &base, n as u64, 0, s, None);
         // Each client's request, packed once: a remote client's packing costs the server
         // nothing, and here clients share the server's cores.
@@ -682,7 +756,7 @@ async fn batched(
                 }
             }
         };
-        let secs = closed
+        let cycle = closed
             .run(
                 rep,
                 &case,
@@ -715,32 +789,39 @@ async fn batched(
         let ecdsa_frames = framed_call(EcdsaStreams(requests.clone()));
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
-        let interval = Duration::from_secs_f64(2.0 * secs / rounds as f64);
         let label = "served over TCP, open loop at half that rate";
-        let paced = open_loop(tcp.clone(), rounds, interval, call).await;
-        paced.report(rep, &case, &base, label, PER_REQUEST, 0);
+        if chosen(label) && cycle.is_finite() {
+            let interval = Duration::from_secs_f64(2.0 * cycle);
+            let paced = open_loop(tcp.clone(), rounds, interval, call).await;
+            paced.report(rep, &case, &base, label, PER_REQUEST, 0);
+        }
         // Over a stream per client, paced at 70% of the library's own rate (the goal's
         // throughput): the latency while the server sustains it.
         let interval = Duration::from_secs_f64(s / 0.7);
         let label = "served over TCP, a stream per client, open loop at 0.7x the library's rate";
-        let before = stages(closed.metrics, "verify_ecdsa").await;
-        let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
-        paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
-        let after = stages(closed.metrics, "verify_ecdsa").await;
-        println!("  {}", stages_between(&before, &after));
+        if chosen(label) {
+            let before = stages(closed.metrics, "verify_ecdsa").await;
+            let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
+            paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
+            let after = stages(closed.metrics, "verify_ecdsa").await;
+            println!("  {}", stages_between(&before, &after));
+        }
         // The same pace over a frames connection per client.
         let label =
             "served over frames, a connection per client, open loop at 0.7x the library's rate";
-        let before = stages(closed.metrics, "verify_ecdsa").await;
-        let paced = open_loop(frames.clone(), rounds, interval, ecdsa_frames).await;
-        paced.report(rep, &case, &base, label, PER_REQUEST, 0);
-        let after = stages(closed.metrics, "verify_ecdsa").await;
-        println!("  {}", stages_between(&before, &after));
+        if chosen(label) {
+            let before = stages(closed.metrics, "verify_ecdsa").await;
+            let paced = open_loop(frames.clone(), rounds, interval, ecdsa_frames).await;
+            paced.report(rep, &case, &base, label, PER_REQUEST, 0);
+            let after = stages(closed.metrics, "verify_ecdsa").await;
+            println!("  {}", stages_between(&before, &after));
+        }
     }
 
     if sha256d {
         rep.header(&format!(
-            "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes, {rounds} rounds, against one batch of {n}"
+            "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes (closed loops counted over at least {} ms after at least {settle} ms, open loops {rounds} rounds), against one batch of {n}",
+            window.measure.as_millis()
         ));
         let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
         let case = format!("SHA256d-64, {clients} x {PER_REQUEST}");
@@ -750,6 +831,7 @@ async fn batched(
             ran = Some(engine.sha256().hash(&m, Mode::Double).unwrap().backend);
         });
         let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        let closed = closed.rounds_of(s);
         rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
         let all = bytes::Bytes::from(msgs.to_vec());
         // Requests of 256, then the same items in requests 16 times larger.
@@ -782,18 +864,20 @@ async fn batched(
             per: closed.per_request,
         };
         let over = (&streamed_over[..], &framed_over[..]);
-        let secs = closed
+        let cycles = closed
             .run_over(rep, &case, &base, over, "", 64, streams.clone(), "hash")
             .await;
-        let streamed_secs = secs[0];
+        let streamed_cycle = cycles[0];
         // The same streams paced at half the rate just served over TCP.
-        let interval = Duration::from_secs_f64(2.0 * streamed_secs / rounds as f64);
         let label = "served over TCP, a stream per client, open loop at half that rate";
-        let before = stages(closed.metrics, "hash").await;
-        let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
-        paced.report(rep, &case, &base, label, PER_REQUEST, 64);
-        let after = stages(closed.metrics, "hash").await;
-        println!("  {}", stages_between(&before, &after));
+        if chosen(label) && streamed_cycle.is_finite() {
+            let interval = Duration::from_secs_f64(2.0 * streamed_cycle);
+            let before = stages(closed.metrics, "hash").await;
+            let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
+            paced.report(rep, &case, &base, label, PER_REQUEST, 64);
+            let after = stages(closed.metrics, "hash").await;
+            println!("  {}", stages_between(&before, &after));
+        }
         // The same streams with their bytes in shared memory: a region per client.
         let mut regions = Vec::with_capacity(closed.clients);
         for (c, conn) in tcp.iter().enumerate() {
@@ -875,19 +959,31 @@ impl Paced {
     }
 }
 
-/// A closed loop of `clients` over `rounds`, reported against the library's batch.
+/// A closed loop of `clients` measured over `window`, reported against the library's batch.
 #[derive(Clone, Copy)]
 struct Closed {
     metrics: Option<std::net::SocketAddr>,
     clients: usize,
     per_request: usize,
-    rounds: usize,
+    window: Window,
 }
 
 impl Closed {
-    /// One warm-up round, then the measured ones over `conns`; prints latency, the batches the
-    /// server formed and its stages for `op` (cumulative over the server's life); returns the
-    /// seconds taken.
+    /// The same with a window of at least ten rounds and settling of at least two, a round
+    /// taking `round` seconds (where the library's batch of a round is slow, as on a CPU).
+    fn rounds_of(self, round: f64) -> Closed {
+        let round = Duration::from_secs_f64(round);
+        let window = Window {
+            settle: self.window.settle.max(2 * round),
+            measure: self.window.measure.max(10 * round),
+            ..self.window
+        };
+        Closed { window, ..self }
+    }
+
+    /// One warm-up request per client, then the closed loop over `conns` measured in the window;
+    /// prints latency, the batches the server formed and its stages for `op` over the loop;
+    /// returns the mean seconds between a client's requests (NaN when `BATCHCRYPT_BENCH_ONLY` skips it).
     async fn run<C, F, Fut>(
         &self,
         rep: &mut Report,
@@ -904,31 +1000,49 @@ impl Closed {
         F: Fn(C, usize) -> Fut + Clone + Send + 'static,
         Fut: std::future::Future<Output = u64> + Send,
     {
+        let label = format!("served over {transport}, {} clients", self.clients);
+        if !chosen(&label) {
+            return f64::NAN;
+        }
         let conns = conns[..self.clients].to_vec();
-        closed_loop(conns.clone(), 1, call.clone()).await; // warm-up: connections, calibration
+        // Warm-up: connections, calibration, the server's buffers.
+        let warm = Window {
+            most: 1,
+            ..self.window
+        };
+        closed_loop(conns.clone(), warm, call.clone()).await;
         let before = stages(self.metrics, op).await;
         let cpu = thread_cpu();
-        let (secs, lat, mean_batch) = closed_loop(conns, self.rounds, call).await;
-        let cpu = cpu_between(&cpu, &thread_cpu(), secs);
+        let m = closed_loop(conns, self.window, call).await;
+        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
         let after = stages(self.metrics, op).await;
-        let items = (self.rounds * self.clients * self.per_request) as u64;
+        let requests = m.lat.len();
+        let items = (requests * self.per_request) as u64;
         rep.add(
             GROUP,
             case,
-            &format!("served over {transport}, {} clients", self.clients),
+            &label,
             items,
             bytes_per_item * items,
-            secs,
+            m.secs,
             Some(base),
         );
-        let (p50, p99, max) = latencies(lat);
+        // The mean time between a client's requests: by Little's law, the latency's mean when
+        // every client always has one outstanding.
+        let cycle = m.secs * self.clients as f64 / requests.max(1) as f64;
+        let (p50, p99, max) = latencies(m.lat);
+        // The whole loop too: the clients' first requests in a burst, and the last ones with
+        // fewer clients left to batch.
+        let whole = (m.all * self.per_request) as f64 / m.wall / 1e6;
         println!(
-            "  {transport}: latency per request p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {mean_batch:.0} items; Little's law floor {:.1} ms",
-            1e3 * secs / self.rounds as f64
+            "  {transport}: {requests} requests in {:.0} ms; latency per request p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; mean batch formed {:.0} items; Little's law {:.1} ms; the whole loop (first request to last reply) {whole:.1} M items/s",
+            1e3 * m.secs,
+            m.mean_batch,
+            1e3 * cycle
         );
         println!("  {}", stages_between(&before, &after));
         println!("  {cpu}");
-        secs
+        cycle
     }
 }
 
@@ -941,7 +1055,8 @@ type Over<'a> = (
 
 impl Closed {
     /// [`Closed::run`] of `calls` over each transport of `over` (each stream case with streams
-    /// of its own), each named with `suffix` added; the seconds of each, in that order.
+    /// of its own), each named with `suffix` added; each one's mean seconds between a client's requests, in
+    /// that order.
     async fn run_over<S>(
         &self,
         rep: &mut Report,
