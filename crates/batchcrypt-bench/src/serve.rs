@@ -1401,6 +1401,59 @@ async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
 mod tests {
     use super::*;
 
+    /// Ten clients whose every call takes at least 5 ms, on two client threads.
+    fn slow_loop(w: Window) -> Measured {
+        let shards = Shards::start(2, "test-client").unwrap();
+        let conns: Vec<Conn<()>> = (0..10)
+            .map(|i| Conn {
+                client: (),
+                rt: shards.handle(i % 2).clone(),
+            })
+            .collect();
+        let rt = runtime(1, "test-main").unwrap();
+        rt.block_on(closed_loop(conns, w, |(), _| async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            7
+        }))
+    }
+
+    #[test]
+    fn a_closed_loop_counts_only_its_window() {
+        let w = Window {
+            settle: Duration::from_millis(30),
+            measure: Duration::from_millis(150),
+            most: 100_000,
+        };
+        let m = slow_loop(w);
+        // The window's own length, however the calls fell.
+        assert!((m.secs - 0.150).abs() < 1e-3, "{}", m.secs);
+        // Requests done while settling, or after the window, are not counted.
+        assert!(
+            !m.lat.is_empty() && m.all > m.lat.len(),
+            "{} {}",
+            m.all,
+            m.lat.len()
+        );
+        // At most one call in 5 ms per client fits in the window.
+        assert!(m.lat.len() <= 10 * 30, "{}", m.lat.len());
+        assert!(m.lat.iter().all(|&l| l >= 0.005));
+        assert_eq!(m.mean_batch, 7.0);
+        assert!(m.wall >= 0.180);
+    }
+
+    #[test]
+    fn a_closed_loop_stops_at_its_count() {
+        let w = Window {
+            settle: Duration::ZERO,
+            measure: Duration::from_secs(60),
+            most: 3,
+        };
+        let m = slow_loop(w);
+        assert_eq!((m.all, m.lat.len()), (30, 30));
+        // The window ends with the last reply, not the minute it was given.
+        assert!(m.secs >= 0.015 && m.secs < 30.0, "{}", m.secs);
+    }
+
     #[test]
     fn stages_read_from_the_servers_metrics() {
         let text = |runs: [u32; 3]| {
