@@ -8,8 +8,9 @@
 //! also with the clients sharing a connection per client thread; and over the server's frames
 //! socket (the same messages without HTTP/2), a connection per client and one per client thread;
 //! then open loops, each client sending on schedule whatever the replies: ECDSA calls over TCP at
-//! half the rate just served, ECDSA over TCP streams and over frames at 0.7x of the library's own
-//! rate, SHA256d over streams at half their served rate; last, SHA256d's requests echoed over
+//! half the rate just served, SHA256d over streams at half their served rate, and both
+//! operations over TCP streams and over frames at 0.7x, 0.8x and 0.9x of the library's own rate
+//! (`BATCHCRYPT_BENCH_LOADS`); last, SHA256d's requests echoed over
 //! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
 //! carry). A closed loop's served rate counts the requests completed in a window (400 ms, 100
@@ -18,8 +19,9 @@
 //! closes before any client stops, so all C clients are at work throughout it (each case also
 //! prints its whole loop's rate, the first requests' burst and the last replies included); the baseline is one library call on the C × 256 items of a round. Latency is
 //! each request's, send to reply. With C × 256 items always outstanding, Little's law makes a
-//! closed loop's mean latency that many items over the throughput. Open loops send R rounds (12,
-//! 3 with --quick).
+//! closed loop's mean latency that many items over the throughput. Open loops send on schedule
+//! until the same window has closed and count, as closed loops do, the requests answered in it
+//! and their latencies (each also prints its whole loop's rate).
 //!
 //! The server runs as `batchcrypt serve` does in its own process (its connections on threads of
 //! their own, its batches on a small runtime) and the clients on threads of theirs, each
@@ -160,6 +162,16 @@ struct Window {
     most: usize,
 }
 
+impl Window {
+    /// An open loop's rounds at `interval`: enough for every client to send until the window
+    /// closes, at most `most`.
+    fn rounds(&self, interval: Duration) -> usize {
+        let through = (self.settle + self.measure).as_secs_f64();
+        let rounds = (through / interval.as_secs_f64()).ceil() as usize + 1;
+        rounds.min(self.most)
+    }
+}
+
 /// What a closed loop measured: the window's seconds, the latencies of the requests completed in
 /// it (so items = latencies × items per request), and the mean items per batch formed for them.
 struct Measured {
@@ -228,11 +240,12 @@ where
     }
 }
 
-/// Open loop: each client sends `rounds` requests `interval` apart (the clients' phases spread
-/// evenly over one interval), whether or not its earlier ones were answered.
+/// Open loop: each client sends a request every `interval` (the clients' phases spread evenly
+/// over one interval) until `w`'s window has closed, whether or not its earlier ones were
+/// answered.
 async fn open_loop<C, F, Fut>(
     clients: Vec<Conn<C>>,
-    rounds: usize,
+    w: Window,
     interval: Duration,
     call: F,
 ) -> Paced
@@ -242,7 +255,7 @@ where
     Fut: std::future::Future<Output = u64> + Send + 'static,
 {
     let t = Instant::now();
-    let n = clients.len();
+    let (n, rounds) = (clients.len(), w.rounds(interval));
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -257,27 +270,44 @@ where
                     sent.push(tokio::spawn(async move {
                         let s = Instant::now();
                         call(client, c).await;
-                        s.elapsed().as_secs_f64()
+                        Done::since(t, s)
                     }));
                 }
-                let mut lat = Vec::with_capacity(rounds);
+                let mut done = Vec::with_capacity(rounds);
                 for h in sent {
-                    lat.push(h.await.expect("request task"));
+                    done.push(h.await.expect("request task"));
                 }
-                lat
+                done
             })
         })
         .collect();
-    Paced::gather(t, tasks, interval).await
+    Paced::gather(t, tasks, interval, w).await
+}
+
+/// A request of an open loop: when its reply came (seconds from the loop's start) and its latency.
+struct Done {
+    at: f64,
+    lat: f64,
+}
+
+impl Done {
+    /// A request sent at `sent`, its reply in now, of a loop started at `t`.
+    fn since(t: Instant, sent: Instant) -> Done {
+        let now = Instant::now();
+        Done {
+            at: (now - t).as_secs_f64(),
+            lat: (now - sent).as_secs_f64(),
+        }
+    }
 }
 
 /// Open loop over a stream per client: client `c` opens its stream, then sends its request every
-/// `interval` (the clients' phases spread evenly over one interval) without waiting for replies,
-/// while reading and checking them as they come (each latency from the request's send to its
-/// reply).
+/// `interval` (the clients' phases spread evenly over one interval) until `w`'s window has
+/// closed, without waiting for replies, while reading and checking them as they come (each
+/// latency from the request's send to its reply).
 async fn open_loop_streams<S: Streamed>(
     clients: Vec<Conn>,
-    rounds: usize,
+    w: Window,
     interval: Duration,
     calls: S,
 ) -> Paced {
@@ -286,7 +316,7 @@ async fn open_loop_streams<S: Streamed>(
     for Conn { client, rt } in clients {
         streams.push((rt.spawn(S::open(client)).await.expect("stream"), rt));
     }
-    let t = Instant::now();
+    let (t, rounds) = (Instant::now(), w.rounds(interval));
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()
@@ -304,20 +334,20 @@ async fn open_loop_streams<S: Streamed>(
                     }
                 };
                 let reading = async {
-                    let mut lat = Vec::with_capacity(rounds);
+                    let mut done = Vec::with_capacity(rounds);
                     for _ in 0..rounds {
                         let reply = stream.reply().await.expect("served").expect("a reply");
                         calls.check(c, reply);
                         let at = sent.recv().await.expect("sent before its reply");
-                        lat.push(at.elapsed().as_secs_f64());
+                        done.push(Done::since(t, at));
                     }
-                    lat
+                    done
                 };
                 tokio::join!(sending, reading).1
             })
         })
         .collect();
-    Paced::gather(t, tasks, interval).await
+    Paced::gather(t, tasks, interval, w).await
 }
 
 /// Client `c`'s SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
@@ -655,7 +685,7 @@ async fn batched(
         .spawn(batchcrypt_serve::start(engine.clone(), config))
         .await?
         .map_err(anyhow::Error::msg)?;
-    let (clients, rounds) = if quick { (100, 3) } else { (1000, 12) };
+    let clients = if quick { 100 } else { 1000 };
     // Closed loops: a settling time, then a window long enough for many rounds of every client.
     let (settle, measure) = if quick { (20, 100) } else { (100, 400) };
     let window = Window {
@@ -709,7 +739,7 @@ async fn batched(
 
     if ecdsa {
         rep.header(&format!(
-            "service: {clients} clients x {PER_REQUEST} ECDSA signatures (closed loops counted over at least {} ms after at least {settle} ms, open loops {rounds} rounds), against one batch of {n}",
+            "service: {clients} clients x {PER_REQUEST} ECDSA signatures (closed loops counted over at least {} ms after at least {settle} ms, open loops the same), against one batch of {n}",
             window.measure.as_millis()
         ));
         let b = Arc::new(crate::secp256k1::batch(n));
@@ -786,41 +816,37 @@ async fn batched(
         closed
             .run_over(rep, &case, &base, over, "", 0, ecdsa, "verify_ecdsa")
             .await;
-        let ecdsa_frames = framed_call(EcdsaStreams(requests.clone()));
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let label = "served over TCP, open loop at half that rate";
         if chosen(label) && cycle.is_finite() {
             let interval = Duration::from_secs_f64(2.0 * cycle);
-            let paced = open_loop(tcp.clone(), rounds, interval, call).await;
+            let paced = open_loop(tcp.clone(), closed.window, interval, call).await;
             paced.report(rep, &case, &base, label, PER_REQUEST, 0);
         }
-        // Over a stream per client, paced at 70% of the library's own rate (the goal's
-        // throughput): the latency while the server sustains it.
-        let interval = Duration::from_secs_f64(s / 0.7);
-        let label = "served over TCP, a stream per client, open loop at 0.7x the library's rate";
-        if chosen(label) {
-            let before = stages(closed.metrics, "verify_ecdsa").await;
-            let paced = open_loop_streams(tcp.clone(), rounds, interval, EcdsaStreams(requests));
-            paced.await.report(rep, &case, &base, label, PER_REQUEST, 0);
-            let after = stages(closed.metrics, "verify_ecdsa").await;
-            println!("  {}", stages_between(&before, &after));
-        }
-        // The same pace over a frames connection per client.
-        let label =
-            "served over frames, a connection per client, open loop at 0.7x the library's rate";
-        if chosen(label) {
-            let before = stages(closed.metrics, "verify_ecdsa").await;
-            let paced = open_loop(frames.clone(), rounds, interval, ecdsa_frames).await;
-            paced.report(rep, &case, &base, label, PER_REQUEST, 0);
-            let after = stages(closed.metrics, "verify_ecdsa").await;
-            println!("  {}", stages_between(&before, &after));
-        }
+        // Paced at fractions of the library's own rate (the goal's throughput and above): the
+        // latency while the server sustains it.
+        let paced = Paces {
+            tcp: &tcp,
+            frames: &frames,
+            round: s,
+        };
+        paced
+            .run(
+                rep,
+                &case,
+                &base,
+                closed,
+                EcdsaStreams(requests),
+                0,
+                "verify_ecdsa",
+            )
+            .await;
     }
 
     if sha256d {
         rep.header(&format!(
-            "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes (closed loops counted over at least {} ms after at least {settle} ms, open loops {rounds} rounds), against one batch of {n}",
+            "service: {clients} clients x {PER_REQUEST} SHA256d of 64 bytes (closed loops counted over at least {} ms after at least {settle} ms, open loops the same), against one batch of {n}",
             window.measure.as_millis()
         ));
         let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
@@ -873,11 +899,21 @@ async fn batched(
         if chosen(label) && streamed_cycle.is_finite() {
             let interval = Duration::from_secs_f64(2.0 * streamed_cycle);
             let before = stages(closed.metrics, "hash").await;
-            let paced = open_loop_streams(tcp.clone(), rounds, interval, streams.clone()).await;
+            let conns = tcp.clone();
+            let paced = open_loop_streams(conns, closed.window, interval, streams.clone()).await;
             paced.report(rep, &case, &base, label, PER_REQUEST, 64);
             let after = stages(closed.metrics, "hash").await;
             println!("  {}", stages_between(&before, &after));
         }
+        // Paced at fractions of the library's own rate.
+        let paced = Paces {
+            tcp: &tcp,
+            frames: &frames,
+            round: s,
+        };
+        paced
+            .run(rep, &case, &base, closed, streams.clone(), 64, "hash")
+            .await;
         // The same streams with their bytes in shared memory: a region per client.
         let mut regions = Vec::with_capacity(closed.clients);
         for (c, conn) in tcp.iter().enumerate() {
@@ -914,47 +950,125 @@ async fn batched(
     Ok(())
 }
 
-/// An open loop's outcome: its wall time, each request's latency, the clients' interval.
+/// Open loops at loads given as fractions of the library's rate (`BATCHCRYPT_BENCH_LOADS`,
+/// comma-separated; 0.7, 0.8 and 0.9 by default), each over a gRPC stream per client and over a
+/// frames connection per client: whether the latency goal holds at the goal's throughput and
+/// how far above it.
+struct Paces<'a> {
+    tcp: &'a [Conn],
+    frames: &'a [Conn<FramesClient>],
+    /// Seconds the library takes on the items of one round of every client.
+    round: f64,
+}
+
+impl Paces<'_> {
+    fn loads() -> Vec<f64> {
+        let given = std::env::var("BATCHCRYPT_BENCH_LOADS").ok();
+        if let Some(v) = &given {
+            println!("  (BATCHCRYPT_BENCH_LOADS={v})");
+        }
+        let loads: Vec<f64> = given
+            .as_deref()
+            .unwrap_or("0.7,0.8,0.9")
+            .split(',')
+            .filter_map(|w| w.trim().parse().ok())
+            .filter(|&l: &f64| l > 0.0)
+            .collect();
+        loads
+    }
+
+    /// Each load's open loops of `calls`; prints the server's stages for `op` over each.
+    #[allow(clippy::too_many_arguments)]
+    async fn run<S>(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        closed: Closed,
+        calls: S,
+        bytes_per_item: u64,
+        op: &str,
+    ) where
+        S: Streamed,
+        S::Q: Framed<Reply = S::R>,
+    {
+        for load in Self::loads() {
+            let interval = Duration::from_secs_f64(self.round / load);
+            let at = format!("open loop at {load}x the library's rate");
+            let label = format!("served over TCP, a stream per client, {at}");
+            if chosen(&label) {
+                let before = stages(closed.metrics, op).await;
+                let conns = self.tcp.to_vec();
+                let paced = open_loop_streams(conns, closed.window, interval, calls.clone());
+                let paced = paced.await;
+                paced.report(rep, case, base, &label, closed.per_request, bytes_per_item);
+                let after = stages(closed.metrics, op).await;
+                println!("  {}", stages_between(&before, &after));
+            }
+            let label = format!("served over frames, a connection per client, {at}");
+            if chosen(&label) {
+                let before = stages(closed.metrics, op).await;
+                let (conns, call) = (self.frames.to_vec(), framed_call(calls.clone()));
+                let paced = open_loop(conns, closed.window, interval, call).await;
+                paced.report(rep, case, base, &label, closed.per_request, bytes_per_item);
+                let after = stages(closed.metrics, op).await;
+                println!("  {}", stages_between(&before, &after));
+            }
+        }
+    }
+}
+
+/// An open loop's outcome: its wall time, its requests, the clients' interval, its window.
 struct Paced {
     secs: f64,
-    lat: Vec<f64>,
+    done: Vec<Done>,
     interval: Duration,
+    window: Window,
 }
 
 impl Paced {
-    /// Waits for the clients' tasks, each giving its requests' latencies; the wall time from `t`.
+    /// Waits for the clients' tasks, each giving its requests; the wall time from `t`.
     async fn gather(
         t: Instant,
-        tasks: Vec<tokio::task::JoinHandle<Vec<f64>>>,
+        tasks: Vec<tokio::task::JoinHandle<Vec<Done>>>,
         interval: Duration,
+        window: Window,
     ) -> Paced {
-        let mut lat = Vec::new();
+        let mut done = Vec::new();
         for task in tasks {
-            lat.extend(task.await.expect("client task"));
+            done.extend(task.await.expect("client task"));
         }
         Paced {
             secs: t.elapsed().as_secs_f64(),
-            lat,
+            done,
             interval,
+            window,
         }
     }
 
-    /// Reports it against the library's batch (`per_request` items a request), and its latencies.
+    /// The latencies of the requests answered in the window.
+    fn in_window(&self) -> Vec<f64> {
+        let from = self.window.settle.as_secs_f64();
+        let to = from + self.window.measure.as_secs_f64();
+        (self.done.iter())
+            .filter(|d| d.at >= from && d.at < to)
+            .map(|d| d.lat)
+            .collect()
+    }
+
+    /// Reports against the library's batch (`per` items a request) the requests answered in the
+    /// window, as a closed loop counts them: the rate the server sustained once the load had
+    /// settled and their latencies (a server that falls behind answers fewer, later).
     fn report(self, rep: &mut Report, case: &str, base: &str, label: &str, per: usize, bytes: u64) {
-        let items = (self.lat.len() * per) as u64;
-        rep.add(
-            GROUP,
-            case,
-            label,
-            items,
-            bytes * items,
-            self.secs,
-            Some(base),
-        );
-        let (p50, p99, max) = latencies(self.lat);
+        let (all, lat) = (self.done.len(), self.in_window());
+        let secs = self.window.measure.as_secs_f64();
+        let items = (lat.len() * per) as u64;
+        rep.add(GROUP, case, label, items, bytes * items, secs, Some(base));
+        let (p50, p99, max) = latencies(lat);
         println!(
-            "  open loop: each client every {:.1} ms; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-            1e3 * self.interval.as_secs_f64()
+            "  open loop: each client every {:.1} ms; in the window latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; the whole loop (first request to last reply) {:.3} M items/s",
+            1e3 * self.interval.as_secs_f64(),
+            (all * per) as f64 / self.secs / 1e6,
         );
     }
 }
@@ -1452,6 +1566,40 @@ mod tests {
         assert_eq!((m.all, m.lat.len()), (30, 30));
         // The window ends with the last reply, not the minute it was given.
         assert!(m.secs >= 0.015 && m.secs < 30.0, "{}", m.secs);
+    }
+
+    #[test]
+    fn an_open_loop_runs_through_its_window_and_counts_only_it() {
+        let w = Window {
+            settle: Duration::from_millis(30),
+            measure: Duration::from_millis(150),
+            most: 100_000,
+        };
+        let shards = Shards::start(2, "test-client").unwrap();
+        let conns: Vec<Conn<()>> = (0..10)
+            .map(|i| Conn {
+                client: (),
+                rt: shards.handle(i % 2).clone(),
+            })
+            .collect();
+        let rt = runtime(1, "test-main").unwrap();
+        let every = Duration::from_millis(10);
+        let p = rt.block_on(open_loop(conns, w, every, |(), _| async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            7
+        }));
+        // Every client sent until the window closed: 19 rounds of 10 ms cover its 180 ms.
+        assert_eq!(w.rounds(every), 19);
+        assert_eq!(p.done.len(), 10 * 19);
+        assert!(p.done.iter().all(|d| d.lat >= 0.005 && d.at >= d.lat));
+        assert!(p.secs >= 0.180, "{}", p.secs);
+        // Of them, those answered in the window: one per client each 10 ms of its 150, give or
+        // take a round each for the phases and late timers on a busy machine.
+        let counted = p.in_window();
+        assert!((100..=170).contains(&counted.len()), "{}", counted.len());
+        // A window longer than `most` rounds allow stops at `most`.
+        let w = Window { most: 4, ..w };
+        assert_eq!(w.rounds(every), 4);
     }
 
     #[test]
