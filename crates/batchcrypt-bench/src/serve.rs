@@ -1515,15 +1515,21 @@ async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
 mod tests {
     use super::*;
 
-    /// Ten clients whose every call takes at least 5 ms, on two client threads.
-    fn slow_loop(w: Window) -> Measured {
+    /// Ten clients on two client threads (which live as long as the shards).
+    fn ten_clients() -> (Shards, Vec<Conn<()>>) {
         let shards = Shards::start(2, "test-client").unwrap();
-        let conns: Vec<Conn<()>> = (0..10)
+        let conns = (0..10)
             .map(|i| Conn {
                 client: (),
                 rt: shards.handle(i % 2).clone(),
             })
             .collect();
+        (shards, conns)
+    }
+
+    /// Ten clients whose every call takes at least 5 ms, in a closed loop.
+    fn slow_loop(w: Window) -> Measured {
+        let (_shards, conns) = ten_clients();
         let rt = runtime(1, "test-main").unwrap();
         rt.block_on(closed_loop(conns, w, |(), _| async {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -1575,13 +1581,7 @@ mod tests {
             measure: Duration::from_millis(150),
             most: 100_000,
         };
-        let shards = Shards::start(2, "test-client").unwrap();
-        let conns: Vec<Conn<()>> = (0..10)
-            .map(|i| Conn {
-                client: (),
-                rt: shards.handle(i % 2).clone(),
-            })
-            .collect();
+        let (_shards, conns) = ten_clients();
         let rt = runtime(1, "test-main").unwrap();
         let every = Duration::from_millis(10);
         let p = rt.block_on(open_loop(conns, w, every, |(), _| async {
