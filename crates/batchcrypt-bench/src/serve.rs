@@ -736,6 +736,11 @@ async fn batched(
         per_request: PER_REQUEST,
         window,
     };
+    let paces = Paces {
+        tcp: &tcp,
+        frames: &frames,
+        loads: Paces::loads(),
+    };
 
     if ecdsa {
         rep.header(&format!(
@@ -826,22 +831,8 @@ async fn batched(
         }
         // Paced at fractions of the library's own rate (the goal's throughput and above): the
         // latency while the server sustains it.
-        let paced = Paces {
-            tcp: &tcp,
-            frames: &frames,
-            round: s,
-        };
-        paced
-            .run(
-                rep,
-                &case,
-                &base,
-                closed,
-                EcdsaStreams(requests),
-                0,
-                "verify_ecdsa",
-            )
-            .await;
+        let (calls, op) = (EcdsaStreams(requests), "verify_ecdsa");
+        paces.run(rep, &case, &base, closed, s, calls, 0, op).await;
     }
 
     if sha256d {
@@ -898,22 +889,14 @@ async fn batched(
         let label = "served over TCP, a stream per client, open loop at half that rate";
         if chosen(label) && streamed_cycle.is_finite() {
             let interval = Duration::from_secs_f64(2.0 * streamed_cycle);
-            let before = stages(closed.metrics, "hash").await;
-            let conns = tcp.clone();
-            let paced = open_loop_streams(conns, closed.window, interval, streams.clone()).await;
-            paced.report(rep, &case, &base, label, PER_REQUEST, 64);
-            let after = stages(closed.metrics, "hash").await;
-            println!("  {}", stages_between(&before, &after));
+            let paced = open_loop_streams(tcp.clone(), closed.window, interval, streams.clone());
+            closed
+                .paced(rep, &case, &base, label, 64, "hash", paced)
+                .await;
         }
         // Paced at fractions of the library's own rate.
-        let paced = Paces {
-            tcp: &tcp,
-            frames: &frames,
-            round: s,
-        };
-        paced
-            .run(rep, &case, &base, closed, streams.clone(), 64, "hash")
-            .await;
+        let (calls, op) = (streams.clone(), "hash");
+        paces.run(rep, &case, &base, closed, s, calls, 64, op).await;
         // The same streams with their bytes in shared memory: a region per client.
         let mut regions = Vec::with_capacity(closed.clients);
         for (c, conn) in tcp.iter().enumerate() {
@@ -957,8 +940,7 @@ async fn batched(
 struct Paces<'a> {
     tcp: &'a [Conn],
     frames: &'a [Conn<FramesClient>],
-    /// Seconds the library takes on the items of one round of every client.
-    round: f64,
+    loads: Vec<f64>,
 }
 
 impl Paces<'_> {
@@ -967,17 +949,17 @@ impl Paces<'_> {
         if let Some(v) = &given {
             println!("  (BATCHCRYPT_BENCH_LOADS={v})");
         }
-        let loads: Vec<f64> = given
+        given
             .as_deref()
             .unwrap_or("0.7,0.8,0.9")
             .split(',')
             .filter_map(|w| w.trim().parse().ok())
             .filter(|&l: &f64| l > 0.0)
-            .collect();
-        loads
+            .collect()
     }
 
-    /// Each load's open loops of `calls`; prints the server's stages for `op` over each.
+    /// Each load's open loops of `calls`, the library taking `round` seconds on the items of one
+    /// round of every client; prints the server's stages for `op` over each.
     #[allow(clippy::too_many_arguments)]
     async fn run<S>(
         &self,
@@ -985,6 +967,7 @@ impl Paces<'_> {
         case: &str,
         base: &str,
         closed: Closed,
+        round: f64,
         calls: S,
         bytes_per_item: u64,
         op: &str,
@@ -992,27 +975,24 @@ impl Paces<'_> {
         S: Streamed,
         S::Q: Framed<Reply = S::R>,
     {
-        for load in Self::loads() {
-            let interval = Duration::from_secs_f64(self.round / load);
+        for &load in &self.loads {
+            let interval = Duration::from_secs_f64(round / load);
             let at = format!("open loop at {load}x the library's rate");
             let label = format!("served over TCP, a stream per client, {at}");
             if chosen(&label) {
-                let before = stages(closed.metrics, op).await;
-                let conns = self.tcp.to_vec();
-                let paced = open_loop_streams(conns, closed.window, interval, calls.clone());
-                let paced = paced.await;
-                paced.report(rep, case, base, &label, closed.per_request, bytes_per_item);
-                let after = stages(closed.metrics, op).await;
-                println!("  {}", stages_between(&before, &after));
+                let paced =
+                    open_loop_streams(self.tcp.to_vec(), closed.window, interval, calls.clone());
+                closed
+                    .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                    .await;
             }
             let label = format!("served over frames, a connection per client, {at}");
             if chosen(&label) {
-                let before = stages(closed.metrics, op).await;
-                let (conns, call) = (self.frames.to_vec(), framed_call(calls.clone()));
-                let paced = open_loop(conns, closed.window, interval, call).await;
-                paced.report(rep, case, base, &label, closed.per_request, bytes_per_item);
-                let after = stages(closed.metrics, op).await;
-                println!("  {}", stages_between(&before, &after));
+                let call = framed_call(calls.clone());
+                let paced = open_loop(self.frames.to_vec(), closed.window, interval, call);
+                closed
+                    .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                    .await;
             }
         }
     }
@@ -1083,6 +1063,26 @@ struct Closed {
 }
 
 impl Closed {
+    /// Runs the open loop `paced` (not started until awaited) and reports it, with the server's
+    /// stages for `op` over it.
+    #[allow(clippy::too_many_arguments)]
+    async fn paced(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        label: &str,
+        bytes_per_item: u64,
+        op: &str,
+        paced: impl std::future::Future<Output = Paced>,
+    ) {
+        let before = stages(self.metrics, op).await;
+        let paced = paced.await;
+        paced.report(rep, case, base, label, self.per_request, bytes_per_item);
+        let after = stages(self.metrics, op).await;
+        println!("  {}", stages_between(&before, &after));
+    }
+
     /// The same with a window of at least ten rounds and settling of at least two, a round
     /// taking `round` seconds (where the library's batch of a round is slow, as on a CPU).
     fn rounds_of(self, round: f64) -> Closed {
