@@ -38,8 +38,10 @@ strip "$B"/bin/* "$B"/tests/* 2>/dev/null || true
 # Compressed with xz: the binaries share the embedded kernel images, which a large window
 # finds again (a tenth of the size; the copy to the GPU machine may be limited in size).
 tar -cf - -C "$B" tests | xz -T2 -9 > "$B/tests.txz" && rm -rf "$B/tests"
-# The wheel links the system OpenSSL (the machine running it has one), so it is not repaired.
-skip wheel || (. .venv/bin/activate && maturin build --release -q --auditwheel skip -m crates/batchcrypt-py/Cargo.toml -o "$B/wheels" >/dev/null)
+# The repaired wheel (OpenSSL inside), as users install it. An unrepaired build could not be used:
+# repairing patches the extension that cargo keeps, so a later unrepaired build of the same tree
+# would ship an extension that names the repaired wheel's renamed OpenSSL without carrying it.
+skip wheel || cp "$(scripts/wheel.sh)" "$B/wheels/"
 [ -f ../shared/data/block413567.raw ] && cp ../shared/data/block413567.raw "$B/data/"
 # Bitcoin's test data (Core's vectors, real blocks with their spent outputs), compressed.
 [ -d ../shared/data/bitcoin ] && tar -cf - -C ../shared/data bitcoin | xz -T2 -9 > "$B/bitcoin-data.txz"
