@@ -163,10 +163,21 @@ struct Window {
 }
 
 impl Window {
+    /// When the window closes, from the loop's start.
+    fn end(&self) -> Duration {
+        self.settle + self.measure
+    }
+
+    /// Whether a request answered `at` after the loop's start is counted: closed and open loops
+    /// count by the same rule.
+    fn holds(&self, at: Duration) -> bool {
+        at >= self.settle && at < self.end()
+    }
+
     /// An open loop's rounds at `interval`: enough for every client to send until the window
     /// closes, at most `most`.
     fn rounds(&self, interval: Duration) -> usize {
-        let through = (self.settle + self.measure).as_secs_f64();
+        let through = self.end().as_secs_f64();
         let rounds = (through / interval.as_secs_f64()).ceil() as usize + 1;
         rounds.min(self.most)
     }
@@ -196,7 +207,7 @@ where
     Fut: std::future::Future<Output = u64> + Send,
 {
     let start = Instant::now();
-    let (from, to) = (start + w.settle, start + w.settle + w.measure);
+    let (from, to) = (start + w.settle, start + w.end());
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -212,7 +223,7 @@ where
                     let b = call(client.clone(), c).await;
                     let done = Instant::now();
                     all += 1;
-                    if done >= from && done < to {
+                    if w.holds(done - start) {
                         lat.push((done - s).as_secs_f64());
                         batch += b;
                     }
@@ -284,9 +295,10 @@ where
     Paced::gather(t, tasks, interval, w).await
 }
 
-/// A request of an open loop: when its reply came (seconds from the loop's start) and its latency.
+/// A request of an open loop: when its reply came (from the loop's start) and its latency in
+/// seconds.
 struct Done {
-    at: f64,
+    at: Duration,
     lat: f64,
 }
 
@@ -295,7 +307,7 @@ impl Done {
     fn since(t: Instant, sent: Instant) -> Done {
         let now = Instant::now();
         Done {
-            at: (now - t).as_secs_f64(),
+            at: now - t,
             lat: (now - sent).as_secs_f64(),
         }
     }
@@ -1028,10 +1040,8 @@ impl Paced {
 
     /// The latencies of the requests answered in the window.
     fn in_window(&self) -> Vec<f64> {
-        let from = self.window.settle.as_secs_f64();
-        let to = from + self.window.measure.as_secs_f64();
         (self.done.iter())
-            .filter(|d| d.at >= from && d.at < to)
+            .filter(|d| self.window.holds(d.at))
             .map(|d| d.lat)
             .collect()
     }
@@ -1591,7 +1601,10 @@ mod tests {
         // Every client sent until the window closed: 19 rounds of 10 ms cover its 180 ms.
         assert_eq!(w.rounds(every), 19);
         assert_eq!(p.done.len(), 10 * 19);
-        assert!(p.done.iter().all(|d| d.lat >= 0.005 && d.at >= d.lat));
+        assert!(p
+            .done
+            .iter()
+            .all(|d| d.lat >= 0.005 && d.at.as_secs_f64() >= d.lat));
         assert!(p.secs >= 0.180, "{}", p.secs);
         // Of them, those answered in the window: one per client each 10 ms of its 150, give or
         // take a round each for the phases and late timers on a busy machine.
