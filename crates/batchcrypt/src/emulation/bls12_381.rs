@@ -11,32 +11,26 @@ use super::ntt::NttSteps;
 pub const Q: usize = 12;
 
 /// G2's MSM kernels (coordinates in Fq2: c0 then c1).
-pub const G2_MSM: MsmSteps = MsmSteps {
-    digits: bls12_381_msm_digits,
-    scan_tiles: bls12_381_msm_scan_tiles,
-    scan_add: bls12_381_msm_scan_add,
-    scatter: bls12_381_msm_scatter,
-    accumulate_points: bls12_381_g2_msm_accumulate_points,
-    accumulate_partials: bls12_381_g2_msm_accumulate_partials,
-    add_buckets: bls12_381_g2_msm_add_buckets,
-    window_segments: bls12_381_g2_msm_window_segments,
-    sum_groups: bls12_381_g2_msm_sum_groups,
-    shift_bases: bls12_381_g2_msm_shift_bases,
-};
+pub const G2_MSM: MsmSteps = super::msm::msm_steps!(
+    bls12_381_msm_digits, bls12_381_msm_scan_tiles, bls12_381_msm_scan_add, bls12_381_msm_scatter;
+    bls12_381_g2_msm_accumulate_points,
+    bls12_381_g2_msm_accumulate_partials,
+    bls12_381_g2_msm_add_buckets,
+    bls12_381_g2_msm_window_segments,
+    bls12_381_g2_msm_sum_groups,
+    bls12_381_g2_msm_shift_bases,
+);
 
 /// G1's MSM kernels.
-pub const G1_MSM: MsmSteps = MsmSteps {
-    digits: bls12_381_msm_digits,
-    scan_tiles: bls12_381_msm_scan_tiles,
-    scan_add: bls12_381_msm_scan_add,
-    scatter: bls12_381_msm_scatter,
-    accumulate_points: bls12_381_g1_msm_accumulate_points,
-    accumulate_partials: bls12_381_g1_msm_accumulate_partials,
-    add_buckets: bls12_381_g1_msm_add_buckets,
-    window_segments: bls12_381_g1_msm_window_segments,
-    sum_groups: bls12_381_g1_msm_sum_groups,
-    shift_bases: bls12_381_g1_msm_shift_bases,
-};
+pub const G1_MSM: MsmSteps = super::msm::msm_steps!(
+    bls12_381_msm_digits, bls12_381_msm_scan_tiles, bls12_381_msm_scan_add, bls12_381_msm_scatter;
+    bls12_381_g1_msm_accumulate_points,
+    bls12_381_g1_msm_accumulate_partials,
+    bls12_381_g1_msm_add_buckets,
+    bls12_381_g1_msm_window_segments,
+    bls12_381_g1_msm_sum_groups,
+    bls12_381_g1_msm_shift_bases,
+);
 
 /// Fr's NTT kernels.
 pub const NTT: NttSteps = super::ntt::ntt_steps!(
@@ -48,95 +42,6 @@ pub const NTT: NttSteps = super::ntt::ntt_steps!(
 );
 
 extern "C" {
-    fn bls12_381_msm_digits(
-        scalars: *const u32,
-        montgomery: u32,
-        n: u64,
-        first: u32,
-        points: u64,
-        from: u64,
-        to: u64,
-        c: u32,
-        windows: u32,
-        off: u32,
-        sets: u32,
-        digits: *mut u32,
-        counts: *mut u32,
-    );
-    fn bls12_381_msm_scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
-    fn bls12_381_msm_scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
-    fn bls12_381_msm_scatter(
-        digits: *const u32,
-        n: u64,
-        first: u32,
-        c: u32,
-        windows: u32,
-        off: u32,
-        sets: u32,
-        stride: u32,
-        cursor: *mut u32,
-        entries: *mut u32,
-    );
-    fn bls12_381_g1_msm_accumulate_points(
-        bases: *const u32,
-        entries: *const u32,
-        ends: *const u32,
-        buckets_len: u32,
-        total: u64,
-        slice: u32,
-        buckets: *mut u32,
-        next_keys: *mut u32,
-        next_pts: *mut u32,
-    );
-    fn bls12_381_g1_msm_accumulate_partials(
-        pts: *const u32,
-        keys: *const u32,
-        total: u64,
-        slice: u32,
-        buckets: *mut u32,
-        next_keys: *mut u32,
-        next_pts: *mut u32,
-    );
-    fn bls12_381_g1_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
-    fn bls12_381_g1_msm_window_segments(
-        buckets: *const u32,
-        per_window: u32,
-        windows: u32,
-        per: u32,
-        out: *mut u32,
-    );
-    fn bls12_381_g1_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
-    fn bls12_381_g1_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
-    fn bls12_381_g2_msm_accumulate_points(
-        bases: *const u32,
-        entries: *const u32,
-        ends: *const u32,
-        buckets_len: u32,
-        total: u64,
-        slice: u32,
-        buckets: *mut u32,
-        next_keys: *mut u32,
-        next_pts: *mut u32,
-    );
-    fn bls12_381_g2_msm_accumulate_partials(
-        pts: *const u32,
-        keys: *const u32,
-        total: u64,
-        slice: u32,
-        buckets: *mut u32,
-        next_keys: *mut u32,
-        next_pts: *mut u32,
-    );
-    fn bls12_381_g2_msm_add_buckets(acc: *mut u32, more: *const u32, count: u64);
-    fn bls12_381_g2_msm_window_segments(
-        buckets: *const u32,
-        per_window: u32,
-        windows: u32,
-        per: u32,
-        out: *mut u32,
-    );
-    fn bls12_381_g2_msm_sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
-    fn bls12_381_g2_msm_shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_ops(p: *const u32, q: *const u32, out: *mut u32, n: u64);
     fn bls12_381_g1_mul(p: *const u32, k: *const u32, out: *mut u32, n: u64);

@@ -45,6 +45,91 @@ pub struct MsmSteps {
     pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
 }
 
+/// A group's [`MsmSteps`] from its kernels' host symbols: the curve's scalar steps (shared by its
+/// groups), then the group's point steps.
+macro_rules! msm_steps {
+    (
+        $digits:ident, $scan_tiles:ident, $scan_add:ident, $scatter:ident;
+        $accumulate_points:ident, $accumulate_partials:ident, $add_buckets:ident,
+        $window_segments:ident, $sum_groups:ident, $shift_bases:ident $(,)?
+    ) => {{
+        extern "C" {
+            fn $digits(
+                scalars: *const u32,
+                montgomery: u32,
+                n: u64,
+                first: u32,
+                points: u64,
+                from: u64,
+                to: u64,
+                c: u32,
+                windows: u32,
+                off: u32,
+                sets: u32,
+                digits: *mut u32,
+                counts: *mut u32,
+            );
+            fn $scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
+            fn $scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
+            fn $scatter(
+                digits: *const u32,
+                n: u64,
+                first: u32,
+                c: u32,
+                windows: u32,
+                off: u32,
+                sets: u32,
+                stride: u32,
+                cursor: *mut u32,
+                entries: *mut u32,
+            );
+            fn $accumulate_points(
+                bases: *const u32,
+                entries: *const u32,
+                ends: *const u32,
+                buckets_len: u32,
+                total: u64,
+                slice: u32,
+                buckets: *mut u32,
+                next_keys: *mut u32,
+                next_pts: *mut u32,
+            );
+            fn $accumulate_partials(
+                pts: *const u32,
+                keys: *const u32,
+                total: u64,
+                slice: u32,
+                buckets: *mut u32,
+                next_keys: *mut u32,
+                next_pts: *mut u32,
+            );
+            fn $add_buckets(acc: *mut u32, more: *const u32, count: u64);
+            fn $window_segments(
+                buckets: *const u32,
+                per_window: u32,
+                windows: u32,
+                per: u32,
+                out: *mut u32,
+            );
+            fn $sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+            fn $shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
+        }
+        $crate::emulation::msm::MsmSteps {
+            digits: $digits,
+            scan_tiles: $scan_tiles,
+            scan_add: $scan_add,
+            scatter: $scatter,
+            accumulate_points: $accumulate_points,
+            accumulate_partials: $accumulate_partials,
+            add_buckets: $add_buckets,
+            window_segments: $window_segments,
+            sum_groups: $sum_groups,
+            shift_bases: $shift_bases,
+        }
+    }};
+}
+pub(crate) use msm_steps;
+
 /// Each window's sum (Jacobian points of `point_words` words, as the kernels store them) of the
 /// MSM of `scalars` (the scalar field's limbs, eight words each: Montgomery ones where
 /// `montgomery`, else canonical integers) over each set of `bases` (affine
