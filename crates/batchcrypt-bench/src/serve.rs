@@ -750,6 +750,7 @@ async fn batched(
     };
     let paces = Paces {
         tcp: &tcp,
+        shared_tcp: &shared_tcp,
         frames: &frames,
         loads: Paces::loads(),
     };
@@ -947,10 +948,12 @@ async fn batched(
 
 /// Open loops at loads given as fractions of the library's rate (`BATCHCRYPT_BENCH_LOADS`,
 /// comma-separated; 0.7, 0.8 and 0.9 by default), each over a gRPC stream per client and over a
-/// frames connection per client: whether the latency goal holds at the goal's throughput and
-/// how far above it.
+/// frames connection per client, and over gRPC streams sharing a connection per client thread (as
+/// a process's callers share its channel): whether the latency goal holds at the goal's
+/// throughput and how far above it.
 struct Paces<'a> {
     tcp: &'a [Conn],
+    shared_tcp: &'a [Conn],
     frames: &'a [Conn<FramesClient>],
     loads: Vec<f64>,
 }
@@ -994,6 +997,20 @@ impl Paces<'_> {
             if chosen(&label) {
                 let paced =
                     open_loop_streams(self.tcp.to_vec(), closed.window, interval, calls.clone());
+                closed
+                    .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                    .await;
+            }
+            let label = format!(
+                "served over TCP, a stream per client, a connection per client thread, {at}"
+            );
+            if chosen(&label) {
+                let paced = open_loop_streams(
+                    self.shared_tcp.to_vec(),
+                    closed.window,
+                    interval,
+                    calls.clone(),
+                );
                 closed
                     .paced(rep, case, base, &label, bytes_per_item, op, paced)
                     .await;
