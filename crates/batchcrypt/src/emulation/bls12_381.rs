@@ -11,26 +11,10 @@ use super::ntt::NttSteps;
 pub const Q: usize = 12;
 
 /// G2's MSM kernels (coordinates in Fq2: c0 then c1).
-pub const G2_MSM: MsmSteps = super::msm::msm_steps!(
-    bls12_381_msm_digits, bls12_381_msm_scan_tiles, bls12_381_msm_scan_add, bls12_381_msm_scatter;
-    bls12_381_g2_msm_accumulate_points,
-    bls12_381_g2_msm_accumulate_partials,
-    bls12_381_g2_msm_add_buckets,
-    bls12_381_g2_msm_window_segments,
-    bls12_381_g2_msm_sum_groups,
-    bls12_381_g2_msm_shift_bases,
-);
+pub const G2_MSM: MsmSteps = super::msm::msm_steps!("bls12_381", "g2");
 
 /// G1's MSM kernels.
-pub const G1_MSM: MsmSteps = super::msm::msm_steps!(
-    bls12_381_msm_digits, bls12_381_msm_scan_tiles, bls12_381_msm_scan_add, bls12_381_msm_scatter;
-    bls12_381_g1_msm_accumulate_points,
-    bls12_381_g1_msm_accumulate_partials,
-    bls12_381_g1_msm_add_buckets,
-    bls12_381_g1_msm_window_segments,
-    bls12_381_g1_msm_sum_groups,
-    bls12_381_g1_msm_shift_bases,
-);
+pub const G1_MSM: MsmSteps = super::msm::msm_steps!("bls12_381", "g1");
 
 /// Fr's NTT kernels.
 pub const NTT: NttSteps = super::ntt::ntt_steps!(

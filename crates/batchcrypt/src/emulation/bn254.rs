@@ -5,26 +5,10 @@ use super::msm::MsmSteps;
 use super::ntt::NttSteps;
 
 /// G1's MSM kernels.
-pub const G1_MSM: MsmSteps = super::msm::msm_steps!(
-    bn254_msm_digits, bn254_msm_scan_tiles, bn254_msm_scan_add, bn254_msm_scatter;
-    bn254_g1_msm_accumulate_points,
-    bn254_g1_msm_accumulate_partials,
-    bn254_g1_msm_add_buckets,
-    bn254_g1_msm_window_segments,
-    bn254_g1_msm_sum_groups,
-    bn254_g1_msm_shift_bases,
-);
+pub const G1_MSM: MsmSteps = super::msm::msm_steps!("bn254", "g1");
 
 /// G2's MSM kernels (coordinates in Fq2: c0 then c1).
-pub const G2_MSM: MsmSteps = super::msm::msm_steps!(
-    bn254_msm_digits, bn254_msm_scan_tiles, bn254_msm_scan_add, bn254_msm_scatter;
-    bn254_g2_msm_accumulate_points,
-    bn254_g2_msm_accumulate_partials,
-    bn254_g2_msm_add_buckets,
-    bn254_g2_msm_window_segments,
-    bn254_g2_msm_sum_groups,
-    bn254_g2_msm_shift_bases,
-);
+pub const G2_MSM: MsmSteps = super::msm::msm_steps!("bn254", "g2");
 
 /// Fr's NTT kernels.
 pub const NTT: NttSteps = super::ntt::ntt_steps!(

@@ -45,16 +45,14 @@ pub struct MsmSteps {
     pub shift_bases: unsafe extern "C" fn(*const u32, u64, u32, *mut u32),
 }
 
-/// A group's [`MsmSteps`] from its kernels' host symbols: the curve's scalar steps (shared by its
-/// groups), then the group's point steps.
+/// A group's [`MsmSteps`] from its kernels' host symbols, named as `bc/msm.cuh` exports them: the
+/// curve's scalar steps (`<curve>_msm_digits`, shared by its groups) and the group's point steps
+/// (`<curve>_<group>_msm_accumulate_points`).
 macro_rules! msm_steps {
-    (
-        $digits:ident, $scan_tiles:ident, $scan_add:ident, $scatter:ident;
-        $accumulate_points:ident, $accumulate_partials:ident, $add_buckets:ident,
-        $window_segments:ident, $sum_groups:ident, $shift_bases:ident $(,)?
-    ) => {{
+    ($curve:literal, $group:literal) => {{
         extern "C" {
-            fn $digits(
+            #[link_name = concat!($curve, "_msm_digits")]
+            fn digits(
                 scalars: *const u32,
                 montgomery: u32,
                 n: u64,
@@ -69,9 +67,12 @@ macro_rules! msm_steps {
                 digits: *mut u32,
                 counts: *mut u32,
             );
-            fn $scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
-            fn $scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
-            fn $scatter(
+            #[link_name = concat!($curve, "_msm_scan_tiles")]
+            fn scan_tiles(data: *mut u32, m: u64, tile: u32, totals: *mut u32);
+            #[link_name = concat!($curve, "_msm_scan_add")]
+            fn scan_add(data: *mut u32, m: u64, tile: u32, offsets: *const u32);
+            #[link_name = concat!($curve, "_msm_scatter")]
+            fn scatter(
                 digits: *const u32,
                 n: u64,
                 first: u32,
@@ -83,7 +84,8 @@ macro_rules! msm_steps {
                 cursor: *mut u32,
                 entries: *mut u32,
             );
-            fn $accumulate_points(
+            #[link_name = concat!($curve, "_", $group, "_msm_accumulate_points")]
+            fn accumulate_points(
                 bases: *const u32,
                 entries: *const u32,
                 ends: *const u32,
@@ -94,7 +96,8 @@ macro_rules! msm_steps {
                 next_keys: *mut u32,
                 next_pts: *mut u32,
             );
-            fn $accumulate_partials(
+            #[link_name = concat!($curve, "_", $group, "_msm_accumulate_partials")]
+            fn accumulate_partials(
                 pts: *const u32,
                 keys: *const u32,
                 total: u64,
@@ -103,28 +106,32 @@ macro_rules! msm_steps {
                 next_keys: *mut u32,
                 next_pts: *mut u32,
             );
-            fn $add_buckets(acc: *mut u32, more: *const u32, count: u64);
-            fn $window_segments(
+            #[link_name = concat!($curve, "_", $group, "_msm_add_buckets")]
+            fn add_buckets(acc: *mut u32, more: *const u32, count: u64);
+            #[link_name = concat!($curve, "_", $group, "_msm_window_segments")]
+            fn window_segments(
                 buckets: *const u32,
                 per_window: u32,
                 windows: u32,
                 per: u32,
                 out: *mut u32,
             );
-            fn $sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
-            fn $shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
+            #[link_name = concat!($curve, "_", $group, "_msm_sum_groups")]
+            fn sum_groups(input: *const u32, groups: u64, m: u32, out: *mut u32);
+            #[link_name = concat!($curve, "_", $group, "_msm_shift_bases")]
+            fn shift_bases(input: *const u32, n: u64, doublings: u32, out: *mut u32);
         }
         $crate::emulation::msm::MsmSteps {
-            digits: $digits,
-            scan_tiles: $scan_tiles,
-            scan_add: $scan_add,
-            scatter: $scatter,
-            accumulate_points: $accumulate_points,
-            accumulate_partials: $accumulate_partials,
-            add_buckets: $add_buckets,
-            window_segments: $window_segments,
-            sum_groups: $sum_groups,
-            shift_bases: $shift_bases,
+            digits,
+            scan_tiles,
+            scan_add,
+            scatter,
+            accumulate_points,
+            accumulate_partials,
+            add_buckets,
+            window_segments,
+            sum_groups,
+            shift_bases,
         }
     }};
 }
