@@ -17,13 +17,7 @@ pub const G2_MSM: MsmSteps = super::msm::msm_steps!("bls12_381", "g2");
 pub const G1_MSM: MsmSteps = super::msm::msm_steps!("bls12_381", "g1");
 
 /// Fr's NTT kernels.
-pub const NTT: NttSteps = super::ntt::ntt_steps!(
-    bls12_381_ntt_twiddles,
-    bls12_381_ntt_pass,
-    bls12_381_ntt_bitrev,
-    bls12_381_ntt_mul_sub,
-    bls12_381_ntt_products
-);
+pub const NTT: NttSteps = super::ntt::ntt_steps!("bls12_381");
 
 extern "C" {
     fn bls12_381_fq_ops(a: *const u32, b: *const u32, out: *mut u32, n: u64);

@@ -11,10 +11,4 @@ pub const G1_MSM: MsmSteps = super::msm::msm_steps!("bn254", "g1");
 pub const G2_MSM: MsmSteps = super::msm::msm_steps!("bn254", "g2");
 
 /// Fr's NTT kernels.
-pub const NTT: NttSteps = super::ntt::ntt_steps!(
-    bn254_ntt_twiddles,
-    bn254_ntt_pass,
-    bn254_ntt_bitrev,
-    bn254_ntt_mul_sub,
-    bn254_ntt_products
-);
+pub const NTT: NttSteps = super::ntt::ntt_steps!("bn254");

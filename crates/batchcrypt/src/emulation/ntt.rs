@@ -29,12 +29,15 @@ pub struct NttSteps {
 }
 
 /// A field's [`NttSteps`] from the names `BC_NTT_STEPS(PREFIX, F)` gives its kernels
-/// (`PREFIX_ntt_twiddles`, `_pass`, `_bitrev`, `_mul_sub`, `_products`), declared here once.
+/// (`PREFIX_ntt_twiddles`, `_pass`, `_bitrev`, `_mul_sub`, `_products`), declared here once: the
+/// argument is the prefix, as for `msm_steps!`.
 macro_rules! ntt_steps {
-    ($twiddles:ident, $pass:ident, $bitrev:ident, $mul_sub:ident, $products:ident) => {{
+    ($prefix:literal) => {{
         extern "C" {
-            fn $twiddles(omega: *const u32, count: u64, out: *mut u32);
-            fn $pass(
+            #[link_name = concat!($prefix, "_ntt_twiddles")]
+            fn twiddles(omega: *const u32, count: u64, out: *mut u32);
+            #[link_name = concat!($prefix, "_ntt_pass")]
+            fn pass(
                 data: *mut u32,
                 log_n: u32,
                 batch: u64,
@@ -48,7 +51,8 @@ macro_rules! ntt_steps {
                 hi: *const u32,
                 lo_bits: u32,
             );
-            fn $bitrev(
+            #[link_name = concat!($prefix, "_ntt_bitrev")]
+            fn bitrev(
                 input: *const u32,
                 out: *mut u32,
                 log_n: u32,
@@ -58,8 +62,10 @@ macro_rules! ntt_steps {
                 hi: *const u32,
                 lo_bits: u32,
             );
-            fn $mul_sub(abc: *const u32, n: u64, out: *mut u32);
-            fn $products(
+            #[link_name = concat!($prefix, "_ntt_mul_sub")]
+            fn mul_sub(abc: *const u32, n: u64, out: *mut u32);
+            #[link_name = concat!($prefix, "_ntt_products")]
+            fn products(
                 starts: *const u64,
                 cols: *const u32,
                 coefs: *const u32,
@@ -69,11 +75,11 @@ macro_rules! ntt_steps {
             );
         }
         $crate::emulation::ntt::NttSteps {
-            twiddles: $twiddles,
-            pass: $pass,
-            bitrev: $bitrev,
-            mul_sub: $mul_sub,
-            products: $products,
+            twiddles,
+            pass,
+            bitrev,
+            mul_sub,
+            products,
         }
     }};
 }
