@@ -993,27 +993,19 @@ impl Paces<'_> {
         for &load in &self.loads {
             let interval = Duration::from_secs_f64(round / load);
             let at = format!("open loop at {load}x the library's rate");
-            let label = format!("served over TCP, a stream per client, {at}");
-            if chosen(&label) {
-                let paced =
-                    open_loop_streams(self.tcp.to_vec(), closed.window, interval, calls.clone());
-                closed
-                    .paced(rep, case, base, &label, bytes_per_item, op, paced)
-                    .await;
-            }
-            let label = format!(
-                "served over TCP, a stream per client, a connection per client thread, {at}"
-            );
-            if chosen(&label) {
-                let paced = open_loop_streams(
-                    self.shared_tcp.to_vec(),
-                    closed.window,
-                    interval,
-                    calls.clone(),
-                );
-                closed
-                    .paced(rep, case, base, &label, bytes_per_item, op, paced)
-                    .await;
+            let streamed = [
+                ("", self.tcp),
+                (" a connection per client thread,", self.shared_tcp),
+            ];
+            for (sharing, conns) in streamed {
+                let label = format!("served over TCP, a stream per client,{sharing} {at}");
+                if chosen(&label) {
+                    let paced =
+                        open_loop_streams(conns.to_vec(), closed.window, interval, calls.clone());
+                    closed
+                        .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                        .await;
+                }
             }
             let label = format!("served over frames, a connection per client, {at}");
             if chosen(&label) {
