@@ -381,21 +381,15 @@ mod tests {
     }
 
     fn is_circoms<F: PrimeField>(fixture: &str) {
-        let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
-            })
-            .join(fixture);
+        let dir = batchcrypt_testdata::zk_fixture_dir(fixture);
         let (r1cs, witness) = chain_circuit::<F>(10);
         assert_eq!(r1cs.unsatisfied(&witness.values), None);
         let (Ok(want_r1cs), Ok(want_wtns)) = (
             std::fs::read(dir.join("circuit.r1cs")),
             std::fs::read(dir.join("witness.wtns")),
         ) else {
-            assert_ne!(
-                std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref(),
-                Ok("1"),
+            assert!(
+                !batchcrypt_testdata::zk_fixtures_required(),
                 "fixture {fixture} missing: run scripts/zk-fixtures.sh"
             );
             eprintln!(

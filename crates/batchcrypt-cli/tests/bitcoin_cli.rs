@@ -2,7 +2,7 @@
 //! script exits 1 naming the input, the regtest chain validates, and verify-tx answers one JSON
 //! line per transaction.
 
-use std::path::PathBuf;
+use batchcrypt_testdata::shared_folder;
 use std::process::{Command, Output, Stdio};
 
 fn bin() -> Command {
@@ -10,19 +10,6 @@ fn bin() -> Command {
         std::env::var_os("BATCHCRYPT_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into()),
     )
-}
-
-fn blocks() -> Option<PathBuf> {
-    let d = std::env::var_os("BATCHCRYPT_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
-        .join("bitcoin/blocks");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        eprintln!("note: shared bitcoin data not present; skipped");
-        None
-    }
 }
 
 fn out(o: &Output) -> String {
@@ -35,7 +22,9 @@ fn out(o: &Output) -> String {
 
 #[test]
 fn verify_block_valid_and_invalid() {
-    let Some(d) = blocks() else { return };
+    let Some(d) = shared_folder("bitcoin/blocks") else {
+        return;
+    };
     let o = bin()
         .args(["bitcoin", "verify-block"])
         .arg(d.join("testnet3-1087400.raw"))
@@ -90,7 +79,9 @@ fn verify_block_valid_and_invalid() {
 
 #[test]
 fn verify_chain_regtest() {
-    let Some(d) = blocks() else { return };
+    let Some(d) = shared_folder("bitcoin/blocks") else {
+        return;
+    };
     let o = bin()
         .args([
             "bitcoin",
@@ -200,7 +191,9 @@ fn write_records(path: &std::path::Path, records: &[(Vec<u8>, Vec<u8>)], key: [u
 #[test]
 fn verify_chain_from_a_core_blocks_directory() {
     use batchcrypt::bitcoin::{parse_block, spent::encode_core_block_undo, OutPoint, SpentOutput};
-    let Some(d) = blocks() else { return };
+    let Some(d) = shared_folder("bitcoin/blocks") else {
+        return;
+    };
     let text = std::fs::read_to_string(d.join("regtest-chain-206.hex")).unwrap();
     let mut raws = vec![regtest_genesis()];
     raws.extend(

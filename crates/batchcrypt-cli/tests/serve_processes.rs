@@ -4,6 +4,7 @@
 
 use batchcrypt_serve::client::Client;
 use batchcrypt_serve::proto::JobState;
+use batchcrypt_testdata::zk_fixture as fixture;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,26 +13,6 @@ fn bin() -> PathBuf {
     std::env::var_os("BATCHCRYPT_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_batchcrypt").into())
-}
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
-        })
-        .join(name);
-    if dir.join("circuit.zkey").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
-        panic!(
-            "fixture {} missing: run scripts/zk-fixtures.sh",
-            dir.display()
-        );
-    }
-    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
-    None
 }
 
 fn free_port() -> u16 {

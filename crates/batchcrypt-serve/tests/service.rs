@@ -9,6 +9,7 @@ use batchcrypt_serve::client::{Client, Options};
 use batchcrypt_serve::proto::*;
 use batchcrypt_serve::store::Store;
 use batchcrypt_serve::{start, Running, ServerConfig};
+use batchcrypt_testdata::{shared_folder, zk_fixture as fixture};
 use bytes::Bytes;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -1557,22 +1558,11 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     bounded(server.shutdown()).await.unwrap();
 }
 
-fn shared_blocks() -> Option<PathBuf> {
-    let d = std::env::var_os("BATCHCRYPT_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
-        .join("bitcoin/blocks");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        eprintln!("note: shared bitcoin data not present; skipped");
-        None
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bitcoin_block_and_its_transactions() {
-    let Some(d) = shared_blocks() else { return };
+    let Some(d) = shared_folder("bitcoin/blocks") else {
+        return;
+    };
     let (server, mut client) = serve(config("block")).await;
     let raw = std::fs::read(d.join("testnet3-928816.raw")).unwrap();
     let block = batchcrypt::bitcoin::parse_block(&raw).unwrap();
@@ -1642,26 +1632,6 @@ async fn a_bitcoin_block_and_its_transactions() {
     assert!(!rb.verdicts[0].valid);
     assert!(rb.verdicts[1..].iter().all(|v| v.valid));
     bounded(server.shutdown()).await.unwrap();
-}
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/zk-fixtures")
-        })
-        .join(name);
-    if dir.join("circuit.zkey").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
-        panic!(
-            "fixture {} missing: run scripts/zk-fixtures.sh",
-            dir.display()
-        );
-    }
-    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
-    None
 }
 
 fn check_proof(zkey: &std::path::Path, reply: &ProofReply) {

@@ -11,6 +11,7 @@ use batchcrypt::bls12_381::Bls12_381;
 use batchcrypt::bn254::{Bn254, Fr};
 use batchcrypt::groth16::{self, Curve, CurveId, Proof};
 use batchcrypt::{Error, Primitive};
+use batchcrypt_testdata::zk_fixture as fixture;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,25 +44,6 @@ on_both_curves! {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A fixture's folder, or `None` (with a note) where the fixtures were not built.
-fn fixture(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("BATCHCRYPT_ZK_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/zk-fixtures"))
-        .join(name);
-    if dir.join("circuit.zkey").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("BATCHCRYPT_REQUIRE_ZK_FIXTURES").as_deref() == Ok("1") {
-        panic!(
-            "fixture {} missing: run scripts/zk-fixtures.sh",
-            dir.display()
-        );
-    }
-    eprintln!("note: Groth16 fixture {name} not built (scripts/zk-fixtures.sh); skipped");
-    None
 }
 
 /// Runs the snarkjs command line; `None` where Node.js or snarkjs is absent.

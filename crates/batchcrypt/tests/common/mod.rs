@@ -4,7 +4,6 @@
 pub mod consensus;
 
 use batchcrypt::{Backend, BackendChoice, Engine, Primitive};
-use std::path::PathBuf;
 
 /// Every backend this machine can run that implements `p`. With `BATCHCRYPT_REQUIRE_GPU=1` (the
 /// GPU test script sets it) a missing GPU fails the test instead of being skipped, for a primitive
@@ -33,15 +32,7 @@ pub fn engine(b: Backend) -> Engine {
     Engine::with_backend(BackendChoice::Exact(b))
 }
 
-/// A file from the shared test data (`../shared/data` beside the checkout, or
-/// `BATCHCRYPT_SHARED_DATA`), if present.
-pub fn shared_data(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("BATCHCRYPT_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let p = dir.join(name);
-    p.is_file().then_some(p)
-}
+pub use batchcrypt_testdata::shared_data;
 
 /// The bytes of a shared test-data file, or `None` (with a note) when it is absent.
 pub fn read_shared(name: &str) -> Option<Vec<u8>> {
