@@ -290,7 +290,7 @@ fn main() {
     let spent_proto = |s: &[(i64, Vec<u8>)]| s.iter().map(|(v, spk)| proto::SpentOutput { value: *v, script_pubkey: spk.clone().into(), ..Default::default() }).collect::<Vec<_>>();
     let txs = proto::VerifyTransactionsRequest { transactions: vec![proto::LooseTransaction { tx: tx.clone().into(), spent: spent_proto(&spent), flags: String::new() }] };
     write("serve_requests", "transactions", &req(6, &|v| txs.encode(v).unwrap()));
-    let blk = proto::VerifyBlockRequest { block: raw_block.clone().into(), spent: spent_proto(&legacy_spent), network: proto::Network::Regtest as i32, height: 1, skip_proof_of_work: false };
+    let blk = proto::VerifyBlockRequest { block: raw_block.clone().into(), spent: spent_proto(&legacy_spent), network: proto::Network::Regtest as i32, height: 1, skip_proof_of_work: false, median_time_past: None };
     write("serve_requests", "block", &req(7, &|v| blk.encode(v).unwrap()));
     let register = proto::RegisterSharedMemoryRequest { name: "batchcrypt-fuzz".into() };
     write("serve_requests", "shared-register", &req(8, &|v| register.encode(v).unwrap()));

@@ -370,3 +370,243 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
     );
     let _ = std::fs::remove_dir_all(&data);
 }
+
+/// `batchcrypt client encrypt`, `decrypt`, `verify-sm2`, `verify-tx` and `verify-block` against a
+/// server process give what the local commands give on the same input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_commands_give_what_the_local_ones_give() {
+    let data = std::env::temp_dir().join(format!("batchcrypt-serve-same-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let port = free_port();
+    let _server = serve(&data, port, 0);
+    connect(port).await;
+    let server = format!("127.0.0.1:{port}");
+    let run = |args: &[&std::ffi::OsStr]| Command::new(bin()).args(args).output().unwrap();
+    let client = |args: &[&std::ffi::OsStr]| {
+        let mut all: Vec<&std::ffi::OsStr> =
+            vec!["client".as_ref(), "--server".as_ref(), server.as_ref()];
+        all.extend(args);
+        run(&all)
+    };
+    let ok = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let p = |name: &str| data.join(name).into_os_string();
+
+    // AES: 3 MB (several of the client's 1 MiB messages, and chunks of 2^16 bytes), each way.
+    let plain: Vec<u8> = (0..3_000_001u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(data.join("plain"), &plain).unwrap();
+    std::fs::write(data.join("k.hex"), "000102030405060708090a0b0c0d0e0f\n").unwrap();
+    let aes = |via_server: bool, args: &[&str], input: &str, output: &str| {
+        let mut a: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        a.extend([
+            "--key-file".into(),
+            p("k.hex"),
+            "-i".into(),
+            p(input),
+            "-o".into(),
+            p(output),
+        ]);
+        let a: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        if via_server {
+            client(&a)
+        } else {
+            run(&a)
+        }
+    };
+    let read = |name: &str| std::fs::read(data.join(name)).unwrap();
+    ok(&aes(
+        true,
+        &["encrypt", "--chunk-log2", "16"],
+        "plain",
+        "served.bcg",
+    ));
+    ok(&aes(false, &["decrypt"], "served.bcg", "opened"));
+    assert_eq!(read("opened"), plain);
+    ok(&aes(false, &["encrypt"], "plain", "local.bcg"));
+    ok(&aes(true, &["decrypt"], "local.bcg", "opened-served"));
+    assert_eq!(read("opened-served"), plain);
+    let ctr = ["--mode", "ctr", "--iv", "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"];
+    ok(&aes(
+        true,
+        &[&["encrypt"][..], &ctr].concat(),
+        "plain",
+        "ctr-served",
+    ));
+    ok(&aes(
+        false,
+        &[&["encrypt"][..], &ctr].concat(),
+        "plain",
+        "ctr-local",
+    ));
+    assert_eq!(read("ctr-served"), read("ctr-local"));
+    // One byte changed: no output file, and the reason.
+    let mut bad = read("local.bcg");
+    bad[2_000_000] ^= 1;
+    std::fs::write(data.join("bad.bcg"), bad).unwrap();
+    let o = aes(true, &["decrypt"], "bad.bcg", "never");
+    assert!(!o.status.success());
+    assert!(!data.join("never").exists());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("failed authentication"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Chunks over what the server holds, either way: refused with the range.
+    let o = aes(true, &["encrypt", "--chunk-log2", "28"], "plain", "never");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("out of range"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ok(&aes(
+        false,
+        &["encrypt", "--chunk-log2", "28"],
+        "plain",
+        "huge.bcg",
+    ));
+    let o = aes(true, &["decrypt"], "huge.bcg", "never");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("over the 2^26 accepted"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!data.join("never").exists());
+
+    // SM2, signed by OpenSSL (with the empty identifier), every third signature altered.
+    use openssl::ec::{EcGroup, EcKey, PointConversionForm};
+    let group = EcGroup::from_curve_name(openssl::nid::Nid::SM2).unwrap();
+    let mut ctx = openssl::bn::BigNumContext::new().unwrap();
+    let lines: Vec<String> = (0..12)
+        .map(|i| {
+            let ec = EcKey::generate(&group).unwrap();
+            let key = ec
+                .public_key()
+                .to_bytes(&group, PointConversionForm::COMPRESSED, &mut ctx)
+                .unwrap();
+            let pkey = openssl::pkey::PKey::from_ec_key(ec).unwrap();
+            let msg = format!("invoice {i}");
+            let mut signer =
+                openssl::sign::Signer::new(openssl::hash::MessageDigest::sm3(), &pkey).unwrap();
+            signer.update(msg.as_bytes()).unwrap();
+            let mut sig = signer.sign_to_vec().unwrap();
+            if i % 3 == 2 {
+                *sig.last_mut().unwrap() ^= 1;
+            }
+            format!(
+                "{} {} {}",
+                hex::encode(msg),
+                hex::encode(sig),
+                hex::encode(key)
+            )
+        })
+        .collect();
+    std::fs::write(data.join("sm2.txt"), lines.join("\n")).unwrap();
+    let o = client(&[
+        "--per-request".as_ref(),
+        "5".as_ref(),
+        "verify-sm2".as_ref(),
+        "--id".as_ref(),
+        "".as_ref(),
+        p("sm2.txt").as_os_str(),
+    ]);
+    ok(&o);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let verdicts: Vec<&str> = out.lines().collect();
+    assert_eq!(verdicts.len(), 12);
+    for (i, v) in verdicts.iter().enumerate() {
+        assert_eq!(*v == "valid", i % 3 != 2, "line {}: {v}", i + 1);
+    }
+    // Under GM/T's default identifier, which these were not signed with: none is valid.
+    let o = client(&["verify-sm2".as_ref(), p("sm2.txt").as_os_str()]);
+    ok(&o);
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .all(|v| v.starts_with("invalid")));
+
+    // Loose transactions: the same JSON lines as the local command's. A version 0 witness
+    // program spent without a witness passes with no rules named (NONE) and fails under the
+    // default, every consensus rule.
+    let tx = "0100000001000000000000000000000000000000000000000000000000000000000000000001000000000000000001e803000000000000015100000000";
+    let p2wpkh = format!("0014{}", "ab".repeat(20));
+    let txs = format!(
+        "{{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\"}}]}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"00\"}}],\"flags\":\"P2SH\"}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"{p2wpkh}\"}}],\"flags\":\"NONE\"}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"{p2wpkh}\"}}]}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":10,\"script_pubkey\":\"51\"}}]}}\n"
+    );
+    std::fs::write(data.join("txs.jsonl"), txs).unwrap();
+    let local = run(&[
+        "bitcoin".as_ref(),
+        "verify-tx".as_ref(),
+        p("txs.jsonl").as_os_str(),
+    ]);
+    let served = client(&["verify-tx".as_ref(), p("txs.jsonl").as_os_str()]);
+    ok(&local);
+    ok(&served);
+    assert_eq!(
+        String::from_utf8_lossy(&served.stdout),
+        String::from_utf8_lossy(&local.stdout)
+    );
+    let valid: Vec<bool> = String::from_utf8_lossy(&local.stdout)
+        .lines()
+        .map(|l| l.contains("\"valid\":true"))
+        .collect();
+    assert_eq!(valid, [true, false, true, false, false]);
+
+    // Real blocks with their spent outputs in two formats; and one given a median time past
+    // that its own time does not pass.
+    if let Some(d) = batchcrypt_testdata::shared_folder("bitcoin/blocks") {
+        let report = |o: &std::process::Output| -> Vec<String> {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| {
+                    ["block ", "size ", "unchecked ", "verdict "]
+                        .iter()
+                        .any(|k| l.starts_with(k))
+                })
+                .map(String::from)
+                .collect()
+        };
+        let block_time = |name: &str| {
+            let raw = std::fs::read(d.join(name)).unwrap();
+            u32::from_le_bytes(raw[68..72].try_into().unwrap()).to_string()
+        };
+        for (block, spent, more) in [
+            ("mainnet-367891.raw", "mainnet-367891.spent.json", None),
+            ("testnet3-928816.raw", "testnet3-928816.undo", None),
+            (
+                "mainnet-367891.raw",
+                "mainnet-367891.spent.json",
+                Some(block_time("mainnet-367891.raw")),
+            ),
+        ] {
+            let mut args: Vec<std::ffi::OsString> =
+                vec![d.join(block).into(), "--spent".into(), d.join(spent).into()];
+            if let Some(t) = &more {
+                args.extend(["--median-time-past".into(), t.into()]);
+            }
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
+            let local = run(&[&["bitcoin".as_ref(), "verify-block".as_ref()][..], &args].concat());
+            let served = client(&[&["verify-block".as_ref()][..], &args].concat());
+            assert_eq!(report(&served), report(&local), "{block}");
+            assert_eq!(served.status.code(), local.status.code(), "{block}");
+            let verdict = report(&local).pop().unwrap();
+            if more.is_some() {
+                assert!(
+                    verdict.starts_with("verdict    INVALID: time-too-old"),
+                    "{verdict}"
+                );
+                assert_eq!(local.status.code(), Some(1));
+            } else {
+                assert_eq!(verdict, "verdict    VALID", "{block}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&data);
+}

@@ -266,6 +266,21 @@ impl Engine {
     }
 }
 
+/// The file formats' `mode` and `iv`: None for GCM (it makes its own IV), the IV for CTR.
+pub(crate) fn file_mode(mode: &str, iv: Option<&[u8]>) -> PyResult<Option<[u8; 16]>> {
+    match (mode, iv) {
+        ("gcm", None) => Ok(None),
+        ("gcm", Some(_)) => Err(PyValueError::new_err(
+            "the GCM file format makes its own random IV: give no iv (or use mode=\"ctr\")",
+        )),
+        ("ctr", Some(iv)) => Ok(Some(array::<16>(iv, "iv")?)),
+        ("ctr", None) => Err(PyValueError::new_err("mode=\"ctr\" needs iv (16 bytes)")),
+        (m, _) => Err(PyValueError::new_err(format!(
+            "mode must be \"gcm\" or \"ctr\", not {m:?}"
+        ))),
+    }
+}
+
 /// Each message's AAD, empty where none were given.
 fn aad_slices<'a>(aads: &Option<Vec<&'a [u8]>>, count: usize) -> Vec<&'a [u8]> {
     match aads {
@@ -372,21 +387,7 @@ impl Engine {
         chunk_log2: Option<u8>,
     ) -> PyResult<u64> {
         let key = Key::new(key).map_err(to_py)?;
-        let ctr = match (mode, iv) {
-            ("gcm", None) => None,
-            ("gcm", Some(_)) => {
-                return Err(PyValueError::new_err(
-                    "the GCM file format makes its own random IV: give no iv (or use mode=\"ctr\")",
-                ))
-            }
-            ("ctr", Some(iv)) => Some(array::<16>(iv, "iv")?),
-            ("ctr", None) => return Err(PyValueError::new_err("mode=\"ctr\" needs iv (16 bytes)")),
-            (m, _) => {
-                return Err(PyValueError::new_err(format!(
-                    "mode must be \"gcm\" or \"ctr\", not {m:?}"
-                )))
-            }
-        };
+        let ctr = file_mode(mode, iv)?;
         let inner = &self.inner;
         let done = py
             .allow_threads(|| -> batchcrypt::Result<u64> {

@@ -4,8 +4,8 @@ use crate::{bytes_or_hex, field, input, to_py, to_py_io, Engine};
 use batchcrypt::bitcoin::block::{verify_block, BlockContext, BlockReport};
 use batchcrypt::bitcoin::script::Flags;
 use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
-use batchcrypt::bitcoin::validate::{Network, NoHistory};
-use batchcrypt::bitcoin::{parse_block, spent, store, SpentOutput};
+use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
+use batchcrypt::bitcoin::{parse_block, spent, store, Block, SpentOutput};
 use batchcrypt::sha256::Digest;
 use batchcrypt::Error;
 use pyo3::exceptions::PyValueError;
@@ -35,6 +35,68 @@ fn parse_spent(
 enum SpentSource {
     Bytes(Vec<u8>),
     Path(PathBuf),
+}
+
+/// `verify_block`'s block and spent outputs as given (the engine's and the client's), checked
+/// for their types; parsed with [`BlockInput::spent`] once the GIL is released.
+pub(crate) struct BlockInput {
+    pub(crate) raw: Vec<u8>,
+    source: SpentSource,
+    format: Option<String>,
+}
+
+impl BlockInput {
+    pub(crate) fn new(
+        block: &Bound<'_, PyAny>,
+        spent: &Bound<'_, PyAny>,
+        spent_format: Option<&str>,
+    ) -> PyResult<Self> {
+        if let Some(f) = spent_format {
+            if !matches!(f, "undo" | "spent.json" | "rev") {
+                return Err(PyValueError::new_err(format!(
+                    "spent_format must be \"undo\", \"spent.json\" or \"rev\", not {f:?}"
+                )));
+            }
+        }
+        let raw = input(block).map_err(|_| {
+            PyValueError::new_err("block: expected bytes, bytearray or a uint8 numpy array")
+        })?;
+        let source = if spent.is_instance_of::<PyString>() || spent.hasattr("__fspath__")? {
+            SpentSource::Path(spent.extract::<PathBuf>()?)
+        } else {
+            let bytes = input(spent).map_err(|_| {
+                PyValueError::new_err("spent: expected a path (str or os.PathLike) or bytes")
+            })?;
+            if spent_format.is_none() {
+                return Err(PyValueError::new_err(
+                    "spent given as bytes: name its format with spent_format=\"undo\", \"spent.json\" or \"rev\"",
+                ));
+            }
+            SpentSource::Bytes(bytes)
+        };
+        let format = spent_format.map(String::from);
+        Ok(BlockInput {
+            raw,
+            source,
+            format,
+        })
+    }
+
+    /// The parsed block and the outputs it spends.
+    pub(crate) fn spent(&self) -> batchcrypt::Result<(Block<'_>, Vec<SpentOutput>)> {
+        let block = parse_block(&self.raw)?;
+        let spent = match (&self.source, self.format.as_deref()) {
+            (SpentSource::Path(p), None) => spent::read_spent_file(p, &block)?,
+            (SpentSource::Path(p), Some(f)) => parse_spent(&std::fs::read(p)?, f, &block)?,
+            (SpentSource::Bytes(b), f) => parse_spent(b, f.unwrap_or_default(), &block)?,
+        };
+        Ok((block, spent))
+    }
+}
+
+/// The network named as the Python API names it.
+pub(crate) fn network(name: &str) -> PyResult<Network> {
+    name.parse().map_err(PyValueError::new_err)
 }
 
 fn block_dict<'py>(py: Python<'py>, r: &BlockReport) -> PyResult<Bound<'py, PyDict>> {
@@ -84,7 +146,7 @@ fn block_dict<'py>(py: Python<'py>, r: &BlockReport) -> PyResult<Bound<'py, PyDi
 }
 
 /// One transaction of `verify_transactions`' argument.
-fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
+pub(crate) fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
     let what = format!("txs[{k}]");
     let d = item
         .downcast::<PyDict>()
@@ -134,8 +196,11 @@ impl Engine {
     /// record) or the file's bytes with `spent_format` "undo", "spent.json" or "rev" (a path
     /// with `spent_format` is read in that format whatever its name). `height`: the block's
     /// height; None reads it from the coinbase (BIP34). `network`: "main", "test" or "regtest".
-    /// `check_pow`: check the header's proof of work against its own target. No chain history is
-    /// known: rules it would decide are listed in `unchecked`.
+    /// `check_pow`: check the header's proof of work against its own target.
+    /// `median_time_past`: that of the block before this one (Unix seconds), where known: with it
+    /// the header's time-too-old, BIP113 finality of time-locked transactions and BIP68 time
+    /// locks (given the spent coins' times, as .spent.json has them) are checked. Rules the data
+    /// given cannot decide are listed in `unchecked`.
     ///
     /// Returns a dict: `valid`; `reason` (Core's reject reason), `tx` and `input` (where it
     /// applies) or None; `hash` (display order), `height`, `flags` (the script flags, comma-
@@ -150,7 +215,8 @@ impl Engine {
     /// validated at all (an unparsable block or spent-output data, a spent-output count that
     /// does not fit the block, an unknown height before BIP34) raises ValueError; an unreadable
     /// file raises OSError. Releases the GIL.
-    #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true))]
+    #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true, median_time_past = None))]
+    #[allow(clippy::too_many_arguments)]
     fn verify_block<'py>(
         &mut self,
         py: Python<'py>,
@@ -160,44 +226,18 @@ impl Engine {
         height: Option<u32>,
         network: &str,
         check_pow: bool,
+        median_time_past: Option<u32>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let network: Network = network.parse().map_err(PyValueError::new_err)?;
-        if let Some(f) = spent_format {
-            if !matches!(f, "undo" | "spent.json" | "rev") {
-                return Err(PyValueError::new_err(format!(
-                    "spent_format must be \"undo\", \"spent.json\" or \"rev\", not {f:?}"
-                )));
-            }
-        }
-        let raw = input(block).map_err(|_| {
-            PyValueError::new_err("block: expected bytes, bytearray or a uint8 numpy array")
-        })?;
-        let source = if spent.is_instance_of::<PyString>() || spent.hasattr("__fspath__")? {
-            SpentSource::Path(spent.extract::<PathBuf>()?)
-        } else {
-            let bytes = input(spent).map_err(|_| {
-                PyValueError::new_err("spent: expected a path (str or os.PathLike) or bytes")
-            })?;
-            if spent_format.is_none() {
-                return Err(PyValueError::new_err(
-                    "spent given as bytes: name its format with spent_format=\"undo\", \"spent.json\" or \"rev\"",
-                ));
-            }
-            SpentSource::Bytes(bytes)
-        };
+        let network = self::network(network)?;
+        let given = BlockInput::new(block, spent, spent_format)?;
         let inner = &self.inner;
         let report = py
             .allow_threads(|| -> batchcrypt::Result<BlockReport> {
-                let block = parse_block(&raw)?;
-                let spent = match (&source, spent_format) {
-                    (SpentSource::Path(p), None) => spent::read_spent_file(p, &block)?,
-                    (SpentSource::Path(p), Some(f)) => parse_spent(&std::fs::read(p)?, f, &block)?,
-                    (SpentSource::Bytes(b), f) => parse_spent(b, f.unwrap_or_default(), &block)?,
-                };
+                let (block, spent) = given.spent()?;
                 let ctx = BlockContext {
                     network,
                     height,
-                    times: &NoHistory,
+                    times: &PrevMedianTime(median_time_past.map(i64::from)),
                     check_pow,
                 };
                 verify_block(inner, &block, &spent, &ctx)
@@ -312,7 +352,7 @@ impl PyBlocksDir {
     #[new]
     #[pyo3(signature = (path, network = "main"))]
     fn new(py: Python<'_>, path: PathBuf, network: &str) -> PyResult<Self> {
-        let network: Network = network.parse().map_err(PyValueError::new_err)?;
+        let network = self::network(network)?;
         let magic = store::network_magic(network.name()).expect("a known network");
         let (dir, chain) = py
             .allow_threads(|| -> batchcrypt::Result<_> {

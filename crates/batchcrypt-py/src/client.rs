@@ -6,7 +6,8 @@ use batchcrypt_serve::client::{
     column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, Options, PackedColumns,
 };
 use batchcrypt_serve::proto::{
-    Column, EcdsaCurve, HashAlgorithm, Job, JobState, VerifyEcdsaRequest, VerifySchnorrRequest,
+    AesMode, AesStart, Column, EcdsaCurve, HashAlgorithm, Job, JobState, Network,
+    VerifyBlockRequest, VerifyEcdsaRequest, VerifySchnorrRequest,
 };
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -207,6 +208,51 @@ fn job_dict<'py>(py: Python<'py>, j: &Job) -> PyResult<Bound<'py, PyDict>> {
 }
 
 impl Client {
+    /// `encrypt_file` (`chunk_log2` given) and `decrypt_file`.
+    #[allow(clippy::too_many_arguments)]
+    fn aes_file(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        input: std::path::PathBuf,
+        output: std::path::PathBuf,
+        mode: &str,
+        iv: Option<&[u8]>,
+        chunk_log2: Option<u8>,
+    ) -> PyResult<u64> {
+        let ctr = crate::aes::file_mode(mode, iv)?;
+        batchcrypt::aes::Key::new(key).map_err(super::to_py)?;
+        let decrypt = chunk_log2.is_none();
+        let start = AesStart {
+            key: key.to_vec().into(),
+            mode: match ctr {
+                Some(_) => AesMode::Ctr,
+                None => AesMode::GcmChunked,
+            } as i32,
+            decrypt,
+            iv: ctr.map_or_else(Vec::new, |iv| iv.to_vec()).into(),
+            chunk_log2: chunk_log2.map_or(0, u32::from),
+        };
+        let source = std::fs::File::open(&input)
+            .map_err(|e| PyOSError::new_err(format!("reading {}: {e}", input.display())))?;
+        let out = batchcrypt::output::AtomicFile::create(&output).map_err(super::to_py_io)?;
+        let file = out.file().try_clone()?;
+        let done = self.call(py, |c| {
+            Box::pin(async move {
+                use std::io::Write;
+                let mut sink = std::io::BufWriter::with_capacity(1 << 20, file);
+                let source = std::io::BufReader::with_capacity(1 << 20, source);
+                let (read, written) = c.aes(start, source, |data| sink.write_all(data)).await?;
+                sink.flush()
+                    .map_err(|e| tonic::Status::cancelled(format!("writing the output: {e}")))?;
+                // The plaintext's bytes, as the engine's file calls count.
+                Ok(if decrypt { written } else { read })
+            })
+        })?;
+        out.commit().map_err(super::to_py_io)?;
+        Ok(done)
+    }
+
     /// Runs `f` on the client's runtime with the GIL released.
     fn call<T: Send>(
         &self,
@@ -560,6 +606,114 @@ impl Client {
         let id = job_id.to_string();
         let j = self.call(py, |c| Box::pin(async move { c.job(&id).await }))?;
         job_dict(py, &j)
+    }
+
+    /// Validates a Bitcoin block on the server, as `Engine.verify_block` does here (the same
+    /// arguments; the spent outputs are read here and sent with the block). Returns a dict:
+    /// `valid`, `reason` (Core's reject reason) or None, `hash`, `height`, `txs`, `inputs`,
+    /// `weight`, `sigop_cost`, `fees` and `unchecked` (the rules the data given could not
+    /// decide).
+    #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true, median_time_past = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn verify_block<'py>(
+        &self,
+        py: Python<'py>,
+        block: &Bound<'py, PyAny>,
+        spent: &Bound<'py, PyAny>,
+        spent_format: Option<&str>,
+        height: Option<u32>,
+        network: &str,
+        check_pow: bool,
+        median_time_past: Option<u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let network = Network::from(crate::bitcoin::network(network)?);
+        let given = crate::bitcoin::BlockInput::new(block, spent, spent_format)?;
+        let spent = py
+            .allow_threads(|| given.spent().map(|(_, s)| s))
+            .map_err(super::to_py_io)?;
+        let request = VerifyBlockRequest {
+            block: given.raw.into(),
+            spent: spent.iter().map(Into::into).collect(),
+            network: network as i32,
+            height: height.unwrap_or(0),
+            skip_proof_of_work: !check_pow,
+            median_time_past,
+        };
+        let r = self.call(py, |c| {
+            Box::pin(async move { c.verify_block(request).await })
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("valid", r.valid)?;
+        d.set_item("reason", (!r.valid).then_some(&r.reason))?;
+        d.set_item("hash", &r.hash)?;
+        d.set_item("height", r.height)?;
+        d.set_item("txs", r.transactions)?;
+        d.set_item("inputs", r.inputs)?;
+        d.set_item("weight", r.weight)?;
+        d.set_item("sigop_cost", r.sigop_cost)?;
+        d.set_item("fees", r.fees)?;
+        d.set_item("unchecked", &r.unchecked)?;
+        Ok(d)
+    }
+
+    /// Loose Bitcoin transactions checked on the server, batched with other clients' (the
+    /// argument and the dicts returned as `Engine.verify_transactions`'s).
+    fn verify_transactions<'py>(
+        &self,
+        py: Python<'py>,
+        txs: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let items = txs
+            .try_iter()?
+            .enumerate()
+            .map(|(k, item)| crate::bitcoin::loose_tx(&item?, k))
+            .collect::<PyResult<Vec<_>>>()?;
+        let verdicts = self.call(py, |c| {
+            Box::pin(async move { c.verify_transactions(&items).await })
+        })?;
+        verdicts
+            .iter()
+            .map(|v| {
+                let d = PyDict::new(py);
+                d.set_item("valid", v.valid)?;
+                d.set_item("input", u64::try_from(v.input).ok())?;
+                d.set_item("reason", (!v.valid).then_some(&v.reason))?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// `Engine.encrypt_file` on the server: the file streams to it and the output back (GCM
+    /// chunks of at most 2^26 bytes there). The output appears only when complete. Returns the
+    /// bytes encrypted.
+    #[pyo3(signature = (key, input, output, *, mode = "gcm", iv = None, chunk_log2 = batchcrypt::aes::stream::DEFAULT_CHUNK_LOG2))]
+    #[allow(clippy::too_many_arguments)]
+    fn encrypt_file(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        input: std::path::PathBuf,
+        output: std::path::PathBuf,
+        mode: &str,
+        iv: Option<&[u8]>,
+        chunk_log2: u8,
+    ) -> PyResult<u64> {
+        self.aes_file(py, key, input, output, mode, iv, Some(chunk_log2))
+    }
+
+    /// `Engine.decrypt_file` on the server: the output file appears only once every chunk has
+    /// authenticated (RuntimeError "DataLoss" otherwise). Returns the bytes decrypted.
+    #[pyo3(signature = (key, input, output, *, mode = "gcm", iv = None))]
+    fn decrypt_file(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        input: std::path::PathBuf,
+        output: std::path::PathBuf,
+        mode: &str,
+        iv: Option<&[u8]>,
+    ) -> PyResult<u64> {
+        self.aes_file(py, key, input, output, mode, iv, None)
     }
 
     /// Cancels a job; its state after.

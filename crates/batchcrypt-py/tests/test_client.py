@@ -226,3 +226,68 @@ def test_frames_carry_the_batched_calls(server):
         local.verify_ecdsa([h, h], [sig], [key])
     with pytest.raises(RuntimeError, match="frames"):
         batchcrypt.Client(ADDRESS[0], frames=os.path.join(SHARED_DIR[0], "no-such.sock"))
+
+
+def test_files_encrypted_and_decrypted_by_the_server(server, tmp_path):
+    # Each way against the engine's own file calls: the same formats, byte for byte for CTR.
+    e = batchcrypt.Engine("cpu")
+    plain = os.urandom(3 * (1 << 20) + 12345)  # several of the client's 1 MiB messages
+    (tmp_path / "a").write_bytes(plain)
+    key = bytes(range(32))
+    assert server.encrypt_file(key, tmp_path / "a", tmp_path / "a.bcg", chunk_log2=16) == len(plain)
+    assert e.decrypt_file(key, tmp_path / "a.bcg", tmp_path / "b") == len(plain)
+    assert (tmp_path / "b").read_bytes() == plain
+    e.encrypt_file(key, tmp_path / "a", tmp_path / "local.bcg")
+    assert server.decrypt_file(key, str(tmp_path / "local.bcg"), tmp_path / "c") == len(plain)
+    assert (tmp_path / "c").read_bytes() == plain
+    iv = bytes(range(16))
+    server.encrypt_file(key[:16], tmp_path / "a", tmp_path / "a.ctr", mode="ctr", iv=iv)
+    assert (tmp_path / "a.ctr").read_bytes() == e.aes_ctr(key[:16], iv, plain)
+    # A changed byte: DataLoss, and no output under the final name.
+    sealed = bytearray((tmp_path / "local.bcg").read_bytes())
+    sealed[len(sealed) // 2] ^= 1
+    (tmp_path / "bad.bcg").write_bytes(bytes(sealed))
+    with pytest.raises(RuntimeError, match="DataLoss"):
+        server.decrypt_file(key, tmp_path / "bad.bcg", tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(RuntimeError, match="InvalidArgument"):
+        server.encrypt_file(key, tmp_path / "a", tmp_path / "never", chunk_log2=28)
+    with pytest.raises(ValueError, match="iv"):
+        server.encrypt_file(key, tmp_path / "a", tmp_path / "never", mode="ctr")
+    with pytest.raises(OSError):
+        server.encrypt_file(key, tmp_path / "missing", tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
+def test_bitcoin_blocks_and_transactions_on_the_server(server):
+    from test_bitcoin import block_file, read
+    e = batchcrypt.Engine("cpu")
+    for raw, spent, network in [("testnet3-1087400.raw", "testnet3-1087400.undo", "test"),
+                                ("mainnet-367891.raw", "mainnet-367891.spent.json", "main")]:
+        local = e.verify_block(read(raw), block_file(spent), network=network)
+        served = server.verify_block(read(raw), block_file(spent), network=network)
+        assert served["valid"] and local["valid"], served
+        for key in ("reason", "hash", "height", "txs", "inputs", "weight", "sigop_cost", "fees", "unchecked"):
+            assert served[key] == local[key], key
+    # A median time past the block's own time does not pass: time-too-old, on both.
+    raw = read("testnet3-1087400.raw")
+    time_ = int.from_bytes(raw[68:72], "little")
+    undo = read("testnet3-1087400.undo")
+    args = dict(spent_format="undo", network="test", median_time_past=time_)
+    served = server.verify_block(raw, undo, **args)
+    assert not served["valid"] and served["reason"].startswith("time-too-old"), served
+    assert e.verify_block(raw, undo, **args)["reason"] == served["reason"]
+    with pytest.raises(ValueError, match="spent_format"):
+        server.verify_block(raw, undo)
+    # Loose transactions: the engine's verdicts. A witness program spent without a witness
+    # passes with no rules named and fails under the default rules.
+    tx = bytes.fromhex("0100000001" + "00" * 32 + "01000000" + "00" + "00000000" + "01" + "e803000000000000" + "0151" + "00000000")
+    p2wpkh = "0014" + "ab" * 20
+    txs = [{"tx": tx, "spent": [{"value": 2000, "script_pubkey": "51"}]},
+           {"tx": tx.hex(), "spent": [{"value": 2000, "script_pubkey": p2wpkh}], "flags": "NONE"},
+           {"tx": tx, "spent": [{"value": 2000, "script_pubkey": p2wpkh}]},
+           {"tx": tx, "spent": [{"value": 10, "script_pubkey": "51"}]}]
+    got = server.verify_transactions(txs)
+    assert got == e.verify_transactions(txs)
+    assert [v["valid"] for v in got] == [True, True, False, False]
+    assert got[3] == {"valid": False, "input": None, "reason": "bad-txns-in-belowout"}

@@ -17,6 +17,9 @@ use tonic::{Status, Streaming};
 /// Messages in flight each way: bounded, so a fast client cannot queue unbounded memory.
 const DEPTH: usize = 8;
 
+/// The largest GCM chunk a stream may use, either way: the server holds one per stream.
+pub const MAX_CHUNK_LOG2: u8 = 26;
+
 struct Incoming {
     rx: mpsc::Receiver<bytes::Bytes>,
     buf: bytes::Bytes,
@@ -82,6 +85,15 @@ pub async fn serve(
         })?),
         AesMode::GcmChunked => None,
     };
+    let chunk_log2 = match start.chunk_log2 {
+        0 => stream::DEFAULT_CHUNK_LOG2,
+        c if (12..=MAX_CHUNK_LOG2 as u32).contains(&c) => c as u8,
+        c => {
+            return Err(Status::invalid_argument(format!(
+            "chunk_log2 {c} is out of range: 12 (4 KiB) to {MAX_CHUNK_LOG2} (64 MiB), or 0 for 24"
+        )))
+        }
+    };
     let (data_tx, data_rx) = mpsc::channel::<bytes::Bytes>(DEPTH);
     let (out_tx, out_rx) = mpsc::channel(DEPTH);
     let failed = out_tx.clone();
@@ -121,21 +133,15 @@ pub async fn serve(
         let aes = engine.aes();
         let done = match (iv, start.decrypt) {
             (Some(iv), _) => stream::ctr(&aes, &key, &iv, input, output, |_| {}),
-            (None, false) => stream::seal(
-                &aes,
-                &key,
-                stream::DEFAULT_CHUNK_LOG2,
-                input,
-                output,
-                |_| {},
-            ),
-            (None, true) => stream::open(&aes, &key, input, output, |_| {}),
+            (None, false) => stream::seal(&aes, &key, chunk_log2, input, output, |_| {}),
+            (None, true) => stream::open_within(&aes, &key, MAX_CHUNK_LOG2, input, output, |_| {}),
         };
         if let Err(e) = done {
             let status = match e {
                 batchcrypt::Error::AuthenticationFailed => Status::data_loss(
                     "a chunk failed authentication: wrong key, or the data was altered",
                 ),
+                e @ batchcrypt::Error::InvalidInput(_) => Status::invalid_argument(e.to_string()),
                 e => Status::data_loss(e.to_string()),
             };
             let _ = out_tx.blocking_send(Err(status));

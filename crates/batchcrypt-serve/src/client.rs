@@ -683,6 +683,91 @@ impl Client {
             .into_inner())
     }
 
+    /// AES over the service's `Aes` stream: `input` is read on a blocking thread and sent in
+    /// messages of up to 1 MiB after `start`; each reply's bytes go to `output` in order. Gives
+    /// the bytes read and the bytes written. GCM decryption hands over a chunk's plaintext only once its tag has
+    /// checked, and a stream altered or cut short ends with DATA_LOSS after the chunks that did;
+    /// a failure to read `input` or to write `output` ends the call with CANCELLED.
+    pub async fn aes(
+        &mut self,
+        start: AesStart,
+        mut input: impl std::io::Read + Send + 'static,
+        mut output: impl FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> Result<(u64, u64), Status> {
+        const PART: usize = 1 << 20;
+        let message = |part| AesRequest { part: Some(part) };
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.try_send(message(aes_request::Part::Start(start)))
+            .expect("an empty channel takes a message");
+        // Set before the sender drops: the server sees the input's end only after it is.
+        let read_error = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let failed = read_error.clone();
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = read.clone();
+        tokio::task::spawn_blocking(move || loop {
+            let mut part = vec![0u8; PART];
+            let mut n = 0;
+            while n < PART {
+                match input.read(&mut part[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        *failed.lock().unwrap() = Some(e);
+                        return;
+                    }
+                }
+            }
+            if n == 0 {
+                return;
+            }
+            part.truncate(n);
+            counted.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            let sent = tx.blocking_send(message(aes_request::Part::Data(part.into())));
+            if sent.is_err() || n < PART {
+                return;
+            }
+        });
+        let mut replies = self
+            .raw
+            .aes(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        let mut written = 0u64;
+        while let Some(r) = replies.message().await? {
+            output(&r.data).map_err(|e| Status::cancelled(format!("writing the output: {e}")))?;
+            written += r.data.len() as u64;
+        }
+        if let Some(e) = read_error.lock().unwrap().take() {
+            return Err(Status::cancelled(format!("reading the input: {e}")));
+        }
+        Ok((read.load(std::sync::atomic::Ordering::Relaxed), written))
+    }
+
+    /// A whole Bitcoin block with the outputs its inputs spend (`request.spent` from the
+    /// library's with `Into`).
+    pub async fn verify_block(
+        &mut self,
+        request: VerifyBlockRequest,
+    ) -> Result<VerifyBlockReply, Status> {
+        Ok(self.raw.verify_block(request).await?.into_inner())
+    }
+
+    /// Loose transactions, batched with other clients' as a mempool checks them; a verdict each.
+    pub async fn verify_transactions(
+        &mut self,
+        txs: &[batchcrypt::bitcoin::txs::LooseTx],
+    ) -> Result<Vec<TransactionVerdict>, Status> {
+        let transactions = txs.iter().map(Into::into).collect();
+        let request = VerifyTransactionsRequest { transactions };
+        Ok(self
+            .raw
+            .verify_transactions(request)
+            .await?
+            .into_inner()
+            .verdicts)
+    }
+
     /// A proof, end to end: submitted under a fresh request id and waited for; across a restart
     /// of the server (UNAVAILABLE) it resubmits under the same id, so the job runs once.
     pub async fn prove(

@@ -27,6 +27,65 @@ pub mod store;
 pub mod proto {
     #![allow(clippy::all)]
     tonic::include_proto!("batchcrypt.v1");
+
+    impl From<&batchcrypt::bitcoin::SpentOutput> for SpentOutput {
+        fn from(s: &batchcrypt::bitcoin::SpentOutput) -> Self {
+            SpentOutput {
+                value: s.value,
+                script_pubkey: s.script_pubkey.clone().into(),
+                height: s.height,
+                coinbase: s.coinbase,
+                time: s.time,
+            }
+        }
+    }
+
+    impl From<&batchcrypt::bitcoin::txs::LooseTx> for LooseTransaction {
+        fn from(t: &batchcrypt::bitcoin::txs::LooseTx) -> Self {
+            use batchcrypt::bitcoin::script::Flags;
+            LooseTransaction {
+                tx: t.raw.clone().into(),
+                spent: t.spent.iter().map(Into::into).collect(),
+                // Empty means every consensus rule: no rule at all is named.
+                flags: match t.flags {
+                    Flags::NONE => "NONE".into(),
+                    f => f.names(),
+                },
+            }
+        }
+    }
+
+    impl From<batchcrypt::bitcoin::validate::Network> for Network {
+        fn from(n: batchcrypt::bitcoin::validate::Network) -> Self {
+            use batchcrypt::bitcoin::validate::Network as N;
+            match n {
+                N::Main => Network::Main,
+                N::Test => Network::Test,
+                N::Regtest => Network::Regtest,
+            }
+        }
+    }
+
+    impl From<Network> for batchcrypt::bitcoin::validate::Network {
+        fn from(n: Network) -> Self {
+            use batchcrypt::bitcoin::validate::Network as N;
+            match n {
+                Network::Main => N::Main,
+                Network::Test => N::Test,
+                Network::Regtest => N::Regtest,
+            }
+        }
+    }
+
+    impl From<SpentOutput> for batchcrypt::bitcoin::SpentOutput {
+        fn from(s: SpentOutput) -> Self {
+            let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey.to_vec());
+            o.height = s.height;
+            o.coinbase = s.coinbase;
+            o.time = s.time;
+            o
+        }
+    }
 }
 
 pub use client::Client;

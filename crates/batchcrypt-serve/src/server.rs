@@ -1090,7 +1090,7 @@ impl Service {
                 };
                 Ok(batchcrypt::bitcoin::txs::LooseTx {
                     raw: t.tx.to_vec(),
-                    spent: t.spent.into_iter().map(spent_output).collect(),
+                    spent: t.spent.into_iter().map(Into::into).collect(),
                     flags,
                 })
             })
@@ -1118,27 +1118,19 @@ impl Service {
     }
 
     async fn block(&self, r: VerifyBlockRequest) -> Result<VerifyBlockReply, Status> {
-        use batchcrypt::bitcoin::validate::{Network as Net, NoHistory};
-        let network = match Network::try_from(r.network) {
-            Ok(Network::Main) => Net::Main,
-            Ok(Network::Test) => Net::Test,
-            Ok(Network::Regtest) => Net::Regtest,
-            Err(_) => {
-                return Err(Status::invalid_argument(format!(
-                    "no network {}",
-                    r.network
-                )))
-            }
-        };
+        use batchcrypt::bitcoin::validate::PrevMedianTime;
+        let network: batchcrypt::bitcoin::validate::Network = Network::try_from(r.network)
+            .map_err(|_| Status::invalid_argument(format!("no network {}", r.network)))?
+            .into();
         let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || {
             let block = batchcrypt::bitcoin::parse_block(&r.block)
                 .map_err(|e| Status::invalid_argument(format!("block: {e}")))?;
-            let spent: Vec<_> = r.spent.into_iter().map(spent_output).collect();
+            let spent: Vec<_> = r.spent.into_iter().map(Into::into).collect();
             let ctx = batchcrypt::bitcoin::block::BlockContext {
                 network,
                 height: (r.height > 0).then_some(r.height),
-                times: &NoHistory,
+                times: &PrevMedianTime(r.median_time_past.map(i64::from)),
                 check_pow: !r.skip_proof_of_work,
             };
             let report = batchcrypt::bitcoin::block::verify_block(&engine, &block, &spent, &ctx)
@@ -1153,6 +1145,11 @@ impl Service {
                 hash: report.hash,
                 height: report.height,
                 inputs: report.inputs as u64,
+                unchecked: report.unchecked.iter().map(|u| u.to_string()).collect(),
+                transactions: report.txs as u64,
+                weight: report.weight,
+                sigop_cost: report.sigop_cost,
+                fees: report.fees,
             })
         })
         .await
@@ -1240,13 +1237,6 @@ fn curve(c: i32) -> Result<EcdsaCurve, Status> {
 fn scalar(k: &[u8]) -> Result<[u8; 32], Status> {
     k.try_into()
         .map_err(|_| Status::invalid_argument("the scalar must be 32 bytes"))
-}
-
-fn spent_output(s: crate::proto::SpentOutput) -> batchcrypt::bitcoin::SpentOutput {
-    let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey.to_vec());
-    o.height = s.height;
-    o.coinbase = s.coinbase;
-    o
 }
 
 fn verify_reply(r: crate::batcher::Reply<ops::Verdict>) -> VerifyReply {

@@ -1489,6 +1489,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
             mode: AesMode::GcmChunked as i32,
             decrypt: false,
             iv: Bytes::new(),
+            chunk_log2: 0,
         },
         parts.clone(),
     ))
@@ -1504,6 +1505,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
             mode: AesMode::GcmChunked as i32,
             decrypt: true,
             iv: Bytes::new(),
+            chunk_log2: 0,
         },
         vec![sealed.clone()],
     ))
@@ -1520,6 +1522,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
             mode: AesMode::GcmChunked as i32,
             decrypt: true,
             iv: Bytes::new(),
+            chunk_log2: 0,
         },
         vec![tampered],
     ))
@@ -1535,6 +1538,7 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
             mode: AesMode::Ctr as i32,
             decrypt: false,
             iv: b(iv),
+            chunk_log2: 0,
         },
         parts,
     ))
@@ -1543,6 +1547,32 @@ async fn aes_streams_match_the_library_and_reject_tampering() {
     let mut want = Vec::new();
     stream::ctr(&engine().aes(), &key, &iv, &data[..], &mut want, |_| {}).unwrap();
     assert_eq!(got, want);
+    // Chunks of the client's size; over 2^26 either way (the memory a stream holds) refused
+    // before anything is allocated.
+    let gcm = |decrypt, chunk_log2| AesStart {
+        key: b(key_bytes),
+        mode: AesMode::GcmChunked as i32,
+        decrypt,
+        iv: Bytes::new(),
+        chunk_log2,
+    };
+    let small = bounded(call(&mut client, gcm(false, 12), vec![data.clone()]))
+        .await
+        .unwrap();
+    assert_eq!(small[10], 12);
+    let mut opened = Vec::new();
+    stream::open(&engine().aes(), &key, &small[..], &mut opened, |_| {}).unwrap();
+    assert_eq!(opened, data);
+    let e = call(&mut client, gcm(false, 27), vec![data.clone()])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let mut huge = Vec::new();
+    stream::seal(&engine().aes(), &key, 28, &data[..1000], &mut huge, |_| {}).unwrap();
+    let e = call(&mut client, gcm(true, 0), vec![huge])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     // The first message must say what to do.
     let e = call(
         &mut client,
@@ -1569,25 +1599,38 @@ async fn a_bitcoin_block_and_its_transactions() {
     let spent =
         batchcrypt::bitcoin::spent::read_spent_file(&d.join("testnet3-928816.undo"), &block)
             .unwrap();
-    let to_proto = |s: &batchcrypt::bitcoin::SpentOutput| SpentOutput {
-        value: s.value,
-        script_pubkey: b(&s.script_pubkey),
-        height: s.height,
-        coinbase: s.coinbase,
-    };
     let request = VerifyBlockRequest {
         block: b(&raw),
-        spent: spent.iter().map(to_proto).collect(),
+        spent: spent.iter().map(Into::into).collect(),
         network: Network::Test as i32,
         height: 928816,
         skip_proof_of_work: false,
+        median_time_past: None,
     };
-    let r = bounded(client.raw().verify_block(request.clone()))
-        .await
-        .unwrap()
-        .into_inner();
+    let r = bounded(client.verify_block(request.clone())).await.unwrap();
     assert!(r.valid, "{}", r.reason);
     assert_eq!(r.height, 928816);
+    assert_eq!((r.transactions, r.inputs), (block.txs.len() as u64, 8693));
+    // The .undo format has no creation heights: the reply says what that left unchecked.
+    assert_eq!(r.unchecked.len(), 1, "{:?}", r.unchecked);
+    assert!(
+        r.unchecked[0].starts_with("coinbase maturity"),
+        "{:?}",
+        r.unchecked
+    );
+    // A median time past at the block's own time: the header is too old.
+    let time = batchcrypt::bitcoin::Header::parse(block.header).time;
+    let mut early = request.clone();
+    early.median_time_past = Some(time);
+    let r = bounded(client.verify_block(early)).await.unwrap();
+    assert!(
+        !r.valid && r.reason.starts_with("time-too-old"),
+        "{}",
+        r.reason
+    );
+    early = request.clone();
+    early.median_time_past = Some(time - 1);
+    assert!(bounded(client.verify_block(early)).await.unwrap().valid);
     // One spent script changed: invalid.
     let mut bad = request;
     let i = bad.spent.len() / 2;
@@ -1607,7 +1650,7 @@ async fn a_bitcoin_block_and_its_transactions() {
         .zip(&per_tx[1..])
         .map(|(tx, s)| LooseTransaction {
             tx: b(tx.raw),
-            spent: s.iter().map(to_proto).collect(),
+            spent: s.iter().map(Into::into).collect(),
             flags: String::new(),
         })
         .collect();

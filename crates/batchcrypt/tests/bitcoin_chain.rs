@@ -68,3 +68,39 @@ fn a_changed_block_stops_the_chain_there() {
         .reason
         .contains("does not extend"));
 }
+
+#[test]
+fn a_block_not_after_the_median_time_past_is_refused() {
+    let Some(blocks) = chain() else { return };
+    let engine = Engine::with_backend(BackendChoice::Auto);
+    // Block 150 stamped with the median of the eleven times before it, mined again (regtest's
+    // target passes about half of all hashes; a top byte under 0x7f always does).
+    let mut times: Vec<u32> = blocks[138..149]
+        .iter()
+        .map(|b| u32::from_le_bytes(b[68..72].try_into().unwrap()))
+        .collect();
+    times.sort_unstable();
+    let restamp = |time: u32| {
+        let mut b = blocks[149].clone();
+        b[68..72].copy_from_slice(&time.to_le_bytes());
+        let nonce = (0u32..)
+            .find(|n| {
+                b[76..80].copy_from_slice(&n.to_le_bytes());
+                batchcrypt::sha256::digest_double(&b[..80])[31] < 0x7f
+            })
+            .unwrap();
+        b[76..80].copy_from_slice(&nonce.to_le_bytes());
+        b
+    };
+    let mut state = ChainState::at_genesis(Network::Regtest);
+    let r = state.connect(&engine, &blocks[..149]).unwrap();
+    assert!(r.blocks.iter().all(|b| b.verdict.is_ok()));
+    let r = state.connect(&engine, &[restamp(times[5])]).unwrap();
+    let e = r.blocks[0].verdict.as_ref().unwrap_err();
+    assert!(e.reason.starts_with("time-too-old"), "{e}");
+    assert_eq!(state.height(), 149);
+    // One second later it connects.
+    let r = state.connect(&engine, &[restamp(times[5] + 1)]).unwrap();
+    assert_eq!(r.blocks[0].verdict, Ok(()));
+    assert_eq!(state.height(), 150);
+}

@@ -175,6 +175,42 @@ fn block_300025_totals() {
     assert_eq!(r.fees + 25 * 100_000_000, reward);
 }
 
+/// The previous block's median time past, where the caller knows it: a header at or before it
+/// is time-too-old (Core's ContextualCheckBlockHeader), one after it is checked as without it,
+/// and the time rules it decides are not reported unchecked.
+#[test]
+fn a_known_median_time_past_decides_the_header_time() {
+    use batchcrypt::bitcoin::validate::{PrevMedianTime, Unchecked};
+    let c = &CASES[2];
+    let Some((raw, spent)) = load(c) else { return };
+    let engine = Engine::with_backend(BackendChoice::Cpu);
+    let block = parse_block(&raw).unwrap();
+    let time = batchcrypt::bitcoin::Header::parse(block.header).time as i64;
+    let run = |mtp: i64| {
+        let ctx = BlockContext {
+            network: c.network,
+            height: None,
+            times: &PrevMedianTime(Some(mtp)),
+            check_pow: true,
+        };
+        verify_block(&engine, &block, &spent, &ctx).unwrap()
+    };
+    for mtp in [time, time + 600] {
+        let e = run(mtp).verdict.unwrap_err();
+        assert!(
+            e.reason.starts_with("time-too-old") && e.tx.is_none(),
+            "{e}"
+        );
+    }
+    let r = run(time - 1);
+    assert_eq!(r.verdict, Ok(()));
+    assert!(
+        !r.unchecked.contains(&Unchecked::MedianTime),
+        "{:?}",
+        r.unchecked
+    );
+}
+
 /// Recomputes the witness commitment and the merkle root after a change, so that only the
 /// change itself can make the block invalid (the proof of work is then not checked).
 fn reseal(raw: &[u8]) -> Vec<u8> {

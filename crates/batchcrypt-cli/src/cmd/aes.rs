@@ -39,19 +39,20 @@ pub struct Args {
     #[arg(long)]
     key_file: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "gcm")]
-    mode: Mode,
+    pub(crate) mode: Mode,
     /// CTR only: the initial counter block as 32 hex digits (as `openssl enc -iv`).
     #[arg(long)]
     iv: Option<String>,
     /// GCM encryption only: chunk size as a power of two (12 = 4 KiB … 30 = 1 GiB).
     #[arg(long, default_value_t = stream::DEFAULT_CHUNK_LOG2)]
-    chunk_log2: u8,
+    pub(crate) chunk_log2: u8,
     /// No progress bar (it is drawn on standard error only when that is a terminal).
     #[arg(long, short)]
     quiet: bool,
 }
 
-fn key(args: &Args) -> Result<Key> {
+/// The key's bytes, checked to be an AES-128 or AES-256 key.
+pub(crate) fn key_bytes(args: &Args) -> Result<Vec<u8>> {
     let bytes = match (&args.key, &args.key_file) {
         (Some(h), _) => hex::decode(h.trim()).context("--key must be hex (32 or 64 digits)")?,
         (None, Some(p)) => {
@@ -66,7 +67,8 @@ fn key(args: &Args) -> Result<Key> {
         }
         (None, None) => bail!("give the key with --key HEX or --key-file FILE"),
     };
-    Ok(Key::new(&bytes)?)
+    Key::new(&bytes)?;
+    Ok(bytes)
 }
 
 fn progress(args: &Args, total: Option<u64>) -> ProgressBar {
@@ -88,9 +90,9 @@ fn progress(args: &Args, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn open_input(args: &Args) -> Result<(Box<dyn Read>, Option<u64>)> {
+fn open_input(args: &Args) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
     match args.input.as_ref().filter(|p| p.as_os_str() != "-") {
-        None => Ok((Box::new(std::io::stdin().lock()), None)),
+        None => Ok((Box::new(std::io::stdin()), None)),
         Some(p) => {
             let f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
             let len = f.metadata().ok().map(|m| m.len());
@@ -99,7 +101,7 @@ fn open_input(args: &Args) -> Result<(Box<dyn Read>, Option<u64>)> {
     }
 }
 
-fn iv(args: &Args) -> Result<[u8; 16]> {
+pub(crate) fn iv(args: &Args) -> Result<[u8; 16]> {
     let Some(h) = &args.iv else {
         bail!("CTR needs --iv: the initial counter block as 32 hex digits")
     };
@@ -110,9 +112,25 @@ fn iv(args: &Args) -> Result<[u8; 16]> {
 }
 
 pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
-    let key = key(args)?;
+    let key = Key::new(&key_bytes(args)?)?;
+    let aes = engine.aes();
+    transform(args, |input, output, tick| {
+        Ok(match (args.mode, decrypt) {
+            (Mode::Ctr, _) => stream::ctr(&aes, &key, &iv(args)?, input, output, tick)?,
+            (Mode::Gcm, false) => stream::seal(&aes, &key, args.chunk_log2, input, output, tick)?,
+            (Mode::Gcm, true) => stream::open(&aes, &key, input, output, tick)?,
+        })
+    })
+}
+
+/// Runs `work` from the input to the output that `args` name, with a progress bar it ticks with
+/// the bytes done. A file output appears under its name only once `work` has succeeded (and,
+/// decrypting, authenticated everything).
+pub(crate) fn transform(
+    args: &Args,
+    work: impl FnOnce(Box<dyn Read + Send>, &mut dyn Write, &mut dyn FnMut(u64)) -> Result<u64>,
+) -> Result<()> {
     let (input, total) = open_input(args)?;
-    // A file output appears under its name only once complete (and, decrypting, authenticated).
     let file = match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => Some(batchcrypt::output::AtomicFile::create(p)?),
         None => None,
@@ -125,23 +143,17 @@ pub fn run(engine: &Engine, args: &Args, decrypt: bool) -> Result<()> {
         },
     );
     let bar = progress(args, total);
-    let aes = engine.aes();
-    let tick = |n| bar.set_position(n);
-    let result = match (args.mode, decrypt) {
-        (Mode::Ctr, _) => stream::ctr(&aes, &key, &iv(args)?, input, &mut output, tick),
-        (Mode::Gcm, false) => stream::seal(&aes, &key, args.chunk_log2, input, &mut output, tick),
-        (Mode::Gcm, true) => stream::open(&aes, &key, input, &mut output, tick),
-    };
+    let result = work(input, &mut output, &mut |n| bar.set_position(n));
     bar.finish_and_clear();
-    let result = result.and_then(|_| output.flush().map_err(Into::into));
+    let result = result.and_then(|_| Ok(output.flush()?));
     drop(output);
     match (result, file) {
-        (Ok(_), Some(f)) => Ok(f.commit()?),
-        (Ok(_), None) => Ok(()),
+        (Ok(()), Some(f)) => Ok(f.commit()?),
+        (Ok(()), None) => Ok(()),
         (Err(e), Some(_)) => {
             let p = args.output.as_ref().unwrap();
-            Err(anyhow::Error::from(e).context(format!("nothing was written to {}", p.display())))
+            Err(e.context(format!("nothing was written to {}", p.display())))
         }
-        (Err(e), None) => Err(e.into()),
+        (Err(e), None) => Err(e),
     }
 }

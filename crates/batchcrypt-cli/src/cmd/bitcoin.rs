@@ -9,7 +9,7 @@ use batchcrypt::bitcoin::script::Flags;
 use batchcrypt::bitcoin::spent::{flatten_block_undo, read_spent_file};
 use batchcrypt::bitcoin::store::{chain_range, network_magic, BlocksDir, ChainBlock};
 use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
-use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::{display_hash, parse_block, SpentOutput};
 use batchcrypt::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -54,19 +54,25 @@ transaction, in order:\n  {\"line\": 1, \"txid\": \"...\", \"valid\": false, \"i
 #[derive(clap::Args)]
 pub struct BlockArgs {
     /// The block in network serialization (binary, or hex if the file is hex text).
-    block: PathBuf,
+    pub(crate) block: PathBuf,
     /// The outputs its inputs spend (.undo, .spent.json or .rev; see below).
     #[arg(long)]
-    spent: PathBuf,
+    pub(crate) spent: PathBuf,
     /// The block's height (read from the coinbase when omitted; blocks before BIP34 need it).
     #[arg(long)]
-    height: Option<u32>,
+    pub(crate) height: Option<u32>,
     /// main, test (testnet3) or regtest: which activation heights apply.
     #[arg(long, default_value = "main")]
-    network: Network,
+    pub(crate) network: Network,
     /// Skip the header's proof-of-work check (for blocks built for tests).
     #[arg(long)]
-    no_pow: bool,
+    pub(crate) no_pow: bool,
+    /// The median time past of the block before this one (Unix seconds), where known: with it
+    /// BIP113 finality of time-locked transactions, BIP68 time locks (given the spent coins'
+    /// times, as .spent.json has them) and the header's time-too-old are checked; without it
+    /// they are reported unchecked.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) median_time_past: Option<u32>,
 }
 
 #[derive(clap::Args)]
@@ -101,7 +107,7 @@ pub struct ChainArgs {
 pub struct TxArgs {
     /// JSON lines (or - for standard input).
     #[arg(default_value = "-")]
-    input: String,
+    pub(crate) input: String,
 }
 
 pub fn run(engine: &Engine, cmd: &Command) -> Result<()> {
@@ -113,7 +119,7 @@ pub fn run(engine: &Engine, cmd: &Command) -> Result<()> {
 }
 
 /// A block file: raw bytes, or hex text.
-fn read_block_file(path: &PathBuf) -> Result<Vec<u8>> {
+pub(crate) fn read_block_file(path: &PathBuf) -> Result<Vec<u8>> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let text = raw.trim_ascii();
     if !text.is_empty() && text.iter().all(|b| b.is_ascii_hexdigit()) {
@@ -183,7 +189,7 @@ fn verify_block_cmd(engine: &Engine, a: &BlockArgs) -> Result<()> {
     let ctx = BlockContext {
         network: a.network,
         height: a.height,
-        times: &NoHistory,
+        times: &PrevMedianTime(a.median_time_past.map(i64::from)),
         check_pow: !a.no_pow,
     };
     let r = verify_block(engine, &block, &spent, &ctx)?;
@@ -360,7 +366,8 @@ fn verify_chain_cmd(engine: &Engine, a: &ChainArgs) -> Result<()> {
     Ok(())
 }
 
-fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
+/// The transactions of `verify-tx`'s input, one JSON object a line.
+pub(crate) fn read_txs(a: &TxArgs) -> Result<Vec<LooseTx>> {
     let reader: Box<dyn BufRead> = if a.input == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -379,22 +386,44 @@ fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
     if items.is_empty() {
         bail!("no transactions in the input: one JSON object a line (see --help)");
     }
-    let t = Instant::now();
-    let (verdicts, report) = verify_transactions(engine, &items)?;
-    let elapsed = t.elapsed();
+    Ok(items)
+}
+
+/// `verify-tx`'s output: a JSON line per transaction, in order, with the failing input (where
+/// one is to blame) and the reason. Gives how many are valid.
+pub(crate) fn print_tx_verdicts<'r>(
+    items: &[LooseTx],
+    verdicts: impl Iterator<Item = std::result::Result<(), (Option<u64>, &'r str)>>,
+) -> Result<usize> {
     let mut out = std::io::stdout().lock();
-    for (k, (item, v)) in items.iter().zip(&verdicts).enumerate() {
+    let mut valid = 0;
+    for (k, (item, v)) in items.iter().zip(verdicts).enumerate() {
         let txid = batchcrypt::bitcoin::parse_tx(&item.raw)
             .map(|t| display_hash(&t.txid()))
             .ok();
         let mut o = serde_json::json!({ "line": k + 1, "txid": txid, "valid": v.is_ok() });
-        if let Err(e) = v {
-            o["input"] = serde_json::json!(e.input);
-            o["reason"] = serde_json::json!(e.reason);
+        match v {
+            Ok(()) => valid += 1,
+            Err((input, reason)) => {
+                o["input"] = serde_json::json!(input);
+                o["reason"] = serde_json::json!(reason);
+            }
         }
         writeln!(out, "{o}")?;
     }
-    let valid = verdicts.iter().filter(|v| v.is_ok()).count();
+    Ok(valid)
+}
+
+fn verify_tx_cmd(engine: &Engine, a: &TxArgs) -> Result<()> {
+    let items = read_txs(a)?;
+    let t = Instant::now();
+    let (verdicts, report) = verify_transactions(engine, &items)?;
+    let elapsed = t.elapsed();
+    let verdicts = verdicts.iter().map(|v| match v {
+        Ok(()) => Ok(()),
+        Err(e) => Err((e.input.map(|i| i as u64), e.reason.as_str())),
+    });
+    let valid = print_tx_verdicts(&items, verdicts)?;
     eprintln!(
         "{} transactions ({} valid) in {:.2} ms{}",
         items.len(),

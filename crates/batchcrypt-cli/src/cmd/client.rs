@@ -3,11 +3,12 @@
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
-    column, ecdsa_request, schnorr_request, verdicts, Client, Options, PackedColumns, SharedMemory,
-    Streamable,
+    column, ecdsa_request, schnorr_request, sm2_request, verdicts, Client, Options, PackedColumns,
+    SharedMemory, Streamable,
 };
 use batchcrypt_serve::proto::{
-    Column, EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest, JobState, VerifyReply,
+    AesMode, AesStart, Column, EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest,
+    JobState, Network, VerifyBlockRequest, VerifyReply,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 #[command(
     about = "Call a running `batchcrypt serve`",
-    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client --shared-memory hash --double --lines ids.txt   (a server on this machine started with --shared-memory)\n  batchcrypt client --frames /run/batchcrypt.frames hash --double --lines ids.txt   (a server on this machine started with --frames-socket /run/batchcrypt.frames)\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
+    after_help = "Examples:\n  batchcrypt client health\n  batchcrypt client ping --count 10000\n  batchcrypt client hash --double --lines ids.txt\n  batchcrypt client --per-request 4096 hash --lines ids.txt\n  batchcrypt client --shared-memory hash --double --lines ids.txt   (a server on this machine started with --shared-memory)\n  batchcrypt client --frames /run/batchcrypt.frames hash --double --lines ids.txt   (a server on this machine started with --frames-socket /run/batchcrypt.frames)\n  batchcrypt client verify-ecdsa sigs.txt\n  batchcrypt client verify-sm2 --id alice@example sigs.txt\n  batchcrypt client encrypt --key-file k.hex -i backup.tar -o backup.tar.bcg\n  batchcrypt client verify-block block.raw --spent block.undo\n  batchcrypt client verify-tx txs.jsonl\n  batchcrypt client register circuit.zkey --name transfer\n  batchcrypt client prove CIRCUIT_ID witness.wtns proof.json public.json\n  batchcrypt client submit CIRCUIT_ID witness.wtns --priority 5\n  batchcrypt client wait JOB_ID proof.json public.json\n  batchcrypt client trace JOB_ID trace.json"
 )]
 pub struct Args {
     /// The server's address: `host:port`, or `unix:PATH` for the Unix socket of a server on
@@ -92,6 +93,28 @@ enum Command {
     },
     /// BIP340: lines of `MESSAGE SIGNATURE XONLY_PUBKEY` in hex.
     VerifySchnorr { file: PathBuf },
+    /// SM2 (GB/T 32918): lines of `MESSAGE SIGNATURE PUBKEY` in hex (DER signatures unless
+    /// --compact).
+    VerifySm2 {
+        file: PathBuf,
+        #[arg(long)]
+        compact: bool,
+        /// The signers' distinguishing identifier, as text (GM/T 0009's default unless given).
+        #[arg(long, default_value = "1234567812345678")]
+        id: String,
+    },
+    /// Encrypt on the server: the same formats as `batchcrypt encrypt` (GCM chunks of at most
+    /// 2^26 bytes there), streamed both ways.
+    Encrypt(crate::cmd::aes::Args),
+    /// Decrypt on the server what `encrypt` (local or served) wrote; a file output appears only
+    /// once every chunk has authenticated.
+    Decrypt(crate::cmd::aes::Args),
+    /// Validate a Bitcoin block with the outputs it spends on the server (as `batchcrypt bitcoin
+    /// verify-block`; exit status 0 when valid, 1 when invalid).
+    VerifyBlock(crate::cmd::bitcoin::BlockArgs),
+    /// Verify loose Bitcoin transactions on the server, batched with other clients' (JSON lines
+    /// in and out, as `batchcrypt bitcoin verify-tx`).
+    VerifyTx(crate::cmd::bitcoin::TxArgs),
     /// Register a circuit's proving key; prints its id.
     Register {
         zkey: PathBuf,
@@ -428,6 +451,99 @@ pub fn run(a: &Args) -> Result<()> {
                 let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
                 print_replies(&mut c, sent, rows.len(), per, print_verdicts).await?;
                 release(&mut c, shared).await?;
+            }
+            Command::VerifySm2 { file, compact, id } => {
+                let rows = hex_lines(file, 3)?;
+                let col = |k: usize| rows.iter().map(|r| r[k].as_slice()).collect::<Vec<_>>();
+                let (msgs, sigs, keys) = (col(0), col(1), col(2));
+                let format = if *compact {
+                    SigFormat::Compact
+                } else {
+                    SigFormat::Der
+                };
+                let sent = requests(rows.len(), per).map(|r| {
+                    let (m, s, k) = (&msgs[r.clone()], &sigs[r.clone()], &keys[r]);
+                    sm2_request(m, s, k, id.as_bytes(), format)
+                });
+                let dir = a.shared_memory.as_deref();
+                let (sent, shared) = maybe_shared(&mut c, dir, sent, 0).await?;
+                print_replies(&mut c, sent, rows.len(), per, print_verdicts).await?;
+                release(&mut c, shared).await?;
+            }
+            Command::Encrypt(args) | Command::Decrypt(args) => {
+                use crate::cmd::aes::{iv, key_bytes, transform, Mode};
+                let (mode, iv) = match args.mode {
+                    Mode::Gcm => (AesMode::GcmChunked, Vec::new()),
+                    Mode::Ctr => (AesMode::Ctr, iv(args)?.to_vec()),
+                };
+                let start = AesStart {
+                    key: key_bytes(args)?.into(),
+                    mode: mode as i32,
+                    decrypt: matches!(a.command, Command::Decrypt(_)),
+                    iv: iv.into(),
+                    chunk_log2: args.chunk_log2.into(),
+                };
+                // The call runs on this thread, writing the output as its replies come.
+                tokio::task::block_in_place(|| {
+                    transform(args, |input, output, tick| {
+                        let mut done = 0;
+                        let call = c.aes(start, input, |data| {
+                            output.write_all(data)?;
+                            done += data.len() as u64;
+                            tick(done);
+                            Ok(())
+                        });
+                        let (_, written) = tokio::runtime::Handle::current().block_on(call)?;
+                        Ok(written)
+                    })
+                })?;
+            }
+            Command::VerifyBlock(b) => {
+                let raw = crate::cmd::bitcoin::read_block_file(&b.block)?;
+                let block = batchcrypt::bitcoin::parse_block(&raw)
+                    .with_context(|| format!("parsing {}", b.block.display()))?;
+                let spent = batchcrypt::bitcoin::spent::read_spent_file(&b.spent, &block)
+                    .with_context(|| format!("reading spent outputs from {}", b.spent.display()))?;
+                let request = VerifyBlockRequest {
+                    spent: spent.iter().map(Into::into).collect(),
+                    block: raw.into(),
+                    network: Network::from(b.network) as i32,
+                    height: b.height.unwrap_or(0),
+                    skip_proof_of_work: b.no_pow,
+                    median_time_past: b.median_time_past,
+                };
+                let r = c.verify_block(request).await?;
+                println!("block      {} (height {})", r.hash, r.height);
+                println!(
+                    "size       {} txs, {} inputs, weight {}, sigop cost {}, fees {} sat",
+                    r.transactions, r.inputs, r.weight, r.sigop_cost, r.fees
+                );
+                for u in &r.unchecked {
+                    println!("unchecked  {u}");
+                }
+                if !r.valid {
+                    println!("verdict    INVALID: {}", r.reason);
+                    std::process::exit(1);
+                }
+                println!("verdict    VALID");
+            }
+            Command::VerifyTx(t) => {
+                use crate::cmd::bitcoin::{print_tx_verdicts, read_txs};
+                let items = read_txs(t)?;
+                let verdicts = c.verify_transactions(&items).await?;
+                if verdicts.len() != items.len() {
+                    bail!(
+                        "the server answered {} of {} transactions",
+                        verdicts.len(),
+                        items.len()
+                    );
+                }
+                let verdicts = verdicts.iter().map(|v| match v.valid {
+                    true => Ok(()),
+                    false => Err((u64::try_from(v.input).ok(), v.reason.as_str())),
+                });
+                let valid = print_tx_verdicts(&items, verdicts)?;
+                eprintln!("{} transactions ({valid} valid)", items.len());
             }
             Command::Register { zkey, name } => {
                 let bytes =

@@ -46,6 +46,20 @@ class BlockResult(TypedDict):
     signatures_time: float
     replay_time: float
 
+class ServedBlockResult(TypedDict):
+    """What Client.verify_block returns."""
+
+    valid: bool
+    reason: Optional[str]
+    hash: str
+    height: int
+    txs: int
+    inputs: int
+    weight: int
+    sigop_cost: int
+    fees: int
+    unchecked: List[str]
+
 class TxResult(TypedDict):
     """One transaction's verdict from Engine.verify_transactions."""
 
@@ -137,10 +151,13 @@ class Engine:
         height: Optional[int] = None,
         network: Literal["main", "mainnet", "test", "testnet", "testnet3", "regtest"] = "main",
         check_pow: bool = True,
+        median_time_past: Optional[int] = None,
     ) -> BlockResult:
         """Validates one Bitcoin block with the outputs its inputs spend (a path, format by its
         extension: .undo, .spent.json, .rev; or bytes with spent_format). An invalid block gives
-        valid=False with reason/tx/input; unusable data raises ValueError (OSError for a file)."""
+        valid=False with reason/tx/input; unusable data raises ValueError (OSError for a file).
+        median_time_past: the previous block's, where known (time rules are otherwise listed in
+        `unchecked`)."""
     def verify_transactions(self, txs: Sequence[Dict[str, Any]]) -> List[TxResult]:
         """Checks loose transactions, each {"tx": hex|bytes, "spent": [{"value": int,
         "script_pubkey": hex|bytes}, ...], "flags": "P2SH,WITNESS" (optional; default every
@@ -295,3 +312,24 @@ class Client:
     def wait(self, job_id: str) -> Tuple[str, str]: ...
     def job(self, job_id: str) -> JobInfo: ...
     def cancel(self, job_id: str) -> JobInfo: ...
+    def verify_block(
+        self,
+        block: _Bytes,
+        spent: Union[str, os.PathLike[str], _Bytes],
+        *,
+        spent_format: Optional[Literal["undo", "spent.json", "rev"]] = None,
+        height: Optional[int] = None,
+        network: Literal["main", "mainnet", "test", "testnet", "testnet3", "regtest"] = "main",
+        check_pow: bool = True,
+        median_time_past: Optional[int] = None,
+    ) -> ServedBlockResult:
+        """Engine.verify_block on the server (the spent outputs read here, sent with the block)."""
+    def verify_transactions(self, txs: Sequence[Dict[str, Any]]) -> List[TxResult]:
+        """Engine.verify_transactions on the server, batched with other clients' transactions."""
+    def encrypt_file(self, key: bytes, input: _Path, output: _Path, *, mode: Literal["gcm", "ctr"] = "gcm",
+                     iv: Optional[bytes] = None, chunk_log2: int = 24) -> int:
+        """Engine.encrypt_file on the server (GCM chunks of at most 2^26 bytes there)."""
+    def decrypt_file(self, key: bytes, input: _Path, output: _Path, *, mode: Literal["gcm", "ctr"] = "gcm",
+                     iv: Optional[bytes] = None) -> int:
+        """Engine.decrypt_file on the server; the output appears only once every chunk
+        authenticated (RuntimeError "DataLoss" otherwise)."""

@@ -151,6 +151,19 @@ pub fn seal(
 pub fn open(
     aes: &Aes,
     key: &Key,
+    input: impl Read,
+    output: impl Write,
+    progress: impl FnMut(u64),
+) -> Result<u64> {
+    open_within(aes, key, 30, input, output, progress)
+}
+
+/// [`open`] for a stream from someone else: one whose header names chunks over
+/// 2^`max_chunk_log2` bytes (the memory it takes to decrypt) is refused before any is allocated.
+pub fn open_within(
+    aes: &Aes,
+    key: &Key,
+    max_chunk_log2: u8,
     mut input: impl Read,
     mut output: impl Write,
     mut progress: impl FnMut(u64),
@@ -178,6 +191,11 @@ pub fn open(
         return Err(Error::Corrupt(
             "the header is damaged (chunk size or reserved byte)".into(),
         ));
+    }
+    if chunk_log2 > max_chunk_log2 {
+        return Err(Error::invalid(format!(
+            "the stream's chunks are 2^{chunk_log2} bytes, over the 2^{max_chunk_log2} accepted here"
+        )));
     }
     let prefix: [u8; 8] = head[12..].try_into().unwrap();
     let sealed = (1usize << chunk_log2) + TAG;

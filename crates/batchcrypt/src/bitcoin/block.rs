@@ -215,7 +215,11 @@ pub fn precheck_block(
             t0,
         );
     }
-    // Core's ContextualCheckBlockHeader: versions below those BIP34, BIP66 and BIP65 signalled.
+    // Core's ContextualCheckBlockHeader: the time after the median time past, where known, then
+    // versions below those BIP34, BIP66 and BIP65 signalled.
+    if let Some(e) = time_too_old(header.time, ctx.times.prev_mtp()) {
+        return fail(report, BlockError::block(e), t0);
+    }
     let version_floor = [
         (params.bip34_height, 2),
         (params.bip66_height, 3),

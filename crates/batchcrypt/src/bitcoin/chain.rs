@@ -228,14 +228,6 @@ impl ChainState {
                     self.height(),
                     super::display_hash(&self.tip())
                 ))
-            } else if let Some(mtp) = (Times { chain: self })
-                .prev_mtp()
-                .filter(|&m| header.time as i64 <= m)
-            {
-                Some(format!(
-                    "time-too-old (block time {} is not after the median time past {mtp})",
-                    header.time
-                ))
             } else if self
                 .required_bits(&header)
                 .is_some_and(|b| b != header.bits)

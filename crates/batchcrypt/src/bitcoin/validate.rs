@@ -301,7 +301,7 @@ pub struct BlockError {
 }
 
 impl BlockError {
-    fn block(reason: impl Into<String>) -> Self {
+    pub(crate) fn block(reason: impl Into<String>) -> Self {
         BlockError {
             reason: reason.into(),
             tx: None,
@@ -496,6 +496,28 @@ impl MedianTimes for NoHistory {
     fn mtp_at(&self, _: u32) -> Option<i64> {
         None
     }
+}
+
+/// A lone block whose caller may know the median time past of the block before it (BIP113's
+/// cutoff and BIP68's "now"); a spent coin's own time comes with it ([`SpentOutput::time`]).
+/// `PrevMedianTime(None)` knows what [`NoHistory`] knows.
+pub struct PrevMedianTime(pub Option<i64>);
+
+impl MedianTimes for PrevMedianTime {
+    fn prev_mtp(&self) -> Option<i64> {
+        self.0
+    }
+    fn mtp_at(&self, _: u32) -> Option<i64> {
+        None
+    }
+}
+
+/// Core's ContextualCheckBlockHeader on time: a block's time must be after the median time past
+/// of the block before it, where that is known.
+pub fn time_too_old(block_time: u32, prev_mtp: Option<i64>) -> Option<String> {
+    prev_mtp.filter(|&m| block_time as i64 <= m).map(|m| {
+        format!("time-too-old (block time {block_time} is not after the median time past {m})")
+    })
 }
 
 /// Why a rule could not be checked with the data given.
