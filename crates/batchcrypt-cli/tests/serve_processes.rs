@@ -610,3 +610,97 @@ async fn served_commands_give_what_the_local_ones_give() {
     }
     let _ = std::fs::remove_dir_all(&data);
 }
+
+/// `batchcrypt psi --server`: one party hashes and multiplies on a server process, the other in
+/// its own; both write the intersection. A server that is not there is an error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_psi_party_multiplies_on_the_server() {
+    let data = std::env::temp_dir().join(format!("batchcrypt-serve-psi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let port = free_port();
+    let _server = serve(&data, port, 0);
+    let mut client = connect(port).await;
+    // The client's two calls give the library's points; a point off the curve gives None.
+    let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Cpu);
+    let (key, msgs) = ([9u8; 32], [&b"alice"[..], b"", b"bob"]);
+    let dst = batchcrypt::sm2::DEFAULT_DST;
+    let want = engine
+        .sm2()
+        .hash_to_curve_mul(&key, &msgs, dst)
+        .unwrap()
+        .value;
+    let got = client
+        .sm2_hash_to_curve_mul(&key, &msgs, dst)
+        .await
+        .unwrap();
+    assert_eq!(got, want);
+    let mut points = want.clone();
+    points[1][0] = 7;
+    let want = engine.sm2().mul_compressed(&key, &points).unwrap().value;
+    assert_eq!(want[1], None);
+    assert_eq!(
+        client.sm2_mul_compressed(&key, &points).await.unwrap(),
+        want
+    );
+    let set = |name: &str, ids: &mut dyn Iterator<Item = u32>| {
+        let lines: Vec<String> = ids.map(|i| format!("member-{i}")).collect();
+        std::fs::write(data.join(name), lines.join("\n") + "\n").unwrap();
+        data.join(name)
+    };
+    let (a, b) = (
+        set("a.txt", &mut (0..900)),
+        set("b.txt", &mut (600..1400).rev()),
+    );
+    let peer = format!("127.0.0.1:{}", free_port());
+    let party = |role: &str, input: &Path, output: &str, more: &[&str]| {
+        Command::new(bin())
+            .args([
+                "psi",
+                role,
+                &peer,
+                "--quiet",
+                "--timeout",
+                "30",
+                "--chunk",
+                "128",
+            ])
+            .arg("-i")
+            .arg(input)
+            .arg("-o")
+            .arg(data.join(output))
+            .args(more)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let server = format!("127.0.0.1:{port}");
+    let la = party("--listen", &a, "a.out", &["--server", &server]);
+    let lb = party("--connect", &b, "b.out", &["--backend", "cpu"]);
+    for o in [
+        la.wait_with_output().unwrap(),
+        lb.wait_with_output().unwrap(),
+    ] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let read = |name: &str| std::fs::read_to_string(data.join(name)).unwrap();
+    let want = |ids: &mut dyn Iterator<Item = u32>| {
+        ids.map(|i| format!("member-{i}\n")).collect::<String>()
+    };
+    assert_eq!(read("a.out"), want(&mut (600..900)));
+    assert_eq!(read("b.out"), want(&mut (600..900).rev()));
+
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let o = party("--listen", &a, "never.out", &["--server", &nobody])
+        .wait_with_output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is `batchcrypt serve` running there?"),
+        "{err}"
+    );
+    assert!(!data.join("never.out").exists());
+    let _ = std::fs::remove_dir_all(&data);
+}

@@ -608,6 +608,54 @@ impl Client {
         job_dict(py, &j)
     }
 
+    /// `Engine.sm2_hash_to_curve_mul` on the server (a PSI party's first step, batched with
+    /// other clients' under the same key): an (n, 33) uint8 array of compressed points.
+    #[pyo3(signature = (k, msgs, dst = batchcrypt::sm2::DEFAULT_DST))]
+    fn sm2_hash_to_curve_mul<'py>(
+        &self,
+        py: Python<'py>,
+        k: &[u8],
+        msgs: &Bound<'py, PyAny>,
+        dst: &[u8],
+    ) -> PyResult<Bound<'py, numpy::PyArray2<u8>>> {
+        let k = super::scalar(k)?;
+        let msgs: Vec<Vec<u8>> = Items::new(msgs)?
+            .slices("msgs")?
+            .iter()
+            .map(|m| m.to_vec())
+            .collect();
+        let dst = dst.to_vec();
+        let points = self.call(py, |c| {
+            Box::pin(async move {
+                let m: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+                c.sm2_hash_to_curve_mul(&k, &m, &dst).await
+            })
+        })?;
+        Ok(super::table(py, points))
+    }
+
+    /// `Engine.sm2_mul` on the server for n x 33 compressed points (a PSI party's second step):
+    /// (points, ok), a zero row and False where a point is not on the curve.
+    #[allow(clippy::type_complexity)]
+    fn sm2_mul_compressed<'py>(
+        &self,
+        py: Python<'py>,
+        k: &[u8],
+        points: &Bound<'py, PyAny>,
+    ) -> PyResult<(
+        Bound<'py, numpy::PyArray2<u8>>,
+        Bound<'py, numpy::PyArray1<bool>>,
+    )> {
+        let k = super::scalar(k)?;
+        let points = Items::new(points)?.fixed::<33>("points")?.into_owned();
+        let products = self.call(py, |c| {
+            Box::pin(async move { c.sm2_mul_compressed(&k, &points).await })
+        })?;
+        let ok: Vec<bool> = products.iter().map(Option::is_some).collect();
+        let rows = products.into_iter().map(|p| p.unwrap_or([0; 33])).collect();
+        Ok((super::table(py, rows), numpy::PyArray1::from_vec(py, ok)))
+    }
+
     /// Validates a Bitcoin block on the server, as `Engine.verify_block` does here (the same
     /// arguments; the spent outputs are read here and sent with the block). Returns a dict:
     /// `valid`, `reason` (Core's reject reason) or None, `hash`, `height`, `txs`, `inputs`,

@@ -291,3 +291,17 @@ def test_bitcoin_blocks_and_transactions_on_the_server(server):
     assert got == e.verify_transactions(txs)
     assert [v["valid"] for v in got] == [True, True, False, False]
     assert got[3] == {"valid": False, "input": None, "reason": "bad-txns-in-belowout"}
+
+
+def test_psi_steps_on_the_server(server):
+    e = batchcrypt.Engine("cpu")
+    k = bytes([5]) * 32
+    msgs = [b"alice@example.org", b"", b"bob@example.org"]
+    points = server.sm2_hash_to_curve_mul(k, msgs)
+    assert points.shape == (3, 33)
+    assert (points == e.sm2_hash_to_curve_mul(k, msgs)).all()
+    points[1, 0] = 7  # no longer a compressed point's prefix
+    got, ok = server.sm2_mul_compressed(k, points)
+    want, want_ok = e.sm2_mul(k, points)
+    assert list(ok) == list(want_ok) == [True, False, True]
+    assert (got == want).all()

@@ -7,6 +7,7 @@ use crate::io::ReadBuffered;
 use crate::proto::batch_crypt_client::BatchCryptClient;
 use crate::proto::*;
 use batchcrypt::secp256k1::SigFormat;
+use batchcrypt::sm2::Compressed;
 use hyper_util::rt::TokioIo;
 use std::time::Duration;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -744,6 +745,47 @@ impl Client {
         Ok((read.load(std::sync::atomic::Ordering::Relaxed), written))
     }
 
+    /// A PSI party's first step on the server: `key·H(m)` for each message (SM2's hash to the
+    /// curve under `dst`), compressed; batched with other clients' under the same key.
+    pub async fn sm2_hash_to_curve_mul(
+        &mut self,
+        key: &[u8; 32],
+        messages: &[&[u8]],
+        dst: &[u8],
+    ) -> Result<Vec<Compressed>, Status> {
+        let request = Sm2HashToCurveMulRequest {
+            scalar: key.to_vec().into(),
+            messages: messages
+                .iter()
+                .map(|m| bytes::Bytes::copy_from_slice(m))
+                .collect(),
+            dst: dst.to_vec().into(),
+        };
+        let reply = self.raw.sm2_hash_to_curve_mul(request).await?.into_inner();
+        points(reply, messages.len())?
+            .into_iter()
+            .map(|p| p.ok_or_else(|| Status::internal("the server left a point out")))
+            .collect()
+    }
+
+    /// A PSI party's second step on the server: `key·P` for each compressed point; None where
+    /// `P` is not a point of the curve.
+    pub async fn sm2_mul_compressed(
+        &mut self,
+        key: &[u8; 32],
+        points: &[Compressed],
+    ) -> Result<Vec<Option<Compressed>>, Status> {
+        let request = Sm2MulCompressedRequest {
+            scalar: key.to_vec().into(),
+            points: points
+                .iter()
+                .map(|p| bytes::Bytes::copy_from_slice(p))
+                .collect(),
+        };
+        let reply = self.raw.sm2_mul_compressed(request).await?.into_inner();
+        self::points(reply, points.len())
+    }
+
     /// A whole Bitcoin block with the outputs its inputs spend (`request.spent` from the
     /// library's with `Into`).
     pub async fn verify_block(
@@ -793,6 +835,73 @@ impl Client {
                 other => return other,
             }
         }
+    }
+}
+
+/// A points reply's `count` points: each 33 bytes, or empty where the input was not a point.
+fn points(reply: PointsReply, count: usize) -> Result<Vec<Option<Compressed>>, Status> {
+    if reply.points.len() != count {
+        return Err(Status::internal(format!(
+            "the server answered {} points for {count}",
+            reply.points.len()
+        )));
+    }
+    reply
+        .points
+        .iter()
+        .map(|p| match p.len() {
+            0 => Ok(None),
+            _ => p[..]
+                .try_into()
+                .map(Some)
+                .map_err(|_| Status::internal("the server sent a point that is not 33 bytes")),
+        })
+        .collect()
+}
+
+/// A PSI party's multiplications on a running server ([`batchcrypt::psi::Multiplier`]), for a
+/// party on a machine whose GPUs a `batchcrypt serve` owns: its secret key goes to that server
+/// with each request, so the server must be one the party trusts (its own, over TLS off the
+/// machine). Called from the party's threads, outside the runtime whose handle it holds.
+pub struct ServedMultiplier {
+    client: Client,
+    runtime: tokio::runtime::Handle,
+}
+
+impl ServedMultiplier {
+    pub fn new(client: Client, runtime: tokio::runtime::Handle) -> Self {
+        ServedMultiplier { client, runtime }
+    }
+}
+
+fn served(e: Status) -> batchcrypt::Error {
+    batchcrypt::Error::Library {
+        library: "batchcrypt serve",
+        message: format!("{:?}: {}", e.code(), e.message()),
+    }
+}
+
+impl batchcrypt::psi::Multiplier for ServedMultiplier {
+    fn hash_to_curve_mul(
+        &self,
+        key: &[u8; 32],
+        items: &[&[u8]],
+        dst: &[u8],
+    ) -> batchcrypt::Result<Vec<Compressed>> {
+        let mut c = self.client.clone();
+        self.runtime
+            .block_on(c.sm2_hash_to_curve_mul(key, items, dst))
+            .map_err(served)
+    }
+    fn mul_compressed(
+        &self,
+        key: &[u8; 32],
+        points: &[Compressed],
+    ) -> batchcrypt::Result<Vec<Option<Compressed>>> {
+        let mut c = self.client.clone();
+        self.runtime
+            .block_on(c.sm2_mul_compressed(key, points))
+            .map_err(served)
     }
 }
 

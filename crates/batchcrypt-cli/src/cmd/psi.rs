@@ -1,8 +1,9 @@
 //! `batchcrypt psi`: one party of an ECDH-PSI run over TCP (see docs/psi.md).
 
 use anyhow::{Context, Result};
-use batchcrypt::psi::{self, ItemFile, Progress, Stage};
+use batchcrypt::psi::{self, ItemFile, Multiplier, Progress, Stage};
 use batchcrypt::Engine;
+use batchcrypt_serve::client::{Client, Options, ServedMultiplier};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -16,8 +17,9 @@ party: one with --listen, the other with --connect. Each reads its set from a te
 identifier per line, no duplicates, no empty lines) and writes the common items to --output \
 (written in full at the end, or not at all).\n\n\
 Items are hashed to the curve (RFC 9380, SM3, simplified SWU) and blinded with a fresh secret key \
-on the backend chosen by --backend (each side chooses its own). The protocol is in docs/psi.md.",
-    after_help = "Example (two terminals, or two machines):\n  batchcrypt psi --listen 0.0.0.0:7766 --input alice.txt --output common.txt\n  batchcrypt psi --connect alice-host:7766 --input bob.txt --output common.txt --backend cpu"
+on the backend chosen by --backend (each side chooses its own), or on a running `batchcrypt serve` \
+with --server. The protocol is in docs/psi.md.",
+    after_help = "Example (two terminals, or two machines):\n  batchcrypt psi --listen 0.0.0.0:7766 --input alice.txt --output common.txt\n  batchcrypt psi --connect alice-host:7766 --input bob.txt --output common.txt --backend cpu\n  batchcrypt psi --connect alice-host:7766 --input bob.txt --output common.txt --server 127.0.0.1:7700"
 )]
 pub struct Args {
     /// Wait for the peer on this address (host:port), at most --timeout seconds.
@@ -41,6 +43,17 @@ pub struct Args {
     /// No progress bars.
     #[arg(long)]
     quiet: bool,
+    /// Hash and multiply on a running `batchcrypt serve` (host:port, or unix:PATH) instead of in
+    /// this process: for a machine whose GPUs that server owns. This run's secret key goes to the
+    /// server with each request: use a server you trust (over TLS when it is elsewhere).
+    #[arg(long, value_name = "ADDRESS")]
+    server: Option<String>,
+    /// With --server: the server's bearer token (also BATCHCRYPT_TOKEN).
+    #[arg(long, env = "BATCHCRYPT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// With --server: PEM certificate of the authority that signed the server's TLS certificate.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
 }
 
 struct Bars {
@@ -82,8 +95,40 @@ impl Progress for Bars {
     }
 }
 
+/// The server's multiplications, with the runtime that drives its connection.
+struct Served {
+    multiplier: ServedMultiplier,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn served(a: &Args, address: &str) -> Result<Served> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let tls_ca = match &a.tls_ca {
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    let options = Options {
+        token: a.token.clone(),
+        tls_ca,
+        ..Options::default()
+    };
+    let client = runtime
+        .block_on(Client::connect_with(address, options))
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("--server {address}: is `batchcrypt serve` running there?"))?;
+    Ok(Served {
+        multiplier: ServedMultiplier::new(client, runtime.handle().clone()),
+        _runtime: runtime,
+    })
+}
+
 pub fn run(engine: &Engine, a: &Args) -> Result<()> {
     let items = ItemFile::open(&a.input)?;
+    let served = a.server.as_deref().map(|s| served(a, s)).transpose()?;
+    let multiplier: &dyn Multiplier = match &served {
+        Some(s) => &s.multiplier,
+        None => engine,
+    };
     let timeout = Duration::from_secs(a.timeout.max(1));
     let stream = match (&a.listen, &a.connect) {
         (Some(addr), _) => {
@@ -107,7 +152,7 @@ pub fn run(engine: &Engine, a: &Args) -> Result<()> {
     };
     let bars = Bars::new(items.count(), a.quiet);
     let t = Instant::now();
-    let out = psi::run(stream, &items, engine, &cfg, &bars)?;
+    let out = psi::run(stream, &items, multiplier, &cfg, &bars)?;
     for b in &bars.bars {
         b.finish();
     }

@@ -326,6 +326,10 @@ class Client:
         """Engine.verify_block on the server (the spent outputs read here, sent with the block)."""
     def verify_transactions(self, txs: Sequence[Dict[str, Any]]) -> List[TxResult]:
         """Engine.verify_transactions on the server, batched with other clients' transactions."""
+    def sm2_hash_to_curve_mul(self, k: bytes, msgs: _Rows, dst: bytes = ...) -> npt.NDArray[np.uint8]:
+        """Engine.sm2_hash_to_curve_mul on the server: (n, 33) compressed points."""
+    def sm2_mul_compressed(self, k: bytes, points: _Rows) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
+        """Engine.sm2_mul on the server for compressed points: (points, ok)."""
     def encrypt_file(self, key: bytes, input: _Path, output: _Path, *, mode: Literal["gcm", "ctr"] = "gcm",
                      iv: Optional[bytes] = None, chunk_log2: int = 24) -> int:
         """Engine.encrypt_file on the server (GCM chunks of at most 2^26 bytes there)."""

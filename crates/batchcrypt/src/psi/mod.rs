@@ -11,7 +11,8 @@
 //!
 //! Items stream in chunks: memory is 16 bytes per item of both sets (tags), plus the chunks in
 //! flight and, at the end, an index of the peer's tags (at most 32 MiB). The hashing and
-//! multiplications run through the [`Engine`], so each side picks its own backend (GPU or CPU).
+//! multiplications run through a [`Multiplier`]: this process's [`Engine`], so each side picks
+//! its own backend (GPU or CPU), or a service that owns the machine's GPUs.
 
 mod items;
 pub mod wire;
@@ -51,6 +52,41 @@ impl Default for Config {
             dst: DEFAULT_DST.to_vec(),
             timeout: Duration::from_secs(300),
         }
+    }
+}
+
+/// A party's two multiplications by its secret key, wherever they run.
+pub trait Multiplier: Sync {
+    /// `key·H(m)` for each item (the suite's hash to the curve with `dst`), compressed.
+    fn hash_to_curve_mul(
+        &self,
+        key: &[u8; 32],
+        items: &[&[u8]],
+        dst: &[u8],
+    ) -> Result<Vec<Compressed>>;
+    /// `key·P` for each compressed point; None where `P` is not a point of the curve.
+    fn mul_compressed(
+        &self,
+        key: &[u8; 32],
+        points: &[Compressed],
+    ) -> Result<Vec<Option<Compressed>>>;
+}
+
+impl Multiplier for Engine {
+    fn hash_to_curve_mul(
+        &self,
+        key: &[u8; 32],
+        items: &[&[u8]],
+        dst: &[u8],
+    ) -> Result<Vec<Compressed>> {
+        Ok(self.sm2().hash_to_curve_mul(key, items, dst)?.value)
+    }
+    fn mul_compressed(
+        &self,
+        key: &[u8; 32],
+        points: &[Compressed],
+    ) -> Result<Vec<Option<Compressed>>> {
+        Ok(self.sm2().mul_compressed(key, points)?.value)
     }
 }
 
@@ -154,7 +190,7 @@ pub fn random_key() -> [u8; 32] {
 pub fn run(
     stream: TcpStream,
     items: &ItemFile,
-    engine: &Engine,
+    engine: &dyn Multiplier,
     cfg: &Config,
     progress: &dyn Progress,
 ) -> Result<Outcome> {
@@ -165,7 +201,7 @@ pub fn run(
 pub fn run_with_key(
     stream: TcpStream,
     items: &ItemFile,
-    engine: &Engine,
+    engine: &dyn Multiplier,
     cfg: &Config,
     progress: &dyn Progress,
     key: &[u8; 32],
@@ -224,10 +260,7 @@ pub fn run_with_key(
         let blinder = s.spawn(|| -> Result<()> {
             let mut done = 0u64;
             items.for_each_chunk(cfg.chunk, |chunk| {
-                let blinded = engine
-                    .sm2()
-                    .hash_to_curve_mul(key, &chunk.items(), &cfg.dst)?
-                    .value;
+                let blinded = engine.hash_to_curve_mul(key, &chunk.items(), &cfg.dst)?;
                 points_tx
                     .send(wire::encode(&Frame::Points(blinded)))
                     .map_err(|_| Error::invalid("connection closed while sending points"))?;
@@ -278,7 +311,7 @@ pub fn run_with_key(
 /// collects the tags of own items. Returns (own tags in file order, peer tags).
 fn receive(
     reader: &mut impl std::io::Read,
-    engine: &Engine,
+    engine: &dyn Multiplier,
     key: &[u8; 32],
     own_count: u64,
     peer_count: u64,
@@ -304,7 +337,7 @@ fn receive(
                         "the peer sent more than the {peer_count} points it announced"
                     )));
                 }
-                let blinded = engine.sm2().mul_compressed(key, &points)?.value;
+                let blinded = engine.mul_compressed(key, &points)?;
                 let mut tags = Vec::with_capacity(blinded.len());
                 for (i, b) in blinded.iter().enumerate() {
                     let b: &Compressed = b.as_ref().ok_or_else(|| {
