@@ -8,7 +8,7 @@ use batchcrypt::bitcoin::script::{push_data, Flags};
 use batchcrypt::bitcoin::sighash::{self, tagged_hash, Precomputed};
 use batchcrypt::bitcoin::spent::encode_core_block_undo;
 use batchcrypt::bitcoin::tx::write_compact_size;
-use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::{parse_block, parse_tx, SpentOutput, TxOut};
 use batchcrypt::psi::wire::{encode, Frame, Hello};
 use batchcrypt::{Backend, BackendChoice, Engine};
@@ -204,7 +204,7 @@ fn main() {
         .collect();
     let spent_outputs: Vec<SpentOutput> = legacy_spent.iter().map(|(v, s)| SpentOutput::new(*v, s.clone())).collect();
     let engine = Engine::with_backend(BackendChoice::Exact(Backend::Libsecp256k1));
-    let ctx = BlockContext { network: Network::Regtest, height: Some(1), times: &NoHistory, check_pow: true };
+    let ctx = BlockContext { network: Network::Regtest, height: Some(1), times: &PrevMedianTime(None), check_pow: true };
     let report = verify_block(&engine, &parse_block(&raw_block).unwrap(), &spent_outputs, &ctx).unwrap();
     println!("seed block: {:?}", report.verdict);
     let mut case = (undo.len() as u16).to_le_bytes().to_vec();

@@ -13,7 +13,7 @@ use batchcrypt::bitcoin::checker::{CpuVerifier, TxChecker};
 use batchcrypt::bitcoin::script::verify_script;
 use batchcrypt::bitcoin::sighash::Precomputed;
 use batchcrypt::bitcoin::spent::parse_bcoin_undo;
-use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::parse_block;
 use batchcrypt::Backend;
 use batchcrypt_fuzz::engine;
@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let ctx = BlockContext {
         network: [Network::Regtest, Network::Test, Network::Main][mode as usize % 3],
         height: (mode & 0x80 == 0).then_some(head[3] as u32 * 1000),
-        times: &NoHistory,
+        times: &PrevMedianTime(None),
         check_pow: mode & 0x40 != 0,
     };
     let Ok(report) = verify_block(engine(Backend::Libsecp256k1), &block, &spent, &ctx) else { return };

@@ -17,8 +17,9 @@ use tonic::{Status, Streaming};
 /// Messages in flight each way: bounded, so a fast client cannot queue unbounded memory.
 const DEPTH: usize = 8;
 
-/// The largest GCM chunk a stream may use, either way: the server holds one per stream.
-pub const MAX_CHUNK_LOG2: u8 = 26;
+/// The largest GCM chunk a stream may use, either way (below the format's own limit): the
+/// server holds one per stream.
+pub const MAX_SERVED_CHUNK_LOG2: u8 = 26;
 
 struct Incoming {
     rx: mpsc::Receiver<bytes::Bytes>,
@@ -87,11 +88,13 @@ pub async fn serve(
     };
     let chunk_log2 = match start.chunk_log2 {
         0 => stream::DEFAULT_CHUNK_LOG2,
-        c if (12..=MAX_CHUNK_LOG2 as u32).contains(&c) => c as u8,
+        c if (stream::MIN_CHUNK_LOG2 as u32..=MAX_SERVED_CHUNK_LOG2 as u32).contains(&c) => c as u8,
         c => {
             return Err(Status::invalid_argument(format!(
-            "chunk_log2 {c} is out of range: 12 (4 KiB) to {MAX_CHUNK_LOG2} (64 MiB), or 0 for 24"
-        )))
+                "chunk_log2 {c} is out of range: {} (4 KiB) to {MAX_SERVED_CHUNK_LOG2} (64 MiB), or 0 for {}",
+                stream::MIN_CHUNK_LOG2,
+                stream::DEFAULT_CHUNK_LOG2
+            )))
         }
     };
     let (data_tx, data_rx) = mpsc::channel::<bytes::Bytes>(DEPTH);
@@ -134,7 +137,9 @@ pub async fn serve(
         let done = match (iv, start.decrypt) {
             (Some(iv), _) => stream::ctr(&aes, &key, &iv, input, output, |_| {}),
             (None, false) => stream::seal(&aes, &key, chunk_log2, input, output, |_| {}),
-            (None, true) => stream::open_within(&aes, &key, MAX_CHUNK_LOG2, input, output, |_| {}),
+            (None, true) => {
+                stream::open_within(&aes, &key, MAX_SERVED_CHUNK_LOG2, input, output, |_| {})
+            }
         };
         if let Err(e) = done {
             let status = match e {

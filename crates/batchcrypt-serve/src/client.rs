@@ -706,23 +706,16 @@ impl Client {
         let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = read.clone();
         tokio::task::spawn_blocking(move || loop {
-            let mut part = vec![0u8; PART];
-            let mut n = 0;
-            while n < PART {
-                match input.read(&mut part[n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        *failed.lock().unwrap() = Some(e);
-                        return;
-                    }
+            use std::io::Read;
+            let mut part = Vec::with_capacity(PART);
+            let n = match input.by_ref().take(PART as u64).read_to_end(&mut part) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) => {
+                    *failed.lock().unwrap() = Some(e);
+                    return;
                 }
-            }
-            if n == 0 {
-                return;
-            }
-            part.truncate(n);
+            };
             counted.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             let sent = tx.blocking_send(message(aes_request::Part::Data(part.into())));
             if sent.is_err() || n < PART {
@@ -802,12 +795,20 @@ impl Client {
     ) -> Result<Vec<TransactionVerdict>, Status> {
         let transactions = txs.iter().map(Into::into).collect();
         let request = VerifyTransactionsRequest { transactions };
-        Ok(self
+        let verdicts = self
             .raw
             .verify_transactions(request)
             .await?
             .into_inner()
-            .verdicts)
+            .verdicts;
+        if verdicts.len() != txs.len() {
+            return Err(Status::internal(format!(
+                "the server answered {} of {} transactions",
+                verdicts.len(),
+                txs.len()
+            )));
+        }
+        Ok(verdicts)
     }
 
     /// A proof, end to end: submitted under a fresh request id and waited for; across a restart

@@ -7,7 +7,7 @@ use batchcrypt::bitcoin::block::{spent_per_tx, verify_block, BlockContext, Block
 use batchcrypt::bitcoin::script::Flags;
 use batchcrypt::bitcoin::spent::read_spent_file;
 use batchcrypt::bitcoin::validate::sigop_cost;
-use batchcrypt::bitcoin::validate::{Network, NoHistory};
+use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::{parse_block, script, SpentOutput};
 use batchcrypt::{BackendChoice, Engine, Primitive};
 
@@ -95,7 +95,7 @@ fn validate(
     let ctx = BlockContext {
         network: net,
         height: None,
-        times: &NoHistory,
+        times: &PrevMedianTime(None),
         check_pow: pow,
     };
     verify_block(engine, &block, spent, &ctx).unwrap()
@@ -180,7 +180,7 @@ fn block_300025_totals() {
 /// and the time rules it decides are not reported unchecked.
 #[test]
 fn a_known_median_time_past_decides_the_header_time() {
-    use batchcrypt::bitcoin::validate::{PrevMedianTime, Unchecked};
+    use batchcrypt::bitcoin::validate::Unchecked;
     let c = &CASES[2];
     let Some((raw, spent)) = load(c) else { return };
     let engine = Engine::with_backend(BackendChoice::Cpu);

@@ -531,13 +531,6 @@ pub fn run(a: &Args) -> Result<()> {
                 use crate::cmd::bitcoin::{print_tx_verdicts, read_txs};
                 let items = read_txs(t)?;
                 let verdicts = c.verify_transactions(&items).await?;
-                if verdicts.len() != items.len() {
-                    bail!(
-                        "the server answered {} of {} transactions",
-                        verdicts.len(),
-                        items.len()
-                    );
-                }
                 let verdicts = verdicts.iter().map(|v| match v.valid {
                     true => Ok(()),
                     false => Err((u64::try_from(v.input).ok(), v.reason.as_str())),

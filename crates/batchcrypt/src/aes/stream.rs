@@ -17,6 +17,9 @@ pub const VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 20;
 /// Default chunk: 2^24 bytes (16 MiB), large enough to keep every core or the GPU busy.
 pub const DEFAULT_CHUNK_LOG2: u8 = 24;
+/// The chunk sizes the format allows: 2^12 (4 KiB) to 2^30 (1 GiB).
+pub const MIN_CHUNK_LOG2: u8 = 12;
+pub const MAX_CHUNK_LOG2: u8 = 30;
 const TAG: usize = 16;
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -105,7 +108,7 @@ pub fn seal(
     mut output: impl Write,
     mut progress: impl FnMut(u64),
 ) -> Result<u64> {
-    if !(12..=30).contains(&chunk_log2) {
+    if !(MIN_CHUNK_LOG2..=MAX_CHUNK_LOG2).contains(&chunk_log2) {
         return Err(Error::invalid(format!(
             "chunk size 2^{chunk_log2} is out of range: use 2^12 (4 KiB) to 2^30 (1 GiB)"
         )));
@@ -155,7 +158,7 @@ pub fn open(
     output: impl Write,
     progress: impl FnMut(u64),
 ) -> Result<u64> {
-    open_within(aes, key, 30, input, output, progress)
+    open_within(aes, key, MAX_CHUNK_LOG2, input, output, progress)
 }
 
 /// [`open`] for a stream from someone else: one whose header names chunks over
@@ -187,7 +190,7 @@ pub fn open_within(
         )));
     }
     let chunk_log2 = head[10];
-    if !(12..=30).contains(&chunk_log2) || head[11] != 0 {
+    if !(MIN_CHUNK_LOG2..=MAX_CHUNK_LOG2).contains(&chunk_log2) || head[11] != 0 {
         return Err(Error::Corrupt(
             "the header is damaged (chunk size or reserved byte)".into(),
         ));

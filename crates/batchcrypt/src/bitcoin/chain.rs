@@ -408,7 +408,7 @@ pub fn verify_with_spent(
                 .par_iter()
                 .zip(&per_block)
                 .map(|((block, _, height), (per_tx, ..))| {
-                    let times = super::validate::NoHistory;
+                    let times = super::validate::PrevMedianTime(None);
                     let ctx = BlockContext {
                         network,
                         height: *height,

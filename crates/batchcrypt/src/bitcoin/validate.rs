@@ -486,21 +486,10 @@ pub trait MedianTimes {
     fn mtp_at(&self, height: u32) -> Option<i64>;
 }
 
-/// No chain history: BIP68 time locks and BIP113 stay unchecked.
-pub struct NoHistory;
-
-impl MedianTimes for NoHistory {
-    fn prev_mtp(&self) -> Option<i64> {
-        None
-    }
-    fn mtp_at(&self, _: u32) -> Option<i64> {
-        None
-    }
-}
-
 /// A lone block whose caller may know the median time past of the block before it (BIP113's
 /// cutoff and BIP68's "now"); a spent coin's own time comes with it ([`SpentOutput::time`]).
-/// `PrevMedianTime(None)` knows what [`NoHistory`] knows.
+/// `PrevMedianTime(None)`, no chain history: BIP113, BIP68 time locks and the header's
+/// time-too-old stay unchecked.
 pub struct PrevMedianTime(pub Option<i64>);
 
 impl MedianTimes for PrevMedianTime {
