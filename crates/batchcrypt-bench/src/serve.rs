@@ -5,12 +5,14 @@
 //! signatures (and, separately, 256 SHA256d messages of 64 bytes, packed), wait for the reply and
 //! send the next, without pause, once over TCP (loopback) and once over the server's Unix socket,
 //! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
-//! also with the clients sharing a connection per client thread; and over the server's frames
-//! socket (the same messages without HTTP/2), a connection per client and one per client thread;
+//! also with the clients sharing a connection per client thread, and the same streams over TCP
+//! from a lean gRPC client (HTTP/2 through the `h2` crate, each request encoded once, as gRPC
+//! load generators send: [`h2load`]); and over the server's frames socket (the same messages
+//! without HTTP/2), a connection per client and one per client thread;
 //! then open loops, each client sending on schedule whatever the replies: ECDSA calls over TCP at
 //! half the rate just served, SHA256d over streams at half their served rate, and both
-//! operations over TCP streams and over frames at 0.7x, 0.8x and 0.9x of the library's own rate
-//! (`BATCHCRYPT_BENCH_LOADS`); last, SHA256d's requests echoed over
+//! operations over TCP streams (from both clients) and over frames at 0.7x, 0.8x and 0.9x of the
+//! library's own rate (`BATCHCRYPT_BENCH_LOADS`); last, SHA256d's requests echoed over
 //! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
 //! carry). A closed loop's served rate counts the requests completed in a window (400 ms, 100
@@ -40,6 +42,8 @@
 //! so keys are evicted and uploaded again: proofs/s, latency per circuit, evictions, peak GPU
 //! memory and failures.
 
+mod h2load;
+
 use crate::report::{time, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
@@ -54,6 +58,7 @@ use batchcrypt_serve::proto::{
 use batchcrypt_serve::shards::Shards;
 use batchcrypt_serve::FramesClient;
 use batchcrypt_serve::ServerConfig;
+use h2load::H2Conn;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,7 +83,7 @@ fn latencies(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// One client per connection where the open-files limit allows, else clients share connections.
-/// Room is kept for a connection per client over each of the three transports.
+/// Room is kept for a connection per client over each of the four transports.
 async fn connect_clients(addr: &str, clients: usize, on: &Shards) -> anyhow::Result<Vec<Conn>> {
     let addr = addr.to_string();
     connect_each(clients, on, move || {
@@ -114,9 +119,9 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<C, String>> + Send + 'static,
 {
-    // Two descriptors per loopback connection, in one process with its server; three transports.
-    let limit = batchcrypt_serve::raise_open_files(6 * clients as u64 + 512);
-    let conns = clients.min(((limit.saturating_sub(256)) / 6).max(1) as usize);
+    // Two descriptors per loopback connection, in one process with its server; four transports.
+    let limit = batchcrypt_serve::raise_open_files(8 * clients as u64 + 512);
+    let conns = clients.min(((limit.saturating_sub(256)) / 8).max(1) as usize);
     let mut pool = Vec::with_capacity(conns);
     for i in 0..conns {
         // A connection's tasks live on the runtime it was made on: its client's thread.
@@ -317,39 +322,39 @@ impl Done {
 /// `interval` (the clients' phases spread evenly over one interval) until `w`'s window has
 /// closed, without waiting for replies, while reading and checking them as they come (each
 /// latency from the request's send to its reply).
-async fn open_loop_streams<S: Streamed>(
-    clients: Vec<Conn>,
+async fn open_loop_streams<S: Streamed, C: Duplex<S>>(
+    clients: Vec<Conn<C>>,
     w: Window,
     interval: Duration,
     calls: S,
 ) -> Paced {
     let n = clients.len();
     let mut streams = Vec::with_capacity(n);
-    for Conn { client, rt } in clients {
-        streams.push((rt.spawn(S::open(client)).await.expect("stream"), rt));
+    for (c, Conn { client, rt }) in clients.into_iter().enumerate() {
+        let calls = calls.clone();
+        let opened = rt.spawn(async move { client.open(&calls, c).await });
+        streams.push((opened.await.expect("stream"), rt));
     }
     let (t, rounds) = (Instant::now(), w.rounds(interval));
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()
-        .map(|(c, (mut stream, rt))| {
+        .map(|(c, ((mut tx, mut replies), rt))| {
             let calls = calls.clone();
             rt.spawn(async move {
                 let start = tokio::time::Instant::now() + interval.mul_f64(c as f64 / n as f64);
                 let (sent_tx, mut sent) = tokio::sync::mpsc::unbounded_channel();
-                let tx = stream.sender();
                 let sending = async {
                     for r in 0..rounds {
                         tokio::time::sleep_until(start + interval * r as u32).await;
                         let _ = sent_tx.send(Instant::now());
-                        tx.send(calls.request(c)).await.expect("sent");
+                        C::send(&mut tx, &calls, c).await;
                     }
                 };
                 let reading = async {
                     let mut done = Vec::with_capacity(rounds);
                     for _ in 0..rounds {
-                        let reply = stream.reply().await.expect("served").expect("a reply");
-                        calls.check(c, reply);
+                        calls.check(c, C::reply(&mut replies).await);
                         let at = sent.recv().await.expect("sent before its reply");
                         done.push(Done::since(t, at));
                     }
@@ -398,8 +403,10 @@ fn ecdsa_checked(v: VerifyReply) -> u64 {
 /// Requests of one operation over a stream per client: how a client opens its stream, client
 /// `c`'s request, and the check of a reply (giving the batch it was served in).
 trait Streamed: Clone + Send + Sync + 'static {
-    type Q: Send + 'static;
-    type R: Send + 'static;
+    type Q: prost::Message + Send + 'static;
+    type R: prost::Message + Default + Send + 'static;
+    /// The gRPC method's path, for clients that speak HTTP/2 themselves ([`h2load`]).
+    const METHOD: &'static str;
     fn open(c: Client) -> impl std::future::Future<Output = Stream<Self::Q, Self::R>> + Send;
     fn request(&self, c: usize) -> Self::Q;
     fn check(&self, c: usize, r: Self::R) -> u64;
@@ -412,6 +419,7 @@ struct EcdsaStreams(Arc<Vec<VerifyEcdsaRequest>>);
 impl Streamed for EcdsaStreams {
     type Q = VerifyEcdsaRequest;
     type R = VerifyReply;
+    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/VerifyEcdsaStream";
     async fn open(mut c: Client) -> Stream<VerifyEcdsaRequest, VerifyReply> {
         c.verify_ecdsa_stream().await.expect("stream opens")
     }
@@ -433,6 +441,7 @@ struct Sha256dStreams {
 impl Streamed for Sha256dStreams {
     type Q = HashRequest;
     type R = HashReply;
+    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/HashStream";
     async fn open(mut c: Client) -> Stream<HashRequest, HashReply> {
         c.hash_stream().await.expect("stream opens")
     }
@@ -452,6 +461,7 @@ struct Echoes(Sha256dStreams);
 impl Streamed for Echoes {
     type Q = EchoRequest;
     type R = EchoReply;
+    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/Echo";
     async fn open(mut c: Client) -> Stream<EchoRequest, EchoReply> {
         c.echo_stream().await.expect("stream opens")
     }
@@ -481,6 +491,7 @@ struct SharedSha256d {
 impl Streamed for SharedSha256d {
     type Q = HashRequest;
     type R = HashReply;
+    const METHOD: &'static str = Sha256dStreams::METHOD;
     async fn open(c: Client) -> Stream<HashRequest, HashReply> {
         Sha256dStreams::open(c).await
     }
@@ -530,29 +541,83 @@ fn sha256d_call(
     }
 }
 
+/// A client's connection as a stream per client uses it: the library's client (gRPC through
+/// tonic) or the lean one ([`h2load`]). A stream is a sending half and its replies, read in order.
+trait Duplex<S: Streamed>: Clone + Send + 'static {
+    type Sender: Send + 'static;
+    type Replies: Send + 'static;
+    /// Opens client `c`'s stream of `calls`' method.
+    fn open(
+        self,
+        calls: &S,
+        c: usize,
+    ) -> impl std::future::Future<Output = (Self::Sender, Self::Replies)> + Send;
+    /// Sends client `c`'s request.
+    fn send(
+        tx: &mut Self::Sender,
+        calls: &S,
+        c: usize,
+    ) -> impl std::future::Future<Output = ()> + Send;
+    /// The next reply.
+    fn reply(rx: &mut Self::Replies) -> impl std::future::Future<Output = S::R> + Send;
+}
+
+impl<S: Streamed> Duplex<S> for Client {
+    type Sender = batchcrypt_serve::client::StreamSender<S::Q>;
+    type Replies = Stream<S::Q, S::R>;
+    async fn open(self, _: &S, _: usize) -> (Self::Sender, Self::Replies) {
+        let stream = S::open(self).await;
+        (stream.sender(), stream)
+    }
+    async fn send(tx: &mut Self::Sender, calls: &S, c: usize) {
+        tx.send(calls.request(c)).await.expect("sent")
+    }
+    async fn reply(rx: &mut Self::Replies) -> S::R {
+        rx.reply().await.expect("served").expect("a reply")
+    }
+}
+
+/// The lean client's request is encoded once, when its stream opens, and sent as the same bytes.
+impl<S: Streamed> Duplex<S> for H2Conn {
+    type Sender = (h2load::H2Sender, bytes::Bytes);
+    type Replies = h2load::H2Replies;
+    async fn open(self, calls: &S, c: usize) -> (Self::Sender, Self::Replies) {
+        let stream = H2Conn::open(&self, S::METHOD).await.expect("stream opens");
+        let request = h2load::framed(&calls.request(c));
+        ((stream.send, request), stream.replies)
+    }
+    async fn send(tx: &mut Self::Sender, _: &S, _: usize) {
+        tx.0.send(tx.1.clone()).expect("sent")
+    }
+    async fn reply(rx: &mut Self::Replies) -> S::R {
+        prost::Message::decode(rx.next().await.expect("served")).expect("a reply")
+    }
+}
+
 /// A closed loop's call over one stream of requests per client: client `c`'s stream is opened
 /// on its first request and kept, and each request is one message on it; the call checks the
 /// reply and gives the batch it was served in.
-fn stream_call<S: Streamed>(
+fn stream_call<S: Streamed, C: Duplex<S>>(
     clients: usize,
     calls: S,
-) -> impl Fn(Client, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
+) -> impl Fn(C, usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>
        + Clone
        + Send
        + Sync
        + 'static {
-    type Slot<Q, R> = tokio::sync::Mutex<Option<Stream<Q, R>>>;
-    let slots: Arc<Vec<Slot<S::Q, S::R>>> =
+    type Slot<T, U> = tokio::sync::Mutex<Option<(T, U)>>;
+    let slots: Arc<Vec<Slot<C::Sender, C::Replies>>> =
         Arc::new((0..clients).map(|_| Slot::default()).collect());
-    move |client: Client, c: usize| {
+    move |client: C, c: usize| {
         let (slots, calls) = (slots.clone(), calls.clone());
         Box::pin(async move {
             let mut slot = slots[c].lock().await;
             if slot.is_none() {
-                *slot = Some(S::open(client).await);
+                *slot = Some(client.open(&calls, c).await);
             }
-            let stream = slot.as_mut().expect("opened");
-            calls.check(c, stream.call(calls.request(c)).await.expect("served"))
+            let (tx, replies) = slot.as_mut().expect("opened");
+            C::send(tx, &calls, c).await;
+            calls.check(c, C::reply(replies).await)
         })
     }
 }
@@ -725,6 +790,18 @@ async fn batched(
     )
     .await?;
     let shared_frames = share_per_thread(&frames, client_shards.len());
+    // And a lean gRPC client's connection each over TCP ([`h2load`]), or one per client thread:
+    // the same server, its clients' own CPU cut.
+    let server_addr = server.addr;
+    let lean = connect_each(clients, client_shards, move || H2Conn::tcp(server_addr)).await?;
+    let shared_lean = share_per_thread(&lean, client_shards.len());
+    let lean_over = [
+        ("TCP, a lean gRPC client, a stream per client", &lean),
+        (
+            "TCP, a lean gRPC client, a stream per client, a connection per client thread",
+            &shared_lean,
+        ),
+    ];
     let framed_over = [
         ("frames, a connection per client", &frames),
         ("frames, a connection per client thread", &shared_frames),
@@ -751,6 +828,8 @@ async fn batched(
     let paces = Paces {
         tcp: &tcp,
         shared_tcp: &shared_tcp,
+        lean: &lean,
+        shared_lean: &shared_lean,
         frames: &frames,
         loads: Paces::loads(),
     };
@@ -830,7 +909,7 @@ async fn batched(
             .await;
         // The same requests over one stream per client: a message each way per request.
         let ecdsa = EcdsaStreams(requests.clone());
-        let over = (&streamed_over[..], &framed_over[..]);
+        let over = (&streamed_over[..], &lean_over[..], &framed_over[..]);
         closed
             .run_over(rep, &case, &base, over, "", 0, ecdsa, "verify_ecdsa")
             .await;
@@ -893,7 +972,7 @@ async fn batched(
             all,
             per: closed.per_request,
         };
-        let over = (&streamed_over[..], &framed_over[..]);
+        let over = (&streamed_over[..], &lean_over[..], &framed_over[..]);
         let cycles = closed
             .run_over(rep, &case, &base, over, "", 64, streams.clone(), "hash")
             .await;
@@ -929,9 +1008,11 @@ async fn batched(
             regions: Arc::new(regions),
             expected: bytes::Bytes::from(expected.into_iter().flatten().collect::<Vec<u8>>()),
         };
-        let suffix = ", bytes in shared memory";
+        // Not from the lean client, which sends the bytes it encoded once: here each request
+        // writes its messages first.
+        let (suffix, without_lean) = (", bytes in shared memory", (over.0, &[][..], over.2));
         closed
-            .run_over(rep, &case, &base, over, suffix, 64, shared, "hash")
+            .run_over(rep, &case, &base, without_lean, suffix, 64, shared, "hash")
             .await;
         // The same bytes echoed, nothing batched or hashed: the most these clients, links and
         // threads carry, against which the served rates above are what the work adds.
@@ -941,6 +1022,7 @@ async fn batched(
             .await;
     }
     drop((tcp, unix, shared_tcp, shared_unix, frames, shared_frames));
+    drop((lean, shared_lean));
     server.shutdown().await.map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_dir_all(&data);
     Ok(())
@@ -949,11 +1031,13 @@ async fn batched(
 /// Open loops at loads given as fractions of the library's rate (`BATCHCRYPT_BENCH_LOADS`,
 /// comma-separated; 0.7, 0.8 and 0.9 by default), each over a gRPC stream per client and over a
 /// frames connection per client, and over gRPC streams sharing a connection per client thread (as
-/// a process's callers share its channel): whether the latency goal holds at the goal's
-/// throughput and how far above it.
+/// a process's callers share its channel), each from the library's client and from the lean one:
+/// whether the latency goal holds at the goal's throughput and how far above it.
 struct Paces<'a> {
     tcp: &'a [Conn],
     shared_tcp: &'a [Conn],
+    lean: &'a [Conn<H2Conn>],
+    shared_lean: &'a [Conn<H2Conn>],
     frames: &'a [Conn<FramesClient>],
     loads: Vec<f64>,
 }
@@ -999,6 +1083,22 @@ impl Paces<'_> {
             ];
             for (sharing, conns) in streamed {
                 let label = format!("served over TCP, a stream per client,{sharing} {at}");
+                if chosen(&label) {
+                    let paced =
+                        open_loop_streams(conns.to_vec(), closed.window, interval, calls.clone());
+                    closed
+                        .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                        .await;
+                }
+            }
+            let lean = [
+                ("", self.lean),
+                (" a connection per client thread,", self.shared_lean),
+            ];
+            for (sharing, conns) in lean {
+                let label = format!(
+                    "served over TCP, a lean gRPC client, a stream per client,{sharing} {at}"
+                );
                 if chosen(&label) {
                     let paced =
                         open_loop_streams(conns.to_vec(), closed.window, interval, calls.clone());
@@ -1179,10 +1279,11 @@ impl Closed {
     }
 }
 
-/// The transports a closed loop runs over: gRPC streams, then frames, each named and with its
-/// clients' connections.
+/// The transports a closed loop runs over: gRPC streams from the library's client, then from the
+/// lean one, then frames, each named and with its clients' connections.
 type Over<'a> = (
     &'a [(&'a str, &'a Vec<Conn>)],
+    &'a [(&'a str, &'a Vec<Conn<H2Conn>>)],
     &'a [(&'a str, &'a Vec<Conn<FramesClient>>)],
 );
 
@@ -1215,6 +1316,14 @@ impl Closed {
             );
         }
         for (transport, conns) in over.1 {
+            let call = stream_call(self.clients, calls.clone());
+            let t = format!("{transport}{suffix}");
+            secs.push(
+                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
+                    .await,
+            );
+        }
+        for (transport, conns) in over.2 {
             let call = framed_call(calls.clone());
             let t = format!("{transport}{suffix}");
             secs.push(

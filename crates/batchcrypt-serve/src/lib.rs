@@ -93,9 +93,13 @@ pub use frames::FramesClient;
 pub use io::raise_open_files;
 pub use server::{start, Running, ServerConfig};
 
-// HTTP/2 flow control and framing, the same on both ends. h2's defaults (64 KiB windows, 16 KiB
-// frames) cut a request of a few hundred items into several frames and answer most requests with
-// window updates: more system calls per call than the call's own frames.
-const H2_CONNECTION_WINDOW: u32 = 16 << 20;
-const H2_STREAM_WINDOW: u32 = 4 << 20;
-const H2_MAX_FRAME: u32 = 1 << 20;
+// HTTP/2 flow control and framing, the same on both ends (and public for clients that speak HTTP/2
+// themselves). h2's defaults (64 KiB windows, 16 KiB frames) cut a request of a few hundred items
+// into several frames and answer most requests with window updates: more system calls per call
+// than the call's own frames.
+/// The HTTP/2 connection's flow-control window the service and its client advertise.
+pub const H2_CONNECTION_WINDOW: u32 = 16 << 20;
+/// The HTTP/2 stream's flow-control window the service and its client advertise.
+pub const H2_STREAM_WINDOW: u32 = 4 << 20;
+/// The largest HTTP/2 frame the service and its client accept.
+pub const H2_MAX_FRAME: u32 = 1 << 20;
