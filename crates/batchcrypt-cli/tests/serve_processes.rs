@@ -566,7 +566,7 @@ async fn served_commands_give_what_the_local_ones_give() {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
                 .filter(|l| {
-                    ["block ", "size ", "unchecked ", "verdict "]
+                    ["block ", "rules ", "size ", "unchecked ", "verdict "]
                         .iter()
                         .any(|k| l.starts_with(k))
                 })

@@ -1135,6 +1135,9 @@ impl Service {
             };
             let report = batchcrypt::bitcoin::block::verify_block(&engine, &block, &spent, &ctx)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let us = |d: std::time::Duration| d.as_micros() as u64;
+            let backend = |b: Option<batchcrypt::Backend>| b.map(|b| b.to_string());
+            let scripts = report.scripts.as_ref();
             Ok(VerifyBlockReply {
                 valid: report.verdict.is_ok(),
                 reason: report
@@ -1150,6 +1153,18 @@ impl Service {
                 weight: report.weight,
                 sigop_cost: report.sigop_cost,
                 fees: report.fees,
+                rules: report.flags.names(),
+                structure_us: us(report.structure_time),
+                inputs_us: us(report.inputs_time),
+                scripts_us: us(report.scripts_time),
+                ecdsa_checks: scripts.map_or(0, |s| s.ecdsa_checks as u64),
+                ecdsa_backend: scripts
+                    .and_then(|s| backend(s.ecdsa_backend))
+                    .unwrap_or_default(),
+                schnorr_checks: scripts.map_or(0, |s| s.schnorr_checks as u64),
+                schnorr_backend: scripts
+                    .and_then(|s| backend(s.schnorr_backend))
+                    .unwrap_or_default(),
             })
         })
         .await

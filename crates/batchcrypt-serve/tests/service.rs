@@ -1611,6 +1611,11 @@ async fn a_bitcoin_block_and_its_transactions() {
     assert!(r.valid, "{}", r.reason);
     assert_eq!(r.height, 928816);
     assert_eq!((r.transactions, r.inputs), (block.txs.len() as u64, 8693));
+    // The rules at its height and the signatures the scripts asked for, with their backends.
+    assert!(r.rules.split(',').any(|f| f == "TAPROOT"), "{}", r.rules);
+    assert!(r.ecdsa_checks + r.schnorr_checks > 0);
+    assert!(!r.ecdsa_backend.is_empty() || !r.schnorr_backend.is_empty());
+    assert!(r.scripts_us > 0);
     // The .undo format has no creation heights: the reply says what that left unchecked.
     assert_eq!(r.unchecked.len(), 1, "{:?}", r.unchecked);
     assert!(

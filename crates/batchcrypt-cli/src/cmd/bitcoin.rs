@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 // The variants name the subcommands (`verify-block`, ...).
 #[allow(clippy::enum_variant_names)]
@@ -129,32 +129,54 @@ pub(crate) fn read_block_file(path: &PathBuf) -> Result<Vec<u8>> {
 }
 
 fn backend_line(s: &ScriptReport) -> String {
-    let b = |x: Option<batchcrypt::Backend>| x.map_or("-".to_string(), |b| b.to_string());
+    let b = |x: Option<batchcrypt::Backend>| x.map_or(String::new(), |b| b.to_string());
     format!(
-        "ECDSA {} on {}, BIP340 {} on {}; {} rounds ({} inputs ran again), {} checks on the CPU after them",
-        s.ecdsa_checks,
-        b(s.ecdsa_backend),
-        s.schnorr_checks,
-        b(s.schnorr_backend),
+        "{}; {} rounds ({} inputs ran again), {} checks on the CPU after them",
+        signature_counts(
+            s.ecdsa_checks as u64,
+            &b(s.ecdsa_backend),
+            s.schnorr_checks as u64,
+            &b(s.schnorr_backend)
+        ),
         s.rounds,
         s.replayed_inputs,
         s.replay_cpu_checks
     )
 }
 
-fn print_block_report(r: &BlockReport, total: std::time::Duration) {
+/// The signature checks of a block and the backends that ran them ("" where none ran), as the
+/// local and the served reports print them.
+pub(crate) fn signature_counts(ecdsa: u64, on: &str, schnorr: u64, schnorr_on: &str) -> String {
+    let b = |x: &str| if x.is_empty() { "-" } else { x }.to_string();
+    format!(
+        "ECDSA {ecdsa} on {}, BIP340 {schnorr} on {}",
+        b(on),
+        b(schnorr_on)
+    )
+}
+
+/// A block's stages, as the local and the served reports print them.
+pub(crate) fn stages_line(structure: Duration, inputs: Duration, scripts: Duration) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "stages     structure {:.2} ms (CPU), inputs {:.2} ms (CPU), scripts {:.2} ms",
+        ms(structure),
+        ms(inputs),
+        ms(scripts)
+    )
+}
+
+fn print_block_report(r: &BlockReport, total: Duration) {
     println!("block      {} (height {})", r.hash, r.height);
     println!("rules      {}", r.flags.names());
     println!(
         "size       {} txs, {} inputs, weight {}, sigop cost {}, fees {} sat",
         r.txs, r.inputs, r.weight, r.sigop_cost, r.fees
     );
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "stages     structure {:.2} ms (CPU), inputs {:.2} ms (CPU), scripts {:.2} ms",
-        ms(r.structure_time),
-        ms(r.inputs_time),
-        ms(r.scripts_time)
+        "{}",
+        stages_line(r.structure_time, r.inputs_time, r.scripts_time)
     );
     if let Some(s) = &r.scripts {
         println!(

@@ -514,9 +514,25 @@ pub fn run(a: &Args) -> Result<()> {
                 };
                 let r = c.verify_block(request).await?;
                 println!("block      {} (height {})", r.hash, r.height);
+                println!("rules      {}", r.rules);
                 println!(
                     "size       {} txs, {} inputs, weight {}, sigop cost {}, fees {} sat",
                     r.transactions, r.inputs, r.weight, r.sigop_cost, r.fees
+                );
+                let us = std::time::Duration::from_micros;
+                use crate::cmd::bitcoin::{signature_counts, stages_line};
+                println!(
+                    "{} (in the server)",
+                    stages_line(us(r.structure_us), us(r.inputs_us), us(r.scripts_us))
+                );
+                println!(
+                    "signatures {}",
+                    signature_counts(
+                        r.ecdsa_checks,
+                        &r.ecdsa_backend,
+                        r.schnorr_checks,
+                        &r.schnorr_backend
+                    )
                 );
                 for u in &r.unchecked {
                     println!("unchecked  {u}");
