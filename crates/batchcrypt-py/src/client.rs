@@ -659,8 +659,10 @@ impl Client {
     /// Validates a Bitcoin block on the server, as `Engine.verify_block` does here (the same
     /// arguments; the spent outputs are read here and sent with the block). Returns a dict:
     /// `valid`, `reason` (Core's reject reason) or None, `hash`, `height`, `txs`, `inputs`,
-    /// `weight`, `sigop_cost`, `fees` and `unchecked` (the rules the data given could not
-    /// decide).
+    /// `weight`, `sigop_cost`, `fees`, `unchecked` (the rules the data given could not decide),
+    /// `flags` (the script rules in force), `ecdsa_checks`, `schnorr_checks`, `ecdsa_backend`,
+    /// `schnorr_backend` (None where none ran) and the server's `structure_time`, `inputs_time`
+    /// and `scripts_time` (seconds), as `Engine.verify_block` names them.
     #[pyo3(signature = (block, spent, *, spent_format = None, height = None, network = "main", check_pow = true, median_time_past = None))]
     #[allow(clippy::too_many_arguments)]
     fn verify_block<'py>(
@@ -701,6 +703,16 @@ impl Client {
         d.set_item("sigop_cost", r.sigop_cost)?;
         d.set_item("fees", r.fees)?;
         d.set_item("unchecked", &r.unchecked)?;
+        d.set_item("flags", &r.rules)?;
+        let backend = |b: &str| (!b.is_empty()).then(|| b.to_string());
+        d.set_item("ecdsa_checks", r.ecdsa_checks)?;
+        d.set_item("schnorr_checks", r.schnorr_checks)?;
+        d.set_item("ecdsa_backend", backend(&r.ecdsa_backend))?;
+        d.set_item("schnorr_backend", backend(&r.schnorr_backend))?;
+        let secs = |us: u64| us as f64 / 1e6;
+        d.set_item("structure_time", secs(r.structure_us))?;
+        d.set_item("inputs_time", secs(r.inputs_us))?;
+        d.set_item("scripts_time", secs(r.scripts_us))?;
         Ok(d)
     }
 

@@ -267,8 +267,11 @@ def test_bitcoin_blocks_and_transactions_on_the_server(server):
         local = e.verify_block(read(raw), block_file(spent), network=network)
         served = server.verify_block(read(raw), block_file(spent), network=network)
         assert served["valid"] and local["valid"], served
-        for key in ("reason", "hash", "height", "txs", "inputs", "weight", "sigop_cost", "fees", "unchecked"):
+        for key in ("reason", "hash", "height", "txs", "inputs", "weight", "sigop_cost", "fees", "unchecked",
+                    "flags", "ecdsa_checks", "schnorr_checks"):
             assert served[key] == local[key], key
+        assert served["ecdsa_backend"] or served["schnorr_backend"], served
+        assert served["scripts_time"] > 0, served
     # A median time past the block's own time does not pass: time-too-old, on both.
     raw = read("testnet3-1087400.raw")
     time_ = int.from_bytes(raw[68:72], "little")

@@ -59,6 +59,14 @@ class ServedBlockResult(TypedDict):
     sigop_cost: int
     fees: int
     unchecked: List[str]
+    flags: str
+    ecdsa_checks: int
+    schnorr_checks: int
+    ecdsa_backend: Optional[str]
+    schnorr_backend: Optional[str]
+    structure_time: float
+    inputs_time: float
+    scripts_time: float
 
 class TxResult(TypedDict):
     """One transaction's verdict from Engine.verify_transactions."""
