@@ -1077,42 +1077,63 @@ impl Paces<'_> {
         for &load in &self.loads {
             let interval = Duration::from_secs_f64(round / load);
             let at = format!("open loop at {load}x the library's rate");
-            let streamed = [
-                ("", self.tcp),
-                (" a connection per client thread,", self.shared_tcp),
-            ];
-            for (sharing, conns) in streamed {
-                let label = format!("served over TCP, a stream per client,{sharing} {at}");
-                if chosen(&label) {
-                    let paced =
-                        open_loop_streams(conns.to_vec(), closed.window, interval, calls.clone());
-                    closed
-                        .paced(rep, case, base, &label, bytes_per_item, op, paced)
-                        .await;
-                }
-            }
-            let lean = [
-                ("", self.lean),
-                (" a connection per client thread,", self.shared_lean),
-            ];
-            for (sharing, conns) in lean {
-                let label = format!(
-                    "served over TCP, a lean gRPC client, a stream per client,{sharing} {at}"
-                );
-                if chosen(&label) {
-                    let paced =
-                        open_loop_streams(conns.to_vec(), closed.window, interval, calls.clone());
-                    closed
-                        .paced(rep, case, base, &label, bytes_per_item, op, paced)
-                        .await;
-                }
-            }
+            let paced = AtLoad {
+                closed,
+                interval,
+                at: &at,
+                bytes_per_item,
+                op,
+            };
+            let library = [self.tcp, self.shared_tcp];
+            paced.streams(rep, case, base, "", library, &calls).await;
+            let lean = [self.lean, self.shared_lean];
+            paced
+                .streams(rep, case, base, " a lean gRPC client,", lean, &calls)
+                .await;
             let label = format!("served over frames, a connection per client, {at}");
             if chosen(&label) {
                 let call = framed_call(calls.clone());
                 let paced = open_loop(self.frames.to_vec(), closed.window, interval, call);
                 closed
                     .paced(rep, case, base, &label, bytes_per_item, op, paced)
+                    .await;
+            }
+        }
+    }
+}
+
+/// One load's open loops: their window, the clients' interval, the load's words in the labels,
+/// what the report counts and the server's operation.
+struct AtLoad<'a> {
+    closed: Closed,
+    interval: Duration,
+    at: &'a str,
+    bytes_per_item: u64,
+    op: &'a str,
+}
+
+impl AtLoad<'_> {
+    /// Over gRPC streams from one client (`client`, the words naming it in the labels), with a
+    /// connection per client and one per client thread.
+    async fn streams<S: Streamed, C: Duplex<S>>(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        client: &str,
+        [per_client, per_thread]: [&[Conn<C>]; 2],
+        calls: &S,
+    ) {
+        let (at, window) = (self.at, self.closed.window);
+        for (sharing, conns) in [
+            ("", per_client),
+            (" a connection per client thread,", per_thread),
+        ] {
+            let label = format!("served over TCP,{client} a stream per client,{sharing} {at}");
+            if chosen(&label) {
+                let paced = open_loop_streams(conns.to_vec(), window, self.interval, calls.clone());
+                (self.closed)
+                    .paced(rep, case, base, &label, self.bytes_per_item, self.op, paced)
                     .await;
             }
         }
@@ -1306,28 +1327,48 @@ impl Closed {
         S: Streamed,
         S::Q: Framed<Reply = S::R>,
     {
+        let (clients, b) = (self.clients, bytes_per_item);
+        let streamed = || stream_call(clients, calls.clone());
+        let mut secs = self
+            .run_each(rep, case, base, over.0, suffix, b, streamed, op)
+            .await;
+        let streamed = || stream_call(clients, calls.clone());
+        secs.extend(
+            self.run_each(rep, case, base, over.1, suffix, b, streamed, op)
+                .await,
+        );
+        let framed = || framed_call(calls.clone());
+        secs.extend(
+            self.run_each(rep, case, base, over.2, suffix, b, framed, op)
+                .await,
+        );
+        secs
+    }
+
+    /// [`Closed::run`] over each transport of `list`, with a call `call` makes for each.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_each<C, F, Fut>(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        list: &[(&str, &Vec<Conn<C>>)],
+        suffix: &str,
+        bytes_per_item: u64,
+        call: impl Fn() -> F,
+        op: &str,
+    ) -> Vec<f64>
+    where
+        C: Clone + Send + 'static,
+        F: Fn(C, usize) -> Fut + Clone + Send + 'static,
+        Fut: std::future::Future<Output = u64> + Send,
+    {
         let mut secs = Vec::new();
-        for (transport, conns) in over.0 {
-            let call = stream_call(self.clients, calls.clone());
+        for (transport, conns) in list {
             let t = format!("{transport}{suffix}");
+            let c = call();
             secs.push(
-                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
-                    .await,
-            );
-        }
-        for (transport, conns) in over.1 {
-            let call = stream_call(self.clients, calls.clone());
-            let t = format!("{transport}{suffix}");
-            secs.push(
-                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
-                    .await,
-            );
-        }
-        for (transport, conns) in over.2 {
-            let call = framed_call(calls.clone());
-            let t = format!("{transport}{suffix}");
-            secs.push(
-                self.run(rep, case, base, &t, conns, bytes_per_item, call, op)
+                self.run(rep, case, base, &t, conns, bytes_per_item, c, op)
                     .await,
             );
         }
