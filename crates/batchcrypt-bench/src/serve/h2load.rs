@@ -21,7 +21,9 @@ impl H2Conn {
             .await
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
         io.set_nodelay(true).map_err(|e| e.to_string())?;
-        H2Conn::handshake(io).await
+        // Replies read through a buffer, as the library's client reads them: HTTP/2's reader
+        // asks for 8 KiB at a time, a system call each.
+        H2Conn::handshake(tokio::io::BufReader::with_capacity(32 << 10, io)).await
     }
 
     async fn handshake<T>(io: T) -> Result<H2Conn, String>
