@@ -405,7 +405,7 @@ fn ecdsa_checked(v: VerifyReply) -> u64 {
 trait Streamed: Clone + Send + Sync + 'static {
     type Q: prost::Message + Send + 'static;
     type R: prost::Message + Default + Send + 'static;
-    /// The gRPC method's path, for clients that speak HTTP/2 themselves ([`h2load`]).
+    /// The service's gRPC method, for clients that speak HTTP/2 themselves ([`h2load`]).
     const METHOD: &'static str;
     fn open(c: Client) -> impl std::future::Future<Output = Stream<Self::Q, Self::R>> + Send;
     fn request(&self, c: usize) -> Self::Q;
@@ -419,7 +419,7 @@ struct EcdsaStreams(Arc<Vec<VerifyEcdsaRequest>>);
 impl Streamed for EcdsaStreams {
     type Q = VerifyEcdsaRequest;
     type R = VerifyReply;
-    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/VerifyEcdsaStream";
+    const METHOD: &'static str = "VerifyEcdsaStream";
     async fn open(mut c: Client) -> Stream<VerifyEcdsaRequest, VerifyReply> {
         c.verify_ecdsa_stream().await.expect("stream opens")
     }
@@ -441,7 +441,7 @@ struct Sha256dStreams {
 impl Streamed for Sha256dStreams {
     type Q = HashRequest;
     type R = HashReply;
-    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/HashStream";
+    const METHOD: &'static str = "HashStream";
     async fn open(mut c: Client) -> Stream<HashRequest, HashReply> {
         c.hash_stream().await.expect("stream opens")
     }
@@ -461,7 +461,7 @@ struct Echoes(Sha256dStreams);
 impl Streamed for Echoes {
     type Q = EchoRequest;
     type R = EchoReply;
-    const METHOD: &'static str = "/batchcrypt.v1.BatchCrypt/Echo";
+    const METHOD: &'static str = "Echo";
     async fn open(mut c: Client) -> Stream<EchoRequest, EchoReply> {
         c.echo_stream().await.expect("stream opens")
     }

@@ -4,13 +4,13 @@
 /// time (its frame buffer's size), so a message of 16 KiB took two reads and a third that found
 /// nothing: three system calls where one read into a larger buffer takes it all, and, being
 /// short, tells the reactor to wait for more instead of trying again. Both ends read through it.
-pub(crate) struct ReadBuffered<S>(tokio::io::BufReader<S>);
+pub struct ReadBuffered<S>(tokio::io::BufReader<S>);
 
 impl<S: tokio::io::AsyncRead> ReadBuffered<S> {
     /// Bytes read at once: a message of a few hundred items with room to spare.
     const BUFFER: usize = 32 << 10;
 
-    pub(crate) fn new(s: S) -> Self {
+    pub fn new(s: S) -> Self {
         ReadBuffered(tokio::io::BufReader::with_capacity(Self::BUFFER, s))
     }
 }

@@ -90,7 +90,7 @@ pub mod proto {
 
 pub use client::Client;
 pub use frames::FramesClient;
-pub use io::raise_open_files;
+pub use io::{raise_open_files, ReadBuffered};
 pub use server::{start, Running, ServerConfig};
 
 // HTTP/2 flow control and framing, the same on both ends (and public for clients that speak HTTP/2

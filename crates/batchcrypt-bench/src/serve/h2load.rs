@@ -21,20 +21,12 @@ impl H2Conn {
             .await
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
         io.set_nodelay(true).map_err(|e| e.to_string())?;
-        // Replies read through a buffer, as the library's client reads them: HTTP/2's reader
-        // asks for 8 KiB at a time, a system call each.
-        H2Conn::handshake(tokio::io::BufReader::with_capacity(32 << 10, io)).await
-    }
-
-    async fn handshake<T>(io: T) -> Result<H2Conn, String>
-    where
-        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
+        // Replies read through the buffer the library's client reads them through.
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(batchcrypt_serve::H2_STREAM_WINDOW)
             .initial_connection_window_size(batchcrypt_serve::H2_CONNECTION_WINDOW)
             .max_frame_size(batchcrypt_serve::H2_MAX_FRAME)
-            .handshake(io)
+            .handshake(batchcrypt_serve::ReadBuffered::new(io))
             .await
             .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
         // The connection's frames are read and written by a task of its own, on the thread that
@@ -45,8 +37,10 @@ impl H2Conn {
         Ok(H2Conn { send })
     }
 
-    /// Opens a stream of the gRPC method `path` (`/batchcrypt.v1.BatchCrypt/HashStream`).
-    pub async fn open(&self, path: &str) -> Result<H2Stream, String> {
+    /// Opens a stream of the service's gRPC method `method` (`HashStream`).
+    pub async fn open(&self, method: &str) -> Result<H2Stream, String> {
+        use batchcrypt_serve::proto::batch_crypt_server::SERVICE_NAME;
+        let path = format!("/{SERVICE_NAME}/{method}");
         let request = http::Request::builder()
             .method(http::Method::POST)
             .uri(format!("http://127.0.0.1{path}"))
@@ -125,11 +119,9 @@ impl H2Replies {
                 // The server ended the stream: its trailers carry the status.
                 None => {
                     let trailers = recv.trailers().await.ok().flatten();
-                    let status = trailers
-                        .as_ref()
-                        .and_then(|t| t.get("grpc-message"))
-                        .map_or("no status".into(), |v| percent_decoded(v.as_bytes()));
-                    return Err(format!("the stream ended: {status}"));
+                    let status = trailers.as_ref().and_then(tonic::Status::from_header_map);
+                    let why = status.map_or("no status".into(), |s| s.message().to_string());
+                    return Err(format!("the stream ended: {why}"));
                 }
             };
             let _ = recv.flow_control().release_capacity(chunk.len());
@@ -142,28 +134,6 @@ impl H2Replies {
             self.buf.extend_from_slice(&chunk);
         }
     }
-}
-
-/// A `grpc-message` as sent: percent-encoded UTF-8.
-fn percent_decoded(v: &[u8]) -> String {
-    let mut out = Vec::with_capacity(v.len());
-    let mut i = 0;
-    while i < v.len() {
-        let hex = v
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (v[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The message `chunk` is when it is exactly one uncompressed message, without a copy.
@@ -232,10 +202,7 @@ mod tests {
                     .await
                     .unwrap();
                 let conn = H2Conn::tcp(server.addr).await.unwrap();
-                let mut stream = conn
-                    .open("/batchcrypt.v1.BatchCrypt/HashStream")
-                    .await
-                    .unwrap();
+                let mut stream = conn.open("HashStream").await.unwrap();
                 let messages: Vec<u8> = (0..64 * 40).map(|i| (i * 13 % 251) as u8).collect();
                 let m = Messages::fixed(&messages, 64).unwrap();
                 let expected: Vec<u8> = engine
