@@ -51,7 +51,13 @@ pub fn label(name: &str, choice: batchcrypt::BackendChoice, ran: batchcrypt::Bac
 }
 
 /// Median wall time of `reps` runs after one warm-up.
-pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+pub fn time(reps: usize, f: impl FnMut()) -> f64 {
+    let v = times(reps, f);
+    v[v.len() / 2]
+}
+
+/// The wall times of `reps` runs of `f` (at least one) after a warm-up, shortest first.
+pub fn times(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
     f();
     let mut v: Vec<f64> = (0..reps.max(1))
         .map(|_| {
@@ -61,7 +67,7 @@ pub fn time(reps: usize, mut f: impl FnMut()) -> f64 {
         })
         .collect();
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v
 }
 
 /// Median wall times of several functions timed in turns: one warm-up each, then `reps` rounds

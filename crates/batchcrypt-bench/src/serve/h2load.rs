@@ -21,6 +21,21 @@ impl H2Conn {
             .await
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
         io.set_nodelay(true).map_err(|e| e.to_string())?;
+        H2Conn::over(io).await
+    }
+
+    /// Connects over the service's Unix socket (`batchcrypt serve --unix-socket`).
+    pub async fn unix(path: &std::path::Path) -> Result<H2Conn, String> {
+        let io = tokio::net::UnixStream::connect(path)
+            .await
+            .map_err(|e| format!("connecting to {}: {e}", path.display()))?;
+        H2Conn::over(io).await
+    }
+
+    async fn over<T>(io: T) -> Result<H2Conn, String>
+    where
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         // Replies read through the buffer the library's client reads them through.
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(batchcrypt_serve::H2_STREAM_WINDOW)
@@ -186,8 +201,9 @@ mod tests {
         }
     }
 
-    /// The lean client against a running server: the library's digests back on every call of a
-    /// stream, and a request the server refuses ends the stream with the server's status.
+    /// The lean client against a running server, over TCP and over the Unix socket: the
+    /// library's digests back on every call of a stream, and a request the server refuses ends
+    /// the stream with the server's status.
     #[test]
     fn the_lean_client_gets_the_library_digests_and_the_servers_refusal() {
         let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
@@ -195,44 +211,51 @@ mod tests {
         std::fs::create_dir_all(&data).unwrap();
         let mut config = batchcrypt_serve::ServerConfig::new(data.clone());
         config.listen = "127.0.0.1:0".parse().unwrap();
+        config.unix_socket = Some(data.join("serve.sock"));
+        let messages: Vec<u8> = (0..64 * 40).map(|i| (i * 13 % 251) as u8).collect();
+        let m = Messages::fixed(&messages, 64).unwrap();
+        let expected: Vec<u8> = engine
+            .sha256()
+            .hash(&m, Mode::Double)
+            .unwrap()
+            .value
+            .concat();
+        let framed_request = framed(&request(&messages, 64));
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(60), async {
                 let server = batchcrypt_serve::start(engine.clone(), config)
                     .await
                     .unwrap();
-                let conn = H2Conn::tcp(server.addr).await.unwrap();
-                let mut stream = conn.open("HashStream").await.unwrap();
-                let messages: Vec<u8> = (0..64 * 40).map(|i| (i * 13 % 251) as u8).collect();
-                let m = Messages::fixed(&messages, 64).unwrap();
-                let expected: Vec<u8> = engine
-                    .sha256()
-                    .hash(&m, Mode::Double)
-                    .unwrap()
-                    .value
-                    .concat();
-                let framed_request = framed(&request(&messages, 64));
-                // Two requests sent before either reply is read, then one more.
-                stream.send.send(framed_request.clone()).unwrap();
-                stream.send.send(framed_request.clone()).unwrap();
-                for _ in 0..2 {
+                let socket = server.unix_socket.clone().unwrap();
+                for conn in [
+                    H2Conn::tcp(server.addr).await.unwrap(),
+                    H2Conn::unix(&socket).await.unwrap(),
+                ] {
+                    let mut stream = conn.open("HashStream").await.unwrap();
+                    // Two requests sent before either reply is read, then one more.
+                    stream.send.send(framed_request.clone()).unwrap();
+                    stream.send.send(framed_request.clone()).unwrap();
+                    for _ in 0..2 {
+                        let reply = stream.replies.next().await.unwrap();
+                        let reply = HashReply::decode(reply).unwrap();
+                        assert_eq!(reply.packed_digests[..], expected[..]);
+                    }
+                    stream.send.send(framed_request.clone()).unwrap();
                     let reply = HashReply::decode(stream.replies.next().await.unwrap()).unwrap();
                     assert_eq!(reply.packed_digests[..], expected[..]);
+                    // Messages that do not fill their width: refused, and the stream ends with
+                    // why.
+                    stream
+                        .send
+                        .send(framed(&request(&messages[..100], 64)))
+                        .unwrap();
+                    let refused = stream.replies.next().await.unwrap_err();
+                    assert!(
+                        refused.ends_with("100 bytes are not a whole number of 64-byte items"),
+                        "{refused}"
+                    );
                 }
-                stream.send.send(framed_request).unwrap();
-                let reply = HashReply::decode(stream.replies.next().await.unwrap()).unwrap();
-                assert_eq!(reply.packed_digests[..], expected[..]);
-                // Messages that do not fill their width: refused, and the stream ends with why.
-                stream
-                    .send
-                    .send(framed(&request(&messages[..100], 64)))
-                    .unwrap();
-                let refused = stream.replies.next().await.unwrap_err();
-                assert!(
-                    refused.ends_with("100 bytes are not a whole number of 64-byte items"),
-                    "{refused}"
-                );
-                drop((stream, conn));
                 server.shutdown().await.unwrap();
             })
             .await
