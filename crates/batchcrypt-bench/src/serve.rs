@@ -6,12 +6,13 @@
 //! send the next, without pause, once over TCP (loopback) and once over the server's Unix socket,
 //! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
 //! also with the clients sharing a connection per client thread, and the same streams over TCP
-//! from a lean gRPC client (HTTP/2 through the `h2` crate, each request encoded once, as gRPC
-//! load generators send: [`h2load`]); and over the server's frames socket (the same messages
+//! and the Unix socket from a lean gRPC client (HTTP/2 through the `h2` crate, each request
+//! encoded once, as gRPC load generators send: [`h2load`]); and over the server's frames socket (the same messages
 //! without HTTP/2), a connection per client and one per client thread;
 //! then open loops, each client sending on schedule whatever the replies: ECDSA calls over TCP at
 //! half the rate just served, SHA256d over streams at half their served rate, and both
-//! operations over TCP streams (from both clients) and over frames at 0.7x, 0.8x and 0.9x of the
+//! operations over gRPC streams (the library's client over TCP, the lean one over TCP and the
+//! Unix socket) and over frames at 0.7x, 0.8x and 0.9x of the
 //! library's own rate (`BATCHCRYPT_BENCH_LOADS`); last, SHA256d's requests echoed over
 //! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
@@ -19,7 +20,8 @@
 //! with --quick, `BATCHCRYPT_BENCH_WINDOW_MS`, and at least ten times the library's batch) that
 //! opens once the clients' first requests have settled (100 ms, 20, at least two batches) and
 //! closes before any client stops, so all C clients are at work throughout it (each case also
-//! prints its whole loop's rate, the first requests' burst and the last replies included); the baseline is one library call on the C × 256 items of a round. Latency is
+//! prints its whole loop's rate, the first requests' burst and the last replies included); the baseline is one library call on the C × 256 items of a round, the median of
+//! [`BASELINE_REPS`] timings. Latency is
 //! each request's, send to reply. With C × 256 items always outstanding, Little's law makes a
 //! closed loop's mean latency that many items over the throughput. Open loops send on schedule
 //! until the same window has closed and count, as closed loops do, the requests answered in it
