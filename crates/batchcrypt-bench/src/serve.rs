@@ -75,16 +75,15 @@ const BASELINE_REPS: usize = 41;
 /// the spread of its rate printed.
 fn library_batch(items: usize, f: impl FnMut()) -> f64 {
     let v = times(BASELINE_REPS, f);
-    let rate = |s: f64| items as f64 / s / 1e6;
-    let (p10, p90) = (v[v.len() / 10], v[v.len() * 9 / 10]);
+    let rate = |p: f64| items as f64 / percentile(&v, p) / 1e6;
     println!(
         "  the library's batch over {} runs: median {:.2} M/s, 10th to 90th percentile {:.2}-{:.2}",
         v.len(),
-        rate(v[v.len() / 2]),
-        rate(p90),
-        rate(p10)
+        rate(0.5),
+        rate(0.9),
+        rate(0.1)
     );
-    v[v.len() / 2]
+    percentile(&v, 0.5)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
