@@ -75,13 +75,13 @@ macro_rules! kinds {
         }
 
         impl Reply {
-            fn encoded_len(&self) -> usize {
+            pub(crate) fn encoded_len(&self) -> usize {
                 match self {
                     $(Reply::$kind(r) => prost::Message::encoded_len(r)),*
                 }
             }
 
-            fn encode_raw(&self, out: &mut BytesMut) {
+            pub(crate) fn encode_raw(&self, out: &mut BytesMut) {
                 match self {
                     $(Reply::$kind(r) => prost::Message::encode_raw(r, out)),*
                 }
@@ -105,6 +105,25 @@ kinds! {
     Sm2HashToCurveMul = 5: Sm2HashToCurveMulRequest => PointsReply,
     Sm2MulCompressed = 6: Sm2MulCompressedRequest => PointsReply,
     Echo = 7: EchoRequest => EchoReply,
+}
+
+impl Reply {
+    /// The reply without its bulk (a hash reply's packed digests, an echo's payload) where that
+    /// holds at least `min` bytes, with the bulk's field number and the bulk: to send the bulk as
+    /// it is, after the rest.
+    pub(crate) fn take_bulk(self, min: usize) -> (Reply, u32, Option<Bytes>) {
+        match self {
+            Reply::Hash(mut r) if r.packed_digests.len() >= min => {
+                let bulk = std::mem::take(&mut r.packed_digests);
+                (Reply::Hash(r), 4, Some(bulk))
+            }
+            Reply::Echo(mut r) if r.payload.len() >= min => {
+                let bulk = std::mem::take(&mut r.payload);
+                (Reply::Echo(r), 1, Some(bulk))
+            }
+            other => (other, 0, None),
+        }
+    }
 }
 
 /// A request message the frames carry, with its operation and its reply's message.

@@ -4,7 +4,8 @@
 //!
 //! Layers: [`batcher`] forms batches for any [`batcher::Batched`] operation; [`ops`] maps each
 //! batched operation onto the library; [`prover`] and [`store`] are the proof queue; [`server`]
-//! is the gRPC face with its guards and [`metrics`], serving its connections on [`shards`] and
+//! is the gRPC face with its guards and [`metrics`] (its request streams answered in front of
+//! tonic by `grpc_streams`), serving its connections on [`shards`] and
 //! local clients' data through [`shared`] memory, and the batched operations to local clients
 //! also in plain [`frames`] over a Unix socket;
 //! [`client`] is the Rust client (and [`frames::FramesClient`] the local one); both encode with
@@ -15,6 +16,7 @@ pub mod batcher;
 pub mod client;
 pub mod codec;
 pub mod frames;
+mod grpc_streams;
 mod io;
 pub mod metrics;
 pub mod ops;

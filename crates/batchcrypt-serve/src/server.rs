@@ -213,9 +213,11 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         addr.ip().is_loopback(),
     );
     let framed = service.clone();
+    let in_front = service.clone();
     let grpc = BatchCryptServer::from_arc(service)
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes);
+    let grpc = crate::grpc_streams::InFront::new(grpc, in_front);
     let grpc = tonic::service::interceptor::InterceptedService::new(grpc, move |r| guard.check(r));
     let tls = match &config.tls {
         Some((cert, key)) => {
@@ -558,81 +560,23 @@ pub struct Service {
     /// Set when the server begins to shut down: streams of requests stop reading then, so that
     /// the calls drain (`None` in process, where nothing shuts down).
     stopping: Option<watch::Receiver<bool>>,
-    /// The service itself, for the tasks of its request streams.
-    me: std::sync::Weak<Service>,
 }
 
 fn requests_labels(op: &str, code: &str) -> crate::metrics::Labels {
     vec![("op", op.to_string()), ("code", code.to_string())]
 }
 
-/// Requests of one stream handled at once, their replies still sent in order.
-const STREAM_IN_FLIGHT: usize = 16;
-
 /// The replies of a stream of requests, in order.
 pub type ReplyStream<T> =
     std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// The replies of a stream of requests ([`Service::each`]), made as they are asked for: each
-/// poll sends a reply that is ready before it reads another request, reads while fewer than
-/// [`STREAM_IN_FLIGHT`] run, and ends after an error or once the requests have ended (or the
-/// server stops) and every reply is out.
-struct Replies<Q, T, R> {
-    inbound: tonic::Streaming<Q>,
-    running: futures_util::stream::FuturesOrdered<
-        futures_util::future::BoxFuture<'static, Result<T, Status>>,
-    >,
-    reading: bool,
-    ended: bool,
-    stop: futures_util::future::BoxFuture<'static, ()>,
-    run: R,
-}
-
-// Nothing of it is pinned in place: the futures it polls are boxed.
-impl<Q, T, R> Unpin for Replies<Q, T, R> {}
-
-impl<Q, T, R> futures_util::Stream for Replies<Q, T, R>
-where
-    R: Fn(Result<Q, Status>) -> futures_util::future::BoxFuture<'static, Result<T, Status>>,
-{
-    type Item = Result<T, Status>;
-
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        use futures_util::{FutureExt, StreamExt};
-        use std::task::Poll;
-        let s = self.get_mut();
-        if s.ended {
-            return Poll::Ready(None);
-        }
-        loop {
-            if let Poll::Ready(Some(reply)) = s.running.poll_next_unpin(cx) {
-                s.ended = reply.is_err();
-                return Poll::Ready(Some(reply));
-            }
-            if s.reading && s.stop.poll_unpin(cx).is_ready() {
-                s.reading = false;
-            }
-            if s.reading && s.running.len() < STREAM_IN_FLIGHT {
-                match s.inbound.poll_next_unpin(cx) {
-                    Poll::Ready(Some(q)) => {
-                        s.reading = q.is_ok();
-                        s.running.push_back((s.run)(q));
-                        continue;
-                    }
-                    Poll::Ready(None) => s.reading = false,
-                    Poll::Pending => {}
-                }
-            }
-            if !s.reading && s.running.is_empty() {
-                s.ended = true;
-                return Poll::Ready(None);
-            }
-            return Poll::Pending;
-        }
-    }
+/// The batched operations' request streams are answered in front of tonic's service
+/// ([`crate::grpc_streams`]), which reads their messages in place: calls to them never reach
+/// these methods of the service.
+fn answered_in_front<T>() -> Result<Response<ReplyStream<T>>, Status> {
+    Err(Status::internal(
+        "a request stream reached the service behind its handler in front",
+    ))
 }
 
 impl Service {
@@ -658,7 +602,7 @@ impl Service {
     ) -> Arc<Self> {
         let b = config.batch;
         let m = || metrics.clone();
-        Arc::new_cyclic(|me| Service {
+        Arc::new(Service {
             ecdsa: Batcher::start(Op::VerifyEcdsa.name(), ops::Ecdsa(engine.clone()), b, m()),
             schnorr: Batcher::start(
                 Op::VerifySchnorr.name(),
@@ -717,7 +661,6 @@ impl Service {
             metrics: metrics.clone(),
             guard,
             stopping,
-            me: me.clone(),
         })
     }
 
@@ -757,54 +700,6 @@ impl Service {
                 .get_or_create(&requests_labels(op.name(), &format!("{:?}", s.code())))
                 .inc(),
         };
-    }
-
-    /// A stream of requests of one operation: each message handled by `handle` as it arrives
-    /// (up to [`STREAM_IN_FLIGHT`] at once, so several are batched together), each counted and
-    /// taken from the rate limit as a call is; the replies go back in the requests' order, and
-    /// the first error ends the stream with its status. A client that goes away ends both sides
-    /// (its requests not yet batched are dropped); a server that shuts down stops reading and
-    /// ends the stream after the replies it owes. The reply stream itself reads the requests and
-    /// runs the handlers as the connection asks it for replies ([`Replies`]): a task of its own
-    /// between them cost a wake-up and a channel's hand-off per reply.
-    fn each<Q, T, F, Fut>(
-        &self,
-        r: Request<tonic::Streaming<Q>>,
-        op: Op,
-        handle: F,
-    ) -> Result<Response<ReplyStream<T>>, Status>
-    where
-        Q: Send + 'static,
-        T: Send + 'static,
-        F: Fn(Arc<Service>, Q) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
-    {
-        use futures_util::FutureExt;
-        let me = self
-            .me
-            .upgrade()
-            .ok_or_else(|| Status::unavailable("the server is shutting down"))?;
-        let ip = r.remote_addr().map(|a| a.ip());
-        let stopping = self.stopping.clone();
-        let stop = async move {
-            match stopping {
-                Some(mut rx) => drop(rx.wait_for(|&s| s).await),
-                None => std::future::pending().await,
-            }
-        };
-        let run = move |q: Result<Q, Status>| {
-            let me = me.clone();
-            let handled = q.and_then(|q| me.guard.admit(ip).map(|()| handle(me.clone(), q)));
-            async move { me.answer(op, handled).await }.boxed()
-        };
-        Ok(Response::new(Box::pin(Replies {
-            inbound: r.into_inner(),
-            running: futures_util::stream::FuturesOrdered::new(),
-            reading: true,
-            ended: false,
-            stop: stop.boxed(),
-            run,
-        })))
     }
 
     /// A request's outcome, counted under `op`: its handler's, run to its end, or the error that
@@ -1331,44 +1226,36 @@ impl BatchCrypt for Service {
 
     async fn verify_ecdsa_stream(
         &self,
-        r: Request<tonic::Streaming<VerifyEcdsaRequest>>,
+        _: Request<tonic::Streaming<VerifyEcdsaRequest>>,
     ) -> Result<Response<Self::VerifyEcdsaStreamStream>, Status> {
-        self.each(r, Op::VerifyEcdsa, |s, q| async move { s.ecdsa(q).await })
+        answered_in_front()
     }
 
     type VerifySchnorrStreamStream = ReplyStream<VerifyReply>;
 
     async fn verify_schnorr_stream(
         &self,
-        r: Request<tonic::Streaming<VerifySchnorrRequest>>,
+        _: Request<tonic::Streaming<VerifySchnorrRequest>>,
     ) -> Result<Response<Self::VerifySchnorrStreamStream>, Status> {
-        self.each(
-            r,
-            Op::VerifySchnorr,
-            |s, q| async move { s.schnorr(q).await },
-        )
+        answered_in_front()
     }
 
     type VerifySm2StreamStream = ReplyStream<VerifyReply>;
 
     async fn verify_sm2_stream(
         &self,
-        r: Request<tonic::Streaming<VerifySm2Request>>,
+        _: Request<tonic::Streaming<VerifySm2Request>>,
     ) -> Result<Response<Self::VerifySm2StreamStream>, Status> {
-        self.each(
-            r,
-            Op::VerifySm2,
-            |s, q| async move { s.sm2_verify(q).await },
-        )
+        answered_in_front()
     }
 
     type HashStreamStream = ReplyStream<HashReply>;
 
     async fn hash_stream(
         &self,
-        r: Request<tonic::Streaming<HashRequest>>,
+        _: Request<tonic::Streaming<HashRequest>>,
     ) -> Result<Response<Self::HashStreamStream>, Status> {
-        self.each(r, Op::Hash, |s, q| async move { s.hashes(q).await })
+        answered_in_front()
     }
 
     async fn sm2_hash_to_curve_mul(
@@ -1487,9 +1374,9 @@ impl BatchCrypt for Service {
 
     async fn echo(
         &self,
-        r: Request<tonic::Streaming<EchoRequest>>,
+        _: Request<tonic::Streaming<EchoRequest>>,
     ) -> Result<Response<Self::EchoStream>, Status> {
-        self.each(r, Op::Echo, |_, q| async move { echo(q) })
+        answered_in_front()
     }
 
     async fn register_shared_memory(
@@ -1509,25 +1396,23 @@ impl BatchCrypt for Service {
     }
 }
 
-impl crate::frames::Handler for Service {
-    fn hello(&self, token: &[u8]) -> Result<(), Status> {
-        let given = (!token.is_empty()).then_some(token);
-        self.guard.token(given).map_err(|()| {
-            Status::unauthenticated("missing or wrong bearer token (the hello frame's body)")
-        })
-    }
-
-    fn handle(
+impl Service {
+    /// One request of a batched operation as its message's bytes (or what kept them from
+    /// arriving, counted as the request's outcome), from a client at `ip` (None: the Unix
+    /// sockets' clients, who share the rate limit of the address-less): the frames socket's
+    /// requests and the gRPC request streams' messages ([`crate::grpc_streams`]).
+    pub(crate) fn framed(
         self: Arc<Self>,
         kind: crate::frames::Kind,
-        body: Bytes,
+        body: Result<Bytes, Status>,
+        ip: Option<std::net::IpAddr>,
     ) -> futures_util::future::BoxFuture<'static, Result<crate::frames::Reply, Status>> {
         use crate::frames::{decode, Kind, Reply};
         use futures_util::FutureExt;
         let op = kind.op();
         async move {
             let s = &self;
-            let run = async move {
+            let run = |body| async move {
                 match kind {
                     Kind::VerifyEcdsa => s.ecdsa(decode(body)?).await.map(Reply::VerifyEcdsa),
                     Kind::VerifySchnorr => s.schnorr(decode(body)?).await.map(Reply::VerifySchnorr),
@@ -1544,11 +1429,44 @@ impl crate::frames::Handler for Service {
                     Kind::Echo => echo(decode(body)?).map(Reply::Echo),
                 }
             };
-            // A Unix socket's clients share the rate limit of the address-less.
-            let handled = self.guard.admit(None).map(|()| run);
+            let handled = body.and_then(|body| self.guard.admit(ip).map(|()| run(body)));
             self.answer(op, handled).await
         }
         .boxed()
+    }
+
+    /// Resolves once the server begins to shut down (never in process).
+    pub(crate) fn stopping(&self) -> futures_util::future::BoxFuture<'static, ()> {
+        use futures_util::FutureExt;
+        let stopping = self.stopping.clone();
+        async move {
+            match stopping {
+                Some(mut rx) => drop(rx.wait_for(|&s| s).await),
+                None => std::future::pending().await,
+            }
+        }
+        .boxed()
+    }
+
+    pub(crate) fn max_message_bytes(&self) -> usize {
+        self.max_message_bytes
+    }
+}
+
+impl crate::frames::Handler for Service {
+    fn hello(&self, token: &[u8]) -> Result<(), Status> {
+        let given = (!token.is_empty()).then_some(token);
+        self.guard.token(given).map_err(|()| {
+            Status::unauthenticated("missing or wrong bearer token (the hello frame's body)")
+        })
+    }
+
+    fn handle(
+        self: Arc<Self>,
+        kind: crate::frames::Kind,
+        body: Bytes,
+    ) -> futures_util::future::BoxFuture<'static, Result<crate::frames::Reply, Status>> {
+        self.framed(kind, Ok(body), None)
     }
 }
 
