@@ -34,7 +34,7 @@ use tonic::codegen::http;
 use tonic::Status;
 
 /// Requests of one stream handled at once, their replies still sent in order.
-pub const IN_FLIGHT: usize = 16;
+const IN_FLIGHT: usize = 16;
 
 /// A gRPC message's prefix: the compressed flag and the length (`u32`, big-endian).
 const PREFIX: usize = 5;
@@ -62,13 +62,13 @@ fn kind_of(path: &str) -> Option<Kind> {
 /// The request streams answered here, in front of `inner` (tonic's service), which the
 /// service's other calls go on to; both behind the interceptor (bearer token, rate limit).
 #[derive(Clone)]
-pub struct InFront<S> {
+pub(crate) struct InFront<S> {
     inner: S,
     service: Arc<Service>,
 }
 
 impl<S> InFront<S> {
-    pub fn new(inner: S, service: Arc<Service>) -> Self {
+    pub(crate) fn new(inner: S, service: Arc<Service>) -> Self {
         InFront { inner, service }
     }
 }
@@ -119,9 +119,7 @@ impl<S> InFront<S> {
             .remote_addr()
             .map(|a| a.ip());
         let replies = Replies {
-            inbound: body,
-            pending: Bytes::new(),
-            gathered: BytesMut::new(),
+            inbound: Messages::new(body, self.service.max_message_bytes()),
             running: FuturesOrdered::new(),
             reading: true,
             tail: None,
@@ -131,7 +129,6 @@ impl<S> InFront<S> {
             service: self.service.clone(),
             kind,
             ip,
-            max: self.service.max_message_bytes(),
         };
         let mut response = http::Response::new(Body::new(replies));
         response.headers_mut().insert(
@@ -147,11 +144,7 @@ impl<S> InFront<S> {
 /// with the trailers of the first error or, once the requests have ended (or the server stops)
 /// and every reply is out, of OK.
 struct Replies {
-    inbound: Body,
-    /// The rest of the last DATA frame read: whole messages are sliced out of it.
-    pending: Bytes,
-    /// A message that came split over frames, gathered.
-    gathered: BytesMut,
+    inbound: Messages,
     running: FuturesOrdered<BoxFuture<'static, Result<Reply, Status>>>,
     reading: bool,
     /// A reply's bulk, sent after its head.
@@ -163,7 +156,6 @@ struct Replies {
     service: Arc<Service>,
     kind: Kind,
     ip: Option<IpAddr>,
-    max: usize,
 }
 
 impl http_body::Body for Replies {
@@ -211,7 +203,7 @@ impl http_body::Body for Replies {
                 s.reading = false;
             }
             if s.reading && s.running.len() < IN_FLIGHT {
-                match s.next_message(cx) {
+                match s.inbound.poll_next(cx) {
                     Poll::Ready(Some(m)) => {
                         s.reading = m.is_ok();
                         let handled = s.service.clone().framed(s.kind, m, s.ip);
@@ -231,9 +223,28 @@ impl http_body::Body for Replies {
     }
 }
 
-impl Replies {
-    /// The next request message's bytes, without its prefix; None once the requests ended.
-    fn next_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
+/// A request body's messages, each sliced out of the DATA frame it came in where it came in one.
+struct Messages {
+    body: Body,
+    /// The rest of the last DATA frame read: whole messages are sliced out of it.
+    pending: Bytes,
+    /// A message that came split over frames, gathered.
+    gathered: BytesMut,
+    max: usize,
+}
+
+impl Messages {
+    fn new(body: Body, max: usize) -> Self {
+        Messages {
+            body,
+            pending: Bytes::new(),
+            gathered: BytesMut::new(),
+            max,
+        }
+    }
+
+    /// The next message's bytes, without its prefix; None once the requests ended.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
         loop {
             if self.gathered.is_empty() {
                 match whole(&self.pending, self.max) {
@@ -258,7 +269,7 @@ impl Replies {
                     Err(e) => return Poll::Ready(Some(Err(e))),
                 }
             }
-            let frame = match Pin::new(&mut self.inbound).poll_frame(cx) {
+            let frame = match Pin::new(&mut self.body).poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(f))) => f,
                 Poll::Ready(Some(Err(s))) => return Poll::Ready(Some(Err(s))),
@@ -381,6 +392,63 @@ mod tests {
         assert!(kind_of("/other.Service/HashStream").is_none());
     }
 
+    /// Drains `messages`, whose frames are all ready.
+    fn read_all(mut messages: Messages) -> Vec<Result<Bytes, Status>> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut out = Vec::new();
+        loop {
+            match messages.poll_next(&mut cx) {
+                Poll::Ready(Some(m)) => {
+                    let end = m.is_err();
+                    out.push(m);
+                    if end {
+                        return out;
+                    }
+                }
+                Poll::Ready(None) => return out,
+                Poll::Pending => panic!("every frame was ready"),
+            }
+        }
+    }
+
+    fn body(frames: Vec<Vec<u8>>) -> Body {
+        let frames = frames
+            .into_iter()
+            .map(|f| Ok::<_, Status>(Frame::data(Bytes::from(f))));
+        Body::new(http_body_util::StreamBody::new(futures_util::stream::iter(
+            frames,
+        )))
+    }
+
+    #[test]
+    fn messages_come_whole_however_the_frames_cut_them() {
+        let bodies: [&[u8]; 4] = [b"first message", b"", &[7u8; 300], b"last"];
+        let wire: Vec<u8> = bodies.iter().flat_map(|b| prefixed(b)).collect();
+        for a in 0..=wire.len() {
+            for b in (a..=wire.len()).step_by(7) {
+                let frames = vec![wire[..a].to_vec(), wire[a..b].to_vec(), wire[b..].to_vec()];
+                let got: Vec<Bytes> = read_all(Messages::new(body(frames), 1000))
+                    .into_iter()
+                    .map(|m| m.unwrap())
+                    .collect();
+                assert_eq!(got, bodies, "frames cut at {a} and {b}");
+            }
+        }
+        // A body that ends inside a message, and one whose message is over the limit.
+        let cut = read_all(Messages::new(
+            body(vec![wire[..wire.len() - 1].to_vec()]),
+            1000,
+        ));
+        assert_eq!(cut.len(), bodies.len());
+        assert_eq!(cut[3].as_ref().unwrap_err().code(), tonic::Code::Internal);
+        let over = read_all(Messages::new(body(vec![wire.clone()]), 200));
+        assert_eq!(over.len(), 3);
+        assert_eq!(
+            over[2].as_ref().unwrap_err().code(),
+            tonic::Code::OutOfRange
+        );
+    }
+
     #[test]
     fn a_reply_sent_apart_decodes_as_the_same_message() {
         use prost::Message;
@@ -404,6 +472,16 @@ mod tests {
             assert_eq!(announced(&all), Some(all.len() - PREFIX));
             let decoded = crate::proto::HashReply::decode(&all[PREFIX..]).unwrap();
             assert_eq!(decoded, reply, "{n} digests");
+        }
+        for n in [5, SEND_APART] {
+            let reply = crate::proto::EchoReply {
+                payload: vec![9u8; n].into(),
+            };
+            let (head, tail) = message(Reply::Echo(reply.clone()));
+            assert_eq!(tail.is_some(), n >= SEND_APART);
+            let all = [&head[..], tail.as_deref().unwrap_or_default()].concat();
+            let decoded = crate::proto::EchoReply::decode(&all[PREFIX..]).unwrap();
+            assert_eq!(decoded, reply, "an echo of {n} bytes");
         }
     }
 }
