@@ -199,9 +199,6 @@ impl http_body::Body for Replies {
                     }
                 }
             }
-            if s.reading && s.stop.poll_unpin(cx).is_ready() {
-                s.reading = false;
-            }
             if s.reading && s.running.len() < IN_FLIGHT {
                 match s.inbound.poll_next(cx) {
                     Poll::Ready(Some(m)) => {
@@ -216,6 +213,13 @@ impl http_body::Body for Replies {
             }
             if !s.reading && s.running.is_empty() {
                 s.end = Some(Status::ok(""));
+                continue;
+            }
+            // Whether the server is stopping, asked only before waiting (so at least once per
+            // IN_FLIGHT requests read): asked on every pass, its watch was polled several times
+            // per request.
+            if s.reading && s.stop.poll_unpin(cx).is_ready() {
+                s.reading = false;
                 continue;
             }
             return Poll::Pending;
