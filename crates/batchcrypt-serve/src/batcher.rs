@@ -167,6 +167,14 @@ impl<B: Batched> Batcher<B> {
         }
     }
 
+    /// Whether more items wait than two rounds of full batches (`in_flight` of them, twice):
+    /// then reading requests further ahead of their batches only holds memory (page-locked
+    /// blocks among it, whose pool then runs out) and lengthens the wait, so request streams
+    /// read one at a time until it clears ([`crate::grpc_streams`]).
+    pub fn backlogged(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= 2 * self.config.in_flight * self.config.max_items
+    }
+
     /// Queues `items` and waits for their outputs.
     pub async fn submit(&self, group: B::Group, items: B::Items) -> Result<Reply<B::Out>, Status> {
         let n = B::count(&items);
@@ -499,8 +507,15 @@ mod tests {
         while b.queued.load(Ordering::SeqCst) < 6 {
             tokio::task::yield_now().await;
         }
-        // The first batch, then the second's two groups.
-        for _ in 0..3 {
+        // Six items wait: not yet two rounds of full batches (twelve items).
+        assert!(!b.backlogged());
+        let five = submit(0, vec![7; 6]);
+        while b.queued.load(Ordering::SeqCst) < 12 {
+            tokio::task::yield_now().await;
+        }
+        assert!(b.backlogged());
+        // The first batch, the second's two groups, then the third (five's).
+        for _ in 0..4 {
             open.send(()).unwrap();
         }
         let first = first.await.unwrap().unwrap();
@@ -515,6 +530,9 @@ mod tests {
         assert_eq!(*two.outs, [20, 22]);
         assert_eq!(*three.outs, [40, 42, 44]);
         assert_eq!(*four.outs, [61]);
+        let five = within(five).await.unwrap().unwrap().unwrap();
+        assert_eq!(*five.outs, [14; 6]);
+        assert!(!b.backlogged());
         // Two and three ran as one call of five items; four, with other options, as its own.
         assert_eq!(
             (two.batch_items, three.batch_items, four.batch_items),

@@ -11,7 +11,8 @@
 //!
 //! What a stream does is the proto's: each message is a request, counted and taken from the rate
 //! limit as a call is and handled as the frames socket's requests are (the same handlers, limits
-//! and metrics: [`crate::server::Service::framed`]); up to [`IN_FLIGHT`] run at once; the replies
+//! and metrics: [`crate::server::Service::framed`]); up to [`IN_FLIGHT`] run at once (one while
+//! the operation's batches are backlogged: [`crate::batcher::Batcher::backlogged`]); the replies
 //! go back in the requests' order; the first error ends the stream with its status after the
 //! replies before it. A client that goes away drops its requests not yet batched; a server that
 //! shuts down stops reading and ends each stream after the replies it owes. The interceptor in
@@ -199,7 +200,12 @@ impl http_body::Body for Replies {
                     }
                 }
             }
-            if s.reading && s.running.len() < IN_FLIGHT {
+            // Up to IN_FLIGHT requests of a stream at once, one while the operation's batches
+            // are backlogged: read ahead then, a thousand clients' streams had filled the
+            // page-locked pool and the server, slowed, fell further behind (docs/performance.md).
+            let room = s.running.is_empty()
+                || (s.running.len() < IN_FLIGHT && !s.service.backlogged(s.kind));
+            if s.reading && room {
                 match s.inbound.poll_next(cx) {
                     Poll::Ready(Some(m)) => {
                         s.reading = m.is_ok();

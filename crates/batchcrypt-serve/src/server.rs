@@ -1435,6 +1435,20 @@ impl Service {
         .boxed()
     }
 
+    /// Whether the batches of `kind`'s operation are backlogged ([`Batcher::backlogged`]).
+    pub(crate) fn backlogged(&self, kind: crate::frames::Kind) -> bool {
+        use crate::frames::Kind;
+        match kind {
+            Kind::VerifyEcdsa => self.ecdsa.backlogged(),
+            Kind::VerifySchnorr => self.schnorr.backlogged(),
+            Kind::VerifySm2 => self.sm2.backlogged(),
+            Kind::Hash => self.hash.backlogged(),
+            Kind::Sm2HashToCurveMul => self.hash_mul.backlogged(),
+            Kind::Sm2MulCompressed => self.mul.backlogged(),
+            Kind::Echo => false,
+        }
+    }
+
     /// Resolves once the server begins to shut down (never in process).
     pub(crate) fn stopping(&self) -> futures_util::future::BoxFuture<'static, ()> {
         use futures_util::FutureExt;
