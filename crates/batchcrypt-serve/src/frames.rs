@@ -174,11 +174,6 @@ pub fn next_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Frame>, TooLo
     Ok(Some(Frame { id, tag, body }))
 }
 
-/// The operation of the frame at the head of `buf`, once its header is there.
-fn next_kind(buf: &[u8]) -> Option<Kind> {
-    buf.get(HEADER - 1).and_then(|&tag| Kind::from_tag(tag))
-}
-
 fn put_header(out: &mut BytesMut, len: usize, id: u32, tag: u8) {
     out.reserve(HEADER + len);
     out.put_u32_le(len as u32);
@@ -239,16 +234,10 @@ pub trait Handler: Send + Sync + 'static {
         kind: Kind,
         body: Bytes,
     ) -> BoxFuture<'static, Result<Reply, Status>>;
-    /// Whether `kind`'s batches are backlogged: a connection then reads its next request of that
-    /// operation only once its previous ones are answered.
-    fn backlogged(&self, _kind: Kind) -> bool {
-        false
-    }
 }
 
-/// Serves one connection: reads requests (up to [`IN_FLIGHT`] at once, one while the next one's
-/// operation is backlogged ([`Handler::backlogged`]), and while under [`OWED`] bytes of replies
-/// are unwritten, each handled as it arrives), writes each reply as it
+/// Serves one connection: reads requests (up to [`IN_FLIGHT`] at once and while under
+/// [`OWED`] bytes of replies are unwritten, each handled as it arrives), writes each reply as it
 /// is ready (those ready together in one write), until the client ends its side and everything
 /// owed is written, or `stop` resolves (then reading stops and the replies owed are still
 /// written, for up to [`DRAIN_WITHIN`]: a client that stops reading cannot hold a shutdown). A
@@ -276,15 +265,8 @@ pub async fn serve<H: Handler>(
     let mut drain_by = None;
     tokio::pin!(stop);
     loop {
-        // As the request streams do: read ahead of a backlog, a thousand connections filled the
-        // page-locked pool (docs/performance.md).
-        let room = |running: usize, out: &BytesMut, inbuf: &BytesMut| {
-            out.len() < OWED
-                && (running == 0
-                    || running < IN_FLIGHT
-                        && !next_kind(inbuf).is_some_and(|k| handler.backlogged(k)))
-        };
-        while reading && room(running.len(), &out, &inbuf) {
+        let room = |running: usize, out: &BytesMut| running < IN_FLIGHT && out.len() < OWED;
+        while reading && room(running.len(), &out) {
             match next_frame(&mut inbuf, max) {
                 Ok(Some(f)) if !hello => {
                     let r = if f.tag == HELLO {
@@ -336,7 +318,7 @@ pub async fn serve<H: Handler>(
             w = wr.write_buf(&mut out), if !out.is_empty() => {
                 w?;
             }
-            n = rd.read_buf(&mut inbuf), if reading && room(running.len(), &out, &inbuf) => {
+            n = rd.read_buf(&mut inbuf), if reading && room(running.len(), &out) => {
                 if n? == 0 {
                     reading = false;
                 }
@@ -621,76 +603,5 @@ mod tests {
         }
         assert_eq!(Kind::from_tag(HELLO), None);
         assert_eq!(Kind::from_tag(8), None);
-    }
-
-    /// Echoes after a pause, counting how many of its requests run at once.
-    struct Counting {
-        backlogged: bool,
-        running: std::sync::atomic::AtomicUsize,
-        most: std::sync::atomic::AtomicUsize,
-    }
-
-    impl Handler for Counting {
-        fn hello(&self, _: &[u8]) -> Result<(), Status> {
-            Ok(())
-        }
-
-        fn handle(self: Arc<Self>, _: Kind, _: Bytes) -> BoxFuture<'static, Result<Reply, Status>> {
-            use futures_util::FutureExt;
-            async move {
-                let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
-                self.most.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-                self.running.fetch_sub(1, Ordering::SeqCst);
-                Ok(Reply::Echo(crate::proto::EchoReply::default()))
-            }
-            .boxed()
-        }
-
-        fn backlogged(&self, _: Kind) -> bool {
-            self.backlogged
-        }
-    }
-
-    /// Sends 20 echoes at once over one connection; returns how many the server ran at once.
-    async fn most_at_once(backlogged: bool) -> usize {
-        let handler = Arc::new(Counting {
-            backlogged,
-            running: 0.into(),
-            most: 0.into(),
-        });
-        let (mut client, server) = tokio::net::UnixStream::pair().unwrap();
-        let served = tokio::spawn(serve(
-            server,
-            handler.clone(),
-            1 << 20,
-            std::future::pending(),
-        ));
-        let mut out = BytesMut::new();
-        out.put_slice(MAGIC);
-        put_header(&mut out, 0, 0, HELLO);
-        for id in 1..=20 {
-            put_request(&mut out, id, &crate::proto::EchoRequest::default());
-        }
-        client.write_all(&out).await.unwrap();
-        client.shutdown().await.unwrap();
-        let mut back = Vec::new();
-        client.read_to_end(&mut back).await.unwrap();
-        served.await.unwrap().unwrap();
-        let mut back = BytesMut::from(&back[MAGIC.len()..]);
-        let mut ids = Vec::new();
-        while let Some(f) = next_frame(&mut back, 1 << 20).unwrap() {
-            ids.push(f.id);
-            outcome(f).unwrap();
-        }
-        ids.sort_unstable();
-        assert_eq!(ids, (0..=20).collect::<Vec<_>>(), "every request answered");
-        handler.most.load(Ordering::SeqCst)
-    }
-
-    #[tokio::test]
-    async fn a_connection_reads_one_request_at_a_time_while_its_operation_is_backlogged() {
-        assert!(most_at_once(false).await > 1);
-        assert_eq!(most_at_once(true).await, 1);
     }
 }

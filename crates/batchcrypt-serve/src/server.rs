@@ -1482,10 +1482,6 @@ impl crate::frames::Handler for Service {
     ) -> futures_util::future::BoxFuture<'static, Result<crate::frames::Reply, Status>> {
         self.framed(kind, Ok(body), None)
     }
-
-    fn backlogged(&self, kind: crate::frames::Kind) -> bool {
-        Service::backlogged(self, kind)
-    }
 }
 
 /// An echo's reply: slices of one zeroed buffer, nothing computed or copied.
