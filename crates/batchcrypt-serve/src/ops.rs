@@ -43,15 +43,17 @@ impl Col {
     }
 
     /// The column with its packed bytes copied into page-locked memory, where its items are whole
-    /// 16-byte words, the process has a GPU and the pool a block: copied on arrival, while the
-    /// bytes are in this thread's cache, a batch's GPU kernel reads them in place instead of the
-    /// batch's thread joining every request's into staging first (the SHA-256 batches).
+    /// 16-byte words, the process has a GPU and the pool an idle block (a connection's thread
+    /// never waits for the pool to grow: [`batchcrypt::backend::gpu::page_locked_now`]): copied
+    /// on arrival, while the bytes are in this thread's cache, a batch's GPU kernel reads them in
+    /// place instead of the batch's thread joining every request's into staging first (the
+    /// SHA-256 batches).
     pub fn page_locked(self) -> Col {
         match self {
             Col::Packed { data, width, ends }
                 if width > 0 && width % 16 == 0 && batchcrypt::backend::gpu::count() > 0 =>
             {
-                let data = match batchcrypt::backend::gpu::page_locked(data.len()) {
+                let data = match batchcrypt::backend::gpu::page_locked_now(data.len()) {
                     Some(mut block) => {
                         block.copy_from_slice(&data);
                         Bytes::from_owner(block)

@@ -556,10 +556,7 @@ impl AsRef<[u8]> for PageLocked {
 
 impl Drop for PageLocked {
     fn drop(&mut self) {
-        BLOCKS.free[self.class]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(self.ptr.as_ptr() as usize);
+        lock_free(self.class).push(self.ptr.as_ptr() as usize);
     }
 }
 
@@ -577,26 +574,68 @@ struct Blocks {
     /// Slabs made or being made: the cap is taken before a slab is locked, outside `slabs`'s
     /// lock (locking takes milliseconds, and batches read `slabs` meanwhile).
     made: std::sync::atomic::AtomicUsize,
+    /// Whether a thread is locking a slab for [`page_locked_now`], by size class.
+    growing: [std::sync::atomic::AtomicBool; BLOCK_CLASSES],
 }
 
 static BLOCKS: Blocks = Blocks {
     free: [const { Mutex::new(Vec::new()) }; BLOCK_CLASSES],
     slabs: std::sync::RwLock::new(Vec::new()),
     made: std::sync::atomic::AtomicUsize::new(0),
+    growing: [const { std::sync::atomic::AtomicBool::new(false) }; BLOCK_CLASSES],
 };
 
 /// A page-locked block of `len` bytes (contents unspecified), or `None`: no GPU, `len` 0 or over
 /// 1 MiB, or the pool at its cap.
 pub fn page_locked(len: usize) -> Option<PageLocked> {
     let class = block_class(len)?;
-    let reused = BLOCKS.free[class]
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pop();
-    let addr = match reused {
+    let addr = match idle_block(class) {
         Some(a) => a,
         None => new_slab(class)?,
     };
+    block(addr, len, class)
+}
+
+/// An idle page-locked block of `len` bytes, never locking memory on the caller's thread: where
+/// the pool has no idle block of that size it answers `None` and a thread of its own locks a
+/// slab for the callers after. Locking a slab takes about a millisecond, which a server's
+/// connection threads, each serving many clients, cannot spend mid-request: a load that grew the
+/// pool that way stalled them while it grew.
+pub fn page_locked_now(len: usize) -> Option<PageLocked> {
+    use std::sync::atomic::Ordering;
+    let class = block_class(len)?;
+    if let Some(addr) = idle_block(class) {
+        return block(addr, len, class);
+    }
+    devices().ok()?.first()?;
+    let full = BLOCKS.made.load(Ordering::SeqCst) >= PAGE_LOCKED_CAP / SLAB;
+    if !full && !BLOCKS.growing[class].swap(true, Ordering::SeqCst) {
+        let grow = move || {
+            if let Some(addr) = new_slab(class) {
+                lock_free(class).push(addr);
+            }
+            BLOCKS.growing[class].store(false, Ordering::SeqCst);
+        };
+        if std::thread::Builder::new()
+            .name("page-locking".into())
+            .spawn(grow)
+            .is_err()
+        {
+            BLOCKS.growing[class].store(false, Ordering::SeqCst);
+        }
+    }
+    None
+}
+
+fn lock_free(class: usize) -> std::sync::MutexGuard<'static, Vec<usize>> {
+    BLOCKS.free[class].lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn idle_block(class: usize) -> Option<usize> {
+    lock_free(class).pop()
+}
+
+fn block(addr: usize, len: usize, class: usize) -> Option<PageLocked> {
     Some(PageLocked {
         ptr: std::ptr::NonNull::new(addr as *mut u8)?,
         len,
@@ -631,8 +670,7 @@ fn new_slab(class: usize) -> Option<usize> {
     let at = slabs.partition_point(|r| r.start < start);
     slabs.insert(at, start..start + SLAB);
     drop(slabs);
-    let mut free = BLOCKS.free[class].lock().unwrap_or_else(|p| p.into_inner());
-    free.extend((1..SLAB / size).map(|i| start + i * size));
+    lock_free(class).extend((1..SLAB / size).map(|i| start + i * size));
     Some(start)
 }
 
@@ -793,5 +831,28 @@ mod tests {
                 assert_eq!(again.as_ptr() as usize, at);
             }
         }
+    }
+
+    #[test]
+    fn page_locked_now_never_locks_on_the_callers_thread_and_the_pool_grows_behind_it() {
+        // A class no other test takes: its first call finds no idle block.
+        let len = 200_000;
+        let first = page_locked_now(len);
+        assert!(first.is_none(), "no idle block of this class yet");
+        if devices().map_or(true, |d| d.is_empty()) {
+            return;
+        }
+        let since = std::time::Instant::now();
+        let b = loop {
+            if let Some(b) = page_locked_now(len) {
+                break b;
+            }
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(10),
+                "the pool grew"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert!(b.len() == len && is_page_locked_block(&b));
     }
 }

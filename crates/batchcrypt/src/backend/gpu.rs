@@ -2,7 +2,7 @@
 //! budget and host link, and running work on one. Where the build has no kernels or the machine
 //! no driver or device, every answer is "none, and why".
 
-pub use super::cuda::{page_locked, PageLocked, PAGE_LOCKED_CAP};
+pub use super::cuda::{page_locked, page_locked_now, PageLocked, PAGE_LOCKED_CAP};
 pub use super::device::{DeviceInfo, DeviceSelection, Link, LinkKind, DEVICES_ENV, DISABLE_ENV};
 use crate::memory::MemoryStats;
 
