@@ -44,6 +44,8 @@ const HELLO_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 pub const DRAIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 /// Reads ask for at least this much room: a few requests of a few hundred items.
 const READ_ROOM: usize = 64 << 10;
+/// Request bytes a client's connection queues unsent before its callers wait for the socket.
+const QUEUED_MAX: usize = 1 << 20;
 
 macro_rules! kinds {
     ($($kind:ident = $tag:literal: $request:ident => $reply:ident),* $(,)?) => {
@@ -341,7 +343,11 @@ type Waiting = HashMap<u32, tokio::sync::oneshot::Sender<Result<Bytes, Status>>>
 /// A client's connection to a server's frames socket: any number of tasks may call at once over
 /// it (it is cheap to clone). A call writes its request itself when nothing is queued before it
 /// (no hand-off to another task); what the socket does not take at once is queued and written by
-/// the connection's flusher, in order. A reader task hands each reply to its caller by id.
+/// the connection's flusher, in order; a call waits while more than [`QUEUED_MAX`] bytes are
+/// queued, so a client that sends faster than the server reads holds bounded memory (unbounded,
+/// the queues of a thousand paced connections grew by gigabytes a second on the server's machine
+/// and their page faults took the cores the server needed). A reader task hands each reply to
+/// its caller by id.
 #[derive(Clone)]
 pub struct FramesClient {
     inner: Arc<Inner>,
@@ -353,6 +359,8 @@ struct Inner {
     /// Request bytes the socket has not taken yet, in order.
     queued: Mutex<BytesMut>,
     flush: Arc<tokio::sync::Notify>,
+    /// Told when the flusher has brought the queue under [`QUEUED_MAX`], or the connection is gone.
+    drained: tokio::sync::Notify,
     /// Requests sent and not yet answered; None once the connection is gone.
     waiting: Mutex<Option<Waiting>>,
     next: AtomicU32,
@@ -411,6 +419,7 @@ impl FramesClient {
             wr,
             queued: Mutex::new(BytesMut::new()),
             flush: Arc::new(tokio::sync::Notify::new()),
+            drained: tokio::sync::Notify::new(),
             waiting: Mutex::new(Some(HashMap::new())),
             next: AtomicU32::new(1),
         });
@@ -448,6 +457,7 @@ impl FramesClient {
     pub async fn call<Q: Framed>(&self, request: &Q) -> Result<Q::Reply, Status> {
         let gone = || Status::unavailable("the frames connection has closed");
         let inner = &self.inner;
+        inner.room().await.map_err(|()| gone())?;
         let id = inner.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
         inner.waiting().as_mut().ok_or_else(gone)?.insert(id, tx);
@@ -470,6 +480,22 @@ impl Inner {
 
     fn queued(&self) -> std::sync::MutexGuard<'_, BytesMut> {
         self.queued.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits while more than [`QUEUED_MAX`] bytes are queued; `Err` once the connection is gone.
+    async fn room(&self) -> Result<(), ()> {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.waiting().is_none() {
+                return Err(());
+            }
+            if self.queued().len() <= QUEUED_MAX {
+                return Ok(());
+            }
+            drained.await;
+        }
     }
 
     /// Writes `frame` now if nothing waits before it and the socket takes it; queues the rest
@@ -504,7 +530,11 @@ impl Inner {
                 }
                 match self.wr.try_write(&q) {
                     Ok(n) => {
+                        let over = q.len() > QUEUED_MAX;
                         q.advance(n);
+                        if over && q.len() <= QUEUED_MAX {
+                            self.drained.notify_waiters();
+                        }
                         continue;
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -518,6 +548,7 @@ impl Inner {
     /// The connection is gone: every caller waiting, and every later one, gets an error.
     fn gone(&self) {
         self.waiting().take();
+        self.drained.notify_waiters();
     }
 }
 
@@ -592,6 +623,53 @@ mod tests {
             TooLong { id: 3, len: 1000 }
         );
         assert!(next_frame(&mut buf, 1000).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_client_queues_a_bounded_amount_for_a_server_that_does_not_read() {
+        let dir =
+            std::env::temp_dir().join(format!("batchcrypt-frames-queue-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let _ = std::fs::remove_file(&path);
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        // A server that answers the hello, then reads nothing more.
+        let server = tokio::spawn(async move {
+            let (mut io, _) = listener.accept().await.unwrap();
+            let mut first = vec![0u8; MAGIC.len() + HEADER];
+            io.read_exact(&mut first).await.unwrap();
+            let mut answer = BytesMut::from(&MAGIC[..]);
+            put_header(&mut answer, 0, 0, OK);
+            io.write_all(&answer).await.unwrap();
+            io
+        });
+        let client = FramesClient::connect(&path, None).await.unwrap();
+        let request = crate::proto::EchoRequest {
+            payload: Bytes::from(vec![1u8; 64 << 10]),
+            reply_bytes: 0,
+        };
+        let calls: Vec<_> = (0..200)
+            .map(|_| {
+                let (client, request) = (client.clone(), request.clone());
+                tokio::spawn(async move { client.call(&request).await })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        // 200 requests of 64 KiB: the socket takes a few, the queue at most its bound and one
+        // request beyond it; the other callers wait.
+        let queued = client.inner.queued().len();
+        assert!(
+            queued > 0 && queued <= QUEUED_MAX + (64 << 10) + 64,
+            "{queued} bytes queued"
+        );
+        assert!(calls.iter().any(|c| !c.is_finished()));
+        // The server going away ends every call, waiting or queued, with an error.
+        drop(server.await.unwrap());
+        for c in calls {
+            let r = tokio::time::timeout(std::time::Duration::from_secs(10), c).await;
+            assert!(r.expect("every call ends").unwrap().is_err());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
