@@ -343,11 +343,12 @@ type Waiting = HashMap<u32, tokio::sync::oneshot::Sender<Result<Bytes, Status>>>
 /// A client's connection to a server's frames socket: any number of tasks may call at once over
 /// it (it is cheap to clone). A call writes its request itself when nothing is queued before it
 /// (no hand-off to another task); what the socket does not take at once is queued and written by
-/// the connection's flusher, in order; a call waits while more than [`QUEUED_MAX`] bytes are
-/// queued, so a client that sends faster than the server reads holds bounded memory (unbounded,
-/// the queues of a thousand paced connections grew by gigabytes a second on the server's machine
-/// and their page faults took the cores the server needed). A reader task hands each reply to
-/// its caller by id.
+/// the connection's flusher, in order, each frame as it was encoded (queued frames are written
+/// together, not copied into one growing buffer: appended to and drained from its ends, that
+/// buffer was reallocated over and over, and under a paced load the server fell behind its page
+/// faults were the client's largest cost); a call waits while more than [`QUEUED_MAX`] bytes are
+/// queued, so a client that sends faster than the server reads holds bounded memory. A reader
+/// task hands each reply to its caller by id.
 #[derive(Clone)]
 pub struct FramesClient {
     inner: Arc<Inner>,
@@ -357,7 +358,7 @@ struct Inner {
     /// The connection's writing side; dropped with the last handle, which ends the client's side.
     wr: tokio::net::unix::OwnedWriteHalf,
     /// Request bytes the socket has not taken yet, in order.
-    queued: Mutex<BytesMut>,
+    queued: Mutex<Queued>,
     flush: Arc<tokio::sync::Notify>,
     /// Told when the flusher has brought the queue under [`QUEUED_MAX`], or the connection is gone.
     drained: tokio::sync::Notify,
@@ -417,7 +418,7 @@ impl FramesClient {
         };
         let inner = Arc::new(Inner {
             wr,
-            queued: Mutex::new(BytesMut::new()),
+            queued: Mutex::new(Queued::default()),
             flush: Arc::new(tokio::sync::Notify::new()),
             drained: tokio::sync::Notify::new(),
             waiting: Mutex::new(Some(HashMap::new())),
@@ -463,7 +464,7 @@ impl FramesClient {
         inner.waiting().as_mut().ok_or_else(gone)?.insert(id, tx);
         let mut frame = BytesMut::new();
         put_request(&mut frame, id, request);
-        if inner.send(&frame).is_err() {
+        if inner.send(frame.freeze()).is_err() {
             inner.gone();
             return Err(gone());
         }
@@ -478,7 +479,7 @@ impl Inner {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn queued(&self) -> std::sync::MutexGuard<'_, BytesMut> {
+    fn queued(&self) -> std::sync::MutexGuard<'_, Queued> {
         self.queued.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -491,7 +492,7 @@ impl Inner {
             if self.waiting().is_none() {
                 return Err(());
             }
-            if self.queued().len() <= QUEUED_MAX {
+            if self.queued().bytes <= QUEUED_MAX {
                 return Ok(());
             }
             drained.await;
@@ -500,19 +501,20 @@ impl Inner {
 
     /// Writes `frame` now if nothing waits before it and the socket takes it; queues the rest
     /// for the flusher. The frame's bytes are never interleaved with another's.
-    fn send(&self, frame: &[u8]) -> std::io::Result<()> {
+    fn send(&self, frame: Bytes) -> std::io::Result<()> {
         let mut q = self.queued();
         let mut at = 0;
-        if q.is_empty() {
-            match self.wr.try_write(frame) {
+        if q.frames.is_empty() {
+            match self.wr.try_write(&frame) {
                 Ok(n) => at = n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
         }
         if at < frame.len() {
-            let first = q.is_empty();
-            q.extend_from_slice(&frame[at..]);
+            let first = q.frames.is_empty();
+            q.bytes += frame.len() - at;
+            q.frames.push_back(frame.slice(at..));
             if first {
                 self.flush.notify_one();
             }
@@ -525,14 +527,20 @@ impl Inner {
         loop {
             {
                 let mut q = self.queued();
-                if q.is_empty() {
+                if q.frames.is_empty() {
                     return Ok(());
                 }
-                match self.wr.try_write(&q) {
+                let written = {
+                    let parts: Vec<std::io::IoSlice<'_>> = (q.frames.iter().take(WRITE_FRAMES))
+                        .map(|f| std::io::IoSlice::new(f))
+                        .collect();
+                    self.wr.try_write_vectored(&parts)
+                };
+                match written {
                     Ok(n) => {
-                        let over = q.len() > QUEUED_MAX;
-                        q.advance(n);
-                        if over && q.len() <= QUEUED_MAX {
+                        let over = q.bytes > QUEUED_MAX;
+                        q.consume(n);
+                        if over && q.bytes <= QUEUED_MAX {
                             self.drained.notify_waiters();
                         }
                         continue;
@@ -549,6 +557,35 @@ impl Inner {
     fn gone(&self) {
         self.waiting().take();
         self.drained.notify_waiters();
+    }
+}
+
+/// Frames a client has not written yet, each as it was encoded.
+#[derive(Default)]
+struct Queued {
+    frames: std::collections::VecDeque<Bytes>,
+    bytes: usize,
+}
+
+/// Queued frames one write offers the socket.
+const WRITE_FRAMES: usize = 64;
+
+impl Queued {
+    /// Drops the first `n` bytes, which the socket took.
+    fn consume(&mut self, mut n: usize) {
+        self.bytes -= n;
+        while n > 0 {
+            let front = self
+                .frames
+                .front_mut()
+                .expect("the socket took queued bytes");
+            if front.len() > n {
+                front.advance(n);
+                return;
+            }
+            n -= front.len();
+            self.frames.pop_front();
+        }
     }
 }
 
@@ -625,6 +662,22 @@ mod tests {
         assert!(next_frame(&mut buf, 1000).unwrap().is_none());
     }
 
+    #[test]
+    fn queued_frames_are_consumed_in_order_across_their_ends() {
+        let mut q = Queued::default();
+        for f in [&b"abc"[..], b"de", b"fghi"] {
+            q.bytes += f.len();
+            q.frames.push_back(Bytes::copy_from_slice(f));
+        }
+        q.consume(4);
+        assert_eq!((q.bytes, q.frames.len()), (5, 2));
+        assert_eq!(&q.frames[0][..], b"e");
+        q.consume(1);
+        assert_eq!(&q.frames[0][..], b"fghi");
+        q.consume(4);
+        assert!(q.frames.is_empty() && q.bytes == 0);
+    }
+
     #[tokio::test]
     async fn a_client_queues_a_bounded_amount_for_a_server_that_does_not_read() {
         let dir =
@@ -657,7 +710,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         // 200 requests of 64 KiB: the socket takes a few, the queue at most its bound and one
         // request beyond it; the other callers wait.
-        let queued = client.inner.queued().len();
+        let queued = client.inner.queued().bytes;
         assert!(
             queued > 0 && queued <= QUEUED_MAX + (64 << 10) + 64,
             "{queued} bytes queued"
