@@ -574,7 +574,8 @@ struct Blocks {
     /// Slabs made or being made: the cap is taken before a slab is locked, outside `slabs`'s
     /// lock (locking takes milliseconds, and batches read `slabs` meanwhile).
     made: std::sync::atomic::AtomicUsize,
-    /// Whether a thread is locking a slab for [`page_locked_now`], by size class.
+    /// Whether a thread is locking a slab for [`page_locked_now`], by size class (left set where
+    /// the driver refused one).
     growing: [std::sync::atomic::AtomicBool; BLOCK_CLASSES],
 }
 
@@ -610,11 +611,13 @@ pub fn page_locked_now(len: usize) -> Option<PageLocked> {
     devices().ok()?.first()?;
     let full = BLOCKS.made.load(Ordering::SeqCst) >= PAGE_LOCKED_CAP / SLAB;
     if !full && !BLOCKS.growing[class].swap(true, Ordering::SeqCst) {
+        // Where the driver refuses a slab (or the cap is reached meanwhile), the size is not
+        // tried again: its requests stay in ordinary memory rather than each start a thread.
         let grow = move || {
             if let Some(addr) = new_slab(class) {
                 lock_free(class).push(addr);
+                BLOCKS.growing[class].store(false, Ordering::SeqCst);
             }
-            BLOCKS.growing[class].store(false, Ordering::SeqCst);
         };
         if std::thread::Builder::new()
             .name("page-locking".into())
