@@ -300,18 +300,17 @@ impl Messages {
                 self.pending = data;
                 continue;
             }
-            // A message split over frames: gathered, with room for all of it once its length
-            // is known.
-            if self.gathered.is_empty() {
-                let want = announced(&self.pending).map_or(0, |n| PREFIX + n.min(self.max));
-                self.gathered
-                    .reserve(want.max(self.pending.len() + data.len()));
-                self.gathered.put(std::mem::take(&mut self.pending));
-            } else if let Some(n) = announced(&self.gathered) {
-                let want = PREFIX + n.min(self.max);
-                self.gathered
-                    .reserve(want.saturating_sub(self.gathered.len()).max(data.len()));
-            }
+            // A message split over frames: gathered (what was pending first; the two are never
+            // both held), with room for all of it once its length is known.
+            let held = if self.gathered.is_empty() {
+                &self.pending[..]
+            } else {
+                &self.gathered[..]
+            };
+            let want = announced(held).map_or(0, |n| PREFIX + n.min(self.max));
+            let room = want.max(held.len() + data.len());
+            self.gathered.reserve(room - self.gathered.len());
+            self.gathered.put(std::mem::take(&mut self.pending));
             self.gathered.put(data);
         }
     }

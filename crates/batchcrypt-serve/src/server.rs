@@ -1455,7 +1455,7 @@ impl Service {
         let stopping = self.stopping.clone();
         async move {
             match stopping {
-                Some(mut rx) => drop(rx.wait_for(|&s| s).await),
+                Some(rx) => stopped(rx).await,
                 None => std::future::pending().await,
             }
         }
