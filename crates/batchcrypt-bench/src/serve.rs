@@ -7,12 +7,15 @@
 //! as calls and over a stream per client (SHA256d also in requests 16 times larger), the streams
 //! also with the clients sharing a connection per client thread, and the same streams over TCP
 //! and the Unix socket from a lean gRPC client (HTTP/2 through the `h2` crate, each request
-//! encoded once, as gRPC load generators send: [`h2load`]); and over the server's frames socket (the same messages
+//! encoded once, as gRPC load generators send: [`h2load`]), and from a client that writes
+//! HTTP/2's frames itself over the Unix socket, one task per client thread driving its
+//! connection's streams, as nghttp2's h2load does ([`wire`]: the clients' CPU, taken from the
+//! server's cores here, cut further); and over the server's frames socket (the same messages
 //! without HTTP/2), a connection per client and one per client thread;
 //! then open loops, each client sending on schedule whatever the replies: ECDSA calls over TCP at
 //! half the rate just served, SHA256d over streams at half their served rate, and both
 //! operations over gRPC streams (the library's client over TCP, the lean one over TCP and the
-//! Unix socket) and over frames at 0.7x, 0.8x and 0.9x of the
+//! Unix socket, the frame-writing one) and over frames at 0.7x, 0.8x and 0.9x of the
 //! library's own rate (`BATCHCRYPT_BENCH_LOADS`); last, SHA256d's requests echoed over
 //! streams and frames (the same bytes each way, nothing
 //! batched or computed: the most the link, the clients and the server's handling of a message
@@ -45,6 +48,7 @@
 //! memory and failures.
 
 mod h2load;
+mod wire;
 
 use crate::report::{times, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
@@ -386,6 +390,210 @@ async fn open_loop_streams<S: Streamed, C: Duplex<S>>(
         })
         .collect();
     Paced::gather(t, tasks, interval, w).await
+}
+
+/// The frame-writing client's transport, as the labels name it.
+const WIRE: &str =
+    "Unix socket, a frame-writing gRPC client, a stream per client, a connection per client thread";
+
+/// The frame-writing gRPC client ([`wire`]) over the Unix socket: a connection per client thread,
+/// client `c` on thread `c % threads` (as [`share_per_thread`] shares the others), each
+/// connection's streams driven by one task on its thread.
+struct Wire<'a> {
+    socket: std::path::PathBuf,
+    on: &'a Shards,
+    clients: usize,
+}
+
+/// A thread's connection and its clients, between the warm-up and the loop.
+type Warmed = Vec<(tokio::runtime::Handle, wire::Connection, Vec<usize>)>;
+
+impl Wire<'_> {
+    /// A fresh connection per client thread, each client's stream answering one request (the
+    /// connections, the server's buffers and calibration warmed as the other cases' are).
+    async fn warmed<S: Streamed>(&self, calls: &S, requests: &Arc<Vec<bytes::Bytes>>) -> Warmed {
+        let k = self.on.len().clamp(1, self.clients);
+        let mut tasks = Vec::with_capacity(k);
+        for i in 0..k {
+            let clients: Vec<usize> = (i..self.clients).step_by(k).collect();
+            let (socket, calls, requests) = (self.socket.clone(), calls.clone(), requests.clone());
+            let rt = self.on.handle(i).clone();
+            tasks.push(rt.clone().spawn(async move {
+                let mut conn = wire::Connection::unix(&socket).await.expect("connected");
+                let now = Instant::now();
+                let loads = wire_loads(&clients, &requests, |_| now);
+                let pace = wire::Pace::Closed {
+                    until: now + Duration::from_secs(60),
+                };
+                conn.drive(S::METHOD, loads, pace, 1, &mut wire_check(&calls))
+                    .await
+                    .expect("served");
+                (rt, conn, clients)
+            }));
+        }
+        let mut warmed = Vec::with_capacity(k);
+        for t in tasks {
+            warmed.push(t.await.expect("warm-up task"));
+        }
+        warmed
+    }
+
+    /// Every client's requests over `warmed` from one start: closed through `w`'s window, or
+    /// every `interval` (the clients' phases spread over one) through it. The start and each
+    /// request's answer.
+    async fn run<S: Streamed>(
+        warmed: Warmed,
+        calls: &S,
+        requests: &Arc<Vec<bytes::Bytes>>,
+        w: Window,
+        interval: Option<Duration>,
+    ) -> (Instant, Vec<wire::Answered>) {
+        let n = requests.len();
+        let t = Instant::now();
+        let (pace, rounds) = match interval {
+            None => (wire::Pace::Closed { until: t + w.end() }, w.most),
+            Some(every) => (wire::Pace::Every(every), w.rounds(every)),
+        };
+        let start = move |c: usize| match interval {
+            None => t,
+            Some(every) => t + every.mul_f64(c as f64 / n as f64),
+        };
+        let tasks: Vec<_> = warmed
+            .into_iter()
+            .map(|(rt, mut conn, clients)| {
+                let (calls, requests) = (calls.clone(), requests.clone());
+                rt.spawn(async move {
+                    let loads = wire_loads(&clients, &requests, start);
+                    let mut check = wire_check(&calls);
+                    conn.drive(S::METHOD, loads, pace, rounds, &mut check)
+                        .await
+                        .expect("served")
+                })
+            })
+            .collect();
+        let mut answered = Vec::new();
+        for task in tasks {
+            answered.extend(task.await.expect("client task"));
+        }
+        (t, answered)
+    }
+
+    /// A closed loop of `calls` over [`WIRE`] (`suffix` added to its name), reported as
+    /// [`Closed::run`] reports; the mean seconds between a client's requests.
+    #[allow(clippy::too_many_arguments)]
+    async fn closed<S: Streamed>(
+        &self,
+        closed: &Closed,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        suffix: &str,
+        bytes_per_item: u64,
+        calls: &S,
+        op: &str,
+    ) -> f64 {
+        let transport = format!("{WIRE}{suffix}");
+        if !chosen(&format!(
+            "served over {transport}, {} clients",
+            closed.clients
+        )) {
+            return f64::NAN;
+        }
+        let requests = wire_requests(calls, closed.clients);
+        let warmed = self.warmed(calls, &requests).await;
+        let before = stages(closed.metrics, op).await;
+        let cpu = thread_cpu();
+        let w = closed.window;
+        let (t, answered) = Wire::run(warmed, calls, &requests, w, None).await;
+        let (from, to) = (t + w.settle, t + w.end());
+        let (mut lat, mut batch) = (Vec::new(), 0u64);
+        for a in answered.iter().filter(|a| w.holds(a.done - t)) {
+            lat.push((a.done - a.sent).as_secs_f64());
+            batch += a.check;
+        }
+        let m = Measured {
+            secs: (to.min(Instant::now()) - from.min(to)).as_secs_f64(),
+            wall: t.elapsed().as_secs_f64(),
+            all: answered.len(),
+            mean_batch: batch as f64 / lat.len().max(1) as f64,
+            lat,
+        };
+        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
+        let after = stages(closed.metrics, op).await;
+        closed.report(rep, case, base, &transport, bytes_per_item, &m);
+        println!("  {}", stages_between(&before, &after));
+        println!("  {cpu}");
+        cycle_of(closed.clients, &m)
+    }
+
+    /// The open loop of `calls` over [`WIRE`] at `at`'s load, reported as the other open loops.
+    async fn paced<S: Streamed>(
+        &self,
+        at: &AtLoad<'_>,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        calls: &S,
+    ) {
+        let label = format!("served over {WIRE}, {}", at.at);
+        if !chosen(&label) {
+            return;
+        }
+        let requests = wire_requests(calls, at.closed.clients);
+        let warmed = self.warmed(calls, &requests).await;
+        let (w, interval) = (at.closed.window, at.interval);
+        let paced = async {
+            let (t, answered) = Wire::run(warmed, calls, &requests, w, Some(interval)).await;
+            let done = (answered.iter())
+                .map(|a| Done {
+                    at: a.done - t,
+                    lat: (a.done - a.sent).as_secs_f64(),
+                })
+                .collect();
+            Paced {
+                secs: t.elapsed().as_secs_f64(),
+                done,
+                interval,
+                window: w,
+            }
+        };
+        (at.closed)
+            .paced(rep, case, base, &label, at.bytes_per_item, at.op, paced)
+            .await;
+    }
+}
+
+/// Each client's request of `calls` as gRPC frames it, encoded once.
+fn wire_requests<S: Streamed>(calls: &S, clients: usize) -> Arc<Vec<bytes::Bytes>> {
+    Arc::new(
+        (0..clients)
+            .map(|c| h2load::framed(&calls.request(c)))
+            .collect(),
+    )
+}
+
+/// A stream per client of `clients`, each starting at `start(c)`.
+fn wire_loads(
+    clients: &[usize],
+    requests: &[bytes::Bytes],
+    start: impl Fn(usize) -> Instant,
+) -> Vec<wire::Load> {
+    (clients.iter())
+        .map(|&c| wire::Load {
+            client: c,
+            request: requests[c].clone(),
+            start: start(c),
+        })
+        .collect()
+}
+
+/// A reply's check for the frame-writing client: decoded and checked as every case's replies.
+fn wire_check<S: Streamed>(calls: &S) -> impl FnMut(usize, bytes::Bytes) -> Result<u64, String> {
+    let calls = calls.clone();
+    move |c, message| {
+        let reply = <S::R as prost::Message>::decode(message).map_err(|e| e.to_string())?;
+        Ok(calls.check(c, reply))
+    }
 }
 
 /// Client `c`'s SHA256d request: its `per` 64-byte messages of `all`, packed (one buffer per
@@ -855,6 +1063,12 @@ async fn batched(
             &shared_unix,
         ),
     ];
+    // And the frame-writing client over the Unix socket, a connection per client thread.
+    let wire = Wire {
+        socket: server.unix_socket.clone().unwrap(),
+        on: client_shards,
+        clients,
+    };
     let closed = Closed {
         metrics: server.metrics_addr,
         clients,
@@ -869,6 +1083,7 @@ async fn batched(
             ("Unix socket", [&lean_unix, &shared_lean_unix]),
         ],
         frames: &frames,
+        wire: &wire,
         loads: Paces::loads(),
     };
 
@@ -949,8 +1164,18 @@ async fn batched(
         let ecdsa = EcdsaStreams(requests.clone());
         let over = (&streamed_over[..], &lean_over[..], &framed_over[..]);
         closed
-            .run_over(rep, &case, &base, over, "", 0, ecdsa, "verify_ecdsa")
+            .run_over(
+                rep,
+                &case,
+                &base,
+                over,
+                "",
+                0,
+                ecdsa.clone(),
+                "verify_ecdsa",
+            )
             .await;
+        (wire.closed(&closed, rep, &case, &base, "", 0, &ecdsa, "verify_ecdsa")).await;
         // The same clients paced at half the rate just served over TCP: latency when the
         // server keeps up.
         let label = "served over TCP, open loop at half that rate";
@@ -1015,6 +1240,7 @@ async fn batched(
             .run_over(rep, &case, &base, over, "", 64, streams.clone(), "hash")
             .await;
         let streamed_cycle = cycles[0];
+        (wire.closed(&closed, rep, &case, &base, "", 64, &streams, "hash")).await;
         // The same streams paced at half the rate just served over TCP.
         let label = "served over TCP, a stream per client, open loop at half that rate";
         if chosen(label) && streamed_cycle.is_finite() {
@@ -1056,8 +1282,9 @@ async fn batched(
         // threads carry, against which the served rates above are what the work adds.
         let (suffix, echoes) = (", echoed without work", Echoes(streams.clone()));
         closed
-            .run_over(rep, &case, &base, over, suffix, 64, echoes, "echo")
+            .run_over(rep, &case, &base, over, suffix, 64, echoes.clone(), "echo")
             .await;
+        (wire.closed(&closed, rep, &case, &base, suffix, 64, &echoes, "echo")).await;
     }
     drop((tcp, unix, shared_tcp, shared_unix, frames, shared_frames));
     drop((lean, shared_lean, lean_unix, shared_lean_unix));
@@ -1077,6 +1304,7 @@ struct Paces<'a> {
     /// The lean client's connections over each transport: one per client, one per client thread.
     lean: [(&'a str, [&'a [Conn<H2Conn>]; 2]); 2],
     frames: &'a [Conn<FramesClient>],
+    wire: &'a Wire<'a>,
     loads: Vec<f64>,
 }
 
@@ -1132,6 +1360,7 @@ impl Paces<'_> {
                     .streams(rep, case, base, over, client, lean, &calls)
                     .await;
             }
+            self.wire.paced(&paced, rep, case, base, &calls).await;
             let label = format!("served over frames, a connection per client, {at}");
             if chosen(&label) {
                 let call = framed_call(calls.clone());
@@ -1314,6 +1543,24 @@ impl Closed {
         let m = closed_loop(conns, self.window, call).await;
         let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
         let after = stages(self.metrics, op).await;
+        self.report(rep, case, base, transport, bytes_per_item, &m);
+        println!("  {}", stages_between(&before, &after));
+        println!("  {cpu}");
+        cycle_of(self.clients, &m)
+    }
+
+    /// Reports closed loop `m` over `transport` against the library's batch, with its latency,
+    /// the batches formed and the whole loop's rate.
+    fn report(
+        &self,
+        rep: &mut Report,
+        case: &str,
+        base: &str,
+        transport: &str,
+        bytes_per_item: u64,
+        m: &Measured,
+    ) {
+        let label = format!("served over {transport}, {} clients", self.clients);
         let requests = m.lat.len();
         let items = (requests * self.per_request) as u64;
         rep.add(
@@ -1325,10 +1572,8 @@ impl Closed {
             m.secs,
             Some(base),
         );
-        // The mean time between a client's requests: by Little's law, the latency's mean when
-        // every client always has one outstanding.
-        let cycle = m.secs * self.clients as f64 / requests.max(1) as f64;
-        let (p50, p99, max) = latencies(m.lat);
+        let cycle = cycle_of(self.clients, m);
+        let (p50, p99, max) = latencies(m.lat.clone());
         // The whole loop too: the clients' first requests in a burst, and the last ones with
         // fewer clients left to batch.
         let whole = (m.all * self.per_request) as f64 / m.wall / 1e6;
@@ -1338,10 +1583,13 @@ impl Closed {
             m.mean_batch,
             1e3 * cycle
         );
-        println!("  {}", stages_between(&before, &after));
-        println!("  {cpu}");
-        cycle
     }
+}
+
+/// The mean time between a client's requests in closed loop `m` of `clients`: by Little's law,
+/// the latency's mean when every client always has one outstanding.
+fn cycle_of(clients: usize, m: &Measured) -> f64 {
+    m.secs * clients as f64 / m.lat.len().max(1) as f64
 }
 
 /// The transports a closed loop runs over: gRPC streams from the library's client, then from the
