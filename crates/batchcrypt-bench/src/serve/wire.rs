@@ -38,6 +38,7 @@ fn header(len: usize, kind: u8, flags: u8, stream: u32) -> [u8; 9] {
     [l[1], l[2], l[3], kind, flags, s[0], s[1], s[2], s[3]]
 }
 
+/// A WINDOW_UPDATE frame giving `n` bytes back on `stream` (0: the connection).
 fn window_update(stream: u32, n: u32) -> Bytes {
     let mut b = BytesMut::with_capacity(13);
     b.put_slice(&header(4, WINDOW_UPDATE, 0, stream));
@@ -48,9 +49,10 @@ fn window_update(stream: u32, n: u32) -> Bytes {
 /// A HEADERS block opening a gRPC call of `path`: static-table names, literal values, no
 /// indexing (so the server's table is never touched).
 fn request_headers(path: &str) -> Vec<u8> {
-    let mut b = vec![0x83, 0x86]; // :method POST, :scheme http
-                                  // A literal field without indexing: the name's static index in 4-bit prefix form, or 0 and
-                                  // the name; then the value (all shorter than 127 bytes, no Huffman coding).
+    // :method POST and :scheme http, indexed; then each a literal field without indexing: the
+    // name's static index in 4-bit prefix form, or 0 and the name; then the value (all shorter
+    // than 127 bytes, no Huffman coding).
+    let mut b = vec![0x83, 0x86];
     let fields: [(&[u8], &str, &str); 4] = [
         (&[0x04], "", path),                     // :path
         (&[0x01], "", "localhost"),              // :authority
@@ -58,6 +60,7 @@ fn request_headers(path: &str) -> Vec<u8> {
         (&[0x00], "te", "trailers"),
     ];
     for (index, name, value) in fields {
+        assert!(name.len() < 127 && value.len() < 127, "a header of one length byte");
         b.extend_from_slice(index);
         if !name.is_empty() {
             b.push(name.len() as u8);
