@@ -178,7 +178,7 @@ fn whole_message(buf: &mut BytesMut) -> Result<Option<Bytes>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use batchcrypt::sha256::{Messages, Mode};
     use batchcrypt::{BackendChoice, Engine};
@@ -187,7 +187,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    fn request(messages: &[u8], width: u32) -> HashRequest {
+    /// A SHA256d request of `messages` packed at `width` bytes.
+    pub(in crate::serve) fn request(messages: &[u8], width: u32) -> HashRequest {
         HashRequest {
             algorithm: HashAlgorithm::Sha256d as i32,
             messages: Vec::new(),
@@ -201,17 +202,28 @@ mod tests {
         }
     }
 
+    /// A server's configuration on a free loopback port and a Unix socket in a fresh directory
+    /// (named for `test`), and the directory.
+    pub(in crate::serve) fn server_config(
+        test: &str,
+    ) -> (std::path::PathBuf, batchcrypt_serve::ServerConfig) {
+        let data = std::env::temp_dir().join(format!("batchcrypt-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&data).unwrap();
+        let mut config = batchcrypt_serve::ServerConfig::new(data.clone());
+        config.listen = "127.0.0.1:0".parse().unwrap();
+        config.unix_socket = Some(data.join("serve.sock"));
+        // No metrics port: tests run at once, and the default port is one.
+        config.metrics = None;
+        (data, config)
+    }
+
     /// The lean client against a running server, over TCP and over the Unix socket: the
     /// library's digests back on every call of a stream, and a request the server refuses ends
     /// the stream with the server's status.
     #[test]
     fn the_lean_client_gets_the_library_digests_and_the_servers_refusal() {
         let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
-        let data = std::env::temp_dir().join(format!("batchcrypt-h2load-{}", std::process::id()));
-        std::fs::create_dir_all(&data).unwrap();
-        let mut config = batchcrypt_serve::ServerConfig::new(data.clone());
-        config.listen = "127.0.0.1:0".parse().unwrap();
-        config.unix_socket = Some(data.join("serve.sock"));
+        let (data, config) = server_config("h2load");
         let messages: Vec<u8> = (0..64 * 40).map(|i| (i * 13 % 251) as u8).collect();
         let m = Messages::fixed(&messages, 64).unwrap();
         let expected: Vec<u8> = engine

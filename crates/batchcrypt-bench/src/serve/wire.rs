@@ -60,7 +60,10 @@ fn request_headers(path: &str) -> Vec<u8> {
         (&[0x00], "te", "trailers"),
     ];
     for (index, name, value) in fields {
-        assert!(name.len() < 127 && value.len() < 127, "a header of one length byte");
+        assert!(
+            name.len() < 127 && value.len() < 127,
+            "a header of one length byte"
+        );
         b.extend_from_slice(index);
         if !name.is_empty() {
             b.push(name.len() as u8);
@@ -525,26 +528,17 @@ fn messages(partial: &mut BytesMut, mut payload: Bytes) -> Result<Vec<Bytes>, St
 
 #[cfg(test)]
 mod tests {
+    use super::super::h2load::tests as h2load_tests;
     use super::*;
     use batchcrypt::sha256::{Messages, Mode};
     use batchcrypt::{BackendChoice, Engine};
-    use batchcrypt_serve::proto::{Column, HashAlgorithm, HashReply, HashRequest};
+    use batchcrypt_serve::proto::HashReply;
     use prost::Message;
     use std::sync::Arc;
 
     /// A SHA256d request of `messages` packed at 64 bytes, framed.
     fn request(messages: &[u8]) -> Bytes {
-        super::super::h2load::framed(&HashRequest {
-            algorithm: HashAlgorithm::Sha256d as i32,
-            messages: Vec::new(),
-            messages_packed: Some(Column {
-                data: Bytes::copy_from_slice(messages),
-                width: 64,
-                ends: Vec::new(),
-                shared: None,
-            }),
-            digests_to: None,
-        })
+        super::super::h2load::framed(&h2load_tests::request(messages, 64))
     }
 
     /// Closed and paced drives of several streams against a running server over one
@@ -554,11 +548,7 @@ mod tests {
     #[test]
     fn drives_get_the_library_digests_and_end_on_a_refusal() {
         let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
-        let data = std::env::temp_dir().join(format!("batchcrypt-wire-{}", std::process::id()));
-        std::fs::create_dir_all(&data).unwrap();
-        let mut config = batchcrypt_serve::ServerConfig::new(data.clone());
-        config.listen = "127.0.0.1:0".parse().unwrap();
-        config.unix_socket = Some(data.join("serve.sock"));
+        let (data, config) = h2load_tests::server_config("wire");
         // Three clients' messages, of 1, 40 and 300 items (the last over 16 KiB: more than one
         // frame at the default frame size).
         let sizes = [1usize, 40, 300];
