@@ -85,8 +85,31 @@ pub trait Batched: Send + Sync + 'static {
 }
 
 pub struct Ran<O> {
-    pub outs: Vec<O>,
+    pub outs: Outputs<O>,
     pub backend: String,
+}
+
+/// A batch's outputs where the operation left them: a vector, or memory the GPU wrote them into
+/// (a hash batch's digests, page-locked), which the batch's replies share until the last is sent.
+pub struct Outputs<O>(Box<dyn std::ops::Deref<Target = [O]> + Send + Sync>);
+
+impl<O> Outputs<O> {
+    pub fn new(outs: impl std::ops::Deref<Target = [O]> + Send + Sync + 'static) -> Self {
+        Outputs(Box::new(outs))
+    }
+}
+
+impl<O: Send + Sync + 'static> From<Vec<O>> for Outputs<O> {
+    fn from(outs: Vec<O>) -> Self {
+        Outputs::new(outs)
+    }
+}
+
+impl<O> std::ops::Deref for Outputs<O> {
+    type Target = [O];
+    fn deref(&self) -> &[O] {
+        &self.0
+    }
 }
 
 /// What a request gets back.
@@ -101,7 +124,7 @@ pub struct Reply<O> {
 /// thread hands each request a range, copying nothing: each request's thread reads its own part
 /// into its reply, in parallel.
 pub struct Outs<O> {
-    all: Arc<Vec<O>>,
+    all: Arc<Outputs<O>>,
     range: std::ops::Range<usize>,
 }
 
@@ -181,7 +204,7 @@ impl<B: Batched> Batcher<B> {
         if n == 0 {
             return Ok(Reply {
                 outs: Outs {
-                    all: Arc::new(Vec::new()),
+                    all: Arc::new(Vec::new().into()),
                     range: 0..0,
                 },
                 backend: String::new(),
@@ -459,7 +482,9 @@ mod tests {
                 .recv()
                 .map_err(|e| e.to_string())?;
             Ok(Ran {
-                outs: items.iter().map(|x| 2 * x + *g as u32).collect(),
+                outs: (items.iter().map(|x| 2 * x + *g as u32))
+                    .collect::<Vec<_>>()
+                    .into(),
                 backend: "test".into(),
             })
         }
@@ -552,7 +577,9 @@ mod tests {
         }
         fn run(&self, _: &(), requests: Vec<Vec<u32>>) -> Result<Ran<u32>, String> {
             Ok(Ran {
-                outs: requests.into_iter().flatten().map(|x| 2 * x).collect(),
+                outs: (requests.into_iter().flatten().map(|x| 2 * x))
+                    .collect::<Vec<_>>()
+                    .into(),
                 backend: "test".into(),
             })
         }

@@ -4,7 +4,7 @@
 //! bytes) get their verdict here and stay out of the engine's batch; everything else is the
 //! library's to judge, so a reply is exactly what the library gives for the same items.
 
-use crate::batcher::{Batched, Ran};
+use crate::batcher::{Batched, Outputs, Ran};
 use crate::proto::EcdsaCurve;
 use batchcrypt::backend::cpu::par_concat;
 use batchcrypt::ecdsa::{Curve, EncodedItems};
@@ -116,7 +116,7 @@ fn backend_of<T>(o: &Output<T>) -> String {
 
 /// Runs `items`, where each is already judged (`Err`) or goes to `run` with the others; the
 /// outputs come back in the items' order.
-fn with_prechecked<T, O>(
+fn with_prechecked<T, O: Send + Sync + 'static>(
     items: Vec<Result<T, O>>,
     run: impl FnOnce(Vec<T>) -> Result<(Vec<O>, String), String>,
 ) -> Result<Ran<O>, String> {
@@ -144,7 +144,10 @@ fn with_prechecked<T, O>(
                 .ok_or("the engine returned too few outputs")
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Ran { outs, backend })
+    Ok(Ran {
+        outs: outs.into(),
+        backend,
+    })
 }
 
 fn verdicts(r: Vec<Result<(), Reason>>) -> Vec<Verdict> {
@@ -232,7 +235,7 @@ impl Batched for Ecdsa {
         .map_err(|e| e.to_string())?;
         Ok(Ran {
             backend: backend_of(&out),
-            outs: verdicts(out.value.results),
+            outs: verdicts(out.value.results).into(),
         })
     }
 }
@@ -338,7 +341,7 @@ impl Batched for Sm2Verify {
             .map_err(|e| e.to_string())?;
         Ok(Ran {
             backend: backend_of(&out),
-            outs: verdicts(out.value.results),
+            outs: verdicts(out.value.results).into(),
         })
     }
 }
@@ -405,12 +408,26 @@ impl Hash {
                         })
                         .collect();
                     let parts = FixedParts::new(&parts, width).map_err(err)?;
-                    let mut outs = batchcrypt::backend::cpu::zeroed_arrays::<32>(parts.count());
-                    let out = self
-                        .0
-                        .sha256()
-                        .hash_fixed_parts_into(&parts, mode, &mut outs)
-                        .map_err(err)?;
+                    let hash = |out: &mut [[u8; 32]]| {
+                        (self.0.sha256())
+                            .hash_fixed_parts_into(&parts, mode, out)
+                            .map_err(err)
+                    };
+                    // The digests go where the GPU can write them itself, where the pool has a
+                    // page-locked block idle: no staging copy on the batch's thread, and the
+                    // replies share that block as they would a vector.
+                    let (outs, out) = match PageLockedDigests::now(parts.count()) {
+                        Some(mut digests) => {
+                            let out = hash(&mut digests)?;
+                            (Outputs::new(digests), out)
+                        }
+                        None => {
+                            let n = parts.count();
+                            let mut digests = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
+                            let out = hash(&mut digests)?;
+                            (digests.into(), out)
+                        }
+                    };
                     return Ok(Ran {
                         backend: backend_of(&out),
                         outs,
@@ -435,7 +452,7 @@ impl Hash {
                 let out = self.0.sha256().hash(&msgs, mode).map_err(err)?;
                 Ok(Ran {
                     backend: backend_of(&out),
-                    outs: out.value,
+                    outs: out.value.into(),
                 })
             }
             HashKind::Sm3 => {
@@ -459,9 +476,39 @@ impl Hash {
                         outs[i] = d;
                     }
                 }
-                Ok(Ran { outs, backend })
+                Ok(Ran {
+                    outs: outs.into(),
+                    backend,
+                })
             }
         }
+    }
+}
+
+/// A hash batch's digests in a page-locked block.
+struct PageLockedDigests(batchcrypt::backend::gpu::PageLocked);
+
+impl PageLockedDigests {
+    /// Room for `n` digests, where the process has a GPU and the pool an idle block of that size
+    /// ([`batchcrypt::backend::gpu::page_locked_now`]).
+    fn now(n: usize) -> Option<Self> {
+        if batchcrypt::backend::gpu::count() == 0 {
+            return None;
+        }
+        batchcrypt::backend::gpu::page_locked_now(32 * n).map(PageLockedDigests)
+    }
+}
+
+impl std::ops::Deref for PageLockedDigests {
+    type Target = [[u8; 32]];
+    fn deref(&self) -> &[[u8; 32]] {
+        self.0.as_chunks().0
+    }
+}
+
+impl std::ops::DerefMut for PageLockedDigests {
+    fn deref_mut(&mut self) -> &mut [[u8; 32]] {
+        self.0.as_chunks_mut().0
     }
 }
 
@@ -502,7 +549,7 @@ impl Batched for Sm2HashMul {
             .map_err(|e| e.to_string())?;
         Ok(Ran {
             backend: backend_of(&out),
-            outs: out.value.into_iter().map(Some).collect(),
+            outs: out.value.into_iter().map(Some).collect::<Vec<_>>().into(),
         })
     }
 }
@@ -551,7 +598,7 @@ impl Batched for Transactions {
             .and_then(|r| r.ecdsa_backend.or(r.schnorr_backend))
             .map_or_else(|| "none".to_string(), |b| b.to_string());
         Ok(Ran {
-            outs: verdicts,
+            outs: verdicts.into(),
             backend,
         })
     }

@@ -359,7 +359,8 @@ pub(crate) fn gatherable(part: &[u8]) -> bool {
 /// words on a word boundary), joined in order on the device by a kernel that reads them in place
 /// over the host link, rather than by a host thread copying them into a staging buffer first:
 /// `launch(stream, dev_in, dev_out)` enqueues the kernels over the joined input, and the first
-/// `output.len()` bytes of `dev_out` come back into `output`.
+/// `output.len()` bytes of `dev_out` come back into `output` (copied there by the GPU where
+/// `output` lies in a page-locked block too, as a service's batch outputs do).
 pub fn run_gathered(
     gpu: &Gpu,
     parts: &[&[u8]],
@@ -411,7 +412,14 @@ pub fn run_gathered(
             unsafe { b.launch(crate::backend::cuda::grid_1d(words, 256)) }.driver("gather")?;
         }
         launch(&slot.stream, &slot.dev_in, &mut slot.dev_out)?;
-        if out_bytes > 0 {
+        // An output in page-locked memory is written there by the copy engine; any other comes
+        // through the slot's staging buffer and a host copy.
+        let in_place = out_bytes > 0 && crate::backend::cuda::is_page_locked_block(output);
+        if in_place {
+            slot.stream
+                .memcpy_dtoh(&slot.dev_out.slice(..out_bytes), output)
+                .driver("cuMemcpyDtoHAsync")?;
+        } else if out_bytes > 0 {
             slot.stream
                 .memcpy_dtoh(
                     &slot.dev_out.slice(..out_bytes),
@@ -420,8 +428,10 @@ pub fn run_gathered(
                 .driver("cuMemcpyDtoHAsync")?;
         }
         slot.stream.synchronize().driver("cuStreamSynchronize")?;
-        let src = slot.host_out.as_slice().driver("pinned read")?;
-        par_copy(output, &src[..out_bytes]);
+        if !in_place {
+            let src = slot.host_out.as_slice().driver("pinned read")?;
+            par_copy(output, &src[..out_bytes]);
+        }
         Ok(())
     };
     let result = run();

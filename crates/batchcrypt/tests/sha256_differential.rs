@@ -136,7 +136,8 @@ fn parts_hash_as_their_messages_joined() {
 /// Parts in page-locked blocks (a server's requests copied on arrival) hash as their messages
 /// joined: on the GPU the blocks are read in place by the gather kernel where every part is a
 /// whole number of 16-byte words (64- and 80-byte messages), and staged otherwise (100-byte
-/// messages, or a batch with one part in ordinary memory). Without a GPU there are no blocks.
+/// messages, or a batch with one part in ordinary memory); the digests come back into ordinary
+/// memory and into a page-locked block. Without a GPU there are no blocks.
 #[test]
 fn page_locked_parts_hash_as_their_messages_joined() {
     use batchcrypt::backend::gpu::page_locked;
@@ -173,6 +174,18 @@ fn page_locked_parts_hash_as_their_messages_joined() {
                 .unwrap();
             assert_eq!(ran.backend, batchcrypt::Backend::Cuda);
             assert!(out == expected, "len {len}, mode {mode:?}");
+            // Into a page-locked block as well (a server's batch outputs), which the GPU's copy
+            // writes in place.
+            let mut block = page_locked(32 * expected.len()).expect("a page-locked block");
+            block.fill(0);
+            engine(batchcrypt::Backend::Cuda)
+                .sha256()
+                .hash_fixed_parts_into(&p, mode, block.as_chunks_mut().0)
+                .unwrap();
+            assert!(
+                block.as_chunks().0 == expected,
+                "len {len}, mode {mode:?}, in place"
+            );
         }
     }
 }
