@@ -416,13 +416,13 @@ impl Hash {
                     // The digests go where the GPU can write them itself, where the pool has a
                     // page-locked block idle: no staging copy on the batch's thread, and the
                     // replies share that block as they would a vector.
-                    let (outs, out) = match PageLockedDigests::now(parts.count()) {
+                    let n = parts.count();
+                    let (outs, out) = match PageLockedDigests::now(n) {
                         Some(mut digests) => {
                             let out = hash(&mut digests)?;
                             (Outputs::new(digests), out)
                         }
                         None => {
-                            let n = parts.count();
                             let mut digests = batchcrypt::backend::cpu::zeroed_arrays::<32>(n);
                             let out = hash(&mut digests)?;
                             (digests.into(), out)
