@@ -237,7 +237,7 @@ where
     Fut: std::future::Future<Output = u64> + Send,
 {
     let start = Instant::now();
-    let (from, to) = (start + w.settle, start + w.end());
+    let to = start + w.end();
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -269,15 +269,23 @@ where
         batch += b;
         all += a;
     }
-    // Bounded by `most`, the clients may all stop before the window ends.
-    let secs = (to.min(Instant::now()) - from.min(to)).as_secs_f64();
-    let mean_batch = batch as f64 / lat.len().max(1) as f64;
-    Measured {
-        secs,
-        wall: start.elapsed().as_secs_f64(),
-        all,
-        lat,
-        mean_batch,
+    Measured::new(start, w, lat, batch, all)
+}
+
+impl Measured {
+    /// A closed loop started at `start` over window `w`, its clients' work done: the latencies
+    /// and batch sizes of the requests answered in the window, and every request answered.
+    fn new(start: Instant, w: Window, lat: Vec<f64>, batch: u64, all: usize) -> Measured {
+        let (from, to) = (start + w.settle, start + w.end());
+        // Bounded by `most`, the clients may all stop before the window ends.
+        let secs = (to.min(Instant::now()) - from.min(to)).as_secs_f64();
+        Measured {
+            secs,
+            wall: start.elapsed().as_secs_f64(),
+            all,
+            mean_batch: batch as f64 / lat.len().max(1) as f64,
+            lat,
+        }
     }
 }
 
@@ -501,29 +509,19 @@ impl Wire<'_> {
         }
         let requests = wire_requests(calls, closed.clients);
         let warmed = self.warmed(calls, &requests).await;
-        let before = stages(closed.metrics, op).await;
-        let cpu = thread_cpu();
         let w = closed.window;
-        let (t, answered) = Wire::run(warmed, calls, &requests, w, None).await;
-        let (from, to) = (t + w.settle, t + w.end());
-        let (mut lat, mut batch) = (Vec::new(), 0u64);
-        for a in answered.iter().filter(|a| w.holds(a.done - t)) {
-            lat.push((a.done - a.sent).as_secs_f64());
-            batch += a.check;
-        }
-        let m = Measured {
-            secs: (to.min(Instant::now()) - from.min(to)).as_secs_f64(),
-            wall: t.elapsed().as_secs_f64(),
-            all: answered.len(),
-            mean_batch: batch as f64 / lat.len().max(1) as f64,
-            lat,
+        let measured = async {
+            let (t, answered) = Wire::run(warmed, calls, &requests, w, None).await;
+            let (mut lat, mut batch) = (Vec::new(), 0u64);
+            for a in answered.iter().filter(|a| w.holds(a.done - t)) {
+                lat.push((a.done - a.sent).as_secs_f64());
+                batch += a.check;
+            }
+            Measured::new(t, w, lat, batch, answered.len())
         };
-        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
-        let after = stages(closed.metrics, op).await;
-        closed.report(rep, case, base, &transport, bytes_per_item, &m);
-        println!("  {}", stages_between(&before, &after));
-        println!("  {cpu}");
-        cycle_of(closed.clients, &m)
+        (closed)
+            .measure(rep, case, base, &transport, bytes_per_item, op, measured)
+            .await
     }
 
     /// The open loop of `calls` over [`WIRE`] at `at`'s load, reported as the other open loops.
@@ -1538,28 +1536,30 @@ impl Closed {
             ..self.window
         };
         closed_loop(conns.clone(), warm, call.clone()).await;
-        let before = stages(self.metrics, op).await;
-        let cpu = thread_cpu();
-        let m = closed_loop(conns, self.window, call).await;
-        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
-        let after = stages(self.metrics, op).await;
-        self.report(rep, case, base, transport, bytes_per_item, &m);
-        println!("  {}", stages_between(&before, &after));
-        println!("  {cpu}");
-        cycle_of(self.clients, &m)
+        let measured = closed_loop(conns, self.window, call);
+        (self.measure(rep, case, base, transport, bytes_per_item, op, measured)).await
     }
 
-    /// Reports closed loop `m` over `transport` against the library's batch, with its latency,
-    /// the batches formed and the whole loop's rate.
-    fn report(
+    /// Runs closed loop `measured` (not started until awaited) and reports it over `transport`
+    /// against the library's batch: its latency, the batches formed, the whole loop's rate, the
+    /// server's stages for `op` and the cores busy over it; the mean seconds between a client's
+    /// requests.
+    #[allow(clippy::too_many_arguments)]
+    async fn measure(
         &self,
         rep: &mut Report,
         case: &str,
         base: &str,
         transport: &str,
         bytes_per_item: u64,
-        m: &Measured,
-    ) {
+        op: &str,
+        measured: impl std::future::Future<Output = Measured>,
+    ) -> f64 {
+        let before = stages(self.metrics, op).await;
+        let cpu = thread_cpu();
+        let m = measured.await;
+        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
+        let after = stages(self.metrics, op).await;
         let label = format!("served over {transport}, {} clients", self.clients);
         let requests = m.lat.len();
         let items = (requests * self.per_request) as u64;
@@ -1572,8 +1572,10 @@ impl Closed {
             m.secs,
             Some(base),
         );
-        let cycle = cycle_of(self.clients, m);
-        let (p50, p99, max) = latencies(m.lat.clone());
+        // The mean time between a client's requests: by Little's law, the latency's mean when
+        // every client always has one outstanding.
+        let cycle = m.secs * self.clients as f64 / requests.max(1) as f64;
+        let (p50, p99, max) = latencies(m.lat);
         // The whole loop too: the clients' first requests in a burst, and the last ones with
         // fewer clients left to batch.
         let whole = (m.all * self.per_request) as f64 / m.wall / 1e6;
@@ -1583,13 +1585,10 @@ impl Closed {
             m.mean_batch,
             1e3 * cycle
         );
+        println!("  {}", stages_between(&before, &after));
+        println!("  {cpu}");
+        cycle
     }
-}
-
-/// The mean time between a client's requests in closed loop `m` of `clients`: by Little's law,
-/// the latency's mean when every client always has one outstanding.
-fn cycle_of(clients: usize, m: &Measured) -> f64 {
-    m.secs * clients as f64 / m.lat.len().max(1) as f64
 }
 
 /// The transports a closed loop runs over: gRPC streams from the library's client, then from the

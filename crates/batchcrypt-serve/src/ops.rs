@@ -489,12 +489,9 @@ impl Hash {
 struct PageLockedDigests(batchcrypt::backend::gpu::PageLocked);
 
 impl PageLockedDigests {
-    /// Room for `n` digests, where the process has a GPU and the pool an idle block of that size
-    /// ([`batchcrypt::backend::gpu::page_locked_now`]).
+    /// Room for `n` digests, where the pool has an idle block of that size (never without a
+    /// GPU: [`batchcrypt::backend::gpu::page_locked_now`]).
     fn now(n: usize) -> Option<Self> {
-        if batchcrypt::backend::gpu::count() == 0 {
-            return None;
-        }
         batchcrypt::backend::gpu::page_locked_now(32 * n).map(PageLockedDigests)
     }
 }
