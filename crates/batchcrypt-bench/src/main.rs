@@ -17,10 +17,6 @@ mod sm2;
 
 use clap::Parser;
 
-// The allocator `batchcrypt serve` runs with, so the service benchmark measures what it serves.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(about = "Benchmarks batchcrypt against its peers on the same batches, printing ratios")]
 struct Args {

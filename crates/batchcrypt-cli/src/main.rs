@@ -6,11 +6,6 @@ use anyhow::Result;
 use batchcrypt::{BackendChoice, Engine};
 use clap::{Parser, Subcommand};
 
-// `serve`'s connections allocate and free small buffers on many threads at once; measured in
-// docs/performance.md against the system allocator.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "batchcrypt",
