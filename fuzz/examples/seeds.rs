@@ -288,7 +288,7 @@ fn main() {
     let mul = proto::Sm2MulCompressedRequest { scalar: vec![3; 32].into(), points: vec![g.to_vec().into()], ..Default::default() };
     write("serve_requests", "mul", &req(5, &|v| mul.encode(v).unwrap()));
     let spent_proto = |s: &[(i64, Vec<u8>)]| s.iter().map(|(v, spk)| proto::SpentOutput { value: *v, script_pubkey: spk.clone().into(), ..Default::default() }).collect::<Vec<_>>();
-    let txs = proto::VerifyTransactionsRequest { transactions: vec![proto::LooseTransaction { tx: tx.clone().into(), spent: spent_proto(&spent), flags: String::new() }] };
+    let txs = proto::VerifyTransactionsRequest { transactions: vec![proto::LooseTransaction { tx: tx.clone().into(), spent: spent_proto(&spent), flags: String::new(), next_height: None, tip_mtp: None }] };
     write("serve_requests", "transactions", &req(6, &|v| txs.encode(v).unwrap()));
     let blk = proto::VerifyBlockRequest { block: raw_block.clone().into(), spent: spent_proto(&legacy_spent), network: proto::Network::Regtest as i32, height: 1, skip_proof_of_work: false, median_time_past: None };
     write("serve_requests", "block", &req(7, &|v| blk.encode(v).unwrap()));

@@ -108,7 +108,9 @@ fn verify_tx_json_lines() {
     let lines = format!(
         "{{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\"}}]}}\n\
          {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"00\"}}],\"flags\":\"P2SH\"}}\n\
-         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":10,\"script_pubkey\":\"51\"}}]}}\n"
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":10,\"script_pubkey\":\"51\"}}]}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\",\"height\":150,\"coinbase\":true}}],\"next_height\":200,\"tip_mtp\":1700000000}}\n\
+         {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\",\"height\":150,\"coinbase\":true}}],\"next_height\":250,\"tip_mtp\":1700000000}}\n"
     );
     let mut child = bin()
         .args(["bitcoin", "verify-tx", "-"])
@@ -131,33 +133,43 @@ fn verify_tx_json_lines() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(v.len(), 3);
+    assert_eq!(v.len(), 5);
     assert_eq!(v[0]["valid"], true, "{v:?}");
     assert_eq!(v[1]["valid"], false);
     assert_eq!(v[1]["input"], 0);
     assert_eq!(v[1]["reason"], "script failed: EVAL_FALSE");
     assert_eq!(v[2]["reason"], "bad-txns-in-belowout");
-    // A bad flag name is an error that says which names exist.
-    let mut child = bin()
-        .args(["bitcoin", "verify-tx"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{{\"tx\":\"{tx}\",\"spent\":[],\"flags\":\"P2SH,NOPE\"}}\n").as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(!o.status.success());
-    assert!(
-        out(&o).contains("unknown script flag \"NOPE\""),
-        "{}",
-        out(&o)
-    );
+    // Against the chain: a coinbase output 50 blocks old is not yet spendable, 100 blocks old is.
+    assert_eq!(v[3]["reason"], "bad-txns-premature-spend-of-coinbase");
+    assert_eq!(v[4]["valid"], true, "{v:?}");
+    // A bad flag name is an error that says which names exist; a tip half given says what to give.
+    for (line, says) in [
+        (
+            format!("{{\"tx\":\"{tx}\",\"spent\":[],\"flags\":\"P2SH,NOPE\"}}\n"),
+            "unknown script flag \"NOPE\"",
+        ),
+        (
+            format!("{{\"tx\":\"{tx}\",\"spent\":[],\"next_height\":200}}\n"),
+            "give both (the chain's tip known) or neither",
+        ),
+    ] {
+        let mut child = bin()
+            .args(["bitcoin", "verify-tx"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(!o.status.success());
+        assert!(out(&o).contains(says), "{}", out(&o));
+    }
 }
 
 /// The regtest genesis block (mainnet's with regtest's time, bits and nonce).

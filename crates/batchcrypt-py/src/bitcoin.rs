@@ -3,7 +3,7 @@
 use crate::{bytes_or_hex, field, input, to_py, to_py_io, Engine};
 use batchcrypt::bitcoin::block::{verify_block, BlockContext, BlockReport};
 use batchcrypt::bitcoin::script::Flags;
-use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
+use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx, NextBlock};
 use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::{parse_block, spent, store, Block, SpentOutput};
 use batchcrypt::sha256::Digest;
@@ -167,7 +167,11 @@ pub(crate) fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
             &field(sd, "script_pubkey", &sw)?,
             &format!("{sw}[\"script_pubkey\"]"),
         )?;
-        spent.push(SpentOutput::new(value, script));
+        let mut o = SpentOutput::new(value, script);
+        o.height = optional(sd, "height", &sw, "an int")?;
+        o.coinbase = optional(sd, "coinbase", &sw, "a bool")?;
+        o.time = optional(sd, "time", &sw, "an int")?;
+        spent.push(o);
     }
     let flags = match d.get_item("flags")? {
         None => Flags::CONSENSUS,
@@ -180,7 +184,40 @@ pub(crate) fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
                 .map_err(|e| PyValueError::new_err(format!("{what}[\"flags\"]: {e}")))?
         }
     };
-    Ok(LooseTx { raw, spent, flags })
+    let next = match (
+        optional::<u32>(d, "next_height", &what, "an int")?,
+        optional::<i64>(d, "tip_mtp", &what, "an int")?,
+    ) {
+        (Some(height), Some(prev_mtp)) => Some(NextBlock { height, prev_mtp }),
+        (None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+            "{what}: \"next_height\" and \"tip_mtp\": give both (the chain's tip known) or neither"
+        )))
+        }
+    };
+    Ok(LooseTx {
+        raw,
+        spent,
+        flags,
+        next,
+    })
+}
+
+/// The value at `key` of a dict, if present and not None, as a `T` (`expected` names it).
+fn optional<'py, T: FromPyObject<'py>>(
+    d: &Bound<'py, PyDict>,
+    key: &str,
+    what: &str,
+    expected: &str,
+) -> PyResult<Option<T>> {
+    match d.get_item(key)? {
+        Some(v) if !v.is_none() => v
+            .extract()
+            .map(Some)
+            .map_err(|_| PyValueError::new_err(format!("{what}[{key:?}]: expected {expected}"))),
+        _ => Ok(None),
+    }
 }
 
 #[pymethods]
@@ -260,7 +297,11 @@ impl Engine {
     /// [{"value": int (satoshis), "script_pubkey": hex str or bytes}, ...] (one per input, in
     /// order), "flags": "P2SH,WITNESS,..." (optional; default every consensus rule in force
     /// today: P2SH, DERSIG, NULLDUMMY, CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS,
-    /// TAPROOT; "" or "NONE" for none)}`.
+    /// TAPROOT; "" or "NONE" for none)}`. Where the chain's tip is known, add "next_height"
+    /// (int: the tip's height plus one) and "tip_mtp" (int: its median time past) to check each
+    /// transaction against the chain as a mempool does (lock time, coinbase maturity, BIP68
+    /// relative locks); each spent output then gives "height" (int), "coinbase" (bool) and,
+    /// for a time-based relative lock, "time" (int: the median time past before its block).
     ///
     /// Returns one dict per transaction, in order: `{"valid": bool, "input": int or None (the
     /// failing input, where one is to blame), "reason": str or None}`; `last_reasons` gets the

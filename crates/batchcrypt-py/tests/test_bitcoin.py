@@ -291,3 +291,16 @@ def test_verify_transactions_verdicts_and_errors():
         e.verify_transactions([{"tx": tx}])
     with pytest.raises(ValueError, match="hex"):
         e.verify_transactions([{"tx": "zz", "spent": spent}])
+    # Against the chain's tip: the spent outputs' heights decide coinbase maturity.
+    young = [dict(spent[0], height=150, coinbase=True)]
+    tip = {"tip_mtp": 1_700_000_000}
+    out = e.verify_transactions([{"tx": tx, "spent": young, "next_height": 200, **tip},
+                                 {"tx": tx, "spent": young, "next_height": 250, **tip},
+                                 {"tx": tx, "spent": spent, "next_height": 250, **tip}])
+    assert out[0] == {"valid": False, "input": None, "reason": "bad-txns-premature-spend-of-coinbase"}
+    assert out[1]["valid"], out[1]
+    assert not out[2]["valid"] and "no creation heights" in out[2]["reason"], out[2]
+    with pytest.raises(ValueError, match="give both"):
+        e.verify_transactions([{"tx": tx, "spent": young, "next_height": 200}])
+    with pytest.raises(ValueError, match="coinbase.*expected a bool"):
+        e.verify_transactions([{"tx": tx, "spent": [dict(young[0], coinbase="yes")]}])

@@ -290,9 +290,13 @@ def test_bitcoin_blocks_and_transactions_on_the_server(server):
            {"tx": tx.hex(), "spent": [{"value": 2000, "script_pubkey": p2wpkh}], "flags": "NONE"},
            {"tx": tx, "spent": [{"value": 2000, "script_pubkey": p2wpkh}]},
            {"tx": tx, "spent": [{"value": 10, "script_pubkey": "51"}]}]
+    # And against the chain's tip: a coinbase output 50 blocks old, then 100.
+    young = [{"value": 2000, "script_pubkey": "51", "height": 150, "coinbase": True}]
+    txs += [{"tx": tx, "spent": young, "next_height": h, "tip_mtp": 1_700_000_000} for h in (200, 250)]
     got = server.verify_transactions(txs)
     assert got == e.verify_transactions(txs)
-    assert [v["valid"] for v in got] == [True, True, False, False]
+    assert [v["valid"] for v in got] == [True, True, False, False, False, True]
+    assert got[4]["reason"] == "bad-txns-premature-spend-of-coinbase"
     assert got[3] == {"valid": False, "input": None, "reason": "bad-txns-in-belowout"}
 
 

@@ -53,6 +53,8 @@ pub mod proto {
                     Flags::NONE => "NONE".into(),
                     f => f.names(),
                 },
+                next_height: t.next.map(|n| n.height),
+                tip_mtp: t.next.map(|n| n.prev_mtp),
             }
         }
     }

@@ -1657,6 +1657,8 @@ async fn a_bitcoin_block_and_its_transactions() {
             tx: b(tx.raw),
             spent: s.iter().map(Into::into).collect(),
             flags: String::new(),
+            next_height: None,
+            tip_mtp: None,
         })
         .collect();
     let half = txs.len() / 2;
@@ -1679,6 +1681,32 @@ async fn a_bitcoin_block_and_its_transactions() {
     );
     assert!(!rb.verdicts[0].valid);
     assert!(rb.verdicts[1..].iter().all(|v| v.valid));
+    // Checked against the chain, they need their spent outputs' heights, which .undo lacks:
+    // each verdict says so rather than passing them.
+    let mut at_tip = txs[..4].to_vec();
+    for t in &mut at_tip {
+        (t.next_height, t.tip_mtp) = (Some(928816), Some(i64::from(time) - 1));
+    }
+    let r = bounded(client.raw().verify_transactions(VerifyTransactionsRequest {
+        transactions: at_tip.clone(),
+    }))
+    .await
+    .unwrap()
+    .into_inner();
+    for v in &r.verdicts {
+        assert!(
+            !v.valid && v.reason.contains("no creation heights"),
+            "{v:?}"
+        );
+    }
+    // A tip half given is refused as the call's argument.
+    at_tip[0].tip_mtp = None;
+    let e = bounded(client.raw().verify_transactions(VerifyTransactionsRequest {
+        transactions: at_tip,
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
     bounded(server.shutdown()).await.unwrap();
 }
 

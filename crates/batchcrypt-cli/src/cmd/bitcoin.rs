@@ -8,7 +8,7 @@ use batchcrypt::bitcoin::chain::{verify_with_spent, ChainState, WindowReport};
 use batchcrypt::bitcoin::script::Flags;
 use batchcrypt::bitcoin::spent::{flatten_block_undo, read_spent_file};
 use batchcrypt::bitcoin::store::{chain_range, network_magic, BlocksDir, ChainBlock};
-use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx};
+use batchcrypt::bitcoin::txs::{verify_transactions, LooseTx, NextBlock};
 use batchcrypt::bitcoin::validate::{Network, PrevMedianTime};
 use batchcrypt::bitcoin::{display_hash, parse_block, SpentOutput};
 use batchcrypt::Engine;
@@ -45,8 +45,14 @@ rev*.dat undo records instead, so a range is checked without the blocks before i
         name = "verify-tx",
         after_help = "Input, one JSON object per line:\n  {\"tx\": \"<hex>\", \"spent\": [{\"value\": <sat>, \"script_pubkey\": \"<hex>\"}, ...], \"flags\": \"P2SH,WITNESS,...\"}\n\
 `flags` is optional: every consensus rule of today's tip by default (P2SH, DERSIG, \
-CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS, NULLDUMMY, TAPROOT). Output, one line per \
-transaction, in order:\n  {\"line\": 1, \"txid\": \"...\", \"valid\": false, \"input\": 0, \"reason\": \"script failed: EQUALVERIFY\"}"
+CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS, NULLDUMMY, TAPROOT). Where the chain's tip \
+is known, add \"next_height\" (the tip's height plus one) and \"tip_mtp\" (its median time past) \
+to check the transaction against the chain as a mempool does: its lock time, coinbase maturity \
+and BIP68 relative locks. Each spent output then gives \"height\" (of the block that created it) \
+and \"coinbase\" (true or false), and \"time\" (the median time past of the block before it) \
+where an input has a time-based relative lock:\n  {\"tx\": \"...\", \"spent\": [{\"value\": 5000, \
+\"script_pubkey\": \"51\", \"height\": 800000, \"coinbase\": false}], \"next_height\": 800150, \
+\"tip_mtp\": 1690000000}\nOutput, one line per transaction, in order:\n  {\"line\": 1, \"txid\": \"...\", \"valid\": false, \"input\": 0, \"reason\": \"script failed: EQUALVERIFY\"}"
     )]
     VerifyTx(TxArgs),
 }
@@ -476,12 +482,46 @@ fn parse_tx_line(line: &str) -> Result<LooseTx> {
                     .context("spent output without \"script_pubkey\" (hex)")?,
             )
             .context("\"script_pubkey\" is not hex")?;
-            Ok(SpentOutput::new(value, spk))
+            let mut o = SpentOutput::new(value, spk);
+            o.height = optional_u32(s, "height")?;
+            o.coinbase = match s.get("coinbase") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(c) => Some(c.as_bool().context("\"coinbase\" is not true or false")?),
+            };
+            o.time = optional_u32(s, "time")?;
+            Ok(o)
         })
         .collect::<Result<Vec<_>>>()?;
     let flags = match v.get("flags").and_then(|f| f.as_str()) {
         Some(f) => Flags::parse(f).map_err(anyhow::Error::msg)?,
         None => Flags::CONSENSUS,
     };
-    Ok(LooseTx { raw, spent, flags })
+    let next = match (optional_u32(&v, "next_height")?, v.get("tip_mtp")) {
+        (None, None | Some(serde_json::Value::Null)) => None,
+        (Some(height), Some(t)) => Some(NextBlock {
+            height,
+            prev_mtp: t
+                .as_i64()
+                .context("\"tip_mtp\" is not an integer (seconds)")?,
+        }),
+        _ => bail!("\"next_height\" and \"tip_mtp\": give both (the chain's tip known) or neither"),
+    };
+    Ok(LooseTx {
+        raw,
+        spent,
+        flags,
+        next,
+    })
+}
+
+/// The unsigned 32-bit integer at `key` of a JSON object, if present.
+fn optional_u32(v: &serde_json::Value, key: &str) -> Result<Option<u32>> {
+    match v.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(n) => Ok(Some(
+            n.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .with_context(|| format!("\"{key}\" is not an unsigned 32-bit integer"))?,
+        )),
+    }
 }
