@@ -112,21 +112,7 @@ fn verify_tx_json_lines() {
          {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\",\"height\":150,\"coinbase\":true}}],\"next_height\":200,\"tip_mtp\":1700000000}}\n\
          {{\"tx\":\"{tx}\",\"spent\":[{{\"value\":2000,\"script_pubkey\":\"51\",\"height\":150,\"coinbase\":true}}],\"next_height\":250,\"tip_mtp\":1700000000}}\n"
     );
-    let mut child = bin()
-        .args(["bitcoin", "verify-tx", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = verify_tx(&lines);
     assert!(o.status.success(), "{}", out(&o));
     let v: Vec<serde_json::Value> = String::from_utf8(o.stdout)
         .unwrap()
@@ -153,23 +139,29 @@ fn verify_tx_json_lines() {
             "give both (the chain's tip known) or neither",
         ),
     ] {
-        let mut child = bin()
-            .args(["bitcoin", "verify-tx"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(line.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
+        let o = verify_tx(&line);
         assert!(!o.status.success());
         assert!(out(&o).contains(says), "{}", out(&o));
     }
+}
+
+/// `batchcrypt bitcoin verify-tx` given `lines` on its standard input.
+fn verify_tx(lines: &str) -> Output {
+    use std::io::Write;
+    let mut child = bin()
+        .args(["bitcoin", "verify-tx", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// The regtest genesis block (mainnet's with regtest's time, bits and nonce).
