@@ -524,7 +524,9 @@ impl Wire<'_> {
             .await
     }
 
-    /// The open loop of `calls` over [`WIRE`] at `at`'s load, reported as the other open loops.
+    /// The open loop of `calls` over [`WIRE`] at `at`'s load, reported as the other open loops,
+    /// and how long after they were due the requests answered in the window were queued to be
+    /// written: what of their latency the client itself (and the windows) took.
     async fn paced<S: Streamed>(
         &self,
         at: &AtLoad<'_>,
@@ -540,8 +542,15 @@ impl Wire<'_> {
         let requests = wire_requests(calls, at.closed.clients);
         let warmed = self.warmed(calls, &requests).await;
         let (w, interval) = (at.closed.window, at.interval);
+        let late = std::cell::Cell::new(Vec::new());
         let paced = async {
             let (t, answered) = Wire::run(warmed, calls, &requests, w, Some(interval)).await;
+            late.set(
+                (answered.iter())
+                    .filter(|a| w.holds(a.done - t))
+                    .map(|a| (a.queued - a.sent).as_secs_f64())
+                    .collect(),
+            );
             let done = (answered.iter())
                 .map(|a| Done {
                     at: a.done - t,
@@ -558,6 +567,10 @@ impl Wire<'_> {
         (at.closed)
             .paced(rep, case, base, &label, at.bytes_per_item, at.op, paced)
             .await;
+        let (p50, p99, max) = latencies(late.take());
+        println!(
+            "  the client's sends: queued p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.1} ms after they were due (its own delay and the windows', within the latencies above)"
+        );
     }
 }
 

@@ -93,10 +93,12 @@ pub struct Load {
     pub start: Instant,
 }
 
-/// A request answered: when it was sent (for a paced stream, when it was due) and answered,
-/// and what the reply's check gave.
+/// A request answered: when it was sent (for a paced stream, when it was due), when its frames
+/// were queued to be written (the client's own delay and the flow-control windows' after the
+/// first), answered, and what the reply's check gave.
 pub struct Answered {
     pub sent: Instant,
+    pub queued: Instant,
     pub done: Instant,
     pub check: u64,
 }
@@ -116,7 +118,7 @@ struct Stream {
     /// not yet answered.
     due: usize,
     held: usize,
-    waiting: VecDeque<Instant>,
+    waiting: VecDeque<(Instant, Instant)>,
     /// Reply bytes that are not yet a whole message.
     partial: BytesMut,
     /// Whether this client has ended its side, and the server its own (trailers).
@@ -277,10 +279,15 @@ impl Connection {
             let next = due.peek().map(|r| r.0 .0);
             self.wait(next).await?;
             self.receive(&mut streams, first_id, &mut |k, s, message| {
-                let sent = s.waiting.pop_front().ok_or("a reply to no request")?;
+                let (sent, queued) = s.waiting.pop_front().ok_or("a reply to no request")?;
                 let check = check(s.client, message)?;
                 let done = Instant::now();
-                answered.push(Answered { sent, done, check });
+                answered.push(Answered {
+                    sent,
+                    queued,
+                    done,
+                    check,
+                });
                 if matches!(pace, Pace::Closed { until } if done < until) && s.due < rounds {
                     due.push(Reverse((done, k)));
                 }
@@ -291,6 +298,7 @@ impl Connection {
 
     /// Moves held requests whose windows have room onto the write queue, in order.
     fn release(&mut self, streams: &mut [Stream], held: &mut VecDeque<(usize, Instant)>) {
+        let now = Instant::now();
         while let Some(&(k, sent)) = held.front() {
             let s = &mut streams[k];
             if s.len > self.send_window || s.len > s.send_window {
@@ -300,7 +308,7 @@ impl Connection {
             self.send_window -= s.len;
             s.send_window -= s.len;
             s.held -= 1;
-            s.waiting.push_back(sent);
+            s.waiting.push_back((sent, now));
             for (head, piece) in &s.frames {
                 self.write.push_back(head.clone());
                 self.write.push_back(piece.clone());
@@ -600,7 +608,9 @@ mod tests {
                 let mut per = [0; 3];
                 answered.iter().for_each(|a| per[a.check as usize] += 1);
                 assert_eq!(per, [4, 4, 4]);
-                assert!(answered.iter().all(|a| a.sent <= a.done));
+                assert!(answered
+                    .iter()
+                    .all(|a| a.sent <= a.queued && a.queued <= a.done));
                 // Paced: each stream's requests due 5 ms apart, sent whatever the replies.
                 let start = Instant::now() + Duration::from_millis(5);
                 let every = Pace::Every(Duration::from_millis(5));
@@ -619,6 +629,9 @@ mod tests {
                         .collect();
                     assert_eq!(sent, due, "client {c}");
                 }
+                assert!(answered
+                    .iter()
+                    .all(|a| a.sent <= a.queued && a.queued <= a.done));
                 // Messages that do not fill their width: refused, and the stream ended with
                 // requests unanswered is an error.
                 let mut refused = Connection::unix(&socket).await.unwrap();
