@@ -173,29 +173,16 @@ pub(crate) fn loose_tx(item: &Bound<'_, PyAny>, k: usize) -> PyResult<LooseTx> {
         o.time = optional(sd, "time", &sw, "an int")?;
         spent.push(o);
     }
-    let flags = match d.get_item("flags")? {
+    let flags = match optional::<String>(d, "flags", &what, "a str")? {
         None => Flags::CONSENSUS,
-        Some(f) if f.is_none() => Flags::CONSENSUS,
-        Some(f) => {
-            let f: String = f
-                .extract()
-                .map_err(|_| PyValueError::new_err(format!("{what}[\"flags\"]: expected a str")))?;
-            Flags::parse(&f)
-                .map_err(|e| PyValueError::new_err(format!("{what}[\"flags\"]: {e}")))?
-        }
+        Some(f) => Flags::parse(&f)
+            .map_err(|e| PyValueError::new_err(format!("{what}[\"flags\"]: {e}")))?,
     };
-    let next = match (
-        optional::<u32>(d, "next_height", &what, "an int")?,
-        optional::<i64>(d, "tip_mtp", &what, "an int")?,
-    ) {
-        (Some(height), Some(prev_mtp)) => Some(NextBlock { height, prev_mtp }),
-        (None, None) => None,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-            "{what}: \"next_height\" and \"tip_mtp\": give both (the chain's tip known) or neither"
-        )))
-        }
-    };
+    let next = NextBlock::given(
+        optional(d, "next_height", &what, "an int")?,
+        optional(d, "tip_mtp", &what, "an int")?,
+    )
+    .map_err(|e| PyValueError::new_err(format!("{what}: \"next_height\" and \"tip_mtp\": {e}")))?;
     Ok(LooseTx {
         raw,
         spent,

@@ -81,6 +81,30 @@ pub mod proto {
         }
     }
 
+    impl TryFrom<LooseTransaction> for batchcrypt::bitcoin::txs::LooseTx {
+        type Error = tonic::Status;
+        fn try_from(t: LooseTransaction) -> Result<Self, tonic::Status> {
+            use batchcrypt::bitcoin::script::Flags;
+            use batchcrypt::bitcoin::txs::NextBlock;
+            let invalid = |field: &str, e: &dyn std::fmt::Display| {
+                tonic::Status::invalid_argument(format!("{field}: {e}"))
+            };
+            // Empty means every consensus rule, as the reverse writes them.
+            let flags = match t.flags.as_str() {
+                "" => Flags::CONSENSUS,
+                f => Flags::parse(f).map_err(|e| invalid("flags", &e))?,
+            };
+            let next = NextBlock::given(t.next_height, t.tip_mtp)
+                .map_err(|e| invalid("next_height and tip_mtp", &e))?;
+            Ok(batchcrypt::bitcoin::txs::LooseTx {
+                raw: t.tx.to_vec(),
+                spent: t.spent.into_iter().map(Into::into).collect(),
+                flags,
+                next,
+            })
+        }
+    }
+
     impl From<SpentOutput> for batchcrypt::bitcoin::SpentOutput {
         fn from(s: SpentOutput) -> Self {
             let mut o = batchcrypt::bitcoin::SpentOutput::new(s.value, s.script_pubkey.to_vec());

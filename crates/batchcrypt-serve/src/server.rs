@@ -13,7 +13,7 @@ use crate::ops::{self, HashKind};
 use crate::proto::batch_crypt_server::{BatchCrypt, BatchCryptServer};
 use crate::proto::*;
 use crate::prover::{Prover, ProverConfig};
-use batchcrypt::bitcoin::txs::{LooseTx, NextBlock};
+use batchcrypt::bitcoin::txs::LooseTx;
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt::Engine;
 use bytes::Bytes;
@@ -974,31 +974,9 @@ impl Service {
         r: VerifyTransactionsRequest,
     ) -> Result<VerifyTransactionsReply, Status> {
         self.items(&[("transactions", r.transactions.len())])?;
-        let items =
-            r.transactions
-                .into_iter()
-                .map(|t| {
-                    let flags = if t.flags.is_empty() {
-                        batchcrypt::bitcoin::script::Flags::CONSENSUS
-                    } else {
-                        batchcrypt::bitcoin::script::Flags::parse(&t.flags)
-                            .map_err(|e| Status::invalid_argument(format!("flags: {e}")))?
-                    };
-                    let next = match (t.next_height, t.tip_mtp) {
-                        (Some(height), Some(prev_mtp)) => Some(NextBlock { height, prev_mtp }),
-                        (None, None) => None,
-                        _ => return Err(Status::invalid_argument(
-                            "next_height and tip_mtp: give both (the chain's tip known) or neither",
-                        )),
-                    };
-                    Ok(LooseTx {
-                        raw: t.tx.to_vec(),
-                        spent: t.spent.into_iter().map(Into::into).collect(),
-                        flags,
-                        next,
-                    })
-                })
-                .collect::<Result<Vec<_>, Status>>()?;
+        let items = (r.transactions.into_iter())
+            .map(LooseTx::try_from)
+            .collect::<Result<Vec<_>, Status>>()?;
         let reply = self.txs.submit((), items).await?;
         Ok(VerifyTransactionsReply {
             verdicts: reply

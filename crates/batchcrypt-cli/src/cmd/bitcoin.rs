@@ -496,16 +496,15 @@ fn parse_tx_line(line: &str) -> Result<LooseTx> {
         Some(f) => Flags::parse(f).map_err(anyhow::Error::msg)?,
         None => Flags::CONSENSUS,
     };
-    let next = match (optional_u32(&v, "next_height")?, v.get("tip_mtp")) {
-        (None, None | Some(serde_json::Value::Null)) => None,
-        (Some(height), Some(t)) => Some(NextBlock {
-            height,
-            prev_mtp: t
-                .as_i64()
+    let tip_mtp = match v.get("tip_mtp") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(t) => Some(
+            t.as_i64()
                 .context("\"tip_mtp\" is not an integer (seconds)")?,
-        }),
-        _ => bail!("\"next_height\" and \"tip_mtp\": give both (the chain's tip known) or neither"),
+        ),
     };
+    let next = NextBlock::given(optional_u32(&v, "next_height")?, tip_mtp)
+        .map_err(|e| anyhow::anyhow!("\"next_height\" and \"tip_mtp\": {e}"))?;
     Ok(LooseTx {
         raw,
         spent,

@@ -36,6 +36,21 @@ pub struct NextBlock {
     pub prev_mtp: i64,
 }
 
+impl NextBlock {
+    /// From a request's two optional fields: both (the tip known) or neither; one alone is an
+    /// error, which its caller prefixes with the fields' names.
+    pub fn given(
+        height: Option<u32>,
+        prev_mtp: Option<i64>,
+    ) -> std::result::Result<Option<NextBlock>, &'static str> {
+        match (height, prev_mtp) {
+            (Some(height), Some(prev_mtp)) => Ok(Some(NextBlock { height, prev_mtp })),
+            (None, None) => Ok(None),
+            _ => Err("give both (the chain's tip known) or neither"),
+        }
+    }
+}
+
 /// A transaction's verdict: Ok, or the failing input (where one is to blame) and the reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxRejection {
