@@ -30,10 +30,13 @@
 //! until the same window has closed and count, as closed loops do, the requests answered in it
 //! and their latencies (each also prints its whole loop's rate).
 //!
-//! The server runs as `batchcrypt serve` does in its own process (its connections on threads of
-//! their own, its batches on a small runtime) and the clients on threads of theirs, each
-//! client's connection and calls on one; both have a thread per core unless
-//! `BATCHCRYPT_BENCH_SERVER_THREADS` or `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise.
+//! The server runs as `batchcrypt serve` does (its connections on threads of their own, its
+//! batches on a small runtime), in this process, or with `BATCHCRYPT_BENCH_SERVE_BIN` naming a
+//! `batchcrypt` binary as that binary's `batchcrypt serve` in a process of its own, optionally on
+//! CPUs of its own (`BATCHCRYPT_BENCH_SERVER_CPUS`, `BATCHCRYPT_BENCH_CLIENT_CPUS`: [`target`]);
+//! the clients run on threads of theirs, each client's connection and calls on one; both have a
+//! thread per core (of their CPUs) unless `BATCHCRYPT_BENCH_SERVER_THREADS` or
+//! `BATCHCRYPT_BENCH_CLIENT_THREADS` say otherwise.
 //! `BATCHCRYPT_BENCH_IN_FLIGHT` sets the batches of one operation the server runs at once,
 //! `BATCHCRYPT_BENCH_MAX_DELAY_MS` the longest a batch gathers, `BATCHCRYPT_BENCH_MAX_ITEMS`
 //! and `BATCHCRYPT_BENCH_MAX_HASH_ITEMS` the items at which a batch, a hash batch, stops
@@ -48,6 +51,7 @@
 //! memory and failures.
 
 mod h2load;
+mod target;
 mod wire;
 
 use crate::report::{times, Report};
@@ -930,11 +934,19 @@ fn runtime(n: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
-    // The server runs as `batchcrypt serve` does in its own process: its connections on threads
-    // of their own, its batches on a small runtime. The clients run on threads of their own too;
-    // this runtime only starts and times them.
+    // The server runs as `batchcrypt serve` does: its connections on threads of their own, its
+    // batches on a small runtime (here, or in a process of its own: [`target`]). The clients run
+    // on threads of their own too; this runtime only starts and times them.
     let server_threads = threads("BATCHCRYPT_BENCH_SERVER_THREADS");
-    let client_shards = Shards::start(threads("BATCHCRYPT_BENCH_CLIENT_THREADS"), "bench-client")?;
+    let start_clients =
+        || Shards::start(threads("BATCHCRYPT_BENCH_CLIENT_THREADS"), "bench-client");
+    let client_shards = match target::setting_cpus("BATCHCRYPT_BENCH_CLIENT_CPUS")? {
+        Some(cpus) => {
+            println!("  (the clients' threads on CPUs {cpus}: BATCHCRYPT_BENCH_CLIENT_CPUS)");
+            cpus.around(start_clients)??
+        }
+        None => start_clients()?,
+    };
     let rt = runtime(2, "bench-main")?;
     let server_rt = runtime(2, "serve")?;
     let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));
@@ -998,10 +1010,15 @@ async fn batched(
     if let Some(n) = setting("BATCHCRYPT_BENCH_MAX_HASH_ITEMS") {
         config.batch.max_hash_items = n;
     }
-    let server = server_rt
-        .spawn(batchcrypt_serve::start(engine.clone(), config))
-        .await?
-        .map_err(anyhow::Error::msg)?;
+    let server = target::Target::start(engine.clone(), server_rt, config, &data).await?;
+    if let Some(pid) = server.pid() {
+        println!(
+            "  (the server in a process of its own, pid {pid}{}: BATCHCRYPT_BENCH_SERVE_BIN)",
+            std::env::var("BATCHCRYPT_BENCH_SERVER_CPUS")
+                .map(|c| format!(", on CPUs {c}"))
+                .unwrap_or_default()
+        );
+    }
     let clients = if quick { 100 } else { 1000 };
     // Closed loops: a settling time, then a window long enough for many rounds of every client.
     let (settle, measure) = if quick { (20, 100) } else { (100, 400) };
@@ -1015,7 +1032,7 @@ async fn batched(
     let n = clients * PER_REQUEST;
     // Every client has a connection over TCP (loopback) and one over the Unix socket.
     let tcp = connect_clients(&server.addr.to_string(), clients, client_shards).await?;
-    let unix_addr = format!("unix:{}", server.unix_socket.as_ref().unwrap().display());
+    let unix_addr = format!("unix:{}", server.unix_socket.display());
     let unix = connect_clients(&unix_addr, clients, client_shards).await?;
     // The same clients sharing one connection per client thread (each still with a stream of its
     // own), as a process's callers share its channel: a connection's frames then cross in one
@@ -1023,19 +1040,14 @@ async fn batched(
     let shared_tcp = share_per_thread(&tcp, client_shards.len());
     let shared_unix = share_per_thread(&unix, client_shards.len());
     // And a frames connection each (the same messages without HTTP/2), or one per client thread.
-    let frames = connect_frames(
-        server.frames_socket.as_ref().unwrap(),
-        clients,
-        client_shards,
-    )
-    .await?;
+    let frames = connect_frames(&server.frames_socket, clients, client_shards).await?;
     let shared_frames = share_per_thread(&frames, client_shards.len());
     // And a lean gRPC client's connection each over TCP ([`h2load`]) and over the Unix socket,
     // or one per client thread: the same server, its clients' own CPU cut.
     let server_addr = server.addr;
     let lean = connect_each(clients, client_shards, move || H2Conn::tcp(server_addr)).await?;
     let shared_lean = share_per_thread(&lean, client_shards.len());
-    let socket = Arc::new(server.unix_socket.clone().unwrap());
+    let socket = Arc::new(server.unix_socket.clone());
     let lean_unix = connect_each(clients, client_shards, move || {
         let socket = socket.clone();
         async move { H2Conn::unix(&socket).await }
@@ -1076,12 +1088,13 @@ async fn batched(
     ];
     // And the frame-writing client over the Unix socket, a connection per client thread.
     let wire = Wire {
-        socket: server.unix_socket.clone().unwrap(),
+        socket: server.unix_socket.clone(),
         on: client_shards,
         clients,
     };
     let closed = Closed {
-        metrics: server.metrics_addr,
+        metrics: server.metrics,
+        server_pid: server.pid(),
         clients,
         per_request: PER_REQUEST,
         window,
@@ -1299,7 +1312,7 @@ async fn batched(
     }
     drop((tcp, unix, shared_tcp, shared_unix, frames, shared_frames));
     drop((lean, shared_lean, lean_unix, shared_lean_unix));
-    server.shutdown().await.map_err(anyhow::Error::msg)?;
+    server.stop().await?;
     let _ = std::fs::remove_dir_all(&data);
     Ok(())
 }
@@ -1481,6 +1494,8 @@ impl Paced {
 #[derive(Clone, Copy)]
 struct Closed {
     metrics: Option<std::net::SocketAddr>,
+    /// The server's process where it runs apart from the clients' ([`target`]).
+    server_pid: Option<u32>,
     clients: usize,
     per_request: usize,
     window: Window,
@@ -1569,9 +1584,9 @@ impl Closed {
         measured: impl std::future::Future<Output = Measured>,
     ) -> f64 {
         let before = stages(self.metrics, op).await;
-        let cpu = thread_cpu();
+        let cpu = thread_cpu(self.server_pid);
         let m = measured.await;
-        let cpu = cpu_between(&cpu, &thread_cpu(), m.wall);
+        let cpu = cpu_between(&cpu, &thread_cpu(self.server_pid), m.wall);
         let after = stages(self.metrics, op).await;
         let label = format!("served over {transport}, {} clients", self.clients);
         let requests = m.lat.len();
@@ -1915,34 +1930,39 @@ fn stages_between(before: &Stages, after: &Stages) -> String {
 
 /// CPU seconds (user and system) each group of this process's threads has used, by thread name
 /// with its number dropped (`serve`, `bench-client`, `batchcrypt-transfer`; the rest carry the
-/// process's name). Threads that ended are not counted. Empty where /proc is not there.
-fn thread_cpu() -> std::collections::BTreeMap<String, f64> {
+/// process's name), and those of the server's process `server` where it runs apart (named
+/// `server:` and theirs). Threads that ended are not counted. Empty where /proc is not there.
+fn thread_cpu(server: Option<u32>) -> std::collections::BTreeMap<String, f64> {
     let mut out = std::collections::BTreeMap::new();
     // SAFETY: sysconf reads a constant.
     let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let (Ok(comm), Ok(stat)) = (
-            std::fs::read_to_string(t.path().join("comm")),
-            std::fs::read_to_string(t.path().join("stat")),
-        ) else {
+    let ours = std::iter::once(("/proc/self/task".to_string(), ""));
+    let theirs = server.map(|pid| (format!("/proc/{pid}/task"), "server:"));
+    for (dir, prefix) in ours.chain(theirs) {
+        let Ok(tasks) = std::fs::read_dir(dir) else {
             continue;
         };
-        // Fields after the parenthesised name: state is the first, utime and stime the 12th
-        // and 13th.
-        let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: f64 = f.get(11..13).map_or(0.0, |v| {
-            v.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
-        });
-        let name = comm
-            .trim()
-            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
-        *out.entry(name.to_string()).or_insert(0.0) += ticks / tick;
+        for t in tasks.flatten() {
+            let (Ok(comm), Ok(stat)) = (
+                std::fs::read_to_string(t.path().join("comm")),
+                std::fs::read_to_string(t.path().join("stat")),
+            ) else {
+                continue;
+            };
+            // Fields after the parenthesised name: state is the first, utime and stime the 12th
+            // and 13th.
+            let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: f64 = f.get(11..13).map_or(0.0, |v| {
+                v.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
+            });
+            let name = comm
+                .trim()
+                .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+            *out.entry(format!("{prefix}{name}")).or_insert(0.0) += ticks / tick;
+        }
     }
     out
 }
@@ -1961,7 +1981,9 @@ fn cpu_between(
     let total: f64 = parts.iter().map(|p| p.1).sum();
     parts.retain(|(_, c)| *c >= 0.05);
     parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // The host's, whatever set of them the clients or the server run on.
+    // SAFETY: sysconf reads a constant.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     format!(
         "CPU: {total:.1} of {cores} cores busy on average ({})",
         parts
