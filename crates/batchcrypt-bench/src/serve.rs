@@ -59,7 +59,7 @@ use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
 use batchcrypt::{BackendChoice, Engine};
 use batchcrypt_serve::client::Stream;
-use batchcrypt_serve::client::{ecdsa_request, Client};
+use batchcrypt_serve::client::{ecdsa_request, Client, JobOptions};
 use batchcrypt_serve::frames::Framed;
 use batchcrypt_serve::proto::{
     EcdsaCurve, EchoReply, EchoRequest, HashAlgorithm, HashReply, HashRequest, VerifyEcdsaRequest,
@@ -1770,7 +1770,13 @@ async fn proofs(
                 for j in 0..per_client {
                     let which = (client + j) % 3;
                     let s = Instant::now();
-                    let r = c.prove(&ids[which], circuits[which].2.clone(), 0).await;
+                    let r = c
+                        .prove(
+                            &ids[which],
+                            circuits[which].2.clone(),
+                            JobOptions::default(),
+                        )
+                        .await;
                     let ok = r.as_ref().is_ok_and(|r| {
                         r.job.as_ref().is_some_and(|j| {
                             j.state == batchcrypt_serve::proto::JobState::Done as i32

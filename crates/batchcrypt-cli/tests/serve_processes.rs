@@ -2,7 +2,7 @@
 //! again on the same data: every accepted job finishes, exactly once, and its proof verifies;
 //! and `batchcrypt client` against it. Every wait is bounded.
 
-use batchcrypt_serve::client::Client;
+use batchcrypt_serve::client::{Client, JobOptions};
 use batchcrypt_serve::proto::JobState;
 use batchcrypt_testdata::zk_fixture as fixture;
 use std::path::{Path, PathBuf};
@@ -88,7 +88,12 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
     let mut jobs = Vec::new();
     for i in 0..4 {
         let j = c
-            .submit(&circuit, witness.clone(), &format!("req-{i}"), 0)
+            .submit(
+                &circuit,
+                witness.clone(),
+                &format!("req-{i}"),
+                JobOptions::default(),
+            )
             .await
             .unwrap();
         jobs.push(j.job_id);
@@ -110,7 +115,12 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
     // Resubmitting under the same request ids finds the same jobs; nothing runs twice.
     for (i, id) in jobs.iter().enumerate() {
         let j = c
-            .submit(&circuit, witness.clone(), &format!("req-{i}"), 0)
+            .submit(
+                &circuit,
+                witness.clone(),
+                &format!("req-{i}"),
+                JobOptions::default(),
+            )
             .await
             .unwrap();
         assert_eq!(&j.job_id, id);
@@ -153,6 +163,10 @@ async fn killed_mid_proof_every_accepted_job_finishes_exactly_once() {
             &format!("127.0.0.1:{port}"),
             "prove",
             &circuit,
+            "--priority",
+            "2",
+            "--deadline",
+            "600",
         ])
         .arg(chain.join("witness.wtns"))
         .arg(dir.join("proof.json"))
@@ -245,16 +259,27 @@ async fn client_commands_send_a_file_in_requests_and_print_in_order() {
         String::from_utf8(o.stdout).unwrap()
     };
 
-    // 1,000 identifiers of different lengths, 64 to a request.
-    let ids: Vec<String> = (0..1000).map(|i| format!("id-{}", i * 7919)).collect();
+    // 1,000 identifiers of different lengths, 64 to a request; among them an empty line and
+    // one ended by "\r\n", read as `batchcrypt sha256 --lines` reads them.
+    let mut ids: Vec<String> = (0..1000).map(|i| format!("id-{}", i * 7919)).collect();
+    ids[10].clear();
+    ids[20].push('\r');
     let file = data.join("ids.txt");
     std::fs::write(&file, ids.join("\n")).unwrap();
     let out = client("64", &["hash", "--double", "--lines"], &file);
     let want: Vec<String> = ids
         .iter()
+        .map(|m| m.trim_end_matches('\r'))
         .map(|m| hex::encode(batchcrypt::sha256::digest_double(m.as_bytes())))
         .collect();
     assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    let local = Command::new(bin())
+        .args(["sha256", "--double", "--lines"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(local.status.success());
+    assert_eq!(String::from_utf8(local.stdout).unwrap(), out);
 
     // ECDSA and BIP340 signatures by keys of their own (secp256k1), every seventh ECDSA and
     // every fourth BIP340 signature with its last byte altered.

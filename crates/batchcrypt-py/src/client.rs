@@ -3,7 +3,8 @@
 
 use super::{input, sig_format, Items};
 use batchcrypt_serve::client::{
-    column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, Options, PackedColumns,
+    column, ecdsa_columns, schnorr_columns, sm2_request, Client as Inner, JobOptions, Options,
+    PackedColumns,
 };
 use batchcrypt_serve::proto::{
     AesMode, AesStart, Column, EcdsaCurve, HashAlgorithm, Job, JobState, Network,
@@ -165,6 +166,17 @@ fn schnorr_of(
 }
 
 /// Bytes, or the contents of the file a str or path names.
+/// A proof job's queueing: its priority, and its deadline as seconds from now.
+fn job_options(priority: i32, deadline: Option<f64>) -> PyResult<JobOptions> {
+    let job = JobOptions::priority(priority);
+    match deadline {
+        None => Ok(job),
+        Some(s) => std::time::Duration::try_from_secs_f64(s)
+            .map(|d| job.within(d))
+            .map_err(|_| PyValueError::new_err(format!("deadline {s}: give seconds, 0 or more"))),
+    }
+}
+
 fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let p: std::path::PathBuf = obj.extract()?;
@@ -557,24 +569,25 @@ impl Client {
     }
 
     /// A proof, end to end: (proof.json, public.json) as snarkjs writes them. The job runs once
-    /// even across a restart of the server.
-    #[pyo3(signature = (circuit_id, witness, priority = 0))]
+    /// even across a restart of the server. `priority`: higher runs first; `deadline`: seconds
+    /// within which the job must start, else it ends as expired (an error here).
+    #[pyo3(signature = (circuit_id, witness, priority = 0, deadline = None))]
     fn prove(
         &self,
         py: Python<'_>,
         circuit_id: &str,
         witness: &Bound<'_, PyAny>,
         priority: i32,
+        deadline: Option<f64>,
     ) -> PyResult<(String, String)> {
         let (w, id) = (bytes_or_path(witness, "witness")?, circuit_id.to_string());
-        let r = self.call(py, |c| {
-            Box::pin(async move { c.prove(&id, w, priority).await })
-        })?;
+        let job = job_options(priority, deadline)?;
+        let r = self.call(py, |c| Box::pin(async move { c.prove(&id, w, job).await }))?;
         proof_pair(r)
     }
 
-    /// Queues a proof without waiting; the job's id.
-    #[pyo3(signature = (circuit_id, witness, request_id = "", priority = 0))]
+    /// Queues a proof without waiting; the job's id. `priority` and `deadline` as in `prove`.
+    #[pyo3(signature = (circuit_id, witness, request_id = "", priority = 0, deadline = None))]
     fn submit(
         &self,
         py: Python<'_>,
@@ -582,14 +595,16 @@ impl Client {
         witness: &Bound<'_, PyAny>,
         request_id: &str,
         priority: i32,
+        deadline: Option<f64>,
     ) -> PyResult<String> {
         let (w, id, rid) = (
             bytes_or_path(witness, "witness")?,
             circuit_id.to_string(),
             request_id.to_string(),
         );
+        let job = job_options(priority, deadline)?;
         let j = self.call(py, |c| {
-            Box::pin(async move { c.submit(&id, w, &rid, priority).await })
+            Box::pin(async move { c.submit(&id, w, &rid, job).await })
         })?;
         Ok(j.job_id)
     }

@@ -200,6 +200,12 @@ def test_proof_round_trip(server):
     assert server.submit(info["circuit_id"], (chain / "witness.wtns").read_bytes(), request_id="py-1") == job
     server.wait(job)
     assert server.job(job)["state"] == "done"
+    # A priority and a deadline far enough away: queued, run, done.
+    late = server.submit(info["circuit_id"], chain / "witness.wtns", priority=3, deadline=600.0)
+    server.wait(late)
+    assert (server.job(late)["state"], server.job(late)["priority"]) == ("done", 3)
+    with pytest.raises(ValueError, match="deadline -1"):
+        server.submit(info["circuit_id"], chain / "witness.wtns", deadline=-1.0)
     with pytest.raises(RuntimeError, match="NotFound"):
         server.job("no-such-job")
 

@@ -43,6 +43,43 @@ pub struct Options {
     pub frames: Option<std::path::PathBuf>,
 }
 
+/// How a proof job is queued: its priority, and when it must have started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobOptions {
+    /// Higher runs first; equal priorities run in submission order.
+    pub priority: i32,
+    /// A job not started by then ends as expired (one already running is not stopped). Fixed
+    /// when set, so a proof resubmitted across a server's restart keeps it.
+    pub deadline: Option<std::time::SystemTime>,
+}
+
+impl JobOptions {
+    pub fn priority(priority: i32) -> Self {
+        JobOptions {
+            priority,
+            deadline: None,
+        }
+    }
+
+    /// The same, due to start within `time` from now.
+    pub fn within(self, time: Duration) -> Self {
+        JobOptions {
+            deadline: Some(std::time::SystemTime::now() + time),
+            ..self
+        }
+    }
+
+    /// The deadline as the request carries it: Unix milliseconds, 0 for none (a time at or
+    /// before 1970 is one already passed).
+    fn deadline_unix_ms(&self) -> i64 {
+        self.deadline.map_or(0, |t| {
+            t.duration_since(std::time::UNIX_EPOCH).map_or(1, |d| {
+                i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
+            })
+        })
+    }
+}
+
 #[derive(Clone)]
 pub struct Client {
     raw: Raw,
@@ -644,7 +681,7 @@ impl Client {
         circuit_id: &str,
         witness: Vec<u8>,
         request_id: &str,
-        priority: i32,
+        job: JobOptions,
     ) -> Result<Job, Status> {
         Ok(self
             .raw
@@ -652,8 +689,8 @@ impl Client {
                 circuit_id: circuit_id.into(),
                 witness: witness.into(),
                 request_id: request_id.into(),
-                priority,
-                deadline_unix_ms: 0,
+                priority: job.priority,
+                deadline_unix_ms: job.deadline_unix_ms(),
             })
             .await?
             .into_inner())
@@ -817,14 +854,14 @@ impl Client {
         &mut self,
         circuit_id: &str,
         witness: Vec<u8>,
-        priority: i32,
+        job: JobOptions,
     ) -> Result<ProofReply, Status> {
         let request_id = hex::encode(rand::random::<[u8; 16]>());
         let mut retries = 0;
         loop {
             let attempt = async {
                 let job = self
-                    .submit(circuit_id, witness.clone(), &request_id, priority)
+                    .submit(circuit_id, witness.clone(), &request_id, job)
                     .await?;
                 self.wait(&job.job_id, true).await
             };

@@ -5,7 +5,7 @@
 
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::{BackendChoice, Engine};
-use batchcrypt_serve::client::{Client, Options};
+use batchcrypt_serve::client::{Client, JobOptions, Options};
 use batchcrypt_serve::proto::*;
 use batchcrypt_serve::store::Store;
 use batchcrypt_serve::{start, Running, ServerConfig};
@@ -1754,7 +1754,10 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
         };
         tasks.push(tokio::spawn(async move {
             let w = std::fs::read(dir.join("witness.wtns")).unwrap();
-            let reply = client.prove(&id, w, (j % 3) as i32).await.unwrap();
+            let reply = client
+                .prove(&id, w, JobOptions::priority((j % 3) as i32))
+                .await
+                .unwrap();
             check_proof(&dir.join("circuit.zkey"), &reply);
             reply.job.unwrap().job_id
         }));
@@ -1781,7 +1784,7 @@ async fn proofs_under_a_tiny_memory_budget_all_finish_once() {
             &ids[0],
             std::fs::read(mix.join("witness.wtns")).unwrap(),
             "",
-            0,
+            JobOptions::default(),
         )
         .await
         .unwrap_err();
@@ -1826,12 +1829,18 @@ async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
         .unwrap()
         .circuit_id;
     let w = std::fs::read(chain.join("witness.wtns")).unwrap();
-    let first = client.submit(&id, w.clone(), "first", 0).await.unwrap();
-    let second = client.submit(&id, w.clone(), "second", 0).await.unwrap();
+    let first = client
+        .submit(&id, w.clone(), "first", JobOptions::default())
+        .await
+        .unwrap();
+    let second = client
+        .submit(&id, w.clone(), "second", JobOptions::default())
+        .await
+        .unwrap();
     // The same request id is the same job.
     assert_eq!(
         client
-            .submit(&id, w.clone(), "second", 0)
+            .submit(&id, w.clone(), "second", JobOptions::default())
             .await
             .unwrap()
             .job_id,
@@ -1860,7 +1869,10 @@ async fn abandoned_waits_cancel_and_shutdown_drains_running_proofs() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let third = client.submit(&id, w, "third", 0).await.unwrap();
+    let third = client
+        .submit(&id, w, "third", JobOptions::default())
+        .await
+        .unwrap();
     bounded(server.shutdown()).await.unwrap();
     let (store, requeued) = Store::open(&data.join("jobs.sqlite")).unwrap();
     assert_eq!(requeued, 0, "nothing was left running");
@@ -1908,7 +1920,10 @@ async fn priorities_order_the_queue_and_deadlines_expire() {
         .unwrap()
         .circuit_id;
     let w = std::fs::read(chain.join("witness.wtns")).unwrap();
-    let running = client.submit(&id, w.clone(), "", 0).await.unwrap();
+    let running = client
+        .submit(&id, w.clone(), "", JobOptions::default())
+        .await
+        .unwrap();
     for _ in 0..200 {
         if client.job(&running.job_id).await.unwrap().state == JobState::Running as i32 {
             break;
@@ -1916,19 +1931,16 @@ async fn priorities_order_the_queue_and_deadlines_expire() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Queued behind it: a low, a high priority job, and one that must start within 50 ms.
-    let low = client.submit(&id, w.clone(), "", 0).await.unwrap();
-    let high = client.submit(&id, w.clone(), "", 5).await.unwrap();
-    let late = client
-        .raw()
-        .submit_proof(SubmitProofRequest {
-            circuit_id: id.clone(),
-            witness: b(&w),
-            deadline_unix_ms: batchcrypt_serve::store::now_ms() + 50,
-            ..Default::default()
-        })
+    let low = client
+        .submit(&id, w.clone(), "", JobOptions::default())
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
+    let high = client
+        .submit(&id, w.clone(), "", JobOptions::priority(5))
+        .await
+        .unwrap();
+    let within = JobOptions::default().within(Duration::from_millis(50));
+    let late = client.submit(&id, w.clone(), "", within).await.unwrap();
     for j in [&running, &low, &high] {
         bounded(client.wait(&j.job_id, false)).await.unwrap();
     }

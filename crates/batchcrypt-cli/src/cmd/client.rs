@@ -3,8 +3,8 @@
 use anyhow::{bail, Context, Result};
 use batchcrypt::secp256k1::SigFormat;
 use batchcrypt_serve::client::{
-    column, ecdsa_request, schnorr_request, sm2_request, verdicts, Client, Options, PackedColumns,
-    SharedMemory, Streamable,
+    column, ecdsa_request, schnorr_request, sm2_request, verdicts, Client, JobOptions, Options,
+    PackedColumns, SharedMemory, Streamable,
 };
 use batchcrypt_serve::proto::{
     AesMode, AesStart, Column, EcdsaCurve, EchoRequest, HashAlgorithm, HashReply, HashRequest,
@@ -13,6 +13,7 @@ use batchcrypt_serve::proto::{
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 #[command(
@@ -72,19 +73,26 @@ enum Command {
         #[arg(long, default_value_t = 8192)]
         reply_bytes: u32,
     },
-    /// SHA-256 (or SHA256d, SM3) of each line of a file, one digest per line.
+    /// SHA-256 (or SHA256d, SM3) of each line of a file, one digest per line, in hex (the same
+    /// digests as `batchcrypt sha256 --lines`).
     Hash {
+        /// The file: each line (without its newline, `\n` or `\r\n`; empty lines too) is a
+        /// message.
         #[arg(long)]
         lines: PathBuf,
+        /// Double SHA-256 (Bitcoin's SHA256d).
         #[arg(long, conflicts_with = "sm3")]
         double: bool,
+        /// SM3 (GB/T 32905) instead of SHA-256.
         #[arg(long)]
         sm3: bool,
     },
     /// ECDSA: lines of `HASH SIGNATURE PUBKEY` in hex (DER signatures unless --compact); prints
     /// `valid` or `invalid: reason` per line.
     VerifyEcdsa {
+        /// The signatures, a line each (blank lines are skipped).
         file: PathBuf,
+        /// Signatures as 64 bytes, r then s (IEEE P1363), instead of DER.
         #[arg(long)]
         compact: bool,
         /// The curve: secp256k1 or p256 (NIST P-256).
@@ -92,11 +100,16 @@ enum Command {
         curve: String,
     },
     /// BIP340: lines of `MESSAGE SIGNATURE XONLY_PUBKEY` in hex.
-    VerifySchnorr { file: PathBuf },
+    VerifySchnorr {
+        /// The signatures, a line each (blank lines are skipped).
+        file: PathBuf,
+    },
     /// SM2 (GB/T 32918): lines of `MESSAGE SIGNATURE PUBKEY` in hex (DER signatures unless
     /// --compact).
     VerifySm2 {
+        /// The signatures, a line each (blank lines are skipped).
         file: PathBuf,
+        /// Signatures as 64 bytes, r then s, instead of DER.
         #[arg(long)]
         compact: bool,
         /// The signers' distinguishing identifier, as text (GM/T 0009's default unless given).
@@ -117,45 +130,98 @@ enum Command {
     VerifyTx(crate::cmd::bitcoin::TxArgs),
     /// Register a circuit's proving key; prints its id.
     Register {
+        /// The circuit's proving key, as snarkjs writes it (`.zkey`, BN254 or BLS12-381).
         zkey: PathBuf,
+        /// A name for the circuit, used in the server's messages about it.
         #[arg(long, default_value = "")]
         name: String,
     },
-    /// Prove and wait: writes proof.json and public.json as snarkjs does.
+    /// Prove and wait: writes proof.json and public.json as snarkjs does. Across a restart of
+    /// the server the job is found again, not run twice.
     Prove {
+        /// The circuit's id, as `register` printed it.
         circuit: String,
+        /// The witness, as circom's generator writes it (`.wtns`).
         witness: PathBuf,
+        /// Where the proof goes.
         #[arg(default_value = "proof.json")]
         proof: PathBuf,
+        /// Where the public signals go.
         #[arg(default_value = "public.json")]
         public: PathBuf,
-        #[arg(long, default_value_t = 0)]
-        priority: i32,
+        #[command(flatten)]
+        job: Queueing,
     },
-    /// Queue a proof and print the job's id without waiting.
+    /// Queue a proof and print the job's id without waiting (then `wait`, `job`, `cancel`).
     Submit {
+        /// The circuit's id, as `register` printed it.
         circuit: String,
+        /// The witness, as circom's generator writes it (`.wtns`).
         witness: PathBuf,
-        #[arg(long, default_value_t = 0)]
-        priority: i32,
+        #[command(flatten)]
+        job: Queueing,
         /// Resubmitting with the same id returns the same job.
         #[arg(long, default_value = "")]
         request_id: String,
     },
     /// Wait for a job and write its proof.
     Wait {
+        /// The job's id, as `submit` printed it.
         job: String,
+        /// Where the proof goes.
         #[arg(default_value = "proof.json")]
         proof: PathBuf,
+        /// Where the public signals go.
         #[arg(default_value = "public.json")]
         public: PathBuf,
     },
     /// A job's state.
-    Job { job: String },
+    Job {
+        /// The job's id, as `submit` printed it.
+        job: String,
+    },
     /// Cancel a job.
-    Cancel { job: String },
+    Cancel {
+        /// The job's id, as `submit` printed it.
+        job: String,
+    },
     /// Write a finished job's stages as a Chrome/Perfetto trace.
-    Trace { job: String, output: PathBuf },
+    Trace {
+        /// The job's id, as `submit` printed it.
+        job: String,
+        /// The trace file (open it in ui.perfetto.dev or chrome://tracing).
+        output: PathBuf,
+    },
+}
+
+/// How a proof is queued.
+#[derive(clap::Args)]
+struct Queueing {
+    /// Higher runs first; equal priorities run in the order submitted.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
+    /// If the job has not started within this many seconds, it ends as expired instead of
+    /// running (a job that has started is not stopped).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    deadline: Option<Duration>,
+}
+
+impl Queueing {
+    fn options(&self) -> JobOptions {
+        let job = JobOptions::priority(self.priority);
+        match self.deadline {
+            Some(d) => job.within(d),
+            None => job,
+        }
+    }
+}
+
+/// A number of seconds, fractions allowed.
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(v).map_err(|_| format!("{s}: give a number of seconds, 0 or more"))
 }
 
 fn hex_lines(file: &PathBuf, fields: usize) -> Result<Vec<Vec<Vec<u8>>>> {
@@ -355,10 +421,7 @@ pub fn run(a: &Args) -> Result<()> {
             Command::Hash { lines, double, sm3 } => {
                 let text =
                     std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
-                let msgs: Vec<&[u8]> = text
-                    .split(|&b| b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .collect();
+                let msgs: Vec<&[u8]> = crate::cmd::sha256::lines(&text).collect();
                 let alg = match (double, sm3) {
                     (_, true) => HashAlgorithm::Sm3,
                     (true, _) => HashAlgorithm::Sha256d,
@@ -519,7 +582,7 @@ pub fn run(a: &Args) -> Result<()> {
                     "size       {} txs, {} inputs, weight {}, sigop cost {}, fees {} sat",
                     r.transactions, r.inputs, r.weight, r.sigop_cost, r.fees
                 );
-                let us = std::time::Duration::from_micros;
+                let us = Duration::from_micros;
                 use crate::cmd::bitcoin::{signature_counts, stages_line};
                 println!(
                     "{} (in the server)",
@@ -573,24 +636,26 @@ pub fn run(a: &Args) -> Result<()> {
                 witness,
                 proof,
                 public,
-                priority,
+                job,
             } => {
                 let w = std::fs::read(witness)
                     .with_context(|| format!("reading {}", witness.display()))?;
-                let reply = c.prove(circuit, w, *priority).await?;
+                let reply = c.prove(circuit, w, job.options()).await?;
                 write_proof(&reply, proof, public)?;
             }
             Command::Submit {
                 circuit,
                 witness,
-                priority,
+                job,
                 request_id,
             } => {
                 let w = std::fs::read(witness)
                     .with_context(|| format!("reading {}", witness.display()))?;
                 println!(
                     "{}",
-                    c.submit(circuit, w, request_id, *priority).await?.job_id
+                    c.submit(circuit, w, request_id, job.options())
+                        .await?
+                        .job_id
                 );
             }
             Command::Wait { job, proof, public } => {

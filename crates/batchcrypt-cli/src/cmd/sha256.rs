@@ -32,6 +32,17 @@ fn read(path: &PathBuf) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The messages of `--lines`: each line without its newline (`\n` or `\r\n`), empty lines
+/// included; a last line needs no newline. `batchcrypt client hash` reads files the same way, so
+/// both print the same digests.
+pub fn lines(content: &[u8]) -> impl Iterator<Item = &[u8]> {
+    // No lines in an empty file; else the last newline ends the last line, not a new one.
+    let body = (!content.is_empty()).then(|| content.strip_suffix(b"\n").unwrap_or(content));
+    body.into_iter()
+        .flat_map(|b| b.split(|&c| c == b'\n'))
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+}
+
 pub fn run(engine: &Engine, args: &Args) -> Result<()> {
     let mode = if args.double {
         Mode::Double
@@ -44,14 +55,10 @@ pub fn run(engine: &Engine, args: &Args) -> Result<()> {
     for f in &args.files {
         let content = read(f)?;
         if args.lines {
-            let mut rest: &[u8] = &content;
-            while !rest.is_empty() {
-                let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
-                let line = rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]);
+            for line in lines(&content) {
                 data.extend_from_slice(line);
                 offsets.push(data.len() as u64);
                 labels.push(None);
-                rest = &rest[(end + 1).min(rest.len())..];
             }
         } else {
             data.extend_from_slice(&content);
@@ -80,4 +87,23 @@ pub fn run(engine: &Engine, args: &Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lines_as_messages() {
+        let cases: [(&[u8], &[&[u8]]); 7] = [
+            (b"", &[]),
+            (b"\n", &[b""]),
+            (b"a", &[b"a"]),
+            (b"a\nb\n", &[b"a", b"b"]),
+            (b"a\n\nb", &[b"a", b"", b"b"]),
+            (b"a\r\nb\r\n\r\n", &[b"a", b"b", b""]),
+            (b"a\n\n", &[b"a", b""]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(super::lines(text).collect::<Vec<_>>(), want, "{text:?}");
+        }
+    }
 }
