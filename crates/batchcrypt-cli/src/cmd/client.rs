@@ -202,7 +202,7 @@ struct Queueing {
     priority: i32,
     /// If the job has not started within this many seconds, it ends as expired instead of
     /// running (a job that has started is not stopped).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, allow_negative_numbers = true)]
     deadline: Option<Duration>,
 }
 
