@@ -330,4 +330,36 @@ mod tests {
         // The caller's own set is back.
         assert_eq!(own(), before);
     }
+
+    /// A child that writes `text` to standard error, then waits a while.
+    fn saying(text: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", &format!("printf '{text}' >&2; exec sleep 30")])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_separate_server_says_where_it_listens() {
+        let mut c = saying("loading kernels\\nbatchcrypt serve: gRPC on 127.0.0.1:7700 and unix:/s.sock, frames on /f.sock, metrics on http://127.0.0.1:7701/metrics; data in d\\n");
+        let (addr, metrics) = listening(&mut c).unwrap();
+        assert_eq!(addr, "127.0.0.1:7700".parse().unwrap());
+        assert_eq!(metrics, Some("127.0.0.1:7701".parse().unwrap()));
+        let _ = c.kill();
+        let mut c = saying("batchcrypt serve: gRPC on 127.0.0.1:7700; data in d\\n");
+        assert_eq!(listening(&mut c).unwrap().1, None);
+        let _ = c.kill();
+        // One that stops first: its words, in the error.
+        let mut c = Command::new("sh")
+            .args(["-c", "echo 'error: address in use' >&2; exit 3"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let e = listening(&mut c).unwrap_err().to_string();
+        assert!(
+            e.contains("address in use") && e.contains("exit status: 3"),
+            "{e}"
+        );
+    }
 }
