@@ -1,0 +1,209 @@
+//! What the service benchmark reads besides its own clocks: the server's stages from its
+//! metrics, and the CPU each group of threads used (the clients', the server's).
+
+/// The server's own view of an operation, cumulative over its life, from its metrics: per stage
+/// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
+/// server) the count, the seconds, and the latency histogram's cumulative buckets.
+#[derive(Default)]
+pub(super) struct Stages(std::collections::HashMap<&'static str, Stage>);
+
+#[derive(Default, Clone)]
+struct Stage {
+    count: f64,
+    sum: f64,
+    /// (upper bound in seconds, requests at or under it)
+    buckets: Vec<(f64, f64)>,
+}
+
+const STAGES: [&str; 3] = ["run", "queue", "total"];
+
+pub(super) async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> Stages {
+    let Some(m) = metrics else {
+        return Stages::default();
+    };
+    parse_stages(&http_get(m).await.unwrap_or_default(), op)
+}
+
+fn parse_stages(text: &str, op: &str) -> Stages {
+    let mut out = Stages::default();
+    for stage in STAGES {
+        let labels = format!("{{op=\"{op}\",stage=\"{stage}\"");
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}{labels}}} ")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0)
+        };
+        // Written `..._bucket{le="0.0001",op="hash",stage="run"} 7`.
+        let rest = format!(",{}}} ", &labels[1..]);
+        let buckets = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("batchcrypt_stage_seconds_bucket{le=\""))
+            .filter_map(|l| {
+                let (le, l) = l.split_once('"')?;
+                let n = l.strip_prefix(&rest)?;
+                Some((le.parse().unwrap_or(f64::INFINITY), n.trim().parse().ok()?))
+            })
+            .collect();
+        out.0.insert(
+            stage,
+            Stage {
+                count: value("batchcrypt_stage_seconds_count"),
+                sum: value("batchcrypt_stage_seconds_sum"),
+                buckets,
+            },
+        );
+    }
+    out
+}
+
+/// The server's view between two readings of [`stages`]: batches, and per stage the mean and
+/// the bucket bound under which 99% of the requests fell (so where a tail arises: in the wait for
+/// a batch, the batch's run, or outside the server).
+pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
+    let d = |stage: &str| -> Stage {
+        let (a, b) = (
+            after.0.get(stage).cloned().unwrap_or_default(),
+            before.0.get(stage).cloned().unwrap_or_default(),
+        );
+        Stage {
+            count: a.count - b.count,
+            sum: a.sum - b.sum,
+            buckets: a
+                .buckets
+                .iter()
+                .map(|&(le, n)| {
+                    let was = b.buckets.iter().find(|x| x.0 == le).map_or(0.0, |x| x.1);
+                    (le, n - was)
+                })
+                .collect(),
+        }
+    };
+    let p99 = |s: &Stage| -> f64 {
+        s.buckets
+            .iter()
+            .find(|&&(_, n)| n >= 0.99 * s.count)
+            .map_or(f64::NAN, |&(le, _)| le)
+    };
+    let (run, queue, total) = (d("run"), d("queue"), d("total"));
+    if run.count == 0.0 && total.count == 0.0 {
+        return "server: no batches (nothing batched)".into();
+    }
+    format!(
+        "server: {:.0} batches, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
+        run.count,
+        1e3 * run.sum / run.count.max(1.0),
+        1e3 * p99(&run),
+        1e3 * queue.sum / queue.count.max(1.0),
+        1e3 * p99(&queue),
+        1e3 * total.sum / total.count.max(1.0),
+        1e3 * p99(&total),
+    )
+}
+
+/// CPU seconds (user and system) each group of this process's threads has used, by thread name
+/// with its number dropped (`serve`, `bench-client`, `batchcrypt-transfer`; the rest carry the
+/// process's name), and those of the server's process `server` where it runs apart (named
+/// `server:` and theirs). Threads that ended are not counted. Empty where /proc is not there.
+pub(super) fn thread_cpu(server: Option<u32>) -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    // SAFETY: sysconf reads a constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let ours = std::iter::once(("/proc/self/task".to_string(), ""));
+    let theirs = server.map(|pid| (format!("/proc/{pid}/task"), "server:"));
+    for (dir, prefix) in ours.chain(theirs) {
+        let Ok(tasks) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let (Ok(comm), Ok(stat)) = (
+                std::fs::read_to_string(t.path().join("comm")),
+                std::fs::read_to_string(t.path().join("stat")),
+            ) else {
+                continue;
+            };
+            // Fields after the parenthesised name: state is the first, utime and stime the 12th
+            // and 13th.
+            let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: f64 = f.get(11..13).map_or(0.0, |v| {
+                v.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
+            });
+            let name = comm
+                .trim()
+                .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+            *out.entry(format!("{prefix}{name}")).or_insert(0.0) += ticks / tick;
+        }
+    }
+    out
+}
+
+/// The threads' busy cores over `secs` between two readings of [`thread_cpu`], by group.
+pub(super) fn cpu_between(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    secs: f64,
+) -> String {
+    let mut parts: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k.clone(), (v - before.get(k).unwrap_or(&0.0)) / secs))
+        .collect();
+    // Every group counts toward the total; only those of a twentieth of a core or more are named.
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    parts.retain(|(_, c)| *c >= 0.05);
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // The host's, whatever set of them the clients or the server run on.
+    // SAFETY: sysconf reads a constant.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    format!(
+        "CPU: {total:.1} of {cores} cores busy on average ({})",
+        parts
+            .iter()
+            .map(|(k, c)| format!("{k} {c:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+pub(super) async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_read_from_the_servers_metrics() {
+        let text = |runs: [u32; 3]| {
+            format!(
+                "batchcrypt_stage_seconds_sum{{op=\"hash\",stage=\"run\"}} 0.5\n\
+                 batchcrypt_stage_seconds_count{{op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.002\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"+Inf\",op=\"hash\",stage=\"run\"}} {}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"verify_ecdsa\",stage=\"run\"}} 9\n",
+                runs[2], runs[0], runs[1], runs[2]
+            )
+        };
+        let before = parse_stages(&text([0, 0, 0]), "hash");
+        let after = parse_stages(&text([90, 99, 100]), "hash");
+        assert_eq!(after.0["run"].buckets.len(), 3);
+        let s = stages_between(&before, &after);
+        assert!(s.starts_with("server: 100 batches"), "{s}");
+        assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
+        // Nothing batched in between (an echo): said so, not a NaN percentile.
+        let s = stages_between(&after, &after);
+        assert_eq!(s, "server: no batches (nothing batched)");
+    }
+}
