@@ -165,7 +165,6 @@ fn schnorr_of(
     ))
 }
 
-/// Bytes, or the contents of the file a str or path names.
 /// A proof job's queueing: its priority, and its deadline as seconds from now.
 fn job_options(priority: i32, deadline: Option<f64>) -> PyResult<JobOptions> {
     let job = JobOptions::priority(priority);
@@ -177,6 +176,7 @@ fn job_options(priority: i32, deadline: Option<f64>) -> PyResult<JobOptions> {
     }
 }
 
+/// Bytes, or the contents of the file a str or path names.
 fn bytes_or_path(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
         let p: std::path::PathBuf = obj.extract()?;

@@ -61,10 +61,10 @@ impl JobOptions {
         }
     }
 
-    /// The same, due to start within `time` from now.
+    /// The same, due to start within `time` from now (a time too far to represent is none).
     pub fn within(self, time: Duration) -> Self {
         JobOptions {
-            deadline: Some(std::time::SystemTime::now() + time),
+            deadline: std::time::SystemTime::now().checked_add(time),
             ..self
         }
     }
@@ -1190,5 +1190,31 @@ impl<Q, R> Stream<Q, R> {
         self.reply()
             .await?
             .ok_or_else(|| Status::unavailable("the stream ended before the reply"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn a_jobs_deadline_as_the_request_carries_it() {
+        assert_eq!(JobOptions::priority(3).deadline_unix_ms(), 0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let soon = JobOptions::priority(3).within(Duration::from_secs(2));
+        assert_eq!(soon.priority, 3);
+        assert!((now + 2000..now + 3000).contains(&soon.deadline_unix_ms()));
+        // Beyond what a time can hold: no deadline, not a panic.
+        assert_eq!(JobOptions::default().within(Duration::MAX).deadline, None);
+        // At or before 1970: already passed, not "none".
+        let past = JobOptions {
+            deadline: Some(UNIX_EPOCH),
+            ..JobOptions::default()
+        };
+        assert_eq!(past.deadline_unix_ms(), 1);
     }
 }
