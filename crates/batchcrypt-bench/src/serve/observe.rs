@@ -206,4 +206,19 @@ mod tests {
         let s = stages_between(&after, &after);
         assert_eq!(s, "server: no batches (nothing batched)");
     }
+
+    #[test]
+    fn cpu_counts_a_separate_servers_threads_by_name() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let cpu = thread_cpu(Some(child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        // This process's threads under their names, the other's under `server:` and theirs.
+        assert!(cpu.contains_key("server:sleep"), "{cpu:?}");
+        assert!(!cpu.keys().any(|k| k == "sleep"), "{cpu:?}");
+        assert!(thread_cpu(None).keys().all(|k| !k.starts_with("server:")));
+    }
 }
