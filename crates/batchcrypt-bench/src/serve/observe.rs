@@ -213,6 +213,14 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
+        // Until it has exec'd, the child carries the forking thread's name.
+        let comm = format!("/proc/{}/comm", child.id());
+        for _ in 0..500 {
+            if std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let cpu = thread_cpu(Some(child.id()));
         let _ = child.kill();
         let _ = child.wait();
