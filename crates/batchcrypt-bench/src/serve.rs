@@ -461,13 +461,8 @@ async fn batched(
         config.batch.max_hash_items = n;
     }
     let server = target::Target::start(engine.clone(), server_rt, config, &data).await?;
-    if let Some(pid) = server.pid() {
-        println!(
-            "  (the server in a process of its own, pid {pid}{}: BATCHCRYPT_BENCH_SERVE_BIN)",
-            std::env::var("BATCHCRYPT_BENCH_SERVER_CPUS")
-                .map(|c| format!(", on CPUs {c}"))
-                .unwrap_or_default()
-        );
+    if let Some(apart) = server.apart() {
+        println!("  (the server in a process of its own, {apart}: BATCHCRYPT_BENCH_SERVE_BIN)");
     }
     let clients = if quick { 100 } else { 1000 };
     // Closed loops: a settling time, then a window long enough for many rounds of every client.

@@ -167,13 +167,14 @@ fn schnorr_of(
 
 /// A proof job's queueing: its priority, and its deadline as seconds from now.
 fn job_options(priority: i32, deadline: Option<f64>) -> PyResult<JobOptions> {
-    let job = JobOptions::priority(priority);
-    match deadline {
-        None => Ok(job),
-        Some(s) => std::time::Duration::try_from_secs_f64(s)
-            .map(|d| job.within(d))
-            .map_err(|_| PyValueError::new_err(format!("deadline {s}: give seconds, 0 or more"))),
-    }
+    let within = deadline
+        .map(|s| {
+            std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                PyValueError::new_err(format!("deadline {s}: give seconds, 0 or more"))
+            })
+        })
+        .transpose()?;
+    Ok(JobOptions::queued(priority, within))
 }
 
 /// Bytes, or the contents of the file a str or path names.

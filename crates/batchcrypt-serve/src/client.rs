@@ -61,6 +61,15 @@ impl JobOptions {
         }
     }
 
+    /// Priority `priority`, due to start within `within` from now where one is given.
+    pub fn queued(priority: i32, within: Option<Duration>) -> Self {
+        let job = JobOptions::priority(priority);
+        match within {
+            Some(time) => job.within(time),
+            None => job,
+        }
+    }
+
     /// The same, due to start within `time` from now (a time too far to represent is none).
     pub fn within(self, time: Duration) -> Self {
         JobOptions {

@@ -34,7 +34,8 @@ pub struct Target {
 
 enum Server {
     Here(Running),
-    Process(Child),
+    /// A separate process, and the CPUs it is bound to (all if none).
+    Process(Child, Option<Cpus>),
 }
 
 impl Target {
@@ -96,7 +97,7 @@ impl Target {
         if cpus.is_none() || std::env::var_os("BATCHCRYPT_BENCH_SERVER_THREADS").is_some() {
             cmd.arg(format!("--io-threads={}", config.io_threads));
         }
-        if let Some(cpus) = cpus {
+        if let Some(cpus) = cpus.clone() {
             use std::os::unix::process::CommandExt;
             // SAFETY: between fork and exec the closure only makes a system call on a set built
             // before the fork.
@@ -121,14 +122,28 @@ impl Target {
             metrics,
             unix_socket,
             frames_socket,
-            server: Some(Server::Process(child)),
+            server: Some(Server::Process(child, cpus)),
         })
     }
 
     /// The server's process id where it runs apart from this one.
     pub fn pid(&self) -> Option<u32> {
         match &self.server {
-            Some(Server::Process(c)) => Some(c.id()),
+            Some(Server::Process(c, _)) => Some(c.id()),
+            _ => None,
+        }
+    }
+
+    /// Where a separate server runs, in words (its process id and CPUs); None for one here.
+    pub fn apart(&self) -> Option<String> {
+        match &self.server {
+            Some(Server::Process(c, cpus)) => Some(format!(
+                "pid {}{}",
+                c.id(),
+                cpus.as_ref()
+                    .map(|c| format!(", on CPUs {c}"))
+                    .unwrap_or_default()
+            )),
             _ => None,
         }
     }
@@ -139,7 +154,7 @@ impl Target {
         match self.server.take() {
             None => Ok(()),
             Some(Server::Here(running)) => running.shutdown().await.map_err(anyhow::Error::msg),
-            Some(Server::Process(mut child)) => {
+            Some(Server::Process(mut child, _)) => {
                 // SAFETY: signals the child this process started and has not yet waited for.
                 unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
                 let status = tokio::task::spawn_blocking(move || child.wait()).await??;
@@ -153,7 +168,7 @@ impl Target {
 impl Drop for Target {
     /// A separate server does not outlive a benchmark that failed before stopping it.
     fn drop(&mut self) {
-        if let Some(Server::Process(child)) = &mut self.server {
+        if let Some(Server::Process(child, _)) = &mut self.server {
             if child.try_wait().ok().flatten().is_none() {
                 let _ = child.kill();
                 let _ = child.wait();

@@ -208,11 +208,7 @@ struct Queueing {
 
 impl Queueing {
     fn options(&self) -> JobOptions {
-        let job = JobOptions::priority(self.priority);
-        match self.deadline {
-            Some(d) => job.within(d),
-            None => job,
-        }
+        JobOptions::queued(self.priority, self.deadline)
     }
 }
 
