@@ -3,9 +3,14 @@
 
 /// The server's own view of an operation, cumulative over its life, from its metrics: per stage
 /// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
-/// server) the count, the seconds, and the latency histogram's cumulative buckets.
+/// server) the count, the seconds, and the latency histogram's cumulative buckets; and the
+/// seconds its batches ran on each backend (the dispatcher's choice, which a server's own
+/// calibration makes).
 #[derive(Default)]
-pub(super) struct Stages(std::collections::HashMap<&'static str, Stage>);
+pub(super) struct Stages(
+    std::collections::HashMap<&'static str, Stage>,
+    std::collections::BTreeMap<String, f64>,
+);
 
 #[derive(Default, Clone)]
 struct Stage {
@@ -54,6 +59,14 @@ fn parse_stages(text: &str, op: &str) -> Stages {
             },
         );
     }
+    // Written `batchcrypt_busy_seconds_total{op="hash",backend="cuda"} 1.5`.
+    let busy = format!("batchcrypt_busy_seconds_total{{op=\"{op}\",backend=\"");
+    for l in text.lines().filter_map(|l| l.strip_prefix(&busy)) {
+        if let Some((backend, v)) = l.split_once("\"} ") {
+            out.1
+                .insert(backend.to_string(), v.trim().parse().unwrap_or(0.0));
+        }
+    }
     out
 }
 
@@ -89,9 +102,24 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
     if run.count == 0.0 && total.count == 0.0 {
         return "server: no batches (nothing batched)".into();
     }
+    let busy: Vec<(&String, f64)> = (after.1.iter())
+        .map(|(b, s)| (b, s - before.1.get(b).copied().unwrap_or(0.0)))
+        .filter(|&(_, s)| s > 0.0)
+        .collect();
+    let all: f64 = busy.iter().map(|b| b.1).sum();
+    let on = busy
+        .iter()
+        .map(|(b, s)| format!("{b} {:.0}%", 100.0 * s / all))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
-        "server: {:.0} batches, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
+        "server: {:.0} batches{}, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
         run.count,
+        if on.is_empty() {
+            String::new()
+        } else {
+            format!(" (their run's seconds: {on})")
+        },
         1e3 * run.sum / run.count.max(1.0),
         1e3 * p99(&run),
         1e3 * queue.sum / queue.count.max(1.0),
@@ -192,15 +220,21 @@ mod tests {
                  batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"hash\",stage=\"run\"}} {}\n\
                  batchcrypt_stage_seconds_bucket{{le=\"0.002\",op=\"hash\",stage=\"run\"}} {}\n\
                  batchcrypt_stage_seconds_bucket{{le=\"+Inf\",op=\"hash\",stage=\"run\"}} {}\n\
-                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"verify_ecdsa\",stage=\"run\"}} 9\n",
-                runs[2], runs[0], runs[1], runs[2]
+                 batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"verify_ecdsa\",stage=\"run\"}} 9\n\
+                 batchcrypt_busy_seconds_total{{op=\"hash\",backend=\"cuda\"}} {}\n\
+                 batchcrypt_busy_seconds_total{{op=\"hash\",backend=\"cpu-avx512\"}} {}\n\
+                 batchcrypt_busy_seconds_total{{op=\"verify_ecdsa\",backend=\"cuda\"}} 7\n",
+                runs[2], runs[0], runs[1], runs[2], runs[0] * 3, runs[0] / 10
             )
         };
         let before = parse_stages(&text([0, 0, 0]), "hash");
         let after = parse_stages(&text([90, 99, 100]), "hash");
         assert_eq!(after.0["run"].buckets.len(), 3);
         let s = stages_between(&before, &after);
-        assert!(s.starts_with("server: 100 batches"), "{s}");
+        assert!(
+            s.starts_with("server: 100 batches (their run's seconds: cpu-avx512 3%, cuda 97%)"),
+            "{s}"
+        );
         assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
         // Nothing batched in between (an echo): said so, not a NaN percentile.
         let s = stages_between(&after, &after);
