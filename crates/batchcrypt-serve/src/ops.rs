@@ -386,6 +386,24 @@ impl Batched for Hash {
 static HASH_POOL: batchcrypt::backend::cpu::HalfPool =
     batchcrypt::backend::cpu::HalfPool::new("serve-hash", 1, usize::MAX);
 
+/// Measures the hash operations' backends, where the dispatcher has not already (a saved
+/// calibration, or this engine's earlier work): before the server listens, on idle cores. A
+/// batch of tens of thousands of digests costs the CPU about what it costs the GPU from host
+/// memory, so the choice is close; measured on a first batch under load instead, with the
+/// connections of a thousand clients on every core, it went either way, and a server that chose
+/// its CPU kept it while those connections took the cores (batches 3-5x slower, the load behind).
+pub(crate) fn measure_hash_backends(engine: &Engine) {
+    use batchcrypt::dispatch::Location;
+    for op in [
+        &batchcrypt::sha256::SHA256D_64,
+        &batchcrypt::sha256::SHA256_FIXED,
+        &batchcrypt::sha256::SHA256_VAR,
+        &batchcrypt::sm3::FIXED,
+    ] {
+        let _ = engine.estimates(op, 1 << 15, Location::Host);
+    }
+}
+
 impl Hash {
     fn hash(&self, kind: &HashKind, requests: Vec<Col>) -> Result<Ran<[u8; 32]>, String> {
         let err = |e: batchcrypt::Error| e.to_string();

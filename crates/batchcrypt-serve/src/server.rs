@@ -176,6 +176,10 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
         .flatten()
         .cloned()
         .collect();
+    let measured = engine.clone();
+    tokio::task::spawn_blocking(move || crate::ops::measure_hash_backends(&measured))
+        .await
+        .map_err(|e| format!("measuring the hash backends: {e}"))?;
     let metrics = Arc::new(Metrics::default());
     let (prover, requeued) = Prover::start(engine.clone(), config.prover.clone(), metrics.clone())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
