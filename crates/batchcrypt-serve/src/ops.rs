@@ -393,13 +393,13 @@ static HASH_POOL: batchcrypt::backend::cpu::HalfPool =
 /// connections of a thousand clients on every core, it went either way, and a server that chose
 /// its CPU kept it while those connections took the cores (batches 3-5x slower, the load behind).
 pub(crate) fn measure_hash_backends(engine: &Engine) {
-    use batchcrypt::dispatch::Location;
-    for op in [
-        &batchcrypt::sha256::SHA256D_64,
-        &batchcrypt::sha256::SHA256_FIXED,
-        &batchcrypt::sha256::SHA256_VAR,
-        &batchcrypt::sm3::FIXED,
-    ] {
+    use batchcrypt::{dispatch::Location, Primitive};
+    // Every hash operation the library's batches pick from (SHA256d of 64 and 80 bytes, SHA-256
+    // fixed and variable, SM3), as its registry lists them.
+    for op in batchcrypt::registry::REGISTRY
+        .iter()
+        .filter(|op| matches!(op.primitive, Primitive::Sha256 | Primitive::Sm3))
+    {
         let _ = engine.estimates(op, 1 << 15, Location::Host);
     }
 }

@@ -7,10 +7,11 @@
 /// seconds its batches ran on each backend (the dispatcher's choice, which a server's own
 /// calibration makes).
 #[derive(Default)]
-pub(super) struct Stages(
-    std::collections::HashMap<&'static str, Stage>,
-    std::collections::BTreeMap<String, f64>,
-);
+pub(super) struct Stages {
+    stages: std::collections::HashMap<&'static str, Stage>,
+    /// Seconds by backend name.
+    busy: std::collections::BTreeMap<String, f64>,
+}
 
 #[derive(Default, Clone)]
 struct Stage {
@@ -50,7 +51,7 @@ fn parse_stages(text: &str, op: &str) -> Stages {
                 Some((le.parse().unwrap_or(f64::INFINITY), n.trim().parse().ok()?))
             })
             .collect();
-        out.0.insert(
+        out.stages.insert(
             stage,
             Stage {
                 count: value("batchcrypt_stage_seconds_count"),
@@ -63,7 +64,7 @@ fn parse_stages(text: &str, op: &str) -> Stages {
     let busy = format!("batchcrypt_busy_seconds_total{{op=\"{op}\",backend=\"");
     for l in text.lines().filter_map(|l| l.strip_prefix(&busy)) {
         if let Some((backend, v)) = l.split_once("\"} ") {
-            out.1
+            out.busy
                 .insert(backend.to_string(), v.trim().parse().unwrap_or(0.0));
         }
     }
@@ -76,8 +77,8 @@ fn parse_stages(text: &str, op: &str) -> Stages {
 pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
     let d = |stage: &str| -> Stage {
         let (a, b) = (
-            after.0.get(stage).cloned().unwrap_or_default(),
-            before.0.get(stage).cloned().unwrap_or_default(),
+            after.stages.get(stage).cloned().unwrap_or_default(),
+            before.stages.get(stage).cloned().unwrap_or_default(),
         );
         Stage {
             count: a.count - b.count,
@@ -102,8 +103,8 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
     if run.count == 0.0 && total.count == 0.0 {
         return "server: no batches (nothing batched)".into();
     }
-    let busy: Vec<(&String, f64)> = (after.1.iter())
-        .map(|(b, s)| (b, s - before.1.get(b).copied().unwrap_or(0.0)))
+    let busy: Vec<(&String, f64)> = (after.busy.iter())
+        .map(|(b, s)| (b, s - before.busy.get(b).copied().unwrap_or(0.0)))
         .filter(|&(_, s)| s > 0.0)
         .collect();
     let all: f64 = busy.iter().map(|b| b.1).sum();
@@ -229,7 +230,7 @@ mod tests {
         };
         let before = parse_stages(&text([0, 0, 0]), "hash");
         let after = parse_stages(&text([90, 99, 100]), "hash");
-        assert_eq!(after.0["run"].buckets.len(), 3);
+        assert_eq!(after.stages["run"].buckets.len(), 3);
         let s = stages_between(&before, &after);
         assert!(
             s.starts_with("server: 100 batches (their run's seconds: cpu-avx512 3%, cuda 97%)"),
