@@ -4,7 +4,9 @@
 //! request's latency per stage (waiting for its batch, the batch's run, the whole), requests by
 //! status code, and the seconds batches ran on each backend (so `rate()` of the GPU's is its
 //! utilization by this service). Proofs: jobs by state, key evictions, resident key bytes. GPU
-//! memory (limit, in use, peak per GPU) is read from the engine's budgets at each scrape.
+//! memory (limit, in use, peak per GPU) is read from the engine's budgets at each scrape, and so
+//! is how many times its estimate each backend's recent batches took (what the dispatcher weighs
+//! its choices by under load).
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -69,6 +71,7 @@ pub struct Metrics {
     pub key_evictions: Counter,
     pub resident_key_bytes: Gauge,
     gpu_memory: Family<Labels, Gauge>,
+    slowdowns: Family<Labels, Gauge<f64, AtomicU64>>,
 }
 
 fn item_histogram() -> Histogram {
@@ -92,6 +95,7 @@ impl Default for Metrics {
             key_evictions: Counter::default(),
             resident_key_bytes: Gauge::default(),
             gpu_memory: Family::default(),
+            slowdowns: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -135,13 +139,23 @@ impl Default for Metrics {
             "GPU memory budget per GPU: limit, in use and peak",
             m.gpu_memory.clone(),
         );
+        registry.register(
+            "backend_slowdown",
+            "How many times their estimates a backend's recent batches took, by library operation and backend (the dispatcher multiplies its estimates by it)",
+            m.slowdowns.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
 
 impl Metrics {
-    /// The text exposition format, GPU memory read now.
-    pub fn render(&self) -> String {
+    /// The text exposition format, GPU memory and `engine`'s slowdowns read now.
+    pub fn render(&self, engine: &batchcrypt::Engine) -> String {
+        for (op, backend, factor) in engine.dispatcher().slowdowns() {
+            self.slowdowns
+                .get_or_create(&vec![("op", op.into()), ("backend", backend.name().into())])
+                .set(factor);
+        }
         for (gpu, s) in batchcrypt::backend::gpu::memory_stats().iter().enumerate() {
             for (kind, v) in [("limit", s.limit), ("in_use", s.used), ("peak", s.peak)] {
                 self.gpu_memory
@@ -175,19 +189,20 @@ impl Metrics {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     metrics: std::sync::Arc<Metrics>,
+    engine: std::sync::Arc<batchcrypt::Engine>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let m = metrics.clone();
+            let (m, engine) = (metrics.clone(), engine.clone());
             async move {
                 (
                     [(
                         "content-type",
                         "application/openmetrics-text; version=1.0.0; charset=utf-8",
                     )],
-                    m.render(),
+                    m.render(&engine),
                 )
             }
         }),
@@ -195,4 +210,40 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use batchcrypt::backend::{Backend, BackendChoice};
+    use batchcrypt::dispatch::{GpuShares, Plan};
+    use std::time::Duration;
+
+    #[test]
+    fn a_scrape_shows_what_the_dispatcher_weighs_its_choices_by() {
+        let engine = batchcrypt::Engine::with_backend(BackendChoice::Auto);
+        let metrics = Metrics::default();
+        assert!(!metrics
+            .render(&engine)
+            .contains("batchcrypt_backend_slowdown{"));
+        let op = batchcrypt::registry::find("sha256d-64").expect("SHA256d of 64 bytes");
+        let plan = Plan {
+            backend: Backend::Cuda,
+            threads: 1,
+            estimate_s: Some(1e-3),
+            gpus: GpuShares::default(),
+        };
+        // A batch four times its estimate: a quarter of its logarithm enters the mean.
+        (engine.dispatcher()).observe(&op.typical(1 << 15), &plan, Duration::from_millis(4));
+        let text = metrics.render(&engine);
+        let value: f64 = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("batchcrypt_backend_slowdown{op=\"sha256d-64\",backend=\"cuda\"} ")
+            })
+            .unwrap_or_else(|| panic!("no slowdown in {text}"))
+            .parse()
+            .unwrap();
+        assert!((value - 4f64.powf(0.25)).abs() < 0.01, "{value}");
+    }
 }

@@ -392,6 +392,7 @@ static HASH_POOL: batchcrypt::backend::cpu::HalfPool =
 /// memory, so the choice is close; measured on a first batch under load instead, with the
 /// connections of a thousand clients on every core, it went either way, and a server that chose
 /// its CPU kept it while those connections took the cores (batches 3-5x slower, the load behind).
+/// (Under load the dispatcher also weighs each backend by what its recent batches took.)
 pub(crate) fn measure_hash_backends(engine: &Engine) {
     use batchcrypt::{dispatch::Location, Primitive};
     // Every hash operation the library's batches pick from (SHA256d of 64 and 80 bytes, SHA-256

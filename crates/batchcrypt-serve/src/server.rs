@@ -199,9 +199,14 @@ pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running,
                 .map_err(|e| format!("cannot serve metrics on {m}: {e}"))?;
             let at = l.local_addr().map_err(|e| e.to_string())?;
             let (tx, rx) = oneshot::channel::<()>();
-            tokio::spawn(crate::metrics::serve(l, metrics.clone(), async {
-                let _ = rx.await;
-            }));
+            tokio::spawn(crate::metrics::serve(
+                l,
+                metrics.clone(),
+                engine.clone(),
+                async {
+                    let _ = rx.await;
+                },
+            ));
             (Some(at), Some(tx))
         }
         None => (None, None),

@@ -163,6 +163,7 @@ impl Engine {
         use operation::Split;
         let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
         let n = w.items as usize;
+        let started = std::time::Instant::now();
         let value = match (plan.backend.is_gpu(), op.split) {
             (false, _) => cpu(plan.backend, plan.threads)?,
             (true, Split::Items) => T::join(plan.on_gpus(n, 1, |r| {
@@ -173,6 +174,7 @@ impl Engine {
                 plan.on_gpu(|| gpu(0..n, &dispatch::GpuShares::one(plan.gpus.first())))?
             }
         };
+        self.dispatcher.observe(w, &plan, started.elapsed());
         Ok(Output {
             value,
             backend: plan.backend,
@@ -215,6 +217,7 @@ impl Engine {
         let plan = self.dispatcher.plan(w, cpu_order, op.gpu, op)?;
         let n = w.items as usize;
         let out_items = out.len() / per_item.max(1);
+        let started = std::time::Instant::now();
         let value = match (plan.backend.is_gpu(), op.split) {
             (false, _) => cpu(plan.backend, plan.threads, out)?,
             (true, Split::Items) => T::join(plan.on_gpus_into(out, per_item, align, |r, o| {
@@ -226,6 +229,7 @@ impl Engine {
                 plan.on_gpu(|| gpu(0..n, out, &one))?
             }
         };
+        self.dispatcher.observe(w, &plan, started.elapsed());
         Ok(Output {
             value,
             backend: plan.backend,

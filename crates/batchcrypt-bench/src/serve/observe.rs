@@ -5,12 +5,15 @@
 /// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
 /// server) the count, the seconds, and the latency histogram's cumulative buckets; and the
 /// seconds its batches ran on each backend (the dispatcher's choice, which a server's own
-/// calibration makes).
+/// calibration makes), and how many times their estimates each backend's recent batches took
+/// (what its dispatcher weighs that choice by, for every library operation).
 #[derive(Default)]
 pub(super) struct Stages {
     stages: std::collections::HashMap<&'static str, Stage>,
     /// Seconds by backend name.
     busy: std::collections::BTreeMap<String, f64>,
+    /// Factors by `operation on backend`.
+    slowdowns: std::collections::BTreeMap<String, f64>,
 }
 
 #[derive(Default, Clone)]
@@ -68,6 +71,19 @@ fn parse_stages(text: &str, op: &str) -> Stages {
                 .insert(backend.to_string(), v.trim().parse().unwrap_or(0.0));
         }
     }
+    // Written `batchcrypt_backend_slowdown{op="sha256d-64",backend="cuda"} 1.25`.
+    for l in text
+        .lines()
+        .filter_map(|l| l.strip_prefix("batchcrypt_backend_slowdown{op=\""))
+    {
+        let parsed = l.split_once("\",backend=\"").and_then(|(op, rest)| {
+            let (backend, v) = rest.split_once("\"} ")?;
+            Some((format!("{op} on {backend}"), v.trim().parse().ok()?))
+        });
+        if let Some((key, v)) = parsed {
+            out.slowdowns.insert(key, v);
+        }
+    }
     out
 }
 
@@ -113,8 +129,12 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
         .map(|(b, s)| format!("{b} {:.0}%", 100.0 * s / all))
         .collect::<Vec<_>>()
         .join(", ");
+    let slowdowns = (after.slowdowns.iter())
+        .map(|(k, f)| format!("{k} {f:.2}x"))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
-        "server: {:.0} batches{}, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms)",
+        "server: {:.0} batches{}, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms){}",
         run.count,
         if on.is_empty() {
             String::new()
@@ -127,6 +147,11 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
         1e3 * p99(&queue),
         1e3 * total.sum / total.count.max(1.0),
         1e3 * p99(&total),
+        if slowdowns.is_empty() {
+            String::new()
+        } else {
+            format!("; batches against their estimates now: {slowdowns}")
+        },
     )
 }
 
@@ -224,8 +249,16 @@ mod tests {
                  batchcrypt_stage_seconds_bucket{{le=\"0.001\",op=\"verify_ecdsa\",stage=\"run\"}} 9\n\
                  batchcrypt_busy_seconds_total{{op=\"hash\",backend=\"cuda\"}} {}\n\
                  batchcrypt_busy_seconds_total{{op=\"hash\",backend=\"cpu-avx512\"}} {}\n\
-                 batchcrypt_busy_seconds_total{{op=\"verify_ecdsa\",backend=\"cuda\"}} 7\n",
-                runs[2], runs[0], runs[1], runs[2], runs[0] * 3, runs[0] / 10
+                 batchcrypt_busy_seconds_total{{op=\"verify_ecdsa\",backend=\"cuda\"}} 7\n\
+                 batchcrypt_backend_slowdown{{op=\"sha256d-64\",backend=\"cuda\"}} {}\n\
+                 batchcrypt_backend_slowdown{{op=\"sha256d-64\",backend=\"cpu-avx512\"}} 3.5\n",
+                runs[2],
+                runs[0],
+                runs[1],
+                runs[2],
+                runs[0] * 3,
+                runs[0] / 10,
+                1.0 + runs[0] as f64 / 100.0,
             )
         };
         let before = parse_stages(&text([0, 0, 0]), "hash");
@@ -237,6 +270,13 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
+        // The dispatcher's factors as they are at the end, not differences.
+        assert!(
+            s.ends_with(
+                "; batches against their estimates now: sha256d-64 on cpu-avx512 3.50x, sha256d-64 on cuda 1.90x"
+            ),
+            "{s}"
+        );
         // Nothing batched in between (an echo): said so, not a NaN percentile.
         let s = stages_between(&after, &after);
         assert_eq!(s, "server: no batches (nothing batched)");

@@ -7,13 +7,17 @@
 //! fitted to `fixed + units × per_unit`, and each device's host↔device copy bandwidth — and the
 //! cheapest estimate wins: small batches stay on the CPU, large ones go to the GPUs. A batch
 //! split over several GPUs gives each a share in proportion to its estimated rate on the batch
-//! (transfers included), and runs every share at once ([`Plan::on_gpus`]).
+//! (transfers included), and runs every share at once ([`Plan::on_gpus`]). Under load the idle
+//! measurements are corrected by what the batches take ([`observed`]).
 
 use crate::backend::device::{direct_chunk_bytes, Link, LinkKind, PIPELINE_CHUNK_BYTES};
 use crate::backend::{Backend, BackendChoice};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub mod observed;
 
 /// Where a batch's input is and its output must go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -372,6 +376,7 @@ pub struct Dispatcher {
     links: Mutex<HashMap<(usize, LinkKind), std::result::Result<Link, String>>>,
     host_bw: OnceLock<f64>,
     dram_bw: OnceLock<f64>,
+    observed: observed::Observed,
 }
 
 impl Dispatcher {
@@ -391,6 +396,7 @@ impl Dispatcher {
             links: Mutex::new(HashMap::new()),
             host_bw: OnceLock::new(),
             dram_bw: OnceLock::new(),
+            observed: observed::Observed::default(),
         }
     }
 
@@ -513,13 +519,27 @@ impl Dispatcher {
                 }
                 let est = self.estimates(w, cpu, calibrate);
                 // A backend that cannot even be measured is not chosen.
-                Ok(est
-                    .into_iter()
-                    .filter(|p| p.estimate_s.is_some())
-                    .min_by(|a, b| a.estimate_s.unwrap().total_cmp(&b.estimate_s.unwrap()))
+                Ok(self
+                    .observed
+                    .fastest(w.op, est, Instant::now())
                     .unwrap_or_else(|| self.cpu_plan(w, cpu, None)))
             }
         }
+    }
+
+    /// Counts what a batch planned by [`Self::plan`] took, where the plan was chosen by comparing
+    /// estimates: later choices for its operation weigh it ([`observed`]).
+    pub fn observe(&self, w: &Workload, plan: &Plan, took: Duration) {
+        if let (BackendChoice::Auto, Some(estimate_s)) = (self.choice, plan.estimate_s) {
+            (self.observed).observe(w.op, plan.backend, estimate_s, took, Instant::now());
+        }
+    }
+
+    /// How many times their estimates each backend's recent batches took, by operation (key) and
+    /// backend: what `auto` multiplies the estimates by now. Only batches chosen by comparing
+    /// estimates are counted.
+    pub fn slowdowns(&self) -> Vec<(&'static str, Backend, f64)> {
+        self.observed.factors(Instant::now())
     }
 
     /// The CPU plan and the GPU plan for `w` (the best of each GPU alone and all together), each

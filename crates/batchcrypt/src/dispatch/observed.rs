@@ -1,0 +1,255 @@
+//! Estimates corrected by what batches took.
+//!
+//! A backend's cost is measured on idle hardware, alone. Under load its batches can take several
+//! times that: a server's connections hold the cores a CPU batch was priced on, other batches
+//! queue on the GPU. Where the two estimates are close (a hash batch of tens of thousands of
+//! items costs the CPU about what it costs the GPU from host memory) the idle figures choose
+//! whichever measured a little faster, and a CPU so chosen keeps batches while the load takes its
+//! cores. So each operation keeps, per backend, a running mean of how long its batches took
+//! against their estimates (in logarithms: a batch twice as slow weighs as one twice as fast), and
+//! the dispatcher compares estimates times those ratios: the backend the load slows more loses.
+//! A ratio not refreshed fades towards 1, so a backend passed over is tried again once the load
+//! may have gone.
+
+use super::Plan;
+use crate::backend::Backend;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Weight of a batch's ratio in the running mean: a few batches settle it, and one outlier (a
+/// preempted thread, page faults on a new buffer) moves it by a quarter of its logarithm.
+const WEIGHT: f64 = 0.25;
+
+/// Time for a ratio not refreshed to fade halfway (in its logarithm) towards 1.
+pub const HALF_LIFE: Duration = Duration::from_secs(4);
+
+/// Range a batch's ratio is clamped to before it enters the mean.
+const RATIO_RANGE: (f64, f64) = (1.0 / 8.0, 8.0);
+
+/// Batches estimated shorter than this are not counted: the call's own costs outside the model
+/// (allocations, a thread's wake-up) would read as the backend's slowdown.
+pub const MIN_ESTIMATE_S: f64 = 20e-6;
+
+/// Per operation and backend, the mean log ratio of measured to estimated time and when it was
+/// last refreshed.
+#[derive(Default)]
+pub(crate) struct Observed {
+    ratios: Mutex<HashMap<(&'static str, Backend), (f64, Instant)>>,
+}
+
+/// The share of a log ratio left after `age` without a refresh.
+fn fade(age: Duration) -> f64 {
+    0.5f64.powf(age.as_secs_f64() / HALF_LIFE.as_secs_f64())
+}
+
+impl Observed {
+    /// What `backend`'s estimates for `op` are multiplied by at `now` (1 where nothing was
+    /// observed).
+    pub fn factor(&self, op: &'static str, backend: Backend, now: Instant) -> f64 {
+        self.ratios
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(op, backend))
+            .map_or(1.0, |&(ln, at)| {
+                (ln * fade(now.saturating_duration_since(at))).exp()
+            })
+    }
+
+    /// Every factor at `now`, by operation and backend.
+    pub fn factors(&self, now: Instant) -> Vec<(&'static str, Backend, f64)> {
+        let ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<_> = ratios
+            .iter()
+            .map(|(&(op, b), &(ln, at))| {
+                (op, b, (ln * fade(now.saturating_duration_since(at))).exp())
+            })
+            .collect();
+        all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        all
+    }
+
+    /// Counts a batch of `op` on `backend` estimated at `estimate_s` that took `took`.
+    pub fn observe(
+        &self,
+        op: &'static str,
+        backend: Backend,
+        estimate_s: f64,
+        took: Duration,
+        now: Instant,
+    ) {
+        let took_s = took.as_secs_f64();
+        if !(estimate_s >= MIN_ESTIMATE_S && took_s > 0.0) {
+            return;
+        }
+        let ln = (took_s / estimate_s)
+            .clamp(RATIO_RANGE.0, RATIO_RANGE.1)
+            .ln();
+        let mut ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = ratios.entry((op, backend)).or_insert((0.0, now));
+        let old = entry.0 * fade(now.saturating_duration_since(entry.1));
+        *entry = (old + WEIGHT * (ln - old), now);
+    }
+
+    /// The plan of `plans` with the lowest estimate times its backend's factor; plans without an
+    /// estimate are not chosen. The plan keeps its own estimate, which its batch's time is later
+    /// compared with.
+    pub fn fastest(
+        &self,
+        op: &'static str,
+        plans: impl IntoIterator<Item = Plan>,
+        now: Instant,
+    ) -> Option<Plan> {
+        plans
+            .into_iter()
+            .filter_map(|p| Some((p.estimate_s? * self.factor(op, p.backend, now), p)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, p)| p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::GpuShares;
+
+    const OP: &str = "sha256d-64";
+
+    fn plan(backend: Backend, estimate_s: f64) -> Plan {
+        Plan {
+            backend,
+            threads: 1,
+            estimate_s: Some(estimate_s),
+            gpus: GpuShares::default(),
+        }
+    }
+
+    /// A CPU estimated a little faster than the GPU, as a mid-sized hash batch is.
+    fn close() -> [Plan; 2] {
+        [plan(Backend::Avx512, 200e-6), plan(Backend::Cuda, 240e-6)]
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn unobserved_estimates_choose_as_measured() {
+        let o = Observed::default();
+        let now = Instant::now();
+        assert_eq!(o.factor(OP, Backend::Avx512, now), 1.0);
+        assert_eq!(
+            o.fastest(OP, close(), now).unwrap().backend,
+            Backend::Avx512
+        );
+        // A plan without an estimate is never chosen; none at all gives none.
+        let mut unmeasured = plan(Backend::Cuda, 0.0);
+        unmeasured.estimate_s = None;
+        let chosen = o.fastest(OP, [unmeasured, plan(Backend::ShaNi, 1.0)], now);
+        assert_eq!(chosen.unwrap().backend, Backend::ShaNi);
+        assert!(o.fastest(OP, [unmeasured], now).is_none());
+    }
+
+    #[test]
+    fn a_backend_the_load_slows_loses_the_batches_it_won_idle() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        // CPU batches take four times their estimate (the cores are the connections'); the GPU's
+        // take theirs.
+        for i in 0..6 {
+            o.observe(
+                OP,
+                Backend::Avx512,
+                200e-6,
+                Duration::from_micros(800),
+                t0 + ms(i),
+            );
+            o.observe(
+                OP,
+                Backend::Cuda,
+                240e-6,
+                Duration::from_micros(240),
+                t0 + ms(i),
+            );
+        }
+        let now = t0 + ms(6);
+        let f = o.factor(OP, Backend::Avx512, now);
+        assert!(f > 3.0 && f < 4.0, "{f}");
+        assert!((o.factor(OP, Backend::Cuda, now) - 1.0).abs() < 1e-9);
+        let chosen = o.fastest(OP, close(), now).unwrap();
+        assert_eq!(chosen.backend, Backend::Cuda);
+        // The plan keeps its own estimate, not the corrected one.
+        assert_eq!(chosen.estimate_s, Some(240e-6));
+        // Other operations and backends are not touched.
+        assert_eq!(o.factor("sm3", Backend::Avx512, now), 1.0);
+        assert_eq!(o.factor(OP, Backend::ShaNi, now), 1.0);
+        let all = o.factors(now);
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].0, all[0].1), (OP, Backend::Avx512));
+        assert_eq!((all[1].0, all[1].1), (OP, Backend::Cuda));
+        assert!((all[0].2 - f).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_ratio_not_refreshed_fades_and_the_backend_is_tried_again() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        for _ in 0..20 {
+            o.observe(OP, Backend::Avx512, 200e-6, Duration::from_micros(800), t0);
+        }
+        let ln4 = 4f64.ln();
+        let at = |d: Duration| o.factor(OP, Backend::Avx512, t0 + d).ln() / ln4;
+        assert!((at(Duration::ZERO) - 1.0).abs() < 0.01);
+        assert!((at(HALF_LIFE) - 0.5).abs() < 0.01);
+        assert!((at(2 * HALF_LIFE) - 0.25).abs() < 0.01);
+        assert_eq!(o.fastest(OP, close(), t0).unwrap().backend, Backend::Cuda);
+        // Once less is left of 4x than the 1.2x the CPU leads by idle, it wins again.
+        assert_eq!(
+            o.fastest(OP, close(), t0 + 8 * HALF_LIFE).unwrap().backend,
+            Backend::Avx512
+        );
+        // A batch after the fade starts from what is left, not from the old ratio.
+        let later = t0 + 8 * HALF_LIFE;
+        o.observe(
+            OP,
+            Backend::Avx512,
+            200e-6,
+            Duration::from_micros(200),
+            later,
+        );
+        assert!(o.factor(OP, Backend::Avx512, later) < 1.02);
+    }
+
+    #[test]
+    fn one_outlier_does_not_turn_a_clear_choice() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        // The GPU at half the CPU's estimate; one of its batches took a second (clamped to 8x).
+        let plans = [plan(Backend::Avx512, 400e-6), plan(Backend::Cuda, 200e-6)];
+        o.observe(OP, Backend::Cuda, 200e-6, Duration::from_secs(1), t0);
+        let f = o.factor(OP, Backend::Cuda, t0);
+        assert!((f - 8f64.powf(WEIGHT)).abs() < 1e-9, "{f}");
+        assert_eq!(o.fastest(OP, plans, t0).unwrap().backend, Backend::Cuda);
+        // Batches at their estimate bring it back.
+        for i in 1..=10 {
+            o.observe(
+                OP,
+                Backend::Cuda,
+                200e-6,
+                Duration::from_micros(200),
+                t0 + ms(i),
+            );
+        }
+        assert!(o.factor(OP, Backend::Cuda, t0 + ms(10)) < 1.1);
+    }
+
+    #[test]
+    fn batches_too_short_to_read_are_not_counted() {
+        let o = Observed::default();
+        let now = Instant::now();
+        o.observe(OP, Backend::Avx512, MIN_ESTIMATE_S / 2.0, ms(5), now);
+        o.observe(OP, Backend::Avx512, 200e-6, Duration::ZERO, now);
+        o.observe(OP, Backend::Avx512, f64::NAN, ms(5), now);
+        assert_eq!(o.factor(OP, Backend::Avx512, now), 1.0);
+    }
+}
