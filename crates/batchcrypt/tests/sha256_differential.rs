@@ -219,3 +219,24 @@ fn auto_reports_its_backend() {
     assert!(out.backend.is_available());
     assert_eq!(out.value[4999], reference(&data[64 * 4999..], Mode::Double));
 }
+
+/// Auto's batches chosen by comparing estimates are timed, and later choices weigh how they ran
+/// against their estimates: where there is a GPU to compare with, a batch leaves its backend's
+/// factor for its operation; without one nothing was compared, so nothing is counted.
+#[test]
+fn auto_counts_what_its_compared_batches_took() {
+    let engine = batchcrypt::Engine::with_backend(batchcrypt::BackendChoice::Auto);
+    let data = Rng(12).bytes(64 << 16);
+    let out = engine.sha256().sha256d_64(&data).unwrap();
+    assert_eq!(out.value[7], reference(&data[64 * 7..64 * 8], Mode::Double));
+    let slowdowns = engine.dispatcher().slowdowns();
+    if batchcrypt::backend::gpu::count() == 0 {
+        assert!(slowdowns.is_empty(), "{slowdowns:?}");
+        return;
+    }
+    let (_, _, factor) = *(slowdowns.iter())
+        .find(|(op, b, _)| *op == "sha256d-64" && *b == out.backend)
+        .unwrap_or_else(|| panic!("{:?} not counted: {slowdowns:?}", out.backend));
+    // One batch: a quarter of its ratio's logarithm, the ratio within 1/8-8x.
+    assert!((0.59..=1.69).contains(&factor), "{factor}");
+}
