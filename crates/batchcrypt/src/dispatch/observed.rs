@@ -243,6 +243,39 @@ mod tests {
         assert!(o.factor(OP, Backend::Cuda, t0 + ms(10)) < 1.1);
     }
 
+    /// A batch every half millisecond for 20 s of load (CPU batches at 8x their estimate, the
+    /// GPU's at 1.5x), then 20 s idle (both at their estimates): how often the CPU is tried
+    /// under the load, and how soon it wins again after.
+    #[test]
+    fn under_sustained_load_the_cpu_is_tried_rarely_and_wins_again_after() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        let step = Duration::from_micros(500);
+        let (mut cpu_under_load, mut back) = (0, None);
+        for i in 0..80_000u32 {
+            let at = step * i;
+            let loaded = at < Duration::from_secs(20);
+            let p = o.fastest(OP, close(), t0 + at).unwrap();
+            let slow = match (loaded, p.backend) {
+                (true, Backend::Cuda) => 1.5,
+                (true, _) => 8.0,
+                (false, _) => 1.0,
+            };
+            let took = Duration::from_secs_f64(p.estimate_s.unwrap() * slow);
+            o.observe(OP, p.backend, p.estimate_s.unwrap(), took, t0 + at);
+            match (loaded, p.backend) {
+                (true, Backend::Avx512) => cpu_under_load += 1,
+                (false, Backend::Avx512) if back.is_none() => back = Some(at),
+                _ => {}
+            }
+        }
+        // 40,000 batches under load: the first on the CPU (nothing observed yet), then a probe
+        // now and then as the CPU's mean fades.
+        assert!((1..40).contains(&cpu_under_load), "{cpu_under_load}");
+        let back = back.expect("the CPU wins again once the load is gone");
+        assert!(back < Duration::from_secs(35), "{back:?}");
+    }
+
     #[test]
     fn batches_too_short_to_read_are_not_counted() {
         let o = Observed::default();
