@@ -151,7 +151,8 @@ impl Engine {
     /// unless the batch's shape changes it) and runs it: `cpu(backend, threads)` on a CPU backend,
     /// or `gpu(items, gpus)` on the GPUs, as the operation splits ([`operation::Split`]): each
     /// GPU over its slice of the items (values joined in order, `gpus` that GPU alone), or once
-    /// over all items with the first GPU current and `gpus` all the plan's.
+    /// over all items with the first GPU current and `gpus` all the plan's. The batch's time goes
+    /// back to the dispatcher ([`dispatch::Dispatcher::observe`]).
     pub(crate) fn run<T: operation::Join>(
         &self,
         op: &'static operation::Operation,

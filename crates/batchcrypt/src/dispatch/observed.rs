@@ -43,6 +43,11 @@ fn fade(age: Duration) -> f64 {
     0.5f64.powf(age.as_secs_f64() / HALF_LIFE.as_secs_f64())
 }
 
+/// What is left at `now` of a mean log ratio refreshed `at`.
+fn left(&(ln, at): &(f64, Instant), now: Instant) -> f64 {
+    ln * fade(now.saturating_duration_since(at))
+}
+
 impl Observed {
     /// What `backend`'s estimates for `op` are multiplied by at `now` (1 where nothing was
     /// observed).
@@ -51,9 +56,7 @@ impl Observed {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(op, backend))
-            .map_or(1.0, |&(ln, at)| {
-                (ln * fade(now.saturating_duration_since(at))).exp()
-            })
+            .map_or(1.0, |e| left(e, now).exp())
     }
 
     /// Every factor at `now`, by operation and backend.
@@ -61,9 +64,7 @@ impl Observed {
         let ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
         let mut all: Vec<_> = ratios
             .iter()
-            .map(|(&(op, b), &(ln, at))| {
-                (op, b, (ln * fade(now.saturating_duration_since(at))).exp())
-            })
+            .map(|(&(op, b), e)| (op, b, left(e, now).exp()))
             .collect();
         all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         all
@@ -87,7 +88,7 @@ impl Observed {
             .ln();
         let mut ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
         let entry = ratios.entry((op, backend)).or_insert((0.0, now));
-        let old = entry.0 * fade(now.saturating_duration_since(entry.1));
+        let old = left(entry, now);
         *entry = (old + WEIGHT * (ln - old), now);
     }
 
