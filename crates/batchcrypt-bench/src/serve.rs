@@ -61,7 +61,7 @@ mod wire;
 use crate::report::{times, Report};
 use batchcrypt::secp256k1::{EcdsaOptions, SigFormat};
 use batchcrypt::sha256::{Messages, Mode};
-use batchcrypt::{BackendChoice, Engine};
+use batchcrypt::{Backend, BackendChoice, Engine};
 use batchcrypt_serve::client::{ecdsa_request, Client};
 use batchcrypt_serve::frames::Framed;
 use batchcrypt_serve::proto::{EcdsaCurve, VerifyEcdsaRequest};
@@ -88,8 +88,12 @@ const BASELINE_REPS: usize = 41;
 
 /// The library's one batch of `items`, timed [`BASELINE_REPS`] times: its median seconds, with
 /// the spread of its rate printed.
-fn library_batch(items: usize, f: impl FnMut()) -> f64 {
-    let v = times(BASELINE_REPS, f);
+/// The library's one batch of `items`, timed [`BASELINE_REPS`] times (`f` runs it and says on
+/// which backend): the median's seconds, and the backends it ran on (with their counts where the
+/// dispatcher's choice changed between runs).
+fn library_batch(items: usize, mut f: impl FnMut() -> Backend) -> (f64, String) {
+    let mut ran = std::collections::BTreeMap::<&str, usize>::new();
+    let v = times(BASELINE_REPS, || *ran.entry(f().name()).or_default() += 1);
     let rate = |p: f64| items as f64 / percentile(&v, p) / 1e6;
     println!(
         "  the library's batch over {} runs: median {:.2} M/s, 10th to 90th percentile {:.2}-{:.2}",
@@ -98,7 +102,16 @@ fn library_batch(items: usize, f: impl FnMut()) -> f64 {
         rate(0.9),
         rate(0.1)
     );
-    percentile(&v, 0.5)
+    // Counted over every run, the warm-up one too.
+    let all: usize = ran.values().sum();
+    let on = match ran.len() {
+        1 => ran.into_keys().collect(),
+        _ => (ran.iter())
+            .map(|(b, k)| format!("{b} {k} of {all}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    (percentile(&v, 0.5), on)
 }
 
 /// One client per connection where the open-files limit allows, else clients share connections.
@@ -566,16 +579,15 @@ async fn batched(
         let sigs: Vec<&[u8]> = b.sigs.iter().map(|v| v.as_slice()).collect();
         let keys: Vec<&[u8]> = b.keys.iter().map(|v| v.as_slice()).collect();
         let opts = EcdsaOptions::default();
-        let mut ran = None;
-        let s = library_batch(n, || {
+        let (s, ran) = library_batch(n, || {
             let o = engine
                 .secp256k1()
                 .verify_ecdsa(&b.hashes, &sigs, &keys, &opts)
                 .unwrap();
             assert!(o.value.all_valid());
-            ran = Some(o.backend);
+            o.backend
         });
-        let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        let base = format!("one batch of {n}, library (ran {ran})");
         let closed = closed.rounds_of(s);
         rep.add(GROUP, &case, &base, n as u64, 0, s, None);
         // Each client's request, packed once: a remote client's packing costs the server
@@ -666,12 +678,11 @@ async fn batched(
         ));
         let msgs: Arc<Vec<u8>> = Arc::new((0..n * 64).map(|i| (i * 7 % 251) as u8).collect());
         let case = format!("SHA256d-64, {clients} x {PER_REQUEST}");
-        let mut ran = None;
-        let s = library_batch(n, || {
+        let (s, ran) = library_batch(n, || {
             let m = Messages::fixed(&msgs, 64).unwrap();
-            ran = Some(engine.sha256().hash(&m, Mode::Double).unwrap().backend);
+            engine.sha256().hash(&m, Mode::Double).unwrap().backend
         });
-        let base = format!("one batch of {n}, library (ran {})", ran.unwrap());
+        let base = format!("one batch of {n}, library (ran {ran})");
         let closed = closed.rounds_of(s);
         rep.add(GROUP, &case, &base, n as u64, (64 * n) as u64, s, None);
         let all = bytes::Bytes::from(msgs.to_vec());
@@ -1084,5 +1095,28 @@ impl Closed {
             );
         }
         secs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_batch_says_every_backend_it_ran_on() {
+        let (_, one) = library_batch(1, || Backend::Cuda);
+        assert_eq!(one, "cuda");
+        // The dispatcher's choice changing between runs (every third on the CPU, of 41 timed
+        // runs and the warm-up).
+        let mut k = 0;
+        let (_, both) = library_batch(1, || {
+            k += 1;
+            if k % 3 == 0 {
+                Backend::Avx512
+            } else {
+                Backend::Cuda
+            }
+        });
+        assert_eq!(both, "avx512 14 of 42, cuda 28 of 42");
     }
 }
