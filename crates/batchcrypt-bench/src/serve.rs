@@ -86,11 +86,9 @@ use std::time::{Duration, Instant};
 /// to run of one process on one host (docs/performance.md), taking the goal's 0.7x with it.
 const BASELINE_REPS: usize = 41;
 
-/// The library's one batch of `items`, timed [`BASELINE_REPS`] times: its median seconds, with
-/// the spread of its rate printed.
 /// The library's one batch of `items`, timed [`BASELINE_REPS`] times (`f` runs it and says on
-/// which backend): the median's seconds, and the backends it ran on (with their counts where the
-/// dispatcher's choice changed between runs).
+/// which backend), with the spread of its rate printed: its median seconds, and the backends it
+/// ran on (with their counts where the dispatcher's choice changed between runs).
 fn library_batch(items: usize, mut f: impl FnMut() -> Backend) -> (f64, String) {
     let mut ran = std::collections::BTreeMap::<&str, usize>::new();
     let v = times(BASELINE_REPS, || *ran.entry(f().name()).or_default() += 1);
