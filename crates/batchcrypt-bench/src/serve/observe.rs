@@ -35,23 +35,20 @@ pub(super) async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> S
 
 fn parse_stages(text: &str, op: &str) -> Stages {
     let mut out = Stages::default();
+    let op_is = |l: &[(&str, &str)]| label(l, "op") == Some(op);
     for stage in STAGES {
-        let labels = format!("{{op=\"{op}\",stage=\"{stage}\"");
+        let here = |l: &[(&str, &str)]| op_is(l) && label(l, "stage") == Some(stage);
         let value = |name: &str| -> f64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{name}{labels}}} ")))
-                .and_then(|v| v.trim().parse().ok())
+            samples(text, name)
+                .find(|(l, _)| here(l))
+                .and_then(|(_, v)| v.parse().ok())
                 .unwrap_or(0.0)
         };
-        // Written `..._bucket{le="0.0001",op="hash",stage="run"} 7`.
-        let rest = format!(",{}}} ", &labels[1..]);
-        let buckets = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("batchcrypt_stage_seconds_bucket{le=\""))
-            .filter_map(|l| {
-                let (le, l) = l.split_once('"')?;
-                let n = l.strip_prefix(&rest)?;
-                Some((le.parse().unwrap_or(f64::INFINITY), n.trim().parse().ok()?))
+        let buckets = samples(text, "batchcrypt_stage_seconds_bucket")
+            .filter(|(l, _)| here(l))
+            .filter_map(|(l, n)| {
+                let le = label(&l, "le")?.parse().unwrap_or(f64::INFINITY);
+                Some((le, n.parse().ok()?))
             })
             .collect();
         out.stages.insert(
@@ -63,28 +60,43 @@ fn parse_stages(text: &str, op: &str) -> Stages {
             },
         );
     }
-    // Written `batchcrypt_busy_seconds_total{op="hash",backend="cuda"} 1.5`.
-    let busy = format!("batchcrypt_busy_seconds_total{{op=\"{op}\",backend=\"");
-    for l in text.lines().filter_map(|l| l.strip_prefix(&busy)) {
-        if let Some((backend, v)) = l.split_once("\"} ") {
+    for (l, v) in samples(text, "batchcrypt_busy_seconds_total").filter(|(l, _)| op_is(l)) {
+        if let Some(backend) = label(&l, "backend") {
             out.busy
-                .insert(backend.to_string(), v.trim().parse().unwrap_or(0.0));
+                .insert(backend.to_string(), v.parse().unwrap_or(0.0));
         }
     }
-    // Written `batchcrypt_backend_slowdown{op="sha256d-64",backend="cuda"} 1.25`.
-    for l in text
-        .lines()
-        .filter_map(|l| l.strip_prefix("batchcrypt_backend_slowdown{op=\""))
-    {
-        let parsed = l.split_once("\",backend=\"").and_then(|(op, rest)| {
-            let (backend, v) = rest.split_once("\"} ")?;
-            Some((format!("{op} on {backend}"), v.trim().parse().ok()?))
-        });
-        if let Some((key, v)) = parsed {
-            out.slowdowns.insert(key, v);
+    for (l, v) in samples(text, "batchcrypt_backend_slowdown") {
+        if let (Some(op), Some(backend), Ok(v)) = (label(&l, "op"), label(&l, "backend"), v.parse())
+        {
+            out.slowdowns.insert(format!("{op} on {backend}"), v);
         }
     }
     out
+}
+
+/// The samples of metric `name` in Prometheus' text format (`name{key="value",...} value`): each
+/// one's labels, in the order written, and its value as written.
+fn samples<'a>(
+    text: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = (Vec<(&'a str, &'a str)>, &'a str)> + 'a {
+    text.lines().filter_map(move |l| {
+        let (labels, value) = l.strip_prefix(name)?.strip_prefix('{')?.split_once("} ")?;
+        let labels = labels
+            .split(',')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k, v.strip_prefix('"')?.strip_suffix('"')?))
+            })
+            .collect();
+        Some((labels, value.trim()))
+    })
+}
+
+/// The value of label `key` among `labels`.
+fn label<'a>(labels: &[(&str, &'a str)], key: &str) -> Option<&'a str> {
+    labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 
 /// The server's view between two readings of [`stages`]: batches, and per stage the mean and
