@@ -75,14 +75,19 @@ fn parse_stages(text: &str, op: &str) -> Stages {
     out
 }
 
-/// The samples of metric `name` in Prometheus' text format (`name{key="value",...} value`): each
-/// one's labels, in the order written, and its value as written.
-fn samples<'a>(
+/// The samples of metric `name` in Prometheus' text format (`name{key="value",...} value`, or
+/// `name value` without labels): each one's labels, in the order written, and its value as
+/// written.
+pub(super) fn samples<'a>(
     text: &'a str,
     name: &'a str,
 ) -> impl Iterator<Item = (Vec<(&'a str, &'a str)>, &'a str)> + 'a {
     text.lines().filter_map(move |l| {
-        let (labels, value) = l.strip_prefix(name)?.strip_prefix('{')?.split_once("} ")?;
+        let l = l.strip_prefix(name)?;
+        let (labels, value) = match l.strip_prefix('{') {
+            Some(l) => l.split_once("} ")?,
+            None => ("", l.strip_prefix(' ')?),
+        };
         let labels = labels
             .split(',')
             .filter_map(|kv| {
@@ -292,6 +297,21 @@ mod tests {
         // Nothing batched in between (an echo): said so, not a NaN percentile.
         let s = stages_between(&after, &after);
         assert_eq!(s, "server: no batches (nothing batched)");
+    }
+
+    #[test]
+    fn samples_are_read_with_and_without_labels_by_their_whole_name() {
+        let text = "batchcrypt_key_evictions_total 3\n\
+                    batchcrypt_key_evictions_total_extra 9\n\
+                    batchcrypt_busy_seconds_total{op=\"hash\",backend=\"cuda\"} 1.5\n";
+        let evictions: Vec<_> = samples(text, "batchcrypt_key_evictions_total").collect();
+        assert_eq!(evictions, vec![(vec![], "3")]);
+        let busy: Vec<_> = samples(text, "batchcrypt_busy_seconds_total").collect();
+        assert_eq!(
+            busy,
+            vec![(vec![("op", "hash"), ("backend", "cuda")], "1.5")]
+        );
+        assert_eq!(samples(text, "batchcrypt_busy_seconds").count(), 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! different sizes at once, under a GPU memory budget that holds two of their keys.
 
 use super::loops::{latencies, GROUP};
-use super::observe::http_get;
+use super::observe::{http_get, samples};
 use crate::report::Report;
 use batchcrypt::Engine;
 use batchcrypt_serve::client::{Client, JobOptions};
@@ -128,10 +128,9 @@ pub(super) async fn proofs(
         .map(|m| async move { http_get(m).await })
         .unwrap();
     let text = metrics.await.unwrap_or_default();
-    let evictions = text
-        .lines()
-        .find_map(|l| l.strip_prefix("batchcrypt_key_evictions_total "))
-        .unwrap_or("?")
+    let evictions = samples(&text, "batchcrypt_key_evictions_total")
+        .next()
+        .map_or("?", |(_, v)| v)
         .to_string();
     let peak = batchcrypt::backend::gpu::memory_stats()
         .iter()
