@@ -25,11 +25,14 @@ use futures_util::future::{BoxFuture, Either, Ready};
 use futures_util::stream::FuturesOrdered;
 use futures_util::{FutureExt, StreamExt};
 use http_body::{Body as _, Frame};
+use prometheus_client::metrics::histogram::Histogram;
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 use tonic::body::Body;
 use tonic::codegen::http;
 use tonic::Status;
@@ -122,6 +125,8 @@ impl<S> InFront<S> {
         let replies = Replies {
             inbound: Messages::new(body, self.service.max_message_bytes()),
             running: FuturesOrdered::new(),
+            read_at: VecDeque::new(),
+            sent: self.service.stage_histogram(kind, "sent"),
             reading: true,
             tail: None,
             end: None,
@@ -147,6 +152,13 @@ impl<S> InFront<S> {
 struct Replies {
     inbound: Messages,
     running: FuturesOrdered<BoxFuture<'static, Result<Reply, Status>>>,
+    /// When each running request was read, in the order of `running`.
+    read_at: VecDeque<Instant>,
+    /// The `sent` stage: from a request's reading to its reply's handing to the connection.
+    /// With the `total` stage (arrival at the batcher to the batch's end) it says how long a
+    /// reply took to reach the connection, and the connection to take it, which no other stage
+    /// times.
+    sent: Histogram,
     reading: bool,
     /// A reply's bulk, sent after its head.
     tail: Option<Bytes>,
@@ -185,6 +197,9 @@ impl http_body::Body for Replies {
                 return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
             }
             if let Poll::Ready(Some(reply)) = s.running.poll_next_unpin(cx) {
+                if let Some(read) = s.read_at.pop_front() {
+                    s.sent.observe(read.elapsed().as_secs_f64());
+                }
                 match reply {
                     Ok(reply) => {
                         let (head, tail) = message(reply);
@@ -194,6 +209,7 @@ impl http_body::Body for Replies {
                     Err(status) => {
                         // The replies after the first error are not sent: drop their work.
                         s.running = FuturesOrdered::new();
+                        s.read_at.clear();
                         s.reading = false;
                         s.end = Some(status);
                         continue;
@@ -211,6 +227,7 @@ impl http_body::Body for Replies {
                         s.reading = m.is_ok();
                         let handled = s.service.clone().framed(s.kind, m, s.ip);
                         s.running.push_back(handled);
+                        s.read_at.push_back(Instant::now());
                         continue;
                     }
                     Poll::Ready(None) => s.reading = false,

@@ -110,7 +110,7 @@ impl Default for Metrics {
         );
         registry.register(
             "stage_seconds",
-            "Request latency by operation and stage (queue: waiting for a batch; run: the batch; total)",
+            "Request latency by operation and stage (queue: waiting for a batch; run: the batch; total: arrival to the batch's end; sent: a request stream's message read to its reply handed to the connection)",
             m.stage_seconds.clone(),
         );
         registry.register(

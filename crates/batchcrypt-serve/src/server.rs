@@ -1431,6 +1431,16 @@ impl Service {
         .boxed()
     }
 
+    /// The histogram of `stage` for `kind`'s operation, looked up once by a caller that
+    /// observes it per request.
+    pub(crate) fn stage_histogram(
+        &self,
+        kind: crate::frames::Kind,
+        stage: &'static str,
+    ) -> prometheus_client::metrics::histogram::Histogram {
+        self.metrics.stage_histogram(kind.op().name(), stage)
+    }
+
     /// Whether the batches of `kind`'s operation are backlogged ([`Batcher::backlogged`]).
     pub(crate) fn backlogged(&self, kind: crate::frames::Kind) -> bool {
         use crate::frames::Kind;

@@ -2048,6 +2048,14 @@ async fn metrics_count_calls_by_operation_and_code() {
     };
     assert_eq!(count("OK"), 5.0, "{text}");
     assert_eq!(count("InvalidArgument"), 1.0, "{text}");
+    // The stream's two messages, and only they, timed from their reading to the connection.
+    let stage = |stage: &str| {
+        metric(
+            &text,
+            &format!("batchcrypt_stage_seconds_count{{op=\"hash\",stage=\"{stage}\"}}"),
+        )
+    };
+    assert_eq!((stage("sent"), stage("total")), (2.0, 5.0), "{text}");
     assert!(
         text.contains("batchcrypt_queue_items{op=\"hash\"} 0"),
         "nothing left queued:\n{text}"

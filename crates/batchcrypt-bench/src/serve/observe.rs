@@ -3,7 +3,8 @@
 
 /// The server's own view of an operation, cumulative over its life, from its metrics: per stage
 /// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
-/// server) the count, the seconds, and the latency histogram's cumulative buckets; and the
+/// server, to its batch's end; `sent`: a request stream's message from its reading to its reply
+/// handed to the connection) the count, the seconds, and the latency histogram's cumulative buckets; and the
 /// seconds its batches ran on each backend (the dispatcher's choice, which a server's own
 /// calibration makes), and how many times their estimates each backend's recent batches took
 /// (what its dispatcher weighs that choice by, for every library operation).
@@ -24,7 +25,7 @@ struct Stage {
     buckets: Vec<(f64, f64)>,
 }
 
-const STAGES: [&str; 3] = ["run", "queue", "total"];
+const STAGES: [&str; 4] = ["run", "queue", "total", "sent"];
 
 pub(super) async fn stages(metrics: Option<std::net::SocketAddr>, op: &str) -> Stages {
     let Some(m) = metrics else {
@@ -132,7 +133,7 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
             .find(|&&(_, n)| n >= 0.99 * s.count)
             .map_or(f64::NAN, |&(le, _)| le)
     };
-    let (run, queue, total) = (d("run"), d("queue"), d("total"));
+    let (run, queue, total, sent) = (d("run"), d("queue"), d("total"), d("sent"));
     if run.count == 0.0 && total.count == 0.0 {
         return "server: no batches (nothing batched)".into();
     }
@@ -151,7 +152,7 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "server: {:.0} batches{}, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms){}",
+        "server: {:.0} batches{}, run {:.2} ms on average (p99 <= {:.1} ms); requests waited {:.2} ms for their batch (p99 <= {:.1} ms), {:.2} ms in the server (p99 <= {:.1} ms){}{}",
         run.count,
         if on.is_empty() {
             String::new()
@@ -164,6 +165,15 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
         1e3 * p99(&queue),
         1e3 * total.sum / total.count.max(1.0),
         1e3 * p99(&total),
+        if sent.count == 0.0 {
+            String::new()
+        } else {
+            format!(
+                ", {:.2} ms from a stream's reading to the connection (p99 <= {:.1} ms)",
+                1e3 * sent.sum / sent.count,
+                1e3 * p99(&sent)
+            )
+        },
         if slowdowns.is_empty() {
             String::new()
         } else {
@@ -268,7 +278,10 @@ mod tests {
                  batchcrypt_busy_seconds_total{{op=\"hash\",backend=\"cpu-avx512\"}} {}\n\
                  batchcrypt_busy_seconds_total{{op=\"verify_ecdsa\",backend=\"cuda\"}} 7\n\
                  batchcrypt_backend_slowdown{{op=\"sha256d-64\",backend=\"cuda\"}} {}\n\
-                 batchcrypt_backend_slowdown{{op=\"sha256d-64\",backend=\"cpu-avx512\"}} 3.5\n",
+                 batchcrypt_backend_slowdown{{op=\"sha256d-64\",backend=\"cpu-avx512\"}} 3.5\n\
+                 batchcrypt_stage_seconds_sum{{op=\"hash\",stage=\"sent\"}} {sent}\n\
+                 batchcrypt_stage_seconds_count{{op=\"hash\",stage=\"sent\"}} {n}\n\
+                 batchcrypt_stage_seconds_bucket{{le=\"0.004\",op=\"hash\",stage=\"sent\"}} {n}\n",
                 runs[2],
                 runs[0],
                 runs[1],
@@ -276,6 +289,8 @@ mod tests {
                 runs[0] * 3,
                 runs[0] / 10,
                 1.0 + runs[0] as f64 / 100.0,
+                sent = 0.003 * runs[2] as f64,
+                n = runs[2],
             )
         };
         let before = parse_stages(&text([0, 0, 0]), "hash");
@@ -287,6 +302,11 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("(p99 <= 2.0 ms)"), "{s}");
+        // The time from a stream's reading to the connection, where a stream served them.
+        assert!(
+            s.contains(", 3.00 ms from a stream's reading to the connection (p99 <= 4.0 ms)"),
+            "{s}"
+        );
         // The dispatcher's factors as they are at the end, not differences.
         assert!(
             s.ends_with(
