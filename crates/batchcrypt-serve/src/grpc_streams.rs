@@ -26,7 +26,6 @@ use futures_util::stream::FuturesOrdered;
 use futures_util::{FutureExt, StreamExt};
 use http_body::{Body as _, Frame};
 use prometheus_client::metrics::histogram::Histogram;
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -125,7 +124,6 @@ impl<S> InFront<S> {
         let replies = Replies {
             inbound: Messages::new(body, self.service.max_message_bytes()),
             running: FuturesOrdered::new(),
-            read_at: VecDeque::new(),
             sent: self.service.stage_histogram(kind, "sent"),
             reading: true,
             tail: None,
@@ -151,9 +149,7 @@ impl<S> InFront<S> {
 /// and every reply is out, of OK.
 struct Replies {
     inbound: Messages,
-    running: FuturesOrdered<BoxFuture<'static, Result<Reply, Status>>>,
-    /// When each running request was read, in the order of `running`.
-    read_at: VecDeque<Instant>,
+    running: FuturesOrdered<Timed>,
     /// The `sent` stage: from a request's reading to its reply's handing to the connection.
     /// With the `total` stage (arrival at the batcher to the batch's end) it says how long a
     /// reply took to reach the connection, and the connection to take it, which no other stage
@@ -196,10 +192,8 @@ impl http_body::Body for Replies {
                 }
                 return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
             }
-            if let Poll::Ready(Some(reply)) = s.running.poll_next_unpin(cx) {
-                if let Some(read) = s.read_at.pop_front() {
-                    s.sent.observe(read.elapsed().as_secs_f64());
-                }
+            if let Poll::Ready(Some((read, reply))) = s.running.poll_next_unpin(cx) {
+                s.sent.observe(read.elapsed().as_secs_f64());
                 match reply {
                     Ok(reply) => {
                         let (head, tail) = message(reply);
@@ -209,7 +203,6 @@ impl http_body::Body for Replies {
                     Err(status) => {
                         // The replies after the first error are not sent: drop their work.
                         s.running = FuturesOrdered::new();
-                        s.read_at.clear();
                         s.reading = false;
                         s.end = Some(status);
                         continue;
@@ -225,9 +218,9 @@ impl http_body::Body for Replies {
                 match s.inbound.poll_next(cx) {
                     Poll::Ready(Some(m)) => {
                         s.reading = m.is_ok();
+                        let read = Instant::now();
                         let handled = s.service.clone().framed(s.kind, m, s.ip);
-                        s.running.push_back(handled);
-                        s.read_at.push_back(Instant::now());
+                        s.running.push_back(Timed { read, handled });
                         continue;
                     }
                     Poll::Ready(None) => s.reading = false,
@@ -247,6 +240,20 @@ impl http_body::Body for Replies {
             }
             return Poll::Pending;
         }
+    }
+}
+
+/// A stream's request being handled, with when it was read: its reply comes out with it.
+struct Timed {
+    read: Instant,
+    handled: BoxFuture<'static, Result<Reply, Status>>,
+}
+
+impl std::future::Future for Timed {
+    type Output = (Instant, Result<Reply, Status>);
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let read = self.read;
+        self.handled.poll_unpin(cx).map(|r| (read, r))
     }
 }
 

@@ -4,8 +4,8 @@
 /// The server's own view of an operation, cumulative over its life, from its metrics: per stage
 /// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
 /// server, to its batch's end; `sent`: a request stream's message from its reading to its reply
-/// handed to the connection) the count, the seconds, and the latency histogram's cumulative buckets; and the
-/// seconds its batches ran on each backend (the dispatcher's choice, which a server's own
+/// handed to the connection) the count, the seconds, and the latency histogram's cumulative
+/// buckets; and the seconds its batches ran on each backend (the dispatcher's choice, which a server's own
 /// calibration makes), and how many times their estimates each backend's recent batches took
 /// (what its dispatcher weighs that choice by, for every library operation).
 #[derive(Default)]
