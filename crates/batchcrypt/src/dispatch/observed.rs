@@ -21,11 +21,15 @@ use std::time::{Duration, Instant};
 /// preempted thread, page faults on a new buffer) moves it by a quarter of its logarithm.
 const WEIGHT: f64 = 0.25;
 
+/// How far a batch's ratio counts from the running mean (that many times above or below it):
+/// one outlier moves the mean by at most this to the power [`WEIGHT`], while a backend that
+/// stays slower still reaches its ratio in a few batches. Bounded around the mean, not around 1:
+/// a bound around 1 held a server's CPU hash batches at "8x" while they took 20x their estimate,
+/// and the CPU kept every batch of a run.
+const STEP: f64 = 8.0;
+
 /// Time for a ratio not refreshed to fade halfway (in its logarithm) towards 1.
 pub const HALF_LIFE: Duration = Duration::from_secs(4);
-
-/// Range a batch's ratio is clamped to before it enters the mean.
-const RATIO_RANGE: (f64, f64) = (1.0 / 8.0, 8.0);
 
 /// Batches estimated shorter than this are not counted: the call's own costs outside the model
 /// (allocations, a thread's wake-up) would read as the backend's slowdown.
@@ -83,12 +87,12 @@ impl Observed {
         if !(estimate_s >= MIN_ESTIMATE_S && took_s > 0.0) {
             return;
         }
-        let ln = (took_s / estimate_s)
-            .clamp(RATIO_RANGE.0, RATIO_RANGE.1)
-            .ln();
         let mut ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
         let entry = ratios.entry((op, backend)).or_insert((0.0, now));
         let old = left(entry, now);
+        let ln = (took_s / estimate_s)
+            .ln()
+            .clamp(old - STEP.ln(), old + STEP.ln());
         *entry = (old + WEIGHT * (ln - old), now);
     }
 
@@ -225,7 +229,7 @@ mod tests {
     fn one_outlier_does_not_turn_a_clear_choice() {
         let o = Observed::default();
         let t0 = Instant::now();
-        // The GPU at half the CPU's estimate; one of its batches took a second (clamped to 8x).
+        // The GPU at half the CPU's estimate; one of its batches took a second (counted as 8x).
         let plans = [plan(Backend::Avx512, 400e-6), plan(Backend::Cuda, 200e-6)];
         o.observe(OP, Backend::Cuda, 200e-6, Duration::from_secs(1), t0);
         let f = o.factor(OP, Backend::Cuda, t0);
@@ -275,6 +279,29 @@ mod tests {
         assert!((1..40).contains(&cpu_under_load), "{cpu_under_load}");
         let back = back.expect("the CPU wins again once the load is gone");
         assert!(back < Duration::from_secs(35), "{back:?}");
+    }
+
+    /// A CPU estimated at a third of the GPU whose batches take 20x that (a server's connections
+    /// hold its cores), against a GPU at 3x its own: the CPU must lose, though its batches run
+    /// further over their estimate than one batch may count.
+    #[test]
+    fn a_backend_far_slower_than_one_batch_may_count_still_loses() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        let plans = [plan(Backend::ShaNi, 200e-6), plan(Backend::Cuda, 600e-6)];
+        let mut on_cpu = 0;
+        for i in 0..2_000u32 {
+            let now = t0 + Duration::from_micros(500) * i;
+            let p = o.fastest(OP, plans, now).unwrap();
+            let slow = if p.backend == Backend::Cuda { 3.0 } else { 20.0 };
+            let est = p.estimate_s.unwrap();
+            o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), now);
+            on_cpu += usize::from(p.backend == Backend::ShaNi);
+        }
+        // The CPU's mean reaches its 20x within a few batches, then is probed as it fades.
+        let f = o.factor(OP, Backend::ShaNi, t0 + Duration::from_secs(1));
+        assert!(f > 8.0, "{f}");
+        assert!(on_cpu < 40, "{on_cpu} of 2000 batches on the CPU");
     }
 
     #[test]
