@@ -24,7 +24,7 @@ const WEIGHT: f64 = 0.25;
 /// How far a batch's ratio counts from the running mean (that many times above or below it):
 /// one outlier moves the mean by at most this to the power [`WEIGHT`], while a backend that
 /// stays slower still reaches its ratio in a few batches. Bounded around the mean, not around 1:
-/// a bound around 1 held a server's CPU hash batches at "8x" while they took 20x their estimate,
+/// a bound around 1 held a server's CPU hash batches at "8x" while they took more,
 /// and the CPU kept every batch of a run.
 const STEP: f64 = 8.0;
 
