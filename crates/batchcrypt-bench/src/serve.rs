@@ -43,7 +43,8 @@
 //! gathering, `BATCHCRYPT_BENCH_ONLY` the cases that run (for sweeps; every run prints what it
 //! was given). Each closed loop also prints how many cores each group of threads kept busy
 //! (the server's, the clients', the library's pools), which says whether the host's CPU bounds
-//! it.
+//! it, and each loop, closed or open, the cores' time a virtual machine's hypervisor took from
+//! it (steal), which says whether the host's neighbours did.
 //!
 //! Proofs: 64 clients prove on three circuits of different sizes at once (the chain circuit at
 //! three domains, development keys), with a GPU memory budget that holds two of the three keys,
@@ -77,7 +78,7 @@ use loops::{
     closed_loop, latencies, open_loop, open_loop_streams, percentile, Conn, Done, Measured, Paced,
     Window, GROUP,
 };
-use observe::{cpu_between, stages, stages_between, thread_cpu};
+use observe::{cpu_between, stages, stages_between, steal_seconds, steal_since, thread_cpu};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -917,10 +918,13 @@ impl Closed {
         paced: impl std::future::Future<Output = Paced>,
     ) {
         let before = stages(self.metrics, op).await;
+        let (steal, t) = (steal_seconds(), Instant::now());
         let paced = paced.await;
+        let steal = steal_since(steal, t.elapsed().as_secs_f64());
         paced.report(rep, case, base, label, self.per_request, bytes_per_item);
         let after = stages(self.metrics, op).await;
         println!("  {}", stages_between(&before, &after));
+        print!("{steal}");
     }
 
     /// The same with a window of at least ten rounds and settling of at least two, a round
@@ -985,9 +989,10 @@ impl Closed {
         measured: impl std::future::Future<Output = Measured>,
     ) -> f64 {
         let before = stages(self.metrics, op).await;
-        let cpu = thread_cpu(self.server_pid);
+        let (cpu, steal) = (thread_cpu(self.server_pid), steal_seconds());
         let m = measured.await;
         let cpu = cpu_between(&cpu, &thread_cpu(self.server_pid), m.wall);
+        let steal = steal_since(steal, m.wall);
         let after = stages(self.metrics, op).await;
         let label = format!("served over {transport}, {} clients", self.clients);
         let requests = m.lat.len();
@@ -1016,6 +1021,7 @@ impl Closed {
         );
         println!("  {}", stages_between(&before, &after));
         println!("  {cpu}");
+        print!("{steal}");
         cycle
     }
 }

@@ -221,6 +221,35 @@ pub(super) fn thread_cpu(server: Option<u32>) -> std::collections::BTreeMap<Stri
     out
 }
 
+/// CPU seconds the hypervisor gave the host's virtual CPUs' time to others (steal, summed over
+/// the CPUs) since boot; None where /proc/stat is not there or has no such field (not a virtual
+/// machine's kernel). A run's latency tail follows it: a virtual CPU taken away mid-batch holds
+/// every request of that batch.
+pub(super) fn steal_seconds() -> Option<f64> {
+    // SAFETY: sysconf reads a constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    parse_steal(&std::fs::read_to_string("/proc/stat").ok()?, tick)
+}
+
+/// Steal seconds from /proc/stat's text: the first line's (all CPUs') eighth field.
+fn parse_steal(stat: &str, tick: f64) -> Option<f64> {
+    let mut f = stat.lines().next()?.split_whitespace();
+    (f.next()? == "cpu").then_some(())?;
+    Some(f.nth(7)?.parse::<f64>().ok()? / tick)
+}
+
+/// The cores' time taken by the hypervisor over `secs` since `before` ([`steal_seconds`]), as a
+/// line of its own; empty where it cannot be read.
+pub(super) fn steal_since(before: Option<f64>, secs: f64) -> String {
+    match (before, steal_seconds()) {
+        (Some(b), Some(a)) if secs > 0.0 => format!(
+            "  host: {:.2} cores' time taken by the hypervisor on average (steal)\n",
+            (a - b) / secs
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The threads' busy cores over `secs` between two readings of [`thread_cpu`], by group.
 pub(super) fn cpu_between(
     before: &std::collections::BTreeMap<String, f64>,
@@ -263,6 +292,20 @@ pub(super) async fn http_get(addr: std::net::SocketAddr) -> std::io::Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_read_from_the_first_line_of_proc_stat() {
+        let stat = "cpu  100 2 30 4000 5 0 6 250 0 0\ncpu0 50 1 15 2000 2 0 3 125 0 0\n";
+        assert_eq!(parse_steal(stat, 100.0), Some(2.5));
+        // Not /proc/stat's shape, or a kernel without the field: nothing, not zero.
+        assert_eq!(parse_steal("cpu0 1 2 3\n", 100.0), None);
+        assert_eq!(parse_steal("cpu  100 2 30 4000\n", 100.0), None);
+        assert_eq!(parse_steal("", 100.0), None);
+        // Where the host has /proc, the reading is a count that only grows.
+        if let Some(a) = steal_seconds() {
+            assert!(a >= 0.0 && steal_seconds().unwrap() >= a);
+        }
+    }
 
     #[test]
     fn stages_read_from_the_servers_metrics() {

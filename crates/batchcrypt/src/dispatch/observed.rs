@@ -293,7 +293,11 @@ mod tests {
         for i in 0..2_000u32 {
             let now = t0 + Duration::from_micros(500) * i;
             let p = o.fastest(OP, plans, now).unwrap();
-            let slow = if p.backend == Backend::Cuda { 3.0 } else { 20.0 };
+            let slow = if p.backend == Backend::Cuda {
+                3.0
+            } else {
+                20.0
+            };
             let est = p.estimate_s.unwrap();
             o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), now);
             on_cpu += usize::from(p.backend == Backend::ShaNi);
