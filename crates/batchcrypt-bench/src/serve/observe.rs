@@ -5,9 +5,9 @@
 /// (`run`: each batch; `queue`: each request's wait for its batch; `total`: each request in the
 /// server, to its batch's end; `sent`: a request stream's message from its reading to its reply
 /// handed to the connection) the count, the seconds, and the latency histogram's cumulative
-/// buckets; and the seconds its batches ran on each backend (the dispatcher's choice, which a server's own
-/// calibration makes), and how many times their estimates each backend's recent batches took
-/// (what its dispatcher weighs that choice by, for every library operation).
+/// buckets; and the seconds its batches ran on each backend (the dispatcher's choice, which a
+/// server's own calibration makes), and how many times their estimates each backend's recent
+/// batches took (what its dispatcher weighs that choice by, for every library operation).
 #[derive(Default)]
 pub(super) struct Stages {
     stages: std::collections::HashMap<&'static str, Stage>,
@@ -188,8 +188,7 @@ pub(super) fn stages_between(before: &Stages, after: &Stages) -> String {
 /// `server:` and theirs). Threads that ended are not counted. Empty where /proc is not there.
 pub(super) fn thread_cpu(server: Option<u32>) -> std::collections::BTreeMap<String, f64> {
     let mut out = std::collections::BTreeMap::new();
-    // SAFETY: sysconf reads a constant.
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let tick = clock_ticks();
     let ours = std::iter::once(("/proc/self/task".to_string(), ""));
     let theirs = server.map(|pid| (format!("/proc/{pid}/task"), "server:"));
     for (dir, prefix) in ours.chain(theirs) {
@@ -226,9 +225,13 @@ pub(super) fn thread_cpu(server: Option<u32>) -> std::collections::BTreeMap<Stri
 /// machine's kernel). A run's latency tail follows it: a virtual CPU taken away mid-batch holds
 /// every request of that batch.
 pub(super) fn steal_seconds() -> Option<f64> {
+    parse_steal(&std::fs::read_to_string("/proc/stat").ok()?, clock_ticks())
+}
+
+/// The kernel's clock ticks per second, the unit of /proc's CPU times.
+fn clock_ticks() -> f64 {
     // SAFETY: sysconf reads a constant.
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    parse_steal(&std::fs::read_to_string("/proc/stat").ok()?, tick)
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
 /// Steal seconds from /proc/stat's text: the first line's (all CPUs') eighth field.
