@@ -409,6 +409,9 @@ pub fn run(rep: &mut Report, quick: bool, part: Part) -> anyhow::Result<()> {
         }
         None => start_clients()?,
     };
+    if let Some(mode) = observe::huge_pages() {
+        println!("  (transparent huge pages: {mode})");
+    }
     let rt = runtime(2, "bench-main")?;
     let server_rt = runtime(2, "serve")?;
     let engine = Arc::new(Engine::with_backend(BackendChoice::Auto));

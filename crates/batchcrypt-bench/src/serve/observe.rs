@@ -241,6 +241,16 @@ fn parse_steal(stat: &str, tick: f64) -> Option<f64> {
     Some(f.nth(7)?.parse::<f64>().ok()? / tick)
 }
 
+/// The host's transparent huge page mode (`always`, `madvise` or `never`: the bracketed word of
+/// /sys/kernel/mm/transparent_hugepage/enabled); None where the kernel has no such file. The
+/// binaries' allocator asks for no huge pages, but under `always` the kernel gives them anyway,
+/// and zeroing 2 MiB at a fault once took a fifth of the server's CPU (docs/performance.md).
+pub(super) fn huge_pages() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let (_, rest) = s.split_once('[')?;
+    Some(rest.split_once(']')?.0.to_string())
+}
+
 /// The cores' time taken by the hypervisor over `secs` since `before` ([`steal_seconds`]), as a
 /// line of its own; empty where it cannot be read.
 pub(super) fn steal_since(before: Option<f64>, secs: f64) -> String {
