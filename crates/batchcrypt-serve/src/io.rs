@@ -103,22 +103,6 @@ pub fn raise_open_files(want: u64) -> u64 {
     r.rlim_cur
 }
 
-/// Turns transparent huge pages off for this process (Linux's `PR_SET_THP_DISABLE`) and says
-/// whether they are off. A server's heap is many message buffers freed and reused: where the
-/// kernel backs it with huge pages (`always`, or regions an allocator asked for), each fault
-/// on memory the allocator had given back zeroes 2 MiB, which took a fifth of the serving
-/// threads' CPU (docs/performance.md).
-pub(crate) fn without_huge_pages() -> bool {
-    #[cfg(target_os = "linux")]
-    // SAFETY: these prctl calls take and return plain integers.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
-            && libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1
-    }
-    #[cfg(not(target_os = "linux"))]
-    false
-}
-
 /// This process's soft limit on open files.
 pub(crate) fn open_files_limit() -> u64 {
     raise_open_files(0)
@@ -126,17 +110,6 @@ pub(crate) fn open_files_limit() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn huge_pages_turn_off_for_the_process() {
-        assert!(super::without_huge_pages());
-        // SAFETY: PR_GET_THP_DISABLE takes no pointer.
-        assert_eq!(
-            unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) },
-            1
-        );
-    }
-
     #[test]
     fn the_open_files_limit_rises_to_what_is_asked_within_the_hard_limit() {
         let mut r = libc::rlimit {

@@ -168,7 +168,6 @@ impl Running {
 pub async fn start(engine: Arc<Engine>, config: ServerConfig) -> Result<Running, String> {
     config.check_exposure()?;
     crate::io::raise_open_files(crate::io::OPEN_FILES_WANTED);
-    crate::io::without_huge_pages();
     // Before anything starts: a refused socket leaves nothing running.
     let unix = config.unix_socket.as_deref().map(bind_unix).transpose()?;
     let frames = config.frames_socket.as_deref().map(bind_unix).transpose()?;

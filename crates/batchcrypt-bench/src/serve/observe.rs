@@ -243,8 +243,9 @@ fn parse_steal(stat: &str, tick: f64) -> Option<f64> {
 
 /// The host's transparent huge page mode (`always`, `madvise` or `never`: the bracketed word of
 /// /sys/kernel/mm/transparent_hugepage/enabled); None where the kernel has no such file. The
-/// binaries' allocator asks for no huge pages, but under `always` the kernel gives them anyway,
-/// and zeroing 2 MiB at a fault once took a fifth of the server's CPU (docs/performance.md).
+/// binaries' allocator asks for no huge pages, but under `always` the kernel backs its heap
+/// with them anyway, and zeroing 2 MiB at each fault took a fifth of the server's CPU on the
+/// development machine (docs/performance.md).
 pub(super) fn huge_pages() -> Option<String> {
     let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
     let (_, rest) = s.split_once('[')?;
