@@ -3,7 +3,7 @@
 //! instead where [`Options::frames`] names it.
 
 use crate::frames::{Framed, FramesClient};
-use crate::io::ReadBuffered;
+use crate::io::{ReadBuffered, WriteGathered};
 use crate::proto::batch_crypt_client::BatchCryptClient;
 use crate::proto::*;
 use batchcrypt::secp256k1::SigFormat;
@@ -281,7 +281,8 @@ impl Client {
                 .map_err(|e| format!("TLS: {e}"))?;
         }
         // Both transports read replies through a buffer (`io::ReadBuffered`): a reply of a few
-        // hundred digests is one read, not three.
+        // hundred digests is one read, not three; and gather their writes (`io::WriteGathered`):
+        // the requests of many streams sharing the connection go out in one call.
         let connected = match unix {
             Some(path) => {
                 endpoint
@@ -289,7 +290,9 @@ impl Client {
                         let path = path.clone();
                         async move {
                             let s = tokio::net::UnixStream::connect(path).await?;
-                            Ok::<_, std::io::Error>(TokioIo::new(ReadBuffered::new(s)))
+                            Ok::<_, std::io::Error>(TokioIo::new(ReadBuffered::new(
+                                WriteGathered::new(s),
+                            )))
                         }
                     }))
                     .await
@@ -306,7 +309,7 @@ impl Client {
                     .connect_with_connector(tower::ServiceExt::map_response(
                         tcp,
                         |io: TokioIo<tokio::net::TcpStream>| {
-                            TokioIo::new(ReadBuffered::new(io.into_inner()))
+                            TokioIo::new(ReadBuffered::new(WriteGathered::new(io.into_inner())))
                         },
                     ))
                     .await

@@ -358,8 +358,9 @@ fn serve_on<L: Listener>(
     for i in 0..shards.len() {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         deal_to.push(tx);
-        let incoming = tokio_stream::wrappers::UnboundedReceiverStream::new(rx)
-            .map(|s| L::register(s).map(crate::io::ReadBuffered::new));
+        let incoming = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|s| {
+            L::register(s).map(|s| crate::io::ReadBuffered::new(crate::io::WriteGathered::new(s)))
+        });
         let serve = router()?.serve_with_incoming_shutdown(incoming, stopped(drain.clone()));
         served.push(
             shards
