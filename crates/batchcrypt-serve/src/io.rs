@@ -7,11 +7,20 @@
 pub struct ReadBuffered<S>(tokio::io::BufReader<S>);
 
 impl<S: tokio::io::AsyncRead> ReadBuffered<S> {
-    /// Bytes read at once: a message of a few hundred items with room to spare.
+    /// Bytes a client reads at once: a reply of a few hundred items with room to spare.
     const BUFFER: usize = 32 << 10;
+    /// Bytes a server reads at once: a connection may carry many clients' streams (a process's
+    /// callers sharing its channel), and a read then takes several of their requests. Only the
+    /// pages a read fills are touched.
+    const SERVER_BUFFER: usize = 256 << 10;
 
     pub fn new(s: S) -> Self {
         ReadBuffered(tokio::io::BufReader::with_capacity(Self::BUFFER, s))
+    }
+
+    /// A server's end of a connection.
+    pub(crate) fn serving(s: S) -> Self {
+        ReadBuffered(tokio::io::BufReader::with_capacity(Self::SERVER_BUFFER, s))
     }
 }
 

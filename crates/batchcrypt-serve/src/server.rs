@@ -359,7 +359,8 @@ fn serve_on<L: Listener>(
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         deal_to.push(tx);
         let incoming = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|s| {
-            L::register(s).map(|s| crate::io::ReadBuffered::new(crate::io::WriteGathered::new(s)))
+            L::register(s)
+                .map(|s| crate::io::ReadBuffered::serving(crate::io::WriteGathered::new(s)))
         });
         let serve = router()?.serve_with_incoming_shutdown(incoming, stopped(drain.clone()));
         served.push(
