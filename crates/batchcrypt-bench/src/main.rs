@@ -15,9 +15,8 @@ mod serve;
 mod sha256;
 mod sm2;
 
-/// The allocator: a server's connections allocate and free each message's buffers, and glibc's
-/// per-thread arenas grew and trimmed their heaps on that churn (page faults and `mprotect` in the
-/// connection threads' profile); mimalloc keeps its pages for the next message.
+/// The `batchcrypt` binary's allocator, for its reason (crates/batchcrypt-cli/src/main.rs): the
+/// service benchmark runs the server in this process too.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
