@@ -178,7 +178,7 @@ impl EcdsaItems {
     /// The request's items encoded for `curve` under `opts`.
     pub fn encode(&mut self, curve: EcdsaCurve, opts: &EcdsaOptions) {
         fn items<C: Curve>(r: &EcdsaItems, opts: &EcdsaOptions) -> EncodedItems<C> {
-            EncodedItems::new(r.hashes.len(), opts, |i| {
+            EncodedItems::page_locked(r.hashes.len(), opts, |i| {
                 (hash32(r.hashes.get(i)), r.sigs.get(i), r.keys.get(i))
             })
         }

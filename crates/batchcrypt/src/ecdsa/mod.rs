@@ -150,11 +150,38 @@ impl<C: Curve> EncodedItems<C> {
         opts: &EcdsaOptions,
         item: impl Fn(usize) -> (&'a [u8; 32], &'a [u8], &'a [u8]) + Sync,
     ) -> Self {
+        Self::encode(n, opts, item, false)
+    }
+
+    /// [`Self::new`], the items in a block of the page-locked pool where it has one idle (never
+    /// without a GPU: [`crate::backend::gpu::page_locked_now`]). A batch whose pieces all lie
+    /// there, each of a multiple of 4 items, is joined on the GPU, reading them in place, instead
+    /// of copied into staging by the batch's thread: for a server that encodes each request as
+    /// it arrives.
+    pub fn page_locked<'a>(
+        n: usize,
+        opts: &EcdsaOptions,
+        item: impl Fn(usize) -> (&'a [u8; 32], &'a [u8], &'a [u8]) + Sync,
+    ) -> Self {
+        Self::encode(n, opts, item, true)
+    }
+
+    fn encode<'a>(
+        n: usize,
+        opts: &EcdsaOptions,
+        item: impl Fn(usize) -> (&'a [u8; 32], &'a [u8], &'a [u8]) + Sync,
+        page_locked: bool,
+    ) -> Self {
+        let make = |i| {
+            let (hash, sig, key) = item(i);
+            self::item::<C>(hash, sig, key, opts)
+        };
         EncodedItems {
-            items: Encoded::host_items(n, |i| {
-                let (hash, sig, key) = item(i);
-                self::item::<C>(hash, sig, key, opts)
-            }),
+            items: if page_locked {
+                Encoded::host_items_page_locked(n, make)
+            } else {
+                Encoded::host_items(n, make)
+            },
             opts: *opts,
             curve: PhantomData,
         }
@@ -321,26 +348,50 @@ mod tests {
         let sigs: Vec<&[u8]> = items.iter().map(|i| i.1.as_slice()).collect();
         let keys: Vec<&[u8]> = items.iter().map(|i| i.2.as_slice()).collect();
         let at = |i: usize| (&hashes[i], sigs[i], keys[i]);
-        let a = EncodedItems::<C>::new(17, &opts, at);
-        let b = EncodedItems::<C>::new(items.len() - 17, &opts, |i| at(17 + i));
+        let gpu = crate::backend::Backend::Cuda.availability().is_ok();
+        if gpu {
+            // A slab of the pool's smallest blocks, so the page-locked pieces below get blocks
+            // (the pool grows on another thread when it has none idle).
+            drop(crate::backend::gpu::page_locked(4096));
+        }
+        // Pieces in ordinary memory are copied into staging; page-locked pieces of whole
+        // 16-byte words (multiples of 4 items) are joined on the GPU, others copied too.
+        let encode = |from: usize, n: usize, page_locked: bool| {
+            let at = |i| at(from + i);
+            if page_locked {
+                EncodedItems::<C>::page_locked(n, &opts, at)
+            } else {
+                EncodedItems::<C>::new(n, &opts, at)
+            }
+        };
+        let split = |k, page_locked| {
+            (
+                encode(0, k, page_locked),
+                encode(k, items.len() - k, page_locked),
+            )
+        };
         let mut choices = vec![crate::backend::BackendChoice::Cpu];
-        if crate::backend::Backend::Cuda.availability().is_ok() {
+        if gpu {
             choices.push(crate::backend::BackendChoice::Gpu);
         }
-        for choice in choices {
-            let engine = Engine::with_backend(choice);
-            let want = engine
-                .ecdsa::<C>()
-                .verify(&hashes, &sigs, &keys, &opts)
-                .unwrap();
-            let got = engine
-                .ecdsa::<C>()
-                .verify_encoded(&[&a, &b], || (hashes.clone(), sigs.clone(), keys.clone()))
-                .unwrap();
-            assert_eq!(got.value, want.value, "{choice:?}");
-            assert_eq!(got.backend, want.backend);
-            assert!(want.value.results[3].is_err() && want.value.results[7].is_err());
-            assert!(want.value.results[11].is_err() && want.value.results[12].is_ok());
+        for (k, page_locked) in [(17, false), (16, true), (17, true)] {
+            let (a, b) = split(k, page_locked);
+            assert_eq!(a.items.is_page_locked(), gpu && page_locked);
+            for &choice in &choices {
+                let engine = Engine::with_backend(choice);
+                let want = engine
+                    .ecdsa::<C>()
+                    .verify(&hashes, &sigs, &keys, &opts)
+                    .unwrap();
+                let got = engine
+                    .ecdsa::<C>()
+                    .verify_encoded(&[&a, &b], || (hashes.clone(), sigs.clone(), keys.clone()))
+                    .unwrap();
+                assert_eq!(got.value, want.value, "{choice:?}, {k}, {page_locked}");
+                assert_eq!(got.backend, want.backend);
+                assert!(want.value.results[3].is_err() && want.value.results[7].is_err());
+                assert!(want.value.results[11].is_err() && want.value.results[12].is_ok());
+            }
         }
     }
 

@@ -69,7 +69,7 @@ pub(crate) fn verify(
                 let fill = items::from_pieces(pieces, r.start, r.len()).ok_or_else(|| {
                     Error::invalid(format!("prepared items do not cover the batch of {n}"))
                 })?;
-                items::device::verify(kernel, r.len(), &fill, &())
+                items::device::verify_pieces(kernel, r.len(), &fill)
             }
         },
     )?;

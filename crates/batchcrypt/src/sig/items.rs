@@ -200,8 +200,50 @@ pub(crate) fn fill_parallel<F: FillItems>(
 /// verified from such pieces must list the same items in the same order as its inputs.
 #[derive(Default, Debug)]
 pub(crate) struct Encoded {
-    bytes: Vec<u8>,
+    bytes: ItemBytes,
     reasons: Vec<Option<Reason>>,
+}
+
+/// Where a piece's items lie: ordinary memory, or a block of the page-locked pool, which a
+/// batch's GPU kernels read in place ([`device::verify_pieces`]).
+enum ItemBytes {
+    Ordinary(Vec<u8>),
+    PageLocked(crate::backend::gpu::PageLocked),
+}
+
+impl std::fmt::Debug for ItemBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = match self {
+            ItemBytes::Ordinary(_) => "ordinary",
+            ItemBytes::PageLocked(_) => "page-locked",
+        };
+        write!(f, "{} bytes, {place}", self.len())
+    }
+}
+
+impl Default for ItemBytes {
+    fn default() -> Self {
+        ItemBytes::Ordinary(Vec::new())
+    }
+}
+
+impl std::ops::Deref for ItemBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ItemBytes::Ordinary(v) => v,
+            ItemBytes::PageLocked(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for ItemBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            ItemBytes::Ordinary(v) => v,
+            ItemBytes::PageLocked(b) => b,
+        }
+    }
 }
 
 impl Encoded {
@@ -210,8 +252,31 @@ impl Encoded {
         n: usize,
         make: impl Fn(usize) -> Result<HostItem, Reason> + Sync,
     ) -> Encoded {
+        Self::host_items_into(ItemBytes::Ordinary(vec![0; n * ITEM_BYTES]), n, make)
+    }
+
+    /// [`Self::host_items`] into a page-locked block where the pool has one idle
+    /// ([`crate::backend::gpu::page_locked_now`]: never without a GPU, nor over 1 MiB), so a
+    /// batch of such pieces is joined on the GPU instead of copied into staging by its thread.
+    pub(crate) fn host_items_page_locked(
+        n: usize,
+        make: impl Fn(usize) -> Result<HostItem, Reason> + Sync,
+    ) -> Encoded {
+        let bytes = match crate::backend::gpu::page_locked_now(n * ITEM_BYTES) {
+            Some(block) => ItemBytes::PageLocked(block),
+            None => ItemBytes::Ordinary(vec![0; n * ITEM_BYTES]),
+        };
+        Self::host_items_into(bytes, n, make)
+    }
+
+    /// Encodes every item, so every byte of `bytes` is written (a pool block's are unspecified).
+    fn host_items_into(
+        bytes: ItemBytes,
+        n: usize,
+        make: impl Fn(usize) -> Result<HostItem, Reason> + Sync,
+    ) -> Encoded {
         let mut p = Encoded {
-            bytes: vec![0; n * ITEM_BYTES],
+            bytes,
             reasons: vec![None; n],
         };
         encode_host_items(&mut p.bytes, &mut p.reasons, 0, &make);
@@ -220,6 +285,11 @@ impl Encoded {
 
     pub(crate) fn len(&self) -> usize {
         self.reasons.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_page_locked(&self) -> bool {
+        matches!(self.bytes, ItemBytes::PageLocked(_))
     }
 }
 
@@ -253,22 +323,51 @@ pub(crate) struct Pieces<'p> {
     offset: usize,
 }
 
-impl FillItems for Pieces<'_> {
-    const COPIES: bool = true;
-    fn fill(&self, first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]) {
-        let (mut at, end) = (self.offset + first, self.offset + first + reasons.len());
+impl<'p> Pieces<'p> {
+    /// Calls `each(piece, from, take)` for the runs of whole pieces' items that make up items
+    /// `first..first + n` of the batch, in order: `take` items of `piece` from its item `from`.
+    fn runs(&self, first: usize, n: usize, mut each: impl FnMut(&'p Encoded, usize, usize)) {
+        let (mut at, end) = (self.offset + first, self.offset + first + n);
         // The last piece starting at or before `at`.
         let mut k = self.starts.partition_point(|&s| s <= at) - 1;
-        let mut done = 0;
         while at < end {
             let p = self.pieces[k];
             let from = at - self.starts[k];
             let take = (p.len() - from).min(end - at);
+            each(p, from, take);
+            (at, k) = (at + take, k + 1);
+        }
+    }
+
+    /// The encoded bytes of items `0..n` of the batch, as slices of the pieces, in order.
+    fn segments(&self, n: usize) -> Vec<&'p [u8]> {
+        let mut parts = Vec::with_capacity(self.pieces.len());
+        self.runs(0, n, |p, from, take| {
+            parts.push(&p.bytes[from * ITEM_BYTES..(from + take) * ITEM_BYTES])
+        });
+        parts
+    }
+
+    /// The host-side failures of items `0..n` of the batch.
+    fn reasons(&self, n: usize) -> Vec<Option<Reason>> {
+        let mut reasons = Vec::with_capacity(n);
+        self.runs(0, n, |p, from, take| {
+            reasons.extend_from_slice(&p.reasons[from..from + take])
+        });
+        reasons
+    }
+}
+
+impl FillItems for Pieces<'_> {
+    const COPIES: bool = true;
+    fn fill(&self, first: usize, dst: &mut [u8], reasons: &mut [Option<Reason>]) {
+        let mut done = 0;
+        self.runs(first, reasons.len(), |p, from, take| {
             dst[done * ITEM_BYTES..(done + take) * ITEM_BYTES]
                 .copy_from_slice(&p.bytes[from * ITEM_BYTES..(from + take) * ITEM_BYTES]);
             reasons[done..done + take].copy_from_slice(&p.reasons[from..from + take]);
-            (at, done, k) = (at + take, done + take, k + 1);
-        }
+            done += take;
+        });
     }
 }
 
@@ -457,6 +556,35 @@ pub mod device {
         ))
     }
 
+    /// [`verify`] of items encoded before: where every piece's share of the batch lies in a
+    /// page-locked block as whole 16-byte words ([`crate::pipeline::gatherable`]: pieces from
+    /// [`Encoded::host_items_page_locked`] of a multiple of 4 items), a kernel joins them on the
+    /// device, reading them in place, and the batch runs as one chunk; otherwise they are copied
+    /// into staging chunk by chunk.
+    pub(crate) fn verify_pieces(
+        k: &Kernel,
+        n: usize,
+        pieces: &super::Pieces<'_>,
+    ) -> Result<Vec<std::result::Result<(), Reason>>> {
+        let parts = pieces.segments(n);
+        if !parts.iter().all(|p| crate::pipeline::gatherable(p)) {
+            return verify(k, n, pieces, &());
+        }
+        let gpu = Gpu::available()?;
+        let table = k.table(gpu)?;
+        let f = functions(gpu, k)?;
+        let mut codes = vec![0u8; n];
+        crate::pipeline::run_gathered(gpu, &parts, &mut codes, |stream, input, out| {
+            launch(stream, &f, k.items_per_thread, input, table, out, n)
+        })?;
+        Ok(pieces
+            .reasons(n)
+            .into_iter()
+            .zip(codes)
+            .map(|(r, c)| verdict(r, c))
+            .collect())
+    }
+
     /// Where each chunk of `n` items starts (and `n` last): at least four chunks (the
     /// preparation of one overlaps the GPU's work on another) of a quarter of a GPU wave to a
     /// little over one, the first a quarter of the others, so the GPU starts after a short
@@ -583,7 +711,7 @@ mod tests {
             .iter()
             .map(|&n| {
                 let mut p = Encoded {
-                    bytes: vec![0; n * ITEM_BYTES],
+                    bytes: ItemBytes::Ordinary(vec![0; n * ITEM_BYTES]),
                     reasons: vec![None; n],
                 };
                 for k in 0..n {
@@ -601,6 +729,15 @@ mod tests {
         for offset in 0..total {
             for n in 0..=total - offset {
                 let fill = from_pieces(&refs, offset, n).unwrap();
+                // The batch's share of each piece, as the GPU joins them.
+                let joined = fill.segments(n).concat();
+                assert!(joined.len() == n * ITEM_BYTES);
+                assert!((0..n).all(|k| joined[k * ITEM_BYTES] == (offset + k) as u8));
+                let reasons = fill.reasons(n);
+                assert!((0..n).all(|k| reasons[k]
+                    == ((offset + k) as u8)
+                        .is_multiple_of(3)
+                        .then_some(Reason::BadDer)));
                 for block in 1..=n.max(1) {
                     let mut bytes = vec![0xffu8; n * ITEM_BYTES];
                     let mut reasons = vec![Some(Reason::HighS); n];
@@ -631,9 +768,11 @@ mod tests {
         let per = 1000;
         let pieces: Vec<Encoded> = (0..40)
             .map(|i| Encoded {
-                bytes: (0..per * ITEM_BYTES)
-                    .map(|b| (b / ITEM_BYTES + i * 7) as u8)
-                    .collect(),
+                bytes: ItemBytes::Ordinary(
+                    (0..per * ITEM_BYTES)
+                        .map(|b| (b / ITEM_BYTES + i * 7) as u8)
+                        .collect(),
+                ),
                 reasons: (0..per)
                     .map(|k| (k % 5 == i % 5).then_some(Reason::BadDer))
                     .collect(),
