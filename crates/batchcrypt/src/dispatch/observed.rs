@@ -9,7 +9,12 @@
 //! against their estimates (in logarithms: a batch twice as slow weighs as one twice as fast), and
 //! the dispatcher compares estimates times those ratios: the backend the load slows more loses.
 //! A ratio not refreshed fades towards 1, so a backend passed over is tried again once the load
-//! may have gone.
+//! may have gone. Fading alone is slow to forget a burst: batches on the GPU held up for a moment
+//! by a loaded CPU (a server's thousands of connections) read as twenty times their estimate,
+//! and the CPU then kept every batch, slow as it was, for the many seconds the fade took. So a
+//! backend passed over that would win on its idle estimate is also probed with one batch now and
+//! then: again soon while its probes come in faster than its record, ever more rarely while they
+//! confirm it.
 
 use super::Plan;
 use crate::backend::Backend;
@@ -35,11 +40,40 @@ pub const HALF_LIFE: Duration = Duration::from_secs(4);
 /// (allocations, a thread's wake-up) would read as the backend's slowdown.
 pub const MIN_ESTIMATE_S: f64 = 20e-6;
 
-/// Per operation and backend, the mean log ratio of measured to estimated time and when it was
-/// last refreshed.
+/// The shortest wait before a backend passed over is probed: the first after its record was last
+/// refreshed, and each after a probe that came in faster than the record. Each probe that does
+/// not doubles the wait, up to [`HALF_LIFE`], past which the fade does the work.
+pub const PROBE_AFTER: Duration = Duration::from_millis(100);
+
+/// One operation's record of one backend.
+#[derive(Clone, Copy)]
+struct Record {
+    /// The mean log ratio of measured to estimated time, as of `at`.
+    ln: f64,
+    /// When a batch last refreshed `ln`.
+    at: Instant,
+    /// When a batch was last sent to probe the backend, if since `at`.
+    probed: Option<Instant>,
+    /// How long after `at` or `probed` (the later) the next probe may go.
+    wait: Duration,
+}
+
+impl Record {
+    /// What is left at `now` of the mean log ratio.
+    fn left(&self, now: Instant) -> f64 {
+        self.ln * fade(now.saturating_duration_since(self.at))
+    }
+
+    fn probe_due(&self, now: Instant) -> bool {
+        let last = self.probed.map_or(self.at, |p| p.max(self.at));
+        now.saturating_duration_since(last) >= self.wait
+    }
+}
+
+/// Per operation and backend, what its batches took against their estimates.
 #[derive(Default)]
 pub(crate) struct Observed {
-    ratios: Mutex<HashMap<(&'static str, Backend), (f64, Instant)>>,
+    records: Mutex<HashMap<(&'static str, Backend), Record>>,
 }
 
 /// The share of a log ratio left after `age` without a refresh.
@@ -47,28 +81,22 @@ fn fade(age: Duration) -> f64 {
     0.5f64.powf(age.as_secs_f64() / HALF_LIFE.as_secs_f64())
 }
 
-/// What is left at `now` of a mean log ratio refreshed `at`.
-fn left(&(ln, at): &(f64, Instant), now: Instant) -> f64 {
-    ln * fade(now.saturating_duration_since(at))
-}
-
 impl Observed {
+    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<(&'static str, Backend), Record>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// What `backend`'s estimates for `op` are multiplied by at `now` (1 where nothing was
     /// observed).
+    #[cfg(test)]
     pub fn factor(&self, op: &'static str, backend: Backend, now: Instant) -> f64 {
-        self.ratios
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(op, backend))
-            .map_or(1.0, |e| left(e, now).exp())
+        (self.records().get(&(op, backend))).map_or(1.0, |r| r.left(now).exp())
     }
 
     /// Every factor at `now`, by operation and backend.
     pub fn factors(&self, now: Instant) -> Vec<(&'static str, Backend, f64)> {
-        let ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
-        let mut all: Vec<_> = ratios
-            .iter()
-            .map(|(&(op, b), e)| (op, b, left(e, now).exp()))
+        let mut all: Vec<_> = (self.records().iter())
+            .map(|(&(op, b), r)| (op, b, r.left(now).exp()))
             .collect();
         all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         all
@@ -87,29 +115,61 @@ impl Observed {
         if !(estimate_s >= MIN_ESTIMATE_S && took_s > 0.0) {
             return;
         }
-        let mut ratios = self.ratios.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = ratios.entry((op, backend)).or_insert((0.0, now));
-        let old = left(entry, now);
+        let mut records = self.records();
+        let r = records.entry((op, backend)).or_insert(Record {
+            ln: 0.0,
+            at: now,
+            probed: None,
+            wait: PROBE_AFTER,
+        });
+        let old = r.left(now);
         let ln = (took_s / estimate_s)
             .ln()
             .clamp(old - STEP.ln(), old + STEP.ln());
-        *entry = (old + WEIGHT * (ln - old), now);
+        if ln < old {
+            r.wait = PROBE_AFTER;
+        }
+        (r.ln, r.at, r.probed) = (old + WEIGHT * (ln - old), now, None);
     }
 
     /// The plan of `plans` with the lowest estimate times its backend's factor; plans without an
-    /// estimate are not chosen. The plan keeps its own estimate, which its batch's time is later
-    /// compared with.
+    /// estimate are not chosen. Except, now and then, a plan passed over whose own estimate
+    /// is below that (it would win were its record forgotten): a probe. The plan keeps its own
+    /// estimate, which its batch's time is later compared with.
     pub fn fastest(
         &self,
         op: &'static str,
         plans: impl IntoIterator<Item = Plan>,
         now: Instant,
     ) -> Option<Plan> {
-        plans
-            .into_iter()
-            .filter_map(|p| Some((p.estimate_s? * self.factor(op, p.backend, now), p)))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, p)| p)
+        let mut records = self.records();
+        let factor = |b| (records.get(&(op, b))).map_or(1.0, |r: &Record| r.left(now).exp());
+        let plans: Vec<(f64, Plan)> = (plans.into_iter())
+            .filter_map(|p| Some((p.estimate_s?, p)))
+            .collect();
+        let (cost, chosen) = (plans.iter())
+            .map(|&(e, p)| (e * factor(p.backend), p))
+            .min_by(|a, b| a.0.total_cmp(&b.0))?;
+        let probe = (plans.iter())
+            .filter(|&&(e, p)| p.backend != chosen.backend && e < cost)
+            .map(|&(_, p)| p)
+            .find(|p| {
+                records
+                    .get(&(op, p.backend))
+                    .is_some_and(|r| r.probe_due(now))
+            });
+        if let Some(p) = probe {
+            if let Some(r) = records.get_mut(&(op, p.backend)) {
+                r.probed = Some(now);
+                r.wait = (2 * r.wait).min(HALF_LIFE);
+            }
+            return Some(p);
+        }
+        // A backend chosen on its merits is probed promptly once passed over again.
+        if let Some(r) = records.get_mut(&(op, chosen.backend)) {
+            r.wait = PROBE_AFTER;
+        }
+        Some(chosen)
     }
 }
 
@@ -306,6 +366,71 @@ mod tests {
         let f = o.factor(OP, Backend::ShaNi, t0 + Duration::from_secs(1));
         assert!(f > 8.0, "{f}");
         assert!(on_cpu < 40, "{on_cpu} of 2000 batches on the CPU");
+    }
+
+    /// The server's case: its GPU's hash batches held up by a burst of load on the CPU (twenty
+    /// times their estimate, several in flight at once), then the burst gone; meanwhile the
+    /// CPU's batches take three times theirs, the cores being the connections'. The GPU must win
+    /// again within about a second, not after the many seconds its record takes to fade.
+    #[test]
+    fn a_burst_passed_is_forgotten_by_probing_within_a_second() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        for _ in 0..12 {
+            o.observe(OP, Backend::Cuda, 240e-6, Duration::from_micros(4800), t0);
+        }
+        assert!(o.factor(OP, Backend::Cuda, t0) > 15.0);
+        let step = Duration::from_micros(500);
+        let (mut on_gpu, mut back) = (0, None);
+        for i in 0..20_000u32 {
+            let at = t0 + step * i;
+            let p = o.fastest(OP, close(), at).unwrap();
+            let slow = if p.backend == Backend::Cuda { 1.0 } else { 3.0 };
+            let est = p.estimate_s.unwrap();
+            o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), at);
+            if p.backend == Backend::Cuda {
+                on_gpu += 1;
+                // Won on its record, not probed: every batch since has gone to it.
+                if o.factor(OP, Backend::Cuda, at) * 240e-6
+                    < o.factor(OP, Backend::Avx512, at) * 200e-6
+                {
+                    back.get_or_insert(step * i);
+                }
+            }
+        }
+        // The fade alone takes about 7 s to bring 20x under the CPU's 3x.
+        let back = back.expect("the GPU wins again");
+        assert!(
+            back < Duration::from_secs(1),
+            "{back:?} after {on_gpu} GPU batches"
+        );
+    }
+
+    /// Probes of a backend whose batches keep confirming its record grow rare: at most a dozen
+    /// in 20 s, however many batches go by.
+    #[test]
+    fn probes_that_confirm_the_record_back_off() {
+        let o = Observed::default();
+        let t0 = Instant::now();
+        let step = Duration::from_micros(500);
+        let mut on_cpu = Vec::new();
+        for i in 0..40_000u32 {
+            let at = t0 + step * i;
+            let p = o.fastest(OP, close(), at).unwrap();
+            let slow = if p.backend == Backend::Cuda { 1.5 } else { 8.0 };
+            let est = p.estimate_s.unwrap();
+            o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), at);
+            if p.backend == Backend::Avx512 {
+                on_cpu.push(step * i);
+            }
+        }
+        assert!(
+            on_cpu.len() < 25,
+            "{} CPU batches: {on_cpu:?}",
+            on_cpu.len()
+        );
+        // Probed at all: the first of them within the first wait after its record's last batch.
+        assert!(on_cpu.len() > 3, "{on_cpu:?}");
     }
 
     #[test]
