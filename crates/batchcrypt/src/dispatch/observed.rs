@@ -198,6 +198,26 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// `n` batches, one every half millisecond from `t0`, each planned by `o` among [`close`]'s
+    /// plans and taking its estimate times `slow(offset, backend)`; `each(offset, backend)` after
+    /// each is counted.
+    fn simulate(
+        o: &Observed,
+        t0: Instant,
+        n: u32,
+        slow: impl Fn(Duration, Backend) -> f64,
+        mut each: impl FnMut(Duration, Backend),
+    ) {
+        for i in 0..n {
+            let at = Duration::from_micros(500) * i;
+            let p = o.fastest(OP, close(), t0 + at).unwrap();
+            let est = p.estimate_s.unwrap();
+            let took = Duration::from_secs_f64(est * slow(at, p.backend));
+            o.observe(OP, p.backend, est, took, t0 + at);
+            each(at, p.backend);
+        }
+    }
+
     #[test]
     fn unobserved_estimates_choose_as_measured() {
         let o = Observed::default();
@@ -315,25 +335,18 @@ mod tests {
     fn under_sustained_load_the_cpu_is_tried_rarely_and_wins_again_after() {
         let o = Observed::default();
         let t0 = Instant::now();
-        let step = Duration::from_micros(500);
         let (mut cpu_under_load, mut back) = (0, None);
-        for i in 0..80_000u32 {
-            let at = step * i;
-            let loaded = at < Duration::from_secs(20);
-            let p = o.fastest(OP, close(), t0 + at).unwrap();
-            let slow = match (loaded, p.backend) {
-                (true, Backend::Cuda) => 1.5,
-                (true, _) => 8.0,
-                (false, _) => 1.0,
-            };
-            let took = Duration::from_secs_f64(p.estimate_s.unwrap() * slow);
-            o.observe(OP, p.backend, p.estimate_s.unwrap(), took, t0 + at);
-            match (loaded, p.backend) {
-                (true, Backend::Avx512) => cpu_under_load += 1,
-                (false, Backend::Avx512) if back.is_none() => back = Some(at),
-                _ => {}
-            }
-        }
+        let loaded = |at| at < Duration::from_secs(20);
+        let slow = |at, b| match (loaded(at), b) {
+            (true, Backend::Cuda) => 1.5,
+            (true, _) => 8.0,
+            (false, _) => 1.0,
+        };
+        simulate(&o, t0, 80_000, slow, |at, b| match (loaded(at), b) {
+            (true, Backend::Avx512) => cpu_under_load += 1,
+            (false, Backend::Avx512) if back.is_none() => back = Some(at),
+            _ => {}
+        });
         // 40,000 batches under load: the first on the CPU (nothing observed yet), then a probe
         // now and then as the CPU's mean fades.
         assert!((1..40).contains(&cpu_under_load), "{cpu_under_load}");
@@ -380,24 +393,19 @@ mod tests {
             o.observe(OP, Backend::Cuda, 240e-6, Duration::from_micros(4800), t0);
         }
         assert!(o.factor(OP, Backend::Cuda, t0) > 15.0);
-        let step = Duration::from_micros(500);
         let (mut on_gpu, mut back) = (0, None);
-        for i in 0..20_000u32 {
-            let at = t0 + step * i;
-            let p = o.fastest(OP, close(), at).unwrap();
-            let slow = if p.backend == Backend::Cuda { 1.0 } else { 3.0 };
-            let est = p.estimate_s.unwrap();
-            o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), at);
-            if p.backend == Backend::Cuda {
+        let slow = |_, b| if b == Backend::Cuda { 1.0 } else { 3.0 };
+        simulate(&o, t0, 20_000, slow, |at, b| {
+            if b == Backend::Cuda {
                 on_gpu += 1;
                 // Won on its record, not probed: every batch since has gone to it.
-                if o.factor(OP, Backend::Cuda, at) * 240e-6
-                    < o.factor(OP, Backend::Avx512, at) * 200e-6
+                if o.factor(OP, Backend::Cuda, t0 + at) * 240e-6
+                    < o.factor(OP, Backend::Avx512, t0 + at) * 200e-6
                 {
-                    back.get_or_insert(step * i);
+                    back.get_or_insert(at);
                 }
             }
-        }
+        });
         // The fade alone takes about 7 s to bring 20x under the CPU's 3x.
         let back = back.expect("the GPU wins again");
         assert!(
@@ -412,18 +420,13 @@ mod tests {
     fn probes_that_confirm_the_record_back_off() {
         let o = Observed::default();
         let t0 = Instant::now();
-        let step = Duration::from_micros(500);
         let mut on_cpu = Vec::new();
-        for i in 0..40_000u32 {
-            let at = t0 + step * i;
-            let p = o.fastest(OP, close(), at).unwrap();
-            let slow = if p.backend == Backend::Cuda { 1.5 } else { 8.0 };
-            let est = p.estimate_s.unwrap();
-            o.observe(OP, p.backend, est, Duration::from_secs_f64(est * slow), at);
-            if p.backend == Backend::Avx512 {
-                on_cpu.push(step * i);
+        let slow = |_, b| if b == Backend::Cuda { 1.5 } else { 8.0 };
+        simulate(&o, t0, 40_000, slow, |at, b| {
+            if b == Backend::Avx512 {
+                on_cpu.push(at);
             }
-        }
+        });
         assert!(
             on_cpu.len() < 25,
             "{} CPU batches: {on_cpu:?}",
