@@ -948,18 +948,25 @@ pub fn cpu_cost(one_thread: Cost, all_threads: Cost, threads: usize) -> Cost {
     }
 }
 
+/// The seconds one call of `f` takes.
+fn seconds(f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    let t = std::time::Instant::now();
+    f()?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The median of `v` (odd length).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The median time of `runs` calls of `f` (odd), after one untimed call that warms up (module
 /// load, page faults, allocator).
 pub fn median_seconds(runs: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
     f()?;
-    let mut v = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = std::time::Instant::now();
-        f()?;
-        v.push(t.elapsed().as_secs_f64());
-    }
-    v.sort_by(f64::total_cmp);
-    Ok(v[runs / 2])
+    let v = (0..runs).map(|_| seconds(f)).collect::<Result<Vec<_>>>()?;
+    Ok(median(v))
 }
 
 /// The medians of `runs` timed calls each of `small` and `large` (odd), called in turns after
@@ -971,19 +978,12 @@ fn medians_in_turns(
 ) -> Result<(f64, f64)> {
     small()?;
     large()?;
-    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        let t = std::time::Instant::now();
-        f()?;
-        Ok(t.elapsed().as_secs_f64())
-    };
     let (mut ts, mut tl) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for _ in 0..runs {
-        ts.push(time(small)?);
-        tl.push(time(large)?);
+        ts.push(seconds(small)?);
+        tl.push(seconds(large)?);
     }
-    ts.sort_by(f64::total_cmp);
-    tl.sort_by(f64::total_cmp);
-    Ok((ts[runs / 2], tl[runs / 2]))
+    Ok((median(ts), median(tl)))
 }
 
 /// Fits `fixed + units × per_unit` through timed runs at two sizes (the median of a few each,

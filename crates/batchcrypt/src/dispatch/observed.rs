@@ -52,9 +52,9 @@ struct Record {
     ln: f64,
     /// When a batch last refreshed `ln`.
     at: Instant,
-    /// When a batch was last sent to probe the backend, if since `at`.
-    probed: Option<Instant>,
-    /// How long after `at` or `probed` (the later) the next probe may go.
+    /// When a batch last refreshed `ln` or was sent to probe the backend.
+    tried: Instant,
+    /// How long after `tried` the next probe may go.
     wait: Duration,
 }
 
@@ -65,8 +65,7 @@ impl Record {
     }
 
     fn probe_due(&self, now: Instant) -> bool {
-        let last = self.probed.map_or(self.at, |p| p.max(self.at));
-        now.saturating_duration_since(last) >= self.wait
+        now.saturating_duration_since(self.tried) >= self.wait
     }
 }
 
@@ -119,7 +118,7 @@ impl Observed {
         let r = records.entry((op, backend)).or_insert(Record {
             ln: 0.0,
             at: now,
-            probed: None,
+            tried: now,
             wait: PROBE_AFTER,
         });
         let old = r.left(now);
@@ -129,7 +128,7 @@ impl Observed {
         if ln < old {
             r.wait = PROBE_AFTER;
         }
-        (r.ln, r.at, r.probed) = (old + WEIGHT * (ln - old), now, None);
+        (r.ln, r.at, r.tried) = (old + WEIGHT * (ln - old), now, now);
     }
 
     /// The plan of `plans` with the lowest estimate times its backend's factor; plans without an
@@ -160,7 +159,7 @@ impl Observed {
             });
         if let Some(p) = probe {
             if let Some(r) = records.get_mut(&(op, p.backend)) {
-                r.probed = Some(now);
+                r.tried = now;
                 r.wait = (2 * r.wait).min(HALF_LIFE);
             }
             return Some(p);
