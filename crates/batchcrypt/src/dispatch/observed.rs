@@ -75,6 +75,18 @@ pub(crate) struct Observed {
     records: Mutex<HashMap<(&'static str, Backend), Record>>,
 }
 
+/// What `backend`'s estimates for `op` are multiplied by at `now` (1 where nothing was observed).
+fn factor_in(
+    records: &HashMap<(&'static str, Backend), Record>,
+    op: &'static str,
+    backend: Backend,
+    now: Instant,
+) -> f64 {
+    records
+        .get(&(op, backend))
+        .map_or(1.0, |r| r.left(now).exp())
+}
+
 /// The share of a log ratio left after `age` without a refresh.
 fn fade(age: Duration) -> f64 {
     0.5f64.powf(age.as_secs_f64() / HALF_LIFE.as_secs_f64())
@@ -85,11 +97,10 @@ impl Observed {
         self.records.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// What `backend`'s estimates for `op` are multiplied by at `now` (1 where nothing was
-    /// observed).
+    /// [`factor_in`] of the records as they stand.
     #[cfg(test)]
     pub fn factor(&self, op: &'static str, backend: Backend, now: Instant) -> f64 {
-        (self.records().get(&(op, backend))).map_or(1.0, |r| r.left(now).exp())
+        factor_in(&self.records(), op, backend, now)
     }
 
     /// Every factor at `now`, by operation and backend.
@@ -142,12 +153,11 @@ impl Observed {
         now: Instant,
     ) -> Option<Plan> {
         let mut records = self.records();
-        let factor = |b| (records.get(&(op, b))).map_or(1.0, |r: &Record| r.left(now).exp());
         let plans: Vec<(f64, Plan)> = (plans.into_iter())
             .filter_map(|p| Some((p.estimate_s?, p)))
             .collect();
         let (cost, chosen) = (plans.iter())
-            .map(|&(e, p)| (e * factor(p.backend), p))
+            .map(|&(e, p)| (e * factor_in(&records, op, p.backend, now), p))
             .min_by(|a, b| a.0.total_cmp(&b.0))?;
         let probe = (plans.iter())
             .filter(|&&(e, p)| p.backend != chosen.backend && e < cost)
